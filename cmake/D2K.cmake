@@ -1,0 +1,39 @@
+# Shared build helpers.
+
+# Warnings for host C++ and for the host side of CUDA files.
+function(d2k_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-unused-parameter>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Wno-unused-parameter --expt-relaxed-constexpr>)
+  if(D2K_WERROR)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+  endif()
+endfunction()
+
+# d2k_add_test(NAME name SOURCES ... LIBS ... [GPU])
+# GPU tests carry the ctest label `gpu`; CI runs `ctest -LE gpu`.
+function(d2k_add_test)
+  cmake_parse_arguments(T "GPU" "NAME" "SOURCES;LIBS" ${ARGN})
+  add_executable(${T_NAME} ${T_SOURCES})
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
+  target_include_directories(${T_NAME} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests)
+  target_compile_definitions(${T_NAME} PRIVATE
+    D2K_SOURCE_DIR="${CMAKE_SOURCE_DIR}" D2K_BINARY_DIR="${CMAKE_BINARY_DIR}")
+  d2k_warnings(${T_NAME})
+  if(T_GPU)
+    add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+    set_tests_properties(${T_NAME} PROPERTIES LABELS gpu)
+  else()
+    add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+    set_tests_properties(${T_NAME} PROPERTIES LABELS unit)
+  endif()
+endfunction()
+
+# d2k_library(name SOURCES ... LIBS ...): a static, position-independent library of src/.
+function(d2k_library name)
+  cmake_parse_arguments(L "" "" "SOURCES;LIBS" ${ARGN})
+  add_library(${name} STATIC ${L_SOURCES})
+  target_include_directories(${name} PUBLIC ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/include)
+  target_link_libraries(${name} PUBLIC ${L_LIBS})
+  d2k_warnings(${name})
+endfunction()

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs everything D2K-Bench needs to build and test on a Debian 12 machine.
+# Idempotent: packages already present are left alone.
+set -euo pipefail
+
+apt_packages=(
+  build-essential cmake ninja-build pkg-config
+  libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libgmock-dev
+  libdlpack-dev libseccomp-dev bubblewrap libcap2-bin
+  libsqlite3-dev libcurl4-openssl-dev libcpp-httplib-dev
+  python3 python3-pip
+)
+
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Header-only pieces from PyPI, unpacked into third_party/ (ignored by git):
+#   nvidia-cutlass  CUTLASS/CuTe headers for expert kernels
+#   nvidia-nvml-dev nvml.h for clock and throttle sampling
+here="$(cd "$(dirname "$0")/.." && pwd)"
+tp="$here/third_party"
+mkdir -p "$tp"
+py_pkgs=("nvidia-cutlass==4.2.0.0" "nvidia-nvml-dev==13.0.87")
+if [ ! -f "$tp/.py-done" ] || [ "$(cat "$tp/.py-done")" != "${py_pkgs[*]}" ]; then
+  rm -rf "$tp/wheels" && mkdir -p "$tp/wheels"
+  python3 -m pip download -q --no-deps -d "$tp/wheels" "${py_pkgs[@]}"
+  rm -rf "$tp/cutlass" "$tp/nvml"
+  mkdir -p "$tp/cutlass" "$tp/nvml"
+  for w in "$tp"/wheels/*.whl; do
+    case "$(basename "$w")" in
+      nvidia_cutlass-*) python3 -m zipfile -e "$w" "$tp/cutlass/whl" ;;
+      nvidia_nvml_dev-*) python3 -m zipfile -e "$w" "$tp/nvml/whl" ;;
+    esac
+  done
+  echo "${py_pkgs[*]}" > "$tp/.py-done"
+fi
+echo "setup: dependencies present"

@@ -1,0 +1,139 @@
+#pragma once
+/// The task model: what definition.json, workloads.jsonl, design.json and rubric.json hold,
+/// after loading and validation. docs/task-format.md documents the JSON side field by field.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.h"
+#include "core/expr.h"
+
+namespace d2k {
+
+using ordered_json = nlohmann::ordered_json;
+
+enum class AxisKind { const_, var, expr };
+
+/// One named dimension. `const` axes have a value; `var` axes take one from each workload
+/// (with an optional range that hidden workloads are drawn from); `expr` axes are computed.
+struct Axis {
+  std::string name;
+  AxisKind kind = AxisKind::var;
+  std::int64_t value = 0;          ///< const
+  Expr expr;                       ///< expr
+  std::int64_t min = 1;            ///< var: smallest legal value
+  std::int64_t max = 0;            ///< var: largest legal value (0 = unbounded)
+  std::int64_t hidden_max = 0;     ///< var: largest value a hidden check workload may draw (0 = min(max, 4096))
+  std::string description;
+};
+
+/// How an input is filled. `params` keeps the generator's own fields (mean, std, low, high,
+/// match_rate, source input, ...); generators interpret them. See data/generators.h.
+struct GeneratorSpec {
+  std::string kind;                ///< normal, uniform, randint, const, arange, join_build_keys, ...
+  ordered_json params = ordered_json::object();
+};
+
+/// How an output is compared with the expected one. Unused fields keep their defaults.
+struct CompareSpec {
+  std::string rule = "allclose";   ///< allclose | rel_l2 | exact | multiset | topk | none
+  double atol = 0, rtol = 0;
+  double matched_ratio = 1.0;      ///< allclose: share of elements that must match
+  double max_error_cap = 0;        ///< allclose: no element may exceed this abs error (0 = off)
+  double tol = 0;                  ///< rel_l2: ||a-e|| / ||e|| bound
+  std::string group;               ///< multiset: outputs with the same group form the columns of one row set
+  std::string count;               ///< multiset/topk: name of the output holding the valid row count
+  std::int64_t k = 0;              ///< topk: k (or axis name in k_axis)
+  std::string k_axis;
+  std::string values;              ///< topk: name of the output holding values, for tie handling
+};
+
+struct TensorSpec {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<std::string> shape;  ///< axis names (or integer literals as strings)
+  std::string description;
+  std::optional<GeneratorSpec> generator;  ///< inputs only
+  std::optional<CompareSpec> compare;      ///< outputs only
+};
+
+/// A task parameter passed to every call as a named scalar (eps, lr, ...).
+struct ScalarSpec {
+  std::string name;
+  bool is_float = true;
+  double value = 0;
+  std::string description;
+};
+
+/// Least work the best known algorithm needs, as expressions of the axes.
+struct CostModel {
+  /// Operations per execution unit: keys are bf16_tensor, fp16_tensor, fp8_tensor,
+  /// tf32_tensor, fp32, fp64, int32.
+  std::map<std::string, Expr> flops;
+  Expr bytes;                      ///< compulsory DRAM bytes (each input read once, each output written once)
+  std::string notes;
+};
+
+struct Definition {
+  std::string name, op_type, description;
+  std::vector<Axis> axes;
+  std::vector<Expr> constraints;   ///< each must evaluate true for a workload
+  std::vector<std::string> constraint_text;
+  std::vector<ScalarSpec> scalars;
+  std::vector<TensorSpec> inputs, outputs;
+  CostModel cost;
+  /// Track name (cuda, cutlass, triton) -> vendor libraries a solution in it may call at run time.
+  std::map<std::string, std::vector<std::string>> tracks;
+  ordered_json raw;                ///< the file as loaded, for traces
+};
+
+enum class WorkloadRole { check, bench };
+
+struct Workload {
+  std::string uuid;
+  WorkloadRole role = WorkloadRole::bench;
+  std::map<std::string, std::int64_t> axes;       ///< var axes as given
+  std::map<std::string, double> scalars;          ///< overrides of task scalars
+  std::map<std::string, GeneratorSpec> generators;  ///< overrides per input
+  std::map<std::string, CompareSpec> compare;     ///< overrides per output
+  std::string description;
+  int line = 0;                                   ///< 1-based line in workloads.jsonl
+  bool hidden = false;                            ///< drawn from constraints, never published
+};
+
+/// One guidance item of design.json.
+struct DesignItem {
+  std::string id, statement, rationale, recognise;
+};
+
+struct Design {
+  std::vector<DesignItem> level[3];
+  std::string cross_level_rationale;
+};
+
+/// rubric.json: per level, the 0/25/50/75/100 anchors for a design and for an implementation.
+struct Rubric {
+  std::map<int, std::string> design[3];
+  std::map<int, std::string> implementation[3];
+};
+
+/// A whole task folder.
+struct Task {
+  std::filesystem::path dir;
+  Definition def;
+  std::vector<Workload> workloads;
+  std::optional<Design> design;
+  std::optional<Rubric> rubric;
+  bool has_reference = false, has_naive = false, has_expert = false, has_library = false;
+};
+
+/// Values of every axis (const, var and expr) for one workload.
+using AxisValues = std::map<std::string, std::int64_t>;
+
+}  // namespace d2k
