@@ -1,0 +1,79 @@
+#pragma once
+/// Checked CUDA calls and RAII device memory for the harness.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace d2k {
+
+/// A failed CUDA runtime call, with file, line and the call's text.
+struct CudaError : std::runtime_error {
+  cudaError_t code;
+  CudaError(cudaError_t c, const char* call, const char* file, int line)
+      : std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + call + ": " +
+                           cudaGetErrorName(c) + " (" + cudaGetErrorString(c) + ")"),
+        code(c) {}
+};
+
+#define D2K_CUDA_CHECK(call)                                              \
+  do {                                                                    \
+    cudaError_t d2k_e_ = (call);                                          \
+    if (d2k_e_ != cudaSuccess) throw ::d2k::CudaError(d2k_e_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+/// Checks the last launch (asynchronous errors surface at the next sync).
+#define D2K_CUDA_CHECK_LAUNCH() D2K_CUDA_CHECK(cudaGetLastError())
+
+/// Owns one cudaMalloc allocation.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+    if (bytes) D2K_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+  }
+  ~DeviceBuffer() { reset(); }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      ptr_ = std::exchange(o.ptr_, nullptr);
+      bytes_ = std::exchange(o.bytes_, 0);
+    }
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* get() const { return ptr_; }
+  std::size_t size() const { return bytes_; }
+  void reset() {
+    if (ptr_) cudaFree(ptr_);  // no throw from a destructor; a failed free leaks at worst
+    ptr_ = nullptr;
+    bytes_ = 0;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+/// Owns a CUDA stream.
+class Stream {
+ public:
+  Stream() { D2K_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  ~Stream() { if (s_) cudaStreamDestroy(s_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+/// Number of CUDA devices usable here; 0 when no driver or no GPU (never throws).
+int cuda_device_count();
+
+}  // namespace d2k

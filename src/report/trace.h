@@ -1,0 +1,88 @@
+#pragma once
+/// Evaluation traces: one record per (target, workload), data first (JSON lines), text second.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "report/status.h"
+
+namespace d2k {
+
+/// What the comparison of one output found.
+struct OutputCheck {
+  std::string output, rule;
+  bool passed = false;
+  double max_abs_error = 0, max_rel_error = 0, rel_l2 = 0;
+  std::int64_t mismatches = 0, first_bad_index = -1;
+  std::string message;
+};
+
+struct Correctness {
+  std::string against;          ///< "reference" (fp64 golden) or "naive"
+  int rounds = 0;               ///< rounds run with fresh inputs
+  std::vector<OutputCheck> outputs;  ///< the worst round's per-output results
+};
+
+struct Performance {
+  std::string timer;            ///< "cupti" or "events"
+  double median_us = 0, mean_us = 0, min_us = 0, max_us = 0, p10_us = 0, p90_us = 0;
+  double rel_noise = 0;
+  std::int64_t samples = 0;
+  double total_s = 0;
+  std::string stop_reason;
+  double event_median_us = 0;   ///< CUDA events on the harness stream, beside CUPTI
+  std::optional<double> graph_median_us;  ///< CUDA-graph replay column, where asked for
+  double sm_clock_min_mhz = 0, sm_clock_median_mhz = 0;
+  std::vector<std::string> throttle_reasons;
+  std::vector<std::string> kernels;  ///< kernel names one call launched
+  double own_kernel_share = 1;  ///< device time in the solution's own kernels vs vendor libraries
+};
+
+struct Roofline {
+  double t_sol_us = 0;
+  std::string bound;            ///< "bytes" or a flops unit such as bf16_tensor
+  double pct_sol = 0;
+  std::optional<double> speedup_vs_naive, speedup_vs_expert, speedup_vs_library;
+  std::optional<double> sol_score;
+  std::string ceilings_source;  ///< "calibrated" or "datasheet"
+};
+
+/// One (target, workload) record.
+struct Trace {
+  std::string task, target, impl_path, workload_uuid, role;
+  bool hidden = false;
+  std::map<std::string, std::int64_t> axes;
+  Status status = Status::SKIPPED;
+  std::string rule;             ///< REWARD_HACK: the rule that fired
+  std::string message;          ///< why, in a sentence; compile log excerpt for COMPILE_ERROR
+  std::vector<std::string> checks_fired;  ///< named anti-cheat checks that fired (with detail)
+  std::optional<Correctness> correctness;
+  std::optional<Performance> performance;  ///< only when status == PASSED
+  std::optional<Roofline> roofline;
+  nlohmann::json environment;   ///< device, driver, CUDA, clocks, d2k version, date
+};
+
+nlohmann::json to_json(const Trace& t);
+Trace trace_from_json(const nlohmann::json& j);
+
+/// Suite aggregates (DESIGN §6).
+struct SuiteSummary {
+  int records = 0, passed = 0;
+  double pass_rate = 0;
+  std::optional<double> geomean_speedup_vs_naive;  ///< over workloads, then over tasks
+  std::optional<double> mean_sol_score;
+  std::map<double, double> fast_p;                  ///< p -> share of records PASSED and >= p x naive
+};
+SuiteSummary summarize(const std::vector<Trace>& traces, const std::string& target);
+
+/// Output formats of a results table.
+enum class TableFormat { text, markdown };
+/// One row per trace: task, target, workload, status, time, noise, % SOL, speedups.
+std::string format_table(const std::vector<Trace>& traces, TableFormat fmt);
+std::string format_summary(const std::map<std::string, SuiteSummary>& by_target, TableFormat fmt);
+
+}  // namespace d2k

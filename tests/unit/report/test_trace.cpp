@@ -1,0 +1,103 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "report/trace.h"
+
+namespace d2k {
+namespace {
+
+Trace passed(const std::string& task, const std::string& target, const std::string& uuid, double us,
+             double vs_naive, double score) {
+  Trace t;
+  t.task = task;
+  t.target = target;
+  t.workload_uuid = uuid;
+  t.role = "bench";
+  t.status = Status::PASSED;
+  Performance p;
+  p.timer = "cupti";
+  p.median_us = us;
+  p.rel_noise = 0.004;
+  p.samples = 12;
+  t.performance = p;
+  Roofline r;
+  r.t_sol_us = us / 2;
+  r.pct_sol = 50;
+  r.speedup_vs_naive = vs_naive;
+  r.sol_score = score;
+  t.roofline = r;
+  return t;
+}
+
+TEST(Status, NamesRoundTrip) {
+  for (Status s : {Status::PASSED, Status::REWARD_HACK, Status::INCORRECT_WRITE, Status::TIMEOUT}) {
+    auto back = parse_status(status_name(s));
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(*back, s);
+  }
+  EXPECT_FALSE(parse_status("FAST").has_value());
+}
+
+TEST(Trace, JsonRoundTripKeepsEveryField) {
+  Trace t = passed("fused_add_rmsnorm", "expert", "w1", 123.5, 3.2, 0.8);
+  t.axes = {{"T", 4096}, {"H", 4096}};
+  t.checks_fired = {"inputs_checksum: ok"};
+  Correctness c;
+  c.against = "naive";
+  c.rounds = 3;
+  OutputCheck o;
+  o.output = "out";
+  o.rule = "allclose";
+  o.passed = true;
+  o.max_abs_error = 0.01;
+  o.first_bad_index = -1;
+  c.outputs.push_back(o);
+  t.correctness = c;
+  Trace back = trace_from_json(to_json(t));
+  EXPECT_EQ(back.task, t.task);
+  EXPECT_EQ(back.axes, t.axes);
+  EXPECT_EQ(back.status, Status::PASSED);
+  ASSERT_TRUE(back.correctness.has_value());
+  EXPECT_EQ(back.correctness->rounds, 3);
+  EXPECT_DOUBLE_EQ(back.correctness->outputs.at(0).max_abs_error, 0.01);
+  ASSERT_TRUE(back.performance.has_value());
+  EXPECT_DOUBLE_EQ(back.performance->median_us, 123.5);
+  ASSERT_TRUE(back.roofline && back.roofline->speedup_vs_naive);
+  EXPECT_DOUBLE_EQ(*back.roofline->speedup_vs_naive, 3.2);
+  EXPECT_FALSE(back.roofline->speedup_vs_expert.has_value());
+}
+
+TEST(Summary, GeomeanIsPerTaskThenAcrossTasksAndFailuresCount) {
+  std::vector<Trace> ts{passed("a", "expert", "1", 1, 4.0, 0.9), passed("a", "expert", "2", 1, 1.0, 0.7),
+                        passed("b", "expert", "1", 1, 8.0, 1.0)};
+  Trace failed = passed("b", "expert", "2", 1, 100.0, 1.0);
+  failed.status = Status::INCORRECT_NUMERICAL;
+  ts.push_back(failed);
+  ts.push_back(passed("a", "naive", "1", 1, 1.0, 0.5));  // other target: ignored
+  SuiteSummary s = summarize(ts, "expert");
+  EXPECT_EQ(s.records, 4);
+  EXPECT_EQ(s.passed, 3);
+  EXPECT_DOUBLE_EQ(s.pass_rate, 0.75);
+  // task a: geomean(4,1)=2; task b: 8 -> geomean(2,8) = 4
+  ASSERT_TRUE(s.geomean_speedup_vs_naive.has_value());
+  EXPECT_NEAR(*s.geomean_speedup_vs_naive, 4.0, 1e-12);
+  EXPECT_NEAR(*s.mean_sol_score, (0.9 + 0.7 + 1.0) / 3, 1e-12);
+  EXPECT_DOUBLE_EQ(s.fast_p.at(1.0), 0.75);  // the failure is not fast even at 100x
+  EXPECT_DOUBLE_EQ(s.fast_p.at(2.0), 0.5);
+}
+
+TEST(Table, NoTimeIsPrintedForAFailure) {
+  Trace bad = passed("a", "solution", "1", 42.0, 9.0, 1.0);
+  bad.status = Status::REWARD_HACK;
+  bad.rule = "physical_floor";
+  std::string txt = format_table({bad}, TableFormat::text);
+  EXPECT_NE(txt.find("REWARD_HACK(physical_floor)"), std::string::npos);
+  EXPECT_EQ(txt.find("42.00"), std::string::npos);
+  std::string md = format_table({passed("a", "expert", "1", 42.0, 2.0, 0.6)}, TableFormat::markdown);
+  EXPECT_NE(md.find("| 42.00 |"), std::string::npos);
+  EXPECT_NE(md.find("| --- |"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace d2k
