@@ -158,11 +158,12 @@ inline void set_error(const d2k_args* a, const char* msg) {
 }  // namespace d2k
 
 /** Wraps an entry-point body so that accessor errors and C++ exceptions become
- * status codes with a message, never an exception across the C boundary. */
-#define D2K_ENTRY(args, body)                            \
+ * status codes with a message, never an exception across the C boundary.
+ * Variadic so that commas in the body (kernel launches, templates) need no extra parentheses. */
+#define D2K_ENTRY(args, ...)                             \
   do {                                                   \
     try {                                                \
-      body                                               \
+      __VA_ARGS__                                        \
     } catch (const d2k::abi_error& e_) {                 \
       d2k::set_error((args), e_.what());                 \
       return D2K_ERR_BAD_ARGS;                           \
