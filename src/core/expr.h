@@ -49,6 +49,16 @@ class Expr {
   /// Identifiers the expression refers to (for validation: every one must be an axis or scalar).
   std::vector<std::string> identifiers() const;
   const std::string& text() const { return text_; }
+
+  /// A simple fact about one identifier stated by a top-level `&&` conjunct of this expression:
+  /// `N % 8 == 0` (multiple_of 8), `N == 128`, `N <= 4096` / `N < 4097` (at_most 4096),
+  /// `N >= 16` / `N > 15` (at_least 16). Hidden-workload drawing uses them to aim its draws.
+  struct Fact {
+    enum class Kind { multiple_of, equals, at_most, at_least } kind;
+    std::string name;
+    std::int64_t value;
+  };
+  std::vector<Fact> facts() const;
   bool empty() const { return !root_; }
 
  private:

@@ -6,7 +6,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <array>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -52,6 +54,8 @@ struct CompareSpec {
   std::int64_t k = 0;              ///< topk: k (or axis name in k_axis)
   std::string k_axis;
   std::string values;              ///< topk: name of the output holding values, for tie handling
+  /// The fields as written (definition, or a workload's override); overrides merge on it.
+  ordered_json raw = ordered_json::object();
 };
 
 struct TensorSpec {
@@ -107,6 +111,30 @@ struct Workload {
   bool hidden = false;                            ///< drawn from constraints, never published
 };
 
+/// Keys of the three guidance levels in design.json and dataset/design_levels.json.
+inline constexpr std::array<std::string_view, 3> kDesignLevelKeys = {
+    "level_1_high_level_algorithmic_insights", "level_2_dataflow_design",
+    "level_3_low_level_optimization_tricks"};
+/// Keys of the three levels in rubric.json.
+inline constexpr std::array<std::string_view, 3> kRubricLevelKeys = {"level_1", "level_2", "level_3"};
+/// The rubric anchors every level has, for a design and for an implementation.
+inline constexpr std::array<int, 5> kRubricAnchors = {0, 25, 50, 75, 100};
+
+/// One guidance level as dataset/design_levels.json defines it for every task.
+struct DesignLevel {
+  std::string key;        ///< kDesignLevelKeys[i]
+  std::string title;
+  std::string covers;     ///< what the level is about
+  std::string item_form;  ///< what one guidance item at this level looks like
+  std::string workspace;  ///< the workspace where this level first appears (L1, L1+L2, L1+L2+L3)
+};
+
+/// dataset/design_levels.json.
+struct DesignLevels {
+  std::array<DesignLevel, 3> level;
+  bool loaded = false;    ///< all three levels present and complete
+};
+
 /// One guidance item of design.json.
 struct DesignItem {
   std::string id, statement, rationale, recognise;
@@ -131,6 +159,7 @@ struct Task {
   std::optional<Design> design;
   std::optional<Rubric> rubric;
   bool has_reference = false, has_naive = false, has_expert = false, has_library = false;
+  bool has_spec = false;
 };
 
 /// Values of every axis (const, var and expr) for one workload.

@@ -1,0 +1,42 @@
+#include "core/diagnostics.h"
+
+namespace d2k {
+
+std::string Diagnostic::format() const {
+  std::string s = file;
+  if (line > 0) s += ":" + std::to_string(line);
+  s += ": ";
+  if (!field.empty()) s += field + ": ";
+  if (severity == Severity::warning) s += "warning: ";
+  return s + message;
+}
+
+void Diagnostics::error(std::string file, int line, std::string field, std::string message) {
+  items_.push_back({Diagnostic::Severity::error, std::move(file), line, std::move(field), std::move(message)});
+  ++errors_;
+}
+
+void Diagnostics::warning(std::string file, int line, std::string field, std::string message) {
+  items_.push_back({Diagnostic::Severity::warning, std::move(file), line, std::move(field), std::move(message)});
+}
+
+std::string Diagnostics::format() const {
+  std::string s;
+  for (const auto& d : items_) s += d.format() + "\n";
+  return s;
+}
+
+bool Diagnostics::contains(std::string_view text) const {
+  for (const auto& d : items_)
+    if (d.format().find(text) != std::string::npos) return true;
+  return false;
+}
+
+void Diagnostics::merge(const Diagnostics& other) {
+  for (const auto& d : other.items_) {
+    items_.push_back(d);
+    if (d.severity == Diagnostic::Severity::error) ++errors_;
+  }
+}
+
+}  // namespace d2k

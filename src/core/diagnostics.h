@@ -1,0 +1,45 @@
+#pragma once
+/// Errors and warnings found while loading and validating task files, each naming the file, the
+/// line (JSONL files, and JSON syntax errors) and the field.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace d2k {
+
+/// One finding. `format()` gives `file:line: field: message` (`:line` left out when line is 0,
+/// `field: ` left out when empty; warnings carry `warning: ` before the message).
+struct Diagnostic {
+  enum class Severity { error, warning };
+  Severity severity = Severity::error;
+  std::string file;     ///< path as given to the loader, e.g. dataset/x/definition.json
+  int line = 0;         ///< 1-based; 0 when the file is not line-oriented
+  std::string field;    ///< dotted path, e.g. inputs.x.dtype, axes.T.min, compare.out.atol
+  std::string message;
+  std::string format() const;
+};
+
+/// Collects findings; loaders keep going after an error so that one run reports them all.
+class Diagnostics {
+ public:
+  void error(std::string file, int line, std::string field, std::string message);
+  void warning(std::string file, int line, std::string field, std::string message);
+
+  /// True when no error was recorded (warnings do not count).
+  bool ok() const { return errors_ == 0; }
+  std::size_t error_count() const { return errors_; }
+  std::size_t warning_count() const { return items_.size() - errors_; }
+  const std::vector<Diagnostic>& items() const { return items_; }
+  /// Every finding, one `format()` per line.
+  std::string format() const;
+  /// True when some finding's `format()` contains `text` (for tests and tools).
+  bool contains(std::string_view text) const;
+  /// Appends another collection's findings.
+  void merge(const Diagnostics& other);
+
+ private:
+  std::vector<Diagnostic> items_;
+  std::size_t errors_ = 0;
+};
+
+}  // namespace d2k

@@ -1,0 +1,558 @@
+// validate_task: every rule of docs/task-format.md that loading alone cannot catch.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/json_fields.h"
+#include "core/loader.h"
+#include "core/workload.h"
+
+namespace d2k {
+
+namespace {
+
+using detail::FieldReader;
+using detail::index_path;
+using detail::join_path;
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+// ---- Generators ----
+
+struct GeneratorKind {
+  const char* kind;
+  std::vector<const char*> required, optional;
+};
+
+const std::vector<GeneratorKind>& generator_kinds() {
+  static const std::vector<GeneratorKind> kKinds = {
+      {"normal", {"mean", "std"}, {}},
+      {"uniform", {"low", "high"}, {}},
+      {"randint", {"low", "high"}, {}},
+      {"const", {"value"}, {}},
+      {"arange", {}, {"start", "step"}},
+      {"unique_keys", {"low", "high"}, {}},
+      {"join_probe_keys", {"build", "match_rate"}, {"low", "high"}},
+      {"zipf", {"n", "s"}, {}},
+      {"ragged_offsets", {"total"}, {"skew"}},
+      {"powerlaw_csr", {"part"}, {"alpha", "max_row", "cols", "offsets"}},
+      {"tpch_lineitem", {"column"}, {"scale_factor"}},
+  };
+  return kKinds;
+}
+
+const std::set<std::string>& lineitem_columns() {
+  static const std::set<std::string> kCols = {
+      "l_orderkey",   "l_partkey",    "l_suppkey",    "l_linenumber",  "l_quantity",
+      "l_extendedprice", "l_discount", "l_tax",       "l_returnflag",  "l_linestatus",
+      "l_shipdate",   "l_commitdate", "l_receiptdate", "l_shipinstruct", "l_shipmode"};
+  return kCols;
+}
+
+struct Checker {
+  const Task& task;
+  const Definition& def;
+  Diagnostics& diag;
+  std::string def_file;
+
+  std::set<std::string> axis_names() const {
+    std::set<std::string> s;
+    for (const auto& a : def.axes) s.insert(a.name);
+    return s;
+  }
+
+  // Every identifier of `e` must be an axis (or a scalar when `scalars_ok`).
+  void check_names(const Expr& e, bool scalars_ok, const FieldReader& r, const std::string& field) const {
+    for (const auto& id : e.identifiers()) {
+      if (find_axis(def, id)) continue;
+      if (find_scalar(def, id)) {
+        if (!scalars_ok) r.error(field, fmt::format("'{}' is a scalar; only axes may appear here", id));
+        continue;
+      }
+      r.error(field, fmt::format("unknown name '{}' in \"{}\" (not an axis{})", id, e.text(),
+                                 scalars_ok ? " or scalar" : ""));
+    }
+  }
+
+  // A number field, or an expression over axes and scalars given as a string.
+  void check_size_field(const ordered_json& p, const char* key, const FieldReader& r, const std::string& path) const {
+    auto it = p.find(key);
+    if (it == p.end()) return;
+    const std::string field = join_path(path, key);
+    if (it->is_number()) return;
+    if (!it->is_string()) {
+      r.error(field, "expected an integer or an expression over axes");
+      return;
+    }
+    try {
+      check_names(Expr::parse(it->get<std::string>()), true, r, field);
+    } catch (const ExprError& e) {
+      r.error(field, e.what());
+    }
+  }
+
+  void check_generator(const GeneratorSpec& g, const std::string& self, const FieldReader& r,
+                       const std::string& path) const {
+    const auto& kinds = generator_kinds();
+    auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const GeneratorKind& k) { return g.kind == k.kind; });
+    if (kind == kinds.end()) {
+      std::vector<std::string> names;
+      for (const auto& k : kinds) names.push_back(k.kind);
+      r.error(join_path(path, "kind"), fmt::format("unknown generator kind '{}' (one of {})", g.kind, join(names)));
+      return;
+    }
+    const auto& p = g.params;
+    for (const char* f : kind->required)
+      if (!p.contains(f)) r.error(join_path(path, f), fmt::format("missing required field of generator '{}'", g.kind));
+    for (auto it = p.begin(); it != p.end(); ++it) {
+      const auto& req = kind->required;
+      const auto& opt = kind->optional;
+      const bool known = std::find(req.begin(), req.end(), it.key()) != req.end() ||
+                         std::find(opt.begin(), opt.end(), it.key()) != opt.end();
+      if (!known) r.warning(join_path(path, it.key()), fmt::format("field not used by generator '{}'", g.kind));
+    }
+    auto num = [&](const char* key) -> std::optional<double> {
+      auto it = p.find(key);
+      if (it == p.end()) return std::nullopt;
+      if (!it->is_number()) {
+        r.error(join_path(path, key), fmt::format("expected a number, found {}", it->dump()));
+        return std::nullopt;
+      }
+      return it->get<double>();
+    };
+    auto integer = [&](const char* key) -> std::optional<std::int64_t> {
+      auto it = p.find(key);
+      if (it == p.end()) return std::nullopt;
+      auto v = detail::json_integer(*it);
+      if (!v) r.error(join_path(path, key), fmt::format("expected an integer, found {}", it->dump()));
+      return v;
+    };
+    auto str = [&](const char* key) -> std::optional<std::string> {
+      auto it = p.find(key);
+      if (it == p.end()) return std::nullopt;
+      if (!it->is_string()) {
+        r.error(join_path(path, key), fmt::format("expected a string, found {}", it->dump()));
+        return std::nullopt;
+      }
+      return it->get<std::string>();
+    };
+    auto other_input = [&](const char* key) {
+      auto name = str(key);
+      if (!name) return;
+      if (*name == self) r.error(join_path(path, key), fmt::format("'{}' must name another input, not itself", *name));
+      else if (!find_input(def, *name)) r.error(join_path(path, key), fmt::format("unknown input '{}'", *name));
+    };
+    auto ordered = [&](auto lo, auto hi) {
+      if (lo && hi && !(*lo < *hi)) r.error(join_path(path, "high"), fmt::format("high ({}) must exceed low ({})", *hi, *lo));
+    };
+    const std::string& k = g.kind;
+    if (k == "normal") {
+      num("mean");
+      if (auto s = num("std"); s && !(*s > 0)) r.error(join_path(path, "std"), "must be > 0");
+    } else if (k == "uniform") {
+      ordered(num("low"), num("high"));
+    } else if (k == "randint" || k == "unique_keys") {
+      ordered(integer("low"), integer("high"));
+    } else if (k == "const") {
+      num("value");
+    } else if (k == "arange") {
+      num("start");
+      num("step");
+    } else if (k == "join_probe_keys") {
+      other_input("build");
+      if (auto m = num("match_rate"); m && !(*m >= 0 && *m <= 1)) r.error(join_path(path, "match_rate"), "must be in [0, 1]");
+      ordered(integer("low"), integer("high"));
+    } else if (k == "zipf") {
+      check_size_field(p, "n", r, path);
+      if (auto s = num("s"); s && !(*s >= 0)) r.error(join_path(path, "s"), "must be >= 0");
+    } else if (k == "ragged_offsets") {
+      check_size_field(p, "total", r, path);
+      if (auto s = num("skew"); s && !(*s >= 0)) r.error(join_path(path, "skew"), "must be >= 0");
+    } else if (k == "powerlaw_csr") {
+      if (auto part = str("part"); part && *part != "row_offsets" && *part != "col_indices")
+        r.error(join_path(path, "part"), fmt::format("unknown part '{}' (row_offsets or col_indices)", *part));
+      if (auto a = num("alpha"); a && !(*a > 0)) r.error(join_path(path, "alpha"), "must be > 0");
+      check_size_field(p, "max_row", r, path);
+      check_size_field(p, "cols", r, path);
+      if (p.contains("offsets")) other_input("offsets");
+    } else if (k == "tpch_lineitem") {
+      if (auto c = str("column"); c && !lineitem_columns().count(*c))
+        r.error(join_path(path, "column"), fmt::format("unknown lineitem column '{}'", *c));
+      if (auto sf = num("scale_factor"); sf && !(*sf > 0)) r.error(join_path(path, "scale_factor"), "must be > 0");
+    }
+  }
+
+  // ---- Comparison rules ----
+
+  void check_compare(const CompareSpec& c, const std::string& self, const FieldReader& r, const std::string& path) const {
+    static const std::map<std::string, std::vector<std::string>> kRules = {
+        {"allclose", {"atol", "rtol", "matched_ratio", "max_error_cap"}},
+        {"rel_l2", {"tol"}},
+        {"exact", {}},
+        {"multiset", {"group", "count"}},
+        {"topk", {"k", "k_axis", "values", "count"}},
+        {"none", {}},
+    };
+    auto rule = kRules.find(c.rule);
+    if (rule == kRules.end()) {
+      r.error(join_path(path, "rule"),
+              fmt::format("unknown rule '{}' (allclose, rel_l2, exact, multiset, topk or none)", c.rule));
+      return;
+    }
+    for (auto it = c.raw.begin(); it != c.raw.end(); ++it) {
+      if (it.key() == "rule") continue;
+      const auto& used = rule->second;
+      if (std::find(used.begin(), used.end(), it.key()) == used.end())
+        r.warning(join_path(path, it.key()), fmt::format("field not used by rule '{}'", c.rule));
+    }
+    auto count_output = [&]() {
+      if (c.count.empty()) return;
+      const TensorSpec* o = find_output(def, c.count);
+      if (!o) r.error(join_path(path, "count"), fmt::format("'{}' is not an output", c.count));
+      else if (c.count == self) r.error(join_path(path, "count"), "an output cannot be its own row count");
+      else if (!is_integer(o->dtype)) r.error(join_path(path, "count"), fmt::format("output '{}' is not an integer", c.count));
+    };
+    if (c.rule == "allclose") {
+      if (!c.raw.contains("atol") && !c.raw.contains("rtol")) r.error(path, "allclose needs atol or rtol");
+      if (c.atol < 0) r.error(join_path(path, "atol"), "must be >= 0");
+      if (c.rtol < 0) r.error(join_path(path, "rtol"), "must be >= 0");
+      if (!(c.matched_ratio > 0 && c.matched_ratio <= 1)) r.error(join_path(path, "matched_ratio"), "must be in (0, 1]");
+      if (c.max_error_cap < 0) r.error(join_path(path, "max_error_cap"), "must be >= 0");
+    } else if (c.rule == "rel_l2") {
+      if (!(c.tol > 0)) r.error(join_path(path, "tol"), "rel_l2 needs tol > 0");
+    } else if (c.rule == "multiset") {
+      count_output();
+    } else if (c.rule == "topk") {
+      const bool has_k = c.raw.contains("k"), has_axis = !c.k_axis.empty();
+      if (has_k == has_axis) r.error(path, "topk needs exactly one of k and k_axis");
+      if (has_k && c.k <= 0) r.error(join_path(path, "k"), "must be > 0");
+      if (has_axis && !find_axis(def, c.k_axis))
+        r.error(join_path(path, "k_axis"), fmt::format("unknown axis '{}'", c.k_axis));
+      if (!c.values.empty() && !find_output(def, c.values) && !find_input(def, c.values))
+        r.error(join_path(path, "values"), fmt::format("'{}' is not an input or output", c.values));
+      count_output();
+    }
+  }
+
+  // ---- definition.json ----
+
+  void check_definition() const {
+    const FieldReader r(&diag, def_file, 0);
+    if (!def.name.empty()) {
+      if (!is_identifier(def.name)) r.error("name", fmt::format("'{}' is not an identifier", def.name));
+      const std::string folder = task.dir.filename().empty() ? task.dir.parent_path().filename().string()
+                                                             : task.dir.filename().string();
+      if (!folder.empty() && folder != "." && folder != def.name)
+        r.error("name", fmt::format("'{}' differs from the folder name '{}'", def.name, folder));
+    }
+
+    // Axes, scalars, inputs and outputs share one namespace: all reach the solution by name.
+    std::map<std::string, std::string> owner;
+    auto claim = [&](const std::string& name, const std::string& what, const std::string& field) {
+      if (!is_identifier(name)) r.error(field, fmt::format("'{}' is not an identifier", name));
+      auto [it, fresh] = owner.emplace(name, what);
+      if (!fresh) r.error(field, fmt::format("duplicate name '{}' (already the {} '{}')", name, it->second, name));
+    };
+    for (const auto& a : def.axes) claim(a.name, "axis", join_path("axes", a.name));
+    for (const auto& s : def.scalars) claim(s.name, "scalar", join_path("scalars", s.name));
+    for (const auto& t : def.inputs) claim(t.name, "input", join_path("inputs", t.name));
+    for (const auto& t : def.outputs) claim(t.name, "output", join_path("outputs", t.name));
+    if (def.outputs.empty() && def.raw.contains("outputs")) r.error("outputs", "a task needs at least one output");
+
+    for (const auto& a : def.axes) {
+      const std::string path = join_path("axes", a.name);
+      if (a.kind == AxisKind::const_ && a.value < 0) r.error(join_path(path, "value"), "must be >= 0");
+      if (a.kind == AxisKind::var) {
+        if (a.min < 0) r.error(join_path(path, "min"), "must be >= 0");
+        if (a.max != 0 && a.max < a.min)
+          r.error(join_path(path, "max"), fmt::format("{} is below min {}", a.max, a.min));
+        if (a.hidden_max != 0 && (a.hidden_max < a.min || (a.max != 0 && a.hidden_max > a.max)))
+          r.error(join_path(path, "hidden_max"), fmt::format("{} is outside [min, max]", a.hidden_max));
+      }
+      if (a.kind == AxisKind::expr && !a.expr.empty()) {
+        for (const auto& id : a.expr.identifiers()) {
+          if (id == a.name) r.error(join_path(path, "expr"), "refers to itself");
+          else if (!find_axis(def, id)) r.error(join_path(path, "expr"), fmt::format("unknown axis '{}'", id));
+        }
+      }
+    }
+    check_expr_cycles(r);
+
+    for (std::size_t k = 0; k < def.constraints.size(); ++k)
+      if (!def.constraints[k].empty()) check_names(def.constraints[k], true, r, index_path("constraints", k));
+
+    for (const auto* list : {&def.inputs, &def.outputs}) {
+      const bool inputs = list == &def.inputs;
+      for (const auto& t : *list) {
+        const std::string path = join_path(inputs ? "inputs" : "outputs", t.name);
+        for (std::size_t k = 0; k < t.shape.size(); ++k) {
+          const std::string field = index_path(join_path(path, "shape"), k);
+          try {
+            const Expr e = Expr::parse(t.shape[k]);
+            for (const auto& id : e.identifiers())
+              if (!find_axis(def, id)) r.error(field, fmt::format("unknown axis '{}'", id));
+          } catch (const ExprError& e) {
+            r.error(field, e.what());
+          }
+        }
+        if (inputs) {
+          if (!t.generator) r.error(join_path(path, "generator"), "missing: every input needs a generator");
+          else check_generator(*t.generator, t.name, r, join_path(path, "generator"));
+        } else {
+          if (!t.compare) r.error(join_path(path, "compare"), "missing: every output needs a compare rule");
+          else check_compare(*t.compare, t.name, r, join_path(path, "compare"));
+        }
+      }
+    }
+    check_groups(r);
+
+    static const std::set<std::string> kUnits = {"bf16_tensor", "fp16_tensor", "fp8_tensor", "tf32_tensor",
+                                                  "fp32",        "fp64",        "int32"};
+    for (const auto& [unit, e] : def.cost.flops) {
+      const std::string field = join_path("cost.flops", unit);
+      if (!kUnits.count(unit))
+        r.error(field, fmt::format("unknown unit '{}' (bf16_tensor, fp16_tensor, fp8_tensor, tf32_tensor, fp32, fp64, int32)", unit));
+      check_names(e, true, r, field);
+    }
+    if (!def.cost.bytes.empty()) check_names(def.cost.bytes, true, r, "cost.bytes");
+
+    static const std::set<std::string> kTracks = {"cuda", "cutlass", "triton"};
+    for (const auto& [track, libs] : def.tracks)
+      if (!kTracks.count(track)) r.warning(join_path("tracks", track), "unknown track (cuda, cutlass or triton)");
+  }
+
+  void check_expr_cycles(const FieldReader& r) const {
+    // Depth-first search over expr axes; a back edge is a cycle.
+    std::map<std::string, int> state;  // 0 new, 1 on the stack, 2 done
+    std::set<std::string> reported;
+    std::function<void(const Axis&, std::vector<std::string>&)> visit = [&](const Axis& a, std::vector<std::string>& stack) {
+      state[a.name] = 1;
+      stack.push_back(a.name);
+      for (const auto& id : a.expr.identifiers()) {
+        const Axis* b = find_axis(def, id);
+        if (!b || b->kind != AxisKind::expr || id == a.name) continue;
+        if (state[id] == 1) {
+          auto from = std::find(stack.begin(), stack.end(), id);
+          std::vector<std::string> cycle(from, stack.end());
+          cycle.push_back(id);
+          if (reported.insert(id).second) {
+            std::string s;
+            for (const auto& c : cycle) s += (s.empty() ? "" : " -> ") + c;
+            r.error(join_path(join_path("axes", id), "expr"), fmt::format("expr axes form a cycle: {}", s));
+          }
+        } else if (state[id] == 0) {
+          visit(*b, stack);
+        }
+      }
+      stack.pop_back();
+      state[a.name] = 2;
+    };
+    for (const auto& a : def.axes) {
+      if (a.kind != AxisKind::expr || state[a.name] != 0) continue;
+      std::vector<std::string> stack;
+      visit(a, stack);
+    }
+  }
+
+  // Outputs of one multiset group are columns of the same rows: they must agree on the count.
+  void check_groups(const FieldReader& r) const {
+    std::map<std::string, const TensorSpec*> first;
+    for (const auto& t : def.outputs) {
+      if (!t.compare || t.compare->rule != "multiset" || t.compare->group.empty()) continue;
+      auto [it, fresh] = first.emplace(t.compare->group, &t);
+      if (!fresh && it->second->compare->count != t.compare->count)
+        r.error(join_path(join_path("outputs", t.name), "compare.count"),
+                fmt::format("group '{}' already uses count '{}' (output '{}')", t.compare->group,
+                            it->second->compare->count, it->second->name));
+    }
+  }
+
+  // ---- workloads.jsonl ----
+
+  void check_workloads() const {
+    const std::string file = (task.dir / "workloads.jsonl").string();
+    std::map<std::string, int> uuids;
+    bool any_check = false, any_bench = false;
+    for (const auto& w : task.workloads) {
+      const FieldReader r(&diag, file, w.line);
+      any_check = any_check || w.role == WorkloadRole::check;
+      any_bench = any_bench || w.role == WorkloadRole::bench;
+      if (!w.uuid.empty()) {
+        auto [it, fresh] = uuids.emplace(w.uuid, w.line);
+        if (!fresh) r.error("uuid", fmt::format("duplicate uuid '{}' (first on line {})", w.uuid, it->second));
+      }
+      check_workload(w, r);
+    }
+    std::error_code ec;
+    if (task.workloads.empty() && std::filesystem::exists(task.dir / "workloads.jsonl", ec))
+      diag.error(file, 0, "", "no workloads");
+    if (!task.workloads.empty()) {
+      if (!any_check) diag.error(file, 0, "role", "no workload has role check (needed for the golden comparison)");
+      if (!any_bench) diag.error(file, 0, "role", "no workload has role bench (needed for timing)");
+    }
+  }
+
+  void check_workload(const Workload& w, const FieldReader& r) const {
+    bool axes_ok = true;
+    for (const auto& [name, v] : w.axes) {
+      const std::string field = join_path("axes", name);
+      const Axis* a = find_axis(def, name);
+      if (!a) {
+        r.error(field, fmt::format("unknown axis '{}'", name));
+        axes_ok = false;
+      } else if (a->kind != AxisKind::var) {
+        r.error(field, fmt::format("axis '{}' is {} and cannot be set by a workload",
+                                   name, a->kind == AxisKind::const_ ? "const" : "expr"));
+        axes_ok = false;
+      } else if (v < a->min) {
+        r.error(field, fmt::format("{} is below the axis minimum {}", v, a->min));
+      } else if (a->max != 0 && v > a->max) {
+        r.error(field, fmt::format("{} is above the axis maximum {}", v, a->max));
+      }
+    }
+    for (const auto& a : def.axes) {
+      if (a.kind == AxisKind::var && !w.axes.count(a.name)) {
+        r.error(join_path("axes", a.name), fmt::format("missing value for var axis '{}'", a.name));
+        axes_ok = false;
+      }
+    }
+    for (const auto& [name, v] : w.scalars) {
+      const ScalarSpec* s = find_scalar(def, name);
+      if (!s) r.error(join_path("scalars", name), fmt::format("unknown scalar '{}'", name));
+      else if (!s->is_float && v != std::floor(v))
+        r.error(join_path("scalars", name), fmt::format("scalar '{}' is an int; {} is not", name, v));
+    }
+    for (const auto& [name, g] : w.generators) {
+      const std::string path = join_path(join_path("inputs", name), "generator");
+      const TensorSpec* t = find_input(def, name);
+      if (!t) r.error(join_path("inputs", name), fmt::format("unknown input '{}'", name));
+      else if (t->generator) check_generator(merge_generator(*t->generator, g), name, r, path);
+    }
+    for (const auto& [name, c] : w.compare) {
+      const std::string path = join_path("compare", name);
+      const TensorSpec* t = find_output(def, name);
+      if (!t) r.error(path, fmt::format("unknown output '{}'", name));
+      else if (t->compare) check_compare(merge_compare(*t->compare, c), name, r, path);
+    }
+    if (!axes_ok) return;
+
+    AxisValues axes;
+    try {
+      axes = resolve_axes(def, w);
+    } catch (const std::exception& e) {
+      r.error("axes", e.what());
+      return;
+    }
+    const auto env = expr_env(axes, effective_scalars(def, w));
+    for (std::size_t k = 0; k < def.constraints.size(); ++k) {
+      const Expr& c = def.constraints[k];
+      if (c.empty()) continue;
+      try {
+        if (!c.eval(env).truthy()) {
+          std::string vals;
+          for (const auto& id : c.identifiers())
+            if (auto it = axes.find(id); it != axes.end()) vals += fmt::format("{}{}={}", vals.empty() ? "" : ", ", id, it->second);
+          r.error("axes", fmt::format("constraint \"{}\" does not hold ({})", c.text(), vals));
+        }
+      } catch (const ExprError& e) {
+        r.error("axes", fmt::format("constraint {}: {}", k, e.what()));
+      }
+    }
+    for (const auto* list : {&def.inputs, &def.outputs}) {
+      for (const auto& t : *list) {
+        try {
+          resolve_shape(t, axes);
+        } catch (const std::exception& e) {
+          r.error(join_path(join_path(list == &def.inputs ? "inputs" : "outputs", t.name), "shape"), e.what());
+        }
+      }
+    }
+  }
+
+  // ---- design.json, rubric.json, other files ----
+
+  void check_design(const DesignLevels& levels) const {
+    const std::string file = (task.dir / "design.json").string();
+    if (!levels.loaded)
+      diag.error(file, 0, "", "the design levels (dataset/design_levels.json) did not load; cannot check the levels");
+    if (!task.design) {
+      diag.error(file, 0, "", "file is missing");
+      return;
+    }
+    const Design& d = *task.design;
+    std::map<std::string, std::string> ids;
+    for (std::size_t l = 0; l < 3; ++l) {
+      const std::string key = levels.loaded ? levels.level[l].key : std::string(kDesignLevelKeys[l]);
+      if (d.level[l].empty()) diag.error(file, 0, key, "missing or empty: each level needs at least one item");
+      for (std::size_t k = 0; k < d.level[l].size(); ++k) {
+        const DesignItem& it = d.level[l][k];
+        const std::string path = index_path(key, k);
+        std::pair<const char*, const std::string*> fields[] = {
+            {"id", &it.id}, {"statement", &it.statement}, {"rationale", &it.rationale}, {"recognise", &it.recognise}};
+        for (const auto& [name, value] : fields)
+          if (value->find_first_not_of(" \t\n") == std::string::npos) diag.error(file, 0, join_path(path, name), "empty");
+        if (it.id.empty()) continue;
+        auto [prev, fresh] = ids.emplace(it.id, path);
+        if (!fresh) diag.error(file, 0, join_path(path, "id"), fmt::format("duplicate id '{}' (also {})", it.id, prev->second));
+      }
+    }
+    if (d.cross_level_rationale.find_first_not_of(" \t\n") == std::string::npos)
+      diag.error(file, 0, "cross_level_rationale", "missing or empty");
+  }
+
+  void check_rubric() const {
+    const std::string file = (task.dir / "rubric.json").string();
+    if (!task.rubric) {
+      diag.error(file, 0, "", "file is missing");
+      return;
+    }
+    for (std::size_t l = 0; l < 3; ++l) {
+      for (const char* part : {"design", "implementation"}) {
+        const auto& anchors = std::string_view(part) == "design" ? task.rubric->design[l] : task.rubric->implementation[l];
+        const std::string path = join_path(kRubricLevelKeys[l], part);
+        for (int a : kRubricAnchors) {
+          auto it = anchors.find(a);
+          if (it == anchors.end()) diag.error(file, 0, join_path(path, std::to_string(a)), "missing anchor");
+          else if (it->second.find_first_not_of(" \t\n") == std::string::npos)
+            diag.error(file, 0, join_path(path, std::to_string(a)), "empty anchor");
+        }
+        for (const auto& [score, text] : anchors)
+          if (std::find(kRubricAnchors.begin(), kRubricAnchors.end(), score) == kRubricAnchors.end())
+            diag.error(file, 0, join_path(path, std::to_string(score)), "unknown anchor (0, 25, 50, 75, 100)");
+      }
+    }
+  }
+
+  void check_files() const {
+    if (!task.has_spec) diag.error((task.dir / "spec.md").string(), 0, "", "file is missing");
+    if (!task.has_reference) diag.error((task.dir / "reference.cpp").string(), 0, "", "file is missing");
+  }
+};
+
+}  // namespace
+
+void validate_task(const Task& task, const DesignLevels& levels, Diagnostics& diag) {
+  const Checker c{task, task.def, diag, (task.dir / "definition.json").string()};
+  c.check_definition();
+  c.check_workloads();
+  c.check_design(levels);
+  c.check_rubric();
+  c.check_files();
+}
+
+}  // namespace d2k
