@@ -1,0 +1,218 @@
+// d2k check | bench | suite: build the target list, run the pipeline, print and write traces.
+#include <fmt/core.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/dataset.h"
+#include "engine/cuda_util.h"
+#include "engine/evaluate.h"
+#include "engine/solution.h"
+
+namespace d2k::cli {
+
+namespace {
+
+struct EvalArgs {
+  std::string task, impl, targets = "naive,expert,library", solution_dir, workloads, tasks;
+  std::string json_out, markdown_out;
+  bool no_time = false, graph = false, quiet = false;
+  std::uint64_t seed = 0;
+  double max_time_s = 10.0;
+  int rounds = 3;
+};
+
+std::vector<std::string> split_csv(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+/// A seed the implementation never sees: from the OS unless --seed pins it (for reproducing a run).
+std::uint64_t secret_seed(std::uint64_t pinned) {
+  if (pinned) return pinned;
+  std::random_device rd;
+  return (std::uint64_t(rd()) << 32) ^ rd();
+}
+
+Progress progress_line(bool quiet) {
+  if (quiet) return [](const std::string&) {};
+  return [](const std::string& s) {
+    std::cerr << "\r\033[K" << s << std::flush;
+  };
+}
+
+void finish_progress(bool quiet) {
+  if (!quiet) std::cerr << "\r\033[K" << std::flush;
+}
+
+int write_outputs(const EvalArgs& a, const std::vector<Trace>& traces, bool gpu) {
+  std::cout << format_table(traces, TableFormat::text);
+  std::map<std::string, SuiteSummary> by_target;
+  for (auto& t : traces) by_target[t.target];
+  for (auto& [name, s] : by_target) s = summarize(traces, name);
+  if (gpu) std::cout << "\n" << format_summary(by_target, TableFormat::text);
+  if (!a.json_out.empty()) {
+    std::ofstream f(a.json_out);
+    if (!f) throw std::runtime_error("--json: cannot write " + a.json_out);
+    for (auto& t : traces) f << to_json(t).dump() << "\n";
+  }
+  if (!a.markdown_out.empty()) {
+    std::ofstream f(a.markdown_out);
+    if (!f) throw std::runtime_error("--markdown: cannot write " + a.markdown_out);
+    f << format_table(traces, TableFormat::markdown);
+    if (gpu) f << "\n" << format_summary(by_target, TableFormat::markdown);
+  }
+  int failed = 0;
+  for (auto& t : traces) failed += t.status != Status::PASSED && t.status != Status::SKIPPED;
+  return failed ? 1 : 0;
+}
+
+EvalOptions options_from(const EvalArgs& a) {
+  EvalOptions o;
+  o.secret_seed = secret_seed(a.seed);
+  o.time = !a.no_time;
+  o.graph = a.graph;
+  o.max_time_s = a.max_time_s;
+  o.check_rounds = a.rounds;
+  o.workloads = split_csv(a.workloads);
+  return o;
+}
+
+/// Targets by name: built-in implementations of the task, or `solution` compiled from a folder.
+std::vector<ImplTarget> resolve_targets(const Task& task, const std::vector<std::string>& names,
+                                        const std::string& solution_dir, std::vector<Trace>& failures) {
+  std::vector<ImplTarget> out;
+  for (const std::string& n : names) {
+    if (n == "solution") {
+      if (solution_dir.empty()) throw std::runtime_error("--targets names 'solution' but --solution-dir is missing");
+      auto st = solution_target(task, solution_dir);
+      if (st.target) out.push_back(*st.target);
+      else failures.push_back(st.failure);
+      continue;
+    }
+    if (n != "naive" && n != "expert" && n != "library" && n != "reference")
+      throw std::runtime_error("--targets: unknown target '" + n + "' (naive, expert, library, reference, solution)");
+    ImplTarget t = builtin_target(task.def.name, n);
+    if (!std::filesystem::exists(t.so)) {
+      if (n == "library") continue;  // optional per task
+      throw std::runtime_error("--targets: " + n + " of " + task.def.name + " is not built (" + t.so.string() + ")");
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::vector<Trace> run_task(const Task& task, const std::vector<std::string>& target_names, const EvalArgs& a,
+                            bool gpu) {
+  EvalOptions opt = options_from(a);
+  auto progress = progress_line(a.quiet);
+  ImplTarget reference = builtin_target(task.def.name, "reference");
+  reference.host = true;
+  std::vector<Trace> traces;
+  if (!gpu) {
+    auto t = evaluate_host(task, reference, std::nullopt, opt, progress);
+    finish_progress(a.quiet);
+    return t;
+  }
+  std::vector<ImplTarget> targets = resolve_targets(task, target_names, a.solution_dir, traces);
+  std::optional<ImplTarget> naive;
+  ImplTarget nv = builtin_target(task.def.name, "naive");
+  if (std::filesystem::exists(nv.so)) naive = nv;
+  auto more = evaluate_cuda(task, targets, reference, naive, opt, progress);
+  finish_progress(a.quiet);
+  traces.insert(traces.end(), more.begin(), more.end());
+  score_traces(task, traces);
+  return traces;
+}
+
+void no_gpu_notice(const std::string& what) {
+  fmt::print(stderr,
+             "d2k: no CUDA GPU found on this machine. {}: ran the host pipeline only (task validation and the fp64 "
+             "golden reference on check workloads); skipped compiling, checking and timing the GPU implementations.\n",
+             what);
+}
+
+}  // namespace
+
+void add_eval(CLI::App& app, Globals& g, Runner& run) {
+  static EvalArgs a;
+  auto common = [&](CLI::App* s) {
+    s->add_option("--json", a.json_out, "write traces as JSON lines to this file");
+    s->add_option("--markdown", a.markdown_out, "write the table as Markdown to this file");
+    s->add_option("--workloads", a.workloads, "only these workload uuids (comma-separated)");
+    s->add_option("--seed", a.seed, "pin the secret seed (reproduce a run; default: fresh from the OS)");
+    s->add_option("--max-time", a.max_time_s, "time cap per target and workload, seconds");
+    s->add_option("--rounds", a.rounds, "fresh-input rounds on check workloads");
+    s->add_flag("--quiet", a.quiet, "no progress line");
+  };
+
+  auto* check = app.add_subcommand("check", "correctness only: every workload, hidden shapes too");
+  check->add_option("--task", a.task, "task name")->required();
+  check->add_option("--impl", a.impl, "naive | expert | library | a solution folder")->required();
+  common(check);
+  check->callback([&] {
+    run = [&] {
+      Diagnostics diag;
+      Task task = load_one_task(g, a.task, diag);
+      a.no_time = true;
+      bool gpu = cuda_device_count() > 0;
+      if (!gpu) no_gpu_notice("check");
+      bool is_builtin = a.impl == "naive" || a.impl == "expert" || a.impl == "library" || a.impl == "reference";
+      if (!is_builtin) a.solution_dir = a.impl;
+      auto traces = run_task(task, {is_builtin ? a.impl : "solution"}, a, gpu);
+      return write_outputs(a, traces, false);
+    };
+  });
+
+  auto* bench = app.add_subcommand("bench", "check, then time each target; table and JSON traces");
+  bench->add_option("--task", a.task, "task name")->required();
+  bench->add_option("--targets", a.targets, "comma-separated: naive, expert, library, solution");
+  bench->add_option("--solution-dir", a.solution_dir, "folder with the candidate's solution.cu");
+  bench->add_flag("--graph", a.graph, "also time CUDA-graph replay (launch-bound tasks)");
+  common(bench);
+  bench->callback([&] {
+    run = [&] {
+      Diagnostics diag;
+      Task task = load_one_task(g, a.task, diag);
+      bool gpu = cuda_device_count() > 0;
+      if (!gpu) no_gpu_notice("bench");
+      auto traces = run_task(task, split_csv(a.targets), a, gpu);
+      return write_outputs(a, traces, gpu);
+    };
+  });
+
+  auto* suite = app.add_subcommand("suite", "naive, expert and library of every task: the suite report");
+  suite->add_option("--tasks", a.tasks, "only these tasks (comma-separated)");
+  common(suite);
+  suite->callback([&] {
+    run = [&] {
+      Diagnostics diag;
+      int n = validate_tasks(g, "", diag);
+      if (!diag.ok()) {
+        fmt::print(stderr, "{}suite: the dataset does not validate ({} errors)\n", diag.format(), diag.error_count());
+        return 1;
+      }
+      bool gpu = cuda_device_count() > 0;
+      if (!gpu) no_gpu_notice("suite");
+      fmt::print(stderr, "suite: {} task(s) validated\n", n);
+      auto only = split_csv(a.tasks);
+      std::vector<Trace> all;
+      Diagnostics load_diag;
+      for (const Task& task : load_all_tasks(g, load_diag)) {
+        if (!only.empty() && std::find(only.begin(), only.end(), task.def.name) == only.end()) continue;
+        auto t = run_task(task, {"naive", "expert", "library"}, a, gpu);
+        all.insert(all.end(), t.begin(), t.end());
+      }
+      return write_outputs(a, all, gpu);
+    };
+  });
+}
+
+}  // namespace d2k::cli

@@ -1,0 +1,26 @@
+#pragma once
+/// One registration function per subcommand; main only parses and dispatches.
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <functional>
+
+namespace d2k::cli {
+
+/// Global options every subcommand sees.
+struct Globals {
+  std::filesystem::path dataset;  ///< the dataset folder (default: $D2K_DATASET, else ./dataset, else the source tree's)
+};
+
+/// A subcommand registers its options and sets `run` to what it does; the exit code is run's.
+using Runner = std::function<int()>;
+
+void add_tasks(CLI::App& app, Globals& g, Runner& run);
+void add_eval(CLI::App& app, Globals& g, Runner& run);      // check, bench, suite
+void add_calibrate(CLI::App& app, Globals& g, Runner& run);
+void add_validate(CLI::App& app, Globals& g, Runner& run);   // validate submission DIR
+
+/// The dataset folder after defaults.
+std::filesystem::path dataset_dir(const Globals& g);
+
+}  // namespace d2k::cli

@@ -1,0 +1,125 @@
+#include "engine/device_backend.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+#include "data/generators.h"
+
+namespace d2k {
+
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver" error
+    return 0;
+  }
+  return n;
+}
+
+DeviceSet DeviceSet::allocate(const std::vector<TensorPlan>& ts) {
+  DeviceSet d;
+  // Never a zero-byte allocation: an empty tensor still gets a distinct, valid address.
+  for (auto& t : ts) d.bufs.emplace_back(t.bytes ? t.bytes : 256);
+  return d;
+}
+
+std::vector<void*> DeviceSet::ptrs() const {
+  std::vector<void*> p;
+  for (auto& b : bufs) p.push_back(b.get());
+  return p;
+}
+
+void generate_inputs_device(const WorkloadPlan& plan, std::uint64_t seed, DeviceSet& ins, cudaStream_t s) {
+  for (std::size_t i = 0; i < plan.inputs.size(); ++i) generate_device(gen_request(plan, i, seed), ins.bufs[i].get(), s);
+}
+
+void upload(const std::vector<HostTensor>& host, DeviceSet& dev, cudaStream_t s) {
+  for (std::size_t i = 0; i < host.size(); ++i)
+    D2K_CUDA_CHECK(cudaMemcpyAsync(dev.bufs[i].get(), host[i].data(), host[i].nbytes(), cudaMemcpyHostToDevice, s));
+  D2K_CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+std::vector<HostTensor> download(const std::vector<TensorPlan>& ts, const DeviceSet& dev, cudaStream_t s) {
+  std::vector<HostTensor> out;
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    HostTensor t(ts[i].name, ts[i].dtype, ts[i].shape);
+    D2K_CUDA_CHECK(cudaMemcpyAsync(t.data(), dev.bufs[i].get(), t.nbytes(), cudaMemcpyDeviceToHost, s));
+    out.push_back(std::move(t));
+  }
+  D2K_CUDA_CHECK(cudaStreamSynchronize(s));
+  return out;
+}
+
+void poison(DeviceSet& dev, std::uint8_t byte, cudaStream_t s) {
+  for (auto& b : dev.bufs) D2K_CUDA_CHECK(cudaMemsetAsync(b.get(), byte, b.size(), s));
+}
+
+void copy_set(const DeviceSet& from, DeviceSet& to, cudaStream_t s) {
+  for (std::size_t i = 0; i < from.bufs.size(); ++i)
+    D2K_CUDA_CHECK(cudaMemcpyAsync(to.bufs[i].get(), from.bufs[i].get(), from.bufs[i].size(), cudaMemcpyDeviceToDevice, s));
+}
+
+namespace {
+
+__device__ __forceinline__ unsigned long long mix64(unsigned long long x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return x;
+}
+
+/// Order-independent hash: the sum over bytes of mix(position, byte). Position is mixed in so
+/// that swapping two elements changes the hash.
+__global__ void checksum_bytes_grid_stride(const unsigned char* p, std::size_t n, unsigned long long* out) {
+  unsigned long long acc = 0;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    acc += mix64((i << 8) | p[i]);
+  for (int o = 16; o; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);
+}
+
+}  // namespace
+
+std::uint64_t device_checksum(const DeviceSet& dev, cudaStream_t s) {
+  DeviceBuffer acc(sizeof(unsigned long long) * dev.bufs.size());
+  D2K_CUDA_CHECK(cudaMemsetAsync(acc.get(), 0, acc.size(), s));
+  auto* accp = static_cast<unsigned long long*>(acc.get());
+  for (std::size_t i = 0; i < dev.bufs.size(); ++i) {
+    checksum_bytes_grid_stride<<<1024, 256, 0, s>>>(static_cast<const unsigned char*>(dev.bufs[i].get()),
+                                                    dev.bufs[i].size(), accp + i);
+    D2K_CUDA_CHECK_LAUNCH();
+  }
+  std::vector<unsigned long long> h(dev.bufs.size());
+  D2K_CUDA_CHECK(cudaMemcpyAsync(h.data(), accp, acc.size(), cudaMemcpyDeviceToHost, s));
+  D2K_CUDA_CHECK(cudaStreamSynchronize(s));
+  std::uint64_t x = 0;
+  for (std::size_t i = 0; i < h.size(); ++i) x = x * 0x100000001b3ull ^ h[i];
+  return x;
+}
+
+DeviceCall::DeviceCall(const LoadedImpl& impl, const WorkloadPlan& plan) : impl_(impl), frame_(plan, kDLCUDA) {
+  std::uint64_t bytes = 0;
+  if (int32_t rc = impl_.workspace_size(frame_.shape_only_args(), &bytes); rc != D2K_OK)
+    throw std::runtime_error("d2k_workspace_size returned " + std::to_string(rc) + ": " + frame_.error());
+  ws_ = DeviceBuffer(bytes);
+}
+
+void DeviceCall::launch(const DeviceSet& ins, const DeviceSet& outs, cudaStream_t s) {
+  for (std::size_t i = 0; i < ins.bufs.size(); ++i) frame_.set_input(i, ins.bufs[i].get());
+  for (std::size_t i = 0; i < outs.bufs.size(); ++i) frame_.set_output(i, outs.bufs[i].get());
+  if (int32_t rc = impl_.run(frame_.args(ws_.get(), ws_.size(), s)); rc != D2K_OK)
+    throw std::runtime_error("d2k_run returned " + std::to_string(rc) + ": " + frame_.error());
+}
+
+int live_thread_count() {
+  int n = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++n;
+  return n;
+}
+
+}  // namespace d2k

@@ -1,0 +1,53 @@
+#pragma once
+/// The evaluation pipeline: check each target against the golden reference (check workloads,
+/// hidden ones too) and against naive (bench workloads), then time what passed and score it.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/task.h"
+#include "engine/impl.h"
+#include "report/trace.h"
+
+namespace d2k {
+
+struct EvalOptions {
+  std::uint64_t secret_seed = 0;     ///< mixed into every input seed; never given to an implementation
+  int check_rounds = 3;              ///< fresh-input rounds on check workloads
+  int bench_rounds = 2;              ///< fresh-input rounds on bench workloads before timing
+  int hidden_workloads = 4;          ///< drawn from the constraints per task
+  bool time = true;                  ///< false: correctness only (d2k check)
+  bool graph = false;                ///< also time CUDA-graph replay
+  double min_time_s = 0.5, max_time_s = 10.0, target_noise = 0.005;
+  int min_samples = 10;
+  std::vector<std::string> workloads;  ///< only these uuids (empty: all)
+  bool include_check_in_bench = false; ///< time check workloads too
+};
+
+/// Progress callback: a short line per step ("expert 3/7 rmsnorm-16384x8192 timing").
+using Progress = std::function<void(const std::string&)>;
+
+/// Runs every target of `targets` over the task's workloads on the GPU. `naive` is the GPU
+/// reference for bench workloads once it matched golden; `reference` is the fp64 host golden.
+std::vector<Trace> evaluate_cuda(const Task& task, const std::vector<ImplTarget>& targets,
+                                 const ImplTarget& reference, const std::optional<ImplTarget>& naive,
+                                 const EvalOptions& opt, const Progress& progress);
+
+/// The host pipeline (no GPU needed): runs `target` (a host implementation, normally the fp64
+/// reference) on every check workload through the ABI on host memory: outputs poisoned and
+/// checked all-written and finite, inputs checked unmodified, a second run with other poison
+/// must agree (determinism). Compared with `golden` when one is given.
+std::vector<Trace> evaluate_host(const Task& task, const ImplTarget& target,
+                                 const std::optional<ImplTarget>& golden, const EvalOptions& opt,
+                                 const Progress& progress);
+
+/// Fills the roofline fields of PASSED traces (T_SOL, % SOL, speedups vs naive/expert/library
+/// from traces of the same workload, SOL score) and applies the physical-floor rule.
+void score_traces(const Task& task, std::vector<Trace>& traces);
+
+/// Environment facts for traces: device, driver, CUDA runtime, d2k version, date.
+nlohmann::json environment_json();
+
+}  // namespace d2k

@@ -1,0 +1,34 @@
+#pragma once
+/// Judging one call's outputs: every output written, then compared by its rule.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "engine/plan.h"
+#include "report/trace.h"
+
+namespace d2k {
+
+/// Poison bytes of the two runs of every check: an element is unwritten when it still holds the
+/// poison of each run (one pattern alone could be a legitimate value, e.g. -1 for 0xFF ints).
+inline constexpr std::uint8_t kPoisonA = 0xFF;  // NaN for every float type
+inline constexpr std::uint8_t kPoisonB = 0xA5;
+
+struct OutputsVerdict {
+  Status status = Status::PASSED;  ///< PASSED, INCORRECT_WRITE or INCORRECT_NUMERICAL
+  std::vector<OutputCheck> checks;
+  std::string message;
+};
+
+/// Judges two runs of the same call (outputs poisoned with kPoisonA and kPoisonB) against
+/// `expected`: unwritten elements first (INCORRECT_WRITE), then each output's rule on both
+/// runs (INCORRECT_NUMERICAL), so that a run that differs from the other fails too.
+OutputsVerdict judge_outputs(const WorkloadPlan& plan, const std::vector<HostTensor>& expected,
+                             const std::vector<HostTensor>& run_a, const std::vector<HostTensor>& run_b);
+
+/// Judges a single run (timed-sample re-checks): the rules only.
+OutputsVerdict judge_single(const WorkloadPlan& plan, const std::vector<HostTensor>& expected,
+                            const std::vector<HostTensor>& run);
+
+}  // namespace d2k

@@ -1,0 +1,88 @@
+#include "engine/plan.h"
+
+#include <stdexcept>
+
+#include "core/workload.h"
+#include "data/generators.h"
+
+namespace d2k {
+
+std::size_t WorkloadPlan::input_bytes() const {
+  std::size_t n = 0;
+  for (auto& t : inputs) n += t.bytes;
+  return n;
+}
+
+std::size_t WorkloadPlan::output_bytes() const {
+  std::size_t n = 0;
+  for (auto& t : outputs) n += t.bytes;
+  return n;
+}
+
+const TensorPlan* WorkloadPlan::find_input(const std::string& name) const {
+  for (auto& t : inputs)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+WorkloadPlan make_plan(const Task& task, const Workload& w) {
+  const Definition& def = task.def;
+  WorkloadPlan p;
+  p.workload = w;
+  p.axes = resolve_axes(def, w);
+  auto tensor = [&](const TensorSpec& s) {
+    TensorPlan t;
+    t.name = s.name;
+    t.dtype = s.dtype;
+    t.shape = resolve_shape(s, p.axes);
+    t.numel = 1;
+    for (auto d : t.shape) t.numel *= d;
+    t.bytes = static_cast<std::size_t>(t.numel) * dtype_size(s.dtype);
+    return t;
+  };
+  for (std::uint32_t i = 0; i < def.inputs.size(); ++i) {
+    TensorPlan t = tensor(def.inputs[i]);
+    t.gen = effective_generator(def, w, t.name);
+    t.stream_id = stream_id(t.name, i);
+    p.inputs.push_back(std::move(t));
+  }
+  for (auto& s : def.outputs) {
+    TensorPlan t = tensor(s);
+    t.cmp = effective_compare(def, w, t.name);
+    p.outputs.push_back(std::move(t));
+  }
+  for (auto& [name, v] : p.axes) p.scalars.push_back({name, false, v, static_cast<double>(v)});
+  auto scalars = effective_scalars(def, w);
+  for (auto& s : scalars) {
+    ScalarPlan sp{s.name, s.is_float, static_cast<std::int64_t>(s.value), s.value};
+    p.scalars.push_back(sp);
+  }
+  CostAt cost = evaluate_cost(def, expr_env(p.axes, scalars));
+  p.flops = cost.flops;
+  p.bytes = cost.bytes;
+  return p;
+}
+
+}  // namespace d2k
+
+namespace d2k {
+
+GenRequest gen_request(const WorkloadPlan& plan, std::size_t i, std::uint64_t seed) {
+  const TensorPlan& t = plan.inputs.at(i);
+  GenRequest r;
+  r.spec = t.gen;
+  r.dtype = t.dtype;
+  r.count = t.numel;
+  r.shape = t.shape;
+  r.seed = seed;
+  r.stream = t.stream_id;
+  r.where = "inputs." + t.name + ".generator";
+  if (auto dep = generator_dependency(t.gen)) {
+    const TensorPlan* ref = plan.find_input(*dep);
+    if (!ref) throw std::runtime_error(r.where + ": refers to unknown input '" + *dep + "'");
+    r.ref = GenRef{ref->name, ref->gen, ref->stream_id, ref->numel};
+  }
+  return r;
+}
+
+}  // namespace d2k

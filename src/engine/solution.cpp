@@ -1,0 +1,44 @@
+#include "engine/solution.h"
+
+#include <fmt/format.h>
+
+#include "exec/compile.h"
+#include "exec/error.h"
+#include "exec/symbols.h"
+
+namespace d2k {
+
+SolutionTarget solution_target(const Task& task, const std::filesystem::path& dir, const std::string& track) {
+  SolutionTarget out;
+  out.failure.task = task.def.name;
+  out.failure.target = "solution";
+  out.failure.impl_path = dir.string();
+  out.failure.workload_uuid = "*";
+  out.failure.role = "build";
+  std::vector<std::string> libs;
+  if (auto it = task.def.tracks.find(track); it != task.def.tracks.end()) libs = it->second;
+  CompileOptions co;
+  co.cutlass = track == "cutlass";
+  co.link_libraries = libs;
+  CompileResult cr = compile_solution(dir, co);
+  if (cr.status != Status::PASSED) {
+    out.failure.status = cr.status;
+    out.failure.message = cr.message + (cr.log.empty() ? "" : "\n" + cr.log);
+    return out;
+  }
+  SymbolReport rep = check_symbols(cr.library, SymbolPolicy::candidate(libs));
+  if (!rep.ok()) {
+    // A missing entry point is a broken submission; any other violation is an attempt to
+    // reach what the track forbids.
+    const bool broken = rep.violations.front().rule == "missing_entry_point";
+    out.failure.status = broken ? Status::INVALID_SUBMISSION : Status::REWARD_HACK;
+    out.failure.rule = broken ? "" : rep.violations.front().rule;
+    for (auto& v : rep.violations) out.failure.checks_fired.push_back(fmt::format("{}: {}", v.rule, v.message));
+    out.failure.message = rep.violations.front().message;
+    return out;
+  }
+  out.target = ImplTarget{"solution", cr.library, false};
+  return out;
+}
+
+}  // namespace d2k
