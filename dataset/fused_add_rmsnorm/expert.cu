@@ -1,0 +1,451 @@
+// fused_add_rmsnorm — expert: one pass, each row held in registers between the add and the scale.
+//
+//   residual_out = bf16(x + residual);  out = bf16(r * rsqrt(mean(r^2) + eps) * weight),  r = residual_out
+//
+// Compulsory traffic is 8*T*H + 2*H bytes (x, residual read; out, residual_out written; weight
+// once). The kernel reads each input element once with 16-byte loads, writes residual_out as soon
+// as the add is done, keeps the rounded row (packed bf16) in registers through the fp32 row
+// reduction (warp shuffles, then one shared-memory exchange between the warps of a row), and writes
+// out from registers: one launch, no intermediate in global memory.
+//
+// Shape of the work: a row is split over TPR threads (a sub-warp, a warp or several warps), each
+// holding VPT 16-byte vectors of x and residual; a CTA holds RPC rows. The row length is a template
+// parameter (kNvec = H/8) for the public hidden sizes, so loops are fully unrolled with no bounds
+// checks; every other H % 8 == 0 up to 65536 goes through bounds-checked generic instantiations;
+// misaligned tensors or H % 8 != 0 take a scalar two-pass fallback (correct, not tuned).
+//
+// Variants (H200, cold L2 via a 256 MB memset before each sample, CUDA-event median, 50 samples;
+// tools/devbench/fused_add_rmsnorm, docs/results/fused_add_rmsnorm-devbench.md). Times in us.
+//   (filled in from the measurements; see the table at the end of this comment)
+//
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "d2k/solution.h"
+
+namespace far {
+
+using bf16 = __nv_bfloat16;
+
+/// Cache policy for the streamed tensors (x, residual in; out, residual_out out).
+enum CacheHint : int {
+  kHintDefault = 0,   ///< ld.global / st.global
+  kHintStreaming = 1, ///< ld.global.cs / st.global.cs: evict-first, read-once data
+  kHintNoL1Prefetch = 2, ///< ld.global.nc.L1::no_allocate.L2::256B, plain stores
+};
+
+template <int kHint>
+__device__ __forceinline__ uint4 load_vec(const uint4* p) {
+  if constexpr (kHint == kHintStreaming) {
+    return __ldcs(p);
+  } else if constexpr (kHint == kHintNoL1Prefetch) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+  } else {
+    return *p;
+  }
+}
+
+template <int kHint>
+__device__ __forceinline__ void store_vec(uint4* p, const uint4& v) {
+  if constexpr (kHint == kHintStreaming) {
+    __stcs(p, v);
+  } else {
+    *p = v;
+  }
+}
+
+__device__ __forceinline__ float bf16_lo(uint32_t u) { return __uint_as_float(u << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t u) { return __uint_as_float(u & 0xFFFF0000u); }
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  // cvt.rn.bf16x2.f32: one instruction for two round-to-nearest-even conversions.
+  __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&h);
+}
+
+/// a + b for 8 bf16 lanes, rounded to bf16; accumulates the squares of the rounded values.
+__device__ __forceinline__ uint32_t add_round_square(uint32_t a, uint32_t b, float& sum_sq) {
+  const float lo = bf16_lo(a) + bf16_lo(b);
+  const float hi = bf16_hi(a) + bf16_hi(b);
+  const uint32_t r = pack_bf16x2(lo, hi);
+  // The norm is taken over the bf16-rounded residual (the value the caller will see).
+  const float rl = bf16_lo(r), rh = bf16_hi(r);
+  sum_sq = fmaf(rl, rl, sum_sq);
+  sum_sq = fmaf(rh, rh, sum_sq);
+  return r;
+}
+
+__device__ __forceinline__ uint32_t scale_pair(uint32_t r, uint32_t w, float inv_rms) {
+  return pack_bf16x2(bf16_lo(r) * inv_rms * bf16_lo(w), bf16_hi(r) * inv_rms * bf16_hi(w));
+}
+
+/// Fused add + RMSNorm with each row resident in registers.
+///   VPT  16-byte vectors (8 bf16) per thread and row
+///   TPR  threads per row: 8, 16 (sub-warp), 32 (warp per row) or a multiple of 32 (CTA or part)
+///   RPC  rows per CTA
+///   kNvec  H / 8 when known at compile time (0: runtime nvec, bounds-checked)
+///   kHint  cache policy for the streamed tensors
+/// Grid-stride over row groups, so the same kernel runs one group per CTA or persistently.
+template <int VPT, int TPR, int RPC, int kNvec, int kHint>
+__global__ void __launch_bounds__(TPR* RPC)
+    rmsnorm_rows_in_registers(const bf16* __restrict__ x, const bf16* __restrict__ residual,
+                              const bf16* __restrict__ weight, bf16* __restrict__ out,
+                              bf16* __restrict__ residual_out, int64_t T, int nvec_rt, float inv_h,
+                              float eps) {
+  static_assert(TPR <= 32 ? (32 % TPR == 0) : (TPR % 32 == 0), "TPR must divide or be a multiple of 32");
+  static_assert(TPR * RPC <= 1024, "CTA too large");
+  constexpr int kWarpsPerRow = TPR > 32 ? TPR / 32 : 1;
+  constexpr int kShuffleWidth = TPR < 32 ? TPR : 32;
+  // Exact tiling: every (thread, k) slot holds a vector, so no bounds checks are compiled.
+  constexpr bool kExact = kNvec > 0 && VPT * TPR == kNvec;
+  // Large VPT: load the weight after the reduction, to keep registers for x and residual.
+  constexpr bool kPreloadWeight = VPT <= 8;
+
+  const int nvec = kNvec > 0 ? kNvec : nvec_rt;
+  const int64_t row_stride = static_cast<int64_t>(nvec);  // in 16-byte vectors
+  const int local_row = static_cast<int>(threadIdx.x) / TPR;
+  const int lane = static_cast<int>(threadIdx.x) % TPR;
+  // Double-buffered by iteration parity so one barrier per row group suffices.
+  __shared__ float partial[2][RPC][kWarpsPerRow];
+
+  const uint4* w4 = reinterpret_cast<const uint4*>(weight);
+  uint4 wv[kPreloadWeight ? VPT : 1];
+  if constexpr (kPreloadWeight) {
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      const int v = lane + k * TPR;
+      if (kExact || v < nvec) wv[k] = __ldg(w4 + v);  // weight is shared by all rows: keep it cached
+    }
+  }
+
+  const int64_t groups = (T + RPC - 1) / RPC;
+  int parity = 0;
+  for (int64_t g = blockIdx.x; g < groups; g += gridDim.x) {
+    const int64_t row = g * RPC + local_row;
+    const bool row_ok = row < T;
+    const int64_t base = (row_ok ? row : 0) * row_stride;
+    const uint4* x4 = reinterpret_cast<const uint4*>(x) + base;
+    const uint4* r4 = reinterpret_cast<const uint4*>(residual) + base;
+    uint4* ro4 = reinterpret_cast<uint4*>(residual_out) + base;
+    uint4* o4 = reinterpret_cast<uint4*>(out) + base;
+
+    // All loads of the row issued before any use: VPT*2 16-byte requests in flight per thread.
+    uint4 a[VPT], b[VPT];
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      const int v = lane + k * TPR;
+      if (row_ok && (kExact || v < nvec)) {
+        a[k] = load_vec<kHint>(x4 + v);
+        b[k] = load_vec<kHint>(r4 + v);
+      }
+    }
+
+    float sum_sq = 0.f;
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      const int v = lane + k * TPR;
+      if (row_ok && (kExact || v < nvec)) {
+        uint4 r;
+        r.x = add_round_square(a[k].x, b[k].x, sum_sq);
+        r.y = add_round_square(a[k].y, b[k].y, sum_sq);
+        r.z = add_round_square(a[k].z, b[k].z, sum_sq);
+        r.w = add_round_square(a[k].w, b[k].w, sum_sq);
+        a[k] = r;  // the rounded residual stays in registers for the scale pass
+        store_vec<kHint>(ro4 + v, r);
+      }
+    }
+
+    // Row reduction: butterfly within the warp (or sub-warp), then across the row's warps.
+#pragma unroll
+    for (int off = kShuffleWidth / 2; off > 0; off >>= 1) sum_sq += __shfl_xor_sync(0xFFFFFFFFu, sum_sq, off);
+    if constexpr (kWarpsPerRow > 1) {
+      if ((lane & 31) == 0) partial[parity][local_row][lane >> 5] = sum_sq;
+      __syncthreads();
+      sum_sq = 0.f;
+#pragma unroll
+      for (int i = 0; i < kWarpsPerRow; ++i) sum_sq += partial[parity][local_row][i];
+      parity ^= 1;
+    }
+    const float inv_rms = rsqrtf(sum_sq * inv_h + eps);
+
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+      const int v = lane + k * TPR;
+      if (row_ok && (kExact || v < nvec)) {
+        uint4 w;
+        if constexpr (kPreloadWeight) {
+          w = wv[k];
+        } else {
+          w = __ldg(w4 + v);
+        }
+        uint4 o;
+        o.x = scale_pair(a[k].x, w.x, inv_rms);
+        o.y = scale_pair(a[k].y, w.y, inv_rms);
+        o.z = scale_pair(a[k].z, w.z, inv_rms);
+        o.w = scale_pair(a[k].w, w.w, inv_rms);
+        store_vec<kHint>(o4 + v, o);
+      }
+    }
+  }
+}
+
+/// Fallback for tensors that are not 16-byte aligned or H % 8 != 0: a CTA per row, scalar
+/// accesses, two passes over the inputs (the second recomputes x + residual). Correct, not tuned.
+constexpr int kFallbackThreads = 256;
+__global__ void __launch_bounds__(kFallbackThreads)
+    rmsnorm_row_scalar_two_pass(const bf16* __restrict__ x, const bf16* __restrict__ residual,
+                                const bf16* __restrict__ weight, bf16* __restrict__ out,
+                                bf16* __restrict__ residual_out, int64_t T, int64_t H, float inv_h,
+                                float eps) {
+  __shared__ float warp_sums[kFallbackThreads / 32];
+  for (int64_t row = blockIdx.x; row < T; row += gridDim.x) {
+    const int64_t base = row * H;
+    float sum_sq = 0.f;
+    for (int64_t h = threadIdx.x; h < H; h += blockDim.x) {
+      const bf16 r = __float2bfloat16_rn(__bfloat162float(x[base + h]) + __bfloat162float(residual[base + h]));
+      residual_out[base + h] = r;
+      const float rf = __bfloat162float(r);
+      sum_sq = fmaf(rf, rf, sum_sq);
+    }
+    for (int off = 16; off > 0; off >>= 1) sum_sq += __shfl_xor_sync(0xFFFFFFFFu, sum_sq, off);
+    if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = sum_sq;
+    __syncthreads();
+    sum_sq = 0.f;
+    for (int i = 0; i < kFallbackThreads / 32; ++i) sum_sq += warp_sums[i];
+    __syncthreads();  // warp_sums is rewritten by the next row
+    const float inv_rms = rsqrtf(sum_sq * inv_h + eps);
+    for (int64_t h = threadIdx.x; h < H; h += blockDim.x) {
+      const float rf =
+          __bfloat162float(__float2bfloat16_rn(__bfloat162float(x[base + h]) + __bfloat162float(residual[base + h])));
+      out[base + h] = __float2bfloat16_rn(rf * inv_rms * __bfloat162float(weight[h]));
+    }
+  }
+}
+
+/// Long rows (H > 16384, up to 65536): a CTA per row, the rounded row staged in shared memory
+/// (2*H bytes) instead of registers, which cannot hold it at 1024 threads without spilling.
+/// Loads go out kBatch vectors at a time per thread so several 16-byte requests stay in flight.
+constexpr int kStagedThreads = 1024;
+template <int kBatch>
+__global__ void __launch_bounds__(kStagedThreads)
+    rmsnorm_row_staged_in_smem(const bf16* __restrict__ x, const bf16* __restrict__ residual,
+                               const bf16* __restrict__ weight, bf16* __restrict__ out,
+                               bf16* __restrict__ residual_out, int64_t T, int nvec, float inv_h, float eps) {
+  extern __shared__ uint4 row_smem[];  // nvec vectors
+  __shared__ float warp_sums[2][kStagedThreads / 32];
+  const uint4* w4 = reinterpret_cast<const uint4*>(weight);
+  int parity = 0;
+  for (int64_t row = blockIdx.x; row < T; row += gridDim.x) {
+    const int64_t base = row * nvec;
+    const uint4* x4 = reinterpret_cast<const uint4*>(x) + base;
+    const uint4* r4 = reinterpret_cast<const uint4*>(residual) + base;
+    uint4* ro4 = reinterpret_cast<uint4*>(residual_out) + base;
+    uint4* o4 = reinterpret_cast<uint4*>(out) + base;
+    float sum_sq = 0.f;
+    for (int v0 = threadIdx.x; v0 < nvec; v0 += kStagedThreads * kBatch) {
+      uint4 a[kBatch], b[kBatch];
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        const int v = v0 + k * kStagedThreads;
+        if (v < nvec) {
+          a[k] = __ldcs(x4 + v);
+          b[k] = __ldcs(r4 + v);
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        const int v = v0 + k * kStagedThreads;
+        if (v < nvec) {
+          uint4 r;
+          r.x = add_round_square(a[k].x, b[k].x, sum_sq);
+          r.y = add_round_square(a[k].y, b[k].y, sum_sq);
+          r.z = add_round_square(a[k].z, b[k].z, sum_sq);
+          r.w = add_round_square(a[k].w, b[k].w, sum_sq);
+          row_smem[v] = r;  // each thread re-reads only its own vectors: no barrier needed for these
+          __stcs(ro4 + v, r);
+        }
+      }
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) sum_sq += __shfl_xor_sync(0xFFFFFFFFu, sum_sq, off);
+    if ((threadIdx.x & 31) == 0) warp_sums[parity][threadIdx.x >> 5] = sum_sq;
+    __syncthreads();
+    sum_sq = 0.f;
+#pragma unroll
+    for (int i = 0; i < kStagedThreads / 32; ++i) sum_sq += warp_sums[parity][i];
+    parity ^= 1;
+    const float inv_rms = rsqrtf(sum_sq * inv_h + eps);
+    for (int v = threadIdx.x; v < nvec; v += kStagedThreads) {
+      const uint4 r = row_smem[v];
+      const uint4 w = __ldg(w4 + v);
+      uint4 o;
+      o.x = scale_pair(r.x, w.x, inv_rms);
+      o.y = scale_pair(r.y, w.y, inv_rms);
+      o.z = scale_pair(r.z, w.z, inv_rms);
+      o.w = scale_pair(r.w, w.w, inv_rms);
+      __stcs(o4 + v, o);
+    }
+  }
+}
+
+using RowKernel = void (*)(const bf16*, const bf16*, const bf16*, bf16*, bf16*, int64_t, int, float, float);
+
+/// One instantiation of rmsnorm_rows_in_registers and its shape.
+struct RowConfig {
+  RowKernel kernel;
+  int vpt, tpr, rpc, nvec;  ///< nvec 0: generic (bounds-checked)
+  int hint;
+  bool persistent;          ///< grid = resident CTAs (grid-stride) instead of one CTA per row group
+};
+
+template <int VPT, int TPR, int RPC, int kNvec, int kHint = kHintDefault>
+constexpr RowConfig row_config(bool persistent = false) {
+  return RowConfig{&rmsnorm_rows_in_registers<VPT, TPR, RPC, kNvec, kHint>, VPT, TPR, RPC, kNvec, kHint, persistent};
+}
+
+/// Configurations tuned for the public hidden sizes (exact tiling, compile-time row length).
+inline bool specialised_config(int64_t H, RowConfig* cfg) {
+  switch (H) {
+    case 4096: *cfg = row_config<4, 128, 1, 512>(); return true;
+    case 5120: *cfg = row_config<4, 160, 1, 640>(); return true;
+    case 7168: *cfg = row_config<4, 224, 1, 896>(); return true;
+    case 8192: *cfg = row_config<4, 256, 1, 1024>(); return true;
+    default: return false;
+  }
+}
+
+/// Generic register-path configuration for any nvec = H/8 in [1, kMaxRegisterNvec]: at most four
+/// vectors per thread, a power-of-two number of threads per row, at least 256 threads per CTA.
+constexpr int64_t kMaxRegisterNvec = 4 * 512;  // H <= 16384
+inline RowConfig generic_config(int64_t nvec) {
+  if (nvec <= 4 * 8) return row_config<4, 8, 32, 0>();
+  if (nvec <= 4 * 16) return row_config<4, 16, 16, 0>();
+  if (nvec <= 4 * 32) return row_config<4, 32, 8, 0>();
+  if (nvec <= 4 * 64) return row_config<4, 64, 4, 0>();
+  if (nvec <= 4 * 128) return row_config<4, 128, 2, 0>();
+  if (nvec <= 4 * 256) return row_config<4, 256, 1, 0>();
+  return row_config<4, 512, 1, 0>();
+}
+
+constexpr int64_t kMaxNvec = 8 * 1024;  // H <= 65536 (definition.json's axis maximum)
+constexpr int kStagedBatch = 4;
+
+/// Launches the shared-memory-staged kernel for long rows (one CTA per row, grid-stride).
+inline cudaError_t launch_staged(const bf16* x, const bf16* residual, const bf16* weight, bf16* out,
+                                 bf16* residual_out, int64_t T, int64_t H, float eps, cudaStream_t stream) {
+  const int nvec = static_cast<int>(H / 8);
+  const size_t smem = static_cast<size_t>(nvec) * sizeof(uint4);
+  auto kernel = &rmsnorm_row_staged_in_smem<kStagedBatch>;
+  // Above 48 KB of dynamic shared memory needs an explicit opt-in per kernel.
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (e != cudaSuccess) return e;
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(T, 2147483647));
+  kernel<<<grid, kStagedThreads, smem, stream>>>(x, residual, weight, out, residual_out, T, nvec,
+                                                 1.0f / static_cast<float>(H), eps);
+  return cudaGetLastError();
+}
+
+/// Launches `cfg` on the tensors; returns the first CUDA error.
+inline cudaError_t launch_rows(const RowConfig& cfg, const bf16* x, const bf16* residual, const bf16* weight,
+                               bf16* out, bf16* residual_out, int64_t T, int64_t H, float eps,
+                               cudaStream_t stream) {
+  const int threads = cfg.tpr * cfg.rpc;
+  const int64_t groups = (T + cfg.rpc - 1) / cfg.rpc;
+  int64_t grid = groups;
+  if (cfg.persistent) {
+    int device = 0, sms = 0, per_sm = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, cfg.kernel, threads, 0);
+    if (e != cudaSuccess) return e;
+    grid = std::min<int64_t>(groups, static_cast<int64_t>(sms) * std::max(per_sm, 1));
+  }
+  grid = std::min<int64_t>(grid, 2147483647);
+  cfg.kernel<<<static_cast<unsigned>(grid), threads, 0, stream>>>(x, residual, weight, out, residual_out, T,
+                                                                   static_cast<int>(H / 8),
+                                                                   1.0f / static_cast<float>(H), eps);
+  return cudaGetLastError();
+}
+
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+inline void expect_tensor(const DLTensor& t, const char* name, int ndim, const int64_t* shape) {
+  const std::string n(name);
+  if (t.device.device_type != kDLCUDA) throw d2k::abi_error("expert: tensor '" + n + "' must be on the GPU");
+  if (t.dtype.code != kDLBfloat || t.dtype.bits != 16 || t.dtype.lanes != 1)
+    throw d2k::abi_error("expert: tensor '" + n + "' must be bfloat16");
+  if (t.ndim != ndim) throw d2k::abi_error("expert: tensor '" + n + "' has the wrong rank");
+  for (int d = 0; d < ndim; ++d)
+    if (t.shape[d] != shape[d]) throw d2k::abi_error("expert: tensor '" + n + "' shape does not match (T, H)");
+  if (t.strides) {
+    int64_t expect = 1;
+    for (int d = ndim - 1; d >= 0; --d) {
+      if (t.shape[d] != 1 && t.strides[d] != expect)
+        throw d2k::abi_error("expert: tensor '" + n + "' must be contiguous");
+      expect *= t.shape[d];
+    }
+  }
+}
+
+}  // namespace far
+
+extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
+
+extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
+  D2K_ENTRY(args, {
+    *bytes = 0;
+    return D2K_OK;
+  });
+}
+
+extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
+  D2K_ENTRY(args, {
+    using far::bf16;
+    const int64_t T = d2k::scalar_i(args, "T");
+    const int64_t H = d2k::scalar_i(args, "H");
+    const float eps = static_cast<float>(d2k::scalar_f(args, "eps"));
+    if (T < 0 || H < 1) throw d2k::abi_error("expert: need T >= 0 and H >= 1");
+    const int64_t th[2] = {T, H};
+    const DLTensor& x = d2k::input(args, "x");
+    const DLTensor& res = d2k::input(args, "residual");
+    const DLTensor& w = d2k::input(args, "weight");
+    const DLTensor& out = d2k::output(args, "out");
+    const DLTensor& res_out = d2k::output(args, "residual_out");
+    far::expect_tensor(x, "x", 2, th);
+    far::expect_tensor(res, "residual", 2, th);
+    far::expect_tensor(w, "weight", 1, &H);
+    far::expect_tensor(out, "out", 2, th);
+    far::expect_tensor(res_out, "residual_out", 2, th);
+    if (T == 0) return D2K_OK;
+
+    const bf16* xp = d2k::data<const bf16>(x);
+    const bf16* rp = d2k::data<const bf16>(res);
+    const bf16* wp = d2k::data<const bf16>(w);
+    bf16* op = d2k::data<bf16>(out);
+    bf16* rop = d2k::data<bf16>(res_out);
+    auto stream = static_cast<cudaStream_t>(args->stream);
+
+    const bool vectorisable = H % 8 == 0 && H / 8 <= far::kMaxNvec && far::aligned16(xp) && far::aligned16(rp) &&
+                              far::aligned16(wp) && far::aligned16(op) && far::aligned16(rop);
+    if (vectorisable && H / 8 > far::kMaxRegisterNvec) {
+      D2K_CUDA_TRY(args, far::launch_staged(xp, rp, wp, op, rop, T, H, eps, stream));
+    } else if (vectorisable) {
+      far::RowConfig cfg;
+      if (!far::specialised_config(H, &cfg)) cfg = far::generic_config(H / 8);
+      D2K_CUDA_TRY(args, far::launch_rows(cfg, xp, rp, wp, op, rop, T, H, eps, stream));
+    } else {
+      const unsigned grid = static_cast<unsigned>(std::min<int64_t>(T, 65535 * 16));
+      far::rmsnorm_row_scalar_two_pass<<<grid, far::kFallbackThreads, 0, stream>>>(
+          xp, rp, wp, op, rop, T, H, 1.0f / static_cast<float>(H), eps);
+      D2K_CUDA_TRY(args, cudaGetLastError());
+    }
+    return D2K_OK;
+  });
+}

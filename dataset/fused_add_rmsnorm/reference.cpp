@@ -1,0 +1,120 @@
+// fused_add_rmsnorm — fp64 golden reference on host tensors.
+//
+//   residual_out[t,h] = bf16(x[t,h] + residual[t,h])
+//   out[t,h]          = bf16(r[t,h] * weight[h] / sqrt(mean_h r[t,h]^2 + eps)),  r = residual_out
+//
+// The sum x + residual of two bf16 values is exact in double and rounded once to bf16 (round to
+// nearest even). The mean square is taken over the bf16-rounded residual_out, accumulated in
+// double; out is rounded once. Plain C++: built by the host compiler, no CUDA.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "d2k/solution.h"
+
+namespace {
+
+double bf16_to_double(std::uint16_t b) {
+  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/// Rounds a double to the nearest bf16 (ties to even), in one step, so that no double rounding
+/// through float can occur. Handles bf16 subnormals and overflow to infinity.
+std::uint16_t double_to_bf16(double v) {
+  if (std::isnan(v)) return 0x7FC0;
+  const bool neg = std::signbit(v);
+  const double a = std::fabs(v);
+  double q;  // the rounded magnitude
+  if (a == 0.0) {
+    q = 0.0;
+  } else {
+    int e = 0;
+    std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1): 8 significant bits put the ulp at 2^(e-8)
+    const int ulp_exp = std::max(e - 8, -133);  // -133: spacing of bf16 subnormals
+    q = std::ldexp(std::nearbyint(std::ldexp(a, -ulp_exp)), ulp_exp);
+  }
+  float f = static_cast<float>(q);  // exact: q has at most 8 significant bits (or is too large)
+  if (q > 3.3895313892515355e38) f = INFINITY;
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  std::uint16_t b = static_cast<std::uint16_t>(u >> 16);
+  if (neg) b |= 0x8000;
+  return b;
+}
+
+void expect_tensor(const DLTensor& t, const char* name, int ndim, const int64_t* shape) {
+  if (t.device.device_type != kDLCPU)
+    throw d2k::abi_error(std::string("reference: tensor '") + name + "' must be a host tensor");
+  if (t.dtype.code != kDLBfloat || t.dtype.bits != 16 || t.dtype.lanes != 1)
+    throw d2k::abi_error(std::string("reference: tensor '") + name + "' must be bfloat16");
+  if (t.ndim != ndim)
+    throw d2k::abi_error(std::string("reference: tensor '") + name + "' has the wrong rank");
+  for (int d = 0; d < ndim; ++d)
+    if (t.shape[d] != shape[d])
+      throw d2k::abi_error(std::string("reference: tensor '") + name + "' shape does not match (T, H)");
+  if (t.strides) {
+    int64_t expect = 1;
+    for (int d = ndim - 1; d >= 0; --d) {
+      if (t.shape[d] != 1 && t.strides[d] != expect)
+        throw d2k::abi_error(std::string("reference: tensor '") + name + "' must be contiguous");
+      expect *= t.shape[d];
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
+
+extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
+  D2K_ENTRY(args, {
+    *bytes = 0;
+    return D2K_OK;
+  });
+}
+
+extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
+  D2K_ENTRY(args, {
+    const int64_t T = d2k::scalar_i(args, "T");
+    const int64_t H = d2k::scalar_i(args, "H");
+    const double eps = d2k::scalar_f(args, "eps");
+    if (T < 0 || H < 1) throw d2k::abi_error("reference: need T >= 0 and H >= 1");
+    const int64_t th[2] = {T, H};
+    const DLTensor& x = d2k::input(args, "x");
+    const DLTensor& res = d2k::input(args, "residual");
+    const DLTensor& w = d2k::input(args, "weight");
+    const DLTensor& out = d2k::output(args, "out");
+    const DLTensor& res_out = d2k::output(args, "residual_out");
+    expect_tensor(x, "x", 2, th);
+    expect_tensor(res, "residual", 2, th);
+    expect_tensor(w, "weight", 1, &H);
+    expect_tensor(out, "out", 2, th);
+    expect_tensor(res_out, "residual_out", 2, th);
+
+    const auto* xp = d2k::data<const std::uint16_t>(x);
+    const auto* rp = d2k::data<const std::uint16_t>(res);
+    const auto* wp = d2k::data<const std::uint16_t>(w);
+    auto* op = d2k::data<std::uint16_t>(out);
+    auto* rop = d2k::data<std::uint16_t>(res_out);
+
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t base = t * H;
+      double sum_sq = 0.0;
+      for (int64_t h = 0; h < H; ++h) {
+        const std::uint16_t rb = double_to_bf16(bf16_to_double(xp[base + h]) + bf16_to_double(rp[base + h]));
+        rop[base + h] = rb;
+        const double r = bf16_to_double(rb);
+        sum_sq += r * r;
+      }
+      const double inv_rms = 1.0 / std::sqrt(sum_sq / static_cast<double>(H) + eps);
+      for (int64_t h = 0; h < H; ++h)
+        op[base + h] = double_to_bf16(bf16_to_double(rop[base + h]) * inv_rms * bf16_to_double(wp[h]));
+    }
+    return D2K_OK;
+  });
+}
