@@ -1,0 +1,669 @@
+// muon_optimizer_step — expert: symmetric Newton-Schulz on CUTLASS 3 sm90 kernels.
+//
+// Pipeline per call (all on args->stream, one launch per product over the whole batch):
+//   1. momentum_nesterov_{rows,tiles_t}: M' = beta*M + G (momentum_out), U = G + beta*M',
+//      writes bf16(U) straight into the NS operand layout (s x l, transposed when M > N) and a
+//      per-block partial sum of U^2. The norm never needs a second pass over U: 1/||U|| is folded
+//      into the first iteration's GEMM epilogue scalars (alpha/beta read from device memory per
+//      batch entry), so X0 = U/||U|| is never materialised.
+//   2. norm_finalize: per batch entry, sums the partials in a fixed order (deterministic) and
+//      writes 1/(n+eps)^2, 1/(n+eps), a/(n+eps).
+//   3. five NS iterations, each:
+//        A  = X X^T            triangle GEMM (only tiles touching the upper triangle), TN
+//        mirror A              transposes the computed upper super-tiles into the lower triangle
+//        Bm = c A A + b A      triangle GEMM, epilogue D = alpha*acc + beta*C with C = A
+//        mirror Bm
+//        X' = Bm X + a X       full GEMM, NN, epilogue D = alpha*acc + beta*C with C = X;
+//                              the last iteration writes scale*X' straight into `update`.
+//   4. param_out = param*(1 - lr*wd) - lr*update (one vectorised pass; for tall matrices or rows
+//      that TMA cannot address, the same pass also writes update from X, transposing).
+//
+// The triangle GEMM is CUTLASS's warp-specialised cooperative persistent kernel with a custom
+// tile scheduler (TriangleTileSchedulerSm90 below) that enumerates only the super-tiles (I, J),
+// I <= J, of the symmetric output: about half the FLOPs of X X^T and A A.
+//
+// Variants tried (H200, see docs/results/muon_optimizer_step-devbench.md for the commands):
+//   variant                                        | measured                     | verdict
+//   -----------------------------------------------+------------------------------+---------
+//   (filled in from the devbench runs; see the results file)
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/fusion/operations.hpp"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/gemm/device/gemm_universal_adapter.h"
+#include "cutlass/gemm/dispatch_policy.hpp"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+#include "cutlass/gemm/kernel/tile_scheduler.hpp"
+#include "d2k/solution.h"
+#include "muon_args.h"
+
+#define MUON_CUDA_CHECK(call)                                                               \
+  do {                                                                                      \
+    cudaError_t e_ = (call);                                                                \
+    if (e_ != cudaSuccess)                                                                  \
+      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +     \
+                               " " #call ": " + cudaGetErrorString(e_));                    \
+  } while (0)
+
+#define MUON_CUTLASS_CHECK(call)                                                            \
+  do {                                                                                      \
+    cutlass::Status s_ = (call);                                                            \
+    if (s_ != cutlass::Status::kSuccess)                                                    \
+      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +     \
+                               " " #call ": " + cutlassGetStatusString(s_));                \
+  } while (0)
+
+#define MUON_LAUNCH_CHECK() MUON_CUDA_CHECK(cudaGetLastError())
+
+#ifndef MUON_TRI_TILE_N
+/// N extent of the triangle GEMM's CTA tile (128 or 256); M is 128. The tile count of the
+/// triangle is what decides it (wave quantisation on 132 SMs), see the variants table.
+#define MUON_TRI_TILE_N 128
+#endif
+
+namespace muon_expert {
+
+/// Tag that selects TriangleTileSchedulerSm90 in CUTLASS's scheduler selector.
+struct TriangleTileSchedulerTag {};
+
+/// Persistent tile scheduler for a symmetric output C = P Q^T (P, Q with the same rows in the
+/// same order, so C[i][j] = C[j][i]). The output is cut into square super-tiles of side
+/// max(TileM, TileN); only super-tiles (I, J) with I <= J are enumerated, column by column
+/// (J outer), each as the CTA tiles it contains. Everything below the diagonal super-tiles is
+/// left to the mirror pass. Reuses the stock persistent scheduler for everything but the
+/// work enumeration (no split-K, no clusters: ClusterShape must be 1x1x1).
+template <int TileM, int TileN>
+class TriangleTileSchedulerSm90 : public cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90 {
+  using Base = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90;
+
+ public:
+  static constexpr int kSpan = TileM > TileN ? TileM : TileN;
+  static constexpr int kRowsPerSpan = kSpan / TileM;
+  static constexpr int kColsPerSpan = kSpan / TileN;
+  static constexpr int kTilesPerSpan = kRowsPerSpan * kColsPerSpan;
+  static_assert(kSpan % TileM == 0 && kSpan % TileN == 0, "tile sides must divide the span");
+
+  using WorkTileInfo = typename Base::WorkTileInfo;
+  using Arguments = typename Base::Arguments;
+  using RasterOrder = typename Base::RasterOrder;
+  using RasterOrderOptions = typename Base::RasterOrderOptions;
+
+  /// The stock parameters (the kernel reads raster order and swizzle from them) plus the
+  /// triangle's extent.
+  struct Params : cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90Params {
+    int64_t spans = 0;            ///< super-tiles per side of one batch entry
+    int64_t tiles_per_batch = 0;  ///< CTA tiles in one batch entry's upper triangle
+    int64_t total_tiles = 0;      ///< over the whole batch
+  };
+
+  template <class ProblemShapeMNKL, class TileShape, class ClusterShape>
+  static Params to_underlying_arguments(ProblemShapeMNKL problem_shape_mnkl, TileShape, ClusterShape,
+                                        cutlass::KernelHardwareInfo const&, Arguments const&,
+                                        void* = nullptr, uint32_t = 1, uint32_t = 1) {
+    static_assert(cute::size(ClusterShape{}) == 1, "triangle scheduler: no clusters");
+    Params p;
+    p.raster_order_ = RasterOrder::AlongN;
+    p.log_swizzle_size_ = 0;
+    const int64_t m = cute::get<0>(problem_shape_mnkl);
+    const int64_t l = cute::get<3>(problem_shape_mnkl);
+    p.spans = (m + kSpan - 1) / kSpan;
+    p.tiles_per_batch = int64_t(kTilesPerSpan) * p.spans * (p.spans + 1) / 2;
+    p.total_tiles = p.tiles_per_batch * l;
+    return p;
+  }
+
+  template <class ProblemShape, class BlockShape, class ClusterShape>
+  static dim3 get_grid_shape(Params const& params, ProblemShape, BlockShape, ClusterShape,
+                             cutlass::KernelHardwareInfo hw_info, Arguments = Arguments{},
+                             bool = true) {
+    const int64_t sms = hw_info.sm_count > 0 ? hw_info.sm_count : 132;
+    return dim3(static_cast<unsigned>(std::max<int64_t>(1, std::min(params.total_tiles, sms))), 1, 1);
+  }
+
+  CUTLASS_HOST_DEVICE TriangleTileSchedulerSm90() {}
+
+  CUTLASS_DEVICE explicit TriangleTileSchedulerSm90(Params const& p) : tri_(p) {
+#if defined(__CUDA_ARCH__)
+    linear_ = blockIdx.x;
+    stride_ = gridDim.x;
+#endif
+  }
+
+  /// Linear work index -> (tile row, tile column, batch entry) of the upper triangle.
+  CUTLASS_DEVICE WorkTileInfo work_for(int64_t idx) const {
+    if (idx >= tri_.total_tiles) return WorkTileInfo::invalid_work_tile();
+    const int64_t batch = idx / tri_.tiles_per_batch;
+    const int64_t p = idx - batch * tri_.tiles_per_batch;
+    const int64_t q = p / kTilesPerSpan;
+    const int h = static_cast<int>(p - q * kTilesPerSpan);
+    // q enumerates (I, J), I <= J, column by column: q = J(J+1)/2 + I.
+    int64_t J = static_cast<int64_t>((sqrt(8.0 * double(q) + 1.0) - 1.0) * 0.5);
+    while (J * (J + 1) / 2 > q) --J;
+    while ((J + 1) * (J + 2) / 2 <= q) ++J;
+    const int64_t I = q - J * (J + 1) / 2;
+    WorkTileInfo w;
+    w.M_idx = static_cast<int32_t>(I * kRowsPerSpan + h / kColsPerSpan);
+    w.N_idx = static_cast<int32_t>(J * kColsPerSpan + h % kColsPerSpan);
+    w.L_idx = static_cast<int32_t>(batch);
+    w.is_valid_tile = true;
+    return w;
+  }
+
+  template <class ClusterShape>
+  CUTLASS_DEVICE WorkTileInfo initial_work_tile_info(ClusterShape) {
+    return work_for(linear_);
+  }
+  CUTLASS_DEVICE WorkTileInfo get_current_work() const { return work_for(linear_); }
+  CUTLASS_DEVICE void advance_to_next_work(uint32_t advance_count = 1) {
+    linear_ += stride_ * int64_t(advance_count);
+  }
+  CUTLASS_DEVICE auto fetch_next_work(WorkTileInfo) {
+    advance_to_next_work();
+    return cute::make_tuple(get_current_work(), true);
+  }
+  template <class TileSchedulerPipeline, class TileSchedulerPipelineState>
+  CUTLASS_DEVICE auto fetch_next_work(WorkTileInfo w, TileSchedulerPipeline&, TileSchedulerPipelineState) {
+    return fetch_next_work(w);
+  }
+  CUTLASS_DEVICE bool is_last_tile(WorkTileInfo&, uint32_t advance_count = 1) const {
+    return !work_for(linear_ + stride_ * int64_t(advance_count)).is_valid();
+  }
+
+ private:
+  Params tri_{};
+  int64_t linear_ = 0;
+  int64_t stride_ = 1;
+};
+
+}  // namespace muon_expert
+
+namespace cutlass::gemm::kernel::detail {
+template <class TileShape, class ClusterShape, uint32_t SchedulerPipelineStageCount>
+struct TileSchedulerSelector<muon_expert::TriangleTileSchedulerTag, arch::Sm90, TileShape, ClusterShape,
+                             SchedulerPipelineStageCount> {
+  using Scheduler = muon_expert::TriangleTileSchedulerSm90<cute::size<0>(TileShape{}),
+                                                           cute::size<1>(TileShape{})>;
+};
+}  // namespace cutlass::gemm::kernel::detail
+
+namespace muon_expert {
+using namespace cute;
+using bf16 = cutlass::bfloat16_t;
+
+/// bf16 x bf16 -> fp32 accumulate -> bf16, D = alpha*acc + beta*C, warp-specialised cooperative
+/// persistent kernel. LayoutB RowMajor = B is K x N with N contiguous (MN-major operand).
+template <class TileShape, class ClusterShape, class LayoutB, class SchedulerTag>
+struct Sm90Gemm {
+  using LayoutA = cutlass::layout::RowMajor;
+  using LayoutC = cutlass::layout::RowMajor;
+  static constexpr int kAlign = 8;  // 16 bytes of bf16: what TMA needs
+  using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float, bf16, LayoutC, kAlign, bf16,
+      LayoutC, kAlign, cutlass::epilogue::TmaWarpSpecializedCooperative,
+      cutlass::epilogue::fusion::LinearCombination<bf16, float, bf16, float>>::CollectiveOp;
+  using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, bf16, LayoutA, kAlign, bf16, LayoutB,
+      kAlign, float, TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+          sizeof(typename Epilogue::SharedStorage))>,
+      cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, Mainloop, Epilogue,
+                                                      SchedulerTag>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+  using StrideA = typename Kernel::StrideA;
+  using StrideB = typename Kernel::StrideB;
+  using StrideC = typename Kernel::StrideC;
+  using StrideD = typename Kernel::StrideD;
+};
+
+/// Triangle GEMM: C[i][j] = sum_k P[i][k] Q[j][k] over the upper super-tiles (TN, K-major both).
+using TriGemm = Sm90Gemm<Shape<_128, Int<MUON_TRI_TILE_N>, _64>, Shape<_1, _1, _1>,
+                         cutlass::layout::ColumnMajor, TriangleTileSchedulerTag>;
+/// Full GEMM: X' = Bm X (NN: X is K x N row-major), 2-CTA clusters along M share X tiles.
+using FullGemm = Sm90Gemm<Shape<_128, _256, _64>, Shape<_2, _1, _1>, cutlass::layout::RowMajor,
+                          cutlass::gemm::PersistentScheduler>;
+
+/// Epilogue scalars: a host value, or a per-batch-entry device array (alpha_ptr[l]).
+struct Scalars {
+  float alpha = 1.f, beta = 0.f;
+  const float* alpha_ptr = nullptr;
+  const float* beta_ptr = nullptr;
+};
+
+constexpr size_t kCutlassWorkspace = size_t(1) << 20;
+
+template <class G>
+void run_gemm(int M, int N, int K, int L, const bf16* a, typename G::StrideA sa, const bf16* b,
+              typename G::StrideB sb, const bf16* c, typename G::StrideC sc, bf16* d,
+              typename G::StrideD sd, Scalars s, int device, int sm_count, void* ws,
+              cudaStream_t stream) {
+  typename G::Gemm::Arguments args{};
+  args.mode = L > 1 ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm;
+  args.problem_shape = {M, N, K, L};
+  args.mainloop.ptr_A = a;
+  args.mainloop.dA = sa;
+  args.mainloop.ptr_B = b;
+  args.mainloop.dB = sb;
+  args.epilogue.ptr_C = c;
+  args.epilogue.dC = sc;
+  args.epilogue.ptr_D = d;
+  args.epilogue.dD = sd;
+  auto& t = args.epilogue.thread;
+  t.alpha = s.alpha;
+  t.beta = s.beta;
+  t.alpha_ptr = s.alpha_ptr;
+  t.beta_ptr = s.beta_ptr;
+  // One scalar per batch entry when read from device memory.
+  t.dAlpha = {_0{}, _0{}, s.alpha_ptr ? 1 : 0};
+  t.dBeta = {_0{}, _0{}, s.beta_ptr ? 1 : 0};
+  args.hw_info.device_id = device;
+  args.hw_info.sm_count = sm_count;
+  if (G::Gemm::get_workspace_size(args) > kCutlassWorkspace)
+    throw std::runtime_error("expert: CUTLASS workspace larger than reserved");
+  typename G::Gemm gemm;
+  MUON_CUTLASS_CHECK(gemm.initialize(args, ws, stream));
+  MUON_CUTLASS_CHECK(gemm.run(stream));
+  MUON_LAUNCH_CHECK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory-bound passes.
+
+__device__ __forceinline__ float bf16_bits_to_float(uint16_t b) {
+  return __uint_as_float(static_cast<uint32_t>(b) << 16);
+}
+__device__ __forceinline__ uint16_t float_to_bf16_bits(float f) {
+  return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+}
+
+/// Block-wide sum in a fixed order (deterministic); the result is valid in thread 0.
+template <int Threads>
+__device__ __forceinline__ float block_sum(float v, float* smem) {
+  for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int warp = threadIdx.x / 32 + threadIdx.y * (blockDim.x / 32);
+  const int lane = (threadIdx.x + threadIdx.y * blockDim.x) % 32;
+  if (lane == 0) smem[warp] = v;
+  __syncthreads();
+  float r = 0.f;
+  if (threadIdx.x == 0 && threadIdx.y == 0)
+    for (int w = 0; w < Threads / 32; ++w) r += smem[w];
+  return r;
+}
+
+/// Nesterov momentum, rows layout (M <= N): X[r][c] = bf16(U[r][c]) with X's leading dim ldx.
+/// V elements per thread step (4 when N % 4 == 0). One partial sum of U^2 per block.
+template <int V>
+__global__ void __launch_bounds__(256) momentum_nesterov_rows(
+    const float* __restrict__ mom, const uint16_t* __restrict__ grad, float* __restrict__ mom_out,
+    uint16_t* __restrict__ x, float* __restrict__ partials, int M, int N, int64_t ldx,
+    int rows_per_block, float beta) {
+  __shared__ float red[8];
+  const int b = blockIdx.y;
+  const int r0 = blockIdx.x * rows_per_block;
+  const int r1 = min(M, r0 + rows_per_block);
+  const int64_t base = int64_t(b) * M * N;
+  const int64_t xbase = int64_t(b) * M * ldx;
+  const int count = (r1 - r0) * N;
+  float ss = 0.f;
+  for (int e = threadIdx.x * V; e < count; e += 256 * V) {
+    const int r = r0 + e / N, c = e % N;
+    const int64_t i = base + int64_t(r) * N + c;
+    float m[V], g[V], u[V];
+    if constexpr (V == 4) {
+      const float4 mv = *reinterpret_cast<const float4*>(mom + i);
+      const uint2 gv = *reinterpret_cast<const uint2*>(grad + i);
+      m[0] = mv.x; m[1] = mv.y; m[2] = mv.z; m[3] = mv.w;
+      g[0] = __uint_as_float(gv.x << 16); g[1] = __uint_as_float(gv.x & 0xffff0000u);
+      g[2] = __uint_as_float(gv.y << 16); g[3] = __uint_as_float(gv.y & 0xffff0000u);
+    } else {
+      m[0] = mom[i];
+      g[0] = bf16_bits_to_float(grad[i]);
+    }
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      m[k] = fmaf(beta, m[k], g[k]);
+      u[k] = fmaf(beta, m[k], g[k]);
+      ss = fmaf(u[k], u[k], ss);
+    }
+    uint16_t* xp = x + xbase + int64_t(r) * ldx + c;
+    if constexpr (V == 4) {
+      *reinterpret_cast<float4*>(mom_out + i) = make_float4(m[0], m[1], m[2], m[3]);
+      uint2 xv;
+      xv.x = uint32_t(float_to_bf16_bits(u[0])) | (uint32_t(float_to_bf16_bits(u[1])) << 16);
+      xv.y = uint32_t(float_to_bf16_bits(u[2])) | (uint32_t(float_to_bf16_bits(u[3])) << 16);
+      *reinterpret_cast<uint2*>(xp) = xv;
+    } else {
+      mom_out[i] = m[0];
+      *xp = float_to_bf16_bits(u[0]);
+    }
+  }
+  const float t = block_sum<256>(ss, red);
+  if (threadIdx.x == 0) partials[int64_t(b) * gridDim.x + blockIdx.x] = t;
+}
+
+/// Nesterov momentum, tall layout (M > N): X[c][r] = bf16(U[r][c]) (X is N x M, leading dim
+/// ldx), through a 32x32 shared-memory tile so that both the reads and the writes coalesce.
+__global__ void __launch_bounds__(256) momentum_nesterov_tiles_t(
+    const float* __restrict__ mom, const uint16_t* __restrict__ grad, float* __restrict__ mom_out,
+    uint16_t* __restrict__ x, float* __restrict__ partials, int M, int N, int64_t ldx, float beta) {
+  __shared__ uint16_t tile[32][34];
+  __shared__ float red[8];
+  const int b = blockIdx.z;
+  const int r0 = blockIdx.y * 32, c0 = blockIdx.x * 32;
+  const int64_t base = int64_t(b) * M * N;
+  float ss = 0.f;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const int r = r0 + threadIdx.y + 8 * k, c = c0 + threadIdx.x;
+    uint16_t xb = 0;
+    if (r < M && c < N) {
+      const int64_t i = base + int64_t(r) * N + c;
+      const float g = bf16_bits_to_float(grad[i]);
+      const float m = fmaf(beta, mom[i], g);
+      const float u = fmaf(beta, m, g);
+      mom_out[i] = m;
+      ss = fmaf(u, u, ss);
+      xb = float_to_bf16_bits(u);
+    }
+    tile[threadIdx.y + 8 * k][threadIdx.x] = xb;
+  }
+  __syncthreads();
+  const int64_t xbase = int64_t(b) * N * ldx;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const int xr = c0 + threadIdx.y + 8 * k, xc = r0 + threadIdx.x;  // X row = U column
+    if (xr < N && xc < M) x[xbase + int64_t(xr) * ldx + xc] = tile[threadIdx.x][threadIdx.y + 8 * k];
+  }
+  const float t = block_sum<256>(ss, red);
+  const int nblk = gridDim.x * gridDim.y;
+  if (threadIdx.x == 0 && threadIdx.y == 0)
+    partials[int64_t(b) * nblk + blockIdx.y * gridDim.x + blockIdx.x] = t;
+}
+
+/// Per batch entry: n = sqrt(sum of partials) in a fixed order; writes the first iteration's
+/// epilogue scalars: 1/(n+eps)^2 (for X X^T), 1/(n+eps) and a/(n+eps) (for Bm X + a X).
+__global__ void __launch_bounds__(256) norm_finalize(const float* __restrict__ partials, int nblk,
+                                                     float* __restrict__ scalars, int B, float eps,
+                                                     float a) {
+  __shared__ double red[256];
+  const int b = blockIdx.x;
+  double s = 0.0;
+  for (int i = threadIdx.x; i < nblk; i += 256) s += partials[int64_t(b) * nblk + i];
+  red[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = 128; w; w >>= 1) {
+    if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    const double inv = 1.0 / (sqrt(red[0]) + double(eps));
+    scalars[b] = float(inv * inv);
+    scalars[B + b] = float(inv);
+    scalars[2 * B + b] = float(double(a) * inv);
+  }
+}
+
+/// Completes a symmetric s x s matrix whose upper super-tiles (side `span`) were computed:
+/// every 32x32 block strictly below the diagonal super-tiles is the transpose of its mirror.
+__global__ void __launch_bounds__(256) mirror_upper_to_lower(uint16_t* __restrict__ a, int s,
+                                                             int64_t ld, int span) {
+  __shared__ uint16_t tile[32][34];
+  const int ti = blockIdx.y, tj = blockIdx.x;  // destination block: rows ti, columns tj
+  if (tj > ti || (ti * 32) / span == (tj * 32) / span) return;  // upper, or computed directly
+  uint16_t* m = a + int64_t(blockIdx.z) * s * ld;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {  // source block (tj, ti) of the upper triangle
+    const int r = tj * 32 + threadIdx.y + 8 * k, c = ti * 32 + threadIdx.x;
+    if (r < s && c < s) tile[threadIdx.y + 8 * k][threadIdx.x] = m[int64_t(r) * ld + c];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const int r = ti * 32 + threadIdx.y + 8 * k, c = tj * 32 + threadIdx.x;
+    if (r < s && c < s) m[int64_t(r) * ld + c] = tile[threadIdx.x][threadIdx.y + 8 * k];
+  }
+}
+
+/// param_out = param*decay - lr*update, reading the update the last GEMM wrote.
+template <int V>
+__global__ void __launch_bounds__(256) param_update_flat(const float* __restrict__ param,
+                                                         const uint16_t* __restrict__ update,
+                                                         float* __restrict__ param_out, int64_t n,
+                                                         float decay, float lr) {
+  for (int64_t i = (int64_t(blockIdx.x) * 256 + threadIdx.x) * V; i < n; i += int64_t(gridDim.x) * 256 * V) {
+    if constexpr (V == 4) {
+      const float4 p = *reinterpret_cast<const float4*>(param + i);
+      const uint2 u = *reinterpret_cast<const uint2*>(update + i);
+      float4 o;
+      o.x = fmaf(-lr, __uint_as_float(u.x << 16), p.x * decay);
+      o.y = fmaf(-lr, __uint_as_float(u.x & 0xffff0000u), p.y * decay);
+      o.z = fmaf(-lr, __uint_as_float(u.y << 16), p.z * decay);
+      o.w = fmaf(-lr, __uint_as_float(u.y & 0xffff0000u), p.w * decay);
+      *reinterpret_cast<float4*>(param_out + i) = o;
+    } else {
+      param_out[i] = fmaf(-lr, bf16_bits_to_float(update[i]), param[i] * decay);
+    }
+  }
+}
+
+/// update = bf16(scale * X) read from the NS layout (transposed when Transpose: X is N x M),
+/// and param_out = param*decay - lr*update; 32x32 tiles through shared memory.
+template <bool Transpose>
+__global__ void __launch_bounds__(256) update_from_x_tiles(
+    const uint16_t* __restrict__ x, int64_t ldx, const float* __restrict__ param,
+    uint16_t* __restrict__ update, float* __restrict__ param_out, int M, int N, float scale,
+    float decay, float lr) {
+  __shared__ uint16_t tile[32][34];
+  const int b = blockIdx.z;
+  const int r0 = blockIdx.y * 32, c0 = blockIdx.x * 32;  // output tile (rows of M, cols of N)
+  const int xrows = Transpose ? N : M;
+  const int xcols = Transpose ? M : N;
+  const uint16_t* xb = x + int64_t(b) * xrows * ldx;
+  const int xr0 = Transpose ? c0 : r0, xc0 = Transpose ? r0 : c0;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const int xr = xr0 + threadIdx.y + 8 * k, xc = xc0 + threadIdx.x;
+    if (xr < xrows && xc < xcols) tile[threadIdx.y + 8 * k][threadIdx.x] = xb[int64_t(xr) * ldx + xc];
+  }
+  __syncthreads();
+  const int64_t base = int64_t(b) * M * N;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const int r = r0 + threadIdx.y + 8 * k, c = c0 + threadIdx.x;
+    if (r < M && c < N) {
+      const uint16_t xv = Transpose ? tile[threadIdx.x][threadIdx.y + 8 * k] : tile[threadIdx.y + 8 * k][threadIdx.x];
+      const uint16_t ub = float_to_bf16_bits(scale * bf16_bits_to_float(xv));
+      const int64_t i = base + int64_t(r) * N + c;
+      update[i] = ub;
+      param_out[i] = fmaf(-lr, bf16_bits_to_float(ub), param[i] * decay);
+    }
+  }
+}
+
+/// Workspace carve-up, identical in d2k_workspace_size and d2k_run.
+struct Layout {
+  int64_t s, l, ldx, lda;
+  size_t x_bytes, a_bytes, partial_count, off_x0, off_x1, off_a, off_bm, off_part, off_scalars,
+      off_cutlass, total;
+  int rows_per_block = 1, nblk = 1;
+};
+
+inline size_t align256(size_t x) { return (x + 255) / 256 * 256; }
+
+Layout make_layout(const muon::Args& g) {
+  Layout L{};
+  L.s = g.s();
+  L.l = g.l();
+  L.ldx = muon::round_up(L.l, 8);  // TMA: 16-byte row pitch
+  L.lda = muon::round_up(L.s, 8);
+  L.x_bytes = align256(size_t(g.B) * L.s * L.ldx * 2);
+  L.a_bytes = align256(size_t(g.B) * L.s * L.lda * 2);
+  if (g.tall()) {
+    L.nblk = int(((g.N + 31) / 32) * ((g.M + 31) / 32));
+  } else {
+    L.rows_per_block = int(std::max<int64_t>(1, 65536 / g.N));
+    L.nblk = int((g.M + L.rows_per_block - 1) / L.rows_per_block);
+  }
+  size_t o = 0;
+  L.off_x0 = o; o += L.x_bytes;
+  L.off_x1 = o; o += L.x_bytes;
+  L.off_a = o; o += L.a_bytes;
+  L.off_bm = o; o += L.a_bytes;
+  L.off_part = o; o += align256(size_t(g.B) * L.nblk * sizeof(float));
+  L.off_scalars = o; o += align256(size_t(3) * g.B * sizeof(float));
+  L.off_cutlass = o; o += kCutlassWorkspace;
+  L.total = o;
+  return L;
+}
+
+void run(const d2k_args* args) {
+  const muon::Args g = muon::parse(args, kDLCUDA);
+  const Layout L = make_layout(g);
+  if (args->workspace_bytes < L.total) throw std::runtime_error("expert: workspace too small");
+  cudaStream_t st = static_cast<cudaStream_t>(args->stream);
+  char* ws = static_cast<char*>(args->workspace);
+  auto* x0 = reinterpret_cast<bf16*>(ws + L.off_x0);
+  auto* x1 = reinterpret_cast<bf16*>(ws + L.off_x1);
+  auto* A = reinterpret_cast<bf16*>(ws + L.off_a);
+  auto* Bm = reinterpret_cast<bf16*>(ws + L.off_bm);
+  auto* partials = reinterpret_cast<float*>(ws + L.off_part);
+  auto* scalars = reinterpret_cast<float*>(ws + L.off_scalars);
+  void* cws = ws + L.off_cutlass;
+  int dev = 0, sms = 0;
+  MUON_CUDA_CHECK(cudaGetDevice(&dev));
+  MUON_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+
+  const int B = int(g.B), M = int(g.M), N = int(g.N), s = int(L.s), l = int(L.l);
+  const float beta = float(g.beta);
+
+  // 1. momentum + Nesterov + bf16(U) into the NS layout + partial sums of U^2.
+  if (!g.tall()) {
+    dim3 grid(L.nblk, B);
+    if (N % 4 == 0)
+      momentum_nesterov_rows<4><<<grid, 256, 0, st>>>(g.momentum, g.grad, g.momentum_out,
+                                                      reinterpret_cast<uint16_t*>(x0), partials, M, N,
+                                                      L.ldx, L.rows_per_block, beta);
+    else
+      momentum_nesterov_rows<1><<<grid, 256, 0, st>>>(g.momentum, g.grad, g.momentum_out,
+                                                      reinterpret_cast<uint16_t*>(x0), partials, M, N,
+                                                      L.ldx, L.rows_per_block, beta);
+  } else {
+    dim3 grid((N + 31) / 32, (M + 31) / 32, B);
+    momentum_nesterov_tiles_t<<<grid, dim3(32, 8), 0, st>>>(g.momentum, g.grad, g.momentum_out,
+                                                            reinterpret_cast<uint16_t*>(x0), partials,
+                                                            M, N, L.ldx, beta);
+  }
+  MUON_LAUNCH_CHECK();
+  // 2. 1/(||U||+eps) per batch entry, and the scalars derived from it.
+  norm_finalize<<<B, 256, 0, st>>>(partials, L.nblk, scalars, B, float(g.eps), float(muon::kNsA));
+  MUON_LAUNCH_CHECK();
+
+  // 3. Newton-Schulz on the s x l operand X (row-major, leading dim ldx).
+  const int64_t ldx = L.ldx, lda = L.lda;
+  const typename TriGemm::StrideA tri_x_a{ldx, _1{}, int64_t(s) * ldx};
+  const typename TriGemm::StrideB tri_x_b{ldx, _1{}, int64_t(s) * ldx};
+  const typename TriGemm::StrideA tri_a_a{lda, _1{}, int64_t(s) * lda};
+  const typename TriGemm::StrideB tri_a_b{lda, _1{}, int64_t(s) * lda};
+  const typename TriGemm::StrideC tri_c{lda, _1{}, int64_t(s) * lda};
+  const typename FullGemm::StrideA full_a{lda, _1{}, int64_t(s) * lda};
+  const typename FullGemm::StrideB full_b{_1{}, ldx, int64_t(s) * ldx};
+  const typename FullGemm::StrideC full_c{ldx, _1{}, int64_t(s) * ldx};
+  // The last product writes scale * X' into `update` when update's rows are the NS rows and
+  // TMA can address them (16-byte row pitch and base).
+  const bool direct = !g.tall() && (N % 8 == 0) && (reinterpret_cast<uintptr_t>(g.update) % 16 == 0);
+  const float scale = float(g.scale());
+  const dim3 mgrid((s + 31) / 32, (s + 31) / 32, B);
+  constexpr int kSpan = TriangleTileSchedulerSm90<128, MUON_TRI_TILE_N>::kSpan;
+
+  bf16* xc = x0;
+  bf16* xn = x1;
+  for (int it = 0; it < muon::kNsSteps; ++it) {
+    const bool first = it == 0, last = it == muon::kNsSteps - 1;
+    // A = X X^T (first iteration: X = U/n, so alpha = 1/n^2 per batch entry).
+    Scalars sa;
+    if (first) sa.alpha_ptr = scalars;
+    run_gemm<TriGemm>(s, s, l, B, xc, tri_x_a, xc, tri_x_b, A, tri_c, A, tri_c, sa, dev, sms, cws, st);
+    mirror_upper_to_lower<<<mgrid, dim3(32, 8), 0, st>>>(reinterpret_cast<uint16_t*>(A), s, lda, kSpan);
+    MUON_LAUNCH_CHECK();
+    // Bm = c A A + b A (A symmetric, so A's rows are also the columns of the second factor).
+    Scalars sb;
+    sb.alpha = float(muon::kNsC);
+    sb.beta = float(muon::kNsB);
+    run_gemm<TriGemm>(s, s, s, B, A, tri_a_a, A, tri_a_b, A, tri_c, Bm, tri_c, sb, dev, sms, cws, st);
+    mirror_upper_to_lower<<<mgrid, dim3(32, 8), 0, st>>>(reinterpret_cast<uint16_t*>(Bm), s, lda, kSpan);
+    MUON_LAUNCH_CHECK();
+    // X' = Bm X + a X (first iteration: X = U/n, alpha = 1/n and beta = a/n per batch entry).
+    Scalars sx;
+    sx.alpha = 1.f;
+    sx.beta = float(muon::kNsA);
+    if (first) {
+      sx.alpha_ptr = scalars + B;
+      sx.beta_ptr = scalars + 2 * B;
+    }
+    if (last && direct) {
+      sx.alpha *= scale;
+      sx.beta *= scale;
+      auto* upd = reinterpret_cast<bf16*>(g.update);
+      const typename FullGemm::StrideD ud{int64_t(N), _1{}, int64_t(M) * N};
+      run_gemm<FullGemm>(s, l, s, B, Bm, full_a, xc, full_b, xc, full_c, upd, ud, sx, dev, sms, cws, st);
+    } else {
+      run_gemm<FullGemm>(s, l, s, B, Bm, full_a, xc, full_b, xc, full_c, xn, full_c, sx, dev, sms, cws, st);
+      std::swap(xc, xn);
+    }
+  }
+
+  // 4. param_out (and update, unless the last GEMM already wrote it).
+  const float decay = float(1.0 - g.lr * g.wd), lr = float(g.lr);
+  if (direct) {
+    const int64_t n = g.numel();
+    const int blocks = int(std::min<int64_t>((n + 1023) / 1024, int64_t(sms) * 16));
+    if (n % 4 == 0)
+      param_update_flat<4><<<blocks, 256, 0, st>>>(g.param, g.update, g.param_out, n, decay, lr);
+    else
+      param_update_flat<1><<<blocks, 256, 0, st>>>(g.param, g.update, g.param_out, n, decay, lr);
+  } else {
+    dim3 grid((N + 31) / 32, (M + 31) / 32, B);
+    if (g.tall())
+      update_from_x_tiles<true><<<grid, dim3(32, 8), 0, st>>>(reinterpret_cast<const uint16_t*>(xc), L.ldx,
+                                                              g.param, g.update, g.param_out, M, N,
+                                                              scale, decay, lr);
+    else
+      update_from_x_tiles<false><<<grid, dim3(32, 8), 0, st>>>(reinterpret_cast<const uint16_t*>(xc), L.ldx,
+                                                               g.param, g.update, g.param_out, M, N,
+                                                               scale, decay, lr);
+  }
+  MUON_LAUNCH_CHECK();
+}
+
+}  // namespace muon_expert
+
+extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
+
+extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
+  D2K_ENTRY(args, {
+    muon::Args g;
+    g.B = d2k::scalar_i(args, "B");
+    g.M = d2k::scalar_i(args, "M");
+    g.N = d2k::scalar_i(args, "N");
+    if (g.B < 1 || g.M < 1 || g.N < 1) throw d2k::abi_error("axes B, M, N must be >= 1");
+    *bytes = muon_expert::make_layout(g).total;
+    return D2K_OK;
+  });
+}
+
+extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
+  D2K_ENTRY(args, {
+    muon_expert::run(args);
+    return D2K_OK;
+  });
+}

@@ -1,0 +1,352 @@
+// muon_optimizer_step — library: the naive eager step with its GEMMs through cuBLASLt, using
+// the GEMM epilogue (D = alpha*op(A)op(B) + beta*C, with C != D) to absorb the elementwise work
+// between the products:
+//   Bm = c*(A A) + b*A          one cublasLtMatmul, C = A           (no A2, no axpby kernel)
+//   X' = Bm X + a*X             one cublasLtMatmul, C = X, D = X'   (no BX, no axpby kernel)
+//   last iteration: alpha = scale, beta = a*scale, D = update       (no scale kernel)
+//   param_out = param*(1 - lr*wd) - lr*update                       one elementwise kernel
+// The prologue (momentum, Nesterov blend, cast, norm, divide) is naive's. X X^T is a plain
+// cuBLASLt GEMM: cuBLAS has no bf16 SYRK, so the symmetric products still cost full GEMMs.
+// For M > N the iteration runs on X^T through the transpose flags, as in naive.
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "d2k/solution.h"
+#include "muon_args.h"
+
+#define LIB_CUDA_CHECK(call)                                                              \
+  do {                                                                                      \
+    cudaError_t e_ = (call);                                                                \
+    if (e_ != cudaSuccess)                                                                  \
+      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +     \
+                               " " #call ": " + cudaGetErrorString(e_));                    \
+  } while (0)
+#define LIB_CUBLAS_CHECK(call)                                                            \
+  do {                                                                                      \
+    cublasStatus_t s_ = (call);                                                             \
+    if (s_ != CUBLAS_STATUS_SUCCESS)                                                        \
+      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +     \
+                               " " #call ": cuBLAS status " + std::to_string(int(s_)));     \
+  } while (0)
+#define LIB_LAUNCH_CHECK() LIB_CUDA_CHECK(cudaGetLastError())
+
+namespace {
+
+constexpr size_t kCublasWorkspace = size_t(32) << 20;
+constexpr int kReduceBlocks = 1024;
+
+__device__ __forceinline__ float ld_bf16(const uint16_t* p) {
+  return __uint_as_float(static_cast<uint32_t>(*p) << 16);
+}
+__device__ __forceinline__ uint16_t to_bf16(float f) {
+  return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+}
+
+/// Grid-stride loop over n elements, V at a time (V == 4 needs n % 4 == 0).
+#define GRID_STRIDE(i, n, V)                                                                      \
+  for (int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * (V); i < (n);              \
+       i += int64_t(gridDim.x) * blockDim.x * (V))
+
+/// V consecutive elements as floats: 16-byte (fp32) or 8-byte (bf16) accesses when V == 4.
+template <int V>
+__device__ __forceinline__ void load(const float* p, float* v) {
+  if constexpr (V == 4) {
+    const float4 t = *reinterpret_cast<const float4*>(p);
+    v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w;
+  } else {
+    v[0] = *p;
+  }
+}
+template <int V>
+__device__ __forceinline__ void load(const uint16_t* p, float* v) {
+  if constexpr (V == 4) {
+    const uint2 t = *reinterpret_cast<const uint2*>(p);
+    v[0] = __uint_as_float(t.x << 16); v[1] = __uint_as_float(t.x & 0xffff0000u);
+    v[2] = __uint_as_float(t.y << 16); v[3] = __uint_as_float(t.y & 0xffff0000u);
+  } else {
+    v[0] = ld_bf16(p);
+  }
+}
+template <int V>
+__device__ __forceinline__ void store(float* p, const float* v) {
+  if constexpr (V == 4) *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  else *p = v[0];
+}
+template <int V>
+__device__ __forceinline__ void store(uint16_t* p, const float* v) {
+  if constexpr (V == 4) {
+    uint2 t;
+    t.x = uint32_t(to_bf16(v[0])) | (uint32_t(to_bf16(v[1])) << 16);
+    t.y = uint32_t(to_bf16(v[2])) | (uint32_t(to_bf16(v[3])) << 16);
+    *reinterpret_cast<uint2*>(p) = t;
+  } else {
+    *p = to_bf16(v[0]);
+  }
+}
+
+// momentum_out = beta*momentum + grad
+template <int V>
+__global__ void momentum_update(const float* m, const uint16_t* g, float* mo, int64_t n, float beta) {
+  GRID_STRIDE(i, n, V) {
+    float a[V], b[V];
+    load<V>(m + i, a);
+    load<V>(g + i, b);
+#pragma unroll
+    for (int k = 0; k < V; ++k) a[k] = fmaf(beta, a[k], b[k]);
+    store<V>(mo + i, a);
+  }
+}
+// U = grad + beta*momentum_out
+template <int V>
+__global__ void nesterov_blend(const uint16_t* g, const float* mo, float* u, int64_t n, float beta) {
+  GRID_STRIDE(i, n, V) {
+    float a[V], b[V];
+    load<V>(mo + i, a);
+    load<V>(g + i, b);
+#pragma unroll
+    for (int k = 0; k < V; ++k) a[k] = fmaf(beta, a[k], b[k]);
+    store<V>(u + i, a);
+  }
+}
+// X = bf16(U)
+template <int V>
+__global__ void cast_to_bf16(const float* u, uint16_t* x, int64_t n) {
+  GRID_STRIDE(i, n, V) {
+    float a[V];
+    load<V>(u + i, a);
+    store<V>(x + i, a);
+  }
+}
+// Partial sums of squares: blockIdx.y = batch entry, kReduceBlocks blocks per entry.
+__global__ void sumsq_partials(const uint16_t* x, int64_t per, float* partials) {
+  __shared__ float red[256];
+  const uint16_t* xb = x + int64_t(blockIdx.y) * per;
+  float s = 0.f;
+  for (int64_t i = int64_t(blockIdx.x) * 256 + threadIdx.x; i < per; i += int64_t(gridDim.x) * 256) {
+    const float v = ld_bf16(xb + i);
+    s = fmaf(v, v, s);
+  }
+  red[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = 128; w; w >>= 1) {
+    if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partials[int64_t(blockIdx.y) * gridDim.x + blockIdx.x] = red[0];
+}
+// norm[b] = sqrt(sum of partials of entry b)
+__global__ void sumsq_final(const float* partials, int nblk, float* norm) {
+  __shared__ float red[256];
+  float s = 0.f;
+  for (int i = threadIdx.x; i < nblk; i += 256) s += partials[int64_t(blockIdx.x) * nblk + i];
+  red[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = 128; w; w >>= 1) {
+    if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) norm[blockIdx.x] = sqrtf(red[0]);
+}
+// X = X / (norm[b] + eps), in place
+template <int V>
+__global__ void divide_by_norm(uint16_t* x, int64_t per, int64_t n, const float* norm, float eps) {
+  GRID_STRIDE(i, n, V) {
+    const float d = norm[i / per] + eps;  // V divides per when V == 4 (per % 4 == 0)
+    float a[V];
+    load<V>(x + i, a);
+#pragma unroll
+    for (int k = 0; k < V; ++k) a[k] = a[k] / d;
+    store<V>(x + i, a);
+  }
+}
+/// Launches an elementwise kernel with 4-wide steps when the count allows.
+struct Elementwise {
+  cudaStream_t st;
+  int sms;
+  template <class K4, class K1, class... A>
+  void operator()(K4 k4, K1 k1, int64_t n, bool vec_ok, A... a) const {
+    const int V = vec_ok && n % 4 == 0 ? 4 : 1;
+    const int64_t blocks = std::min<int64_t>((n / V + 255) / 256, int64_t(sms) * 32);
+    if (V == 4) k4<<<unsigned(std::max<int64_t>(blocks, 1)), 256, 0, st>>>(a...);
+    else k1<<<unsigned(std::max<int64_t>(blocks, 1)), 256, 0, st>>>(a...);
+    LIB_LAUNCH_CHECK();
+  }
+};
+
+/// One cuBLASLt handle per process (created once, like a framework's).
+cublasLtHandle_t handle() {
+  static std::once_flag once;
+  static cublasLtHandle_t h = nullptr;
+  std::call_once(once, [] { LIB_CUBLAS_CHECK(cublasLtCreate(&h)); });
+  return h;
+}
+
+/// Column-major bf16 matrix layout rows x cols (leading dim ld), strided over `batch`.
+struct LtLayout {
+  cublasLtMatrixLayout_t d = nullptr;
+  LtLayout(int rows, int cols, int ld, int64_t stride, int batch) {
+    LIB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d, CUDA_R_16BF, rows, cols, ld));
+    if (batch > 1) {
+      LIB_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(d, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
+      LIB_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(d, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+    }
+  }
+  ~LtLayout() { cublasLtMatrixLayoutDestroy(d); }
+  LtLayout(const LtLayout&) = delete;
+  LtLayout& operator=(const LtLayout&) = delete;
+};
+
+/// Column-major D = alpha op(A) op(B) + beta C, bf16 in/out, fp32 compute, strided-batched.
+/// (ra, ca, lda): A as stored; likewise B; C and D are m x n with leading dim ldc.
+void lt_gemm(cublasLtHandle_t h, cudaStream_t st, void* ws, size_t ws_bytes, cublasOperation_t ta,
+             cublasOperation_t tb, int m, int n, int k, const void* A, int lda, int64_t sA, const void* B,
+             int ldb, int64_t sB, const void* C, void* D, int ldc, int64_t sC, int batch, float alpha,
+             float beta) {
+  cublasLtMatmulDesc_t op = nullptr;
+  LIB_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  struct OpGuard { cublasLtMatmulDesc_t d; ~OpGuard() { cublasLtMatmulDescDestroy(d); } } og{op};
+  LIB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  LIB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  const bool tra = ta == CUBLAS_OP_T, trb = tb == CUBLAS_OP_T;
+  LtLayout la(tra ? k : m, tra ? m : k, lda, sA, batch);
+  LtLayout lb(trb ? n : k, trb ? k : n, ldb, sB, batch);
+  LtLayout lc(m, n, ldc, sC, batch);
+  cublasLtMatmulPreference_t pref = nullptr;
+  LIB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  struct PrefGuard { cublasLtMatmulPreference_t p; ~PrefGuard() { cublasLtMatmulPreferenceDestroy(p); } } pg{pref};
+  LIB_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+                                                        sizeof ws_bytes));
+  cublasLtMatmulHeuristicResult_t heur{};
+  int found = 0;
+  LIB_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(h, op, la.d, lb.d, lc.d, lc.d, pref, 1, &heur, &found));
+  if (found == 0) throw std::runtime_error("library: cuBLASLt found no algorithm");
+  LIB_CUBLAS_CHECK(cublasLtMatmul(h, op, &alpha, A, la.d, B, lb.d, &beta, C, lc.d, D, lc.d, &heur.algo, ws,
+                                  ws_bytes, st));
+}
+
+// param_out = param*decay - lr*update
+template <int V>
+__global__ void param_step(const float* p, const uint16_t* u, float* out, int64_t n, float decay, float lr) {
+  GRID_STRIDE(i, n, V) {
+    float a[V], b[V];
+    load<V>(p + i, a);
+    load<V>(u + i, b);
+#pragma unroll
+    for (int k = 0; k < V; ++k) a[k] = fmaf(-lr, b[k], a[k] * decay);
+    store<V>(out + i, a);
+  }
+}
+
+struct Layout {
+  size_t u, x0, x1, a, bm, part, norm, cublas, total;
+};
+size_t al(size_t x) { return (x + 255) / 256 * 256; }
+Layout make_layout(int64_t B, int64_t M, int64_t N) {
+  const int64_t s = std::min(M, N), n = B * M * N;
+  Layout L{};
+  size_t o = 0;
+  L.u = o; o += al(size_t(n) * 4);
+  L.x0 = o; o += al(size_t(n) * 2);
+  L.x1 = o; o += al(size_t(n) * 2);
+  L.a = o; o += al(size_t(B * s * s) * 2);
+  L.bm = o; o += al(size_t(B * s * s) * 2);
+  L.part = o; o += al(size_t(B) * kReduceBlocks * 4);
+  L.norm = o; o += al(size_t(B) * 4);
+  L.cublas = o; o += kCublasWorkspace;
+  L.total = o;
+  return L;
+}
+
+void run(const d2k_args* args) {
+  const muon::Args g = muon::parse(args, kDLCUDA);
+  const Layout L = make_layout(g.B, g.M, g.N);
+  if (args->workspace_bytes < L.total) throw std::runtime_error("library: workspace too small");
+  cudaStream_t st = static_cast<cudaStream_t>(args->stream);
+  char* ws = static_cast<char*>(args->workspace);
+  float* U = reinterpret_cast<float*>(ws + L.u);
+  uint16_t* X = reinterpret_cast<uint16_t*>(ws + L.x0);
+  uint16_t* Xn = reinterpret_cast<uint16_t*>(ws + L.x1);
+  uint16_t* A = reinterpret_cast<uint16_t*>(ws + L.a);
+  uint16_t* Bm = reinterpret_cast<uint16_t*>(ws + L.bm);
+  float* part = reinterpret_cast<float*>(ws + L.part);
+  float* norm = reinterpret_cast<float*>(ws + L.norm);
+  void* lws = ws + L.cublas;
+  int dev = 0, sms = 0;
+  LIB_CUDA_CHECK(cudaGetDevice(&dev));
+  LIB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  cublasLtHandle_t h = handle();
+
+  const int64_t n = g.numel(), per = g.M * g.N;
+  const int B = int(g.B), s = int(g.s()), l = int(g.l());
+  const float beta = float(g.beta);
+  const Elementwise ew{st, sms};
+  auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const bool io_aligned = a16(g.param) && a16(g.grad) && a16(g.momentum) && a16(g.momentum_out) &&
+                          a16(g.update) && a16(g.param_out);
+
+  ew(momentum_update<4>, momentum_update<1>, n, io_aligned, g.momentum, g.grad, g.momentum_out, n, beta);
+  ew(nesterov_blend<4>, nesterov_blend<1>, n, io_aligned, g.grad, g.momentum_out, U, n, beta);
+  ew(cast_to_bf16<4>, cast_to_bf16<1>, n, true, U, X, n);
+  sumsq_partials<<<dim3(kReduceBlocks, B), 256, 0, st>>>(X, per, part);
+  LIB_LAUNCH_CHECK();
+  sumsq_final<<<B, 256, 0, st>>>(part, kReduceBlocks, norm);
+  LIB_LAUNCH_CHECK();
+  ew(divide_by_norm<4>, divide_by_norm<1>, n, per % 4 == 0, X, per, n, norm, float(g.eps));
+
+  // X keeps G's layout (M x N row-major) throughout, as in naive; so does update.
+  const int64_t ss = int64_t(s) * s, sl = int64_t(s) * l;
+  const bool tall = g.tall();
+  const float a = float(muon::kNsA), b = float(muon::kNsB), c = float(muon::kNsC);
+  const float scale = float(g.scale());
+  for (int it = 0; it < muon::kNsSteps; ++it) {
+    const bool last = it == muon::kNsSteps - 1;
+    uint16_t* D = last ? g.update : Xn;
+    const float alpha_x = last ? scale : 1.f, beta_x = last ? a * scale : a;
+    if (!tall) {
+      lt_gemm(h, st, lws, kCublasWorkspace, CUBLAS_OP_T, CUBLAS_OP_N, s, s, l, X, l, sl, X, l, sl, A, A, s, ss, B,
+              1.f, 0.f);                                                           // A = Xc^T Xc
+      lt_gemm(h, st, lws, kCublasWorkspace, CUBLAS_OP_N, CUBLAS_OP_N, s, s, s, A, s, ss, A, s, ss, A, Bm, s, ss, B,
+              c, b);                                                               // Bm = c A A + b A
+      lt_gemm(h, st, lws, kCublasWorkspace, CUBLAS_OP_N, CUBLAS_OP_N, l, s, s, X, l, sl, Bm, s, ss, X, D, l, sl, B,
+              alpha_x, beta_x);                                                    // X'^T = Xc Bm + a Xc
+    } else {
+      lt_gemm(h, st, lws, kCublasWorkspace, CUBLAS_OP_N, CUBLAS_OP_T, s, s, l, X, s, sl, X, s, sl, A, A, s, ss, B,
+              1.f, 0.f);                                                           // A = Xc Xc^T
+      lt_gemm(h, st, lws, kCublasWorkspace, CUBLAS_OP_N, CUBLAS_OP_N, s, s, s, A, s, ss, A, s, ss, A, Bm, s, ss, B,
+              c, b);
+      lt_gemm(h, st, lws, kCublasWorkspace, CUBLAS_OP_N, CUBLAS_OP_N, s, l, s, Bm, s, ss, X, s, sl, X, D, s, sl, B,
+              alpha_x, beta_x);                                                    // X' = Bm Xc + a Xc
+    }
+    std::swap(X, Xn);
+  }
+  ew(param_step<4>, param_step<1>, n, io_aligned, g.param, g.update, g.param_out, n, float(1.0 - g.lr * g.wd),
+     float(g.lr));
+}
+
+}  // namespace
+
+extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
+
+extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
+  D2K_ENTRY(args, {
+    const int64_t B = d2k::scalar_i(args, "B"), M = d2k::scalar_i(args, "M"), N = d2k::scalar_i(args, "N");
+    if (B < 1 || M < 1 || N < 1) throw d2k::abi_error("axes B, M, N must be >= 1");
+    *bytes = make_layout(B, M, N).total;
+    return D2K_OK;
+  });
+}
+
+extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
+  D2K_ENTRY(args, {
+    run(args);
+    return D2K_OK;
+  });
+}

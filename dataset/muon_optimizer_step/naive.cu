@@ -1,0 +1,364 @@
+// muon_optimizer_step — naive: what an eager framework runs, op by op.
+//
+// This is the PyTorch Muon step (Keller Jordan's zeropower_via_newtonschulz5) as eager kernels:
+//   momentum_out = beta*momentum + grad                 elementwise kernel
+//   U = grad + beta*momentum_out                        elementwise kernel (fp32, materialised)
+//   X = bf16(U)                                         cast kernel
+//   n = ||X||_F                                         reduction kernels (partials, final)
+//   X = X / (n + eps)                                   elementwise kernel
+//   5 times:  A  = X X^T                                cuBLAS GEMM (bf16 in, fp32 accumulate, bf16 out)
+//             A2 = A A                                  cuBLAS GEMM
+//             Bm = b A + c A2                           elementwise kernel
+//             BX = Bm X                                 cuBLAS GEMM
+//             X  = a X + BX                             elementwise kernel
+//   update = bf16(sqrt(max(1, M/N)) * X)                elementwise kernel
+//   param_out = param*(1 - lr*wd);  param_out -= lr*update   two elementwise kernels
+// For M > N the iteration runs on X^T, as torch's `X = X.mT` view: cuBLAS op flags, no copy.
+// Batches go through strided-batched GEMM (what torch.matmul does on 3-D tensors). Every
+// intermediate lives in the workspace. Elementwise kernels use 4-wide accesses where the
+// element count allows, as torch's vectorised elementwise kernels do.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "d2k/solution.h"
+#include "muon_args.h"
+
+#define NAIVE_CUDA_CHECK(call)                                                              \
+  do {                                                                                      \
+    cudaError_t e_ = (call);                                                                \
+    if (e_ != cudaSuccess)                                                                  \
+      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +     \
+                               " " #call ": " + cudaGetErrorString(e_));                    \
+  } while (0)
+#define NAIVE_CUBLAS_CHECK(call)                                                            \
+  do {                                                                                      \
+    cublasStatus_t s_ = (call);                                                             \
+    if (s_ != CUBLAS_STATUS_SUCCESS)                                                        \
+      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +     \
+                               " " #call ": cuBLAS status " + std::to_string(int(s_)));     \
+  } while (0)
+#define NAIVE_LAUNCH_CHECK() NAIVE_CUDA_CHECK(cudaGetLastError())
+
+namespace {
+
+constexpr size_t kCublasWorkspace = size_t(32) << 20;
+constexpr int kReduceBlocks = 1024;
+
+__device__ __forceinline__ float ld_bf16(const uint16_t* p) {
+  return __uint_as_float(static_cast<uint32_t>(*p) << 16);
+}
+__device__ __forceinline__ uint16_t to_bf16(float f) {
+  return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+}
+
+/// Grid-stride loop over n elements, V at a time (V == 4 needs n % 4 == 0).
+#define GRID_STRIDE(i, n, V)                                                                      \
+  for (int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * (V); i < (n);              \
+       i += int64_t(gridDim.x) * blockDim.x * (V))
+
+/// V consecutive elements as floats: 16-byte (fp32) or 8-byte (bf16) accesses when V == 4.
+template <int V>
+__device__ __forceinline__ void load(const float* p, float* v) {
+  if constexpr (V == 4) {
+    const float4 t = *reinterpret_cast<const float4*>(p);
+    v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w;
+  } else {
+    v[0] = *p;
+  }
+}
+template <int V>
+__device__ __forceinline__ void load(const uint16_t* p, float* v) {
+  if constexpr (V == 4) {
+    const uint2 t = *reinterpret_cast<const uint2*>(p);
+    v[0] = __uint_as_float(t.x << 16); v[1] = __uint_as_float(t.x & 0xffff0000u);
+    v[2] = __uint_as_float(t.y << 16); v[3] = __uint_as_float(t.y & 0xffff0000u);
+  } else {
+    v[0] = ld_bf16(p);
+  }
+}
+template <int V>
+__device__ __forceinline__ void store(float* p, const float* v) {
+  if constexpr (V == 4) *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  else *p = v[0];
+}
+template <int V>
+__device__ __forceinline__ void store(uint16_t* p, const float* v) {
+  if constexpr (V == 4) {
+    uint2 t;
+    t.x = uint32_t(to_bf16(v[0])) | (uint32_t(to_bf16(v[1])) << 16);
+    t.y = uint32_t(to_bf16(v[2])) | (uint32_t(to_bf16(v[3])) << 16);
+    *reinterpret_cast<uint2*>(p) = t;
+  } else {
+    *p = to_bf16(v[0]);
+  }
+}
+
+// momentum_out = beta*momentum + grad
+template <int V>
+__global__ void momentum_update(const float* m, const uint16_t* g, float* mo, int64_t n, float beta) {
+  GRID_STRIDE(i, n, V) {
+    float a[V], b[V];
+    load<V>(m + i, a);
+    load<V>(g + i, b);
+#pragma unroll
+    for (int k = 0; k < V; ++k) a[k] = fmaf(beta, a[k], b[k]);
+    store<V>(mo + i, a);
+  }
+}
+// U = grad + beta*momentum_out
+template <int V>
+__global__ void nesterov_blend(const uint16_t* g, const float* mo, float* u, int64_t n, float beta) {
+  GRID_STRIDE(i, n, V) {
+    float a[V], b[V];
+    load<V>(mo + i, a);
+    load<V>(g + i, b);
+#pragma unroll
+    for (int k = 0; k < V; ++k) a[k] = fmaf(beta, a[k], b[k]);
+    store<V>(u + i, a);
+  }
+}
+// X = bf16(U)
+template <int V>
+__global__ void cast_to_bf16(const float* u, uint16_t* x, int64_t n) {
+  GRID_STRIDE(i, n, V) {
+    float a[V];
+    load<V>(u + i, a);
+    store<V>(x + i, a);
+  }
+}
+// Partial sums of squares: blockIdx.y = batch entry, kReduceBlocks blocks per entry.
+__global__ void sumsq_partials(const uint16_t* x, int64_t per, float* partials) {
+  __shared__ float red[256];
+  const uint16_t* xb = x + int64_t(blockIdx.y) * per;
+  float s = 0.f;
+  for (int64_t i = int64_t(blockIdx.x) * 256 + threadIdx.x; i < per; i += int64_t(gridDim.x) * 256) {
+    const float v = ld_bf16(xb + i);
+    s = fmaf(v, v, s);
+  }
+  red[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = 128; w; w >>= 1) {
+    if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partials[int64_t(blockIdx.y) * gridDim.x + blockIdx.x] = red[0];
+}
+// norm[b] = sqrt(sum of partials of entry b)
+__global__ void sumsq_final(const float* partials, int nblk, float* norm) {
+  __shared__ float red[256];
+  float s = 0.f;
+  for (int i = threadIdx.x; i < nblk; i += 256) s += partials[int64_t(blockIdx.x) * nblk + i];
+  red[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = 128; w; w >>= 1) {
+    if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) norm[blockIdx.x] = sqrtf(red[0]);
+}
+// X = X / (norm[b] + eps), in place
+template <int V>
+__global__ void divide_by_norm(uint16_t* x, int64_t per, int64_t n, const float* norm, float eps) {
+  GRID_STRIDE(i, n, V) {
+    const float d = norm[i / per] + eps;  // V divides per when V == 4 (per % 4 == 0)
+    float a[V];
+    load<V>(x + i, a);
+#pragma unroll
+    for (int k = 0; k < V; ++k) a[k] = a[k] / d;
+    store<V>(x + i, a);
+  }
+}
+// out = p*x + q*y (bf16)
+template <int V>
+__global__ void axpby_bf16(const uint16_t* x, const uint16_t* y, uint16_t* out, int64_t n, float p, float q) {
+  GRID_STRIDE(i, n, V) {
+    float a[V], b[V];
+    load<V>(x + i, a);
+    load<V>(y + i, b);
+#pragma unroll
+    for (int k = 0; k < V; ++k) a[k] = fmaf(p, a[k], q * b[k]);
+    store<V>(out + i, a);
+  }
+}
+// out = bf16(scale * x)
+template <int V>
+__global__ void scale_bf16(const uint16_t* x, uint16_t* out, int64_t n, float scale) {
+  GRID_STRIDE(i, n, V) {
+    float a[V];
+    load<V>(x + i, a);
+#pragma unroll
+    for (int k = 0; k < V; ++k) a[k] *= scale;
+    store<V>(out + i, a);
+  }
+}
+// out = p * decay
+template <int V>
+__global__ void scale_f32(const float* p, float* out, int64_t n, float decay) {
+  GRID_STRIDE(i, n, V) {
+    float a[V];
+    load<V>(p + i, a);
+#pragma unroll
+    for (int k = 0; k < V; ++k) a[k] *= decay;
+    store<V>(out + i, a);
+  }
+}
+// out += alpha * u
+template <int V>
+__global__ void add_scaled_bf16(float* out, const uint16_t* u, int64_t n, float alpha) {
+  GRID_STRIDE(i, n, V) {
+    float a[V], b[V];
+    load<V>(out + i, a);
+    load<V>(u + i, b);
+#pragma unroll
+    for (int k = 0; k < V; ++k) a[k] = fmaf(alpha, b[k], a[k]);
+    store<V>(out + i, a);
+  }
+}
+
+/// Launches an elementwise kernel with 4-wide steps when the count allows.
+struct Elementwise {
+  cudaStream_t st;
+  int sms;
+  template <class K4, class K1, class... A>
+  void operator()(K4 k4, K1 k1, int64_t n, bool vec_ok, A... a) const {
+    const int V = vec_ok && n % 4 == 0 ? 4 : 1;
+    const int64_t blocks = std::min<int64_t>((n / V + 255) / 256, int64_t(sms) * 32);
+    if (V == 4) k4<<<unsigned(std::max<int64_t>(blocks, 1)), 256, 0, st>>>(a...);
+    else k1<<<unsigned(std::max<int64_t>(blocks, 1)), 256, 0, st>>>(a...);
+    NAIVE_LAUNCH_CHECK();
+  }
+};
+
+/// One cuBLAS handle per process (created once, like a framework's); per call it is bound to
+/// the call's stream and to a slice of the call's workspace, so cuBLAS allocates nothing.
+cublasHandle_t handle() {
+  static std::once_flag once;
+  static cublasHandle_t h = nullptr;
+  std::call_once(once, [] { NAIVE_CUBLAS_CHECK(cublasCreate(&h)); });
+  return h;
+}
+
+/// Column-major C = op(A) op(B), bf16 in/out, fp32 compute; strided-batched when batch > 1.
+void gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+          const void* A, int lda, int64_t sA, const void* B, int ldb, int64_t sB, void* C, int ldc,
+          int64_t sC, int batch) {
+  const float one = 1.f, zero = 0.f;
+  if (batch == 1)
+    NAIVE_CUBLAS_CHECK(cublasGemmEx(h, ta, tb, m, n, k, &one, A, CUDA_R_16BF, lda, B, CUDA_R_16BF, ldb,
+                                    &zero, C, CUDA_R_16BF, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  else
+    NAIVE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, &one, A, CUDA_R_16BF, lda, sA, B,
+                                                  CUDA_R_16BF, ldb, sB, &zero, C, CUDA_R_16BF, ldc, sC,
+                                                  batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+struct Layout {
+  size_t u, x, a, a2, bm, bx, part, norm, cublas, total;
+};
+size_t al(size_t x) { return (x + 255) / 256 * 256; }
+Layout make_layout(int64_t B, int64_t M, int64_t N) {
+  const int64_t s = std::min(M, N), n = B * M * N;
+  Layout L{};
+  size_t o = 0;
+  L.u = o; o += al(size_t(n) * 4);
+  L.x = o; o += al(size_t(n) * 2);
+  L.a = o; o += al(size_t(B * s * s) * 2);
+  L.a2 = o; o += al(size_t(B * s * s) * 2);
+  L.bm = o; o += al(size_t(B * s * s) * 2);
+  L.bx = o; o += al(size_t(n) * 2);
+  L.part = o; o += al(size_t(B) * kReduceBlocks * 4);
+  L.norm = o; o += al(size_t(B) * 4);
+  L.cublas = o; o += kCublasWorkspace;
+  L.total = o;
+  return L;
+}
+
+void run(const d2k_args* args) {
+  const muon::Args g = muon::parse(args, kDLCUDA);
+  const Layout L = make_layout(g.B, g.M, g.N);
+  if (args->workspace_bytes < L.total) throw std::runtime_error("naive: workspace too small");
+  cudaStream_t st = static_cast<cudaStream_t>(args->stream);
+  char* ws = static_cast<char*>(args->workspace);
+  float* U = reinterpret_cast<float*>(ws + L.u);
+  uint16_t* X = reinterpret_cast<uint16_t*>(ws + L.x);
+  uint16_t* A = reinterpret_cast<uint16_t*>(ws + L.a);
+  uint16_t* A2 = reinterpret_cast<uint16_t*>(ws + L.a2);
+  uint16_t* Bm = reinterpret_cast<uint16_t*>(ws + L.bm);
+  uint16_t* BX = reinterpret_cast<uint16_t*>(ws + L.bx);
+  float* part = reinterpret_cast<float*>(ws + L.part);
+  float* norm = reinterpret_cast<float*>(ws + L.norm);
+  int dev = 0, sms = 0;
+  NAIVE_CUDA_CHECK(cudaGetDevice(&dev));
+  NAIVE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  cublasHandle_t h = handle();
+  NAIVE_CUBLAS_CHECK(cublasSetStream(h, st));
+  NAIVE_CUBLAS_CHECK(cublasSetWorkspace(h, ws + L.cublas, kCublasWorkspace));
+
+  const int64_t n = g.numel(), per = g.M * g.N;
+  const int B = int(g.B), s = int(g.s()), l = int(g.l());
+  const float beta = float(g.beta);
+  const Elementwise ew{st, sms};
+  // 4-wide accesses need 16-byte aligned tensors (the workspace slices are 256-byte aligned).
+  auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const bool io_aligned = a16(g.param) && a16(g.grad) && a16(g.momentum) && a16(g.momentum_out) &&
+                          a16(g.update) && a16(g.param_out);
+
+  ew(momentum_update<4>, momentum_update<1>, n, io_aligned, g.momentum, g.grad, g.momentum_out, n, beta);
+  ew(nesterov_blend<4>, nesterov_blend<1>, n, io_aligned, g.grad, g.momentum_out, U, n, beta);
+  ew(cast_to_bf16<4>, cast_to_bf16<1>, n, true, U, X, n);
+  sumsq_partials<<<dim3(kReduceBlocks, B), 256, 0, st>>>(X, per, part);
+  NAIVE_LAUNCH_CHECK();
+  sumsq_final<<<B, 256, 0, st>>>(part, kReduceBlocks, norm);
+  NAIVE_LAUNCH_CHECK();
+  ew(divide_by_norm<4>, divide_by_norm<1>, n, per % 4 == 0, X, per, n, norm, float(g.eps));
+
+  // X holds G's layout: M x N row-major. Column-major views: wide (M <= N) -> Xc = X^T (l x s,
+  // ld l); tall -> Xc = X^T of the transposed iterate, i.e. the iterate itself (s x l, ld s).
+  const int64_t ss = int64_t(s) * s, sl = int64_t(s) * l;
+  const bool tall = g.tall();
+  for (int it = 0; it < muon::kNsSteps; ++it) {
+    if (!tall)  // A = X X^T = Xc^T Xc
+      gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, s, s, l, X, l, sl, X, l, sl, A, s, ss, B);
+    else        // A = Xc Xc^T
+      gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, s, s, l, X, s, sl, X, s, sl, A, s, ss, B);
+    gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, s, s, s, A, s, ss, A, s, ss, A2, s, ss, B);  // A2 = A A
+    ew(axpby_bf16<4>, axpby_bf16<1>, int64_t(B) * ss, true, A, A2, Bm, int64_t(B) * ss,
+       float(muon::kNsB), float(muon::kNsC));
+    if (!tall)  // (Bm X)^T = Xc Bm  (Bm symmetric)
+      gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, l, s, s, X, l, sl, Bm, s, ss, BX, l, sl, B);
+    else        // Bm X = Bm Xc
+      gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, s, l, s, Bm, s, ss, X, s, sl, BX, s, sl, B);
+    ew(axpby_bf16<4>, axpby_bf16<1>, n, true, X, BX, X, n, float(muon::kNsA), 1.f);
+  }
+  // X is back in G's layout (the transpose was only a view), so update is a plain scale.
+  ew(scale_bf16<4>, scale_bf16<1>, n, io_aligned, X, g.update, n, float(g.scale()));
+  ew(scale_f32<4>, scale_f32<1>, n, io_aligned, g.param, g.param_out, n, float(1.0 - g.lr * g.wd));
+  ew(add_scaled_bf16<4>, add_scaled_bf16<1>, n, io_aligned, g.param_out, g.update, n, float(-g.lr));
+}
+
+}  // namespace
+
+extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
+
+extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
+  D2K_ENTRY(args, {
+    const int64_t B = d2k::scalar_i(args, "B"), M = d2k::scalar_i(args, "M"), N = d2k::scalar_i(args, "N");
+    if (B < 1 || M < 1 || N < 1) throw d2k::abi_error("axes B, M, N must be >= 1");
+    *bytes = make_layout(B, M, N).total;
+    return D2K_OK;
+  });
+}
+
+extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
+  D2K_ENTRY(args, {
+    run(args);
+    return D2K_OK;
+  });
+}
