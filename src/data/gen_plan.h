@@ -1,0 +1,309 @@
+#pragma once
+/// The per-element generator functions shared by generate_host and generate_device.
+/// A GenPlan is a trivially copyable digest of a GenRequest (parsed parameters, keys, constants
+/// precomputed on the host); gen_value(plan, i) computes element i from the plan alone.
+/// docs/generators.md documents every kind and its sub-stream use.
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "data/dtype_bits.h"
+#include "data/exact_math.h"
+#include "data/hd.h"
+#include "data/philox.h"
+
+namespace d2k::data {
+
+enum class GenKind : std::uint8_t {
+  normal, uniform, randint, constant, arange, unique_keys, join_probe_keys, zipf,
+  ragged_offsets,  ///< also powerlaw_csr part=row_offsets (Pareto weights)
+  tpch_lineitem,
+};
+
+enum class TpchColumn : std::uint8_t {
+  quantity, extendedprice, discount, tax, returnflag, linestatus, shipdate, commitdate, receiptdate, orderdate,
+  partkey,
+};
+
+/// TPC-H dates as days since 1970-01-01.
+inline constexpr std::int64_t kTpchStartDate = 8035;    // 1992-01-01
+inline constexpr std::int64_t kTpchCurrentDate = 9298;  // 1995-06-17
+inline constexpr std::int64_t kTpchEndDate = 10591;     // 1998-12-31
+inline constexpr std::uint32_t kTpchOrderDays = static_cast<std::uint32_t>(kTpchEndDate - 151 - kTpchStartDate + 1);
+
+inline constexpr int kFeistelRounds = 8;
+
+/// A keyed bijection of [0, 2^bits) (unbalanced Feistel network whose halves alternate in size)
+/// restricted to [0, domain) by cycle walking.
+struct FeistelPerm {
+  std::uint64_t domain = 1;
+  int lbits = 0, rbits = 0;  ///< high and low half widths; lbits + rbits = bits
+  std::uint64_t rk[kFeistelRounds] = {};
+};
+
+struct ZipfPlan {
+  std::int64_t n = 1;
+  double s = 1, h_x1 = 0, h_n = 0, sval = 0;
+};
+
+struct GenPlan {
+  GenKind kind = GenKind::constant;
+  PhiloxKey key;            ///< (seed, stream) key of this input
+  bool int_valued = false;  ///< constant / arange: integer arithmetic
+  double a = 0, b = 0;      ///< normal mean,std | uniform low,high | constant | arange start,step | join match_rate
+  std::int64_t ia = 0, ib = 0;  ///< randint low | constant | arange start,step | unique/join low
+  std::uint64_t range = 0;  ///< randint: high - low
+  FeistelPerm perm;         ///< unique_keys: own; join_probe_keys: the build side's
+  std::int64_t build_count = 0;
+  ZipfPlan zipf;
+  TpchColumn column = TpchColumn::quantity;
+  bool decimal = false;     ///< tpch money/percent columns as decimal values (float dtypes)
+  std::int64_t parts = 200000;
+  // ragged_offsets / powerlaw_csr row_offsets
+  std::int64_t total = 0;
+  double skew = 1.0;
+  bool pareto = false;
+  double alpha = 1.5;
+};
+
+/// One generated element: an integer or a real.
+struct GenValue {
+  double d = 0;
+  std::int64_t i = 0;
+  bool is_int = false;
+};
+
+D2K_HD double two_m53() { return 1.1102230246251565404e-16; }  // 2^-53
+
+/// Uniform on [0, 1) with 53 random bits.
+D2K_HD double u01(std::uint32_t hi, std::uint32_t lo) {
+  return (xd(u64_to_double(join64(hi, lo) >> 11)) * two_m53()).v;
+}
+/// Uniform on (0, 1] with 53 random bits (never 0: safe for log).
+D2K_HD double u01_open0(std::uint32_t hi, std::uint32_t lo) {
+  return (xd(u64_to_double((join64(hi, lo) >> 11) + 1)) * two_m53()).v;
+}
+
+/// A standard normal from one Philox block (Box-Muller, cosine branch).
+D2K_HD double std_normal(Philox4 b) {
+  const xd u1 = u01_open0(b.v[0], b.v[1]);
+  const double u2 = u01(b.v[2], b.v[3]);
+  const xd r = xsqrt(xd(-2.0) * xlog(u1.v));
+  double s, c;
+  sincos_2pi(u2, &s, &c);
+  return (r * c).v;
+}
+
+D2K_HD std::uint64_t low_mask(int bits) { return bits >= 64 ? ~0ull : ((1ull << bits) - 1ull); }
+
+/// One pass of the Feistel network over [0, 2^(lbits+rbits)).
+D2K_HD std::uint64_t feistel(const FeistelPerm& p, std::uint64_t x) {
+  int lb = p.lbits, rb = p.rbits;
+  std::uint64_t L = x >> rb, R = x & low_mask(rb);
+  for (int r = 0; r < kFeistelRounds; ++r) {
+    const std::uint64_t F = mix64(R ^ p.rk[r]) & low_mask(lb);
+    const std::uint64_t nl = R, nr = L ^ F;  // (R: rb bits, L^F: lb bits): widths swap
+    L = nl;
+    R = nr;
+    const int t = lb;
+    lb = rb;
+    rb = t;
+  }
+  return (L << rb) | R;
+}
+
+/// The permutation of [0, domain): cycle-walk the power-of-two bijection back into the domain.
+D2K_HD std::uint64_t permute(const FeistelPerm& p, std::uint64_t x) {
+  do {
+    x = feistel(p, x);
+  } while (x >= p.domain);
+  return x;
+}
+
+// Zipf by rejection-inversion (Hoermann and Derflinger 1996) on ranks 1..n with exponent s > 0.
+D2K_HD double zipf_h(double s, double x) { return xexp((-xd(s) * xlog(x)).v); }
+D2K_HD double zipf_helper1(double x) {  // log1p(x)/x
+  if (abs_d(x) > 1e-8) return (xd(xlog1p(x)) / x).v;
+  return (xd(1.0) - xd(x) * (xd(0.5) - xd(x) * (xd(1.0 / 3.0) - xd(0.25) * x))).v;
+}
+D2K_HD double zipf_helper2(double x) {  // expm1(x)/x
+  if (abs_d(x) > 1e-8) return (xd(xexpm1(x)) / x).v;
+  return (xd(1.0) + xd(x) * 0.5 * (xd(1.0) + xd(x) * (1.0 / 3.0) * (xd(1.0) + xd(0.25) * x))).v;
+}
+/// H(x) = (x^(1-s) - 1) / (1 - s), continuous at s = 1 (log x).
+D2K_HD double zipf_hint(double s, double x) {
+  const xd lx = xlog(x);
+  return (xd(zipf_helper2(((xd(1.0) - s) * lx).v)) * lx).v;
+}
+D2K_HD double zipf_hint_inv(double s, double x) {
+  xd t = xd(x) * (xd(1.0) - s);
+  if (t.v < -1.0) t = -1.0;
+  return xexp((xd(zipf_helper1(t.v)) * x).v);
+}
+/// The constants of the sampler for (n, s).
+D2K_HD ZipfPlan zipf_plan(std::int64_t n, double s) {
+  ZipfPlan z;
+  z.n = n;
+  z.s = s;
+  z.h_x1 = (xd(zipf_hint(s, 1.5)) - 1.0).v;
+  z.h_n = zipf_hint(s, (xd(i64_to_double(n)) + 0.5).v);
+  z.sval = (xd(2.0) - zipf_hint_inv(s, (xd(zipf_hint(s, 2.5)) - zipf_h(s, 2.0)).v)).v;
+  return z;
+}
+/// Rank in [0, n) of element `index`; attempt t draws from sub-stream t.
+D2K_HD std::int64_t zipf_sample(const ZipfPlan& z, PhiloxKey key, std::uint64_t index) {
+  std::int64_t k = 1;
+  for (std::uint32_t t = 0; t < 64; ++t) {
+    const Philox4 b = philox_block(key, index, t);
+    const xd u = xd(z.h_n) + xd(u01(b.v[0], b.v[1])) * (xd(z.h_x1) - z.h_n);
+    const double x = zipf_hint_inv(z.s, u.v);
+    k = double_to_i64_trunc((xd(x) + 0.5).v);
+    if (k < 1) k = 1;
+    else if (k > z.n) k = z.n;
+    if ((xd(i64_to_double(k)) - x).v <= z.sval ||
+        u.v >= (xd(zipf_hint(z.s, (xd(i64_to_double(k)) + 0.5).v)) - zipf_h(z.s, i64_to_double(k))).v)
+      break;
+  }
+  return k - 1;
+}
+
+/// TPC-H lineitem column of row `row`; all columns of a table share `key` (the table stream).
+D2K_HD GenValue tpch_value(const GenPlan& p, std::uint64_t row) {
+  GenValue out;
+  out.is_int = true;
+  auto money = [&](std::int64_t hundredths) {
+    if (p.decimal) {
+      out.is_int = false;
+      out.d = (xd(i64_to_double(hundredths)) / 100.0).v;
+    } else {
+      out.i = hundredths;
+    }
+  };
+  switch (p.column) {
+    case TpchColumn::quantity:
+      out.i = 1 + bounded32(philox_block(p.key, row, 1).v[0], 50);
+      return out;
+    case TpchColumn::partkey:
+      out.i = 1 + static_cast<std::int64_t>(bounded64(
+          join64(philox_block(p.key, row, 2).v[0], philox_block(p.key, row, 2).v[1]),
+          static_cast<std::uint64_t>(p.parts)));
+      return out;
+    case TpchColumn::extendedprice: {
+      const std::int64_t qty = 1 + bounded32(philox_block(p.key, row, 1).v[0], 50);
+      const Philox4 b = philox_block(p.key, row, 2);
+      const std::int64_t pk = 1 + static_cast<std::int64_t>(bounded64(join64(b.v[0], b.v[1]),
+                                                                       static_cast<std::uint64_t>(p.parts)));
+      const std::int64_t retail = 90000 + (pk / 10) % 20001 + 100 * (pk % 1000);  // cents
+      money(qty * retail);
+      return out;
+    }
+    case TpchColumn::discount: money(bounded32(philox_block(p.key, row, 3).v[0], 11)); return out;
+    case TpchColumn::tax: money(bounded32(philox_block(p.key, row, 3).v[1], 9)); return out;
+    default: break;
+  }
+  const Philox4 b = philox_block(p.key, row, 4);
+  const std::int64_t order = kTpchStartDate + bounded32(b.v[0], kTpchOrderDays);
+  const std::int64_t ship = order + 1 + bounded32(b.v[1], 121);
+  const std::int64_t commit = order + 30 + bounded32(b.v[2], 61);
+  const std::int64_t receipt = ship + 1 + bounded32(b.v[3], 30);
+  switch (p.column) {
+    case TpchColumn::orderdate: out.i = order; break;
+    case TpchColumn::shipdate: out.i = ship; break;
+    case TpchColumn::commitdate: out.i = commit; break;
+    case TpchColumn::receiptdate: out.i = receipt; break;
+    case TpchColumn::returnflag:
+      out.i = receipt <= kTpchCurrentDate ? ((philox_block(p.key, row, 5).v[0] & 1u) ? 'R' : 'A') : 'N';
+      break;
+    default: out.i = ship > kTpchCurrentDate ? 'O' : 'F'; break;  // linestatus
+  }
+  return out;
+}
+
+/// Element `i` of every kind except ragged_offsets (which needs a prefix sum).
+D2K_HD GenValue gen_value(const GenPlan& p, std::uint64_t i) {
+  GenValue out;
+  switch (p.kind) {
+    case GenKind::normal: {
+      const double z = std_normal(philox_block(p.key, i, 0));
+      out.d = (xd(p.a) + xd(p.b) * z).v;
+      return out;
+    }
+    case GenKind::uniform: {
+      const Philox4 b = philox_block(p.key, i, 0);
+      out.d = (xd(p.a) + (xd(p.b) - p.a) * u01(b.v[0], b.v[1])).v;
+      return out;
+    }
+    case GenKind::randint: {
+      const Philox4 b = philox_block(p.key, i, 0);
+      out.is_int = true;
+      out.i = static_cast<std::int64_t>(static_cast<std::uint64_t>(p.ia) + bounded64(join64(b.v[0], b.v[1]), p.range));
+      return out;
+    }
+    case GenKind::constant:
+      out.is_int = p.int_valued;
+      out.i = p.ia;
+      out.d = p.a;
+      return out;
+    case GenKind::arange:
+      if (p.int_valued) {
+        out.is_int = true;
+        out.i = static_cast<std::int64_t>(static_cast<std::uint64_t>(p.ia) + i * static_cast<std::uint64_t>(p.ib));
+      } else {
+        out.d = (xd(p.a) + xd(u64_to_double(i)) * p.b).v;
+      }
+      return out;
+    case GenKind::unique_keys:
+      out.is_int = true;
+      out.i = p.ia + static_cast<std::int64_t>(permute(p.perm, i));
+      return out;
+    case GenKind::join_probe_keys: {
+      const Philox4 b = philox_block(p.key, i, 0);
+      const bool match = u01(b.v[0], b.v[1]) < p.a;
+      const std::uint64_t r = join64(b.v[2], b.v[3]);
+      const std::uint64_t nb = static_cast<std::uint64_t>(p.build_count);
+      const std::uint64_t j = match ? bounded64(r, nb) : nb + bounded64(r, p.perm.domain - nb);
+      out.is_int = true;
+      out.i = p.ia + static_cast<std::int64_t>(permute(p.perm, j));
+      return out;
+    }
+    case GenKind::zipf:
+      out.is_int = true;
+      out.i = zipf_sample(p.zipf, p.key, i);
+      return out;
+    case GenKind::tpch_lineitem: return tpch_value(p, i);
+    case GenKind::ragged_offsets: break;
+  }
+  return out;
+}
+
+/// Stores a generated value as element i of a tensor of type t.
+D2K_HD void store_value(DType t, void* base, std::int64_t i, const GenValue& v) {
+  if (v.is_int) store_int(t, base, i, v.i);
+  else store_real(t, base, i, v.d);
+}
+
+/// ragged_offsets: integer weight of group g (>= 1).
+D2K_HD std::uint64_t ragged_weight(const GenPlan& p, std::uint64_t g) {
+  const Philox4 b = philox_block(p.key, g, 0);
+  constexpr double kScale = 1048576.0;  // 2^20 quanta per unit weight
+  double w;
+  if (p.pareto) {
+    // Pareto(alpha) on [1, inf): u^(-1/alpha), capped at 2^20 so weights stay below 2^41.
+    const xd e = -xd(xlog(u01_open0(b.v[0], b.v[1]))) / p.alpha;
+    w = e.v > 13.862943611198906 ? kScale : xexp(e.v);
+  } else {
+    // Log-normal with sigma = skew, the exponent clamped to [-20, 13].
+    xd e = xd(p.skew) * std_normal(b);
+    if (e.v > 13.0) e = 13.0;
+    if (e.v < -20.0) e = -20.0;
+    w = xexp(e.v);
+  }
+  return static_cast<std::uint64_t>(double_to_i64_trunc((xd(w) * kScale).v)) + 1;
+}
+
+/// offsets[g + 1] from the inclusive prefix P of weights and their sum W: floor(total * P / W).
+D2K_HD std::int64_t ragged_offset(std::int64_t total, std::uint64_t prefix, std::uint64_t sum) {
+  const u128 num = static_cast<u128>(static_cast<std::uint64_t>(total)) * prefix;
+  return static_cast<std::int64_t>(num / sum);
+}
+
+}  // namespace d2k::data

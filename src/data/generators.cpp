@@ -1,0 +1,446 @@
+#include "data/generators.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "data/gen_internal.h"
+
+namespace d2k {
+
+using data::GenKind;
+using data::GenPlan;
+
+std::uint64_t stream_id(std::string_view name, std::uint32_t position) {
+  return data::input_stream_id(name, position);
+}
+
+std::vector<std::string> generator_kinds() {
+  return {"normal", "uniform", "randint", "const", "arange", "unique_keys", "join_probe_keys",
+          "zipf", "ragged_offsets", "powerlaw_csr", "tpch_lineitem"};
+}
+
+std::optional<std::string> generator_dependency(const GeneratorSpec& spec) {
+  if (spec.kind != "join_probe_keys") return std::nullopt;
+  auto it = spec.params.find("build");
+  if (it == spec.params.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+namespace {
+
+/// Reads and checks the fields of one generator's params; every error names where and field.
+class Fields {
+ public:
+  Fields(const GeneratorSpec& spec, std::string_view where) : spec_(spec) {
+    prefix_ = where.empty() ? "generator '" + spec.kind + "'" : std::string(where);
+    if (!spec.params.is_object() && !spec.params.is_null()) fail("", "params must be a JSON object");
+  }
+
+  [[noreturn]] void fail(std::string_view field, std::string_view msg) const {
+    std::string s = prefix_;
+    if (!field.empty()) s += ".";
+    s += field;
+    s += ": ";
+    s += msg;
+    throw std::invalid_argument(s);
+  }
+
+  /// Rejects any field not in `allowed` (catches typos such as "stdev").
+  void only(std::initializer_list<std::string_view> allowed) const {
+    for (auto it = spec_.params.begin(); it != spec_.params.end(); ++it) {
+      if (it.key() == "kind") continue;
+      if (std::find(allowed.begin(), allowed.end(), it.key()) == allowed.end()) {
+        std::string list;
+        for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        fail(it.key(), "unknown field for kind '" + spec_.kind + "' (allowed: " + (list.empty() ? "none" : list) + ")");
+      }
+    }
+  }
+
+  bool has(const char* f) const { return spec_.params.contains(f); }
+
+  double num(const char* f, std::optional<double> def = std::nullopt) const {
+    if (!has(f)) {
+      if (def) return *def;
+      fail(f, "required field is missing");
+    }
+    const auto& v = spec_.params.at(f);
+    if (!v.is_number()) fail(f, "must be a number");
+    const double d = v.get<double>();
+    if (!std::isfinite(d)) fail(f, "must be finite");
+    return d;
+  }
+
+  std::int64_t integer(const char* f, std::optional<std::int64_t> def = std::nullopt) const {
+    if (!has(f)) {
+      if (def) return *def;
+      fail(f, "required field is missing");
+    }
+    const auto& v = spec_.params.at(f);
+    if (v.is_number_integer()) {
+      if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+        fail(f, "is out of the int64 range");
+      return v.get<std::int64_t>();
+    }
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.2e18) return static_cast<std::int64_t>(d);
+    }
+    fail(f, "must be an integer");
+  }
+
+  bool is_integer(const char* f) const { return has(f) && spec_.params.at(f).is_number_integer(); }
+
+  std::string str(const char* f) const {
+    if (!has(f)) fail(f, "required field is missing");
+    const auto& v = spec_.params.at(f);
+    if (!v.is_string()) fail(f, "must be a string");
+    return v.get<std::string>();
+  }
+
+  const std::string& prefix() const { return prefix_; }
+
+ private:
+  const GeneratorSpec& spec_;
+  std::string prefix_;
+};
+
+/// Largest integer magnitude a float type holds exactly (0 for integer types).
+std::int64_t exact_int_limit(DType t) {
+  switch (t) {
+    case DType::f64: return std::int64_t{1} << 53;
+    case DType::f32: return std::int64_t{1} << 24;
+    case DType::f16: return 2048;
+    case DType::bf16: return 256;
+    case DType::f8e4m3: return 16;
+    case DType::f8e5m2: return 8;
+    default: return 0;
+  }
+}
+
+/// Checks that every integer in [lo, hi] is stored exactly in `t`.
+void check_int_fits(const Fields& f, const char* field, DType t, std::int64_t lo, std::int64_t hi) {
+  std::int64_t tlo, thi;
+  if (data::is_float_type(t)) {
+    thi = exact_int_limit(t);
+    tlo = -thi;
+  } else {
+    data::int_range(t, &tlo, &thi);
+  }
+  if (lo < tlo || hi > thi)
+    f.fail(field, "values [" + std::to_string(lo) + ", " + std::to_string(hi) + "] do not fit " +
+                      std::string(dtype_name(t)) + " exactly");
+}
+
+data::FeistelPerm make_perm(data::PhiloxKey key, std::uint64_t domain) {
+  data::FeistelPerm p;
+  p.domain = domain;
+  int bits = 0;
+  while (bits < 63 && (std::uint64_t{1} << bits) < domain) ++bits;
+  p.lbits = (bits + 1) / 2;
+  p.rbits = bits / 2;
+  const std::uint64_t k = data::join64(key.k1, key.k0);
+  for (int r = 0; r < data::kFeistelRounds; ++r)
+    p.rk[r] = data::mix64(k ^ data::mix64(0xD2B74407B1CE6E93ull * static_cast<std::uint64_t>(r + 1)));
+  return p;
+}
+
+/// unique_keys' domain [low, high) for a build of `count` keys.
+void unique_domain(const Fields& f, std::int64_t count, std::int64_t* low, std::int64_t* high) {
+  *low = f.integer("low", 0);
+  if (*low > INT64_MAX - count) f.fail("low", "low + count overflows int64");
+  *high = f.integer("high", *low + count);
+  if (*high <= *low) f.fail("high", "must be greater than low");
+  const std::uint64_t domain = static_cast<std::uint64_t>(*high) - static_cast<std::uint64_t>(*low);
+  if (domain > (std::uint64_t{1} << 63)) f.fail("high", "high - low must be at most 2^63");
+  if (static_cast<std::uint64_t>(count) > domain)
+    f.fail("high", "the domain [low, high) has " + std::to_string(domain) + " keys, fewer than the " +
+                       std::to_string(count) + " distinct keys asked for");
+}
+
+std::optional<data::TpchColumn> tpch_column(std::string_view c) {
+  using C = data::TpchColumn;
+  if (c.substr(0, 2) == "l_") c.remove_prefix(2);
+  if (c == "quantity") return C::quantity;
+  if (c == "extendedprice") return C::extendedprice;
+  if (c == "discount") return C::discount;
+  if (c == "tax") return C::tax;
+  if (c == "returnflag") return C::returnflag;
+  if (c == "linestatus") return C::linestatus;
+  if (c == "shipdate") return C::shipdate;
+  if (c == "commitdate") return C::commitdate;
+  if (c == "receiptdate") return C::receiptdate;
+  if (c == "orderdate") return C::orderdate;
+  if (c == "partkey") return C::partkey;
+  return std::nullopt;
+}
+
+}  // namespace
+
+namespace data {
+
+GenPlan make_plan(const GenRequest& req) {
+  const GeneratorSpec& spec = req.spec;
+  Fields f(spec, req.where);
+  if (req.count < 0) f.fail("", "element count " + std::to_string(req.count) + " is negative");
+  GenPlan p;
+  p.key = stream_key(req.seed, req.stream);
+  const std::string& k = spec.kind;
+  const bool int_out = !is_float_type(req.dtype);
+
+  if (k == "normal") {
+    f.only({"mean", "std"});
+    p.kind = GenKind::normal;
+    p.a = f.num("mean", 0.0);
+    p.b = f.num("std", 1.0);
+    if (p.b < 0) f.fail("std", "must be >= 0");
+  } else if (k == "uniform") {
+    f.only({"low", "high"});
+    p.kind = GenKind::uniform;
+    p.a = f.num("low", 0.0);
+    p.b = f.num("high", 1.0);
+    if (!(p.b >= p.a)) f.fail("high", "must be >= low");
+  } else if (k == "randint") {
+    f.only({"low", "high"});
+    p.kind = GenKind::randint;
+    p.ia = f.integer("low");
+    const std::int64_t high = f.integer("high");
+    if (high <= p.ia) f.fail("high", "must be greater than low (high is exclusive)");
+    p.range = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(p.ia);
+    if (req.dtype != DType::boolean) check_int_fits(f, "high", req.dtype, p.ia, high - 1);
+    else if (p.ia < 0 || high > 2) f.fail("high", "bool inputs need 0 <= low < high <= 2");
+  } else if (k == "const") {
+    f.only({"value"});
+    p.kind = GenKind::constant;
+    if (f.is_integer("value")) {
+      p.int_valued = true;
+      p.ia = f.integer("value");
+    } else {
+      p.a = f.num("value");
+    }
+  } else if (k == "arange") {
+    f.only({"start", "step"});
+    p.kind = GenKind::arange;
+    if ((!f.has("start") || f.is_integer("start")) && (!f.has("step") || f.is_integer("step"))) {
+      p.int_valued = true;
+      p.ia = f.integer("start", 0);
+      p.ib = f.integer("step", 1);
+      if (req.count > 0) {
+        const long double last = static_cast<long double>(p.ia) + static_cast<long double>(p.ib) * (req.count - 1);
+        if (last > 9.2e18L || last < -9.2e18L) f.fail("step", "start + step * (count - 1) overflows int64");
+        if (int_out && req.dtype != DType::boolean)
+          check_int_fits(f, "step", req.dtype, std::min<std::int64_t>(p.ia, static_cast<std::int64_t>(last)),
+                         std::max<std::int64_t>(p.ia, static_cast<std::int64_t>(last)));
+      }
+    } else {
+      p.a = f.num("start", 0.0);
+      p.b = f.num("step", 1.0);
+    }
+  } else if (k == "unique_keys") {
+    f.only({"low", "high"});
+    p.kind = GenKind::unique_keys;
+    std::int64_t low, high;
+    unique_domain(f, req.count, &low, &high);
+    p.ia = low;
+    p.perm = make_perm(p.key, static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low));
+    check_int_fits(f, "high", req.dtype, low, high - 1);
+  } else if (k == "join_probe_keys") {
+    f.only({"build", "match_rate", "low", "high"});
+    p.kind = GenKind::join_probe_keys;
+    const std::string build = f.str("build");
+    p.a = f.num("match_rate");
+    if (p.a < 0 || p.a > 1) f.fail("match_rate", "must be in [0, 1]");
+    if (!req.ref) f.fail("build", "the request carries no referenced input '" + build + "' (GenRequest::ref)");
+    if (req.ref->spec.kind != "unique_keys")
+      f.fail("build", "input '" + build + "' must use the unique_keys generator, not '" + req.ref->spec.kind + "'");
+    Fields bf(req.ref->spec, f.prefix() + ".build(" + build + ")");
+    std::int64_t low, high;
+    unique_domain(bf, req.ref->count, &low, &high);
+    if (f.has("low") && f.integer("low") != low)
+      f.fail("low", "must equal the build side's low (" + std::to_string(low) + ") or be left out");
+    if (f.has("high") && f.integer("high") != high)
+      f.fail("high", "must equal the build side's high (" + std::to_string(high) + ") or be left out");
+    const std::uint64_t domain = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low);
+    p.ia = low;
+    p.build_count = req.ref->count;
+    p.perm = make_perm(stream_key(req.seed, req.ref->stream), domain);
+    if (p.a > 0 && p.build_count == 0) f.fail("match_rate", "is above 0 but the build side is empty");
+    if (p.a < 1 && domain == static_cast<std::uint64_t>(p.build_count))
+      f.fail("match_rate", "is below 1 but every key of the build domain [" + std::to_string(low) + ", " +
+                               std::to_string(high) + ") is a build key: widen the build's high");
+    check_int_fits(f, "build", req.dtype, low, high - 1);
+  } else if (k == "zipf") {
+    f.only({"n", "s"});
+    p.kind = GenKind::zipf;
+    const std::int64_t n = f.integer("n");
+    if (n < 1) f.fail("n", "must be >= 1");
+    if (n > (std::int64_t{1} << 52)) f.fail("n", "must be at most 2^52");
+    const double s = f.num("s", 1.0);
+    if (!(s > 0) || s > 100) f.fail("s", "must be in (0, 100]");
+    p.zipf = zipf_plan(n, s);
+    check_int_fits(f, "n", req.dtype, 0, n - 1);
+  } else if (k == "ragged_offsets" || k == "powerlaw_csr") {
+    p.kind = GenKind::ragged_offsets;
+    bool offsets = true;
+    if (k == "ragged_offsets") {
+      f.only({"total", "skew"});
+      p.total = f.integer("total");
+      if (p.total < 0) f.fail("total", "must be >= 0");
+      p.skew = f.num("skew", 1.0);
+      if (p.skew < 0 || p.skew > 20) f.fail("skew", "must be in [0, 20]");
+    } else {
+      const std::string part = f.str("part");
+      if (part == "row_offsets") {
+        f.only({"part", "nnz", "alpha"});
+        p.pareto = true;
+        p.total = f.integer("nnz");
+        if (p.total < 0) f.fail("nnz", "must be >= 0");
+        p.alpha = f.num("alpha", 1.5);
+        if (!(p.alpha > 0.05)) f.fail("alpha", "must be > 0.05");
+      } else if (part == "col_indices") {
+        f.only({"part", "cols"});
+        offsets = false;
+        p.kind = GenKind::randint;
+        const std::int64_t cols = f.integer("cols");
+        if (cols < 1) f.fail("cols", "must be >= 1");
+        p.ia = 0;
+        p.range = static_cast<std::uint64_t>(cols);
+        check_int_fits(f, "cols", req.dtype, 0, cols - 1);
+      } else {
+        f.fail("part", "must be \"row_offsets\" or \"col_indices\", not \"" + part + "\"");
+      }
+    }
+    if (offsets) {
+      if (!int_out || req.dtype == DType::boolean)
+        f.fail("", "offsets need an integer dtype, not " + std::string(dtype_name(req.dtype)));
+      if (req.count < 1) f.fail("", "offsets need at least one element (groups + 1)");
+      if (req.count - 1 > kMaxRaggedGroups)
+        f.fail("", "at most " + std::to_string(kMaxRaggedGroups) + " groups are supported");
+      if (req.count == 1 && p.total != 0) f.fail("total", "a single offset must be 0, so total must be 0");
+      check_int_fits(f, k == "ragged_offsets" ? "total" : "nnz", req.dtype, 0, p.total);
+    }
+  } else if (k == "tpch_lineitem") {
+    f.only({"column", "sf", "table"});
+    p.kind = GenKind::tpch_lineitem;
+    const std::string col = f.str("column");
+    auto c = tpch_column(col);
+    if (!c)
+      f.fail("column", "unknown lineitem column '" + col +
+                           "' (l_quantity, l_extendedprice, l_discount, l_tax, l_returnflag, l_linestatus, "
+                           "l_shipdate, l_commitdate, l_receiptdate, l_orderdate, l_partkey)");
+    p.column = *c;
+    const double sf = f.num("sf", 1.0);
+    if (!(sf > 0) || sf > 1e5) f.fail("sf", "must be in (0, 1e5]");
+    p.parts = std::max<std::int64_t>(1, std::llround(200000.0 * sf));
+    const std::string table = f.has("table") ? f.str("table") : std::string("lineitem");
+    // Every column of one table shares the table's stream, so that a row's columns agree.
+    p.key = stream_key(req.seed, fnv1a64(table));
+    using C = TpchColumn;
+    const bool money = p.column == C::extendedprice || p.column == C::discount || p.column == C::tax;
+    p.decimal = money && !int_out;
+    if (!p.decimal) {
+      std::int64_t hi = 0;
+      switch (p.column) {
+        case C::quantity: hi = 50; break;
+        case C::extendedprice: hi = 50 * (90000 + 20000 + 100 * 999); break;
+        case C::discount: hi = 10; break;
+        case C::tax: hi = 8; break;
+        case C::returnflag: case C::linestatus: hi = 'R'; break;
+        case C::partkey: hi = p.parts; break;
+        default: hi = kTpchEndDate; break;
+      }
+      check_int_fits(f, "column", req.dtype, 0, hi);
+    }
+  } else {
+    std::string list;
+    for (const auto& n : generator_kinds()) list += (list.empty() ? "" : ", ") + n;
+    Fields(spec, req.where).fail("kind", "unknown generator kind '" + k + "' (known: " + list + ")");
+  }
+  return p;
+}
+
+}  // namespace data
+
+void validate_generator(const GeneratorSpec& spec, DType dtype, std::string_view where) {
+  GenRequest req;
+  req.spec = spec;
+  req.dtype = dtype;
+  req.count = 1;
+  req.where = std::string(where);
+  if (spec.kind == "join_probe_keys") {
+    // The build side is checked where it is defined; here only this generator's own fields.
+    Fields f(spec, where);
+    f.only({"build", "match_rate", "low", "high"});
+    f.str("build");
+    const double m = f.num("match_rate");
+    if (m < 0 || m > 1) f.fail("match_rate", "must be in [0, 1]");
+    if (f.has("low")) f.integer("low");
+    if (f.has("high")) f.integer("high");
+    return;
+  }
+  if (spec.kind == "unique_keys" && !spec.params.contains("high")) req.count = 1;
+  if (spec.kind == "ragged_offsets" || spec.kind == "powerlaw_csr") req.count = 2;
+  data::make_plan(req);
+}
+
+namespace {
+
+/// Runs body(begin, end) over [0, n) on up to hardware_concurrency threads.
+template <class F>
+void parallel_for(std::int64_t n, F body) {
+  const std::int64_t grain = 1 << 16;
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const std::int64_t nthreads = std::clamp<std::int64_t>(n / grain, 1, hw);
+  if (nthreads == 1) {
+    body(0, n);
+    return;
+  }
+  std::vector<std::thread> threads;
+  const std::int64_t chunk = (n + nthreads - 1) / nthreads;
+  for (std::int64_t t = 0; t < nthreads; ++t) {
+    const std::int64_t b = t * chunk, e = std::min(n, b + chunk);
+    if (b < e) threads.emplace_back([=] { body(b, e); });
+  }
+  for (auto& th : threads) th.join();
+}
+
+}  // namespace
+
+void generate_host(const GenRequest& req, void* dst) {
+  const GenPlan p = data::make_plan(req);
+  const DType t = req.dtype;
+  if (req.count == 0) return;
+  if (p.kind == GenKind::ragged_offsets) {
+    const std::int64_t groups = req.count - 1;
+    std::vector<std::uint64_t> prefix(static_cast<std::size_t>(groups));
+    std::uint64_t sum = 0;
+    for (std::int64_t g = 0; g < groups; ++g) {
+      sum += data::ragged_weight(p, static_cast<std::uint64_t>(g));
+      prefix[static_cast<std::size_t>(g)] = sum;
+    }
+    data::store_int(t, dst, 0, 0);
+    for (std::int64_t g = 0; g < groups; ++g)
+      data::store_int(t, dst, g + 1, data::ragged_offset(p.total, prefix[static_cast<std::size_t>(g)], sum));
+    return;
+  }
+  parallel_for(req.count, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) data::store_value(t, dst, i, data::gen_value(p, static_cast<std::uint64_t>(i)));
+  });
+}
+
+void generate_host(const GenRequest& req, HostTensor& out) {
+  out.dtype = req.dtype;
+  out.shape = req.shape.empty() ? std::vector<std::int64_t>{req.count} : req.shape;
+  std::int64_t n = 1;
+  for (auto d : out.shape) n *= d;
+  if (n != req.count)
+    throw std::invalid_argument((req.where.empty() ? std::string("generate_host") : req.where) + ": shape holds " +
+                                std::to_string(n) + " elements but count is " + std::to_string(req.count));
+  out.bytes.assign(static_cast<std::size_t>(req.count) * data::elem_bytes(req.dtype), std::byte{0});
+  generate_host(req, out.data());
+}
+
+}  // namespace d2k

@@ -1,0 +1,382 @@
+// Host generators: determinism, independence of elements, distribution sanity per kind,
+// structural guarantees (unique keys, join match rate, monotone offsets), and error messages.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <unordered_set>
+
+#include "data/dtype_bits.h"
+#include "data/generators.h"
+
+using namespace d2k;
+
+namespace {
+
+GenRequest request(std::string kind, ordered_json params, DType dtype, std::int64_t count, std::uint64_t seed = 1234,
+                   std::uint64_t stream = stream_id("x", 0)) {
+  GenRequest r;
+  r.spec.kind = std::move(kind);
+  r.spec.params = std::move(params);
+  r.dtype = dtype;
+  r.count = count;
+  r.seed = seed;
+  r.stream = stream;
+  r.where = "test: inputs.x.generator";
+  return r;
+}
+
+HostTensor gen(const GenRequest& r) {
+  HostTensor t;
+  generate_host(r, t);
+  return t;
+}
+
+std::vector<double> values(const HostTensor& t) {
+  std::vector<double> v(t.bytes.size() / data::elem_bytes(t.dtype));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = data::load_double(t.dtype, t.data(), static_cast<std::int64_t>(i));
+  return v;
+}
+
+std::vector<std::int64_t> ints(const HostTensor& t) {
+  std::vector<std::int64_t> v(t.bytes.size() / data::elem_bytes(t.dtype));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = data::load_i64(t.dtype, t.data(), static_cast<std::int64_t>(i));
+  return v;
+}
+
+struct Moments {
+  double mean = 0, sd = 0, skew = 0, kurt = 0;
+};
+Moments moments(const std::vector<double>& v) {
+  Moments m;
+  for (double x : v) m.mean += x;
+  m.mean /= v.size();
+  double m2 = 0, m3 = 0, m4 = 0;
+  for (double x : v) {
+    const double d = x - m.mean;
+    m2 += d * d;
+    m3 += d * d * d;
+    m4 += d * d * d * d;
+  }
+  m2 /= v.size();
+  m3 /= v.size();
+  m4 /= v.size();
+  m.sd = std::sqrt(m2);
+  m.skew = m3 / (m2 * m.sd);
+  m.kurt = m4 / (m2 * m2);
+  return m;
+}
+
+std::string error_of(const GenRequest& r) {
+  try {
+    gen(r);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Generators, DeterministicForASeed) {
+  for (const char* kind : {"normal", "uniform"}) {
+    const auto a = gen(request(kind, ordered_json::object(), DType::f32, 10000));
+    const auto b = gen(request(kind, ordered_json::object(), DType::f32, 10000));
+    EXPECT_EQ(a.bytes, b.bytes) << kind;
+  }
+}
+
+TEST(Generators, SeedsAndStreamsGiveDifferentData) {
+  const auto a = values(gen(request("normal", {}, DType::f32, 10000, 1)));
+  const auto b = values(gen(request("normal", {}, DType::f32, 10000, 2)));
+  const auto c = values(gen(request("normal", {}, DType::f32, 10000, 1, stream_id("y", 1))));
+  int same_ab = 0, same_ac = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    same_ab += a[i] == b[i];
+    same_ac += a[i] == c[i];
+  }
+  EXPECT_LT(same_ab, 10);
+  EXPECT_LT(same_ac, 10);
+}
+
+TEST(Generators, ElementsDependOnlyOnTheirIndex) {
+  // A shorter tensor is a prefix of a longer one, and the multi-threaded path agrees with it.
+  const auto small = gen(request("normal", {}, DType::f64, 1000));
+  const auto large = gen(request("normal", {}, DType::f64, 300000));
+  ASSERT_EQ(std::memcmp(small.data(), large.data(), small.bytes.size()), 0);
+  const auto keys_small = gen(request("unique_keys", {{"low", 0}, {"high", 1000000}}, DType::i64, 100));
+  const auto keys_large = gen(request("unique_keys", {{"low", 0}, {"high", 1000000}}, DType::i64, 200000));
+  EXPECT_EQ(std::memcmp(keys_small.data(), keys_large.data(), keys_small.bytes.size()), 0);
+}
+
+TEST(Generators, NormalMomentsAndTails) {
+  const auto v = values(gen(request("normal", {}, DType::f64, 2000000)));
+  const Moments m = moments(v);
+  const double se = 1.0 / std::sqrt(static_cast<double>(v.size()));
+  EXPECT_NEAR(m.mean, 0.0, 5 * se);
+  EXPECT_NEAR(m.sd, 1.0, 5 * se);
+  EXPECT_NEAR(m.skew, 0.0, 0.01);
+  EXPECT_NEAR(m.kurt, 3.0, 0.03);
+  std::int64_t beyond2 = 0, beyond3 = 0, beyond4 = 0;
+  double maxabs = 0;
+  for (double x : v) {
+    beyond2 += std::fabs(x) > 2;
+    beyond3 += std::fabs(x) > 3;
+    beyond4 += std::fabs(x) > 4;
+    maxabs = std::max(maxabs, std::fabs(x));
+  }
+  const double n = static_cast<double>(v.size());
+  EXPECT_NEAR(beyond2 / n, 0.0455003, 0.0008);
+  EXPECT_NEAR(beyond3 / n, 0.0026998, 0.0002);
+  EXPECT_NEAR(beyond4 / n, 6.334e-5, 2.5e-5);
+  EXPECT_GT(maxabs, 4.5);
+  EXPECT_LT(maxabs, 8.6);
+}
+
+TEST(Generators, NormalMeanStdAndNarrowTypesRoundOnce) {
+  const auto r64 = request("normal", {{"mean", 3.0}, {"std", 0.5}}, DType::f64, 100000);
+  const auto v = values(gen(r64));
+  const Moments m = moments(v);
+  EXPECT_NEAR(m.mean, 3.0, 0.01);
+  EXPECT_NEAR(m.sd, 0.5, 0.01);
+  // A narrow dtype holds exactly the f64 value rounded to float, then to the format.
+  for (DType t : {DType::f32, DType::bf16, DType::f16, DType::f8e4m3, DType::f8e5m2}) {
+    auto r = r64;
+    r.dtype = t;
+    const auto n = gen(r);
+    for (std::int64_t i = 0; i < 100000; ++i) {
+      std::uint64_t want[1] = {0};
+      data::store_real(t, want, 0, v[static_cast<std::size_t>(i)]);
+      ASSERT_EQ(data::load_bits(t, n.data(), i), want[0]) << dtype_name(t) << " element " << i;
+    }
+  }
+}
+
+TEST(Generators, UniformRangeAndMoments) {
+  const auto v = values(gen(request("uniform", {{"low", -2.0}, {"high", 6.0}}, DType::f64, 1000000)));
+  const auto [mn, mx] = std::minmax_element(v.begin(), v.end());
+  EXPECT_GE(*mn, -2.0);
+  EXPECT_LE(*mx, 6.0);
+  EXPECT_LT(*mn, -1.99);
+  EXPECT_GT(*mx, 5.99);
+  const Moments m = moments(v);
+  EXPECT_NEAR(m.mean, 2.0, 0.01);
+  EXPECT_NEAR(m.sd, 8.0 / std::sqrt(12.0), 0.01);
+  const auto b = values(gen(request("uniform", {{"low", 0.5}, {"high", 1.5}}, DType::bf16, 100000)));
+  for (double x : b) ASSERT_TRUE(x >= 0.5 && x <= 1.5) << x;
+}
+
+TEST(Generators, RandintCoversRangeUniformly) {
+  const auto v = ints(gen(request("randint", {{"low", -3}, {"high", 7}}, DType::i32, 1000000)));
+  std::map<std::int64_t, std::int64_t> hist;
+  for (auto x : v) ++hist[x];
+  ASSERT_EQ(hist.size(), 10u);
+  EXPECT_EQ(hist.begin()->first, -3);
+  EXPECT_EQ(hist.rbegin()->first, 6);
+  double chi2 = 0;
+  for (auto [k, c] : hist) chi2 += (c - 1e5) * (c - 1e5) / 1e5;
+  EXPECT_LT(chi2, 30.0);  // 9 degrees of freedom: p < 0.001 above 27.9
+
+  const auto big = ints(gen(request("randint", {{"low", -(std::int64_t{1} << 62)}, {"high", std::int64_t{1} << 62}},
+                                    DType::i64, 100000)));
+  std::int64_t neg = 0;
+  for (auto x : big) {
+    ASSERT_GE(x, -(std::int64_t{1} << 62));
+    ASSERT_LT(x, std::int64_t{1} << 62);
+    neg += x < 0;
+  }
+  EXPECT_NEAR(neg / 1e5, 0.5, 0.01);
+
+  const auto bits = ints(gen(request("randint", {{"low", 0}, {"high", 2}}, DType::boolean, 10000)));
+  std::int64_t ones = 0;
+  for (auto x : bits) {
+    ASSERT_TRUE(x == 0 || x == 1);
+    ones += x;
+  }
+  EXPECT_NEAR(ones / 1e4, 0.5, 0.03);
+}
+
+TEST(Generators, ConstAndArange) {
+  for (double x : values(gen(request("const", {{"value", 2.5}}, DType::f32, 100)))) ASSERT_EQ(x, 2.5);
+  for (auto x : ints(gen(request("const", {{"value", -7}}, DType::i16, 100)))) ASSERT_EQ(x, -7);
+  const auto a = ints(gen(request("arange", {{"start", 10}, {"step", 3}}, DType::i64, 1000)));
+  for (std::int64_t i = 0; i < 1000; ++i) ASSERT_EQ(a[i], 10 + 3 * i);
+  const auto f = values(gen(request("arange", {{"start", 0.5}, {"step", 0.25}}, DType::f64, 1000)));
+  for (std::int64_t i = 0; i < 1000; ++i) ASSERT_EQ(f[i], 0.5 + 0.25 * i);
+}
+
+TEST(Generators, UniqueKeysAreDistinctShuffledAndInRange) {
+  const std::int64_t n = 200000, low = 5, high = 5 + 3 * n;
+  const auto v = ints(gen(request("unique_keys", {{"low", low}, {"high", high}}, DType::i32, n)));
+  std::unordered_set<std::int64_t> seen;
+  std::int64_t ascending = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    ASSERT_GE(v[i], low);
+    ASSERT_LT(v[i], high);
+    ASSERT_TRUE(seen.insert(v[i]).second) << "duplicate key " << v[i];
+    if (i) ascending += v[i] > v[i - 1];
+  }
+  EXPECT_NEAR(ascending / double(n), 0.5, 0.01);  // shuffled, not sorted
+  // Spread over the domain: each third of it holds about a third of the keys.
+  std::int64_t first_third = 0;
+  for (auto x : v) first_third += x < low + n;
+  EXPECT_NEAR(first_third / double(n), 1.0 / 3, 0.01);
+
+  // A full domain is a permutation of [low, high).
+  auto full = ints(gen(request("unique_keys", {{"low", -100}}, DType::i64, 5000)));
+  std::sort(full.begin(), full.end());
+  for (std::int64_t i = 0; i < 5000; ++i) ASSERT_EQ(full[i], -100 + i);
+
+  // Huge domains work too (cycle walking over 2^41).
+  const auto huge = ints(gen(request("unique_keys", {{"low", 0}, {"high", std::int64_t{1} << 40}}, DType::i64, 100000)));
+  std::unordered_set<std::int64_t> hs(huge.begin(), huge.end());
+  EXPECT_EQ(hs.size(), huge.size());
+  EXPECT_GT(*std::max_element(huge.begin(), huge.end()), std::int64_t{1} << 39);
+}
+
+TEST(Generators, JoinProbeKeysHitTheMatchRate) {
+  const std::int64_t nb = 100000, np = 400000;
+  const ordered_json bparams = {{"low", 0}, {"high", 1000000}};
+  const auto build_req = request("unique_keys", bparams, DType::i32, nb, 77, stream_id("build_keys", 0));
+  const auto build = ints(gen(build_req));
+  const std::unordered_set<std::int64_t> bset(build.begin(), build.end());
+  for (double rate : {0.0, 0.1, 0.5, 0.9, 1.0}) {
+    auto r = request("join_probe_keys", {{"build", "build_keys"}, {"match_rate", rate}}, DType::i32, np, 77,
+                     stream_id("probe_keys", 2));
+    r.ref = GenRef{"build_keys", build_req.spec, build_req.stream, nb};
+    const auto probe = ints(gen(r));
+    std::int64_t hits = 0;
+    for (auto k : probe) {
+      ASSERT_GE(k, 0);
+      ASSERT_LT(k, 1000000);
+      hits += bset.count(k);
+    }
+    EXPECT_NEAR(hits / double(np), rate, 0.005) << "match_rate " << rate;
+  }
+}
+
+TEST(Generators, ZipfFollowsThePowerLaw) {
+  for (double s : {0.7, 1.0, 1.5}) {
+    const std::int64_t n = 1000, count = 1000000;
+    const auto v = ints(gen(request("zipf", {{"n", n}, {"s", s}}, DType::i32, count)));
+    std::vector<double> hist(n, 0);
+    for (auto x : v) {
+      ASSERT_GE(x, 0);
+      ASSERT_LT(x, n);
+      hist[x] += 1;
+    }
+    double norm = 0;
+    for (std::int64_t k = 1; k <= n; ++k) norm += std::pow(double(k), -s);
+    for (std::int64_t k = 0; k < 10; ++k) {
+      const double p = std::pow(double(k + 1), -s) / norm;
+      const double sd = std::sqrt(count * p * (1 - p));
+      EXPECT_NEAR(hist[k], count * p, 5 * sd) << "s=" << s << " rank " << k;
+    }
+  }
+  const auto big = ints(gen(request("zipf", {{"n", 1000000000}, {"s", 1.1}}, DType::i64, 100000)));
+  for (auto x : big) ASSERT_TRUE(x >= 0 && x < 1000000000);
+}
+
+TEST(Generators, RaggedOffsetsAreMonotoneAndSkewed) {
+  for (double skew : {0.0, 1.0, 2.5}) {
+    const std::int64_t groups = 1000, total = 1000000;
+    const auto o = ints(gen(request("ragged_offsets", {{"total", total}, {"skew", skew}}, DType::i64, groups + 1)));
+    ASSERT_EQ(o.front(), 0);
+    ASSERT_EQ(o.back(), total);
+    std::int64_t maxlen = 0, minlen = total;
+    for (std::int64_t g = 0; g < groups; ++g) {
+      ASSERT_LE(o[g], o[g + 1]);
+      maxlen = std::max(maxlen, o[g + 1] - o[g]);
+      minlen = std::min(minlen, o[g + 1] - o[g]);
+    }
+    if (skew == 0) {
+      EXPECT_LE(maxlen - minlen, 1);
+    } else {
+      EXPECT_GT(maxlen, (skew > 2 ? 20 : 4) * total / groups) << skew;
+    }
+  }
+  const auto csr = ints(gen(request("powerlaw_csr", {{"part", "row_offsets"}, {"nnz", 500000}, {"alpha", 1.2}},
+                                    DType::i32, 10001)));
+  ASSERT_EQ(csr.front(), 0);
+  ASSERT_EQ(csr.back(), 500000);
+  std::int64_t maxrow = 0;
+  for (std::size_t i = 0; i + 1 < csr.size(); ++i) {
+    ASSERT_LE(csr[i], csr[i + 1]);
+    maxrow = std::max(maxrow, csr[i + 1] - csr[i]);
+  }
+  EXPECT_GT(maxrow, 20 * 50);  // heavy tail: far above the mean row of 50
+  const auto cols = ints(gen(request("powerlaw_csr", {{"part", "col_indices"}, {"cols", 77}}, DType::i32, 10000)));
+  for (auto c : cols) ASSERT_TRUE(c >= 0 && c < 77);
+  const auto one = ints(gen(request("ragged_offsets", {{"total", 0}}, DType::i32, 1)));
+  EXPECT_EQ(one, std::vector<std::int64_t>{0});
+}
+
+TEST(Generators, TpchLineitemColumnsAreConsistent) {
+  const std::int64_t n = 200000;
+  auto col = [&](const char* c, DType t = DType::i64) {
+    return gen(request("tpch_lineitem", {{"column", c}, {"sf", 1}}, t, n, 9, stream_id(c, 0)));
+  };
+  const auto qty = ints(col("l_quantity")), pk = ints(col("l_partkey")), price = ints(col("l_extendedprice"));
+  const auto disc = ints(col("l_discount")), tax = ints(col("l_tax")), ship = ints(col("l_shipdate"));
+  const auto receipt = ints(col("l_receiptdate")), rf = ints(col("l_returnflag", DType::u8));
+  const auto ls = ints(col("l_linestatus", DType::i8));
+  const auto disc_f = values(col("l_discount", DType::f64));
+  std::map<std::int64_t, int> qhist;
+  std::int64_t n_r = 0, n_a = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    ++qhist[qty[i]];
+    ASSERT_TRUE(qty[i] >= 1 && qty[i] <= 50);
+    ASSERT_TRUE(pk[i] >= 1 && pk[i] <= 200000);
+    const std::int64_t retail = 90000 + (pk[i] / 10) % 20001 + 100 * (pk[i] % 1000);
+    ASSERT_EQ(price[i], qty[i] * retail);
+    ASSERT_TRUE(disc[i] >= 0 && disc[i] <= 10);
+    ASSERT_TRUE(tax[i] >= 0 && tax[i] <= 8);
+    ASSERT_EQ(disc_f[i], disc[i] / 100.0);
+    ASSERT_TRUE(ship[i] >= 8036 && ship[i] <= 10591);
+    ASSERT_TRUE(receipt[i] > ship[i] && receipt[i] <= ship[i] + 30);
+    if (receipt[i] <= 9298) {
+      ASSERT_TRUE(rf[i] == 'R' || rf[i] == 'A');
+      n_r += rf[i] == 'R';
+      n_a += rf[i] == 'A';
+    } else {
+      ASSERT_EQ(rf[i], 'N');
+    }
+    ASSERT_EQ(ls[i], ship[i] > 9298 ? 'O' : 'F');
+  }
+  EXPECT_EQ(qhist.size(), 50u);
+  EXPECT_NEAR(double(n_r) / (n_r + n_a), 0.5, 0.02);
+}
+
+TEST(Generators, BadRequestsNameTheField) {
+  auto has = [](const std::string& msg, const char* part) { return msg.find(part) != std::string::npos; };
+  std::string e = error_of(request("gaussian", {}, DType::f32, 10));
+  EXPECT_TRUE(has(e, "test: inputs.x.generator.kind") && has(e, "gaussian")) << e;
+  e = error_of(request("normal", {{"stdev", 2}}, DType::f32, 10));
+  EXPECT_TRUE(has(e, ".stdev") && has(e, "unknown field")) << e;
+  e = error_of(request("randint", {{"low", 5}}, DType::i32, 10));
+  EXPECT_TRUE(has(e, ".high") && has(e, "missing")) << e;
+  e = error_of(request("randint", {{"low", 5}, {"high", 5}}, DType::i32, 10));
+  EXPECT_TRUE(has(e, ".high")) << e;
+  e = error_of(request("randint", {{"low", 0}, {"high", 300}}, DType::i8, 10));
+  EXPECT_TRUE(has(e, "do not fit int8")) << e;
+  e = error_of(request("uniform", {{"low", "a"}}, DType::f32, 10));
+  EXPECT_TRUE(has(e, ".low: must be a number")) << e;
+  e = error_of(request("unique_keys", {{"low", 0}, {"high", 10}}, DType::i32, 11));
+  EXPECT_TRUE(has(e, "fewer than the 11")) << e;
+  e = error_of(request("join_probe_keys", {{"build", "b"}, {"match_rate", 0.5}}, DType::i32, 10));
+  EXPECT_TRUE(has(e, "GenRequest::ref")) << e;
+  auto r = request("join_probe_keys", {{"build", "b"}, {"match_rate", 0.5}}, DType::i32, 10);
+  r.ref = GenRef{"b", GeneratorSpec{"unique_keys", {{"low", 0}}}, 1, 100};
+  e = error_of(r);
+  EXPECT_TRUE(has(e, "widen the build's high")) << e;
+  e = error_of(request("ragged_offsets", {{"total", 10}}, DType::f32, 5));
+  EXPECT_TRUE(has(e, "integer dtype")) << e;
+  e = error_of(request("tpch_lineitem", {{"column", "l_price"}}, DType::i64, 5));
+  EXPECT_TRUE(has(e, ".column") && has(e, "l_price")) << e;
+  EXPECT_THROW(validate_generator(GeneratorSpec{"zipf", {{"n", 0}}}, DType::i32, "w"), std::invalid_argument);
+  EXPECT_NO_THROW(validate_generator(GeneratorSpec{"zipf", {{"n", 10}}}, DType::i32, "w"));
+  EXPECT_EQ(generator_dependency(GeneratorSpec{"join_probe_keys", {{"build", "bk"}, {"match_rate", 1}}}), "bk");
+  EXPECT_FALSE(generator_dependency(GeneratorSpec{"normal", {}}).has_value());
+}
