@@ -1,0 +1,92 @@
+#pragma once
+/// Compiles a candidate solution folder into a shared library with nvcc, in a sandbox, into a
+/// content-addressed cache.
+///
+/// Solution folder layout (docs/isolation.md, "Submissions"):
+///   solution.cu              required; the entry points live in some .cu/.cpp of the root
+///   *.cu, *.cpp              every one in the folder root is compiled into the one library
+///   *.h *.cuh *.hpp *.inl ... headers, in the root or in sub-folders, included relatively
+///   anything else            ignored (notes, design documents)
+/// Names may use letters, digits, '_', '-', '.' and '/' only, must not start with '-' or '.',
+/// and may not be symbolic links. At most 256 source/header files and 16 MiB in all.
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "report/status.h"
+
+namespace d2k {
+
+/// How to compile.
+struct CompileOptions {
+  std::filesystem::path cache_dir;    ///< empty: default_compile_cache_dir()
+  std::filesystem::path include_dir;  ///< empty: the project's include/ (holds d2k/solution.h)
+  bool cutlass = false;               ///< add the CUTLASS/CuTe headers (cutlass track)
+  std::filesystem::path cutlass_include_dir;  ///< empty: the build's CUTLASS include folder
+  /// Vendor libraries to link (-l<name>), for tracks that allow them: cublas, cublasLt, ...
+  /// Without them an import of such a library fails to link (the library links with
+  /// --no-undefined), before the symbol check even runs.
+  std::vector<std::string> link_libraries;
+  std::vector<std::string> extra_flags;  ///< appended to nvcc's flags (trusted callers only)
+  std::string nvcc;                   ///< empty: $D2K_NVCC, else nvcc on PATH, else the build's
+  double timeout_seconds = 300;       ///< nvcc's whole process group is killed after this
+  bool use_cache = true;
+  bool sandbox = true;                ///< run nvcc sandboxed (no network, read-only fs, nobody)
+  std::size_t log_limit_bytes = 8192;
+};
+
+/// The outcome of compile_solution.
+struct CompileResult {
+  /// PASSED, COMPILE_ERROR, TIMEOUT, or INVALID_SUBMISSION (folder layout).
+  Status status = Status::COMPILE_ERROR;
+  std::filesystem::path library;      ///< the .so in the cache (valid when PASSED)
+  std::string key;                    ///< the cache key (SHA-256 hex)
+  bool cache_hit = false;
+  std::string log;                    ///< compiler output, trimmed, paths relative to the folder
+  std::string message;                ///< one line for the implementer
+  std::vector<std::string> command;   ///< the nvcc command line that ran (or would have)
+  double seconds = 0;
+  std::vector<std::string> sandbox_layers;  ///< layers nvcc ran under
+};
+
+/// Compiles `solution_dir`. Never throws for anything the submission does; throws
+/// std::runtime_error for harness faults (no nvcc, cache folder not writable).
+CompileResult compile_solution(const std::filesystem::path& solution_dir, const CompileOptions& opts = {});
+
+/// The files of a solution folder, read once (the compile uses exactly these bytes).
+struct SolutionFiles {
+  std::vector<std::pair<std::string, std::string>> files;  ///< (relative path, content), sorted
+  std::vector<std::string> sources;                         ///< root .cu/.cpp, sorted
+};
+
+/// Reads and validates the layout. Throws ExecError(INVALID_SUBMISSION) naming the problem.
+SolutionFiles read_solution_files(const std::filesystem::path& solution_dir);
+
+/// nvcc's flags, with the version script's path as the token @VERSION_SCRIPT@ (the cache key
+/// must not depend on where the scratch folder is).
+std::vector<std::string> nvcc_flags(const CompileOptions& opts);
+
+/// The cache key: SHA-256 over the file names and contents, the flags, the toolchain version
+/// text and the contents of the include folder.
+std::string compile_cache_key(const SolutionFiles& files, const std::vector<std::string>& flags,
+                              std::string_view toolchain, std::string_view include_fingerprint);
+
+/// `nvcc --version` and the host compiler's version line (cached per nvcc path).
+std::string toolchain_version(const std::string& nvcc);
+
+/// The nvcc this options object selects: opts.nvcc, $D2K_NVCC, nvcc on PATH, the build's.
+std::string resolve_nvcc(const CompileOptions& opts);
+
+/// Shortens a compiler log to at most `limit` bytes: strips the given path prefixes, cuts
+/// very long lines and template-instantiation chains, keeps error blocks before warnings,
+/// and ends with a note of what was left out.
+std::string trim_compiler_log(std::string_view log, std::size_t limit,
+                              const std::vector<std::string>& strip_prefixes = {});
+
+/// $D2K_CACHE_DIR/solutions, else $XDG_CACHE_HOME/d2k/solutions, else ~/.cache/d2k/solutions.
+std::filesystem::path default_compile_cache_dir();
+
+}  // namespace d2k

@@ -1,0 +1,83 @@
+#include "exec/worker.h"
+
+#include <dirent.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+
+#include "exec/sandbox.h"
+
+namespace d2k {
+
+std::optional<WorkerChannel> WorkerChannel::from_environment() {
+  const char* v = std::getenv(kChannelFdEnv);
+  if (!v || !*v) return std::nullopt;
+  char* end = nullptr;
+  long fd = std::strtol(v, &end, 10);
+  if (*end != 0 || fd < 0 || fd > 65535) return std::nullopt;
+  return WorkerChannel(static_cast<int>(fd));
+}
+
+bool WorkerChannel::send(const nlohmann::json& msg) {
+  std::string line = msg.dump() + "\n";
+  std::size_t off = 0;
+  while (off < line.size()) {
+    ssize_t n = ::send(fd_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+bool WorkerChannel::stage(std::string_view name) {
+  return send(nlohmann::json{{"type", "stage"}, {"name", std::string(name)}});
+}
+
+std::optional<nlohmann::json> WorkerChannel::receive(double timeout_seconds) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(timeout_seconds));
+  for (;;) {
+    if (auto nl = buf_.find('\n'); nl != std::string::npos) {
+      std::string line = buf_.substr(0, nl);
+      buf_.erase(0, nl + 1);
+      nlohmann::json msg = nlohmann::json::parse(line, nullptr, false);
+      if (msg.is_discarded()) return std::nullopt;
+      return msg;
+    }
+    int wait_ms = -1;
+    if (timeout_seconds >= 0) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) return std::nullopt;
+      wait_ms = static_cast<int>(left);
+    }
+    pollfd p{fd_, POLLIN, 0};
+    int pr = poll(&p, 1, wait_ms);
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr <= 0) return std::nullopt;
+    char tmp[65536];
+    ssize_t n = ::recv(fd_, tmp, sizeof(tmp), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    buf_.append(tmp, static_cast<std::size_t>(n));
+  }
+}
+
+int count_threads() {
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') ++n;
+  closedir(d);
+  return n;
+}
+
+std::string lock_down_worker(const LockdownOptions& opts) { return install_lockdown_filter(opts); }
+
+}  // namespace d2k
