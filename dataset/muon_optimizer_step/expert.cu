@@ -64,6 +64,9 @@
 
 #define MUON_LAUNCH_CHECK() MUON_CUDA_CHECK(cudaGetLastError())
 
+#ifndef MUON_TRI_FULL
+#define MUON_TRI_FULL 0
+#endif
 #ifndef MUON_TRI_TILE_N
 /// N extent of the triangle GEMM's CTA tile (128 or 256); M is 128. The tile count of the
 /// triangle is what decides it (wave quantisation on 132 SMs), see the variants table.
@@ -226,9 +229,17 @@ struct Sm90Gemm {
   using StrideD = typename Kernel::StrideD;
 };
 
+#if MUON_TRI_FULL
+/// Ablation (MUON_TRI_FULL=1): the Gram products as full GEMMs, no mirror pass.
+using TriGemm = Sm90Gemm<Shape<_128, _256, _64>, Shape<_2, _1, _1>, cutlass::layout::ColumnMajor,
+                         cutlass::gemm::PersistentScheduler>;
+constexpr bool kMirror = false;
+#else
 /// Triangle GEMM: C[i][j] = sum_k P[i][k] Q[j][k] over the upper super-tiles (TN, K-major both).
 using TriGemm = Sm90Gemm<Shape<_128, Int<MUON_TRI_TILE_N>, _64>, Shape<_1, _1, _1>,
                          cutlass::layout::ColumnMajor, TriangleTileSchedulerTag>;
+constexpr bool kMirror = true;
+#endif
 /// Full GEMM: X' = Bm X (NN: X is K x N row-major), 2-CTA clusters along M share X tiles.
 using FullGemm = Sm90Gemm<Shape<_128, _256, _64>, Shape<_2, _1, _1>, cutlass::layout::RowMajor,
                           cutlass::gemm::PersistentScheduler>;
@@ -546,10 +557,15 @@ void run(const d2k_args* args) {
   const int B = int(g.B), M = int(g.M), N = int(g.N), s = int(L.s), l = int(L.l);
   const float beta = float(g.beta);
 
+  // 4-wide accesses need aligned tensors (the harness's are; a byte_offset could break it).
+  auto a16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const bool io_aligned = a16(g.param) && a16(g.grad) && a16(g.momentum) && a16(g.momentum_out) &&
+                          a16(g.update) && a16(g.param_out);
+
   // 1. momentum + Nesterov + bf16(U) into the NS layout + partial sums of U^2.
   if (!g.tall()) {
     dim3 grid(L.nblk, B);
-    if (N % 4 == 0)
+    if (N % 4 == 0 && io_aligned)
       momentum_nesterov_rows<4><<<grid, 256, 0, st>>>(g.momentum, g.grad, g.momentum_out,
                                                       reinterpret_cast<uint16_t*>(x0), partials, M, N,
                                                       L.ldx, L.rows_per_block, beta);
@@ -593,15 +609,19 @@ void run(const d2k_args* args) {
     Scalars sa;
     if (first) sa.alpha_ptr = scalars;
     run_gemm<TriGemm>(s, s, l, B, xc, tri_x_a, xc, tri_x_b, A, tri_c, A, tri_c, sa, dev, sms, cws, st);
-    mirror_upper_to_lower<<<mgrid, dim3(32, 8), 0, st>>>(reinterpret_cast<uint16_t*>(A), s, lda, kSpan);
-    MUON_LAUNCH_CHECK();
+    if (kMirror) {
+      mirror_upper_to_lower<<<mgrid, dim3(32, 8), 0, st>>>(reinterpret_cast<uint16_t*>(A), s, lda, kSpan);
+      MUON_LAUNCH_CHECK();
+    }
     // Bm = c A A + b A (A symmetric, so A's rows are also the columns of the second factor).
     Scalars sb;
     sb.alpha = float(muon::kNsC);
     sb.beta = float(muon::kNsB);
     run_gemm<TriGemm>(s, s, s, B, A, tri_a_a, A, tri_a_b, A, tri_c, Bm, tri_c, sb, dev, sms, cws, st);
-    mirror_upper_to_lower<<<mgrid, dim3(32, 8), 0, st>>>(reinterpret_cast<uint16_t*>(Bm), s, lda, kSpan);
-    MUON_LAUNCH_CHECK();
+    if (kMirror) {
+      mirror_upper_to_lower<<<mgrid, dim3(32, 8), 0, st>>>(reinterpret_cast<uint16_t*>(Bm), s, lda, kSpan);
+      MUON_LAUNCH_CHECK();
+    }
     // X' = Bm X + a X (first iteration: X = U/n, alpha = 1/n and beta = a/n per batch entry).
     Scalars sx;
     sx.alpha = 1.f;
@@ -627,7 +647,7 @@ void run(const d2k_args* args) {
   if (direct) {
     const int64_t n = g.numel();
     const int blocks = int(std::min<int64_t>((n + 1023) / 1024, int64_t(sms) * 16));
-    if (n % 4 == 0)
+    if (n % 4 == 0 && io_aligned)
       param_update_flat<4><<<blocks, 256, 0, st>>>(g.param, g.update, g.param_out, n, decay, lr);
     else
       param_update_flat<1><<<blocks, 256, 0, st>>>(g.param, g.update, g.param_out, n, decay, lr);

@@ -23,6 +23,7 @@ build_one() {
     expert)    nvcc "${NVFLAGS[@]}" -Xptxas=-v "$SRC/expert.cu" -o "$IMPL/expert.so" > "$OUT/expert.ptxas.log" 2>&1 \
                  || { cat "$OUT/expert.ptxas.log"; return 1; } ;;
     expert_tri256) nvcc "${NVFLAGS[@]}" -DMUON_TRI_TILE_N=256 "$SRC/expert.cu" -o "$IMPL/expert_tri256.so" ;;
+    expert_full) nvcc "${NVFLAGS[@]}" -DMUON_TRI_FULL=1 "$SRC/expert.cu" -o "$IMPL/expert_full.so" ;;
     driver)    nvcc -std=c++20 -O2 $GENCODE -I"$ROOT/include" -I"$SRC" "$ROOT/tools/devbench/$TASK/driver.cu" \
                  -o "$OUT/muon_devbench" -ldl ;;
     calib)     g++ -std=c++20 -O2 "$ROOT/tools/devbench/$TASK/calib.cpp" -o "$OUT/muon_calib" ;;
@@ -34,7 +35,7 @@ targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(all)
 for t in "${targets[@]}"; do
   if [ "$t" = all ]; then
-    for u in reference naive library driver expert expert_tri256; do build_one "$u"; done
+    for u in reference naive library driver expert expert_tri256 expert_full; do build_one "$u"; done
   else
     build_one "$t"
   fi
