@@ -36,12 +36,22 @@ enum CacheHint : int {
   kHintDefault = 0,   ///< ld.global / st.global
   kHintStreaming = 1, ///< ld.global.cs / st.global.cs: evict-first, read-once data
   kHintNoL1Prefetch = 2, ///< ld.global.nc.L1::no_allocate.L2::256B, plain stores
+  kHintStreamLoads = 3,  ///< ld.global.cs loads, plain stores
+  kHintL2EvictFirstLoads = 4, ///< ld.global.L1::no_allocate.L2::cache_hint (evict_first policy) loads, plain stores
 };
 
 template <int kHint>
 __device__ __forceinline__ uint4 load_vec(const uint4* p) {
-  if constexpr (kHint == kHintStreaming) {
+  if constexpr (kHint == kHintStreaming || kHint == kHintStreamLoads) {
     return __ldcs(p);
+  } else if constexpr (kHint == kHintL2EvictFirstLoads) {
+    uint4 v;
+    uint64_t policy;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    asm volatile("ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p), "l"(policy));
+    return v;
   } else if constexpr (kHint == kHintNoL1Prefetch) {
     uint4 v;
     asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
@@ -88,21 +98,29 @@ __device__ __forceinline__ uint32_t scale_pair(uint32_t r, uint32_t w, float inv
 
 /// Fused add + RMSNorm with each row resident in registers.
 ///   VPT  16-byte vectors (8 bf16) per thread and row
-///   TPR  threads per row: 8, 16 (sub-warp), 32 (warp per row) or a multiple of 32 (CTA or part)
+///   TPR  threads per row: 8, 16 (sub-warp), 32 (warp per row) or a multiple of 32 (CTA or part);
+///        0: blockDim.x threads per row (a runtime multiple of 32, RPC must be 1)
 ///   RPC  rows per CTA
 ///   kNvec  H / 8 when known at compile time (0: runtime nvec, bounds-checked)
 ///   kHint  cache policy for the streamed tensors
 /// Grid-stride over row groups, so the same kernel runs one group per CTA or persistently.
+constexpr bool valid_row_width(int tpr) { return tpr == 0 || (tpr <= 32 ? 32 % tpr == 0 : tpr % 32 == 0); }
+constexpr int kMaxRuntimeRowThreads = 512;  ///< CTA size cap of the runtime-width (TPR = 0) path
 template <int VPT, int TPR, int RPC, int kNvec, int kHint>
-__global__ void __launch_bounds__(TPR* RPC)
+__global__ void __launch_bounds__(TPR ? TPR * RPC : kMaxRuntimeRowThreads)
     rmsnorm_rows_in_registers(const bf16* __restrict__ x, const bf16* __restrict__ residual,
                               const bf16* __restrict__ weight, bf16* __restrict__ out,
                               bf16* __restrict__ residual_out, int64_t T, int nvec_rt, float inv_h,
                               float eps) {
-  static_assert(TPR <= 32 ? (32 % TPR == 0) : (TPR % 32 == 0), "TPR must divide or be a multiple of 32");
+  static_assert(valid_row_width(TPR), "TPR must divide or be a multiple of 32");
   static_assert(TPR * RPC <= 1024, "CTA too large");
-  constexpr int kWarpsPerRow = TPR > 32 ? TPR / 32 : 1;
-  constexpr int kShuffleWidth = TPR < 32 ? TPR : 32;
+  static_assert(TPR != 0 || RPC == 1, "a runtime row width needs one row per CTA");
+  constexpr bool kRuntimeTpr = TPR == 0;
+  // Warps per row: compile-time, or up to 32 when the row width comes from blockDim.x.
+  constexpr int kWarpSlots = kRuntimeTpr ? 32 : (TPR > 32 ? TPR / 32 : 1);
+  constexpr int kShuffleWidth = (kRuntimeTpr || TPR >= 32) ? 32 : TPR;
+  const int tpr = kRuntimeTpr ? static_cast<int>(blockDim.x) : TPR;
+  const int warps_per_row = kRuntimeTpr ? tpr / 32 : kWarpSlots;
   // Exact tiling: every (thread, k) slot holds a vector, so no bounds checks are compiled.
   constexpr bool kExact = kNvec > 0 && VPT * TPR == kNvec;
   // Large VPT: load the weight after the reduction, to keep registers for x and residual.
@@ -110,17 +128,17 @@ __global__ void __launch_bounds__(TPR* RPC)
 
   const int nvec = kNvec > 0 ? kNvec : nvec_rt;
   const int64_t row_stride = static_cast<int64_t>(nvec);  // in 16-byte vectors
-  const int local_row = static_cast<int>(threadIdx.x) / TPR;
-  const int lane = static_cast<int>(threadIdx.x) % TPR;
+  const int local_row = kRuntimeTpr ? 0 : static_cast<int>(threadIdx.x) / TPR;
+  const int lane = kRuntimeTpr ? static_cast<int>(threadIdx.x) : static_cast<int>(threadIdx.x) % TPR;
   // Double-buffered by iteration parity so one barrier per row group suffices.
-  __shared__ float partial[2][RPC][kWarpsPerRow];
+  __shared__ float partial[2][RPC][kWarpSlots];
 
   const uint4* w4 = reinterpret_cast<const uint4*>(weight);
   uint4 wv[kPreloadWeight ? VPT : 1];
   if constexpr (kPreloadWeight) {
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
-      const int v = lane + k * TPR;
+      const int v = lane + k * tpr;
       if (kExact || v < nvec) wv[k] = __ldg(w4 + v);  // weight is shared by all rows: keep it cached
     }
   }
@@ -140,7 +158,7 @@ __global__ void __launch_bounds__(TPR* RPC)
     uint4 a[VPT], b[VPT];
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
-      const int v = lane + k * TPR;
+      const int v = lane + k * tpr;
       if (row_ok && (kExact || v < nvec)) {
         a[k] = load_vec<kHint>(x4 + v);
         b[k] = load_vec<kHint>(r4 + v);
@@ -150,7 +168,7 @@ __global__ void __launch_bounds__(TPR* RPC)
     float sum_sq = 0.f;
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
-      const int v = lane + k * TPR;
+      const int v = lane + k * tpr;
       if (row_ok && (kExact || v < nvec)) {
         uint4 r;
         r.x = add_round_square(a[k].x, b[k].x, sum_sq);
@@ -165,19 +183,20 @@ __global__ void __launch_bounds__(TPR* RPC)
     // Row reduction: butterfly within the warp (or sub-warp), then across the row's warps.
 #pragma unroll
     for (int off = kShuffleWidth / 2; off > 0; off >>= 1) sum_sq += __shfl_xor_sync(0xFFFFFFFFu, sum_sq, off);
-    if constexpr (kWarpsPerRow > 1) {
+    if constexpr (kWarpSlots > 1) {
       if ((lane & 31) == 0) partial[parity][local_row][lane >> 5] = sum_sq;
       __syncthreads();
       sum_sq = 0.f;
 #pragma unroll
-      for (int i = 0; i < kWarpsPerRow; ++i) sum_sq += partial[parity][local_row][i];
+      for (int i = 0; i < kWarpSlots; ++i)
+        if (!kRuntimeTpr || i < warps_per_row) sum_sq += partial[parity][local_row][i];
       parity ^= 1;
     }
     const float inv_rms = rsqrtf(sum_sq * inv_h + eps);
 
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
-      const int v = lane + k * TPR;
+      const int v = lane + k * tpr;
       if (row_ok && (kExact || v < nvec)) {
         uint4 w;
         if constexpr (kPreloadWeight) {
@@ -300,14 +319,17 @@ using RowKernel = void (*)(const bf16*, const bf16*, const bf16*, bf16*, bf16*, 
 /// One instantiation of rmsnorm_rows_in_registers and its shape.
 struct RowConfig {
   RowKernel kernel;
-  int vpt, tpr, rpc, nvec;  ///< nvec 0: generic (bounds-checked)
+  int vpt, tpr, rpc, nvec;  ///< tpr 0: runtime row width (runtime_tpr); nvec 0: generic (bounds-checked)
   int hint;
   bool persistent;          ///< grid = resident CTAs (grid-stride) instead of one CTA per row group
+  int runtime_tpr = 0;      ///< threads per row (a multiple of 32) when tpr == 0
+  int threads_per_row() const { return tpr ? tpr : runtime_tpr; }
 };
 
 template <int VPT, int TPR, int RPC, int kNvec, int kHint = kHintDefault>
-constexpr RowConfig row_config(bool persistent = false) {
-  return RowConfig{&rmsnorm_rows_in_registers<VPT, TPR, RPC, kNvec, kHint>, VPT, TPR, RPC, kNvec, kHint, persistent};
+constexpr RowConfig row_config(bool persistent = false, int runtime_tpr = 0) {
+  return RowConfig{&rmsnorm_rows_in_registers<VPT, TPR, RPC, kNvec, kHint>, VPT, TPR, RPC, kNvec, kHint, persistent,
+                   runtime_tpr};
 }
 
 /// Configurations tuned for the public hidden sizes (exact tiling, compile-time row length).
@@ -315,23 +337,24 @@ inline bool specialised_config(int64_t H, RowConfig* cfg) {
   switch (H) {
     case 4096: *cfg = row_config<4, 128, 1, 512>(); return true;
     case 5120: *cfg = row_config<4, 160, 1, 640>(); return true;
-    case 7168: *cfg = row_config<4, 224, 1, 896>(); return true;
+    case 7168: *cfg = row_config<2, 448, 1, 896>(); return true;
     case 8192: *cfg = row_config<4, 256, 1, 1024>(); return true;
     default: return false;
   }
 }
 
-/// Generic register-path configuration for any nvec = H/8 in [1, kMaxRegisterNvec]: at most four
-/// vectors per thread, a power-of-two number of threads per row, at least 256 threads per CTA.
+/// Generic register-path configuration for any nvec = H/8 in [1, kMaxRegisterNvec], four vectors
+/// per thread: short rows share a warp (8 or 16 threads per row) or take a warp each, several rows
+/// per CTA; longer rows take a CTA of ceil(nvec/4) threads rounded up to whole warps, so at most 31
+/// threads' slots of a row go unused (a power-of-two width wasted up to half: measured 345 vs
+/// 322 us at H=5120).
 constexpr int64_t kMaxRegisterNvec = 4 * 512;  // H <= 16384
 inline RowConfig generic_config(int64_t nvec) {
   if (nvec <= 4 * 8) return row_config<4, 8, 32, 0>();
   if (nvec <= 4 * 16) return row_config<4, 16, 16, 0>();
   if (nvec <= 4 * 32) return row_config<4, 32, 8, 0>();
-  if (nvec <= 4 * 64) return row_config<4, 64, 4, 0>();
-  if (nvec <= 4 * 128) return row_config<4, 128, 2, 0>();
-  if (nvec <= 4 * 256) return row_config<4, 256, 1, 0>();
-  return row_config<4, 512, 1, 0>();
+  const int threads = static_cast<int>(((nvec + 3) / 4 + 31) / 32 * 32);  // 64..kMaxRuntimeRowThreads
+  return row_config<4, 0, 1, 0>(false, threads);
 }
 
 constexpr int64_t kMaxNvec = 8 * 1024;  // H <= 65536 (definition.json's axis maximum)
@@ -356,7 +379,11 @@ inline cudaError_t launch_staged(const bf16* x, const bf16* residual, const bf16
 inline cudaError_t launch_rows(const RowConfig& cfg, const bf16* x, const bf16* residual, const bf16* weight,
                                bf16* out, bf16* residual_out, int64_t T, int64_t H, float eps,
                                cudaStream_t stream) {
-  const int threads = cfg.tpr * cfg.rpc;
+  const int threads = cfg.threads_per_row() * cfg.rpc;
+  // The row must fit the configuration's register slots.
+  if (static_cast<int64_t>(cfg.vpt) * cfg.threads_per_row() < H / 8 || threads <= 0 || threads > 1024 ||
+      (cfg.tpr == 0 && (threads % 32 != 0 || threads > kMaxRuntimeRowThreads || cfg.rpc != 1)))
+    return cudaErrorInvalidValue;
   const int64_t groups = (T + cfg.rpc - 1) / cfg.rpc;
   int64_t grid = groups;
   if (cfg.persistent) {

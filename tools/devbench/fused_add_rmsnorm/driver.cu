@@ -8,7 +8,7 @@
 //     element, then cold-L2 timing (CUDA events, 256 MB+ memset before each sample).
 //
 // Usage: far_driver --root <repo> --impl-dir <build>/impl/fused_add_rmsnorm [--samples N] [--md FILE]
-//                   [--checks-only]
+//                   [--checks-only] [--only UUID-SUBSTRING]
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
@@ -201,6 +201,7 @@ int main(int argc, char** argv) try {
   std::string root = ".", impl_dir, md_path;
   int samples = 50, warmup = 5;
   bool checks_only = false;
+  std::string only;  // run only workloads whose uuid contains this (for the profiler)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -213,6 +214,7 @@ int main(int argc, char** argv) try {
     else if (a == "--warmup") warmup = std::stoi(next());
     else if (a == "--md") md_path = next();
     else if (a == "--checks-only") checks_only = true;
+    else if (a == "--only") only = next();
     else throw std::runtime_error("unknown argument " + a);
   }
   if (impl_dir.empty()) throw std::runtime_error("--impl-dir is required");
@@ -243,7 +245,7 @@ int main(int argc, char** argv) try {
   // Extra awkward shapes for the bench's own checks: tiny H (sub-warp rows), H not a multiple of the
   // tiling, the public H values with T not a multiple of rows per CTA.
   const std::pair<int64_t, int64_t> extra[] = {{1, 8}, {257, 40}, {5, 5120}, {67, 8192}, {129, 4096},
-                                               {17, 12296}, {3, 2056}, {31, 520}};
+                                               {17, 12296}, {3, 2056}, {31, 520}, {2, 16384}, {2, 16392}, {9, 1000}};
   for (auto [T, H] : extra)
     wls.push_back({"devbench-extra-" + std::to_string(T) + "x" + std::to_string(H), "check", T, H, eps_default});
 
@@ -270,6 +272,7 @@ int main(int argc, char** argv) try {
     const Problem p = make_problem(label, wl.T, wl.H, wl.eps, seed);
     const bool bench = wl.role == "bench";
     if (bench && checks_only) continue;
+    if (!only.empty() && wl.uuid.find(only) == std::string::npos) continue;
     // fp64 golden: all rows for check shapes, a slice (first rows + the last row's block) for bench.
     const int64_t ref_rows = bench ? std::min<int64_t>(wl.T, 96) : wl.T;
     std::vector<uint16_t> ref_out, ref_ro;

@@ -11,20 +11,30 @@ mkdir -p "$OUT"
 "$B/far_driver" --root . --impl-dir "$B/impl/fused_add_rmsnorm" --samples 50 --md "$OUT/driver_table.md" 2>&1 | tee "$OUT/driver.log"
 echo "driver rc=$?"
 if [[ " $* " == *" variants "* ]]; then
-  "$B/far_variants" --samples 30 > "$OUT/variants.log" 2>&1; echo "variants rc=$?"
+  "$B/far_variants" --samples 60 > "$OUT/variants.log" 2>&1; echo "variants rc=$?"
   grep -E "FAIL|ALL PASS|FAILURES" "$OUT/variants.log"
 fi
 if [[ " $* " == *" torch "* ]]; then
   PYTHONUNBUFFERED=1 python3 tools/devbench/fused_add_rmsnorm/torch_eager.py --samples 50 > "$OUT/torch.log" 2>&1; echo "torch rc=$?"
 fi
 if [[ " $* " == *" sanitizer "* ]]; then
-  compute-sanitizer --tool memcheck "$B/far_driver" --root . --impl-dir "$B/impl/fused_add_rmsnorm" --checks-only > "$OUT/memcheck.log" 2>&1
-  echo "memcheck rc=$?"; tail -3 "$OUT/memcheck.log"
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 "$B/far_driver" --root . --impl-dir "$B/impl/fused_add_rmsnorm" \
+      --checks-only > "$OUT/sanitizer_one.log" 2>&1
+    echo "$tool rc=$?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|correctness" "$OUT/sanitizer_one.log"
+    { echo "=== compute-sanitizer --tool $tool"; cat "$OUT/sanitizer_one.log"; } >> "$OUT/sanitizer.log"; rm -f "$OUT/sanitizer_one.log"
+  done
 fi
 if [[ " $* " == *" ncu "* ]]; then
-  ncu --clock-control none -k regex:rmsnorm_rows_in_registers -c 3 --section SpeedOfLight --section MemoryWorkloadAnalysis \
-    --section Occupancy --section LaunchStats "$B/far_driver" --root . --impl-dir "$B/impl/fused_add_rmsnorm" --samples 1 --warmup 0 \
-    > "$OUT/ncu.log" 2>&1; echo "ncu rc=$?"
+  for wl in bench-4096x4096 bench-16384x8192 bench-128x7168; do
+    ncu --clock-control none -k regex:rmsnorm_rows_in_registers -c 1 --section SpeedOfLight \
+      --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+      "$B/far_driver" --root . --impl-dir "$B/impl/fused_add_rmsnorm" --only "$wl" --samples 1 --warmup 0 \
+      > "$OUT/ncu_one.log" 2>&1
+    echo "ncu $wl rc=$?"
+    grep -E "DRAM Throughput|Memory Throughput|Duration|Achieved Occupancy|Registers Per|Mem Busy|Max Bandwidth" "$OUT/ncu_one.log" | head -12
+    { echo "=== ncu $wl"; cat "$OUT/ncu_one.log"; } >> "$OUT/ncu.log"; rm -f "$OUT/ncu_one.log"
+  done
 fi
 echo "=== variants (cold L2 medians) ==="; sed -n '/^| T x H/,$p' "$OUT/variants.log" 2>/dev/null | grep -v "^variants" | cut -c1-110
 echo "=== torch eager ==="; grep -E "^\||kernels|torch " "$OUT/torch.log" 2>/dev/null | cut -c1-300

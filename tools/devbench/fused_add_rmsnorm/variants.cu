@@ -19,6 +19,7 @@ namespace {
 struct Variant {
   int64_t H;  // 0: any H (generic)
   far::RowConfig cfg;
+  enum Kind { kRows, kGenericDispatch, kStaged } kind = kRows;
 };
 
 std::string name_of(const far::RowConfig& c) {
@@ -28,59 +29,44 @@ std::string name_of(const far::RowConfig& c) {
   return s.str();
 }
 
+// Run 1 (2026-11-29) swept vectors per thread x threads per row x rows per CTA, three cache
+// hints and the persistent grid at all four shapes (docs/results/fused_add_rmsnorm-variants.md).
+// Run 2 re-times the close candidates with more samples, the new generic dispatch (runtime row
+// width), the staged-in-shared-memory long-row path, and two more load hints.
 std::vector<Variant> variants() {
   using namespace far;
   std::vector<Variant> v;
-  // H = 4096 (nvec 512)
+  // H = 4096 (nvec 512): every tiling was within noise in run 1 (37.5-37.9 us).
   v.push_back({4096, row_config<1, 512, 1, 512>()});
-  v.push_back({4096, row_config<2, 256, 1, 512>()});
   v.push_back({4096, row_config<4, 128, 1, 512>()});
   v.push_back({4096, row_config<4, 128, 2, 512>()});
-  v.push_back({4096, row_config<8, 64, 2, 512>()});
-  v.push_back({4096, row_config<8, 64, 4, 512>()});
+  v.push_back({4096, row_config<4, 128, 4, 512>()});
   v.push_back({4096, row_config<16, 32, 4, 512>()});
-  v.push_back({4096, row_config<16, 32, 8, 512>()});
-  v.push_back({4096, row_config<4, 128, 1, 512, kHintStreaming>()});
-  v.push_back({4096, row_config<4, 128, 1, 512, kHintNoL1Prefetch>()});
-  v.push_back({4096, row_config<4, 128, 1, 512>(true)});
-  v.push_back({4096, row_config<8, 64, 2, 512>(true)});
+  v.push_back({4096, row_config<4, 128, 1, 512, kHintStreamLoads>()});
+  v.push_back({4096, row_config<4, 128, 1, 512, kHintL2EvictFirstLoads>()});
   // H = 8192 (nvec 1024)
-  v.push_back({8192, row_config<1, 1024, 1, 1024>()});
-  v.push_back({8192, row_config<2, 512, 1, 1024>()});
   v.push_back({8192, row_config<4, 256, 1, 1024>()});
-  v.push_back({8192, row_config<8, 128, 1, 1024>()});
   v.push_back({8192, row_config<8, 128, 2, 1024>()});
-  v.push_back({8192, row_config<16, 64, 2, 1024>()});
-  v.push_back({8192, row_config<4, 256, 1, 1024, kHintStreaming>()});
-  v.push_back({8192, row_config<4, 256, 1, 1024, kHintNoL1Prefetch>()});
-  v.push_back({8192, row_config<8, 128, 1, 1024, kHintStreaming>()});
-  v.push_back({8192, row_config<4, 256, 1, 1024>(true)});
-  v.push_back({8192, row_config<8, 128, 1, 1024>(true)});
+  v.push_back({8192, row_config<4, 256, 1, 1024, kHintStreamLoads>()});
+  v.push_back({8192, row_config<4, 256, 1, 1024, kHintL2EvictFirstLoads>()});
   // H = 5120 (nvec 640)
-  v.push_back({5120, row_config<1, 640, 1, 640>()});
-  v.push_back({5120, row_config<2, 320, 1, 640>()});
   v.push_back({5120, row_config<4, 160, 1, 640>()});
-  v.push_back({5120, row_config<5, 128, 1, 640>()});
-  v.push_back({5120, row_config<5, 128, 2, 640>()});
-  v.push_back({5120, row_config<10, 64, 2, 640>()});
-  v.push_back({5120, row_config<20, 32, 4, 640>()});
-  v.push_back({5120, row_config<4, 160, 1, 640, kHintStreaming>()});
-  v.push_back({5120, row_config<4, 160, 1, 640, kHintNoL1Prefetch>()});
-  v.push_back({5120, row_config<5, 128, 1, 640, kHintStreaming>()});
-  v.push_back({5120, row_config<4, 160, 1, 640>(true)});
+  v.push_back({5120, row_config<2, 320, 1, 640>()});
+  v.push_back({5120, row_config<4, 160, 1, 640, kHintStreamLoads>()});
+  v.push_back({5120, row_config<4, 160, 1, 640, kHintL2EvictFirstLoads>()});
   // H = 7168 (nvec 896)
   v.push_back({7168, row_config<1, 896, 1, 896>()});
   v.push_back({7168, row_config<2, 448, 1, 896>()});
   v.push_back({7168, row_config<4, 224, 1, 896>()});
   v.push_back({7168, row_config<7, 128, 1, 896>()});
-  v.push_back({7168, row_config<14, 64, 2, 896>()});
-  v.push_back({7168, row_config<28, 32, 4, 896>()});
   v.push_back({7168, row_config<4, 224, 1, 896, kHintStreaming>()});
-  v.push_back({7168, row_config<4, 224, 1, 896, kHintNoL1Prefetch>()});
-  // Generic (bounds-checked, runtime row length) paths at every shape.
-  v.push_back({0, row_config<4, 128, 2, 0>()});
-  v.push_back({0, row_config<4, 256, 1, 0>()});
-  v.push_back({0, row_config<4, 512, 1, 0>()});
+  v.push_back({7168, row_config<4, 224, 1, 896, kHintStreamLoads>()});
+  // Generic paths at every shape: the dispatch the expert uses for H outside its specialised set
+  // (runtime row width), and the shared-memory-staged kernel it uses for H > 16384.
+  Variant g{0, row_config<4, 0, 1, 0>(), Variant::kGenericDispatch};
+  v.push_back(g);
+  Variant st{0, row_config<4, 0, 1, 0>(), Variant::kStaged};
+  v.push_back(st);
   return v;
 }
 
@@ -142,10 +128,18 @@ int main(int argc, char** argv) try {
     }, warmup, samples));
     for (const Variant& v : variants()) {
       if (v.H != 0 && v.H != H) continue;
-      const std::string name = name_of(v.cfg);
+      const far::RowConfig cfg = v.kind == Variant::kGenericDispatch ? far::generic_config(H / 8) : v.cfg;
+      std::string name = name_of(cfg);
+      if (v.kind == Variant::kGenericDispatch) name = "generic_dispatch_" + name + "_w" + std::to_string(cfg.threads_per_row());
+      if (v.kind == Variant::kStaged) name = "staged_in_smem_batch" + std::to_string(far::kStagedBatch);
       auto launch = [&] {
-        DB_CUDA(far::launch_rows(v.cfg, xp, rp, wp, static_cast<bf16*>(o.get()), static_cast<bf16*>(ro.get()), T, H,
-                                 eps, stream));
+        if (v.kind == Variant::kStaged) {
+          DB_CUDA(far::launch_staged(xp, rp, wp, static_cast<bf16*>(o.get()), static_cast<bf16*>(ro.get()), T, H, eps,
+                                     stream));
+        } else {
+          DB_CUDA(far::launch_rows(cfg, xp, rp, wp, static_cast<bf16*>(o.get()), static_cast<bf16*>(ro.get()), T, H,
+                                   eps, stream));
+        }
       };
       DB_CUDA(cudaMemsetAsync(o.get(), 0xFF, n * 2, stream));
       DB_CUDA(cudaMemsetAsync(ro.get(), 0xFF, n * 2, stream));
