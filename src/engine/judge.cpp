@@ -2,22 +2,43 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "check/compare.h"
 
 namespace d2k {
 
 namespace {
 
-/// Index of the first element that holds kPoisonA in run A and kPoisonB in run B, or -1.
-/// `rows_limit` bounds the check for variable-size outputs (elements past it need no write).
-std::int64_t first_unwritten(const HostTensor& a, const HostTensor& b, std::int64_t elems_limit) {
-  const std::size_t es = dtype_size(a.dtype);
-  std::vector<std::uint8_t> pa(es, kPoisonA), pb(es, kPoisonB);
-  const auto* da = static_cast<const std::uint8_t*>(a.data());
-  const auto* db = static_cast<const std::uint8_t*>(b.data());
-  for (std::int64_t i = 0; i < elems_limit; ++i)
-    if (std::memcmp(da + i * es, pa.data(), es) == 0 && std::memcmp(db + i * es, pb.data(), es) == 0) return i;
-  return -1;
+OutputCheck to_check(const std::string& output, const CompareResult& r) {
+  OutputCheck c;
+  c.output = output;
+  c.rule = r.rule;
+  c.passed = r.passed;
+  c.max_abs_error = r.max_abs_error;
+  c.max_rel_error = r.max_rel_error;
+  c.rel_l2 = std::isnan(r.rel_l2) ? 0 : r.rel_l2;
+  c.mismatches = r.mismatches;
+  c.first_bad_index = r.first_bad;
+  c.message = r.message;
+  return c;
+}
+
+std::size_t index_of(const WorkloadPlan& plan, const std::string& output) {
+  for (std::size_t i = 0; i < plan.outputs.size(); ++i)
+    if (plan.outputs[i].name == output) return i;
+  throw std::runtime_error("compare: no output named '" + output + "'");
+}
+
+/// Elements of output `i` that must be written: for a multiset column only the reported rows.
+std::int64_t must_write(const WorkloadPlan& plan, std::size_t i, const std::vector<HostTensor>& run) {
+  const CompareSpec& c = plan.outputs[i].cmp;
+  if (c.rule != "multiset" || c.count.empty()) return -1;
+  const HostTensor& col = run[i];
+  std::int64_t rows = std::clamp<std::int64_t>(read_count(run[index_of(plan, c.count)]), 0, col.shape.empty() ? 0 : col.shape[0]);
+  return col.shape.empty() ? rows : rows * (col.numel() / std::max<std::int64_t>(col.shape[0], 1));
 }
 
 }  // namespace
@@ -26,28 +47,62 @@ OutputsVerdict judge_outputs(const WorkloadPlan& plan, const std::vector<HostTen
                              const std::vector<HostTensor>& run_a, const std::vector<HostTensor>& run_b) {
   OutputsVerdict v;
   for (std::size_t i = 0; i < plan.outputs.size(); ++i) {
-    std::int64_t limit = run_a[i].numel();
-    if (std::int64_t bad = first_unwritten(run_a[i], run_b[i], limit); bad >= 0) {
+    const DType t = plan.outputs[i].dtype;
+    WriteCheck w = check_written_two_runs(poison_from_byte(t, kPoisonA), run_a[i], poison_from_byte(t, kPoisonB),
+                                          run_b[i], must_write(plan, i, run_a));
+    if (w.unwritten > 0) {
       v.status = Status::INCORRECT_WRITE;
-      v.message = fmt::format("output {}: element {} was never written", plan.outputs[i].name, bad);
+      v.message = fmt::format("output {}: {} element(s) never written, the first at index {}", plan.outputs[i].name,
+                              w.unwritten, w.first);
       return v;
     }
   }
   OutputsVerdict a = judge_single(plan, expected, run_a);
   if (a.status != Status::PASSED) return a;
+  // The second run must be right too: an implementation whose result depends on what the
+  // output held before (or on a race) fails here.
   OutputsVerdict b = judge_single(plan, expected, run_b);
-  if (b.status != Status::PASSED) {
-    b.message = "second run: " + b.message;
-    return b;
-  }
-  return a;
+  if (b.status != Status::PASSED) b.message = "second run: " + b.message;
+  return b.status != Status::PASSED ? b : a;
 }
 
 OutputsVerdict judge_single(const WorkloadPlan& plan, const std::vector<HostTensor>& expected,
                             const std::vector<HostTensor>& run) {
   OutputsVerdict v;
-  v.status = Status::INCORRECT_NUMERICAL;
-  v.message = "comparators not linked yet";
+  std::map<std::string, std::vector<std::size_t>> groups;  // multiset group -> columns
+  for (std::size_t i = 0; i < plan.outputs.size(); ++i) {
+    const CompareSpec& spec = plan.outputs[i].cmp;
+    if (spec.rule == "multiset") {
+      groups[spec.group.empty() ? plan.outputs[i].name : spec.group].push_back(i);
+      continue;
+    }
+    CompareResult r = compare(spec, expected[i], run[i]);
+    v.checks.push_back(to_check(plan.outputs[i].name, r));
+    if (!r.passed && v.status == Status::PASSED) {
+      v.status = r.status == CheckStatus::incorrect_shape ? Status::INCORRECT_SHAPE : Status::INCORRECT_NUMERICAL;
+      v.message = fmt::format("output {}: {}", plan.outputs[i].name, r.message);
+    }
+  }
+  for (auto& [group, cols] : groups) {
+    const CompareSpec& spec = plan.outputs[cols.front()].cmp;
+    std::vector<const HostTensor*> e, a;
+    for (auto i : cols) {
+      e.push_back(&expected[i]);
+      a.push_back(&run[i]);
+    }
+    std::int64_t ec = -1, ac = -1;
+    if (!spec.count.empty()) {
+      const std::size_t ci = index_of(plan, spec.count);
+      ec = read_count(expected[ci]);
+      ac = read_count(run[ci]);
+    }
+    CompareResult r = compare_multiset(spec, e, a, ec, ac);
+    v.checks.push_back(to_check(group, r));
+    if (!r.passed && v.status == Status::PASSED) {
+      v.status = r.status == CheckStatus::incorrect_shape ? Status::INCORRECT_SHAPE : Status::INCORRECT_NUMERICAL;
+      v.message = fmt::format("rows of {}: {}", group, r.message);
+    }
+  }
   return v;
 }
 

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "data/generators.h"
+#include "engine/checksum.h"
 
 namespace d2k {
 
@@ -59,36 +60,12 @@ void copy_set(const DeviceSet& from, DeviceSet& to, cudaStream_t s) {
     D2K_CUDA_CHECK(cudaMemcpyAsync(to.bufs[i].get(), from.bufs[i].get(), from.bufs[i].size(), cudaMemcpyDeviceToDevice, s));
 }
 
-namespace {
-
-__device__ __forceinline__ unsigned long long mix64(unsigned long long x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
-}
-
-/// Order-independent hash: the sum over bytes of mix(position, byte). Position is mixed in so
-/// that swapping two elements changes the hash.
-__global__ void checksum_bytes_grid_stride(const unsigned char* p, std::size_t n, unsigned long long* out) {
-  unsigned long long acc = 0;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
-    acc += mix64((i << 8) | p[i]);
-  for (int o = 16; o; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-  if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);
-}
-
-}  // namespace
-
 std::uint64_t device_checksum(const DeviceSet& dev, cudaStream_t s) {
   DeviceBuffer acc(sizeof(unsigned long long) * dev.bufs.size());
   D2K_CUDA_CHECK(cudaMemsetAsync(acc.get(), 0, acc.size(), s));
   auto* accp = static_cast<unsigned long long*>(acc.get());
   for (std::size_t i = 0; i < dev.bufs.size(); ++i) {
-    checksum_bytes_grid_stride<<<1024, 256, 0, s>>>(static_cast<const unsigned char*>(dev.bufs[i].get()),
-                                                    dev.bufs[i].size(), accp + i);
+    launch_checksum_bytes(dev.bufs[i].get(), dev.bufs[i].size(), accp + i, s);
     D2K_CUDA_CHECK_LAUNCH();
   }
   std::vector<unsigned long long> h(dev.bufs.size());
