@@ -9,7 +9,7 @@ b="$root/build/hash_join"
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv; } > "$out/gpu.txt" 2>&1
 cat "$out/gpu.txt"
 timeout "${2:-120}" "$b/hj_devbench" "$b/impl" --max-samples "${1:-20}" 2>&1 | tee "$out/devbench.txt"
-PYTHONUNBUFFERED=1 timeout 60 python3 "$root/tools/devbench/hash_join/torch_eager.py" 2>&1 | tee "$out/torch.txt"
+PYTHONUNBUFFERED=1 timeout 50 python3 "$root/tools/devbench/hash_join/torch_eager.py" 2>&1 | tee "$out/torch.txt"
 if command -v cuobjdump >/dev/null; then
   cuobjdump --dump-sass "$b/impl/naive.so" > "$out/naive.sass" 2>&1
   cuobjdump --dump-sass "$b/impl/expert.so" > "$out/expert.sass" 2>&1
