@@ -245,7 +245,7 @@ int main(int argc, char** argv) try {
   // Extra awkward shapes for the bench's own checks: tiny H (sub-warp rows), H not a multiple of the
   // tiling, the public H values with T not a multiple of rows per CTA.
   const std::pair<int64_t, int64_t> extra[] = {{1, 8}, {257, 40}, {5, 5120}, {67, 8192}, {129, 4096},
-                                               {17, 12296}, {3, 2056}, {31, 520}, {2, 16384}, {2, 16392}, {9, 1000}};
+                                               {17, 12296}, {3, 2056}, {31, 520}, {2, 16384}, {2, 16392}, {9, 1000}, {5, 1002}};
   for (auto [T, H] : extra)
     wls.push_back({"devbench-extra-" + std::to_string(T) + "x" + std::to_string(H), "check", T, H, eps_default});
 
