@@ -1,0 +1,577 @@
+#include "check/compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "check/compare_internal.h"
+
+namespace d2k {
+
+using check::ElemParams;
+using check::ElemRule;
+using check::ElemStats;
+
+std::string_view check_status_name(CheckStatus s) {
+  switch (s) {
+    case CheckStatus::passed: return "PASSED";
+    case CheckStatus::incorrect_numerical: return "INCORRECT_NUMERICAL";
+    case CheckStatus::incorrect_write: return "INCORRECT_WRITE";
+    case CheckStatus::incorrect_shape: return "INCORRECT_SHAPE";
+  }
+  return "?";
+}
+
+PoisonPattern poison_pattern(DType t, int variant) {
+  const bool v1 = variant != 0;
+  switch (t) {
+    case DType::f32: return {t, v1 ? 0xFFA5A5A5ull : 0x7FA5A5A5ull};
+    case DType::f64: return {t, v1 ? 0xFFF4A5A5A5A5A5A5ull : 0x7FF4A5A5A5A5A5A5ull};
+    case DType::bf16: return {t, v1 ? 0xFFA5ull : 0x7FA5ull};
+    case DType::f16: return {t, v1 ? 0xFCA5ull : 0x7CA5ull};
+    case DType::f8e4m3: return {t, v1 ? 0xFFull : 0x7Full};
+    case DType::f8e5m2: return {t, v1 ? 0xFDull : 0x7Dull};
+    default: return poison_from_byte(t, v1 ? 0x5A : 0xA5);
+  }
+}
+
+PoisonPattern poison_from_byte(DType t, std::uint8_t byte) {
+  std::uint64_t bits = 0;
+  for (std::size_t b = 0; b < data::elem_bytes(t); ++b) bits |= static_cast<std::uint64_t>(byte) << (8 * b);
+  return {t, bits};
+}
+
+void fill_poison(const PoisonPattern& p, void* dst, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) data::store_bits(p.dtype, dst, i, p.bits);
+}
+
+namespace check {
+
+std::int64_t numel_of(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+std::string format_index(std::int64_t flat, const std::vector<std::int64_t>& shape) {
+  if (shape.size() <= 1 || flat < 0) return fmt::format("[{}]", flat);
+  std::vector<std::int64_t> idx(shape.size());
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    const std::int64_t dim = std::max<std::int64_t>(shape[d], 1);
+    idx[d] = flat % dim;
+    flat /= dim;
+  }
+  return fmt::format("[{}]", fmt::join(idx, ", "));
+}
+
+bool is_dense_rule(const std::string& rule) { return rule == "allclose" || rule == "rel_l2" || rule == "exact"; }
+
+ElemParams dense_params(const CompareSpec& spec, DType et, DType at, int poison_variant) {
+  ElemParams p;
+  p.rule = spec.rule == "exact" ? ElemRule::exact : spec.rule == "rel_l2" ? ElemRule::none : ElemRule::allclose;
+  p.atol = spec.atol;
+  p.rtol = spec.rtol;
+  p.et = et;
+  p.at = at;
+  if (poison_variant >= 0) {
+    p.check_poison = true;
+    p.poison = poison_pattern(at, poison_variant).bits;
+    p.poison_vs_expected = et == at;
+  }
+  return p;
+}
+
+double rel_l2_threshold(const CompareSpec& spec, const ElemStats& s, std::int64_t n) {
+  return n > 0 ? spec.tol * std::sqrt(s.sum_e2 / static_cast<double>(n)) : 0.0;
+}
+
+CompareResult check_shapes(const CompareSpec& spec, const std::vector<std::int64_t>& es,
+                           const std::vector<std::int64_t>& as, bool* ok) {
+  CompareResult r;
+  r.rule = spec.rule;
+  *ok = es == as;
+  if (!*ok) {
+    r.status = CheckStatus::incorrect_shape;
+    r.message = fmt::format("shape [{}] differs from the expected [{}]", fmt::join(as, ", "), fmt::join(es, ", "));
+  }
+  return r;
+}
+
+namespace {
+
+std::string rule_text(const CompareSpec& s) {
+  if (s.rule == "allclose") {
+    std::string t = fmt::format("allclose(atol={:g}, rtol={:g}", s.atol, s.rtol);
+    if (s.matched_ratio < 1) t += fmt::format(", matched_ratio={:g}", s.matched_ratio);
+    if (s.max_error_cap > 0) t += fmt::format(", max_error_cap={:g}", s.max_error_cap);
+    return t + ")";
+  }
+  if (s.rule == "rel_l2") return fmt::format("rel_l2(tol={:g})", s.tol);
+  return s.rule;
+}
+
+}  // namespace
+
+CompareResult finalize_dense(const CompareSpec& spec, const ElemStats& s, const ElemStats* s2, std::int64_t n,
+                             const std::vector<std::int64_t>& shape, double first_e, double first_a,
+                             std::uint64_t poison_bits) {
+  CompareResult r;
+  r.rule = spec.rule;
+  r.checked = n;
+  r.max_abs_error = s.max_abs;
+  r.max_rel_error = s.max_rel;
+  r.rel_l2 = s.sum_e2 > 0 ? std::sqrt(s.sum_d2 / s.sum_e2) : (s.sum_d2 == 0 ? 0.0 : INFINITY);
+  if (s.unwritten > 0) {
+    r.status = CheckStatus::incorrect_write;
+    r.mismatches = static_cast<std::int64_t>(s.unwritten);
+    r.first_bad = s.first_unwritten;
+    r.message = fmt::format("{} of {} elements were not written (still hold the poison 0x{:X}); first at {}", s.unwritten,
+                            n, poison_bits, format_index(s.first_unwritten, shape));
+    return r;
+  }
+  const ElemStats& m = s2 ? *s2 : s;
+  r.mismatches = static_cast<std::int64_t>(m.mismatches);
+  r.first_bad = m.first_bad;
+  if (r.first_bad >= 0) {
+    r.first_expected = first_e;
+    r.first_actual = first_a;
+  }
+  const std::string first =
+      r.first_bad >= 0 ? fmt::format("; first at {}: expected {:.9g}, actual {:.9g}", format_index(r.first_bad, shape),
+                                     first_e, first_a)
+                       : std::string();
+  const std::string stats = fmt::format("max abs err {:.3g}, max rel err {:.3g}, rel_l2 {:.3g}", r.max_abs_error,
+                                        r.max_rel_error, r.rel_l2);
+  const bool all_zero = n > 0 && s.nonzero_actual == 0 && s.nonzero_expected > 0;
+  std::string why;
+  if (s.nonfinite_bad > 0) {
+    why = fmt::format("{} non-finite values where the expected value differs (NaN/Inf){}", s.nonfinite_bad, first);
+  } else if (all_zero) {
+    why = "output is all zeros but the expected output is not";
+  } else if (spec.rule == "allclose") {
+    const double allowed_d = std::floor((1.0 - spec.matched_ratio) * static_cast<double>(n) + 1e-9);
+    const std::int64_t allowed = allowed_d > 0 ? static_cast<std::int64_t>(allowed_d) : 0;
+    if (r.mismatches > allowed)
+      why = fmt::format("{} of {} elements mismatch (allowed {}){}", r.mismatches, n, allowed, first);
+    else if (spec.max_error_cap > 0 && r.max_abs_error > spec.max_error_cap)
+      why = fmt::format("max abs err {:.6g} exceeds max_error_cap {:g}", r.max_abs_error, spec.max_error_cap);
+  } else if (spec.rule == "rel_l2") {
+    if (!(r.rel_l2 <= spec.tol))
+      why = fmt::format("rel_l2 {:.6g} > tol {:g}; {} elements off by more than tol*rms(expected){}", r.rel_l2, spec.tol,
+                        r.mismatches, first);
+  } else if (spec.rule == "exact") {
+    if (r.mismatches > 0) why = fmt::format("{} of {} elements differ{}", r.mismatches, n, first);
+  }
+  r.passed = why.empty();
+  r.status = r.passed ? CheckStatus::passed : CheckStatus::incorrect_numerical;
+  r.message = rule_text(spec) + ": " + (r.passed ? fmt::format("{} elements match; {}", n, stats) : why + "; " + stats);
+  if (spec.rule == "exact" && r.passed) r.message = fmt::format("exact: {} elements equal", n);
+  return r;
+}
+
+}  // namespace check
+
+namespace {
+
+std::int64_t elems(const HostTensor& t) {
+  return static_cast<std::int64_t>(t.bytes.size() / data::elem_bytes(t.dtype));
+}
+
+void require_consistent(const HostTensor& t, const char* which) {
+  if (check::numel_of(t.shape) != elems(t) && !(t.shape.empty() && elems(t) == 1))
+    throw std::invalid_argument(fmt::format("compare: {} tensor '{}' has shape [{}] but holds {} elements", which, t.name,
+                                            fmt::join(t.shape, ", "), elems(t)));
+}
+
+struct Cell {
+  std::int64_t i;
+  double d;
+};
+
+/// Rows of a multiset side: `width` cells per row, ints exact, floats as double.
+struct RowSet {
+  std::vector<Cell> cells;
+  std::vector<bool> col_is_int;  // per cell position in a row
+  std::int64_t width = 0, rows = 0;
+};
+
+RowSet gather_rows(std::span<const HostTensor* const> cols, std::int64_t rows) {
+  RowSet rs;
+  rs.rows = rows;
+  std::vector<std::int64_t> widths;
+  for (const HostTensor* c : cols) {
+    const std::int64_t cap = c->shape.empty() ? 1 : c->shape[0];
+    const std::int64_t w = cap > 0 ? elems(*c) / cap : 0;
+    widths.push_back(w);
+    for (std::int64_t k = 0; k < w; ++k) rs.col_is_int.push_back(!data::is_float_type(c->dtype));
+    rs.width += w;
+  }
+  rs.cells.resize(static_cast<std::size_t>(rows * rs.width));
+  std::int64_t off = 0;
+  for (std::size_t c = 0; c < cols.size(); ++c) {
+    const HostTensor& t = *cols[c];
+    const bool is_int = !data::is_float_type(t.dtype);
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t k = 0; k < widths[c]; ++k) {
+        const std::int64_t i = r * widths[c] + k;
+        Cell& cell = rs.cells[static_cast<std::size_t>(r * rs.width + off + k)];
+        cell.i = is_int ? data::load_i64(t.dtype, t.data(), i) : 0;
+        cell.d = data::load_double(t.dtype, t.data(), i);
+      }
+    off += widths[c];
+  }
+  return rs;
+}
+
+/// Total order on cells: ints by value; floats by value with NaN last (all NaNs equal).
+int cmp_cell(const Cell& a, const Cell& b, bool is_int) {
+  if (is_int) return a.i < b.i ? -1 : (a.i > b.i ? 1 : 0);
+  const bool na = std::isnan(a.d), nb = std::isnan(b.d);
+  if (na || nb) return na == nb ? 0 : (na ? 1 : -1);
+  return a.d < b.d ? -1 : (a.d > b.d ? 1 : 0);
+}
+
+int cmp_row(const RowSet& A, std::int64_t ra, const RowSet& B, std::int64_t rb) {
+  const Cell* a = &A.cells[static_cast<std::size_t>(ra * A.width)];
+  const Cell* b = &B.cells[static_cast<std::size_t>(rb * B.width)];
+  for (std::int64_t k = 0; k < A.width; ++k)
+    if (int c = cmp_cell(a[k], b[k], A.col_is_int[static_cast<std::size_t>(k)])) return c;
+  return 0;
+}
+
+std::vector<std::int64_t> sorted_rows(const RowSet& rs) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(rs.rows));
+  for (std::int64_t i = 0; i < rs.rows; ++i) order[static_cast<std::size_t>(i)] = i;
+  std::sort(order.begin(), order.end(), [&](std::int64_t x, std::int64_t y) { return cmp_row(rs, x, rs, y) < 0; });
+  return order;
+}
+
+CompareResult fail(const CompareSpec& spec, CheckStatus st, std::string msg) {
+  CompareResult r;
+  r.rule = spec.rule;
+  r.status = st;
+  r.message = spec.rule + ": " + std::move(msg);
+  return r;
+}
+
+CompareResult compare_topk(const CompareSpec& spec, const HostTensor& expected, const HostTensor& actual,
+                           const CompareOptions& opt) {
+  if (expected.shape.size() != 2)
+    throw std::invalid_argument(fmt::format("topk: index output '{}' must be 2-D [rows, k]", expected.name));
+  const std::int64_t rows_cap = expected.shape[0], k = expected.shape[1];
+  const std::int64_t erows = opt.expected_rows >= 0 ? opt.expected_rows : rows_cap;
+  const std::int64_t arows = opt.actual_rows >= 0 ? opt.actual_rows : rows_cap;
+  if (arows > rows_cap || erows > rows_cap)
+    return fail(spec, CheckStatus::incorrect_numerical, fmt::format("row count {} is beyond the capacity {}", arows, rows_cap));
+  if (arows != erows)
+    return fail(spec, CheckStatus::incorrect_numerical, fmt::format("row count {} differs from the expected {}", arows, erows));
+  if (opt.poison_variant >= 0) {
+    const auto p = poison_pattern(actual.dtype, opt.poison_variant);
+    const WriteCheck w = check_written(p, actual, arows * k, &expected);
+    if (w.unwritten > 0) {
+      CompareResult r = fail(spec, CheckStatus::incorrect_write,
+                             fmt::format("{} of {} indices were not written; first at {}", w.unwritten, arows * k,
+                                         check::format_index(w.first, actual.shape)));
+      r.mismatches = w.unwritten;
+      r.first_bad = w.first;
+      return r;
+    }
+  }
+  const HostTensor* sc = opt.scores;
+  const std::int64_t n = sc && sc->shape.size() == 2 ? sc->shape[1] : -1;
+  if (sc && (sc->shape.size() != 2 || sc->shape[0] < erows))
+    throw std::invalid_argument("topk: scores must be [rows, n] with at least the compared rows");
+  const double tie_atol = spec.atol, tie_rtol = spec.rtol;
+  CompareResult r;
+  r.rule = spec.rule;
+  r.checked = arows;
+  std::string first_reason;
+  std::int64_t zero_rows_actual = 0, zero_rows_expected = 0;
+  for (std::int64_t row = 0; row < arows; ++row) {
+    std::vector<std::int64_t> E(static_cast<std::size_t>(k)), A(static_cast<std::size_t>(k));
+    bool a_zero = true, e_zero = true;
+    for (std::int64_t j = 0; j < k; ++j) {
+      E[static_cast<std::size_t>(j)] = data::load_i64(expected.dtype, expected.data(), row * k + j);
+      A[static_cast<std::size_t>(j)] = data::load_i64(actual.dtype, actual.data(), row * k + j);
+      a_zero &= A[static_cast<std::size_t>(j)] == 0;
+      e_zero &= E[static_cast<std::size_t>(j)] == 0;
+    }
+    zero_rows_actual += a_zero;
+    zero_rows_expected += e_zero;
+    auto value_e = [&](std::int64_t j) {  // value of expected's j-th index
+      return sc ? data::load_double(sc->dtype, sc->data(), row * n + E[static_cast<std::size_t>(j)])
+                : opt.expected_values ? data::load_double(opt.expected_values->dtype, opt.expected_values->data(), row * k + j)
+                                      : NAN;
+    };
+    auto value_a = [&](std::int64_t j) {
+      return sc ? data::load_double(sc->dtype, sc->data(), row * n + A[static_cast<std::size_t>(j)])
+                : opt.actual_values ? data::load_double(opt.actual_values->dtype, opt.actual_values->data(), row * k + j)
+                                    : NAN;
+    };
+    std::string reason;
+    double bad_e = NAN, bad_a = NAN;
+    std::unordered_set<std::int64_t> aset, eset(E.begin(), E.end());
+    for (std::int64_t j = 0; j < k && reason.empty(); ++j) {
+      const std::int64_t a = A[static_cast<std::size_t>(j)];
+      if (a < 0 || (n >= 0 && a >= n)) reason = fmt::format("index {} out of range", a), bad_a = static_cast<double>(a);
+      else if (!aset.insert(a).second) reason = fmt::format("index {} repeated", a), bad_a = static_cast<double>(a);
+    }
+    if (reason.empty()) {
+      double kth = INFINITY;
+      for (std::int64_t j = 0; j < k; ++j) kth = std::min(kth, value_e(j));
+      auto ties = [&](double v) {
+        return std::isfinite(v) && std::isfinite(kth) && std::fabs(v - kth) <= tie_atol + tie_rtol * std::fabs(kth);
+      };
+      for (std::int64_t j = 0; j < k && reason.empty(); ++j) {
+        const std::int64_t a = A[static_cast<std::size_t>(j)];
+        if (!eset.count(a) && !ties(value_a(j))) {
+          reason = fmt::format("index {} (value {:.6g}) is not in the expected top-{} (k-th value {:.6g})", a, value_a(j), k, kth);
+          bad_a = static_cast<double>(a);
+        }
+      }
+      for (std::int64_t j = 0; j < k && reason.empty(); ++j) {
+        const std::int64_t e = E[static_cast<std::size_t>(j)];
+        if (!aset.count(e) && !ties(value_e(j))) {
+          reason = fmt::format("expected index {} (value {:.6g}) is missing", e, value_e(j));
+          bad_e = static_cast<double>(e);
+        }
+      }
+    }
+    if (!reason.empty()) {
+      if (r.mismatches++ == 0) {
+        r.first_bad = row;
+        r.first_expected = bad_e;
+        r.first_actual = bad_a;
+        first_reason = reason;
+      }
+    }
+  }
+  const bool all_zero = arows > 0 && zero_rows_actual == arows && zero_rows_expected < arows;
+  r.passed = r.mismatches == 0 && !all_zero;
+  r.status = r.passed ? CheckStatus::passed : CheckStatus::incorrect_numerical;
+  if (r.passed) r.message = fmt::format("topk: {} rows of {} indices match (ties allowed)", arows, k);
+  else if (r.mismatches) r.message = fmt::format("topk: {} of {} rows differ; first row {}: {}", r.mismatches, arows, r.first_bad, first_reason);
+  else r.message = "topk: output is all zeros but the expected output is not";
+  return r;
+}
+
+}  // namespace
+
+WriteCheck check_written(const PoisonPattern& p, const HostTensor& actual, std::int64_t limit, const HostTensor* expected) {
+  WriteCheck w;
+  const std::int64_t n = limit >= 0 ? std::min(limit, elems(actual)) : elems(actual);
+  const bool vs_e = expected && expected->dtype == actual.dtype && elems(*expected) >= n;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (data::load_bits(actual.dtype, actual.data(), i) != p.bits) continue;
+    if (vs_e && data::load_bits(expected->dtype, expected->data(), i) == p.bits) continue;
+    if (w.unwritten++ == 0) w.first = i;
+  }
+  return w;
+}
+
+WriteCheck check_written_two_runs(const PoisonPattern& pa, const HostTensor& run_a, const PoisonPattern& pb,
+                                  const HostTensor& run_b, std::int64_t limit) {
+  if (run_a.dtype != run_b.dtype || run_a.bytes.size() != run_b.bytes.size())
+    throw std::invalid_argument("check_written_two_runs: the two runs differ in dtype or size");
+  WriteCheck w;
+  const std::int64_t n = limit >= 0 ? std::min(limit, elems(run_a)) : elems(run_a);
+  for (std::int64_t i = 0; i < n; ++i)
+    if (check::unwritten_two_runs(run_a.dtype, run_a.data(), pa.bits, run_b.data(), pb.bits, i) && w.unwritten++ == 0)
+      w.first = i;
+  return w;
+}
+
+std::int64_t first_unwritten(const PoisonPattern& p, const HostTensor& actual, std::int64_t limit) {
+  const std::int64_t n = limit >= 0 ? std::min(limit, elems(actual)) : elems(actual);
+  for (std::int64_t i = 0; i < n; ++i)
+    if (data::load_bits(actual.dtype, actual.data(), i) == p.bits) return i;
+  return -1;
+}
+
+std::int64_t read_count(const HostTensor& t) {
+  if (elems(t) < 1) throw std::invalid_argument(fmt::format("count output '{}' is empty", t.name));
+  return data::load_i64(t.dtype, t.data(), 0);
+}
+
+CompareResult compare(const CompareSpec& spec, const HostTensor& expected, const HostTensor& actual,
+                      const CompareOptions& opt) {
+  if (spec.rule == "none") {
+    CompareResult r;
+    r.rule = spec.rule;
+    r.passed = true;
+    r.status = CheckStatus::passed;
+    r.message = "none: not compared";
+    return r;
+  }
+  require_consistent(expected, "expected");
+  require_consistent(actual, "actual");
+  bool ok = false;
+  CompareResult shape = check::check_shapes(spec, expected.shape, actual.shape, &ok);
+  if (!ok) return shape;
+  if (spec.rule == "multiset") {
+    const HostTensor* e[] = {&expected};
+    const HostTensor* a[] = {&actual};
+    return compare_multiset(spec, e, a, opt.expected_rows, opt.actual_rows, opt.poison_variant);
+  }
+  if (spec.rule == "topk") return compare_topk(spec, expected, actual, opt);
+  if (!check::is_dense_rule(spec.rule))
+    throw std::invalid_argument("compare: unknown rule '" + spec.rule +
+                                "' (allclose, rel_l2, exact, multiset, topk, none)");
+  const std::int64_t n = elems(actual);
+  const ElemParams p = check::dense_params(spec, expected.dtype, actual.dtype, opt.poison_variant);
+  ElemStats s;
+  for (std::int64_t i = 0; i < n; ++i) check::accumulate(s, p, expected.data(), actual.data(), i);
+  ElemStats s2;
+  const bool two = spec.rule == "rel_l2" && s.unwritten == 0;
+  if (two) {
+    ElemParams p2 = p;
+    p2.rule = ElemRule::allclose;
+    p2.atol = check::rel_l2_threshold(spec, s, n);
+    p2.rtol = 0;
+    p2.check_poison = false;
+    for (std::int64_t i = 0; i < n; ++i) check::accumulate(s2, p2, expected.data(), actual.data(), i);
+  }
+  const std::int64_t fb = two ? s2.first_bad : s.first_bad;
+  const double fe = fb >= 0 ? data::load_double(expected.dtype, expected.data(), fb) : NAN;
+  const double fa = fb >= 0 ? data::load_double(actual.dtype, actual.data(), fb) : NAN;
+  return check::finalize_dense(spec, s, two ? &s2 : nullptr, n, actual.shape, fe, fa, p.poison);
+}
+
+CompareResult compare_multiset(const CompareSpec& spec, std::span<const HostTensor* const> expected_cols,
+                               std::span<const HostTensor* const> actual_cols, std::int64_t expected_count,
+                               std::int64_t actual_count, int poison_variant) {
+  CompareSpec sp = spec;
+  sp.rule = "multiset";
+  if (expected_cols.empty() || expected_cols.size() != actual_cols.size())
+    throw std::invalid_argument(fmt::format("multiset: {} expected columns but {} actual ones", expected_cols.size(),
+                                            actual_cols.size()));
+  std::int64_t cap = -1;
+  for (std::size_t c = 0; c < actual_cols.size(); ++c) {
+    const HostTensor& e = *expected_cols[c];
+    const HostTensor& a = *actual_cols[c];
+    require_consistent(e, "expected");
+    require_consistent(a, "actual");
+    bool ok = false;
+    CompareResult sh = check::check_shapes(sp, e.shape, a.shape, &ok);
+    if (!ok) {
+      sh.message = "multiset column '" + a.name + "': " + sh.message;
+      return sh;
+    }
+    const std::int64_t rows = a.shape.empty() ? 1 : a.shape[0];
+    if (cap >= 0 && rows != cap)
+      return fail(sp, CheckStatus::incorrect_shape,
+                  fmt::format("column '{}' has {} rows, other columns {}", a.name, rows, cap));
+    cap = rows;
+  }
+  const std::int64_t ecount = expected_count >= 0 ? expected_count : cap;
+  const std::int64_t acount = actual_count >= 0 ? actual_count : cap;
+  if (actual_count > cap || actual_count < -1)
+    return fail(sp, CheckStatus::incorrect_numerical, fmt::format("row count {} is outside [0, {}]", actual_count, cap));
+  if (ecount > cap) throw std::invalid_argument(fmt::format("multiset: expected count {} exceeds capacity {}", ecount, cap));
+  if (poison_variant >= 0) {
+    for (std::size_t c = 0; c < actual_cols.size(); ++c) {
+      const HostTensor& a = *actual_cols[c];
+      const std::int64_t w = cap > 0 ? elems(a) / cap : 0;
+      const WriteCheck wc = check_written(poison_pattern(a.dtype, poison_variant), a, acount * w, expected_cols[c]);
+      if (wc.unwritten > 0) {
+        CompareResult r = fail(sp, CheckStatus::incorrect_write,
+                               fmt::format("column '{}': {} elements of the {} valid rows were not written; first at {}",
+                                           a.name, wc.unwritten, acount, check::format_index(wc.first, a.shape)));
+        r.mismatches = wc.unwritten;
+        r.first_bad = w > 0 ? wc.first / w : -1;
+        return r;
+      }
+    }
+  }
+  const RowSet E = gather_rows(expected_cols, ecount), A = gather_rows(actual_cols, acount);
+  const auto eo = sorted_rows(E), ao = sorted_rows(A);
+  CompareResult r;
+  r.rule = "multiset";
+  r.checked = acount;
+  std::int64_t first_unmatched_actual = -1, first_missing_expected = -1, unmatched_a = 0, unmatched_e = 0;
+  const bool tolerant = spec.atol > 0 || spec.rtol > 0;
+  double max_abs = 0, max_rel = 0;
+  if (tolerant && ecount == acount) {
+    // Sorted pairwise: ints exact, floats with allclose semantics.
+    for (std::int64_t q = 0; q < acount; ++q) {
+      const Cell* a = &A.cells[static_cast<std::size_t>(ao[q] * A.width)];
+      const Cell* e = &E.cells[static_cast<std::size_t>(eo[q] * E.width)];
+      bool bad = false;
+      for (std::int64_t k = 0; k < A.width; ++k) {
+        if (A.col_is_int[static_cast<std::size_t>(k)]) {
+          bad |= a[k].i != e[k].i;
+          continue;
+        }
+        if (!std::isfinite(a[k].d) || !std::isfinite(e[k].d)) {
+          bad |= !((std::isnan(a[k].d) && std::isnan(e[k].d)) || a[k].d == e[k].d);
+          continue;
+        }
+        const double d = std::fabs(a[k].d - e[k].d);
+        max_abs = std::max(max_abs, d);
+        if (e[k].d != 0) max_rel = std::max(max_rel, d / std::fabs(e[k].d));
+        bad |= d > spec.atol && d > spec.rtol * std::fabs(e[k].d);
+      }
+      if (bad) {
+        ++unmatched_a;
+        ++unmatched_e;
+        first_unmatched_actual = check::min_index(first_unmatched_actual, ao[q]);
+        first_missing_expected = check::min_index(first_missing_expected, eo[q]);
+      }
+    }
+  } else {
+    // Exact multiset difference by a merge of the two sorted lists.
+    std::size_t x = 0, y = 0;
+    while (x < eo.size() || y < ao.size()) {
+      const int c = x == eo.size() ? 1 : y == ao.size() ? -1 : cmp_row(E, eo[x], A, ao[y]);
+      if (c == 0) {
+        ++x;
+        ++y;
+      } else if (c < 0) {
+        ++unmatched_e;
+        first_missing_expected = check::min_index(first_missing_expected, eo[x++]);
+      } else {
+        ++unmatched_a;
+        first_unmatched_actual = check::min_index(first_unmatched_actual, ao[y++]);
+      }
+    }
+  }
+  r.mismatches = std::max(unmatched_a, unmatched_e);
+  r.max_abs_error = max_abs;
+  r.max_rel_error = max_rel;
+  auto row_text = [](const RowSet& rs, std::int64_t row) {
+    std::vector<std::string> cells;
+    for (std::int64_t k = 0; k < rs.width; ++k) {
+      const Cell& c = rs.cells[static_cast<std::size_t>(row * rs.width + k)];
+      cells.push_back(rs.col_is_int[static_cast<std::size_t>(k)] ? std::to_string(c.i) : fmt::format("{:.9g}", c.d));
+    }
+    return fmt::format("({})", fmt::join(cells, ", "));
+  };
+  bool all_zero_a = acount > 0, all_zero_e = true;
+  for (const Cell& c : A.cells) all_zero_a &= c.d == 0;
+  for (const Cell& c : E.cells) all_zero_e &= c.d == 0;
+  std::string why;
+  if (acount != ecount) why = fmt::format("row count {} differs from the expected {}", acount, ecount);
+  if (r.mismatches > 0) {
+    if (!why.empty()) why += "; ";
+    why += fmt::format("{} rows of actual not in expected, {} expected rows missing", unmatched_a, unmatched_e);
+    if (first_unmatched_actual >= 0) {
+      r.first_bad = first_unmatched_actual;
+      r.first_actual = A.cells[static_cast<std::size_t>(first_unmatched_actual * A.width)].d;
+      why += fmt::format("; first unmatched actual row {}: {}", first_unmatched_actual, row_text(A, first_unmatched_actual));
+    }
+    if (first_missing_expected >= 0) {
+      r.first_expected = E.cells[static_cast<std::size_t>(first_missing_expected * E.width)].d;
+      why += fmt::format("; first missing expected row {}: {}", first_missing_expected, row_text(E, first_missing_expected));
+    }
+  }
+  if (why.empty() && all_zero_a && !all_zero_e && ecount > 0) why = "output is all zeros but the expected output is not";
+  r.passed = why.empty();
+  r.status = r.passed ? CheckStatus::passed : CheckStatus::incorrect_numerical;
+  r.message = r.passed ? fmt::format("multiset: {} rows match as a multiset", acount) : "multiset: " + why;
+  return r;
+}
+
+}  // namespace d2k
