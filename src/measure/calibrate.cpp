@@ -1,0 +1,349 @@
+#include "measure/calibrate.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <ctime>
+#include <functional>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "measure/check.h"
+#include "measure/kernels.h"
+#include "measure/nvml_sampler.h"
+#include "measure/statistics.h"
+
+#define D2K_MEASURE_CUBLAS(call)                                                         \
+  do {                                                                                   \
+    cublasStatus_t d2k_s_ = (call);                                                      \
+    if (d2k_s_ != CUBLAS_STATUS_SUCCESS)                                                 \
+      ::d2k::measure::detail::throw_call_error(__FILE__, __LINE__, #call,                \
+                                               cublasLtGetStatusString(d2k_s_));         \
+  } while (0)
+
+namespace d2k::measure {
+
+
+namespace {
+
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) { D2K_MEASURE_CUDA(cudaMalloc(&p_, bytes)); }
+  ~DeviceBuffer() {
+    if (p_) cudaFree(p_);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  template <typename T = void>
+  T* get() const {
+    return static_cast<T*>(p_);
+  }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+class Stream {
+ public:
+  Stream() { D2K_MEASURE_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  ~Stream() {
+    if (s_) cudaStreamDestroy(s_);
+  }
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+class EventPair {
+ public:
+  EventPair() {
+    D2K_MEASURE_CUDA(cudaEventCreate(&a_));
+    D2K_MEASURE_CUDA(cudaEventCreate(&b_));
+  }
+  ~EventPair() {
+    if (a_) cudaEventDestroy(a_);
+    if (b_) cudaEventDestroy(b_);
+  }
+  cudaEvent_t a() const { return a_; }
+  cudaEvent_t b() const { return b_; }
+
+ private:
+  cudaEvent_t a_ = nullptr, b_ = nullptr;
+};
+
+// Times `fn` `reps` times (after `warm` untimed calls) with events on `s`; returns seconds each.
+std::vector<double> time_reps(cudaStream_t s, int warm, int reps, const std::function<void()>& fn) {
+  for (int i = 0; i < warm; ++i) fn();
+  D2K_MEASURE_CUDA(cudaStreamSynchronize(s));
+  EventPair ev;
+  std::vector<double> out;
+  for (int i = 0; i < reps; ++i) {
+    D2K_MEASURE_CUDA(cudaEventRecord(ev.a(), s));
+    fn();
+    D2K_MEASURE_CUDA(cudaEventRecord(ev.b(), s));
+    D2K_MEASURE_CUDA(cudaEventSynchronize(ev.b()));
+    float ms = 0;
+    D2K_MEASURE_CUDA(cudaEventElapsedTime(&ms, ev.a(), ev.b()));
+    out.push_back(ms * 1e-3);
+  }
+  return out;
+}
+
+double median_of(const std::vector<double>& v) { return summarize(v).median; }
+
+int fill_grid(int sms) { return sms * 8; }
+
+void fill(detail::FillType t, void* p, std::size_t n, unsigned seed, int sms, cudaStream_t s) {
+  D2K_MEASURE_CUDA(detail::launch_fill_uniform(t, p, n, seed, fill_grid(sms), s));
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// ---- bandwidth ----
+
+void measure_bandwidth(Ceilings& c, const CalibrateOptions& o, int sms, cudaStream_t s) {
+  std::size_t free_b = 0, total_b = 0;
+  D2K_MEASURE_CUDA(cudaMemGetInfo(&free_b, &total_b));
+  std::size_t n = std::min(o.copy_bytes, free_b / 4);
+  n = n / 4096 * 4096;
+  if (n < (std::size_t{64} << 20)) throw measure_error("calibrate: less than 256 MiB of device memory free for the copy test");
+  DeviceBuffer src(n), dst(n), sink(sizeof(unsigned));
+  fill(detail::FillType::u32, src.get(), n / 4, 12345u, sms, s);
+  const std::size_t n16 = n / 16;
+  const int grid = sms * 8;
+
+  const auto t_memcpy = time_reps(s, 2, o.copy_reps, [&] {
+    D2K_MEASURE_CUDA(cudaMemcpyAsync(dst.get(), src.get(), n, cudaMemcpyDeviceToDevice, s));
+  });
+  const auto t_kernel = time_reps(s, 2, o.copy_reps, [&] {
+    D2K_MEASURE_CUDA(detail::launch_copy_vec16(dst.get(), src.get(), n16, grid, s));
+  });
+  const auto t_read = time_reps(s, 2, o.copy_reps, [&] {
+    D2K_MEASURE_CUDA(detail::launch_read_vec16(src.get(), n16, sink.get<unsigned>(), 0x8BADF00Du, grid, s));
+  });
+  const double bw_memcpy = 2.0 * n / median_of(t_memcpy);
+  const double bw_kernel = 2.0 * n / median_of(t_kernel);
+  const double bw_read = 1.0 * n / median_of(t_read);
+  c.copy_bw = std::max(bw_memcpy, bw_kernel);
+  c.read_bw = bw_read;
+  c.details["copy"] = {{"bytes_per_buffer", n},
+                       {"reps", o.copy_reps},
+                       {"memcpy_Bps", bw_memcpy},
+                       {"memcpy_median_s", median_of(t_memcpy)},
+                       {"kernel_vec16_Bps", bw_kernel},
+                       {"kernel_vec16_median_s", median_of(t_kernel)},
+                       {"read_vec16_Bps", bw_read},
+                       {"read_vec16_median_s", median_of(t_read)},
+                       {"note", "copy_bw = max(memcpy, vec16 copy kernel), counting bytes read + written"}};
+}
+
+// ---- tensor rates through cuBLASLt ----
+
+struct GemmType {
+  const char* unit;
+  cudaDataType_t ab, cd;
+  cublasComputeType_t compute;
+  std::size_t ab_size, cd_size;
+  detail::FillType fill;
+};
+
+template <typename Fn>
+struct Finally {
+  Fn fn;
+  ~Finally() { fn(); }
+};
+template <typename Fn>
+Finally(Fn) -> Finally<Fn>;
+
+void measure_gemm(Ceilings& c, const GemmType& t, const CalibrateOptions& o, int sms, cudaStream_t s,
+                  cublasLtHandle_t lt) {
+  const int m = o.gemm_size, n = o.gemm_size, k = o.gemm_size;
+  DeviceBuffer A(std::size_t(k) * m * t.ab_size), B(std::size_t(k) * n * t.ab_size),
+      D(std::size_t(m) * n * t.cd_size), ws(o.gemm_workspace);
+  const std::size_t na = std::size_t(k) * m, nb = std::size_t(k) * n;
+  fill(t.fill, A.get(), na, 1, sms, s);
+  fill(t.fill, B.get(), nb, 2, sms, s);
+
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  Finally cleanup{[&] {
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (ld) cublasLtMatrixLayoutDestroy(ld);
+    if (lb) cublasLtMatrixLayoutDestroy(lb);
+    if (la) cublasLtMatrixLayoutDestroy(la);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }};
+  D2K_MEASURE_CUBLAS(cublasLtMatmulDescCreate(&op, t.compute, CUDA_R_32F));
+  // "TN" (A transposed, column-major): the layout FP8 requires, and a fast one for every type.
+  const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  D2K_MEASURE_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  D2K_MEASURE_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  D2K_MEASURE_CUBLAS(cublasLtMatrixLayoutCreate(&la, t.ab, k, m, k));
+  D2K_MEASURE_CUBLAS(cublasLtMatrixLayoutCreate(&lb, t.ab, k, n, k));
+  D2K_MEASURE_CUBLAS(cublasLtMatrixLayoutCreate(&ld, t.cd, m, n, m));
+  D2K_MEASURE_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+  const std::size_t wsb = o.gemm_workspace;
+  D2K_MEASURE_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                          &wsb, sizeof wsb));
+  std::vector<cublasLtMatmulHeuristicResult_t> cand(std::max(1, o.gemm_algos));
+  int returned = 0;
+  D2K_MEASURE_CUBLAS(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, int(cand.size()),
+                                                    cand.data(), &returned));
+  if (returned <= 0) throw measure_error(fmt::format("calibrate: cuBLASLt offers no algorithm for {}", t.unit));
+
+  const float alpha = 1.f, beta = 0.f;
+  auto run = [&](const cublasLtMatmulAlgo_t* algo) {
+    D2K_MEASURE_CUBLAS(cublasLtMatmul(lt, op, &alpha, A.get(), la, B.get(), lb, &beta, D.get(), ld, D.get(), ld,
+                                      algo, ws.get(), wsb, s));
+  };
+  const double flops = 2.0 * m * n * k;
+  int best = -1;
+  double best_t = 0;
+  nlohmann::json tried = nlohmann::json::array();
+  for (int i = 0; i < returned; ++i) {
+    if (cand[i].state != CUBLAS_STATUS_SUCCESS) continue;
+    const double t_med = median_of(time_reps(s, 2, 5, [&] { run(&cand[i].algo); }));
+    tried.push_back({{"candidate", i}, {"median_s", t_med}, {"ops_per_s", flops / t_med}});
+    if (best < 0 || t_med < best_t) {
+      best = i;
+      best_t = t_med;
+    }
+  }
+  if (best < 0) throw measure_error(fmt::format("calibrate: no usable cuBLASLt algorithm for {}", t.unit));
+  const auto times = time_reps(s, 2, o.gemm_reps, [&] { run(&cand[best].algo); });
+  const double t_med = median_of(times);
+  c.peak[t.unit] = flops / t_med;
+  c.details[t.unit] = {{"method", "cublasLtMatmul TN, random uniform[-1,1) inputs"},
+                       {"m", m}, {"n", n}, {"k", k},
+                       {"candidates", tried},
+                       {"chosen", best},
+                       {"reps", o.gemm_reps},
+                       {"median_s", t_med},
+                       {"ops_per_s", flops / t_med}};
+}
+
+// ---- FMA loops ----
+
+template <typename T, typename Launch>
+void measure_fma(Ceilings& c, const char* unit, T a, T b, int iters, int sms, cudaStream_t s, Launch launch) {
+  DeviceBuffer sink(sizeof(T));
+  const int block = 256, grid = sms * 8;  // 2048 threads per SM: full occupancy on sm_90
+  auto t = time_reps(s, 1, 3, [&] { D2K_MEASURE_CUDA(launch(sink.get<T>(), a, b, iters, grid, block, s)); });
+  const double ops = 2.0 * detail::kFmaChains * double(iters) * double(grid) * block;
+  const double t_med = median_of(t);
+  c.peak[unit] = ops / t_med;
+  c.details[unit] = {{"method", "register-resident multiply-add loop, 16 chains per thread, FMA = 2 ops"},
+                     {"grid", grid}, {"block", block}, {"iters", iters},
+                     {"median_s", t_med}, {"ops_per_s", ops / t_med}};
+}
+
+}  // namespace
+
+DeviceIdentity identify_device(int device) {
+  if (device < 0) D2K_MEASURE_CUDA(cudaGetDevice(&device));
+  cudaDeviceProp p{};
+  D2K_MEASURE_CUDA(cudaGetDeviceProperties(&p, device));
+  DeviceIdentity id;
+  id.name = p.name;
+  const auto* u = reinterpret_cast<const unsigned char*>(p.uuid.bytes);
+  id.uuid = fmt::format("GPU-{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
+                        u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+                        u[14], u[15]);
+  char pci[64] = {};
+  if (cudaDeviceGetPCIBusId(pci, sizeof pci, device) == cudaSuccess) id.pci_bus_id = pci;
+  NvmlSampler nvml(device);
+  id.driver = nvml.driver_version();
+  if (id.driver.empty()) {
+    int v = 0;
+    D2K_MEASURE_CUDA(cudaDriverGetVersion(&v));
+    id.driver = fmt::format("cuda-driver-{}", v);
+  }
+  return id;
+}
+
+Ceilings calibrate(int device, const CalibrateOptions& o) {
+  if (device < 0) D2K_MEASURE_CUDA(cudaGetDevice(&device));
+  D2K_MEASURE_CUDA(cudaSetDevice(device));
+  if (o.gemm_size <= 0 || o.gemm_size % 16 != 0) throw measure_error("calibrate: gemm_size must be a positive multiple of 16");
+  if (o.copy_reps <= 0 || o.gemm_reps <= 0 || o.fma_iters <= 0) throw measure_error("calibrate: reps and iters must be positive");
+  cudaDeviceProp p{};
+  D2K_MEASURE_CUDA(cudaGetDeviceProperties(&p, device));
+  Ceilings c;
+  c.device = identify_device(device);
+  c.source = "calibrated";
+  c.created = utc_now();
+  c.l2_bytes = static_cast<std::size_t>(p.l2CacheSize);
+  c.sm_count = p.multiProcessorCount;
+  c.details = nlohmann::json::object();
+  c.details["compute_capability"] = fmt::format("{}.{}", p.major, p.minor);
+
+  Stream stream;
+  const cudaStream_t s = stream.get();
+  NvmlSampler nvml(device);
+  nvml.start();
+
+  measure_bandwidth(c, o, p.multiProcessorCount, s);
+
+  cublasLtHandle_t lt = nullptr;
+  D2K_MEASURE_CUBLAS(cublasLtCreate(&lt));
+  Finally lt_guard{[&] { cublasLtDestroy(lt); }};
+  const GemmType types[] = {
+      {"bf16_tensor", CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 2, 2, detail::FillType::bf16},
+      {"fp16_tensor", CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, 2, 2, detail::FillType::f16},
+      {"fp8_tensor", CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, 1, 2, detail::FillType::e4m3},
+      {"tf32_tensor", CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, 4, 4, detail::FillType::f32},
+  };
+  for (const auto& t : types) {
+    try {
+      measure_gemm(c, t, o, p.multiProcessorCount, s, lt);
+    } catch (const measure_error& e) {
+      // A type this device or library cannot run is left out, with the reason. A broken
+      // context cannot be worked around: the synchronisation below throws for it.
+      D2K_MEASURE_CUDA(cudaDeviceSynchronize());
+      c.details[t.unit] = {{"error", e.what()}};
+    }
+  }
+
+  measure_fma<float>(c, "fp32", 0.999999f, 1e-6f, o.fma_iters, p.multiProcessorCount, s,
+                     detail::launch_fma_loop_f32);
+  measure_fma<double>(c, "fp64", 0.999999, 1e-6, std::max(8, o.fma_iters / 2), p.multiProcessorCount, s,
+                      detail::launch_fma_loop_f64);
+  measure_fma<unsigned>(c, "int32", 1664525u, 1013904223u, o.fma_iters, p.multiProcessorCount, s,
+                        detail::launch_fma_loop_u32);
+
+  D2K_MEASURE_CUDA(cudaStreamSynchronize(s));
+  const ClockSummary clocks = nvml.stop();
+  c.sm_clock_mhz = clocks.sm_mhz_median;
+  nlohmann::json cj;
+  to_json(cj, clocks);
+  c.details["clocks"] = cj;
+  c.notes = "measured by calibrate(); copy_bw counts bytes read + written";
+  return c;
+}
+
+Ceilings ceilings_for_device(int device, const std::filesystem::path& file) {
+  if (device < 0) D2K_MEASURE_CUDA(cudaGetDevice(&device));
+  Ceilings c = ceilings_for(identify_device(device), file);
+  if (c.source == "datasheet") {
+    cudaDeviceProp p{};
+    D2K_MEASURE_CUDA(cudaGetDeviceProperties(&p, device));
+    c.l2_bytes = static_cast<std::size_t>(p.l2CacheSize);
+    c.sm_count = p.multiProcessorCount;
+  }
+  return c;
+}
+
+}  // namespace d2k::measure

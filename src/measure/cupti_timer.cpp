@@ -1,0 +1,239 @@
+#include "measure/cupti_timer.h"
+
+#include <cuda.h>
+#include <cupti.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "measure/kernel_origin.h"
+
+namespace d2k::measure {
+
+namespace {
+
+constexpr std::size_t kBufferBytes = 8u << 20;  // per CUPTI buffer: ~40k kernel records
+constexpr std::size_t kAlign = 8;
+
+std::string cupti_error_text(CUptiResult r) {
+  const char* s = nullptr;
+  if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s) return fmt::format("CUPTI error {}", int(r));
+  return s;
+}
+
+const char* copy_kind_name(std::uint8_t k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "PtoP";
+    default: return "other";
+  }
+}
+
+}  // namespace
+
+// C callbacks CUPTI calls; they forward to the singleton.
+struct CuptiCallbacks {
+  static void CUPTIAPI requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+    *buffer = static_cast<uint8_t*>(std::aligned_alloc(kAlign, kBufferBytes));
+    *size = *buffer ? kBufferBytes : 0;
+    *max_records = 0;  // as many as fit
+  }
+  static void CUPTIAPI completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t size,
+                                 size_t valid_size) {
+    auto& c = CuptiCollector::instance();
+    c.parse(buffer, valid_size);
+    std::size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS && dropped) {
+      std::lock_guard lk(c.mu_);
+      c.dropped_ += dropped;
+    }
+    std::free(buffer);
+  }
+};
+
+CuptiCollector& CuptiCollector::instance() {
+  static CuptiCollector c;
+  return c;
+}
+
+CuptiCollector::CuptiCollector() {
+  if (const char* off = std::getenv("D2K_DISABLE_CUPTI"); off && *off && std::string(off) != "0") {
+    set_unavailable("disabled by D2K_DISABLE_CUPTI");
+    return;
+  }
+  const CUptiResult r = cuptiActivityRegisterCallbacks(&CuptiCallbacks::requested, &CuptiCallbacks::completed);
+  if (r != CUPTI_SUCCESS) {
+    set_unavailable("cuptiActivityRegisterCallbacks: " + cupti_error_text(r));
+    return;
+  }
+  available_ = true;
+  status_ = "ok";
+}
+
+void CuptiCollector::set_unavailable(std::string why) {
+  available_ = false;
+  status_ = std::move(why);
+}
+
+void CuptiCollector::start() {
+  // ctl_mu_ only: CUPTI may deliver buffers (taking mu_) from inside its own calls.
+  std::lock_guard lk(ctl_mu_);
+  if (!available_) return;
+  if (active_++ > 0) return;
+  {
+    std::lock_guard plk(mu_);
+    pending_.clear();
+  }
+  // CONCURRENT_KERNEL (not KERNEL): records every kernel without serialising them.
+  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                               CUPTI_ACTIVITY_KIND_MEMSET}) {
+    const CUptiResult r = cuptiActivityEnable(k);
+    if (r != CUPTI_SUCCESS) {
+      set_unavailable(fmt::format("cuptiActivityEnable({}): {}", int(k), cupti_error_text(r)));
+      active_ = 0;
+      return;
+    }
+  }
+}
+
+void CuptiCollector::stop() {
+  std::lock_guard lk(ctl_mu_);
+  if (!available_ || active_ == 0) return;
+  if (--active_ > 0) return;
+  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                               CUPTI_ACTIVITY_KIND_MEMSET})
+    cuptiActivityDisable(k);
+}
+
+std::vector<ActivityRecord> CuptiCollector::drain() {
+  if (!available_) return {};
+  // Default flush: every buffer whose records are complete (the caller synchronised before).
+  const CUptiResult r = cuptiActivityFlushAll(0);
+  std::lock_guard lk(mu_);
+  if (r != CUPTI_SUCCESS) {
+    set_unavailable("cuptiActivityFlushAll: " + cupti_error_text(r));
+    return {};
+  }
+  std::vector<ActivityRecord> out;
+  out.swap(pending_);
+  return out;
+}
+
+std::uint64_t CuptiCollector::dropped() const {
+  std::lock_guard lk(mu_);
+  return dropped_;
+}
+
+std::uint64_t CuptiCollector::now() const {
+  std::uint64_t t = 0;
+  if (available_ && cuptiGetTimestamp(&t) == CUPTI_SUCCESS) return t;
+  return 0;
+}
+
+void CuptiCollector::parse(std::uint8_t* buffer, std::size_t valid_size) {
+  // Demangling is costly; kernel names repeat, and CUPTI keeps one name string per kernel.
+  // Keyed by the name's text, not its pointer: a pointer could be reused after a module unloads.
+  static thread_local std::unordered_map<std::string, std::string> demangled;
+  std::vector<ActivityRecord> got;
+  CUpti_Activity* rec = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid_size, &rec) == CUPTI_SUCCESS) {
+    ActivityRecord a;
+    switch (rec->kind) {
+      case CUPTI_ACTIVITY_KIND_KERNEL:
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
+        a.kind = ActivityRecord::Kind::kernel;
+        a.start_ns = k->start;
+        a.end_ns = k->end;
+        a.raw_name = k->name ? k->name : "";
+        auto it = demangled.find(a.raw_name);
+        if (it == demangled.end()) it = demangled.emplace(a.raw_name, demangle(a.raw_name)).first;
+        a.name = it->second;
+        a.stream_id = k->streamId;
+        a.correlation_id = k->correlationId;
+        a.device_id = k->deviceId;
+        a.graph_node_id = k->graphNodeId;
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
+        a.kind = ActivityRecord::Kind::memcpy;
+        a.start_ns = m->start;
+        a.end_ns = m->end;
+        a.name = fmt::format("[memcpy {}]", copy_kind_name(m->copyKind));
+        a.stream_id = m->streamId;
+        a.correlation_id = m->correlationId;
+        a.device_id = m->deviceId;
+        a.graph_node_id = m->graphNodeId;
+        a.bytes = m->bytes;
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMSET: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
+        a.kind = ActivityRecord::Kind::memset;
+        a.start_ns = m->start;
+        a.end_ns = m->end;
+        a.name = "[memset]";
+        a.stream_id = m->streamId;
+        a.correlation_id = m->correlationId;
+        a.device_id = m->deviceId;
+        a.graph_node_id = m->graphNodeId;
+        a.bytes = m->bytes;
+        break;
+      }
+      default:
+        continue;
+    }
+    got.push_back(std::move(a));
+  }
+  std::lock_guard lk(mu_);
+  for (auto& a : got) pending_.push_back(std::move(a));
+}
+
+WindowActivity analyze_window(const std::vector<ActivityRecord>& records, std::uint64_t t_begin_ns,
+                              std::uint64_t t_end_ns, const std::vector<std::string>& exclude_first) {
+  std::vector<const ActivityRecord*> in;
+  WindowActivity w;
+  for (const auto& r : records) {
+    if (r.start_ns >= t_begin_ns && r.start_ns <= t_end_ns)
+      in.push_back(&r);
+    else
+      ++w.excluded;
+  }
+  std::stable_sort(in.begin(), in.end(),
+                   [](const ActivityRecord* a, const ActivityRecord* b) { return a->start_ns < b->start_ns; });
+  for (const auto& name : exclude_first) {
+    auto it = std::find_if(in.begin(), in.end(), [&](const ActivityRecord* r) {
+      return r->kind == ActivityRecord::Kind::kernel && r->raw_name == name;
+    });
+    if (it != in.end()) {
+      in.erase(it);
+      ++w.excluded;
+    }
+  }
+  bool first = true;
+  for (const ActivityRecord* r : in) {
+    if (first || r->start_ns < w.first_start_ns) w.first_start_ns = r->start_ns;
+    if (first || r->end_ns > w.last_end_ns) w.last_end_ns = r->end_ns;
+    first = false;
+    w.names.push_back(r->name);
+    w.busy.emplace_back(r->name, r->end_ns > r->start_ns ? (r->end_ns - r->start_ns) * 1e-9 : 0.0);
+    switch (r->kind) {
+      case ActivityRecord::Kind::kernel: ++w.kernels; break;
+      case ActivityRecord::Kind::memcpy: ++w.memcpys; break;
+      case ActivityRecord::Kind::memset: ++w.memsets; break;
+    }
+  }
+  if (!in.empty() && w.last_end_ns > w.first_start_ns) w.span_s = (w.last_end_ns - w.first_start_ns) * 1e-9;
+  return w;
+}
+
+}  // namespace d2k::measure

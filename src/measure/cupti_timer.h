@@ -1,0 +1,84 @@
+#pragma once
+/// CUPTI activity collection: every kernel, memcpy and memset the process runs on the GPU, on any
+/// stream, with device timestamps. One collector per process (CUPTI's activity buffers are global).
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+namespace d2k::measure {
+
+/// One GPU activity as CUPTI reported it.
+struct ActivityRecord {
+  enum class Kind { kernel, memcpy, memset };
+  Kind kind = Kind::kernel;
+  std::uint64_t start_ns = 0, end_ns = 0;  ///< CUPTI timestamps (same clock as CuptiCollector::now)
+  std::string name;       ///< demangled kernel name, or "[memcpy DtoD]" / "[memset]"
+  std::string raw_name;   ///< the kernel's mangled name as reported (empty for copies)
+  std::uint32_t stream_id = 0, correlation_id = 0, device_id = 0;
+  std::uint64_t graph_node_id = 0;  ///< 0 unless launched from a graph
+  std::uint64_t bytes = 0;          ///< memcpy/memset size
+};
+
+/// What one timed sample ran, from the records that started inside its window.
+struct WindowActivity {
+  double span_s = 0;              ///< last end - first start over every counted activity; 0 if none
+  std::uint64_t first_start_ns = 0, last_end_ns = 0;
+  std::vector<std::string> names; ///< counted activities' names in start order
+  std::size_t kernels = 0, memcpys = 0, memsets = 0;
+  std::size_t excluded = 0;       ///< records dropped by `exclude_first` or outside the window
+  /// Per activity: name and busy time (end - start) in seconds, in start order.
+  std::vector<std::pair<std::string, double>> busy;
+};
+
+/// Counts the records whose start lies in [t_begin_ns, t_end_ns]; for each mangled name in
+/// `exclude_first`, the earliest record with that raw name is left out (the harness's own
+/// blocking kernel or in-graph flush kernels). Pure function, for the timer and for tests.
+WindowActivity analyze_window(const std::vector<ActivityRecord>& records, std::uint64_t t_begin_ns,
+                              std::uint64_t t_end_ns, const std::vector<std::string>& exclude_first);
+
+/// Process-wide CUPTI activity collector. Thread-safe.
+class CuptiCollector {
+ public:
+  /// The collector; CUPTI is initialised on first use. Never throws: check available().
+  static CuptiCollector& instance();
+
+  /// True when CUPTI initialised and activity records can be collected.
+  bool available() const { return available_; }
+  /// "ok", or why CUPTI is unavailable (the CUPTI error text).
+  const std::string& status() const { return status_; }
+
+  /// Enables kernel/memcpy/memset activity recording. Nested calls are counted.
+  void start();
+  /// Disables recording when the last start() is matched.
+  void stop();
+  /// Delivers every completed record and returns the ones delivered since the last drain.
+  /// Call after a device synchronisation to get everything that ran before it.
+  std::vector<ActivityRecord> drain();
+  /// Records CUPTI reported as dropped (buffer overflow) since the process started.
+  std::uint64_t dropped() const;
+
+  /// Current CUPTI timestamp in ns (0 when unavailable).
+  std::uint64_t now() const;
+
+  CuptiCollector(const CuptiCollector&) = delete;
+  CuptiCollector& operator=(const CuptiCollector&) = delete;
+
+ private:
+  CuptiCollector();
+  friend struct CuptiCallbacks;
+  void parse(std::uint8_t* buffer, std::size_t valid_size);
+  void set_unavailable(std::string why);
+
+  bool available_ = false;
+  std::string status_;
+  mutable std::mutex mu_;      ///< guards pending_ and dropped_
+  std::mutex ctl_mu_;          ///< guards active_
+  std::vector<ActivityRecord> pending_;
+  int active_ = 0;
+  std::uint64_t dropped_ = 0;
+};
+
+}  // namespace d2k::measure

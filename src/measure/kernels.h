@@ -1,0 +1,33 @@
+#pragma once
+/// Device kernels of the measurement library behind plain host launchers, so that the host code
+/// (JSON, formatting, cuBLASLt) compiles with the host compiler. Each launcher enqueues one kernel
+/// and returns cudaGetLastError().
+#include <cstddef>
+
+#include <cuda_runtime_api.h>
+
+namespace d2k::measure::detail {
+
+/// Spins until *release != 0 (host-mapped memory) or timeout_ns passes; sets *timed_out then.
+cudaError_t launch_blocking_spin(cudaStream_t s, const int* release, int* timed_out, unsigned long long timeout_ns);
+/// The blocking kernel's function address (for cudaFuncGetName).
+const void* blocking_spin_symbol();
+
+enum class FillType { bf16, f16, e4m3, f32, u32 };
+/// Fills n elements with uniform values in [-1, 1) (u32: random words) from an index hash.
+cudaError_t launch_fill_uniform(FillType t, void* p, std::size_t n, unsigned seed, int grid, cudaStream_t s);
+/// dst[i] = src[i] over n16 16-byte words, grid-stride.
+cudaError_t launch_copy_vec16(void* dst, const void* src, std::size_t n16, int grid, cudaStream_t s);
+/// Reads n16 16-byte words (XOR-reduced; *sink written only if the result equals sentinel).
+cudaError_t launch_read_vec16(const void* src, std::size_t n16, unsigned* sink, unsigned sentinel, int grid,
+                              cudaStream_t s);
+
+/// Independent multiply-add chains per thread in the FMA loops.
+inline constexpr int kFmaChains = 16;
+/// Register-resident loops of `iters` x kFmaChains multiply-adds per thread.
+cudaError_t launch_fma_loop_f32(float* sink, float a, float b, int iters, int grid, int block, cudaStream_t s);
+cudaError_t launch_fma_loop_f64(double* sink, double a, double b, int iters, int grid, int block, cudaStream_t s);
+cudaError_t launch_fma_loop_u32(unsigned* sink, unsigned a, unsigned b, int iters, int grid, int block,
+                                cudaStream_t s);
+
+}  // namespace d2k::measure::detail

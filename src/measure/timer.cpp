@@ -1,0 +1,402 @@
+#include "measure/timer.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "measure/check.h"
+#include "measure/kernels.h"
+#include "measure/cupti_timer.h"
+#include "measure/kernel_origin.h"
+
+namespace d2k::measure {
+
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+std::string blocking_kernel_name() {
+  static const std::string n = [] {
+    const char* name = nullptr;
+    D2K_MEASURE_CUDA(cudaFuncGetName(&name, detail::blocking_spin_symbol()));
+    return std::string(name ? name : "");
+  }();
+  return n;
+}
+
+// Host-mapped words the blocking kernel polls: [0] release, [1] timed out.
+class BlockingFlag {
+ public:
+  BlockingFlag() = default;
+  ~BlockingFlag() {
+    if (host_) cudaFreeHost(const_cast<int*>(host_));
+  }
+  BlockingFlag(const BlockingFlag&) = delete;
+  BlockingFlag& operator=(const BlockingFlag&) = delete;
+
+  void ensure() {
+    if (host_) return;
+    void* p = nullptr;
+    D2K_MEASURE_CUDA(cudaHostAlloc(&p, 2 * sizeof(int), cudaHostAllocMapped));
+    host_ = static_cast<volatile int*>(p);
+    host_[0] = 0;
+    host_[1] = 0;
+    void* d = nullptr;
+    D2K_MEASURE_CUDA(cudaHostGetDevicePointer(&d, p, 0));
+    dev_ = static_cast<int*>(d);
+  }
+  void hold(cudaStream_t s, double timeout_s) {
+    host_[0] = 0;
+    host_[1] = 0;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const auto ns = static_cast<unsigned long long>(std::max(0.0, timeout_s) * 1e9);
+    D2K_MEASURE_CUDA(detail::launch_blocking_spin(s, dev_, dev_ + 1, ns));
+  }
+  void release() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    host_[0] = 1;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+  bool timed_out() const { return host_ && host_[1] != 0; }
+
+ private:
+  volatile int* host_ = nullptr;
+  int* dev_ = nullptr;
+};
+
+class Event {
+ public:
+  Event() { D2K_MEASURE_CUDA(cudaEventCreate(&e_)); }
+  ~Event() {
+    if (e_) cudaEventDestroy(e_);
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  Event(Event&& o) noexcept : e_(o.e_) { o.e_ = nullptr; }
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+struct GraphExec {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  Event start, stop;
+  GraphExec() = default;
+  GraphExec(GraphExec&& o) noexcept
+      : graph(o.graph), exec(o.exec), start(std::move(o.start)), stop(std::move(o.stop)) {
+    o.graph = nullptr;
+    o.exec = nullptr;
+  }
+  ~GraphExec() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  }
+};
+
+double event_seconds(const Event& a, const Event& b) {
+  float ms = 0;
+  D2K_MEASURE_CUDA(cudaEventElapsedTime(&ms, a.get(), b.get()));
+  return ms * 1e-3;
+}
+
+void sync_after_call(std::size_t index) {
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess)
+    throw measure_error(fmt::format("sample {}: device error after the call: {} ({})", index,
+                                    cudaGetErrorString(e), cudaGetErrorName(e)));
+}
+
+// Stops CUPTI recording and the NVML thread however the loop ends.
+struct LoopGuard {
+  CuptiCollector* cupti = nullptr;
+  NvmlSampler* nvml = nullptr;
+  bool nvml_running = false;
+  ~LoopGuard() {
+    if (cupti) cupti->stop();
+    if (nvml && nvml_running) nvml->stop();
+  }
+};
+
+std::multiset<std::string> as_multiset(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
+
+MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const MeasureOptions& opts,
+                          L2Flusher& flusher, NvmlSampler* nvml, BlockingFlag& blocking) {
+  if (!launch) throw measure_error("measure: launch callable is empty");
+  opts.stopping.validate();
+  if (opts.graph && opts.graph_variants == 0) throw measure_error("measure: graph_variants must be >= 1");
+  if (opts.graph && opts.blocking_kernel)
+    throw measure_error("measure: blocking_kernel does not apply to graph mode (a graph is one launch)");
+
+  MeasureResult res;
+  res.graph = opts.graph;
+  res.l2_flushed = opts.flush_l2;
+  res.blocking_kernel = opts.blocking_kernel;
+  const auto t_all = clock_type::now();
+
+  CuptiCollector& col = CuptiCollector::instance();
+  LoopGuard guard;
+  bool cupti_on = false;
+  if (opts.use_cupti) {
+    col.start();
+    guard.cupti = &col;
+    cupti_on = col.available();
+    res.cupti_status = col.status();
+  } else {
+    res.cupti_status = "not requested";
+  }
+  res.timer = cupti_on ? "cupti" : "events";
+  if (nvml && opts.sample_clocks && nvml->available()) {
+    nvml->start(opts.clock_period);
+    guard.nvml = nvml;
+    guard.nvml_running = true;
+  }
+  if (opts.blocking_kernel) blocking.ensure();
+
+  std::vector<std::string> exclude;
+  if (opts.blocking_kernel) exclude.push_back(blocking_kernel_name());
+  if (opts.graph && opts.flush_l2) {
+    exclude.push_back(L2Flusher::write_kernel_name());
+    exclude.push_back(L2Flusher::read_kernel_name());
+  }
+
+  Event ev0, ev1;
+  std::vector<GraphExec> graphs;
+  std::size_t index = 0;
+
+  if (opts.graph) {
+    // One eager call first: module loading and one-time set-up must not happen inside a capture.
+    if (opts.prepare) opts.prepare(index);
+    launch(index, stream);
+    sync_after_call(index);
+    if (opts.check) opts.check(index);
+    ++index;
+    for (std::size_t v = 0; v < opts.graph_variants; ++v) {
+      GraphExec g;
+      D2K_MEASURE_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      try {
+        // The flush is inside the graph: a replay without it would time a warm L2.
+        if (opts.flush_l2) flusher.enqueue(stream);
+        D2K_MEASURE_CUDA(cudaEventRecord(g.start.get(), stream));
+        launch(v, stream);
+        D2K_MEASURE_CUDA(cudaEventRecord(g.stop.get(), stream));
+      } catch (...) {
+        cudaGraph_t junk = nullptr;
+        cudaStreamEndCapture(stream, &junk);
+        if (junk) cudaGraphDestroy(junk);
+        cudaGetLastError();
+        throw;
+      }
+      const cudaError_t e = cudaStreamEndCapture(stream, &g.graph);
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        throw measure_error(fmt::format(
+            "graph capture of the call failed: {} (a call that synchronises, allocates, or leaves a "
+            "side stream unjoined cannot be captured)",
+            cudaGetErrorString(e)));
+      }
+      D2K_MEASURE_CUDA(cudaGraphInstantiate(&g.exec, g.graph, 0));
+      D2K_MEASURE_CUDA(cudaGraphUpload(g.exec, stream));
+      graphs.push_back(std::move(g));
+    }
+  }
+
+  struct Call {
+    Sample s;
+    std::vector<std::string> names;
+    std::vector<std::pair<std::string, double>> busy;
+  };
+  // One call with its flush, hooks and synchronisation.
+  auto run_one = [&](std::size_t i) -> Call {
+    Call c;
+    c.s.index = i;
+    if (opts.prepare) opts.prepare(i);
+    if (opts.flush_l2) {
+      flusher.reset_persisting(stream);
+      if (!opts.graph) flusher.enqueue(stream);
+    }
+    // Idle device at the start of the window: the flush cannot overlap the call's side-stream
+    // work, and every record delivered before the window opens is the harness's.
+    D2K_MEASURE_CUDA(cudaDeviceSynchronize());
+    if (cupti_on) (void)col.drain();
+    const std::uint64_t t_begin = cupti_on ? col.now() : 0;
+    const Event* a = &ev0;
+    const Event* b = &ev1;
+    if (opts.graph) {
+      const GraphExec& g = graphs[i % graphs.size()];
+      D2K_MEASURE_CUDA(cudaGraphLaunch(g.exec, stream));
+      a = &g.start;
+      b = &g.stop;
+    } else {
+      if (opts.blocking_kernel) blocking.hold(stream, opts.blocking_timeout_s);
+      D2K_MEASURE_CUDA(cudaEventRecord(ev0.get(), stream));
+      launch(i, stream);
+      D2K_MEASURE_CUDA(cudaEventRecord(ev1.get(), stream));
+      if (opts.blocking_kernel) blocking.release();
+    }
+    sync_after_call(i);
+    const std::uint64_t t_end = cupti_on ? col.now() : 0;
+    if (opts.blocking_kernel && blocking.timed_out()) res.blocking_timed_out = true;
+    c.s.event_s = event_seconds(*a, *b);
+    if (cupti_on) {
+      WindowActivity w = analyze_window(col.drain(), t_begin, t_end, exclude);
+      c.s.cupti_s = w.span_s;
+      c.s.kernels = w.kernels;
+      c.s.memcpys = w.memcpys;
+      c.s.memsets = w.memsets;
+      c.names = std::move(w.names);
+      c.busy = std::move(w.busy);
+    }
+    if (opts.check) opts.check(i);
+    if (guard.nvml_running)
+      if (auto r = nvml->latest()) c.s.sm_mhz = r->sm_mhz;
+    return c;
+  };
+
+  // Warm-up: at least one call (at least warmup_min_calls), until warmup_min_s has passed.
+  const auto t_warm = clock_type::now();
+  const std::size_t warm_min = std::max<std::size_t>(1, opts.warmup_min_calls);
+  const std::size_t warm_max = std::max(warm_min, opts.warmup_max_calls);
+  for (std::size_t n = 0; n < warm_max; ++n) {
+    (void)run_one(index++);
+    ++res.warmup_calls;
+    if (res.warmup_calls >= warm_min && seconds_since(t_warm) >= opts.warmup_min_s) break;
+  }
+  res.warmup_s = seconds_since(t_warm);
+
+  StoppingRule rule(opts.stopping);
+  std::vector<double> cupti_times, event_times;
+  std::optional<std::multiset<std::string>> reference_set;
+  double busy_all = 0;
+  const unsigned max_mhz = (nvml && nvml->available()) ? nvml->max_sm_mhz() : 0;
+  const auto t_loop = clock_type::now();
+  while (true) {
+    Call c = run_one(index++);
+    if (cupti_on) {
+      cupti_times.push_back(c.s.cupti_s);
+      if (c.names.empty()) ++res.empty_samples;
+      auto set = as_multiset(c.names);
+      if (!reference_set) {
+        reference_set = std::move(set);
+        res.kernel_names = c.names;
+      } else if (set != *reference_set) {
+        res.kernel_set_constant = false;
+        ++res.kernel_set_deviation_count;
+        if (res.kernel_set_deviations.size() < 16)
+          res.kernel_set_deviations.push_back({c.s.index, c.names});
+      }
+      for (const auto& [name, busy] : c.busy) {
+        OriginTime& o = res.attribution[std::string(kernel_origin(name))];
+        o.busy_s += busy;
+        ++o.count;
+        busy_all += busy;
+      }
+    }
+    event_times.push_back(c.s.event_s);
+    if (max_mhz && c.s.sm_mhz && c.s.sm_mhz < 0.75 * max_mhz) ++res.low_clock_samples;
+    rule.add(cupti_on ? c.s.cupti_s : c.s.event_s);
+    if (opts.keep_samples) res.samples.push_back(c.s);
+    if (rule.should_stop(seconds_since(t_loop))) break;
+  }
+  res.stop_reason = rule.reason();
+  res.stop_detail = rule.detail();
+  res.cupti = summarize(cupti_times);
+  res.events = summarize(event_times);
+  res.time = cupti_on ? res.cupti : res.events;
+  if (busy_all > 0 && res.attribution.count("own")) res.own_share = res.attribution["own"].busy_s / busy_all;
+  if (cupti_on) res.cupti_dropped = col.dropped();
+  if (guard.nvml_running) {
+    res.clocks = nvml->stop();
+    guard.nvml_running = false;
+  } else if (nvml) {
+    res.clocks.available = false;
+    res.clocks.status = nvml->available() ? "not requested" : nvml->status();
+  } else {
+    res.clocks.status = "unavailable: no sampler";
+  }
+  res.wall_s = seconds_since(t_all);
+  return res;
+}
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const Sample& s) {
+  j = nlohmann::json{{"index", s.index},   {"cupti_s", s.cupti_s}, {"event_s", s.event_s},
+                     {"kernels", s.kernels}, {"memcpys", s.memcpys}, {"memsets", s.memsets},
+                     {"sm_mhz", s.sm_mhz}};
+}
+
+void to_json(nlohmann::json& j, const MeasureResult& r) {
+  nlohmann::json attribution = nlohmann::json::object();
+  for (const auto& [origin, t] : r.attribution)
+    attribution[origin] = {{"busy_s", t.busy_s}, {"count", t.count}};
+  nlohmann::json deviations = nlohmann::json::array();
+  for (const auto& d : r.kernel_set_deviations)
+    deviations.push_back({{"sample_index", d.sample_index}, {"names", d.names}});
+  j = nlohmann::json{{"timer", r.timer},
+                     {"cupti_status", r.cupti_status},
+                     {"graph", r.graph},
+                     {"l2_flushed", r.l2_flushed},
+                     {"blocking_kernel", r.blocking_kernel},
+                     {"time", r.time},
+                     {"cupti", r.cupti},
+                     {"events", r.events},
+                     {"kernel_names", r.kernel_names},
+                     {"kernel_set_constant", r.kernel_set_constant},
+                     {"kernel_set_deviation_count", r.kernel_set_deviation_count},
+                     {"kernel_set_deviations", deviations},
+                     {"attribution", attribution},
+                     {"own_share", r.own_share},
+                     {"empty_samples", r.empty_samples},
+                     {"clocks", r.clocks},
+                     {"low_clock_samples", r.low_clock_samples},
+                     {"stop_reason", std::string(to_string(r.stop_reason))},
+                     {"stop_detail", r.stop_detail},
+                     {"warmup_calls", r.warmup_calls},
+                     {"warmup_s", r.warmup_s},
+                     {"wall_s", r.wall_s},
+                     {"blocking_timed_out", r.blocking_timed_out},
+                     {"cupti_dropped", r.cupti_dropped},
+                     {"samples", r.samples}};
+}
+
+struct Timer::Impl {
+  explicit Impl(int device) : flusher(device), nvml(flusher.device()) {}
+  L2Flusher flusher;
+  NvmlSampler nvml;
+  BlockingFlag blocking;
+};
+
+Timer::Timer(int device) : impl_(std::make_unique<Impl>(device)) {}
+Timer::~Timer() = default;
+
+MeasureResult Timer::measure(const LaunchFn& launch, cudaStream_t stream, const MeasureOptions& opts) {
+  D2K_MEASURE_CUDA(cudaSetDevice(impl_->flusher.device()));
+  return run_measure(launch, stream, opts, impl_->flusher, &impl_->nvml, impl_->blocking);
+}
+
+L2Flusher& Timer::flusher() { return impl_->flusher; }
+NvmlSampler& Timer::clocks() { return impl_->nvml; }
+bool Timer::cupti_available() const { return CuptiCollector::instance().available(); }
+std::string Timer::cupti_status() const { return CuptiCollector::instance().status(); }
+
+MeasureResult measure(const LaunchFn& launch, cudaStream_t stream, const MeasureOptions& opts,
+                      L2Flusher& flusher) {
+  D2K_MEASURE_CUDA(cudaSetDevice(flusher.device()));
+  NvmlSampler nvml(flusher.device());
+  BlockingFlag blocking;
+  return run_measure(launch, stream, opts, flusher, &nvml, blocking);
+}
+
+}  // namespace d2k::measure

@@ -1,0 +1,132 @@
+#pragma once
+/// The timing loop the engine calls: warm-up, then per sample flush L2, launch, take the CUPTI span
+/// over every stream (and CUDA events on the harness stream beside it), synchronise, and apply
+/// the stopping rule. Optionally replays a CUDA graph that holds the flush and the call.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+#include <nlohmann/json_fwd.hpp>
+
+#include "measure/l2flush.h"
+#include "measure/nvml_sampler.h"
+#include "measure/statistics.h"
+#include "measure/stopping.h"
+
+namespace d2k::measure {
+
+/// Issues the work of one call on `stream`. `sample_index` counts every call of one measure()
+/// (warm-up included), so the engine can rotate input copies with it. In graph mode it is called
+/// once per captured variant, with the variant index, inside a stream capture.
+using LaunchFn = std::function<void(std::size_t sample_index, cudaStream_t stream)>;
+/// Runs outside the timed region (before the flush, or after the sample's synchronisation).
+using SampleHook = std::function<void(std::size_t sample_index)>;
+
+/// How to measure.
+struct MeasureOptions {
+  StoppingCriteria stopping;
+  std::size_t warmup_min_calls = 2;   ///< at least this many warm-up calls (at least 1 is made)
+  double warmup_min_s = 0.05;         ///< and keep warming up until this much wall time is spent
+  std::size_t warmup_max_calls = 1000;
+  bool flush_l2 = true;               ///< cold L2 before every sample (off only for tests/diagnosis)
+  bool use_cupti = true;              ///< false: time with events only
+  /// Hold the harness stream with a spinning kernel until the call is fully enqueued, so host
+  /// launch latency stays out of the event time. Off by default: CUPTI spans already start at
+  /// the first kernel, and a call that synchronises inside would stall until the timeout.
+  bool blocking_kernel = false;
+  double blocking_timeout_s = 5.0;
+  bool sample_clocks = true;          ///< NVML sampler during the loop
+  std::chrono::milliseconds clock_period{10};
+  bool graph = false;                 ///< capture flush + call into graphs and time their replays
+  std::size_t graph_variants = 1;     ///< graphs captured (sample i replays variant i % n)
+  bool keep_samples = true;           ///< fill MeasureResult::samples
+  SampleHook prepare;                 ///< before each call's flush (poison outputs, rotate inputs)
+  SampleHook check;                   ///< after each call's synchronisation (verify outputs)
+};
+
+/// One timed sample.
+struct Sample {
+  std::size_t index = 0;
+  double cupti_s = 0;   ///< CUPTI span (0 when CUPTI is unavailable or saw nothing)
+  double event_s = 0;   ///< CUDA events around the call on the harness stream
+  std::size_t kernels = 0, memcpys = 0, memsets = 0;
+  unsigned sm_mhz = 0;  ///< latest NVML SM clock at the end of the sample (0 if unknown)
+};
+
+/// A sample whose multiset of kernel names differed from the first timed sample's.
+struct KernelSetDeviation {
+  std::size_t sample_index = 0;
+  std::vector<std::string> names;
+};
+
+/// Device busy time per origin (kernel_origin()), summed over timed samples.
+struct OriginTime {
+  double busy_s = 0;
+  std::size_t count = 0;
+};
+
+/// Everything one measure() call found.
+struct MeasureResult {
+  std::string timer;          ///< "cupti" or "events": which one `time` summarises
+  std::string cupti_status;   ///< "ok" or why CUPTI was not used
+  bool graph = false, l2_flushed = true, blocking_kernel = false;
+  Summary time;               ///< primary time (CUPTI when available, else events)
+  Summary cupti;              ///< CUPTI spans (n = 0 without CUPTI)
+  Summary events;             ///< CUDA event times on the harness stream
+  std::vector<Sample> samples;
+  std::vector<std::string> kernel_names;  ///< first timed sample's activities in start order
+  bool kernel_set_constant = true;
+  std::size_t kernel_set_deviation_count = 0;
+  std::vector<KernelSetDeviation> kernel_set_deviations;  ///< the first 16 of them
+  std::map<std::string, OriginTime> attribution;
+  double own_share = 0;       ///< busy time of "own" activities / all busy time (CUPTI only)
+  std::size_t empty_samples = 0;  ///< samples in which CUPTI saw no activity
+  ClockSummary clocks;
+  std::size_t low_clock_samples = 0;  ///< samples whose SM clock read < 75% of the device maximum
+  StopReason stop_reason = StopReason::not_stopped;
+  std::string stop_detail;
+  std::size_t warmup_calls = 0;
+  double warmup_s = 0, wall_s = 0;
+  bool blocking_timed_out = false;
+  std::uint64_t cupti_dropped = 0;
+};
+
+void to_json(nlohmann::json& j, const MeasureResult& r);
+void to_json(nlohmann::json& j, const Sample& s);
+
+/// Owns the per-device measurement resources (flush buffer, NVML sampler, blocking flag) and
+/// runs measurements. One per device per process; not thread-safe.
+class Timer {
+ public:
+  /// `device` -1: the current device.
+  explicit Timer(int device = -1);
+  ~Timer();
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+
+  /// Measures `launch` on `stream` (a stream the caller created; not the legacy default stream).
+  /// Throws measure_error on a CUDA error, a failed capture or bad options; exceptions from
+  /// `launch` and the hooks propagate.
+  MeasureResult measure(const LaunchFn& launch, cudaStream_t stream, const MeasureOptions& opts = {});
+
+  L2Flusher& flusher();
+  NvmlSampler& clocks();
+  bool cupti_available() const;
+  std::string cupti_status() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// One-shot form of Timer::measure with a caller-owned flusher (NVML read on its device).
+MeasureResult measure(const LaunchFn& launch, cudaStream_t stream, const MeasureOptions& opts,
+                      L2Flusher& flusher);
+
+}  // namespace d2k::measure

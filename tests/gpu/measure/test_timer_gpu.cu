@@ -1,0 +1,302 @@
+// GPU tests of the timer, flush, CUPTI span and NVML sampler (ctest label `gpu`).
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "measure/check.h"
+#include "measure/statistics.h"
+#include "measure/timer.h"
+
+using namespace d2k::measure;
+
+namespace {
+
+#define CK(call) D2K_MEASURE_CUDA(call)
+
+__device__ __forceinline__ unsigned long long gtime() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void fill_words(unsigned* p, std::size_t n, unsigned seed) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    p[i] = (unsigned(i) * 2654435761u) ^ (seed * 0x9E3779B9u) ^ unsigned(i >> 32);
+}
+
+__global__ void copy16(uint4* __restrict__ dst, const uint4* __restrict__ src, std::size_t n16) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n16; i += std::size_t(gridDim.x) * blockDim.x)
+    dst[i] = src[i];
+}
+
+__global__ void read16(const uint4* __restrict__ src, std::size_t n16, unsigned* sink) {
+  unsigned acc = 0;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n16; i += std::size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = src[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x7F4A7C15u) *sink = acc;
+}
+
+__global__ void tiny_kernel(unsigned* p) { p[threadIdx.x] += 1; }
+__global__ void other_tiny_kernel(unsigned* p) { p[threadIdx.x] ^= 3; }
+
+__global__ void spin_ns(unsigned long long ns, unsigned* p) {
+  const unsigned long long t0 = gtime();
+  while (gtime() - t0 < ns) {
+  }
+  if (threadIdx.x == 0 && blockIdx.x == 0) p[0] += 1;
+}
+
+struct Buf {
+  explicit Buf(std::size_t bytes) { CK(cudaMalloc(&p, bytes)); }
+  ~Buf() { cudaFree(p); }
+  template <typename T>
+  T* as() const { return static_cast<T*>(p); }
+  void* p = nullptr;
+};
+
+struct StreamRAII {
+  StreamRAII() { CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
+  ~StreamRAII() { cudaStreamDestroy(s); }
+  cudaStream_t s = nullptr;
+};
+
+int sm_count() {
+  int d = 0, n = 0;
+  CK(cudaGetDevice(&d));
+  CK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, d));
+  return n;
+}
+
+MeasureOptions quick() {
+  MeasureOptions o;
+  o.stopping.min_time_s = 0.05;
+  o.stopping.max_time_s = 3.0;
+  o.stopping.max_samples = 3000;
+  o.stopping.min_samples = 20;
+  return o;
+}
+
+void print(const char* what, const MeasureResult& r) {
+  std::printf("[%s] timer=%s cupti median %.3f us, events median %.3f us, n=%zu, stop=%s, sm %.0f MHz\n", what,
+              r.timer.c_str(), r.cupti.median * 1e6, r.events.median * 1e6, r.time.n,
+              std::string(to_string(r.stop_reason)).c_str(), r.clocks.sm_mhz_median);
+}
+
+Timer& timer() {
+  static Timer t;
+  return t;
+}
+
+}  // namespace
+
+TEST(TimerGpu, CuptiAvailable) {
+  EXPECT_TRUE(timer().cupti_available()) << timer().cupti_status();
+}
+
+TEST(TimerGpu, CopyTimeMatchesMeasuredBandwidth) {
+  StreamRAII st;
+  const int grid = sm_count() * 8;
+  // 1. Bandwidth of this copy kernel on 1 GiB buffers, back to back, events.
+  const std::size_t big = std::size_t{1} << 30;
+  Buf a(big), b(big);
+  fill_words<<<grid, 256, 0, st.s>>>(a.as<unsigned>(), big / 4, 1);
+  CK(cudaGetLastError());
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::vector<double> t_big;
+  for (int i = 0; i < 13; ++i) {
+    CK(cudaEventRecord(e0, st.s));
+    copy16<<<grid, 256, 0, st.s>>>(b.as<uint4>(), a.as<const uint4>(), big / 16);
+    CK(cudaGetLastError());
+    CK(cudaEventRecord(e1, st.s));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    if (i >= 3) t_big.push_back(ms * 1e-3);
+  }
+  const double bw = 2.0 * big / summarize(t_big).median;
+  // 2. The timer on a copy of another size: 384 MiB.
+  const std::size_t n = std::size_t{384} << 20;
+  const MeasureResult r = timer().measure(
+      [&](std::size_t, cudaStream_t s) {
+        copy16<<<grid, 256, 0, s>>>(b.as<uint4>(), a.as<const uint4>(), n / 16);
+        CK(cudaGetLastError());
+      },
+      st.s, quick());
+  print("copy 384 MiB", r);
+  const double expected = 2.0 * n / bw;
+  std::printf("  bandwidth %.3f TB/s -> expected %.3f us\n", bw * 1e-12, expected * 1e6);
+  EXPECT_EQ(r.timer, "cupti");
+  EXPECT_NEAR(r.time.median / expected, 1.0, 0.05);
+  EXPECT_NEAR(r.events.median / expected, 1.0, 0.10);
+  ASSERT_EQ(r.kernel_names.size(), 1u);
+  EXPECT_NE(r.kernel_names[0].find("copy16"), std::string::npos);
+  EXPECT_TRUE(r.kernel_set_constant);
+  EXPECT_GT(r.attribution.at("own").count, 0u);
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+}
+
+TEST(TimerGpu, CuptiCountsSideStreamThatEventsMiss) {
+  StreamRAII main, side;
+  Buf p(4096);
+  CK(cudaMemset(p.p, 0, 4096));
+  const unsigned long long spin = 2'000'000;  // 2 ms on a stream the harness does not time
+  const MeasureResult r = timer().measure(
+      [&](std::size_t, cudaStream_t s) {
+        tiny_kernel<<<1, 32, 0, s>>>(p.as<unsigned>());
+        CK(cudaGetLastError());
+        spin_ns<<<1, 1, 0, side.s>>>(spin, p.as<unsigned>() + 64);
+        CK(cudaGetLastError());
+      },
+      main.s, quick());
+  print("side stream", r);
+  EXPECT_GE(r.cupti.median, 1.9e-3);
+  EXPECT_LT(r.events.median, 0.5e-3);
+  EXPECT_EQ(r.kernel_names.size(), 2u);
+  EXPECT_TRUE(r.kernel_set_constant);
+}
+
+TEST(TimerGpu, FlushMakesSmallReReadCold) {
+  StreamRAII st;
+  const std::size_t n = std::size_t{16} << 20;  // fits the L2 (50 MB on H100/H200)
+  Buf a(n), sink(64);
+  const int grid = sm_count() * 4;
+  fill_words<<<grid, 256, 0, st.s>>>(a.as<unsigned>(), n / 4, 5);
+  CK(cudaGetLastError());
+  auto launch = [&](std::size_t, cudaStream_t s) {
+    read16<<<grid, 256, 0, s>>>(a.as<const uint4>(), n / 16, sink.as<unsigned>());
+    CK(cudaGetLastError());
+  };
+  MeasureOptions cold = quick(), warm = quick();
+  warm.flush_l2 = false;
+  const MeasureResult rc = timer().measure(launch, st.s, cold);
+  const MeasureResult rw = timer().measure(launch, st.s, warm);
+  print("16 MiB read, flushed", rc);
+  print("16 MiB read, not flushed", rw);
+  EXPECT_GT(rc.time.median, 1.2 * rw.time.median);
+
+  // Graph mode: the flush is captured inside the graph, so replays stay cold.
+  MeasureOptions gcold = cold, gwarm = warm;
+  gcold.graph = gwarm.graph = true;
+  const MeasureResult gc = timer().measure(launch, st.s, gcold);
+  const MeasureResult gw = timer().measure(launch, st.s, gwarm);
+  print("graph, flushed", gc);
+  print("graph, not flushed", gw);
+  EXPECT_GT(gc.time.median, 1.2 * gw.time.median);
+  // The flush kernels in the graph are not part of the call's span or kernel list.
+  ASSERT_EQ(gc.kernel_names.size(), 1u);
+  EXPECT_NE(gc.kernel_names[0].find("read16"), std::string::npos);
+  EXPECT_NEAR(gc.time.median / rc.time.median, 1.0, 0.25);
+
+  // A persisting-L2 window set by the call itself does not survive into the next sample.
+  int dev = 0;
+  CK(cudaGetDevice(&dev));
+  int max_persist = 0;
+  CK(cudaDeviceGetAttribute(&max_persist, cudaDevAttrMaxPersistingL2CacheSize, dev));
+  if (max_persist > 0) {
+    auto persisting = [&](std::size_t i, cudaStream_t s) {
+      CK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, std::min<std::size_t>(max_persist, n)));
+      cudaStreamAttrValue attr{};
+      attr.accessPolicyWindow.base_ptr = a.p;
+      attr.accessPolicyWindow.num_bytes = n;
+      attr.accessPolicyWindow.hitRatio = 1.0f;
+      attr.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+      attr.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+      CK(cudaStreamSetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &attr));
+      launch(i, s);
+    };
+    const MeasureResult rp = timer().measure(persisting, st.s, cold);
+    print("16 MiB read, persisting window, flushed", rp);
+    EXPECT_GT(rp.time.median, 1.2 * rw.time.median);
+    CK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0));
+  }
+}
+
+TEST(TimerGpu, BlockingKernelKeepsLaunchLatencyOutOfEvents) {
+  StreamRAII st;
+  Buf p(4096);
+  CK(cudaMemset(p.p, 0, 4096));
+  auto launch = [&](std::size_t, cudaStream_t s) {
+    for (int k = 0; k < 4; ++k) {
+      tiny_kernel<<<1, 32, 0, s>>>(p.as<unsigned>());
+      CK(cudaGetLastError());
+    }
+  };
+  MeasureOptions plain = quick(), blocking = quick();
+  blocking.blocking_kernel = true;
+  const MeasureResult rp = timer().measure(launch, st.s, plain);
+  const MeasureResult rb = timer().measure(launch, st.s, blocking);
+  print("4 tiny kernels", rp);
+  print("4 tiny kernels, blocking kernel", rb);
+  EXPECT_FALSE(rb.blocking_timed_out);
+  EXPECT_EQ(rb.kernel_names.size(), 4u);  // the blocking kernel is not counted
+  EXPECT_LE(rb.events.median, rp.events.median);
+  EXPECT_NEAR(rb.cupti.median, rp.cupti.median, 0.5 * rp.cupti.median + 2e-6);
+}
+
+TEST(TimerGpu, ChangingKernelSetIsReported) {
+  StreamRAII st;
+  Buf p(4096);
+  CK(cudaMemset(p.p, 0, 4096));
+  MeasureOptions o = quick();
+  const MeasureResult r = timer().measure(
+      [&](std::size_t i, cudaStream_t s) {
+        if (i % 5 == 3)
+          other_tiny_kernel<<<1, 32, 0, s>>>(p.as<unsigned>());
+        else
+          tiny_kernel<<<1, 32, 0, s>>>(p.as<unsigned>());
+        CK(cudaGetLastError());
+      },
+      st.s, o);
+  EXPECT_FALSE(r.kernel_set_constant);
+  EXPECT_GT(r.kernel_set_deviation_count, 0u);
+  ASSERT_FALSE(r.kernel_set_deviations.empty());
+}
+
+TEST(TimerGpu, EventsOnlyWhenCuptiNotRequested) {
+  StreamRAII st;
+  Buf p(4096);
+  CK(cudaMemset(p.p, 0, 4096));
+  MeasureOptions o = quick();
+  o.use_cupti = false;
+  const MeasureResult r = timer().measure(
+      [&](std::size_t, cudaStream_t s) {
+        spin_ns<<<1, 1, 0, s>>>(100'000, p.as<unsigned>());
+        CK(cudaGetLastError());
+      },
+      st.s, o);
+  EXPECT_EQ(r.timer, "events");
+  EXPECT_EQ(r.cupti.n, 0u);
+  EXPECT_NEAR(r.time.median, 100e-6, 20e-6);
+}
+
+TEST(TimerGpu, NvmlReportsPlausibleSmClock) {
+  NvmlSampler& nv = timer().clocks();
+  ASSERT_TRUE(nv.available()) << nv.status();
+  StreamRAII st;
+  Buf p(4096);
+  nv.start(std::chrono::milliseconds(10));
+  spin_ns<<<sm_count() * 4, 128, 0, st.s>>>(300'000'000ull, p.as<unsigned>());
+  CK(cudaGetLastError());
+  CK(cudaStreamSynchronize(st.s));
+  const ClockSummary c = nv.stop();
+  std::printf("[nvml] readings %zu, SM median %.0f MHz (min %.0f, max %.0f, device max %u), mem %.0f MHz, "
+              "power %.0f W, temp %.0f C, reasons 0x%llx\n",
+              c.readings, c.sm_mhz_median, c.sm_mhz_min, c.sm_mhz_max, c.sm_mhz_device_max, c.mem_mhz_median,
+              c.power_w_median, c.temp_c_max, static_cast<unsigned long long>(c.reasons_seen));
+  EXPECT_TRUE(c.available);
+  EXPECT_GE(c.readings, 5u);
+  EXPECT_GT(c.sm_mhz_median, 300);
+  EXPECT_LT(c.sm_mhz_median, 3500);
+  EXPECT_GT(c.sm_mhz_device_max, 0u);
+  EXPECT_GT(c.mem_mhz_median, 0);
+}

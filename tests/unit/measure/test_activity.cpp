@@ -1,0 +1,89 @@
+#include <gtest/gtest.h>
+
+#include "measure/cupti_timer.h"
+#include "measure/kernel_origin.h"
+
+using namespace d2k::measure;
+
+namespace {
+
+ActivityRecord kernel(const std::string& raw, std::uint64_t start, std::uint64_t end, std::uint32_t stream = 7) {
+  ActivityRecord r;
+  r.kind = ActivityRecord::Kind::kernel;
+  r.raw_name = raw;
+  r.name = demangle(raw);
+  r.start_ns = start;
+  r.end_ns = end;
+  r.stream_id = stream;
+  return r;
+}
+
+}  // namespace
+
+TEST(Activity, Demangle) {
+  EXPECT_EQ(demangle("_Z6kernelPfi"), "kernel(float*, int)");
+  EXPECT_EQ(demangle("nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_NNT"), "nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_NNT");
+  EXPECT_EQ(demangle(""), "");
+}
+
+TEST(Activity, KernelOrigin) {
+  EXPECT_EQ(kernel_origin("nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_NNT"), "cublas");
+  EXPECT_EQ(kernel_origin("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1"), "cublas");
+  EXPECT_EQ(kernel_origin("sm80_xmma_fprop_implicit_gemm_indexed_f16f16_f16f32_f32_nhwckrsc_nhwc"), "cudnn");
+  EXPECT_EQ(kernel_origin("cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_256x128_32x3_tn_align8"), "cublas");
+  EXPECT_EQ(kernel_origin("cutlass3x_sm90_tensorop_gemm_bf16_bf16_f32_bf16_bf16_128x256x64_1x1x1_0_tnn_align8"), "cublas");
+  EXPECT_EQ(kernel_origin("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<int>>(int)"), "cutlass");
+  EXPECT_EQ(kernel_origin("void at::native::vectorized_elementwise_kernel<4, float>(int, float)"), "torch");
+  EXPECT_EQ(kernel_origin("void cub::CUB_300000_SM_900::detail::reduce::DeviceReduceKernel<int>(int)"), "cub");
+  EXPECT_EQ(kernel_origin("cudnn::bn_fw_tr_1C11_kernel_NCHW<float>"), "cudnn");
+  // A kernel of the solution's own that merely uses CUTLASS types stays "own".
+  EXPECT_EQ(kernel_origin("void rmsnorm_warp_per_row<cutlass::bfloat16_t>(cutlass::bfloat16_t*, int)"), "own");
+  EXPECT_EQ(kernel_origin("void gemm_tma_wgmma(float*, int)"), "own");
+  EXPECT_EQ(kernel_origin("[memcpy DtoD]"), "memcpy");
+  EXPECT_EQ(kernel_origin("[memset]"), "memset");
+}
+
+TEST(Activity, WindowSpanCoversEveryStream) {
+  std::vector<ActivityRecord> recs = {
+      kernel("_Z5flushv", 100, 190),            // before the window: the harness's flush
+      kernel("_Z4mainv", 1000, 1100, 7),         // the call, harness stream
+      kernel("_Z4sidev", 1050, 3000, 9),         // a side stream running past the main kernel
+      kernel("_Z4tailv", 1200, 1300, 7),
+  };
+  const WindowActivity w = analyze_window(recs, 500, 5000, {});
+  EXPECT_EQ(w.kernels, 3u);
+  EXPECT_EQ(w.excluded, 1u);
+  EXPECT_EQ(w.first_start_ns, 1000u);
+  EXPECT_EQ(w.last_end_ns, 3000u);
+  EXPECT_NEAR(w.span_s, 2000e-9, 1e-15);
+  ASSERT_EQ(w.names.size(), 3u);
+  EXPECT_EQ(w.names[0], "main()");
+  EXPECT_EQ(w.names[1], "side()");
+}
+
+TEST(Activity, ExcludeFirstDropsOnlyTheEarliestOfThatName) {
+  std::vector<ActivityRecord> recs = {
+      kernel("_Z4spinv", 1000, 5000),   // the harness's blocking kernel
+      kernel("_Z4workv", 5100, 6000),
+      kernel("_Z4spinv", 6100, 6200),   // same name launched by the call itself: counted
+  };
+  const WindowActivity w = analyze_window(recs, 900, 7000, {"_Z4spinv"});
+  EXPECT_EQ(w.kernels, 2u);
+  EXPECT_EQ(w.first_start_ns, 5100u);
+  EXPECT_EQ(w.last_end_ns, 6200u);
+}
+
+TEST(Activity, CopiesCountAndEmptyWindowIsZero) {
+  ActivityRecord m;
+  m.kind = ActivityRecord::Kind::memcpy;
+  m.name = "[memcpy DtoD]";
+  m.start_ns = 2000;
+  m.end_ns = 2600;
+  std::vector<ActivityRecord> recs = {m};
+  const WindowActivity w = analyze_window(recs, 1000, 3000, {});
+  EXPECT_EQ(w.memcpys, 1u);
+  EXPECT_NEAR(w.span_s, 600e-9, 1e-15);
+  const WindowActivity none = analyze_window(recs, 5000, 6000, {});
+  EXPECT_EQ(none.span_s, 0);
+  EXPECT_TRUE(none.names.empty());
+}
