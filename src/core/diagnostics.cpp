@@ -4,7 +4,10 @@ namespace d2k {
 
 std::string Diagnostic::format() const {
   std::string s = file;
-  if (line > 0) s += ":" + std::to_string(line);
+  if (line > 0) {
+    s += ':';
+    s += std::to_string(line);
+  }
   s += ": ";
   if (!field.empty()) s += field + ": ";
   if (severity == Severity::warning) s += "warning: ";
@@ -29,6 +32,12 @@ std::string Diagnostics::format() const {
 bool Diagnostics::contains(std::string_view text) const {
   for (const auto& d : items_)
     if (d.format().find(text) != std::string::npos) return true;
+  return false;
+}
+
+bool Diagnostics::has_error(std::string_view file, int line, std::string_view field) const {
+  for (const auto& d : items_)
+    if (d.severity == Diagnostic::Severity::error && d.file == file && d.line == line && d.field == field) return true;
   return false;
 }
 

@@ -34,6 +34,8 @@ class Diagnostics {
   std::string format() const;
   /// True when some finding's `format()` contains `text` (for tests and tools).
   bool contains(std::string_view text) const;
+  /// True when an error was recorded for exactly this file, line and field.
+  bool has_error(std::string_view file, int line, std::string_view field) const;
   /// Appends another collection's findings.
   void merge(const Diagnostics& other);
 

@@ -374,7 +374,7 @@ void collect_facts(const ExprNode& n, std::vector<Expr::Fact>& out) {
   }
   const ExprNode* l = n.args[0].get();
   const ExprNode* r = n.args[1].get();
-  std::string op = n.name;
+  std::string_view op = n.name;
   // `N % c == 0` or `0 == N % c`
   if (op == "==") {
     const ExprNode* mod = is_int(*r) && r->i == 0 ? l : is_int(*l) && l->i == 0 ? r : nullptr;

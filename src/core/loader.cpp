@@ -404,6 +404,19 @@ DesignLevels load_design_levels(const fs::path& file, Diagnostics& diag) {
   return levels;
 }
 
+Definition definition_from_json(const ordered_json& j, Diagnostics& diag, const std::string& file) {
+  Definition d;
+  parse_definition(j, d, FieldReader(&diag, file, 0));
+  return d;
+}
+
+Workload workload_from_json(const ordered_json& j, Diagnostics& diag, const std::string& file, int line) {
+  Workload w;
+  w.line = line;
+  parse_workload(j, w, FieldReader(&diag, file, line));
+  return w;
+}
+
 Task load_and_validate_task(const fs::path& dir, const DesignLevels& levels, Diagnostics& diag) {
   Task t = load_task(dir, diag);
   validate_task(t, levels, diag);

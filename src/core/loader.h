@@ -7,6 +7,7 @@
 /// workloads, design and rubric). `d2k tasks validate` runs both. docs/task-format.md lists the
 /// rules.
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "core/diagnostics.h"
@@ -29,6 +30,12 @@ DesignLevels load_design_levels(const std::filesystem::path& file, Diagnostics& 
 
 /// Checks a loaded task against every rule of docs/task-format.md.
 void validate_task(const Task& task, const DesignLevels& levels, Diagnostics& diag);
+
+/// A definition from JSON already in memory; `file` names it in diagnostics.
+Definition definition_from_json(const ordered_json& j, Diagnostics& diag, const std::string& file = "definition.json");
+/// One workload from JSON already in memory (`line` is kept in Workload::line).
+Workload workload_from_json(const ordered_json& j, Diagnostics& diag, const std::string& file = "workloads.jsonl",
+                            int line = 0);
 
 /// load_task followed by validate_task.
 Task load_and_validate_task(const std::filesystem::path& dir, const DesignLevels& levels, Diagnostics& diag);

@@ -69,6 +69,8 @@ struct Checker {
   const Definition& def;
   Diagnostics& diag;
   std::string def_file;
+  // False when an expr axis cannot be evaluated for any workload (reported once, in definition.json).
+  mutable bool axes_resolvable = true;
 
   std::set<std::string> axis_names() const {
     std::set<std::string> s;
@@ -284,10 +286,13 @@ struct Checker {
         if (a.hidden_max != 0 && (a.hidden_max < a.min || (a.max != 0 && a.hidden_max > a.max)))
           r.error(join_path(path, "hidden_max"), fmt::format("{} is outside [min, max]", a.hidden_max));
       }
-      if (a.kind == AxisKind::expr && !a.expr.empty()) {
+      if (a.kind == AxisKind::expr) {
+        axes_resolvable = axes_resolvable && !a.expr.empty();
         for (const auto& id : a.expr.identifiers()) {
-          if (id == a.name) r.error(join_path(path, "expr"), "refers to itself");
-          else if (!find_axis(def, id)) r.error(join_path(path, "expr"), fmt::format("unknown axis '{}'", id));
+          const bool self = id == a.name, unknown = !find_axis(def, id);
+          if (self) r.error(join_path(path, "expr"), "refers to itself");
+          else if (unknown) r.error(join_path(path, "expr"), fmt::format("unknown axis '{}'", id));
+          axes_resolvable = axes_resolvable && !self && !unknown;
         }
       }
     }
@@ -350,6 +355,7 @@ struct Checker {
           auto from = std::find(stack.begin(), stack.end(), id);
           std::vector<std::string> cycle(from, stack.end());
           cycle.push_back(id);
+          axes_resolvable = false;
           if (reported.insert(id).second) {
             std::string s;
             for (const auto& c : cycle) s += (s.empty() ? "" : " -> ") + c;
@@ -427,7 +433,8 @@ struct Checker {
     }
     for (const auto& a : def.axes) {
       if (a.kind == AxisKind::var && !w.axes.count(a.name)) {
-        r.error(join_path("axes", a.name), fmt::format("missing value for var axis '{}'", a.name));
+        if (!diag.has_error(r.file(), r.line(), join_path("axes", a.name)))  // e.g. "expected an integer"
+          r.error(join_path("axes", a.name), fmt::format("missing value for var axis '{}'", a.name));
         axes_ok = false;
       }
     }
@@ -441,15 +448,19 @@ struct Checker {
       const std::string path = join_path(join_path("inputs", name), "generator");
       const TensorSpec* t = find_input(def, name);
       if (!t) r.error(join_path("inputs", name), fmt::format("unknown input '{}'", name));
-      else if (t->generator) check_generator(merge_generator(*t->generator, g), name, r, path);
+      else if (t->generator)
+        report_new(r, [&](const FieldReader& q) { check_generator(*t->generator, name, q, path); },
+                   [&](const FieldReader& q) { check_generator(merge_generator(*t->generator, g), name, q, path); });
     }
     for (const auto& [name, c] : w.compare) {
       const std::string path = join_path("compare", name);
       const TensorSpec* t = find_output(def, name);
       if (!t) r.error(path, fmt::format("unknown output '{}'", name));
-      else if (t->compare) check_compare(merge_compare(*t->compare, c), name, r, path);
+      else if (t->compare)
+        report_new(r, [&](const FieldReader& q) { check_compare(*t->compare, name, q, path); },
+                   [&](const FieldReader& q) { check_compare(merge_compare(*t->compare, c), name, q, path); });
     }
-    if (!axes_ok) return;
+    if (!axes_ok || !axes_resolvable) return;
 
     AxisValues axes;
     try {
@@ -461,7 +472,10 @@ struct Checker {
     const auto env = expr_env(axes, effective_scalars(def, w));
     for (std::size_t k = 0; k < def.constraints.size(); ++k) {
       const Expr& c = def.constraints[k];
-      if (c.empty()) continue;
+      const auto ids = c.identifiers();
+      // Unparsable constraints and unknown names were reported in definition.json.
+      if (c.empty() || std::any_of(ids.begin(), ids.end(), [&](const std::string& id) { return !env.count(id); }))
+        continue;
       try {
         if (!c.eval(env).truthy()) {
           std::string vals;
@@ -475,12 +489,42 @@ struct Checker {
     }
     for (const auto* list : {&def.inputs, &def.outputs}) {
       for (const auto& t : *list) {
+        if (!shape_names_known(t)) continue;  // reported in definition.json
         try {
           resolve_shape(t, axes);
         } catch (const std::exception& e) {
           r.error(join_path(join_path(list == &def.inputs ? "inputs" : "outputs", t.name), "shape"), e.what());
         }
       }
+    }
+  }
+
+  bool shape_names_known(const TensorSpec& t) const {
+    for (const auto& entry : t.shape) {
+      try {
+        for (const auto& id : Expr::parse(entry).identifiers())
+          if (!find_axis(def, id)) return false;
+      } catch (const ExprError&) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Runs a check of the definition's spec and of the spec a workload override makes from it;
+  // records only the override's new findings, so a definition error is not repeated per line.
+  template <class Base, class Merged>
+  void report_new(const FieldReader& r, Base base, Merged merged) const {
+    Diagnostics before, after;
+    base(FieldReader(&before, r.file(), r.line()));
+    merged(FieldReader(&after, r.file(), r.line()));
+    for (const auto& d : after.items()) {
+      const bool old = std::any_of(before.items().begin(), before.items().end(), [&](const Diagnostic& b) {
+        return b.field == d.field && b.message == d.message;
+      });
+      if (old) continue;
+      if (d.severity == Diagnostic::Severity::error) r.error(d.field, d.message);
+      else r.warning(d.field, d.message);
     }
   }
 
