@@ -194,7 +194,10 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
   suite->callback([&] {
     run = [&] {
       Diagnostics diag;
-      int n = validate_tasks(g, "", diag);
+      auto only = split_csv(a.tasks);
+      int n = 0;
+      if (only.empty()) n = validate_tasks(g, "", diag);
+      for (auto& name : only) n += validate_tasks(g, name, diag);
       if (!diag.ok()) {
         fmt::print(stderr, "{}suite: the dataset does not validate ({} errors)\n", diag.format(), diag.error_count());
         return 1;
@@ -202,7 +205,6 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
       bool gpu = cuda_device_count() > 0;
       if (!gpu) no_gpu_notice("suite");
       fmt::print(stderr, "suite: {} task(s) validated\n", n);
-      auto only = split_csv(a.tasks);
       std::vector<Trace> all;
       Diagnostics load_diag;
       for (const Task& task : load_all_tasks(g, load_diag)) {
