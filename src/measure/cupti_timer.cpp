@@ -60,8 +60,10 @@ struct CuptiCallbacks {
 };
 
 CuptiCollector& CuptiCollector::instance() {
-  static CuptiCollector c;
-  return c;
+  // Never destroyed: CUPTI may deliver buffers from its own exit handler after static
+  // destructors have run.
+  static CuptiCollector* c = new CuptiCollector();
+  return *c;
 }
 
 CuptiCollector::CuptiCollector() {
@@ -115,8 +117,9 @@ void CuptiCollector::stop() {
 
 std::vector<ActivityRecord> CuptiCollector::drain() {
   if (!available_) return {};
-  // Default flush: every buffer whose records are complete (the caller synchronised before).
-  const CUptiResult r = cuptiActivityFlushAll(0);
+  // Forced flush: every buffer, also ones not yet full. The caller synchronised the device
+  // before, so every record of work issued before the synchronisation is complete.
+  const CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   std::lock_guard lk(mu_);
   if (r != CUPTI_SUCCESS) {
     set_unavailable("cuptiActivityFlushAll: " + cupti_error_text(r));
@@ -212,7 +215,7 @@ WindowActivity analyze_window(const std::vector<ActivityRecord>& records, std::u
                    [](const ActivityRecord* a, const ActivityRecord* b) { return a->start_ns < b->start_ns; });
   for (const auto& name : exclude_first) {
     auto it = std::find_if(in.begin(), in.end(), [&](const ActivityRecord* r) {
-      return r->kind == ActivityRecord::Kind::kernel && r->raw_name == name;
+      return r->kind == ActivityRecord::Kind::kernel && (r->raw_name == name || r->name == name);
     });
     if (it != in.end()) {
       in.erase(it);

@@ -33,8 +33,8 @@ struct WindowActivity {
   std::vector<std::pair<std::string, double>> busy;
 };
 
-/// Counts the records whose start lies in [t_begin_ns, t_end_ns]; for each mangled name in
-/// `exclude_first`, the earliest record with that raw name is left out (the harness's own
+/// Counts the records whose start lies in [t_begin_ns, t_end_ns]; for each name in
+/// `exclude_first`, the earliest kernel record with that raw (or demangled) name is left out (the harness's own
 /// blocking kernel or in-graph flush kernels). Pure function, for the timer and for tests.
 WindowActivity analyze_window(const std::vector<ActivityRecord>& records, std::uint64_t t_begin_ns,
                               std::uint64_t t_end_ns, const std::vector<std::string>& exclude_first);

@@ -17,7 +17,6 @@
 
 namespace d2k::measure {
 
-
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -240,9 +239,15 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
       b = &g.stop;
     } else {
       if (opts.blocking_kernel) blocking.hold(stream, opts.blocking_timeout_s);
-      D2K_MEASURE_CUDA(cudaEventRecord(ev0.get(), stream));
-      launch(i, stream);
-      D2K_MEASURE_CUDA(cudaEventRecord(ev1.get(), stream));
+      try {
+        D2K_MEASURE_CUDA(cudaEventRecord(ev0.get(), stream));
+        launch(i, stream);
+        D2K_MEASURE_CUDA(cudaEventRecord(ev1.get(), stream));
+      } catch (...) {
+        // Let the stream go before leaving, or it stays held until the spin times out.
+        if (opts.blocking_kernel) blocking.release();
+        throw;
+      }
       if (opts.blocking_kernel) blocking.release();
     }
     sync_after_call(i);

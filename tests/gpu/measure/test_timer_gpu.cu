@@ -14,6 +14,8 @@
 
 using namespace d2k::measure;
 
+void dump_result(const char* name, const MeasureResult& r);
+
 namespace {
 
 #define CK(call) D2K_MEASURE_CUDA(call)
@@ -84,9 +86,12 @@ MeasureOptions quick() {
 }
 
 void print(const char* what, const MeasureResult& r) {
-  std::printf("[%s] timer=%s cupti median %.3f us, events median %.3f us, n=%zu, stop=%s, sm %.0f MHz\n", what,
-              r.timer.c_str(), r.cupti.median * 1e6, r.events.median * 1e6, r.time.n,
-              std::string(to_string(r.stop_reason)).c_str(), r.clocks.sm_mhz_median);
+  std::printf("[%s] timer=%s cupti median %.3f us (p10 %.3f, p90 %.3f, noise %.2f%%), events median %.3f us, "
+              "n=%zu, stop=%s, wall %.2f s, sm %.0f MHz, kernels %zu\n",
+              what, r.timer.c_str(), r.cupti.median * 1e6, r.cupti.p10 * 1e6, r.cupti.p90 * 1e6,
+              100 * r.cupti.rel_noise, r.events.median * 1e6, r.time.n,
+              std::string(to_string(r.stop_reason)).c_str(), r.wall_s, r.clocks.sm_mhz_median,
+              r.kernel_names.size());
 }
 
 Timer& timer() {
@@ -132,6 +137,7 @@ TEST(TimerGpu, CopyTimeMatchesMeasuredBandwidth) {
       },
       st.s, quick());
   print("copy 384 MiB", r);
+  dump_result("copy_384MiB", r);
   const double expected = 2.0 * n / bw;
   std::printf("  bandwidth %.3f TB/s -> expected %.3f us\n", bw * 1e-12, expected * 1e6);
   EXPECT_EQ(r.timer, "cupti");
@@ -159,6 +165,7 @@ TEST(TimerGpu, CuptiCountsSideStreamThatEventsMiss) {
       },
       main.s, quick());
   print("side stream", r);
+  dump_result("side_stream", r);
   EXPECT_GE(r.cupti.median, 1.9e-3);
   EXPECT_LT(r.events.median, 0.5e-3);
   EXPECT_EQ(r.kernel_names.size(), 2u);
