@@ -54,7 +54,13 @@
 #define HJ_PREFETCH 1  // load the next tile before looking up the current one
 #endif
 #ifndef HJ_HASH_BATCH
-#define HJ_HASH_BATCH 4  // hash-bucket loads in flight per thread at once
+#define HJ_HASH_BATCH 8  // hash-bucket loads in flight per thread at once
+#endif
+#ifndef HJ_EVICT_FIRST_PAYLOAD
+#define HJ_EVICT_FIRST_PAYLOAD 1  // DRAM-resident payload array read/written evict-first (BITMAP)
+#endif
+#ifndef HJ_DEBUG_STOP_AFTER_BUILD
+#define HJ_DEBUG_STOP_AFTER_BUILD 0  // phase timing only: skip the probe (wrong output!)
 #endif
 #ifndef HJ_MIN_BLOCKS
 #define HJ_MIN_BLOCKS 1  // __launch_bounds__ minimum resident blocks of the probe kernels
@@ -78,7 +84,7 @@ static_assert(kProbeThreads % 32 == 0 && kProbeThreads <= 1024, "bad HJ_PROBE_TH
 static_assert(kItems % kHashBatch == 0, "HJ_HASH_BATCH must divide HJ_ITEMS");
 static_assert(kStage >= 32 * kItems, "HJ_STAGE must hold one warp tile of matches");
 
-enum Mode : int { kModeExact = 0, kModeBitmap = 1, kModeHash = 2 };
+enum Mode : int { kModeExact = 0, kModeDirect = 1, kModeBitmap = 2, kModeHash = 3 };
 
 /// Workspace header: min/max of the build keys (order-preserving unsigned flips, both reduced
 /// with atomicMax from a zeroed header) and the flag for the (key -1, payload -1) build tuple.
@@ -97,7 +103,9 @@ struct Plan {
   uint32_t range;  ///< max - min + 1 (valid for the direct modes)
 };
 
-__device__ __forceinline__ Plan make_plan(const Header* h, int64_t r, uint64_t cap) {
+/// direct_max: the most 64-bit direct slots that stay L2-resident (from the device's L2 size).
+__device__ __forceinline__ Plan make_plan(const Header* h, int64_t r, uint64_t cap,
+                                          uint64_t direct_max) {
   const int mn = static_cast<int>((~h->negmin_flip) ^ 0x80000000u);
   const int mx = static_cast<int>(h->max_flip ^ 0x80000000u);
   const int64_t range = static_cast<int64_t>(mx) - mn + 1;
@@ -106,6 +114,8 @@ __device__ __forceinline__ Plan make_plan(const Header* h, int64_t r, uint64_t c
   p.range = static_cast<uint32_t>(range);  // only used when range <= 2*cap
   if (range == r)
     p.mode = kModeExact;
+  else if (range <= static_cast<int64_t>(cap) && range <= static_cast<int64_t>(direct_max))
+    p.mode = kModeDirect;
   else if (range <= static_cast<int64_t>(2 * cap))
     p.mode = kModeBitmap;
   else
@@ -159,61 +169,87 @@ struct DirectLookup {
       for (int j = 0; j < kItems; ++j) hit[j] = (w[j] >> (d[j] & 31)) & 1u;
     }
 #pragma unroll
-    for (int j = 0; j < kItems; ++j) bp[j] = hit[j] ? __ldg(pay + d[j]) : 0;
+    for (int j = 0; j < kItems; ++j) {
+      // BITMAP: the payload array is DRAM-resident and each line is touched about once; read it
+      // evict-first so that it does not push the bitmap out of L2.
+      if constexpr (kBitmap && HJ_EVICT_FIRST_PAYLOAD)
+        bp[j] = hit[j] ? __ldcs(pay + d[j]) : 0;
+      else
+        bp[j] = hit[j] ? __ldg(pay + d[j]) : 0;
+    }
   }
 };
 
-/// Bucketised open addressing in global memory: 4 packed slots (one 32-byte sector) per bucket.
+/// Direct index into packed 64-bit slots (key | payload << 32), empty = all ones: ONE 8-byte load
+/// per in-range probe resolves presence and payload together. The (-1, -1) tuple looks empty and
+/// is recognised through `special`; its payload half is -1 either way.
+struct Direct64Lookup {
+  const unsigned long long* __restrict__ slots;
+  uint32_t lo, range;
+  int special;
+
+  __device__ __forceinline__ void operator()(const int (&key)[kItems], const bool (&valid)[kItems],
+                                             bool (&hit)[kItems], int (&bp)[kItems]) const {
+    unsigned long long v[kItems];
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      const uint32_t d = static_cast<uint32_t>(key[j]) - lo;
+      hit[j] = valid[j] && d < range;
+      v[j] = hit[j] ? __ldg(slots + d) : kEmpty;
+    }
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      hit[j] = hit[j] && (v[j] != kEmpty || (key[j] == -1 && special));
+      bp[j] = static_cast<int>(v[j] >> 32);
+    }
+  }
+};
+
+/// Bucketised open addressing in global memory: 2 packed slots (16 bytes, ONE load request) per
+/// bucket, bucket-linear probing, load factor <= 0.5.
 struct HashLookup {
-  const ulonglong2* __restrict__ buckets;  // two per bucket
-  uint32_t shift;                          // 32 - log2(number of buckets)
-  uint32_t bmask;                          // number of buckets - 1
-  int special;                             // the (-1, -1) build tuple exists
+  const ulonglong2* __restrict__ buckets;
+  uint32_t shift;  // 32 - log2(number of buckets)
+  uint32_t bmask;  // number of buckets - 1
+  int special;     // the (-1, -1) build tuple exists
 
   /// Resolves one bucket: 1 hit, 0 miss (an empty slot ends the probe sequence), -1 go on.
-  static __device__ __forceinline__ int scan_bucket(ulonglong2 a, ulonglong2 b, int key, int& bp) {
-    const unsigned long long s[4] = {a.x, a.y, b.x, b.y};
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      if (s[q] == kEmpty) return 0;
-      if (static_cast<uint32_t>(s[q]) == static_cast<uint32_t>(key)) {
-        bp = static_cast<int>(s[q] >> 32);
-        return 1;
-      }
+  static __device__ __forceinline__ int scan_bucket(ulonglong2 b, int key, int& bp) {
+    if (b.x == kEmpty) return 0;
+    if (static_cast<uint32_t>(b.x) == static_cast<uint32_t>(key)) {
+      bp = static_cast<int>(b.x >> 32);
+      return 1;
+    }
+    if (b.y == kEmpty) return 0;
+    if (static_cast<uint32_t>(b.y) == static_cast<uint32_t>(key)) {
+      bp = static_cast<int>(b.y >> 32);
+      return 1;
     }
     return -1;
   }
 
   __device__ __forceinline__ void operator()(const int (&key)[kItems], const bool (&valid)[kItems],
                                              bool (&hit)[kItems], int (&bp)[kItems]) const {
-    // Batches of kHashBatch items: each bucket is 4 registers of 64 bits while in flight, so all
-    // kItems at once would cost the kernel its occupancy.
 #pragma unroll
     for (int g = 0; g < kItems; g += kHashBatch) {
       uint32_t b[kHashBatch];
-      ulonglong2 lo[kHashBatch], hi[kHashBatch];
+      ulonglong2 v[kHashBatch];
 #pragma unroll
       for (int i = 0; i < kHashBatch; ++i) {
         const int j = g + i;
         b[i] = fib_hash(key[j], shift);
-        if (valid[j]) {
-          lo[i] = __ldg(buckets + 2 * b[i]);
-          hi[i] = __ldg(buckets + 2 * b[i] + 1);
-        } else {
-          lo[i] = make_ulonglong2(kEmpty, kEmpty);
-          hi[i] = lo[i];
-        }
+        v[i] = valid[j] ? __ldg(buckets + b[i]) : make_ulonglong2(kEmpty, kEmpty);
       }
 #pragma unroll
       for (int i = 0; i < kHashBatch; ++i) {
         const int j = g + i;
         bp[j] = 0;
-        int res = scan_bucket(lo[i], hi[i], key[j], bp[j]);
-        // A full bucket without the key: go on to the next buckets (rare at load factor <= 0.5).
+        int res = scan_bucket(v[i], key[j], bp[j]);
+        // A full bucket without the key: go on to the next buckets.
         uint32_t bb = b[i];
         while (res < 0) {
           bb = (bb + 1) & bmask;
-          res = scan_bucket(__ldg(buckets + 2 * bb), __ldg(buckets + 2 * bb + 1), key[j], bp[j]);
+          res = scan_bucket(__ldg(buckets + bb), key[j], bp[j]);
         }
         hit[j] = valid[j] && res > 0;
         if (valid[j] && res == 0 && key[j] == -1 && special) {
@@ -225,6 +261,7 @@ struct HashLookup {
   }
 };
 
+/// Dynamic shared memory: [shared-memory table (small-build path only)] [ProbeSmem].
 extern __shared__ unsigned long long smem_table[];
 
 /// Linear probing over a shared-memory table of single packed slots.
@@ -261,6 +298,28 @@ struct SmemHashLookup {
         bp[j] = -1;
       }
       hit[j] = found;
+    }
+  }
+};
+
+/// Direct index into the shared-memory table (per-CTA key range <= table slots).
+struct SmemDirectLookup {
+  uint32_t lo, range;
+  int special;
+
+  __device__ __forceinline__ void operator()(const int (&key)[kItems], const bool (&valid)[kItems],
+                                             bool (&hit)[kItems], int (&bp)[kItems]) const {
+    unsigned long long v[kItems];
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      const uint32_t d = static_cast<uint32_t>(key[j]) - lo;
+      hit[j] = valid[j] && d < range;
+      v[j] = hit[j] ? smem_table[d] : kEmpty;
+    }
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      hit[j] = hit[j] && (v[j] != kEmpty || (key[j] == -1 && special));
+      bp[j] = static_cast<int>(v[j] >> 32);
     }
   }
 };
@@ -434,28 +493,59 @@ __device__ __forceinline__ void probe_tiles(const ProbeArgs& a, const Lookup& lo
 // ---------------------------------------------------------------------------------------------
 // Kernels.
 
-/// Small build side: every CTA builds the whole table in its shared memory, then probes.
+/// Small build side: every CTA builds the whole table in its shared memory, then probes. The CTA
+/// first reduces min/max of the build keys itself (R is small and the reads hit L2): when the key
+/// range fits the table, the table is direct-indexed by key - min (one shared-memory load per
+/// probe, no probe sequence); otherwise it is a linear-probing hash table.
 __global__ void __launch_bounds__(kProbeThreads, HJ_MIN_BLOCKS) hj_join_smem_table(
     const int32_t* __restrict__ bk, const int32_t* __restrict__ bpay, int64_t r, ProbeArgs a,
     uint32_t log2cap) {
   __shared__ int special;
+  __shared__ unsigned int s_max_flip, s_negmin_flip;
   const uint32_t cap = 1u << log2cap, mask = cap - 1, shift = 32 - log2cap;
   ProbeSmem& sm = *reinterpret_cast<ProbeSmem*>(smem_table + cap);
   for (uint32_t i = threadIdx.x; i < cap; i += kProbeThreads) smem_table[i] = kEmpty;
-  if (threadIdx.x == 0) special = 0;
+  if (threadIdx.x == 0) {
+    special = 0;
+    s_max_flip = 0;
+    s_negmin_flip = 0;
+  }
   __syncthreads();
+  unsigned int mx = 0, nmn = 0;
+  for (int64_t i = threadIdx.x; i < r; i += kProbeThreads) {
+    const unsigned int f = static_cast<unsigned int>(bk[i]) ^ 0x80000000u;
+    mx = max(mx, f);
+    nmn = max(nmn, ~f);
+  }
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) {
+    mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, d));
+    nmn = max(nmn, __shfl_xor_sync(0xffffffffu, nmn, d));
+  }
+  if ((threadIdx.x & 31) == 0) {
+    atomicMax(&s_max_flip, mx);
+    atomicMax(&s_negmin_flip, nmn);
+  }
+  __syncthreads();
+  const uint32_t lo = (~s_negmin_flip) ^ 0x80000000u;
+  const uint64_t range = static_cast<uint64_t>((s_max_flip ^ 0x80000000u) - lo) + 1;  // mod 2^32, <= 2^32
+  const bool direct = range <= cap;
   for (int64_t i = threadIdx.x; i < r; i += kProbeThreads) {
     const int k = bk[i], p = bpay[i];
     const unsigned long long v = pack(k, p);
-    if (v == kEmpty) {
-      special = 1;
-      continue;
+    if (v == kEmpty) special = 1;
+    if (direct) {
+      smem_table[static_cast<uint32_t>(k) - lo] = v;  // distinct keys: no conflicts
+    } else if (v != kEmpty) {
+      uint32_t h = fib_hash(k, shift);
+      while (atomicCAS(&smem_table[h], kEmpty, v) != kEmpty) h = (h + 1) & mask;
     }
-    uint32_t h = fib_hash(k, shift);
-    while (atomicCAS(&smem_table[h], kEmpty, v) != kEmpty) h = (h + 1) & mask;
   }
   __syncthreads();
-  probe_tiles(a, SmemHashLookup{shift, mask, special}, sm);
+  if (direct)
+    probe_tiles(a, SmemDirectLookup{lo, static_cast<uint32_t>(range), special}, sm);
+  else
+    probe_tiles(a, SmemHashLookup{shift, mask, special}, sm);
 }
 
 /// Min and max of the build keys: a block reduction, then two atomics per block.
@@ -490,16 +580,19 @@ __global__ void __launch_bounds__(kBuildThreads) hj_build_minmax(const int32_t* 
   }
 }
 
-/// Clears what the plan needs cleared: the hash slots (to empty) or the bitmap (to zero).
+/// Clears what the plan needs cleared: hash or direct slots (to empty), or the bitmap (to zero).
 __global__ void __launch_bounds__(kBuildThreads) hj_build_clear(const Header* h, int64_t r,
-                                                                uint64_t cap, ulonglong2* table,
-                                                                uint4* bitmap) {
-  const Plan p = make_plan(h, r, cap);
+                                                                uint64_t cap, uint64_t direct_max,
+                                                                ulonglong2* table, uint4* bitmap) {
+  const Plan p = make_plan(h, r, cap, direct_max);
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * kBuildThreads;
   const uint64_t i0 = static_cast<uint64_t>(blockIdx.x) * kBuildThreads + threadIdx.x;
+  const ulonglong2 e = make_ulonglong2(kEmpty, kEmpty);
   if (p.mode == kModeHash) {
-    const ulonglong2 e = make_ulonglong2(kEmpty, kEmpty);
     for (uint64_t i = i0; i < cap / 2; i += stride) table[i] = e;
+  } else if (p.mode == kModeDirect) {
+    const uint64_t n = (static_cast<uint64_t>(p.range) + 1) / 2;  // range <= cap
+    for (uint64_t i = i0; i < n; i += stride) table[i] = e;
   } else if (p.mode == kModeBitmap) {
     const uint64_t n = (static_cast<uint64_t>(p.range) + 127) / 128;
     for (uint64_t i = i0; i < n; i += stride) bitmap[i] = make_uint4(0, 0, 0, 0);
@@ -509,21 +602,32 @@ __global__ void __launch_bounds__(kBuildThreads) hj_build_clear(const Header* h,
 /// Inserts the build tuples according to the plan.
 __global__ void __launch_bounds__(kBuildThreads) hj_build_insert(
     const int32_t* __restrict__ bk, const int32_t* __restrict__ bpay, int64_t r, Header* h,
-    uint64_t cap, unsigned long long* table, uint32_t* bitmap) {
-  const Plan p = make_plan(h, r, cap);
+    uint64_t cap, uint64_t direct_max, unsigned long long* table, uint32_t* bitmap) {
+  const Plan p = make_plan(h, r, cap, direct_max);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kBuildThreads;
   int64_t i = static_cast<int64_t>(blockIdx.x) * kBuildThreads + threadIdx.x;
   int32_t* pay = reinterpret_cast<int32_t*>(table);
   if (p.mode == kModeExact) {
     for (; i < r; i += stride) pay[static_cast<uint32_t>(__ldcs(bk + i)) - p.lo] = __ldcs(bpay + i);
+  } else if (p.mode == kModeDirect) {
+    for (; i < r; i += stride) {
+      const int k = __ldcs(bk + i);
+      const unsigned long long v = pack(k, __ldcs(bpay + i));
+      if (v == kEmpty) h->special = 1;  // stored anyway: it reads as empty, `special` tells
+      table[static_cast<uint32_t>(k) - p.lo] = v;
+    }
   } else if (p.mode == kModeBitmap) {
     for (; i < r; i += stride) {
       const uint32_t d = static_cast<uint32_t>(__ldcs(bk + i)) - p.lo;
+#if HJ_EVICT_FIRST_PAYLOAD
+      __stcs(pay + d, __ldcs(bpay + i));
+#else
       pay[d] = __ldcs(bpay + i);
+#endif
       atomicOr(bitmap + (d >> 5), 1u << (d & 31));
     }
   } else {
-    const uint32_t nb = static_cast<uint32_t>(cap / 4);
+    const uint32_t nb = static_cast<uint32_t>(cap / 2);
     const uint32_t shift = 32 - (31 - __clz(static_cast<int>(nb)));
     for (; i < r; i += stride) {
       const int k = __ldcs(bk + i);
@@ -534,13 +638,10 @@ __global__ void __launch_bounds__(kBuildThreads) hj_build_insert(
       }
       uint32_t b = fib_hash(k, shift);
       for (;;) {
-        unsigned long long* slot = table + 4ull * b;
-        int q = 0;
-        for (; q < 4; ++q) {
-          // Skip slots already seen occupied; CAS only where a slot looks empty.
-          if (slot[q] == kEmpty && atomicCAS(slot + q, kEmpty, v) == kEmpty) break;
-        }
-        if (q < 4) break;
+        unsigned long long* slot = table + 2ull * b;
+        // Skip slots already seen occupied; CAS only where a slot looks empty.
+        if (slot[0] == kEmpty && atomicCAS(slot, kEmpty, v) == kEmpty) break;
+        if (slot[1] == kEmpty && atomicCAS(slot + 1, kEmpty, v) == kEmpty) break;
         b = (b + 1) & (nb - 1);
       }
     }
@@ -549,17 +650,19 @@ __global__ void __launch_bounds__(kBuildThreads) hj_build_insert(
 
 /// Probe against the global table built above, dispatching once on the plan.
 __global__ void __launch_bounds__(kProbeThreads, HJ_MIN_BLOCKS) hj_probe_global(
-    ProbeArgs a, const Header* h, int64_t r, uint64_t cap, const unsigned long long* table,
-    const uint32_t* bitmap) {
+    ProbeArgs a, const Header* h, int64_t r, uint64_t cap, uint64_t direct_max,
+    const unsigned long long* table, const uint32_t* bitmap) {
   ProbeSmem& sm = *reinterpret_cast<ProbeSmem*>(smem_table);
-  const Plan p = make_plan(h, r, cap);
+  const Plan p = make_plan(h, r, cap, direct_max);
   const int32_t* pay = reinterpret_cast<const int32_t*>(table);
   if (p.mode == kModeExact) {
     probe_tiles(a, DirectLookup<false>{pay, bitmap, p.lo, p.range}, sm);
+  } else if (p.mode == kModeDirect) {
+    probe_tiles(a, Direct64Lookup{table, p.lo, p.range, h->special}, sm);
   } else if (p.mode == kModeBitmap) {
     probe_tiles(a, DirectLookup<true>{pay, bitmap, p.lo, p.range}, sm);
   } else {
-    const uint32_t nb = static_cast<uint32_t>(cap / 4);
+    const uint32_t nb = static_cast<uint32_t>(cap / 2);
     const uint32_t log2nb = 31 - __clz(static_cast<int>(nb));
     probe_tiles(a,
                 HashLookup{reinterpret_cast<const ulonglong2*>(table), 32 - log2nb, nb - 1,
@@ -648,9 +751,13 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     D2K_CUDA_TRY(args, cudaMemsetAsync(pa.count, 0, sizeof(unsigned long long), stream));
     if (sh.r == 0 || sh.s == 0) return D2K_OK;
 
-    int dev = 0, sms = 0;
+    int dev = 0, sms = 0, l2_bytes = 0;
     D2K_CUDA_TRY(args, cudaGetDevice(&dev));
     D2K_CUDA_TRY(args, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    D2K_CUDA_TRY(args, cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, dev));
+    // A direct-indexed table of 64-bit slots is chosen only while it takes at most half the L2
+    // (the probe stream passes through the rest).
+    const uint64_t direct_max = static_cast<uint64_t>(l2_bytes) / 2 / sizeof(unsigned long long);
     const int64_t tile = static_cast<int64_t>(kProbeThreads) * kItems;
     const int64_t tiles = (sh.s + tile - 1) / tile;
 
@@ -688,11 +795,13 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     hj_build_minmax<<<blocks_for(static_cast<uint64_t>(sh.r)), kBuildThreads, 0, stream>>>(bk, sh.r, hdr);
     D2K_CUDA_TRY(args, cudaGetLastError());
     hj_build_clear<<<blocks_for(cap / 2), kBuildThreads, 0, stream>>>(
-        hdr, sh.r, cap, reinterpret_cast<ulonglong2*>(table), reinterpret_cast<uint4*>(bitmap));
+        hdr, sh.r, cap, direct_max, reinterpret_cast<ulonglong2*>(table),
+        reinterpret_cast<uint4*>(bitmap));
     D2K_CUDA_TRY(args, cudaGetLastError());
     hj_build_insert<<<blocks_for(static_cast<uint64_t>(sh.r)), kBuildThreads, 0, stream>>>(
-        bk, bpay, sh.r, hdr, cap, table, bitmap);
+        bk, bpay, sh.r, hdr, cap, direct_max, table, bitmap);
     D2K_CUDA_TRY(args, cudaGetLastError());
+    if (HJ_DEBUG_STOP_AFTER_BUILD) return D2K_OK;
 
     const size_t smem = sizeof(ProbeSmem);
     D2K_CUDA_TRY(args, cudaFuncSetAttribute(hj_probe_global,
@@ -704,8 +813,8 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     if (per_sm < 1) per_sm = 1;
     int64_t grid = static_cast<int64_t>(per_sm) * sms;
     if (grid > tiles) grid = tiles;
-    hj_probe_global<<<static_cast<unsigned>(grid), kProbeThreads, smem, stream>>>(pa, hdr, sh.r,
-                                                                                  cap, table, bitmap);
+    hj_probe_global<<<static_cast<unsigned>(grid), kProbeThreads, smem, stream>>>(
+        pa, hdr, sh.r, cap, direct_max, table, bitmap);
     D2K_CUDA_TRY(args, cudaGetLastError());
     return D2K_OK;
   });
