@@ -1,9 +1,8 @@
 #pragma once
 /// Element loads, stores and floating-point format conversions shared by host and device.
-/// Narrow float formats are reached through float with one round-to-nearest-even step, the
-/// same rounding as CUDA's __float2bfloat16_rn / __float2half_rn and
-/// __nv_cvt_float_to_fp8(x, __NV_SATFINITE, ...); fp8 values beyond the largest finite one
-/// saturate to it. Decodes are exact.
+/// Narrow float formats are rounded from double in one round-to-nearest-even step, exactly as
+/// core's store_from_double (and, for float inputs, CUDA's conversion intrinsics). Decodes are
+/// exact.
 #include <cstddef>
 #include <cstdint>
 
@@ -32,62 +31,60 @@ D2K_HD float float_of(std::uint32_t u) {
 #endif
 }
 
-/// float -> bfloat16 bits, round to nearest even; NaN -> 0x7FFF.
-D2K_HD std::uint16_t f32_to_bf16_bits(float f) {
-  const std::uint32_t u = bits_of_f(f);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FFFu;
-  return static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-D2K_HD float bf16_bits_to_f32(std::uint16_t b) { return float_of(static_cast<std::uint32_t>(b) << 16); }
-
 /// A binary floating format narrower than float: `man` mantissa bits, exponent `bias`.
 struct SmallFloatFormat {
   int man, exp_bits, bias;
   std::uint32_t max_finite;  ///< code of the largest finite magnitude
-  std::uint32_t nan_code;    ///< code returned for NaN (no sign)
+  std::uint32_t nan_code;    ///< code returned for NaN
   bool has_inf;              ///< false: exponent all-ones still encodes finite values (e4m3fn)
-  bool saturate;             ///< overflow gives max_finite instead of inf
+  bool saturate;             ///< overflow and Inf give max_finite instead of Inf (satfinite)
+  bool nan_signed;           ///< NaN keeps the input's sign (fp8, as __nv_cvt_float_to_fp8)
 };
-constexpr SmallFloatFormat kF16{10, 5, 15, 0x7BFFu, 0x7FFFu, true, false};
-constexpr SmallFloatFormat kE4M3{3, 4, 7, 0x7Eu, 0x7Fu, false, true};
-constexpr SmallFloatFormat kE5M2{2, 5, 15, 0x7Bu, 0x7Fu, true, true};
+constexpr SmallFloatFormat kBF16{7, 8, 127, 0x7F7Fu, 0x7FFFu, true, false, false};
+constexpr SmallFloatFormat kF16{10, 5, 15, 0x7BFFu, 0x7FFFu, true, false, false};
+constexpr SmallFloatFormat kE4M3{3, 4, 7, 0x7Eu, 0x7Fu, false, true, true};
+constexpr SmallFloatFormat kE5M2{2, 5, 15, 0x7Bu, 0x7Eu, true, false, true};
 
-/// float -> narrow format, round to nearest even.
-D2K_HD std::uint32_t f32_to_small_bits(float f, SmallFloatFormat fm) {
-  const std::uint32_t x = bits_of_f(f);
-  const std::uint32_t sign = (x >> 31) << (fm.man + fm.exp_bits);
-  const std::uint32_t ax = x & 0x7FFFFFFFu;
-  if (ax > 0x7F800000u) return fm.nan_code;
-  const int e = static_cast<int>(ax >> 23);
-  if (e == 0) return sign;  // zero or float subnormal: below half the smallest narrow subnormal
-  const int E = e - 127;
+/// double -> narrow format in one rounding (to nearest, ties to even). For a float input this
+/// equals CUDA's __float2bfloat16_rn / __float2half_rn / __nv_cvt_float_to_fp8 (e4m3:
+/// __NV_SATFINITE, e5m2: __NV_NOSAT), and it is core's store_from_double.
+D2K_HD std::uint32_t f64_to_small_bits(double v, SmallFloatFormat fm) {
+  const std::uint64_t x = bits_of(v);
+  const std::uint32_t sign = static_cast<std::uint32_t>(x >> 63) << (fm.man + fm.exp_bits);
+  const std::uint64_t ax = x & 0x7FFFFFFFFFFFFFFFull;
+  if (ax > 0x7FF0000000000000ull) return fm.nan_signed ? (sign | fm.nan_code) : fm.nan_code;
+  const std::uint32_t inf_code = ((1u << fm.exp_bits) - 1u) << fm.man;
+  const std::uint32_t overflow = fm.saturate || !fm.has_inf ? fm.max_finite : inf_code;
+  const int e = static_cast<int>(ax >> 52);
+  if (e == 0) return sign;  // zero or double subnormal: far below every narrow subnormal
+  const int E = e - 1023;
+  if (E > 2 * fm.bias + 2) return sign | overflow;  // far beyond the range (also Inf)
   const int min_normal = 1 - fm.bias;
-  const std::uint32_t mant = (ax & 0x7FFFFFu) | 0x800000u;  // value = mant * 2^(E-23)
-  std::uint32_t code;
+  const std::uint64_t mant = (ax & 0x000FFFFFFFFFFFFFull) | 0x0010000000000000ull;  // value = mant * 2^(E-52)
   int shift;
+  std::uint64_t code;
   if (E >= min_normal) {
-    if (E > 2 * fm.bias + 2) {  // far beyond range (also +inf): no shifting games
-      code = 0xFFFFFFFFu;
-      shift = 0;
-    } else {
-      shift = 23 - fm.man;
-      code = (static_cast<std::uint32_t>(E + fm.bias - 1) << fm.man) + (mant >> shift);
-    }
+    shift = 52 - fm.man;
+    code = (static_cast<std::uint64_t>(E + fm.bias - 1) << fm.man) + (mant >> shift);
   } else {
-    shift = 23 - fm.man + (min_normal - E);
-    if (shift >= 32) return sign;
+    shift = 52 - fm.man + (min_normal - E);
+    if (shift >= 64) return sign;  // below a quarter of the smallest subnormal
     code = mant >> shift;
   }
-  if (shift > 0 && code != 0xFFFFFFFFu) {
-    const std::uint32_t rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (code & 1u))) ++code;
-  }
-  if (code > fm.max_finite) {
-    if (fm.saturate || !fm.has_inf) code = fm.max_finite;
-    else code = static_cast<std::uint32_t>(((1u << fm.exp_bits) - 1u) << fm.man);  // inf
-  }
-  return sign | code;
+  const std::uint64_t rem = mant & ((1ull << shift) - 1ull), half = 1ull << (shift - 1);
+  if (rem > half || (rem == half && (code & 1u))) ++code;  // a carry into the exponent is right
+  if (code > fm.max_finite) return sign | overflow;
+  return sign | static_cast<std::uint32_t>(code);
 }
+
+/// float -> narrow format (float -> double is exact, so this is one rounding too).
+D2K_HD std::uint32_t f32_to_small_bits(float f, SmallFloatFormat fm) {
+  return f64_to_small_bits(static_cast<double>(f), fm);
+}
+
+/// float -> bfloat16 bits, round to nearest even; NaN -> 0x7FFF.
+D2K_HD std::uint16_t f32_to_bf16_bits(float f) { return static_cast<std::uint16_t>(f32_to_small_bits(f, kBF16)); }
+D2K_HD float bf16_bits_to_f32(std::uint16_t b) { return float_of(static_cast<std::uint32_t>(b) << 16); }
 
 /// Narrow format -> float, exact.
 D2K_HD float small_bits_to_f32(std::uint32_t b, SmallFloatFormat fm) {
@@ -154,7 +151,8 @@ D2K_HD double load_double(DType t, const void* base, std::int64_t i) {
     case DType::i16: return static_cast<std::int16_t>(b);
     case DType::i32: return static_cast<std::int32_t>(b);
     case DType::i64: return i64_to_double(static_cast<std::int64_t>(b));
-    case DType::u8: case DType::boolean: return static_cast<double>(static_cast<std::uint8_t>(b));
+    case DType::u8: return static_cast<double>(static_cast<std::uint8_t>(b));
+    case DType::boolean: return b != 0 ? 1.0 : 0.0;
     case DType::u32: return static_cast<double>(static_cast<std::uint32_t>(b));
   }
   return 0;
@@ -168,7 +166,8 @@ D2K_HD std::int64_t load_i64(DType t, const void* base, std::int64_t i) {
     case DType::i16: return static_cast<std::int16_t>(b);
     case DType::i32: return static_cast<std::int32_t>(b);
     case DType::i64: return static_cast<std::int64_t>(b);
-    case DType::u8: case DType::boolean: return static_cast<std::uint8_t>(b);
+    case DType::u8: return static_cast<std::uint8_t>(b);
+    case DType::boolean: return b != 0 ? 1 : 0;
     case DType::u32: return static_cast<std::uint32_t>(b);
     default: return double_to_i64_trunc(load_double(t, base, i));
   }
@@ -187,26 +186,38 @@ D2K_HD void int_range(DType t, std::int64_t* lo, std::int64_t* hi) {
   }
 }
 
-/// Stores a real value: floats round to nearest even (via float for 16- and 8-bit formats);
-/// integer types take floor(v), saturated (NaN -> 0); bool is (v != 0).
+/// Round to nearest integer, ties to even (as nearbyint in the default mode).
+D2K_HD double rint_even(double x) {
+  if (!(abs_d(x) < 4503599627370496.0)) return x;  // >= 2^52 (or NaN): already integral
+  const double t = floor_d(x);
+  const double frac = (xd(x) - t).v;  // exact
+  if (frac > 0.5) return (xd(t) + 1.0).v;
+  if (frac == 0.5 && (double_to_i64_trunc(t) & 1)) return (xd(t) + 1.0).v;
+  return t;
+}
+
+/// Stores a real value exactly as core's store_from_double does: floats round to nearest even
+/// in one step from double; integer types round to nearest even and saturate (NaN -> 0);
+/// bool is (v != 0), NaN included.
 D2K_HD void store_real(DType t, void* base, std::int64_t i, double v) {
   switch (t) {
     case DType::f64: store_bits(t, base, i, bits_of(v)); return;
     case DType::f32: store_bits(t, base, i, bits_of_f(double_to_float_rn(v))); return;
-    case DType::bf16: store_bits(t, base, i, f32_to_bf16_bits(double_to_float_rn(v))); return;
-    case DType::f16: store_bits(t, base, i, f32_to_small_bits(double_to_float_rn(v), kF16)); return;
-    case DType::f8e4m3: store_bits(t, base, i, f32_to_small_bits(double_to_float_rn(v), kE4M3)); return;
-    case DType::f8e5m2: store_bits(t, base, i, f32_to_small_bits(double_to_float_rn(v), kE5M2)); return;
-    case DType::boolean: store_bits(t, base, i, (v != 0 && !is_nan(v)) ? 1u : 0u); return;
+    case DType::bf16: store_bits(t, base, i, f64_to_small_bits(v, kBF16)); return;
+    case DType::f16: store_bits(t, base, i, f64_to_small_bits(v, kF16)); return;
+    case DType::f8e4m3: store_bits(t, base, i, f64_to_small_bits(v, kE4M3)); return;
+    case DType::f8e5m2: store_bits(t, base, i, f64_to_small_bits(v, kE5M2)); return;
+    case DType::boolean: store_bits(t, base, i, v != 0 ? 1u : 0u); return;
     default: break;
   }
   std::int64_t lo, hi;
   int_range(t, &lo, &hi);
   std::int64_t iv;
+  const double r = rint_even(v);
   if (is_nan(v)) iv = 0;
-  else if (v <= i64_to_double(lo)) iv = lo;
-  else if (v >= i64_to_double(hi)) iv = hi;
-  else iv = double_to_i64_trunc(floor_d(v));
+  else if (r <= i64_to_double(lo)) iv = lo;
+  else if (r >= i64_to_double(hi)) iv = hi;
+  else iv = double_to_i64_trunc(r);
   store_bits(t, base, i, static_cast<std::uint64_t>(iv));
 }
 

@@ -78,7 +78,7 @@ TEST(DtypeBits, Fp8E5M2) {
   }
   EXPECT_EQ(small_bits_to_f32(0x7B, kE5M2), 57344.0f);
   EXPECT_TRUE(std::isinf(small_bits_to_f32(0x7C, kE5M2)));
-  EXPECT_EQ(f32_to_small_bits(1e6f, kE5M2), 0x7Bu);
+  EXPECT_EQ(f32_to_small_bits(1e6f, kE5M2), 0x7Cu);  // overflow to Inf (__NV_NOSAT), as core
   EXPECT_EQ(small_bits_to_f32(0x3C, kE5M2), 1.0f);
 }
 
@@ -87,13 +87,21 @@ TEST(DtypeBits, StoresSaturateAndRound) {
   store_int(DType::i8, i8, 0, 1000);
   store_real(DType::i8, i8, 1, -2.5);
   EXPECT_EQ(i8[0], 127);
-  EXPECT_EQ(i8[1], -3);  // floor
+  EXPECT_EQ(i8[1], -2);  // round half to even, as core's store_from_double
   std::uint32_t u32;
   store_int(DType::u32, &u32, 0, -5);
   EXPECT_EQ(u32, 0u);
   std::uint8_t b;
   store_real(DType::boolean, &b, 0, 0.25);
   EXPECT_EQ(b, 1);
+  store_real(DType::boolean, &b, 0, NAN);
+  EXPECT_EQ(b, 1);
+  store_real(DType::i8, i8, 0, 2.5);
+  EXPECT_EQ(i8[0], 2);
+  store_real(DType::i8, i8, 0, 3.5);
+  EXPECT_EQ(i8[0], 4);
+  store_real(DType::i8, i8, 0, NAN);
+  EXPECT_EQ(i8[0], 0);
   float f;
   store_real(DType::f32, &f, 0, 0.1);
   EXPECT_EQ(f, 0.1f);

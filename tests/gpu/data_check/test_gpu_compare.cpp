@@ -1,0 +1,183 @@
+// Device comparators against the host ones on the same data: same verdict and fields.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "check/compare_device.h"
+#include "data/dtype_bits.h"
+#include "gpu_util.h"
+
+using namespace d2k;
+
+namespace {
+
+HostTensor random_tensor(DType t, std::vector<std::int64_t> shape, unsigned seed, double scale = 1.0) {
+  HostTensor h;
+  h.name = "out";
+  h.dtype = t;
+  h.shape = std::move(shape);
+  std::int64_t n = 1;
+  for (auto d : h.shape) n *= d;
+  h.bytes.resize(static_cast<std::size_t>(n) * data::elem_bytes(t));
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> nd(0, scale);
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (data::is_float_type(t)) data::store_real(t, h.data(), i, nd(rng));
+    else data::store_int(t, h.data(), i, static_cast<std::int64_t>(rng() % 1000) - 500);
+  }
+  return h;
+}
+
+/// Adds noise of size `eps` to a copy, then breaks `bad` elements by `jump`.
+HostTensor perturb(const HostTensor& e, double eps, std::int64_t bad, double jump, unsigned seed) {
+  HostTensor a = e;
+  const std::int64_t n = static_cast<std::int64_t>(a.bytes.size() / data::elem_bytes(a.dtype));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-eps, eps);
+  for (std::int64_t i = 0; i < n; ++i) {
+    double v = data::load_double(a.dtype, a.data(), i) + (eps > 0 ? u(rng) : 0.0);
+    if (bad > 0 && i % (n / bad) == 7) v += jump;
+    if (data::is_float_type(a.dtype)) data::store_real(a.dtype, a.data(), i, v);
+    else data::store_int(a.dtype, a.data(), i, static_cast<std::int64_t>(v));
+  }
+  return a;
+}
+
+DeviceTensorView view(const data::DeviceBuffer& b, const HostTensor& h) {
+  return DeviceTensorView{b.get(), h.dtype, h.shape, h.name};
+}
+
+bool same_or_both_nan(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+void expect_same(const CompareSpec& spec, const HostTensor& e, const HostTensor& a, const CompareOptions& o = {}) {
+  const CompareResult h = compare(spec, e, a, o);
+  const auto de = test::to_device(e.data(), e.bytes.size()), da = test::to_device(a.data(), a.bytes.size());
+  const CompareResult d = compare_device(spec, view(de, e), view(da, a), nullptr, o);
+  SCOPED_TRACE(spec.rule + " " + std::string(dtype_name(a.dtype)) + ": host says " + h.message + " | device says " +
+               d.message);
+  EXPECT_EQ(h.passed, d.passed);
+  EXPECT_EQ(h.status, d.status);
+  EXPECT_EQ(h.checked, d.checked);
+  EXPECT_EQ(h.mismatches, d.mismatches);
+  EXPECT_EQ(h.first_bad, d.first_bad);
+  EXPECT_TRUE(same_or_both_nan(h.first_expected, d.first_expected));
+  EXPECT_TRUE(same_or_both_nan(h.first_actual, d.first_actual));
+  EXPECT_EQ(h.max_abs_error, d.max_abs_error);
+  EXPECT_EQ(h.max_rel_error, d.max_rel_error);
+  if (std::isfinite(h.rel_l2)) EXPECT_NEAR(d.rel_l2, h.rel_l2, 1e-12 * std::max(1.0, h.rel_l2));
+  else EXPECT_TRUE(same_or_both_nan(h.rel_l2, d.rel_l2));
+}
+
+CompareSpec spec(const char* rule, double atol = 0, double rtol = 0, double tol = 0) {
+  CompareSpec s;
+  s.rule = rule;
+  s.atol = atol;
+  s.rtol = rtol;
+  s.tol = tol;
+  return s;
+}
+
+}  // namespace
+
+TEST(GpuCompare, AllcloseMatchesHost) {
+  D2K_REQUIRE_GPU();
+  for (DType t : {DType::f32, DType::bf16, DType::f16, DType::f64}) {
+    const auto e = random_tensor(t, {1531, 2049}, 1);  // ~3.1M elements: many blocks, odd sizes
+    expect_same(spec("allclose", 0.02, 0.02), e, perturb(e, 0.001, 0, 0, 2));
+    expect_same(spec("allclose", 0.02, 0.02), e, perturb(e, 0.001, 37, 0.75, 3));
+    auto s = spec("allclose", 0.02, 0.02);
+    s.matched_ratio = 0.9999;
+    s.max_error_cap = 0.5;
+    expect_same(s, e, perturb(e, 0.001, 200, 0.75, 4));
+  }
+}
+
+TEST(GpuCompare, NonFiniteAllZeroAndPoisonMatchHost) {
+  D2K_REQUIRE_GPU();
+  const auto e = random_tensor(DType::f32, {100003}, 5);
+  auto a = perturb(e, 1e-4, 0, 0, 6);
+  a.as<float>()[77777] = NAN;
+  a.as<float>()[99999] = -INFINITY;
+  expect_same(spec("allclose", 0.01, 0.01), e, a);
+  expect_same(spec("rel_l2", 0, 0, 0.5), e, a);
+  HostTensor z = e;
+  std::fill(z.bytes.begin(), z.bytes.end(), std::byte{0});
+  expect_same(spec("allclose", 10, 10), e, z);
+  HostTensor p = perturb(e, 1e-4, 0, 0, 7);
+  fill_poison(poison_pattern(DType::f32), p.as<float>() + 4242, 3);
+  CompareOptions o;
+  o.poison_variant = 0;
+  expect_same(spec("allclose", 0.01, 0.01), e, p, o);
+  const auto r = compare(spec("allclose", 0.01, 0.01), e, p, o);
+  EXPECT_EQ(r.status, CheckStatus::incorrect_write);
+  EXPECT_EQ(r.first_bad, 4242);
+}
+
+TEST(GpuCompare, RelL2AndExactMatchHost) {
+  D2K_REQUIRE_GPU();
+  const auto e = random_tensor(DType::f64, {4096, 777}, 8, 3.0);
+  expect_same(spec("rel_l2", 0, 0, 1e-3), e, perturb(e, 1e-3, 0, 0, 9));
+  expect_same(spec("rel_l2", 0, 0, 1e-5), e, perturb(e, 1e-3, 0, 0, 9));
+  const auto ei = random_tensor(DType::i32, {1 << 21}, 10);
+  expect_same(spec("exact"), ei, ei);
+  expect_same(spec("exact"), ei, perturb(ei, 0, 11, 1, 11));
+  HostTensor big = random_tensor(DType::i64, {3000}, 12), big2 = big;
+  big.as<std::int64_t>()[2999] = (std::int64_t{1} << 60) + 1;
+  big2.as<std::int64_t>()[2999] = std::int64_t{1} << 60;
+  expect_same(spec("exact"), big, big2);
+}
+
+TEST(GpuCompare, WriteChecksMatchHost) {
+  D2K_REQUIRE_GPU();
+  const std::int64_t n = 2000001;
+  HostTensor a = random_tensor(DType::bf16, {n}, 13), b = a;
+  const auto pa = poison_from_byte(DType::bf16, 0xFF), pb = poison_from_byte(DType::bf16, 0xA5);
+  fill_poison(pa, a.as<std::uint16_t>() + 1000, 50);
+  fill_poison(pb, b.as<std::uint16_t>() + 1040, 50);
+  fill_poison(pa, a.as<std::uint16_t>() + n - 1, 1);
+  fill_poison(pb, b.as<std::uint16_t>() + n - 1, 1);
+  const auto da = test::to_device(a.data(), a.bytes.size()), db = test::to_device(b.data(), b.bytes.size());
+  const WriteCheck h2 = check_written_two_runs(pa, a, pb, b);
+  const WriteCheck d2 = check_written_two_runs_device(pa, view(da, a), pb, view(db, b), -1, nullptr);
+  EXPECT_EQ(h2.unwritten, 11);
+  EXPECT_EQ(d2.unwritten, h2.unwritten);
+  EXPECT_EQ(d2.first, h2.first);
+  const WriteCheck h1 = check_written(pa, a, n - 1), d1 = check_written_device(pa, view(da, a), n - 1, nullptr, nullptr);
+  EXPECT_EQ(h1.unwritten, 50);
+  EXPECT_EQ(d1.unwritten, h1.unwritten);
+  EXPECT_EQ(d1.first, 1000);
+  // fill_poison_device writes the same bits as fill_poison.
+  data::DeviceBuffer buf(static_cast<std::size_t>(n) * 2);
+  const auto pat = poison_pattern(DType::bf16, 1);
+  fill_poison_device(pat, buf.get(), n, nullptr);
+  HostTensor want = a;
+  fill_poison(pat, want.data(), n);
+  EXPECT_EQ(test::to_host(buf, want.bytes.size()), want.bytes);
+}
+
+TEST(GpuCompare, MultisetAndTopkThroughTheHost) {
+  D2K_REQUIRE_GPU();
+  HostTensor ek, ak;
+  ek.name = ak.name = "keys";
+  ek.dtype = ak.dtype = DType::i32;
+  ek.shape = ak.shape = {5000};
+  ek.bytes.resize(5000 * 4);
+  ak.bytes.resize(5000 * 4);
+  for (int i = 0; i < 5000; ++i) {
+    ek.as<std::int32_t>()[i] = i * 3;
+    ak.as<std::int32_t>()[i] = (4999 - i) * 3;
+  }
+  const auto de = test::to_device(ek.data(), ek.bytes.size()), da = test::to_device(ak.data(), ak.bytes.size());
+  const DeviceTensorView ev[] = {view(de, ek)}, av[] = {view(da, ak)};
+  const auto r = compare_multiset_device(spec("multiset"), ev, av, 5000, 5000, nullptr);
+  EXPECT_TRUE(r.passed) << r.message;
+  EXPECT_FALSE(compare_multiset_device(spec("multiset"), ev, av, 5000, 4999, nullptr).passed);
+  // topk on [50, 100] index rows: equal sets pass, another row order fails.
+  DeviceTensorView e2 = view(de, ek), a2 = view(da, ak);
+  e2.shape = a2.shape = {50, 100};
+  EXPECT_TRUE(compare_device(spec("topk"), e2, e2, nullptr).passed);
+  const auto t = compare_device(spec("topk"), e2, a2, nullptr);
+  EXPECT_FALSE(t.passed);
+  EXPECT_EQ(t.first_bad, 0);
+}
