@@ -40,7 +40,9 @@ CompareSpec effective_compare(const Definition& def, const Workload& w, std::str
 /// The task's scalars in definition order, with the workload's values where it overrides them.
 std::vector<ScalarSpec> effective_scalars(const Definition& def, const Workload& w);
 
-/// Field-by-field merges used by the two functions above.
+/// Field-by-field merges used by the two functions above. They merge the JSON objects as written
+/// (CompareSpec::raw); a CompareSpec built in code (raw empty) counts its rule and every field
+/// that differs from the defaults as written.
 GeneratorSpec merge_generator(const GeneratorSpec& base, const GeneratorSpec& over);
 CompareSpec merge_compare(const CompareSpec& base, const CompareSpec& over);
 /// A CompareSpec from its JSON object (silently: validate_task reports problems).
