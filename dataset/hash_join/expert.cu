@@ -1,32 +1,61 @@
 // hash_join — expert implementation (PK-FK equi-join, int32 keys and payloads).
 //
 // Strategy, chosen per call from the shapes (host) and from the data (device):
-//   * small build side (table of the power of two >= 2R packed 64-bit slots fits the shared-memory
-//     budget, e.g. R <= 4096): ONE kernel, hj_join_smem_table: every CTA builds its own copy of the
-//     hash table in shared memory straight from the build columns (R is tiny, the re-reads hit L2)
-//     and then streams its share of the probe rows against it. No global table at all.
-//   * otherwise: hj_build_minmax computes min/max of the build keys on the device, and every later
-//     kernel derives the same plan from them (no host round trip, same kernels every call):
-//       - EXACT   (max-min+1 == R: the keys are exactly a dense range): direct-indexed payload array,
-//                 no initialisation at all (every slot is written), a probe is a range check plus
-//                 one 4-byte load of a hit; misses cost nothing.
-//       - BITMAP  (range <= 2*capacity): direct-indexed payload array plus a presence bitmap of
-//                 range bits (an exact semi-join filter that stays in L2: 32 MB at range 2^28);
-//                 only the probes whose bit is set touch the big payload array.
-//       - HASH    (wide key domain): open addressing in 4-slot buckets of packed (key | payload<<32)
-//                 64-bit slots, one 32-byte sector per lookup in the common case, bucket-linear
-//                 probing, the table at load factor <= 0.5.
-//   Probe (all paths): persistent grid-stride CTAs, kItems probe rows per thread per tile loaded as
-//   16-byte streaming (evict-first) vectors, all lookups of a thread issued before any is resolved,
-//   then one block-wide scan of the match counts and ONE atomicAdd on the row counter per CTA tile
-//   (not per row, not per warp), and the matches written at consecutive rows.
+//   * small build side (a table of the power of two >= 2R packed 64-bit slots fits the shared-
+//     memory budget, R <= 4096): ONE kernel, hj_join_smem_table. Every CTA reduces min/max of the
+//     build keys itself, builds its own copy of the table in shared memory straight from the build
+//     columns (R is tiny, the re-reads hit L2) - direct-indexed by key - min when the key range
+//     fits the table, a linear-probing hash table otherwise - and streams its share of the probe
+//     rows against it. No global table, no other launch.
+//   * otherwise: hj_build_minmax reduces min/max of the build keys on the device, and every later
+//     kernel derives the same plan from them (no host round trip, the same kernels every call):
+//       - EXACT   (max-min+1 == R, keys exactly a dense range): direct-indexed 4-byte payloads, no
+//                 initialisation (every slot is written); a probe is a range check plus one load.
+//       - DIRECT  (range <= capacity and 8*range <= L2/2): direct-indexed packed 64-bit slots
+//                 (key | payload << 32, empty = all ones): ONE 8-byte L2 load per in-range probe
+//                 gives presence and payload together.
+//       - BITMAP  (range <= 2*capacity, table too big for L2): direct-indexed 4-byte payload array
+//                 plus a presence bitmap of range bits (exact semi-join filter, 32 MB at range
+//                 2^28, kept in L2); only probes whose bit is set read the DRAM payload array, and
+//                 they read it evict-first so that it does not push the bitmap out of L2.
+//       - HASH    (wide key domain): open addressing in 2-slot buckets of packed 64-bit slots (one
+//                 16-byte load request per bucket), bucket-linear probing, load factor <= 0.5.
+//   Probe (all paths): persistent grid-stride CTAs; each warp owns tiles of 32*kItems probe rows,
+//   loaded as 16-byte evict-first vectors, the next tile's loads issued before the current tile's
+//   lookups; all lookups of a thread issued before any is resolved; matches ranked inside the warp
+//   (shuffle scan), staged in a per-warp shared-memory buffer and flushed with ONE atomicAdd on the
+//   row counter per ~kStage rows and fully coalesced stores (no block barrier in the probe loop).
 //
-// Empty slot of the hash table: all ones, i.e. the tuple (key -1, payload -1). That one tuple, if
-// the build side holds it, is kept out of the table as a flag (Header::special) and found by a
-// probe for key -1 that reaches an empty slot.
+// The empty slot is all ones, i.e. the tuple (key -1, payload -1). That tuple, if the build side
+// holds it, is flagged (Header::special / the CTA's `special`) and recognised by a probe for key
+// -1 that finds an empty slot.
 //
-// Variants tried (H200, cold L2, median; see docs/results/hash_join-devbench.md):
-//   (filled in from the measurements)
+// Variants tried (H200, cold L2, median us; docs/results/hash_join-devbench.md; naive = 3265 /
+// 3282 / 27682 / 2872 us on range2x-1M / wide-1M / range4x-64M / range2x-4096, S = 100M/256M):
+//   run 1, first design (BITMAP for range2x, 4-slot 32-byte hash buckets read as two 16-byte loads,
+//   smem hash table only, 8 rows/thread, 512 threads, 1 CTA/SM, warp-staged output, prefetch):
+//     range2x-1M 1119, wide-1M 1776 (1.85x naive: missed 2x), 64M 13571, 4096 597.
+//   block-wide scan + one atomic per CTA tile instead of warp staging (2 barriers per tile):
+//     1246 / 2656 / 13734 / 1157: loses everywhere (warps wait on each other) -> warp staging.
+//   no next-tile prefetch: 1122 / 1758 / 13554 / 609: small loss at 4096 -> keep prefetch.
+//   16 rows/thread, 256 threads: 1084 / 3229 / 13551 / 930; 256 threads x 3 CTAs: 1134 / 1852 /
+//     13638 / 649: no better.
+//   4 rows/thread, 2 CTAs/SM (32 warps): 1120 / 1458 / 13607 / 846: the hash path needs more
+//     warps (its lookups chain), the shared-memory path wants more rows per thread.
+//   Model from run 1: at R = 1M the time is ~240 us + ~5.9 us per million L2 lookup requests
+//   (ncu on the range2x probe: L2 throughput 94%, DRAM 31%): L2 requests per probe are the cost.
+//   run 2, this design: DIRECT 64-bit slots (1 request per probe instead of bitmap + payload),
+//   16-byte hash buckets (1 request), per-CTA direct shared-memory table, evict-first DRAM payloads:
+//     8 rows, 1 CTA/SM:  850 / 1938 / 12048 / 377 (wide regressed: 16 warps cannot hide the
+//                        overflow chains of 2-slot buckets)
+//     4 rows, 2 CTAs/SM: 896 / 1266 / 12084 / 465  <- THIS FILE'S DEFAULTS (>= 2.29x everywhere)
+//     4 rows, 1024 thr:  975 / 1257 / 12046 / 491
+//     evict-first payload off: 64M 13552 (the hint is worth 11% there)
+//     build phase alone: 31 / 59 / 6511 us: at 64M half the time is the build (64M random 4-byte
+//     stores into a 1 GB payload array plus 64M bitmap atomics).
+//   Not done, would pay most: radix-partition both sides at 64M so that build scatter and probe
+//   gathers hit L2-sized pieces (all other terms there are DRAM-random); per-path tuning (the
+//   shared-memory path measured 377 us with 8 rows/thread and 1 CTA/SM).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -34,7 +63,7 @@
 #include "d2k/solution.h"
 
 #ifndef HJ_ITEMS
-#define HJ_ITEMS 8  // probe rows per thread per tile (multiple of 4)
+#define HJ_ITEMS 4  // probe rows per thread per tile (multiple of 4)
 #endif
 #ifndef HJ_PROBE_THREADS
 #define HJ_PROBE_THREADS 512
@@ -48,13 +77,13 @@
 #define HJ_AGG HJ_AGG_WARP_STAGE  // output aggregation (see the probe loop)
 #endif
 #ifndef HJ_STAGE
-#define HJ_STAGE 1024  // staged pairs per warp (HJ_AGG_WARP_STAGE)
+#define HJ_STAGE 512  // staged pairs per warp (HJ_AGG_WARP_STAGE)
 #endif
 #ifndef HJ_PREFETCH
 #define HJ_PREFETCH 1  // load the next tile before looking up the current one
 #endif
 #ifndef HJ_HASH_BATCH
-#define HJ_HASH_BATCH 8  // hash-bucket loads in flight per thread at once
+#define HJ_HASH_BATCH 4  // hash-bucket loads in flight per thread at once
 #endif
 #ifndef HJ_EVICT_FIRST_PAYLOAD
 #define HJ_EVICT_FIRST_PAYLOAD 1  // DRAM-resident payload array read/written evict-first (BITMAP)
@@ -63,7 +92,7 @@
 #define HJ_DEBUG_STOP_AFTER_BUILD 0  // phase timing only: skip the probe (wrong output!)
 #endif
 #ifndef HJ_MIN_BLOCKS
-#define HJ_MIN_BLOCKS 1  // __launch_bounds__ minimum resident blocks of the probe kernels
+#define HJ_MIN_BLOCKS 2  // __launch_bounds__ minimum resident blocks of the probe kernels
 #endif
 
 namespace {
