@@ -22,9 +22,12 @@ namespace detail {
 #define D2K_MEASURE_CUDA(call)                                                         \
   do {                                                                                 \
     cudaError_t d2k_e_ = (call);                                                       \
-    if (d2k_e_ != cudaSuccess)                                                         \
+    if (d2k_e_ != cudaSuccess) {                                                       \
+      /* Clear a non-sticky error so that it does not resurface at a later launch check. */ \
+      (void)cudaGetLastError();                                                        \
       ::d2k::measure::detail::throw_call_error(__FILE__, __LINE__, #call,              \
                                                cudaGetErrorString(d2k_e_));            \
+    }                                                                                  \
   } while (0)
 
 /// Checks the last error right after a kernel launch; `kernel` names it in the message.

@@ -187,9 +187,11 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
       try {
         // The flush is inside the graph: a replay without it would time a warm L2.
         if (opts.flush_l2) flusher.enqueue(stream);
-        D2K_MEASURE_CUDA(cudaEventRecord(g.start.get(), stream));
+        // External records become event-record nodes; a plain cudaEventRecord inside a capture
+        // only orders work and never records a time.
+        D2K_MEASURE_CUDA(cudaEventRecordWithFlags(g.start.get(), stream, cudaEventRecordExternal));
         launch(v, stream);
-        D2K_MEASURE_CUDA(cudaEventRecord(g.stop.get(), stream));
+        D2K_MEASURE_CUDA(cudaEventRecordWithFlags(g.stop.get(), stream, cudaEventRecordExternal));
       } catch (...) {
         cudaGraph_t junk = nullptr;
         cudaStreamEndCapture(stream, &junk);
