@@ -434,9 +434,10 @@ std::string find_on_path(const std::string& name, const std::string& path_env) {
   while (start <= path_env.size()) {
     std::size_t end = path_env.find(':', start);
     if (end == std::string::npos) end = path_env.size();
-    std::string dir = path_env.substr(start, end - start);
-    if (dir.empty()) dir = ".";
-    std::string cand = dir + "/" + name;
+    // An empty PATH entry means the current folder.
+    std::string cand = end > start ? path_env.substr(start, end - start) : std::string(".");
+    cand += '/';
+    cand += name;
     if (access(cand.c_str(), X_OK) == 0) return std::filesystem::absolute(cand).string();
     start = end + 1;
   }
@@ -513,6 +514,35 @@ std::vector<std::string> gpu_device_nodes() {
   return out;
 }
 
+/// The first of `paths` that uid/gid cannot reach (search every folder on the way, read the
+/// path itself), or "" if all are reachable. Checked in a throwaway child that switches user.
+std::string first_unreachable(const std::vector<std::string>& paths, uid_t uid, gid_t gid) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) < 0) return "";
+  pid_t pid = fork();
+  if (pid == 0) {
+    int bad = -1;
+    if (setgroups(1, &gid) == 0 && setresgid(gid, gid, gid) == 0 && setresuid(uid, uid, uid) == 0) {
+      for (std::size_t i = 0; i < paths.size(); ++i)
+        if (access(paths[i].c_str(), R_OK) != 0) {
+          bad = static_cast<int>(i);
+          break;
+        }
+    }
+    ssize_t ignored = write(fds[1], &bad, sizeof(bad));
+    (void)ignored;
+    _exit(0);
+  }
+  close(fds[1]);
+  int bad = -1;
+  if (pid > 0) {
+    if (read(fds[0], &bad, sizeof(bad)) != sizeof(bad)) bad = -1;
+    waitpid(pid, nullptr, 0);
+  }
+  close(fds[0]);
+  return bad >= 0 && static_cast<std::size_t>(bad) < paths.size() ? paths[static_cast<std::size_t>(bad)] : "";
+}
+
 std::string describe_errno(int e) {
   const char* name = strerrorname_np(e);
   return fmt::format("{} ({})", std::strerror(e), name ? name : "?");
@@ -586,8 +616,7 @@ ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxO
   }
   scratch = fs::canonical(scratch);
   res.scratch_dir = scratch;
-  const bool drop = opts.drop_privileges && root;
-  if (drop) {
+  if (opts.drop_privileges && root) {
     // The unprivileged child must be able to write its scratch folder.
     if (chown(scratch.c_str(), opts.uid, opts.gid) < 0)
       res.layers_skipped.push_back(fmt::format("scratch_owner: chown: {}", std::strerror(errno)));
@@ -613,6 +642,18 @@ ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxO
     res.layers_skipped.push_back("bwrap: not on PATH or cannot create namespaces here; using a mount namespace");
     fsmode = FsIsolation::mount_namespace;
   }
+  const bool drop = opts.drop_privileges && root;
+  if (fsmode == FsIsolation::bwrap && drop) {
+    // bubblewrap runs as the unprivileged user, so it must reach every folder it binds.
+    std::vector<std::string> sources = {scratch.string(), fs::absolute(workdir).string()};
+    for (const fs::path& p : opts.ro_paths) sources.push_back(fs::absolute(p).string());
+    for (const fs::path& p : opts.rw_paths) sources.push_back(fs::absolute(p).string());
+    if (std::string bad = first_unreachable(sources, opts.uid, opts.gid); !bad.empty()) {
+      res.layers_skipped.push_back(fmt::format(
+          "bwrap: uid {} cannot reach {}; using a mount namespace instead", opts.uid, bad));
+      fsmode = FsIsolation::mount_namespace;
+    }
+  }
   const int permitted = probe_namespaces_mask();
   ChildPlan plan;
   plan.parent_pid = getpid();
@@ -624,9 +665,10 @@ ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxO
 
   std::vector<std::string> exec_argv;
   std::string exe = find_on_path(argv[0], env["PATH"]);
-  if (exe.empty()) {
+  if (exe.empty() || access(exe.c_str(), X_OK) != 0) {
     res.setup_failed = true;
-    res.cause = fmt::format("sandbox: program '{}' not found on PATH", argv[0]);
+    res.cause = exe.empty() ? fmt::format("sandbox: program '{}' not found on PATH", argv[0])
+                            : fmt::format("sandbox: cannot execute {}: {}", exe, std::strerror(errno));
     res.layers.clear();
     if (own_scratch && !opts.keep_scratch) fs::remove_all(scratch);
     return res;
@@ -654,7 +696,8 @@ ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxO
     exec_argv.insert(exec_argv.end(), {"--dev", "/dev"});
     if (opts.gpu_devices)
       for (const std::string& dev : gpu_device_nodes()) exec_argv.insert(exec_argv.end(), {"--dev-bind", dev, dev});
-    exec_argv.insert(exec_argv.end(), {"--proc", "/proc"});
+    // A read-only /proc: no writing /proc/self/mem (code patching through the back door).
+    exec_argv.insert(exec_argv.end(), {"--proc", "/proc", "--remount-ro", "/proc"});
     for (const fs::path& t : opts.private_tmp_paths)
       exec_argv.insert(exec_argv.end(), {"--size", std::to_string(opts.private_tmp_bytes), "--tmpfs", t.string()});
     res.layers.push_back("private_tmp");

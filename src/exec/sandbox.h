@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "exec/worker.h"
 #include "report/status.h"
 
 namespace d2k {
@@ -141,9 +142,6 @@ struct ProcessResult {
 /// anything the child does; throws std::runtime_error if the parent cannot set up (no argv,
 /// pipes, fork).
 ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxOptions& opts);
-
-/// The environment variable that carries the channel's file descriptor number to the child.
-inline constexpr const char* kChannelFdEnv = "D2K_CHANNEL_FD";
 
 /// Which namespaces this process may create (probed once in a throwaway child, then cached):
 /// names among user, pid, net, ipc, uts, mount.

@@ -356,9 +356,12 @@ bool is_interposing_name(const std::string& n) {
 
 bool is_std_vague_linkage(const ElfSymbol& s) {
   if (!(s.weak || s.unique)) return false;
-  static const std::vector<std::string> kStd = {"_ZNSt*", "_ZNKSt*", "_ZSt*", "_ZTVSt*",
-                                                "_ZTISt*", "_ZTSSt*", "_ZN9__gnu_cxx*",
-                                                "_ZNK9__gnu_cxx*", "_ZGVZNSt*", "_ZZNSt*"};
+  // std:: names: St (std::), and the abbreviations Sa, Sb, Ss, Si, So, Sd; local entities of
+  // std:: functions (_ZZ...); and the inline placement forms of operator new/delete.
+  static const std::vector<std::string> kStd = {
+      "_ZNS[tabsiod]*", "_ZNKS[tabsiod]*", "_ZS[tabsiod]*", "_ZTVS[tabsiod]*", "_ZTIS[tabsiod]*",
+      "_ZTSS[tabsiod]*", "_ZN9__gnu_cxx*", "_ZNK9__gnu_cxx*", "_ZGVZNS[tabsiod]*",
+      "_ZZNS[tabsiod]*", "_ZZNKS[tabsiod]*", "_ZnwmPv", "_ZnamPv", "_ZdlPvS_", "_ZdaPvS_"};
   return any_match(kStd, s.name);
 }
 

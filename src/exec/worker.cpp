@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdlib>
 
-#include "exec/sandbox.h"
 
 namespace d2k {
 

@@ -16,6 +16,10 @@
 
 namespace d2k {
 
+/// The environment variable that carries the channel's file descriptor number to the child
+/// (run_sandboxed puts the channel at descriptor 3).
+inline constexpr const char* kChannelFdEnv = "D2K_CHANNEL_FD";
+
 /// One end of the JSON-lines channel (a UNIX stream socket) to the parent.
 class WorkerChannel {
  public:

@@ -1,0 +1,282 @@
+#include <gtest/gtest.h>
+#include <errno.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "exec/sandbox.h"
+#include "exec_test_util.h"
+
+namespace d2k {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kProbe = D2K_SANDBOX_PROBE;
+
+bool has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+std::string describe(const ProcessResult& r) {
+  std::string s = "status=" + std::string(status_name(r.status)) + " cause=" + r.cause + "\nlayers:";
+  for (const auto& l : r.layers) s += " " + l;
+  s += "\nskipped:";
+  for (const auto& l : r.layers_skipped) s += "\n  " + l;
+  s += "\nstderr: " + r.stderr_tail;
+  return s;
+}
+
+const nlohmann::json* find_message(const ProcessResult& r, const std::string& type) {
+  for (const auto& m : r.messages)
+    if (m.value("type", "") == type) return &m;
+  return nullptr;
+}
+
+/// The file-system modes this machine can test: bwrap where it works, the mount namespace.
+std::vector<FsIsolation> fs_modes() {
+  std::vector<FsIsolation> m{FsIsolation::mount_namespace};
+  if (bwrap_available()) m.push_back(FsIsolation::bwrap);
+  return m;
+}
+
+class SandboxFs : public ::testing::TestWithParam<FsIsolation> {
+ protected:
+  SandboxOptions opts() const {
+    SandboxOptions o;
+    o.fs = GetParam();
+    o.stage_timeouts = {{"start", 20.0}};
+    o.total_timeout = 60;
+    return o;
+  }
+};
+
+TEST(Sandbox, ReportsWhatThisMachineAllows) {
+  std::cout << "euid " << geteuid() << "; namespaces permitted:";
+  for (const auto& n : permitted_namespaces()) std::cout << " " << n;
+  std::cout << "; bwrap " << (bwrap_available() ? "works" : "absent or refused") << "\n";
+  SUCCEED();
+}
+
+TEST_P(SandboxFs, ExitCodesAndLayers) {
+  ProcessResult ok = run_sandboxed({kProbe, "exit", "0"}, opts());
+  EXPECT_EQ(ok.status, Status::PASSED) << describe(ok);
+  EXPECT_EQ(ok.exit_code, 0);
+  std::cout << describe(ok) << "\n";
+  if (geteuid() == 0) EXPECT_TRUE(has(ok.layers, "drop_privileges")) << describe(ok);
+  EXPECT_TRUE(has(ok.layers, "seccomp")) << describe(ok);
+  EXPECT_TRUE(has(ok.layers, "fs_readonly")) << describe(ok);
+
+  ProcessResult bad = run_sandboxed({kProbe, "exit", "3"}, opts());
+  EXPECT_EQ(bad.status, Status::RUNTIME_ERROR);
+  EXPECT_EQ(bad.exit_code, 3);
+  EXPECT_EQ(bad.cause, "exited with code 3");
+}
+
+TEST_P(SandboxFs, SignalsAreNamed) {
+  ProcessResult segv = run_sandboxed({kProbe, "segv"}, opts());
+  EXPECT_EQ(segv.status, Status::RUNTIME_ERROR);
+  EXPECT_EQ(segv.signal, SIGSEGV) << describe(segv);
+  EXPECT_EQ(segv.signal_name, "SIGSEGV");
+  EXPECT_NE(segv.cause.find("invalid memory access"), std::string::npos) << segv.cause;
+
+  ProcessResult ab = run_sandboxed({kProbe, "abort"}, opts());
+  EXPECT_EQ(ab.signal, SIGABRT) << describe(ab);
+  EXPECT_EQ(ab.signal_name, "SIGABRT");
+}
+
+TEST_P(SandboxFs, IdentityHomeAndScratch) {
+  ProcessResult r = run_sandboxed({kProbe, "ids"}, opts());
+  ASSERT_EQ(r.status, Status::PASSED) << describe(r);
+  const nlohmann::json* ids = find_message(r, "ids");
+  ASSERT_NE(ids, nullptr) << describe(r);
+  if (geteuid() == 0) EXPECT_EQ((*ids)["uid"], 65534) << ids->dump();
+  EXPECT_NE((*ids)["uid"], 0) << "never root inside";
+  EXPECT_EQ((*ids)["home"], r.scratch_dir.string());
+  EXPECT_EQ((*ids)["cwd"], r.scratch_dir.string());
+  if (has(r.layers, "pid_namespace") && GetParam() == FsIsolation::mount_namespace)
+    EXPECT_LE((*ids)["pid"].get<int>(), 3) << "a fresh PID namespace numbers from 1";
+}
+
+TEST_P(SandboxFs, NoWritesOutsideScratch) {
+  test::TempDir outside("d2k-outside");
+  chmod(outside.path().c_str(), 0777);  // writable by anyone: only the sandbox may stop it
+  const std::string in_scratch = "inside.txt";
+  const std::string etc = "/etc/d2k-sandbox-probe";
+  const std::string other = (outside.path() / "escaped.txt").string();
+  ProcessResult r = run_sandboxed({kProbe, "write", in_scratch, etc, other}, [&] {
+    auto o = opts();
+    o.keep_scratch = true;
+    return o;
+  }());
+  ASSERT_EQ(r.status, Status::PASSED) << describe(r);
+  const nlohmann::json* w = find_message(r, "write");
+  ASSERT_NE(w, nullptr) << describe(r);
+  EXPECT_EQ((*w)["results"][in_scratch], 0) << w->dump();
+  EXPECT_NE((*w)["results"][etc], 0) << w->dump();
+  EXPECT_NE((*w)["results"][other], 0) << w->dump();
+  EXPECT_TRUE(fs::exists(r.scratch_dir / in_scratch));
+  EXPECT_FALSE(fs::exists(etc));
+  EXPECT_FALSE(fs::exists(other));
+  fs::remove_all(r.scratch_dir);
+}
+
+TEST_P(SandboxFs, ProcSelfMemIsNotWritable) {
+  ProcessResult r = run_sandboxed({kProbe, "procmem"}, opts());
+  ASSERT_EQ(r.status, Status::PASSED) << describe(r);
+  const nlohmann::json* m = find_message(r, "procmem");
+  ASSERT_NE(m, nullptr);
+  EXPECT_NE((*m)["errno"], 0) << "opening /proc/self/mem for writing must fail";
+}
+
+TEST_P(SandboxFs, SocketsOtherThanUnixAreRefused) {
+  ProcessResult r = run_sandboxed({kProbe, "socket"}, opts());
+  ASSERT_EQ(r.status, Status::PASSED) << describe(r);
+  const nlohmann::json* s = find_message(r, "socket");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ((*s)["inet"], EACCES) << s->dump();
+  EXPECT_EQ((*s)["inet6"], EACCES) << s->dump();
+  EXPECT_EQ((*s)["netlink"], EACCES) << s->dump();
+  EXPECT_EQ((*s)["unix"], 0) << s->dump();
+}
+
+TEST_P(SandboxFs, NetworkNamespaceHasNoRoute) {
+  auto o = opts();
+  o.seccomp = false;  // only the namespace stands between the child and the network
+  ProcessResult r = run_sandboxed({kProbe, "connect"}, o);
+  if (!has(r.layers, "net_namespace")) GTEST_SKIP() << "no network namespace here: " << describe(r);
+  ASSERT_EQ(r.status, Status::PASSED) << describe(r);
+  const nlohmann::json* c = find_message(r, "connect");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ((*c)["errno"], ENETUNREACH) << c->dump();
+}
+
+TEST_P(SandboxFs, PtraceOfTheParentKillsTheChild) {
+  ProcessResult r = run_sandboxed({kProbe, "ptrace"}, opts());
+  EXPECT_EQ(r.status, Status::RUNTIME_ERROR) << describe(r);
+  EXPECT_EQ(r.signal, SIGSYS) << describe(r);
+  EXPECT_NE(r.cause.find("seccomp"), std::string::npos) << r.cause;
+  EXPECT_EQ(find_message(r, "ptrace"), nullptr) << "the call must not return";
+}
+
+TEST_P(SandboxFs, ForkBombHitsTheProcessLimit) {
+  if (geteuid() == 0 && GetParam() != FsIsolation::bwrap) {
+    // Root ignores RLIMIT_NPROC; the drop to nobody makes it bind.
+  }
+  auto o = opts();
+  o.rlimits.processes = 24;
+  ProcessResult r = run_sandboxed({kProbe, "forkbomb", "2000"}, o);
+  ASSERT_EQ(r.status, Status::PASSED) << describe(r);
+  const nlohmann::json* f = find_message(r, "forkbomb");
+  ASSERT_NE(f, nullptr);
+  EXPECT_LT((*f)["forked"].get<int>(), 100) << f->dump();
+  EXPECT_EQ((*f)["errno"], EAGAIN) << f->dump();
+}
+
+TEST_P(SandboxFs, StageDeadlinesNameTheStage) {
+  auto o = opts();
+  o.stage_timeouts = {{"start", 1.0}};
+  ProcessResult hang = run_sandboxed({kProbe, "sleep", "100"}, o);
+  EXPECT_EQ(hang.status, Status::TIMEOUT) << describe(hang);
+  EXPECT_EQ(hang.timeout_stage, "start");
+  EXPECT_LT(hang.wall_seconds, 10.0);
+
+  o.stage_timeouts = {{"start", 20.0}, {"check", 1.0}};
+  ProcessResult check = run_sandboxed({kProbe, "stage", "check", "100"}, o);
+  EXPECT_EQ(check.status, Status::TIMEOUT) << describe(check);
+  EXPECT_EQ(check.timeout_stage, "check");
+  EXPECT_EQ(check.stages, std::vector<std::string>{"check"});
+  EXPECT_NE(check.cause.find("stage 'check'"), std::string::npos) << check.cause;
+
+  o.stage_timeouts = {{"start", 20.0}, {"check", 20.0}};
+  o.total_timeout = 1.0;
+  ProcessResult total = run_sandboxed({kProbe, "stage", "check", "100"}, o);
+  EXPECT_EQ(total.status, Status::TIMEOUT);
+  EXPECT_EQ(total.timeout_stage, "total");
+}
+
+TEST_P(SandboxFs, ChannelRoundTrip) {
+  auto o = opts();
+  int calls = 0;
+  o.on_message = [&](const nlohmann::json& msg, ParentChannel& ch) {
+    ++calls;
+    if (msg.value("type", "") == "hello") ch.send({{"type", "reply"}, {"value", msg["value"].get<int>() + 1}});
+  };
+  ProcessResult r = run_sandboxed({kProbe, "echo"}, o);
+  ASSERT_EQ(r.status, Status::PASSED) << describe(r);
+  EXPECT_EQ(calls, 2);
+  const nlohmann::json* e = find_message(r, "echoed");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ((*e)["reply"]["value"], 42) << e->dump();
+  EXPECT_EQ(r.last_stage, "check");
+}
+
+TEST_P(SandboxFs, ChannelFloodIsCut) {
+  auto o = opts();
+  o.channel_limit_bytes = 8u << 20;
+  ProcessResult r = run_sandboxed({kProbe, "flood"}, o);
+  EXPECT_EQ(r.status, Status::RUNTIME_ERROR) << describe(r);
+  EXPECT_NE(r.cause.find("channel"), std::string::npos) << r.cause;
+}
+
+TEST_P(SandboxFs, OutputTailIsBounded) {
+  auto o = opts();
+  o.output_tail_bytes = 1000;
+  ProcessResult r = run_sandboxed({kProbe, "spew", "3000000"}, o);
+  ASSERT_EQ(r.status, Status::PASSED) << describe(r);
+  EXPECT_EQ(r.stdout_bytes, 3000000u);
+  EXPECT_EQ(r.stdout_tail.size(), 1000u);
+}
+
+TEST_P(SandboxFs, OrphansDoNotHoldTheRunOpen) {
+  ProcessResult r = run_sandboxed({kProbe, "orphan"}, opts());
+  EXPECT_EQ(r.status, Status::PASSED) << describe(r);
+  EXPECT_LT(r.wall_seconds, 5.0) << "the orphan holding stdout must be killed with the group";
+}
+
+TEST_P(SandboxFs, WorkerLockdownAllowsThreadsButNotProcesses) {
+  ProcessResult t = run_sandboxed({kProbe, "lockdown", "thread"}, opts());
+  ASSERT_EQ(t.status, Status::PASSED) << describe(t);
+  const nlohmann::json* m = find_message(t, "thread");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ((*m)["value"], 7);
+
+  ProcessResult f = run_sandboxed({kProbe, "lockdown", "fork"}, opts());
+  EXPECT_EQ(f.signal, SIGSYS) << describe(f);
+  ProcessResult e = run_sandboxed({kProbe, "lockdown", "exec"}, opts());
+  EXPECT_EQ(e.signal, SIGSYS) << describe(e);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, SandboxFs, ::testing::ValuesIn(fs_modes()),
+                         [](const ::testing::TestParamInfo<FsIsolation>& i) {
+                           return i.param == FsIsolation::bwrap ? std::string("bwrap") : std::string("mount_namespace");
+                         });
+
+TEST(Sandbox, MissingProgramIsASetupFailure) {
+  ProcessResult r = run_sandboxed({"/nonexistent/program"}, SandboxOptions{});
+  EXPECT_EQ(r.status, Status::RUNTIME_ERROR);
+  EXPECT_TRUE(r.setup_failed) << r.cause;
+}
+
+TEST(Sandbox, EveryLayerCanBeSwitchedOff) {
+  SandboxOptions o;
+  o.pid_namespace = o.net_namespace = o.ipc_namespace = o.uts_namespace = o.mount_namespace = false;
+  o.user_namespace_if_unprivileged = false;
+  o.fs = FsIsolation::none;
+  o.drop_privileges = false;
+  o.seccomp = false;
+  o.no_new_privs = false;
+  o.rlimits = Rlimits{};
+  o.rlimits.processes = 0;
+  o.rlimits.file_size_bytes = 0;
+  o.rlimits.open_files = 0;
+  o.rlimits.no_core_dumps = false;
+  ProcessResult r = run_sandboxed({kProbe, "ids"}, o);
+  ASSERT_EQ(r.status, Status::PASSED) << describe(r);
+  EXPECT_TRUE(r.layers.empty()) << describe(r);
+  EXPECT_EQ((*find_message(r, "ids"))["uid"], geteuid());
+}
+
+}  // namespace
+}  // namespace d2k
