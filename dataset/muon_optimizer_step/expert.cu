@@ -67,12 +67,6 @@
 #ifndef MUON_TRI_FULL
 #define MUON_TRI_FULL 0
 #endif
-#ifndef MUON_TRI_TILE_N
-/// N extent of the triangle GEMM's CTA tile (128 or 256); M is 128. The tile count of the
-/// triangle is what decides it (wave quantisation on 132 SMs), see the variants table.
-#define MUON_TRI_TILE_N 128
-#endif
-
 namespace muon_expert {
 
 /// Tag that selects TriangleTileSchedulerSm90 in CUTLASS's scheduler selector.
@@ -148,8 +142,11 @@ class TriangleTileSchedulerSm90 : public cutlass::gemm::kernel::detail::Persiste
     const int64_t p = idx - batch * tri_.tiles_per_batch;
     const int64_t q = p / kTilesPerSpan;
     const int h = static_cast<int>(p - q * kTilesPerSpan);
-    // q enumerates (I, J), I <= J, column by column: q = J(J+1)/2 + I.
-    int64_t J = static_cast<int64_t>((sqrt(8.0 * double(q) + 1.0) - 1.0) * 0.5);
+    // q enumerates (I, J), I <= J, column by column: q = J(J+1)/2 + I. An approximate sqrt (one
+    // MUFU op: no slow-path call, which would serialise the wgmma pipeline) plus exact fix-ups.
+    float r;
+    asm("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(8.f * float(q) + 1.f));
+    int64_t J = max(int64_t(0), static_cast<int64_t>((r - 1.f) * 0.5f));
     while (J * (J + 1) / 2 > q) --J;
     while ((J + 1) * (J + 2) / 2 <= q) ++J;
     const int64_t I = q - J * (J + 1) / 2;
@@ -231,13 +228,17 @@ struct Sm90Gemm {
 
 #if MUON_TRI_FULL
 /// Ablation (MUON_TRI_FULL=1): the Gram products as full GEMMs, no mirror pass.
-using TriGemm = Sm90Gemm<Shape<_128, _256, _64>, Shape<_2, _1, _1>, cutlass::layout::ColumnMajor,
-                         cutlass::gemm::PersistentScheduler>;
+using TriGemmSmall = Sm90Gemm<Shape<_128, _256, _64>, Shape<_2, _1, _1>, cutlass::layout::ColumnMajor,
+                              cutlass::gemm::PersistentScheduler>;
+using TriGemmLarge = TriGemmSmall;
 constexpr bool kMirror = false;
 #else
 /// Triangle GEMM: C[i][j] = sum_k P[i][k] Q[j][k] over the upper super-tiles (TN, K-major both).
-using TriGemm = Sm90Gemm<Shape<_128, Int<MUON_TRI_TILE_N>, _64>, Shape<_1, _1, _1>,
-                         cutlass::layout::ColumnMajor, TriangleTileSchedulerTag>;
+/// Two tile shapes; the one that fills whole waves of SMs is picked per shape (choose_large_tiles).
+using TriGemmSmall = Sm90Gemm<Shape<_128, _128, _64>, Shape<_1, _1, _1>, cutlass::layout::ColumnMajor,
+                              TriangleTileSchedulerTag>;
+using TriGemmLarge = Sm90Gemm<Shape<_128, _256, _64>, Shape<_1, _1, _1>, cutlass::layout::ColumnMajor,
+                              TriangleTileSchedulerTag>;
 constexpr bool kMirror = true;
 #endif
 /// Full GEMM: X' = Bm X (NN: X is K x N row-major), 2-CTA clusters along M share X tiles.
@@ -424,24 +425,43 @@ __global__ void __launch_bounds__(256) norm_finalize(const float* __restrict__ p
   }
 }
 
-/// Completes a symmetric s x s matrix whose upper super-tiles (side `span`) were computed:
-/// every 32x32 block strictly below the diagonal super-tiles is the transpose of its mirror.
+/// Completes a symmetric s x s matrix (row pitch ld) whose upper super-tiles of side `span` (a
+/// multiple of 64) were computed by the triangle GEMM: every 64x64 block strictly below the
+/// diagonal super-tiles is the transpose of its mirror block. One CTA per lower block pair,
+/// enumerated as a triangle (no idle CTAs), 4-byte coalesced accesses both ways, transposed
+/// through a padded shared-memory tile.
 __global__ void __launch_bounds__(256) mirror_upper_to_lower(uint16_t* __restrict__ a, int s,
                                                              int64_t ld, int span) {
-  __shared__ uint16_t tile[32][34];
-  const int ti = blockIdx.y, tj = blockIdx.x;  // destination block: rows ti, columns tj
-  if (tj > ti || (ti * 32) / span == (tj * 32) / span) return;  // upper, or computed directly
-  uint16_t* m = a + int64_t(blockIdx.z) * s * ld;
+  __shared__ uint16_t tile[64][66];
+  // blockIdx.x = ti (ti - 1) / 2 + tj with ti > tj: destination block row ti, column tj.
+  const int64_t idx = blockIdx.x;
+  int ti = static_cast<int>((1.f + sqrtf(1.f + 8.f * float(idx))) * 0.5f);
+  while (int64_t(ti) * (ti - 1) / 2 > idx) --ti;
+  while (int64_t(ti) * (ti + 1) / 2 <= idx) ++ti;
+  const int tj = static_cast<int>(idx - int64_t(ti) * (ti - 1) / 2);
+  if ((ti * 64) / span == (tj * 64) / span) return;  // inside a diagonal super-tile: computed
+  uint16_t* m = a + int64_t(blockIdx.y) * s * ld;
+  const int tx = threadIdx.x, ty = threadIdx.y;
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {  // source block (tj, ti) of the upper triangle
-    const int r = tj * 32 + threadIdx.y + 8 * k, c = ti * 32 + threadIdx.x;
-    if (r < s && c < s) tile[threadIdx.y + 8 * k][threadIdx.x] = m[int64_t(r) * ld + c];
+  for (int k = 0; k < 8; ++k) {  // source block (tj, ti) of the upper triangle
+    const int r = tj * 64 + ty + 8 * k, c = ti * 64 + 2 * tx;
+    uint32_t v = 0;
+    if (r < s) {
+      if (c + 1 < s) v = *reinterpret_cast<const uint32_t*>(m + int64_t(r) * ld + c);
+      else if (c < s) v = m[int64_t(r) * ld + c];
+    }
+    *reinterpret_cast<uint32_t*>(&tile[ty + 8 * k][2 * tx]) = v;
   }
   __syncthreads();
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const int r = ti * 32 + threadIdx.y + 8 * k, c = tj * 32 + threadIdx.x;
-    if (r < s && c < s) m[int64_t(r) * ld + c] = tile[threadIdx.x][threadIdx.y + 8 * k];
+  for (int k = 0; k < 8; ++k) {  // destination (r, c) = source (c, r) = tile[c local][r local]
+    const int rl = ty + 8 * k, cl = 2 * tx;
+    const int r = ti * 64 + rl, c = tj * 64 + cl;
+    if (r < s) {
+      const uint32_t lo = tile[cl][rl], hi = tile[cl + 1][rl];
+      if (c + 1 < s) *reinterpret_cast<uint32_t*>(m + int64_t(r) * ld + c) = lo | (hi << 16);
+      else if (c < s) m[int64_t(r) * ld + c] = static_cast<uint16_t>(lo);
+    }
   }
 }
 
@@ -537,6 +557,100 @@ Layout make_layout(const muon::Args& g) {
   return L;
 }
 
+/// Workspace buffers of the Newton-Schulz loop.
+struct NsBuffers {
+  bf16 *x0, *x1, *A, *Bm;
+  const float* scalars;  ///< [3][B]: 1/n^2, 1/n, a/n per batch entry
+  void* cutlass_ws;
+};
+/// Shape and launch facts of the Newton-Schulz loop.
+struct NsShape {
+  int B, M, N, s, l;
+  int64_t ldx, lda;
+  bool direct;  ///< the last product writes `update` itself
+  float scale;
+  int dev, sms;
+};
+
+/// Whether the 128x256 triangle tiles beat the 128x128 ones: the triangle's tile count is not a
+/// multiple of the SM count, so compare whole waves, a 128x256 tile costing two 128x128 ones;
+/// on a tie the larger tile wins (fewer operand bytes per FLOP).
+bool choose_large_tiles(int64_t s, int64_t B, int sms) {
+  if (!kMirror) return false;
+  const int64_t t128 = (s + 127) / 128, t256 = (s + 255) / 256;
+  const int64_t tiles_small = B * t128 * (t128 + 1) / 2, tiles_large = B * t256 * (t256 + 1);
+  const int64_t waves_small = (tiles_small + sms - 1) / sms, waves_large = (tiles_large + sms - 1) / sms;
+  return 2 * waves_large <= waves_small;
+}
+
+/// Five quintic Newton-Schulz iterations on X = x0 (s x l, row pitch ldx) with the triangle GEMM
+/// TriG for the two symmetric products. Returns the buffer holding the final X (unused when the
+/// last product wrote `update` directly).
+template <class TriG>
+const bf16* newton_schulz(const NsBuffers& nb, const NsShape& sh, uint16_t* update, cudaStream_t st) {
+  const int B = sh.B, s = sh.s, l = sh.l;
+  const int64_t ldx = sh.ldx, lda = sh.lda;
+  const typename TriG::StrideA tri_x_a{ldx, _1{}, int64_t(s) * ldx};
+  const typename TriG::StrideB tri_x_b{ldx, _1{}, int64_t(s) * ldx};
+  const typename TriG::StrideA tri_a_a{lda, _1{}, int64_t(s) * lda};
+  const typename TriG::StrideB tri_a_b{lda, _1{}, int64_t(s) * lda};
+  const typename TriG::StrideC tri_c{lda, _1{}, int64_t(s) * lda};
+  const typename FullGemm::StrideA full_a{lda, _1{}, int64_t(s) * lda};
+  const typename FullGemm::StrideB full_b{_1{}, ldx, int64_t(s) * ldx};
+  const typename FullGemm::StrideC full_c{ldx, _1{}, int64_t(s) * ldx};
+  // Super-tile side of the triangle enumeration, and the mirror grid: one CTA per pair of
+  // 64x64 blocks strictly below the diagonal (those inside diagonal super-tiles exit at once).
+  constexpr int kTileM = cute::size<0>(typename TriG::Kernel::TileShape{});
+  constexpr int kTileN = cute::size<1>(typename TriG::Kernel::TileShape{});
+  constexpr int kSpan = kTileM > kTileN ? kTileM : kTileN;
+  const int64_t t64 = (s + 63) / 64;
+  const dim3 mgrid(static_cast<unsigned>(t64 * (t64 - 1) / 2), B);
+  auto mirror = [&](bf16* m) {
+    if (!kMirror || t64 < 2) return;
+    mirror_upper_to_lower<<<mgrid, dim3(32, 8), 0, st>>>(reinterpret_cast<uint16_t*>(m), s, lda, kSpan);
+    MUON_LAUNCH_CHECK();
+  };
+
+  bf16* xc = nb.x0;
+  bf16* xn = nb.x1;
+  for (int it = 0; it < muon::kNsSteps; ++it) {
+    const bool first = it == 0, last = it == muon::kNsSteps - 1;
+    // A = X X^T (first iteration: X = U/n, so alpha = 1/n^2 per batch entry).
+    Scalars sa;
+    if (first) sa.alpha_ptr = nb.scalars;
+    run_gemm<TriG>(s, s, l, B, xc, tri_x_a, xc, tri_x_b, nb.A, tri_c, nb.A, tri_c, sa, sh.dev, sh.sms,
+                   nb.cutlass_ws, st);
+    mirror(nb.A);
+    // Bm = c A A + b A (A symmetric, so A's rows are also the columns of the second factor).
+    Scalars sb;
+    sb.alpha = float(muon::kNsC);
+    sb.beta = float(muon::kNsB);
+    run_gemm<TriG>(s, s, s, B, nb.A, tri_a_a, nb.A, tri_a_b, nb.A, tri_c, nb.Bm, tri_c, sb, sh.dev, sh.sms,
+                   nb.cutlass_ws, st);
+    mirror(nb.Bm);
+    // X' = Bm X + a X (first iteration: X = U/n, alpha = 1/n and beta = a/n per batch entry).
+    Scalars sx;
+    sx.alpha = 1.f;
+    sx.beta = float(muon::kNsA);
+    if (first) {
+      sx.alpha_ptr = nb.scalars + B;
+      sx.beta_ptr = nb.scalars + 2 * B;
+    }
+    if (last && sh.direct) {
+      sx.alpha *= sh.scale;
+      sx.beta *= sh.scale;
+      const typename FullGemm::StrideD ud{int64_t(sh.N), _1{}, int64_t(sh.M) * sh.N};
+      run_gemm<FullGemm>(s, l, s, B, nb.Bm, full_a, xc, full_b, xc, full_c, reinterpret_cast<bf16*>(update), ud,
+                         sx, sh.dev, sh.sms, nb.cutlass_ws, st);
+    } else {
+      run_gemm<FullGemm>(s, l, s, B, nb.Bm, full_a, xc, full_b, xc, full_c, xn, full_c, sx, sh.dev, sh.sms,
+                         nb.cutlass_ws, st);
+      std::swap(xc, xn);
+    }
+  }
+  return xc;
+}
+
 void run(const d2k_args* args) {
   const muon::Args g = muon::parse(args, kDLCUDA);
   const Layout L = make_layout(g);
@@ -584,63 +698,15 @@ void run(const d2k_args* args) {
   norm_finalize<<<B, 256, 0, st>>>(partials, L.nblk, scalars, B, float(g.eps), float(muon::kNsA));
   MUON_LAUNCH_CHECK();
 
-  // 3. Newton-Schulz on the s x l operand X (row-major, leading dim ldx).
-  const int64_t ldx = L.ldx, lda = L.lda;
-  const typename TriGemm::StrideA tri_x_a{ldx, _1{}, int64_t(s) * ldx};
-  const typename TriGemm::StrideB tri_x_b{ldx, _1{}, int64_t(s) * ldx};
-  const typename TriGemm::StrideA tri_a_a{lda, _1{}, int64_t(s) * lda};
-  const typename TriGemm::StrideB tri_a_b{lda, _1{}, int64_t(s) * lda};
-  const typename TriGemm::StrideC tri_c{lda, _1{}, int64_t(s) * lda};
-  const typename FullGemm::StrideA full_a{lda, _1{}, int64_t(s) * lda};
-  const typename FullGemm::StrideB full_b{_1{}, ldx, int64_t(s) * ldx};
-  const typename FullGemm::StrideC full_c{ldx, _1{}, int64_t(s) * ldx};
-  // The last product writes scale * X' into `update` when update's rows are the NS rows and
-  // TMA can address them (16-byte row pitch and base).
+  // 3. Newton-Schulz on the s x l operand X (row-major, leading dim ldx). The last product
+  // writes scale * X' into `update` when update's rows are the NS rows and TMA can address them
+  // (16-byte row pitch and base).
   const bool direct = !g.tall() && (N % 8 == 0) && (reinterpret_cast<uintptr_t>(g.update) % 16 == 0);
   const float scale = float(g.scale());
-  const dim3 mgrid((s + 31) / 32, (s + 31) / 32, B);
-  constexpr int kSpan = TriangleTileSchedulerSm90<128, MUON_TRI_TILE_N>::kSpan;
-
-  bf16* xc = x0;
-  bf16* xn = x1;
-  for (int it = 0; it < muon::kNsSteps; ++it) {
-    const bool first = it == 0, last = it == muon::kNsSteps - 1;
-    // A = X X^T (first iteration: X = U/n, so alpha = 1/n^2 per batch entry).
-    Scalars sa;
-    if (first) sa.alpha_ptr = scalars;
-    run_gemm<TriGemm>(s, s, l, B, xc, tri_x_a, xc, tri_x_b, A, tri_c, A, tri_c, sa, dev, sms, cws, st);
-    if (kMirror) {
-      mirror_upper_to_lower<<<mgrid, dim3(32, 8), 0, st>>>(reinterpret_cast<uint16_t*>(A), s, lda, kSpan);
-      MUON_LAUNCH_CHECK();
-    }
-    // Bm = c A A + b A (A symmetric, so A's rows are also the columns of the second factor).
-    Scalars sb;
-    sb.alpha = float(muon::kNsC);
-    sb.beta = float(muon::kNsB);
-    run_gemm<TriGemm>(s, s, s, B, A, tri_a_a, A, tri_a_b, A, tri_c, Bm, tri_c, sb, dev, sms, cws, st);
-    if (kMirror) {
-      mirror_upper_to_lower<<<mgrid, dim3(32, 8), 0, st>>>(reinterpret_cast<uint16_t*>(Bm), s, lda, kSpan);
-      MUON_LAUNCH_CHECK();
-    }
-    // X' = Bm X + a X (first iteration: X = U/n, alpha = 1/n and beta = a/n per batch entry).
-    Scalars sx;
-    sx.alpha = 1.f;
-    sx.beta = float(muon::kNsA);
-    if (first) {
-      sx.alpha_ptr = scalars + B;
-      sx.beta_ptr = scalars + 2 * B;
-    }
-    if (last && direct) {
-      sx.alpha *= scale;
-      sx.beta *= scale;
-      auto* upd = reinterpret_cast<bf16*>(g.update);
-      const typename FullGemm::StrideD ud{int64_t(N), _1{}, int64_t(M) * N};
-      run_gemm<FullGemm>(s, l, s, B, Bm, full_a, xc, full_b, xc, full_c, upd, ud, sx, dev, sms, cws, st);
-    } else {
-      run_gemm<FullGemm>(s, l, s, B, Bm, full_a, xc, full_b, xc, full_c, xn, full_c, sx, dev, sms, cws, st);
-      std::swap(xc, xn);
-    }
-  }
+  NsBuffers nb{x0, x1, A, Bm, scalars, cws};
+  NsShape sh{B, M, N, s, l, L.ldx, L.lda, direct, scale, dev, sms};
+  const bf16* xfinal = choose_large_tiles(s, B, sms) ? newton_schulz<TriGemmLarge>(nb, sh, g.update, st)
+                                                     : newton_schulz<TriGemmSmall>(nb, sh, g.update, st);
 
   // 4. param_out (and update, unless the last GEMM already wrote it).
   const float decay = float(1.0 - g.lr * g.wd), lr = float(g.lr);
@@ -654,11 +720,11 @@ void run(const d2k_args* args) {
   } else {
     dim3 grid((N + 31) / 32, (M + 31) / 32, B);
     if (g.tall())
-      update_from_x_tiles<true><<<grid, dim3(32, 8), 0, st>>>(reinterpret_cast<const uint16_t*>(xc), L.ldx,
+      update_from_x_tiles<true><<<grid, dim3(32, 8), 0, st>>>(reinterpret_cast<const uint16_t*>(xfinal), L.ldx,
                                                               g.param, g.update, g.param_out, M, N,
                                                               scale, decay, lr);
     else
-      update_from_x_tiles<false><<<grid, dim3(32, 8), 0, st>>>(reinterpret_cast<const uint16_t*>(xc), L.ldx,
+      update_from_x_tiles<false><<<grid, dim3(32, 8), 0, st>>>(reinterpret_cast<const uint16_t*>(xfinal), L.ldx,
                                                                g.param, g.update, g.param_out, M, N,
                                                                scale, decay, lr);
   }

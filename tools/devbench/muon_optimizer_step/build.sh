@@ -11,7 +11,7 @@ IMPL="$OUT/impl/$TASK"
 mkdir -p "$IMPL"
 CUTLASS="$ROOT/third_party/cutlass/whl/cutlass_library/source/include"
 GENCODE="-gencode=arch=compute_90a,code=sm_90a"
-NVFLAGS=(-std=c++20 -O3 $GENCODE --expt-relaxed-constexpr -lineinfo -Xcompiler=-fPIC,-fvisibility=hidden
+NVFLAGS=(-std=c++20 -O3 -DNDEBUG $GENCODE --expt-relaxed-constexpr -lineinfo -Xcompiler=-fPIC,-fvisibility=hidden
          -shared -I"$ROOT/include" -I"$SRC" -isystem "$CUTLASS")
 build_one() {
   local t0=$SECONDS
@@ -22,8 +22,10 @@ build_one() {
     library)   nvcc "${NVFLAGS[@]}" "$SRC/library.cu" -o "$IMPL/library.so" -lcublasLt -lcublas ;;
     expert)    nvcc "${NVFLAGS[@]}" -Xptxas=-v "$SRC/expert.cu" -o "$IMPL/expert.so" > "$OUT/expert.ptxas.log" 2>&1 \
                  || { cat "$OUT/expert.ptxas.log"; return 1; } ;;
-    expert_tri256) nvcc "${NVFLAGS[@]}" -DMUON_TRI_TILE_N=256 "$SRC/expert.cu" -o "$IMPL/expert_tri256.so" ;;
-    expert_full) nvcc "${NVFLAGS[@]}" -DMUON_TRI_FULL=1 "$SRC/expert.cu" -o "$IMPL/expert_full.so" ;;
+    expert_tri256) nvcc "${NVFLAGS[@]}" -Xptxas=-v -DMUON_TRI_TILE_N=256 "$SRC/expert.cu" -o "$IMPL/expert_tri256.so" \
+                 > "$OUT/expert_tri256.ptxas.log" 2>&1 || { cat "$OUT/expert_tri256.ptxas.log"; return 1; } ;;
+    expert_full) nvcc "${NVFLAGS[@]}" -Xptxas=-v -DMUON_TRI_FULL=1 "$SRC/expert.cu" -o "$IMPL/expert_full.so" \
+                 > "$OUT/expert_full.ptxas.log" 2>&1 || { cat "$OUT/expert_full.ptxas.log"; return 1; } ;;
     driver)    nvcc -std=c++20 -O2 $GENCODE -I"$ROOT/include" -I"$SRC" "$ROOT/tools/devbench/$TASK/driver.cu" \
                  -o "$OUT/muon_devbench" -ldl ;;
     calib)     g++ -std=c++20 -O2 "$ROOT/tools/devbench/$TASK/calib.cpp" -o "$OUT/muon_calib" ;;

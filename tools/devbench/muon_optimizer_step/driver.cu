@@ -47,17 +47,18 @@ struct Workload {
   bool check;
   int64_t B, M, N;
   double tol_update;
+  double atol_param;
 };
 
 const std::vector<Workload> kWorkloads = {
-    {"muon-check-wide-odd", true, 1, 127, 300, 0.03},
-    {"muon-check-tall-batch", true, 2, 264, 136, 0.03},
-    {"muon-check-square-batch", true, 3, 192, 192, 0.03},
-    {"muon-check-tall-odd", true, 1, 301, 67, 0.03},
-    {"muon-4096x4096", false, 1, 4096, 4096, 0.05},
-    {"muon-4096x14336", false, 1, 4096, 14336, 0.05},
-    {"muon-16x1024x1024", false, 16, 1024, 1024, 0.05},
-    {"muon-8192x8192", false, 1, 8192, 8192, 0.05},
+    {"muon-check-wide-odd", true, 1, 127, 300, 0.04, 1e-3},
+    {"muon-check-tall-batch", true, 2, 264, 136, 0.04, 1e-3},
+    {"muon-check-square-batch", true, 3, 192, 192, 0.04, 1e-3},
+    {"muon-check-tall-odd", true, 1, 301, 67, 0.04, 1e-3},
+    {"muon-4096x4096", false, 1, 4096, 4096, 0.05, 1.5e-4},
+    {"muon-4096x14336", false, 1, 4096, 14336, 0.05, 1.5e-4},
+    {"muon-16x1024x1024", false, 16, 1024, 1024, 0.05, 1.5e-4},
+    {"muon-8192x8192", false, 1, 8192, 8192, 0.05, 1.5e-4},
 };
 
 double sol_seconds(const Workload& w) {
@@ -213,7 +214,7 @@ struct Compare {
   int64_t nonfinite = 0;
   bool pass(double tol) const { return nonfinite == 0 && mom_max_viol <= 0 && upd_rel <= tol && par_max_viol <= 0; }
 };
-Compare compare(const Outputs& got, const Outputs& exp) {
+Compare compare(const Outputs& got, const Outputs& exp, double atol_param) {
   Compare c;
   c.mom_max_viol = -1e30;
   c.par_max_viol = -1e30;
@@ -227,10 +228,24 @@ Compare compare(const Outputs& got, const Outputs& exp) {
     num += (u - ue) * (u - ue);
     den += ue * ue;
     c.par_max_err = std::max(c.par_max_err, std::fabs(p - pe));
-    c.par_max_viol = std::max(c.par_max_viol, std::fabs(p - pe) - std::max(2e-4, 1e-5 * std::fabs(pe)));
+    c.par_max_viol = std::max(c.par_max_viol, std::fabs(p - pe) - std::max(atol_param, 1e-5 * std::fabs(pe)));
   }
   c.upd_rel = den > 0 ? std::sqrt(num / den) : INFINITY;
   return c;
+}
+
+/// How sensitive param_out's allclose is to the update: the share of elements at which an
+/// implementation that skipped the update (param_out = param*(1 - lr*wd)) would exceed atol.
+void report_sensitivity(const Workload& w, const Outputs& e) {
+  int64_t over = 0;
+  double rms = 0;
+  for (size_t i = 0; i < e.update.size(); ++i) {
+    const double u = bf2f(e.update[i]);
+    rms += u * u;
+    if (kLr * std::fabs(u) > w.atol_param) ++over;
+  }
+  std::printf("  sensitivity: rms(update) %.3e; a no-op update would break param_out's atol %.1e at %.1f%% of elements\n",
+              std::sqrt(rms / e.update.size()), w.atol_param, 100.0 * over / e.update.size());
 }
 
 double median(std::vector<double> v) {
@@ -246,7 +261,7 @@ double pct(std::vector<double> v, double q) {
 
 int main(int argc, char** argv) {
   std::string dir = "build/muon_optimizer_step/impl/muon_optimizer_step";
-  std::string impl_list = "naive,expert,library,expert_tri256";
+  std::string impl_list = "naive,expert,library";
   std::string only;
   int samples = 20;
   for (int i = 1; i < argc; ++i) {
@@ -321,6 +336,7 @@ int main(int argc, char** argv) {
       if (ref.run(&c.a) != D2K_OK) { std::printf("reference failed: %s\n", c.err); return 1; }
       expect = std::move(o);
       expect_from = "reference";
+      report_sensitivity(w, expect);
     }
 
     for (Impl& im : impls) {
@@ -355,8 +371,9 @@ int main(int argc, char** argv) {
         expect = got;
         expect_from = "naive";
         row.status = "GPU-REF";
+        report_sensitivity(w, expect);
       } else if (!expect.update.empty()) {
-        const Compare cmp = compare(got, expect);
+        const Compare cmp = compare(got, expect, w.atol_param);
         row.rel = cmp.upd_rel;
         const bool ok = cmp.pass(w.tol_update);
         std::printf("  %-14s vs %-9s: update rel_l2 %.3e (tol %.2g)  momentum viol %.2e  param_out max err %.2e  nonfinite %lld  -> %s\n",

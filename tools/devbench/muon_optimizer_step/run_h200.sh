@@ -6,20 +6,20 @@ set -uo pipefail
 OUT=${OUT:-/tmp/muon_out}
 mkdir -p "$OUT"
 B=build/muon_optimizer_step
-IMPLS=${IMPLS:-naive,expert,expert_tri256,library}
+IMPLS=${IMPLS:-naive,expert,expert_full,library}
 {
   date -u
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
 } 2>&1 | tee "$OUT/gpu.txt"
 $B/muon_devbench --impl-dir $B/impl/muon_optimizer_step --impls "$IMPLS" --samples ${SAMPLES:-20} 2>&1 | tee "$OUT/devbench.log"
 PYTHONUNBUFFERED=1 python3 tools/devbench/muon_optimizer_step/torch_eager.py 20 2>&1 | tee "$OUT/torch.log"
-for so in expert expert_tri256; do
+for so in expert expert_full; do
   [ -f $B/impl/muon_optimizer_step/$so.so ] || continue
   echo "$so SASS: HGMMA $(cuobjdump -sass $B/impl/muon_optimizer_step/$so.so | grep -c HGMMA)" \
        "UTMALDG $(cuobjdump -sass $B/impl/muon_optimizer_step/$so.so | grep -c UTMALDG)" \
        "UTMASTG $(cuobjdump -sass $B/impl/muon_optimizer_step/$so.so | grep -c UTMASTG)" | tee -a "$OUT/sass.txt"
 done
-for spec in ${NCU_SPECS:-expert:4096x4096 expert:16x1024 naive:4096x4096}; do
+for spec in ${NCU_SPECS:-expert:4096x4096 expert:16x1024 expert:8192x8192}; do
   impl=${spec%%:*}; wl=${spec#*:}
   timeout 60 ncu --clock-control none --csv --metrics gpu__time_duration.sum --launch-count 45 \
     $B/muon_devbench --impl-dir $B/impl/muon_optimizer_step --impls $impl --only $wl --samples 1 \
