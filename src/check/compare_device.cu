@@ -24,21 +24,7 @@ int blocks_for(std::int64_t n) {
   return static_cast<int>(b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b));
 }
 
-/// Stream-ordered scratch memory (cudaMallocAsync / cudaFreeAsync).
-class AsyncScratch {
- public:
-  AsyncScratch(std::size_t bytes, cudaStream_t s) : stream_(s) {
-    D2K_DATA_CUDA_CHECK(cudaMallocAsync(&ptr_, bytes, s));
-  }
-  ~AsyncScratch() { cudaFreeAsync(ptr_, stream_); }
-  AsyncScratch(const AsyncScratch&) = delete;
-  AsyncScratch& operator=(const AsyncScratch&) = delete;
-  template <class T> T* as() const { return static_cast<T*>(ptr_); }
-
- private:
-  void* ptr_ = nullptr;
-  cudaStream_t stream_;
-};
+using AsyncScratch = data::StreamScratch;
 
 __global__ void stats_kernel(ElemParams p, const void* e, const void* a, std::int64_t n, ElemStats* partials) {
   // Raw storage: a __shared__ array may not have a constructor (ElemStats has member initialisers).

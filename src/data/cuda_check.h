@@ -50,6 +50,40 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+/// Scratch memory ordered on a stream: cudaMallocAsync / cudaFreeAsync where the device has
+/// memory pools, else cudaMalloc and a synchronised cudaFree.
+class StreamScratch {
+ public:
+  StreamScratch(std::size_t bytes, cudaStream_t s) : stream_(s) {
+    if (bytes == 0) return;
+    int dev = 0, pools = 0;
+    cuda_check(cudaGetDevice(&dev), "cudaGetDevice", __FILE__, __LINE__);
+    cuda_check(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, dev), "cudaDeviceGetAttribute",
+               __FILE__, __LINE__);
+    pooled_ = pools != 0;
+    if (pooled_) cuda_check(cudaMallocAsync(&ptr_, bytes, s), "cudaMallocAsync", __FILE__, __LINE__);
+    else cuda_check(cudaMalloc(&ptr_, bytes), "cudaMalloc", __FILE__, __LINE__);
+  }
+  ~StreamScratch() {
+    if (!ptr_) return;
+    if (pooled_) {
+      cudaFreeAsync(ptr_, stream_);
+    } else {
+      cudaStreamSynchronize(stream_);  // the stream's kernels may still use the memory
+      cudaFree(ptr_);
+    }
+  }
+  StreamScratch(const StreamScratch&) = delete;
+  StreamScratch& operator=(const StreamScratch&) = delete;
+  void* get() const { return ptr_; }
+  template <class T> T* as() const { return static_cast<T*>(ptr_); }
+
+ private:
+  void* ptr_ = nullptr;
+  cudaStream_t stream_;
+  bool pooled_ = false;
+};
+
 }  // namespace d2k::data
 
 /// Checks a CUDA runtime call; throws std::runtime_error with file, line and call text.

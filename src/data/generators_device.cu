@@ -57,18 +57,18 @@ void generate_device(const GenRequest& req, void* dptr, cudaStream_t stream) {
   std::size_t temp_bytes = 0;
   D2K_DATA_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, static_cast<std::uint64_t*>(nullptr),
                                                     static_cast<std::uint64_t*>(nullptr), groups, stream));
-  void* scratch = nullptr;
   const std::size_t wbytes = static_cast<std::size_t>(groups) * sizeof(std::uint64_t);
-  D2K_DATA_CUDA_CHECK(cudaMallocAsync(&scratch, 2 * wbytes + temp_bytes, stream));
-  auto* w = static_cast<std::uint64_t*>(scratch);
+  // CUB's temporary storage first, where the allocation's 256-byte alignment holds.
+  const std::size_t temp_padded = (temp_bytes + 255) / 256 * 256;
+  data::StreamScratch scratch(temp_padded + 2 * wbytes, stream);  // released in stream order
+  void* temp = scratch.get();
+  auto* w = reinterpret_cast<std::uint64_t*>(static_cast<char*>(scratch.get()) + temp_padded);
   auto* prefix = w + groups;
-  void* temp = prefix + groups;
   ragged_weights_kernel<<<grid_for(groups), kThreads, 0, stream>>>(plan, w, groups);
   D2K_DATA_LAUNCH_CHECK();
   D2K_DATA_CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp, temp_bytes, w, prefix, groups, stream));
   ragged_offsets_kernel<<<grid_for(groups + 1), kThreads, 0, stream>>>(plan.total, prefix, groups, req.dtype, dptr);
   D2K_DATA_LAUNCH_CHECK();
-  D2K_DATA_CUDA_CHECK(cudaFreeAsync(scratch, stream));
 }
 
 }  // namespace d2k
