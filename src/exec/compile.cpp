@@ -89,6 +89,7 @@ std::string capture(const std::vector<std::string>& argv) {
   o.user_namespace_if_unprivileged = false;
   o.fs = FsIsolation::none;
   o.drop_privileges = false;
+  o.drop_capabilities = false;
   o.seccomp = false;
   o.no_new_privs = false;
   o.rlimits = Rlimits{};
@@ -115,6 +116,20 @@ std::string include_fingerprint(const CompileOptions& opts, const fs::path& incl
   for (const fs::path& f : files) {
     h.update_field(fs::relative(f, include_dir).string());
     h.update_field(read_file(f));
+  }
+  for (const fs::path& dir : opts.extra_include_dirs) {
+    h.update_field(dir.string());
+    std::vector<fs::path> extra;
+    if (fs::is_directory(dir, ec))
+      for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (ec) break;
+        if (it->is_regular_file() && it->file_size() < (1u << 20)) extra.push_back(it->path());
+      }
+    std::sort(extra.begin(), extra.end());
+    for (const fs::path& f : extra) {
+      h.update_field(fs::relative(f, dir).string());
+      h.update_field(read_file(f));
+    }
   }
   if (opts.cutlass) {
     // CUTLASS is large: its version header stands for the whole tree.
@@ -340,6 +355,7 @@ std::vector<std::string> nvcc_flags(const CompileOptions& opts) {
       // the solution's runtime calls stay visible as imports to the symbol check.
       "--cudart", "shared",
       "-I" + effective_include_dir(opts).string()};
+  for (const fs::path& dir : opts.extra_include_dirs) f.push_back("-I" + dir.string());
   if (opts.cutlass) f.push_back("-isystem" + effective_cutlass_dir(opts).string());
   f.insert(f.end(), {"-Xlinker", "--no-undefined", "-Xlinker", std::string("--version-script=") + kVersionScriptToken});
   for (const std::string& lib : opts.link_libraries) f.push_back("-l" + lib);
@@ -478,6 +494,7 @@ CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOpt
   so.output_tail_bytes = 1u << 20;
   so.ro_paths = {include_dir, fs::path(nvcc).parent_path().parent_path()};
   if (opts.cutlass) so.ro_paths.push_back(cutlass_dir);
+  for (const fs::path& dir : opts.extra_include_dirs) so.ro_paths.push_back(dir);
   if (!opts.sandbox) {
     so.pid_namespace = so.net_namespace = so.ipc_namespace = so.uts_namespace = so.mount_namespace = false;
     so.fs = FsIsolation::none;

@@ -26,6 +26,9 @@ struct CompileOptions {
   std::filesystem::path include_dir;  ///< empty: the project's include/ (holds d2k/solution.h)
   bool cutlass = false;               ///< add the CUTLASS/CuTe headers (cutlass track)
   std::filesystem::path cutlass_include_dir;  ///< empty: the build's CUTLASS include folder
+  /// More include folders (-I), e.g. a vendored dlpack/ where the system has none. Their
+  /// contents are part of the cache key.
+  std::vector<std::filesystem::path> extra_include_dirs;
   /// Vendor libraries to link (-l<name>), for tracks that allow them: cublas, cublasLt, ...
   /// Without them an import of such a library fails to link (the library links with
   /// --no-undefined), before the symbol check even runs.

@@ -5,7 +5,9 @@
 #include <grp.h>
 #include <linux/close_range.h>
 #include <linux/seccomp.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/securebits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -144,6 +146,7 @@ struct ChildPlan {
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<gid_t> groups;
+  bool drop_caps = false;
   bool nnp = false;
   std::vector<std::uint8_t> bpf;  // native seccomp (empty: none here)
   const char* exe = nullptr;
@@ -300,6 +303,24 @@ void child_setup_mounts(ChildPlan& p) {
     child_report(rep, '+', "drop_privileges");
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // cleared by the credential change
     if (getppid() == 1 && !p.pid_ns) _exit(127);  // our parent already died
+  }
+  if (p.drop_caps) {
+    // Still uid 0 (root without the drop, or root of a user namespace): give up every
+    // capability for good, and stop exec from granting them back to uid 0.
+    bool ok = true;
+    for (int cap = 0; cap <= 63; ++cap)
+      if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) ok = false;
+    const unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                               SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+                               SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+    if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0) ok = false;
+    __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2] = {};
+    if (syscall(SYS_capset, &hdr, data) < 0) ok = false;
+    if (ok)
+      child_report(rep, '+', "drop_capabilities");
+    else
+      child_report(rep, '-', "drop_capabilities", errno);
   }
   if (p.nnp) {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0)
@@ -804,6 +825,9 @@ ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxO
   } else if (opts.drop_privileges && !root) {
     res.layers_skipped.push_back("drop_privileges: not root (already unprivileged)");
   }
+  // Whoever stays uid 0 (no drop, or root of a user namespace) gives up its capabilities.
+  // Under bubblewrap, its --cap-drop ALL does this.
+  plan.drop_caps = opts.drop_capabilities && fsmode != FsIsolation::bwrap && !drop && (root || plan.user_ns);
 
   // ---- argv / envp as C arrays ----
   for (const std::string& a : exec_argv) plan.argv.push_back(const_cast<char*>(keep(a)));

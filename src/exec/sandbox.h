@@ -91,6 +91,9 @@ struct SandboxOptions {
   /// device is not world-accessible). The scratch folder is chowned to them.
   bool drop_privileges = true;
   std::uint32_t uid = 65534, gid = 65534;
+  /// Whoever stays uid 0 (drop_privileges off, or root of a user namespace) gives up every
+  /// capability and cannot regain them by exec (securebits NOROOT).
+  bool drop_capabilities = true;
   bool no_new_privs = true;
   bool seccomp = true;                              ///< the baseline filter (seccomp_policy.h)
   Rlimits rlimits;

@@ -78,7 +78,16 @@ int main(int argc, char** argv) {
     char cwd[4096] = {0};
     if (!getcwd(cwd, sizeof(cwd))) cwd[0] = 0;
     const char* home = std::getenv("HOME");
-    report({{"type", "ids"}, {"uid", getuid()}, {"gid", getgid()}, {"pid", getpid()},
+    std::string capeff;
+    if (FILE* f = std::fopen("/proc/self/status", "r")) {
+      char line[256];
+      while (std::fgets(line, sizeof(line), f))
+        if (std::strncmp(line, "CapEff:", 7) == 0) capeff = std::string(line + 7);
+      std::fclose(f);
+    }
+    while (!capeff.empty() && (capeff.back() == '\n' || capeff.back() == ' ')) capeff.pop_back();
+    while (!capeff.empty() && (capeff.front() == '\t' || capeff.front() == ' ')) capeff.erase(0, 1);
+    report({{"type", "ids"}, {"uid", getuid()}, {"gid", getgid()}, {"pid", getpid()}, {"capeff", capeff},
             {"hostname", u.nodename}, {"cwd", cwd}, {"home", home ? home : ""},
             {"threads", d2k::count_threads()}});
     return 0;

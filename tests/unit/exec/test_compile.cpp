@@ -25,6 +25,7 @@ CompileOptions options() {
   CompileOptions o;
   o.cache_dir = shared_cache();
   o.include_dir = test::source_dir() / "include";
+  o.extra_include_dirs = test::extra_include_dirs();
   return o;
 }
 
