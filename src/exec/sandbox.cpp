@@ -111,6 +111,12 @@ void mkdir_parents(const char* path, bool self) {
   if (self) mkdir(buf, 0755);
 }
 
+/// mount_setattr(2) through syscall(): the glibc wrapper needs glibc 2.36, the system call only
+/// Linux 5.12, and binaries built here also run on older user spaces.
+int set_mount_attr(const char* path, unsigned flags, mount_attr* attr) {
+  return static_cast<int>(syscall(SYS_mount_setattr, AT_FDCWD, path, flags, attr, sizeof(*attr)));
+}
+
 /// A path the child must still reach after masks: re-bound from an O_PATH descriptor.
 struct KeepPath {
   const char* path;
@@ -249,7 +255,7 @@ void child_setup_mounts(ChildPlan& p) {
 
   mount_attr ro{};
   ro.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
-  if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof(ro)) < 0) {
+  if (set_mount_attr("/", AT_RECURSIVE, &ro) < 0) {
     child_report(rep, '-', "fs_readonly", errno);
     return;
   }
@@ -260,11 +266,11 @@ void child_setup_mounts(ChildPlan& p) {
   if (tmps_ok)
     for (const char* t : p.private_tmps) {
       struct stat st;
-      if (stat(t, &st) == 0 && mount_setattr(AT_FDCWD, t, 0, &rw, sizeof(rw)) < 0)
+      if (stat(t, &st) == 0 && set_mount_attr(t, 0, &rw) < 0)
         child_report(rep, '-', "private_tmp_writable", errno);
     }
   for (const KeepPath& k : p.keeps)
-    if (k.writable && k.bound && mount_setattr(AT_FDCWD, k.path, 0, &rw, sizeof(rw)) < 0)
+    if (k.writable && k.bound && set_mount_attr(k.path, 0, &rw) < 0)
       child_report(rep, '-', "scratch_writable", errno);
 }
 
@@ -656,6 +662,21 @@ ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxO
   env[kChannelFdEnv] = "3";
   for (const auto& [k, v] : opts.env) env[k] = v;
 
+  // Read-only paths: those asked for, and the inherited library path (the program and the
+  // libraries it loads must stay reachable under masks and bubblewrap's minimal root).
+  std::vector<fs::path> ro_paths = opts.ro_paths;
+  {
+    const std::string lib_path = env.count("LD_LIBRARY_PATH") ? env["LD_LIBRARY_PATH"] : "";
+    for (std::size_t start = 0; start < lib_path.size();) {
+      std::size_t end = lib_path.find(':', start);
+      if (end == std::string::npos) end = lib_path.size();
+      std::error_code ec;
+      fs::path dir = lib_path.substr(start, end - start);
+      if (!dir.empty() && dir.is_absolute() && fs::is_directory(dir, ec)) ro_paths.push_back(dir);
+      start = end + 1;
+    }
+  }
+
   // ---- decide the layers ----
   FsIsolation fsmode = opts.fs;
   if (fsmode == FsIsolation::automatic) fsmode = bwrap_available() ? FsIsolation::bwrap : FsIsolation::mount_namespace;
@@ -667,7 +688,7 @@ ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxO
   if (fsmode == FsIsolation::bwrap && drop) {
     // bubblewrap runs as the unprivileged user, so it must reach every folder it binds.
     std::vector<std::string> sources = {scratch.string(), fs::absolute(workdir).string()};
-    for (const fs::path& p : opts.ro_paths) sources.push_back(fs::absolute(p).string());
+    for (const fs::path& p : ro_paths) sources.push_back(fs::absolute(p).string());
     for (const fs::path& p : opts.rw_paths) sources.push_back(fs::absolute(p).string());
     if (std::string bad = first_unreachable(sources, opts.uid, opts.gid); !bad.empty()) {
       res.layers_skipped.push_back(fmt::format(
@@ -700,6 +721,7 @@ ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxO
     exec_argv = {bwrap, "--die-with-parent", "--unshare-user", "--cap-drop", "ALL"};
     res.layers.push_back("bwrap");
     res.layers.push_back("user_namespace");
+    res.layers.push_back("drop_capabilities");  // --cap-drop ALL
     auto ns = [&](bool want, const char* flag, const char* layer) {
       if (want) {
         exec_argv.push_back(flag);
@@ -722,7 +744,7 @@ ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxO
     for (const fs::path& t : opts.private_tmp_paths)
       exec_argv.insert(exec_argv.end(), {"--size", std::to_string(opts.private_tmp_bytes), "--tmpfs", t.string()});
     res.layers.push_back("private_tmp");
-    for (const fs::path& p : opts.ro_paths)
+    for (const fs::path& p : ro_paths)
       if (fs::exists(p)) exec_argv.insert(exec_argv.end(), {"--ro-bind", fs::absolute(p).string(), fs::absolute(p).string()});
     exec_argv.insert(exec_argv.end(), {"--ro-bind", exe, exe});
     exec_argv.insert(exec_argv.end(), {"--bind", scratch.string(), scratch.string()});
@@ -774,7 +796,7 @@ ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxO
         plan.keeps.push_back({keep(scratch.string()), true, true});
         for (const fs::path& p : opts.rw_paths)
           if (fs::exists(p)) plan.keeps.push_back({keep(fs::canonical(p).string()), true, true});
-        for (const fs::path& p : opts.ro_paths)
+        for (const fs::path& p : ro_paths)
           if (fs::exists(p)) plan.keeps.push_back({keep(fs::canonical(p).string()), false, false});
         plan.keeps.push_back({keep(fs::canonical(exe).string()), false, false});
         if (workdir != scratch && fs::exists(workdir))
