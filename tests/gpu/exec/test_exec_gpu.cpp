@@ -181,11 +181,12 @@ TEST_F(ExecGpu, IllegalAddressIsARuntimeErrorAndTheParentSurvives) {
   CUDA_OK(cudaFree(d));
 }
 
-TEST_F(ExecGpu, ParentReadsWorkerMemoryOverIpc) {
+/// A sandboxed worker exports 1 MiB over CUDA IPC; the parent maps it and checks the pattern.
+void ipc_round_trip(bool lockdown) {
   const size_t bytes = 1 << 20;
   SandboxOptions o = worker_options();
   bool verified = false;
-  std::string why;
+  std::string why = "no handle received";
   o.on_message = [&](const nlohmann::json& msg, ParentChannel& ch) {
     if (msg.value("type", "") != "ipc_handle") return;
     cudaIpcMemHandle_t h{};
@@ -206,11 +207,16 @@ TEST_F(ExecGpu, ParentReadsWorkerMemoryOverIpc) {
     }
     ch.send({{"type", "done"}});
   };
-  ProcessResult r = run_sandboxed({kWorker, "--lockdown", "ipc", std::to_string(bytes)}, o);
-  std::cout << "[ipc] " << describe(r) << "\n";
+  std::vector<std::string> argv = {kWorker, "ipc", std::to_string(bytes)};
+  if (lockdown) argv.insert(argv.begin() + 1, "--lockdown");
+  ProcessResult r = run_sandboxed(argv, o);
+  std::cout << "[ipc" << (lockdown ? ", lockdown" : "") << "] verified=" << verified << " " << describe(r) << "\n";
   EXPECT_EQ(r.status, Status::PASSED) << describe(r);
   EXPECT_TRUE(verified) << why;
 }
+
+TEST_F(ExecGpu, ParentReadsWorkerMemoryOverIpc) { ipc_round_trip(false); }
+TEST_F(ExecGpu, ParentReadsLockedDownWorkerMemoryOverIpc) { ipc_round_trip(true); }
 
 TEST_F(ExecGpu, CudaRunsUnderADataLimit) {
   const fs::path so = compiled("vector_add");

@@ -36,6 +36,13 @@ inline std::string helper_program(const char* name, const char* recorded) {
   return std::filesystem::exists(beside, ec) ? beside.string() : std::string(recorded);
 }
 
+/// The fixture libraries built beside the test binary (fixtures/), else where the build put them.
+inline std::filesystem::path fixture_lib_dir(const char* recorded) {
+  std::error_code ec;
+  auto beside = exe_dir() / "fixtures";
+  return std::filesystem::is_directory(beside, ec) ? beside : std::filesystem::path(recorded);
+}
+
 /// Extra include folders for compiles, from $D2K_EXTRA_INCLUDE_DIRS (colon-separated).
 inline std::vector<std::filesystem::path> extra_include_dirs() {
   std::vector<std::filesystem::path> out;

@@ -10,7 +10,7 @@
 namespace d2k {
 namespace {
 
-const std::filesystem::path kFixtures = D2K_EXEC_FIXTURE_DIR;
+const std::filesystem::path kFixtures = test::fixture_lib_dir(D2K_EXEC_FIXTURE_DIR);
 
 std::string load_error(const std::filesystem::path& so) {
   try {

@@ -10,7 +10,7 @@
 namespace d2k {
 namespace {
 
-const std::filesystem::path kFixtures = D2K_EXEC_FIXTURE_DIR;
+const std::filesystem::path kFixtures = test::fixture_lib_dir(D2K_EXEC_FIXTURE_DIR);
 
 bool has_rule(const SymbolReport& r, const std::string& rule, const std::string& symbol_prefix) {
   return std::any_of(r.violations.begin(), r.violations.end(), [&](const SymbolViolation& v) {
