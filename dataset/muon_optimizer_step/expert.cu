@@ -20,12 +20,37 @@
 //
 // The triangle GEMM is CUTLASS's warp-specialised cooperative persistent kernel with a custom
 // tile scheduler (TriangleTileSchedulerSm90 below) that enumerates only the super-tiles (I, J),
-// I <= J, of the symmetric output: about half the FLOPs of X X^T and A A.
+// I <= J, of the symmetric output: about half the FLOPs of X X^T and A A. Its tile is 128x128 or
+// 128x256, whichever fills whole waves of the 132 SMs better (choose_large_tiles).
 //
-// Variants tried (H200, see docs/results/muon_optimizer_step-devbench.md for the commands):
-//   variant                                        | measured                     | verdict
-//   -----------------------------------------------+------------------------------+---------
-//   (filled in from the devbench runs; see the results file)
+// Variants tried (H200, medians in us at 4096^2 / 4096x14336 / 16x1024^2 / 8192^2; commands and
+// full tables in docs/results/muon_optimizer_step-devbench.md):
+//   variant                                              | time (us)                    | verdict
+//   -----------------------------------------------------+------------------------------+--------
+//   naive (cuBLAS per product, eager elementwise)        | 3244 / 8859 / 1275 / 26133   | baseline (run 1;
+//      run 2: 3048 / 8713 / 1276 / 25621)
+//   library (cuBLASLt, alpha/beta/C epilogue fusion)     | 2820 / 8636 / 1019 / 25387   | fusion alone: 1.03-1.25x
+//   v0 built without -DNDEBUG                            | not timed                    | lost: CuTe's device
+//      asserts are calls; ptxas serialises wgmma across them (warning C7510). NDEBUG is required.
+//   v1 triangle 128x128 + 32x32 mirror kernel            | 2245 / 6529 /  969 / 18932   | 1.32-1.44x naive
+//   v1 triangle 128x256 + 32x32 mirror kernel            | 2540 / 6930 /  986 / 17931   | wins only at 8192^2
+//      (1056 tiles = 8 full waves; at 4096, 272 tiles = 2.06 waves, 128x128 has 528 = 4 waves)
+//   ncu of v1: mirror 32x32 = 19.8 us x 10 per call at 4096^2 (9%), 17.8 us x 10 at 16x1024^2
+//      (18%): 16K mostly idle CTAs with 2-byte accesses -> 64x64 blocks, triangular grid, 4-byte
+//      accesses (v2)
+//   v2 64x64 triangular mirror + tile by wave count      | 2139 / 5894 /  909 / 17500   | kept: 1.40-1.48x
+//      naive, 79.5-84.9% of SOL on the large shapes (mirror now 13.8 us at 4096^2, 13.2 us at
+//      16x1024^2, 51 us at 8192^2 under ncu; 128x256 triangle tiles chosen only at 8192^2)
+//   MUON_TRI_FULL=1 ablation (Gram products as full      | 2759 / 7863 /  933 / 25361   | the triangle is
+//      128x256 GEMMs, no mirror)                                                         worth 1.29-1.45x
+//      on the large shapes, only 3% at 16x1024^2
+//
+// Targets (issue): >= 1.3x naive and >= 65% of SOL at 4096x14336 and 8192^2: met (1.48x / 84.9%,
+// 1.46x / 79.5%). >= 2x naive at 16x1024^2: not met (1.40x). There each tile is only 16 k-steps
+// deep, so per-tile fill/drain and the epilogue weigh heavily, the triangle's 576 tiles are 4.36
+// waves, and the ten mirror passes are 15% of the call. What remains: the mirror as a second,
+// transposed store in the triangle GEMM's epilogue, and one persistent launch that runs the three
+// products of different batch entries out of phase so that they share waves.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
