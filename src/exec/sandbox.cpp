@@ -272,6 +272,12 @@ void child_setup_mounts(ChildPlan& p) {
   for (const KeepPath& k : p.keeps)
     if (k.writable && k.bound && set_mount_attr(k.path, 0, &rw) < 0)
       child_report(rep, '-', "scratch_writable", errno);
+  // /proc stays writable: the CUDA driver (570 and later) names its threads by writing
+  // /proc/self/task/<tid>/comm during cuInit and fails with cudaErrorOperatingSystem when it
+  // cannot (seen on the H200). The cost: /proc/self/mem stays writable (docs/isolation.md).
+  mount_attr proc_rw{};
+  proc_rw.attr_clr = MOUNT_ATTR_RDONLY;
+  if (set_mount_attr("/proc", 0, &proc_rw) < 0) child_report(rep, '-', "proc_writable", errno);
 }
 
 [[noreturn]] void child_exec(ChildPlan& p) {
@@ -739,8 +745,8 @@ ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxO
     exec_argv.insert(exec_argv.end(), {"--dev", "/dev"});
     if (opts.gpu_devices)
       for (const std::string& dev : gpu_device_nodes()) exec_argv.insert(exec_argv.end(), {"--dev-bind", dev, dev});
-    // A read-only /proc: no writing /proc/self/mem (code patching through the back door).
-    exec_argv.insert(exec_argv.end(), {"--proc", "/proc", "--remount-ro", "/proc"});
+    // A writable /proc, as in the mount-namespace mode: CUDA writes its threads' names there.
+    exec_argv.insert(exec_argv.end(), {"--proc", "/proc"});
     for (const fs::path& t : opts.private_tmp_paths)
       exec_argv.insert(exec_argv.end(), {"--size", std::to_string(opts.private_tmp_bytes), "--tmpfs", t.string()});
     res.layers.push_back("private_tmp");

@@ -130,6 +130,14 @@ int main(int argc, char** argv) {
     report(r);
     return 0;
   }
+  if (mode == "comm") {  // name this thread through /proc, as the CUDA driver does at cuInit
+    std::string path = "/proc/self/task/" + std::to_string(gettid()) + "/comm";
+    int fd = open(path.c_str(), O_WRONLY);
+    int e = fd < 0 ? errno : (write(fd, "d2k-probe", 9) == 9 ? 0 : errno);
+    if (fd >= 0) close(fd);
+    report({{"type", "comm"}, {"errno", e}});
+    return 0;
+  }
   if (mode == "procmem") {
     int fd = open("/proc/self/mem", O_RDWR);
     int e = fd < 0 ? errno : 0;
