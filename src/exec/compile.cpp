@@ -492,7 +492,10 @@ CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOpt
   so.rlimits.file_size_bytes = 4ull << 30;
   so.rlimits.cpu_seconds = static_cast<std::uint64_t>(opts.timeout_seconds * 2 + 10);
   so.output_tail_bytes = 1u << 20;
+  // nvcc's toolkit, and the one this build found (its headers may live elsewhere), stay visible.
   so.ro_paths = {include_dir, fs::path(nvcc).parent_path().parent_path()};
+  if (const fs::path cuda_inc = D2K_CUDA_INCLUDE_DIR; !cuda_inc.empty() && fs::exists(cuda_inc, ec))
+    so.ro_paths.push_back(fs::canonical(cuda_inc, ec));
   if (opts.cutlass) so.ro_paths.push_back(cutlass_dir);
   for (const fs::path& dir : opts.extra_include_dirs) so.ro_paths.push_back(dir);
   if (!opts.sandbox) {
