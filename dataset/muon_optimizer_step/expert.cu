@@ -51,6 +51,13 @@
 // waves, and the ten mirror passes are 15% of the call. What remains: the mirror as a second,
 // transposed store in the triangle GEMM's epilogue, and one persistent launch that runs the three
 // products of different batch entries out of phase so that they share waves.
+// CuTe/CUTLASS device code carries assert()s; each is a call, and ptxas serialises the wgmma
+// pipeline across calls (warning C7510, about half the GEMM rate). Whatever the build type, the
+// expert is compiled without them.
+#ifndef NDEBUG
+#define NDEBUG 1
+#endif
+
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
