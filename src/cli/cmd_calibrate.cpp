@@ -4,7 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "engine/cuda_util.h"
+#include "core/cuda_util.h"
+#include "engine/device_backend.h"
 #include "measure/calibrate.h"
 
 namespace d2k::cli {

@@ -9,7 +9,8 @@
 
 #include "cli/commands.h"
 #include "cli/dataset.h"
-#include "engine/cuda_util.h"
+#include "core/cuda_util.h"
+#include "engine/device_backend.h"
 #include "engine/evaluate.h"
 #include "engine/solution.h"
 
@@ -23,7 +24,7 @@ struct EvalArgs {
   bool no_time = false, graph = false, quiet = false;
   std::uint64_t seed = 0;
   double max_time_s = 10.0;
-  int rounds = 3;
+  int rounds = 3, bench_rounds = 2;
 };
 
 std::vector<std::string> split_csv(const std::string& s) {
@@ -81,6 +82,7 @@ EvalOptions options_from(const EvalArgs& a) {
   o.graph = a.graph;
   o.max_time_s = a.max_time_s;
   o.check_rounds = a.rounds;
+  o.bench_rounds = a.bench_rounds;
   o.workloads = split_csv(a.workloads);
   return o;
 }
@@ -150,6 +152,7 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
     s->add_option("--seed", a.seed, "pin the secret seed (reproduce a run; default: fresh from the OS)");
     s->add_option("--max-time", a.max_time_s, "time cap per target and workload, seconds");
     s->add_option("--rounds", a.rounds, "fresh-input rounds on check workloads");
+    s->add_option("--bench-rounds", a.bench_rounds, "fresh-input correctness rounds on bench workloads before timing");
     s->add_flag("--quiet", a.quiet, "no progress line");
   };
 

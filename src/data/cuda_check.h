@@ -7,48 +7,17 @@
 
 #include <cuda_runtime_api.h>
 
+#include "core/cuda_util.h"
+
 namespace d2k::data {
 
-/// Throws std::runtime_error naming the file, line, call text and CUDA error.
+/// The shared owning buffer (core/cuda_util.h).
+using ::d2k::DeviceBuffer;
+
+/// Throws ::d2k::CudaError (a std::runtime_error) naming the file, line, call text and CUDA error.
 inline void cuda_check(cudaError_t err, const char* call, const char* file, int line) {
-  if (err != cudaSuccess)
-    throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + call + " failed: " +
-                             cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
+  if (err != cudaSuccess) throw ::d2k::CudaError(err, call, file, line);
 }
-
-/// Device memory owned by this object (cudaMalloc / cudaFree).
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-    if (bytes) cuda_check(cudaMalloc(&ptr_, bytes), "cudaMalloc", __FILE__, __LINE__);
-  }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
-    if (this != &o) {
-      reset();
-      ptr_ = std::exchange(o.ptr_, nullptr);
-      bytes_ = std::exchange(o.bytes_, 0);
-    }
-    return *this;
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { reset(); }
-
-  void reset() noexcept {
-    if (ptr_) cudaFree(ptr_);  // no throw from a destructor path
-    ptr_ = nullptr;
-    bytes_ = 0;
-  }
-  void* get() const { return ptr_; }
-  template <class T> T* as() const { return static_cast<T*>(ptr_); }
-  std::size_t size() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
-};
 
 /// Scratch memory ordered on a stream: cudaMallocAsync / cudaFreeAsync where the device has
 /// memory pools, else cudaMalloc and a synchronised cudaFree.

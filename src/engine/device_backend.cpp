@@ -1,6 +1,5 @@
 #include "engine/device_backend.h"
 
-#include <filesystem>
 #include <stdexcept>
 
 #include "data/generators.h"
@@ -88,15 +87,6 @@ void DeviceCall::launch(const DeviceSet& ins, const DeviceSet& outs, cudaStream_
   for (std::size_t i = 0; i < outs.bufs.size(); ++i) frame_.set_output(i, outs.bufs[i].get());
   if (int32_t rc = impl_.run(frame_.args(ws_.get(), ws_.size(), s)); rc != D2K_OK)
     throw std::runtime_error("d2k_run returned " + std::to_string(rc) + ": " + frame_.error());
-}
-
-int live_thread_count() {
-  int n = 0;
-  std::error_code ec;
-  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec);
-       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
-    ++n;
-  return n;
 }
 
 }  // namespace d2k

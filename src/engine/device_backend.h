@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "engine/cuda_util.h"
+#include "core/cuda_util.h"
 #include "engine/frame.h"
 #include "engine/plan.h"
 #include "exec/loader.h"
@@ -49,7 +49,7 @@ class DeviceCall {
   DeviceBuffer ws_;
 };
 
-/// Live threads of this process (from /proc/self/task): a call must not leave one behind.
-int live_thread_count();
+/// Number of CUDA devices usable here; 0 when no driver or no GPU (never throws).
+int cuda_device_count();
 
 }  // namespace d2k

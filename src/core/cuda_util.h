@@ -1,6 +1,6 @@
 #pragma once
-/// Checked CUDA calls and RAII device memory for the harness.
-#include <cuda_runtime.h>
+/// Checked CUDA calls and RAII device memory, shared by every library of the harness.
+#include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <stdexcept>
@@ -48,8 +48,9 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
   void* get() const { return ptr_; }
+  template <class T> T* as() const { return static_cast<T*>(ptr_); }
   std::size_t size() const { return bytes_; }
-  void reset() {
+  void reset() noexcept {
     if (ptr_) cudaFree(ptr_);  // no throw from a destructor; a failed free leaks at worst
     ptr_ = nullptr;
     bytes_ = 0;
@@ -72,8 +73,5 @@ class Stream {
  private:
   cudaStream_t s_ = nullptr;
 };
-
-/// Number of CUDA devices usable here; 0 when no driver or no GPU (never throws).
-int cuda_device_count();
 
 }  // namespace d2k
