@@ -181,3 +181,41 @@ TEST(GpuCompare, MultisetAndTopkThroughTheHost) {
   EXPECT_FALSE(t.passed);
   EXPECT_EQ(t.first_bad, 0);
 }
+
+namespace d2k {
+namespace {
+
+// Join-sized integer row sets take the device sort path; its verdict must equal the host's.
+TEST(GpuCompare, LargeIntegerMultisetSortsOnTheDevice) {
+  const std::int64_t n = 3'000'017;
+  HostTensor ek("k", DType::i32, {n}), ev("v", DType::i32, {n}), ak("k", DType::i32, {n}), av("v", DType::i32, {n});
+  std::uint64_t x = 88172645463325252ull;
+  for (std::int64_t i = 0; i < n; ++i) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    ek.as<std::int32_t>()[i] = static_cast<std::int32_t>(x);
+    ev.as<std::int32_t>()[i] = static_cast<std::int32_t>(x >> 32) % 1000;  // many ties in the second column
+  }
+  for (std::int64_t i = 0; i < n; ++i) {  // actual = expected reversed
+    ak.as<std::int32_t>()[i] = ek.as<std::int32_t>()[n - 1 - i];
+    av.as<std::int32_t>()[i] = ev.as<std::int32_t>()[n - 1 - i];
+  }
+  auto dev = [](const HostTensor& h) { return test::to_device(h.data(), h.bytes.size()); };
+  const auto dek = dev(ek), dev_ = dev(ev), dak = dev(ak), dav = dev(av);
+  CompareSpec spec;
+  spec.rule = "multiset";
+  std::vector<DeviceTensorView> E{view(dek, ek), view(dev_, ev)}, A{view(dak, ak), view(dav, av)};
+  CompareResult r = compare_multiset_device(spec, E, A, n, n, nullptr);
+  EXPECT_TRUE(r.passed) << r.message;
+  EXPECT_NE(r.message.find("device sort"), std::string::npos) << r.message;
+  // One cell changed: the device path declines and the host report names the row.
+  av.as<std::int32_t>()[12345] += 1;
+  const auto dav2 = dev(av);
+  A[1] = view(dav2, av);
+  r = compare_multiset_device(spec, E, A, n, n, nullptr);
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.mismatches, 1);
+  EXPECT_EQ(r.first_bad, 12345);
+}
+
+}  // namespace
+}  // namespace d2k

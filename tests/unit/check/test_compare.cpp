@@ -353,3 +353,37 @@ TEST(Compare, ReadCount) {
   empty.dtype = DType::i32;
   EXPECT_THROW(read_count(empty), std::invalid_argument);
 }
+
+// Integer rows of up to two 32-bit cells take the radix-sorted path; rows with wider values the
+// comparison sort. Both must order negatives, extremes and ties alike.
+TEST(Multiset, PackedAndGeneralPathsAgreeOnSignedExtremes) {
+  const std::vector<double> k = {-5, 3, -5, 2147483647, -2147483648.0, 0, 3};
+  const std::vector<double> v = {1, 2, 0, -1, 7, -2147483648.0, 2};
+  std::vector<std::size_t> perm = {6, 2, 4, 0, 5, 1, 3};
+  std::vector<double> pk, pv;
+  for (auto i : perm) {
+    pk.push_back(k[i]);
+    pv.push_back(v[i]);
+  }
+  for (DType t : {DType::i32, DType::i64}) {
+    const auto ek = tensor(t, {7}, k, "keys"), ev = tensor(t, {7}, v, "vals");
+    const auto ak = tensor(t, {7}, pk, "keys"), av = tensor(t, {7}, pv, "vals");
+    const HostTensor* E[] = {&ek, &ev};
+    const HostTensor* A[] = {&ak, &av};
+    auto r = compare_multiset(rule("multiset"), E, A, 7, 7);
+    EXPECT_TRUE(r.passed) << r.message;
+    // One row changed in its second cell only: exactly one row unmatched on each side.
+    auto bad_v = pv;
+    bad_v[3] += 1;
+    const auto av2 = tensor(t, {7}, bad_v, "vals");
+    const HostTensor* A2[] = {&ak, &av2};
+    r = compare_multiset(rule("multiset"), E, A2, 7, 7);
+    EXPECT_FALSE(r.passed);
+    EXPECT_EQ(r.mismatches, 1);
+    EXPECT_EQ(r.first_bad, 3);
+  }
+  // A value beyond 32 bits forces the general path; the verdict is the same.
+  const auto e64 = tensor(DType::i64, {3}, {5e10, -1, 2});
+  EXPECT_TRUE(compare(rule("multiset"), e64, tensor(DType::i64, {3}, {2, 5e10, -1})).passed);
+  EXPECT_FALSE(compare(rule("multiset"), e64, tensor(DType::i64, {3}, {2, 5e10 + 1, -1})).passed);
+}
