@@ -20,7 +20,7 @@ namespace {
 
 struct EvalArgs {
   std::string task, impl, targets = "naive,expert,library", solution_dir, workloads, tasks;
-  std::string json_out, markdown_out;
+  std::string json_out, markdown_out, dump_dir;
   bool no_time = false, graph = false, quiet = false;
   std::uint64_t seed = 0;
   double max_time_s = 10.0;
@@ -84,6 +84,7 @@ EvalOptions options_from(const EvalArgs& a) {
   o.check_rounds = a.rounds;
   o.bench_rounds = a.bench_rounds;
   o.workloads = split_csv(a.workloads);
+  o.dump_dir = a.dump_dir;
   return o;
 }
 
@@ -159,6 +160,7 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
   auto* check = app.add_subcommand("check", "correctness only: every workload, hidden shapes too");
   check->add_option("--task", a.task, "task name")->required();
   check->add_option("--impl", a.impl, "naive | expert | library | a solution folder")->required();
+  check->add_option("--dump", a.dump_dir, "write inputs, expected and actual outputs of every workload as .npy files here");
   common(check);
   check->callback([&] {
     run = [&] {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <filesystem>
 #include <map>
 
 #include "core/workload.h"
@@ -19,6 +20,7 @@
 #include "measure/calibrate.h"
 #include "measure/roofline.h"
 #include "measure/timer.h"
+#include "report/npy.h"
 
 namespace d2k {
 
@@ -126,6 +128,15 @@ Performance performance_from(const measure::MeasureResult& r) {
   return p;
 }
 
+/// Writes `ts` as <dump_dir>/<task>/<workload>/<label>.<tensor>.npy when dumping is on.
+void dump_tensors(const EvalOptions& opt, const Task& task, const Workload& w, const std::string& label,
+                  const std::vector<HostTensor>& ts) {
+  if (opt.dump_dir.empty()) return;
+  const auto dir = std::filesystem::path(opt.dump_dir) / task.def.name / w.uuid;
+  std::filesystem::create_directories(dir);
+  for (const auto& t : ts) write_npy(dir / (label + "." + t.name + ".npy"), t);
+}
+
 class CudaEvaluation {
  public:
   CudaEvaluation(const Task& task, const EvalOptions& opt, const Progress& progress)
@@ -180,6 +191,10 @@ class CudaEvaluation {
     return l;
   }
 
+  void dump(const Workload& w, const std::string& label, const std::vector<HostTensor>& ts) {
+    dump_tensors(opt_, task_, w, label, ts);
+  }
+
   void say(const std::string& s) {
     if (progress_) progress_(s);
   }
@@ -209,6 +224,7 @@ class CudaEvaluation {
       DeviceSet outs = DeviceSet::allocate(plan.outputs);
       const std::uint64_t before = device_checksum(ins, stream_.get());
       auto [a, b] = two_runs(call, plan, ins, outs);
+      if (round == 0) dump(plan.workload, l.target.name, a);
       if (device_checksum(ins, stream_.get()) != before) {
         tr.checks_fired.push_back("inputs_unchanged: an input changed during the call");
         fail(tr, Status::REWARD_HACK, "the implementation modified its inputs", "inputs_unchanged");
@@ -248,6 +264,10 @@ class CudaEvaluation {
       auto host_in = generate_inputs_host(plan, seed);
       auto expected = poisoned_outputs(plan, kPoisonA);
       run_host(reference_, plan, host_in, expected);
+      if (r == 0) {
+        dump(w, "input", host_in);
+        dump(w, "expected", expected);
+      }
       upload(host_in, ins, stream_.get());
       for (std::size_t k = 0; k < loaded_.size(); ++k) run_and_judge(traces[k], loaded_[k], plan, ins, expected, "reference", r);
     }
@@ -277,6 +297,10 @@ class CudaEvaluation {
         naive_call.launch(ins, nouts, stream_.get());
         D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
         expected = download(plan.outputs, nouts, stream_.get());
+        if (r == 0 && !opt_.dump_dir.empty()) {
+          dump(w, "input", download(plan.inputs, ins, stream_.get()));
+          dump(w, "expected", expected);
+        }
         // Zero what naive wrote before freeing it, so that no later allocation finds the answer.
         poison(nouts, 0, stream_.get());
         D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
@@ -424,6 +448,10 @@ std::vector<Trace> evaluate_host(const Task& task, const ImplTarget& target, con
         auto b = poisoned_outputs(plan, kPoisonB);
         run_host(impl, plan, ins, a);
         run_host(impl, plan, ins, b);
+        if (r == 0) {
+          dump_tensors(opt, task, w, "input", ins);
+          dump_tensors(opt, task, w, target.name, a);
+        }
         if (checksum(ins) != before) {
           fail(tr, Status::REWARD_HACK, "the implementation modified its inputs", "inputs_unchanged");
           break;

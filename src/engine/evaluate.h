@@ -23,7 +23,9 @@ struct EvalOptions {
   double min_time_s = 0.5, max_time_s = 10.0, target_noise = 0.005;
   int min_samples = 10;
   std::vector<std::string> workloads;  ///< only these uuids (empty: all)
-  bool include_check_in_bench = false; ///< time check workloads too
+  /// Non-empty: write each workload's inputs, expected and actual outputs (first round) as .npy
+  /// files under <dump_dir>/<task>/<workload>/ (d2k check --dump).
+  std::string dump_dir;
 };
 
 /// Progress callback: a short line per step ("expert 3/7 rmsnorm-16384x8192 timing").

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "report/trace.h"
 
@@ -97,6 +98,58 @@ TEST(Table, NoTimeIsPrintedForAFailure) {
   std::string md = format_table({passed("a", "expert", "1", 42.0, 2.0, 0.6)}, TableFormat::markdown);
   EXPECT_NE(md.find("| 42.00 |"), std::string::npos);
   EXPECT_NE(md.find("| --- |"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace d2k
+
+#include <filesystem>
+#include <fstream>
+
+#include "report/npy.h"
+
+namespace d2k {
+namespace {
+
+std::string read_all(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+TEST(Npy, HeaderShapeAndDataFollowNumpyFormat1) {
+  const auto dir = std::filesystem::temp_directory_path() / "d2k_npy_test";
+  std::filesystem::create_directories(dir);
+  HostTensor t("x", DType::i32, {2, 3});
+  for (int i = 0; i < 6; ++i) t.as<std::int32_t>()[i] = i * 7 - 3;
+  write_npy(dir / "x.npy", t);
+  const std::string s = read_all(dir / "x.npy");
+  ASSERT_GE(s.size(), 10u);
+  EXPECT_EQ(s.substr(0, 6), "\x93NUMPY");
+  const std::size_t hlen = static_cast<unsigned char>(s[8]) | (static_cast<unsigned char>(s[9]) << 8);
+  EXPECT_EQ((10 + hlen) % 64, 0u);  // data starts 64-byte aligned
+  const std::string header = s.substr(10, hlen);
+  EXPECT_NE(header.find("'descr': '<i4'"), std::string::npos) << header;
+  EXPECT_NE(header.find("'shape': (2,3)"), std::string::npos) << header;
+  ASSERT_EQ(s.size(), 10 + hlen + 6 * 4);
+  std::int32_t back[6];
+  std::memcpy(back, s.data() + 10 + hlen, sizeof back);
+  EXPECT_EQ(back[5], 32);
+  // bfloat16 is widened to float32, exactly; one dimension keeps its trailing comma.
+  HostTensor b("b", DType::bf16, {3});
+  store_from_double(DType::bf16, b.data(), 1.5);
+  store_from_double(DType::bf16, static_cast<char*>(b.data()) + 2, -0.0078125);
+  store_from_double(DType::bf16, static_cast<char*>(b.data()) + 4, 3.0e38);
+  write_npy(dir / "b.npy", b);
+  const std::string sb = read_all(dir / "b.npy");
+  const std::size_t hb = static_cast<unsigned char>(sb[8]) | (static_cast<unsigned char>(sb[9]) << 8);
+  EXPECT_NE(sb.find("'descr': '<f4'"), std::string::npos);
+  EXPECT_NE(sb.find("'shape': (3,)"), std::string::npos);
+  float f[3];
+  std::memcpy(f, sb.data() + 10 + hb, sizeof f);
+  EXPECT_EQ(f[0], 1.5f);
+  EXPECT_EQ(f[1], -0.0078125f);
+  EXPECT_EQ(f[2], static_cast<float>(b.at(2)));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
