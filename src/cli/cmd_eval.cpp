@@ -131,7 +131,7 @@ std::vector<Trace> run_task(const Task& task, const std::vector<std::string>& ta
   auto more = evaluate_cuda(task, targets, reference, naive, opt, progress);
   finish_progress(a.quiet);
   traces.insert(traces.end(), more.begin(), more.end());
-  score_traces(task, traces);
+  score_traces(traces);
   return traces;
 }
 

@@ -473,7 +473,7 @@ std::vector<Trace> evaluate_host(const Task& task, const ImplTarget& target, con
   return out;
 }
 
-void score_traces(const Task&, std::vector<Trace>& traces) {
+void score_traces(std::vector<Trace>& traces) {
   // Median time of each (target, workload) that passed, for the speedup columns.
   std::map<std::pair<std::string, std::string>, double> time;
   for (auto& t : traces)

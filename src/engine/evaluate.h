@@ -45,9 +45,9 @@ std::vector<Trace> evaluate_host(const Task& task, const ImplTarget& target,
                                  const std::optional<ImplTarget>& golden, const EvalOptions& opt,
                                  const Progress& progress);
 
-/// Fills the roofline fields of PASSED traces (T_SOL, % SOL, speedups vs naive/expert/library
-/// from traces of the same workload, SOL score) and applies the physical-floor rule.
-void score_traces(const Task& task, std::vector<Trace>& traces);
+/// Adds to PASSED traces the speedups vs naive/expert/library (from traces of the same workload)
+/// and the SOL score. T_SOL, % SOL and the physical-floor rule are applied while timing.
+void score_traces(std::vector<Trace>& traces);
 
 /// Environment facts for traces: device, driver, CUDA runtime, d2k version, date.
 nlohmann::json environment_json();
