@@ -235,7 +235,7 @@ void CuptiCollector::parse(std::uint8_t* buffer, std::size_t valid_size) {
   for (auto& a : got) pending_.push_back(std::move(a));
 }
 
-WindowActivity analyze_window(const std::vector<ActivityRecord>& records, std::uint64_t t_begin_ns,
+WindowActivity analyze_window(std::span<const ActivityRecord> records, std::uint64_t t_begin_ns,
                               std::uint64_t t_end_ns, const std::vector<std::string>& exclude_first) {
   std::vector<const ActivityRecord*> in;
   WindowActivity w;
@@ -259,7 +259,10 @@ WindowActivity analyze_window(const std::vector<ActivityRecord>& records, std::u
   bool first = true;
   for (const ActivityRecord* r : in) {
     if (first || r->start_ns < w.first_start_ns) w.first_start_ns = r->start_ns;
-    if (first || r->end_ns > w.last_end_ns) w.last_end_ns = r->end_ns;
+    if (first || r->end_ns > w.last_end_ns) {
+      w.last_end_ns = r->end_ns;
+      w.last_end_name = r->name;
+    }
     first = false;
     w.names.push_back(r->name);
     w.busy.emplace_back(r->name, r->end_ns > r->start_ns ? (r->end_ns - r->start_ns) * 1e-9 : 0.0);
@@ -271,6 +274,17 @@ WindowActivity analyze_window(const std::vector<ActivityRecord>& records, std::u
   }
   if (!in.empty() && w.last_end_ns > w.first_start_ns) w.span_s = (w.last_end_ns - w.first_start_ns) * 1e-9;
   return w;
+}
+
+JoinCheck check_join(const WindowActivity& w, std::uint64_t t_join_ns, std::uint64_t slack_ns) {
+  JoinCheck j;
+  if (w.names.empty() || t_join_ns == 0) return j;
+  j.late_s = (static_cast<double>(w.last_end_ns) - static_cast<double>(t_join_ns)) * 1e-9;
+  if (w.last_end_ns > t_join_ns + slack_ns) {
+    j.unjoined = true;
+    j.name = w.last_end_name;
+  }
+  return j;
 }
 
 }  // namespace d2k::measure

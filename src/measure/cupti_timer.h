@@ -3,6 +3,7 @@
 /// stream, with device timestamps. One collector per process (CUPTI's activity buffers are global).
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct ActivityRecord {
 struct WindowActivity {
   double span_s = 0;              ///< last end - first start over every counted activity; 0 if none
   std::uint64_t first_start_ns = 0, last_end_ns = 0;
+  std::string last_end_name;      ///< the counted activity that ended last (empty if none)
   std::vector<std::string> names; ///< counted activities' names in start order
   std::size_t kernels = 0, memcpys = 0, memsets = 0;
   std::size_t excluded = 0;       ///< records dropped by `exclude_first` or outside the window
@@ -36,8 +38,20 @@ struct WindowActivity {
 /// Counts the records whose start lies in [t_begin_ns, t_end_ns]; for each name in
 /// `exclude_first`, the earliest kernel record with that raw (or demangled) name is left out (the harness's own
 /// blocking kernel or in-graph flush kernels). Pure function, for the timer and for tests.
-WindowActivity analyze_window(const std::vector<ActivityRecord>& records, std::uint64_t t_begin_ns,
+WindowActivity analyze_window(std::span<const ActivityRecord> records, std::uint64_t t_begin_ns,
                               std::uint64_t t_end_ns, const std::vector<std::string>& exclude_first);
+
+/// Whether a sample's work was all joined onto the harness stream.
+struct JoinCheck {
+  bool unjoined = false;  ///< some counted activity ended after the join timestamp (+ slack)
+  double late_s = 0;      ///< last end minus the join timestamp (negative: ended before it)
+  std::string name;       ///< the activity that ended last, when unjoined
+};
+
+/// `t_join_ns`: the CUPTI timestamp taken right after cudaStreamSynchronize(harness stream)
+/// returned. Work the call joined onto that stream ended before it; anything that ends later
+/// (by more than `slack_ns`, for timestamp conversion) ran on a stream the call left unjoined.
+JoinCheck check_join(const WindowActivity& w, std::uint64_t t_join_ns, std::uint64_t slack_ns);
 
 /// Process-wide CUPTI activity collector. Thread-safe.
 class CuptiCollector {

@@ -26,6 +26,7 @@ void StoppingCriteria::validate() const {
 void to_json(nlohmann::json& j, const StoppingCriteria& c) {
   j = nlohmann::json{{"min_samples", c.min_samples},
                      {"min_time_s", c.min_time_s},
+                     {"min_time_wall", c.min_time_wall},
                      {"max_noise", c.max_noise},
                      {"max_time_s", c.max_time_s},
                      {"max_samples", c.max_samples},
@@ -38,6 +39,7 @@ void from_json(const nlohmann::json& j, StoppingCriteria& c) {
   // Missing keys keep their defaults so that a partial override is enough.
   c.min_samples = j.value("min_samples", c.min_samples);
   c.min_time_s = j.value("min_time_s", c.min_time_s);
+  c.min_time_wall = j.value("min_time_wall", c.min_time_wall);
   c.max_noise = j.value("max_noise", c.max_noise);
   c.max_time_s = j.value("max_time_s", c.max_time_s);
   c.max_samples = j.value("max_samples", c.max_samples);
@@ -81,7 +83,8 @@ bool StoppingRule::noise_settled() const {
 bool StoppingRule::should_stop(double wall_elapsed_s) {
   wall_s_ = wall_elapsed_s;
   if (reason_ != StopReason::not_stopped) return true;
-  const bool minimums_met = stats_.count() >= c_.min_samples && stats_.total() >= c_.min_time_s;
+  const double min_time_clock = c_.min_time_wall ? wall_elapsed_s : stats_.total();
+  const bool minimums_met = stats_.count() >= c_.min_samples && min_time_clock >= c_.min_time_s;
   if (minimums_met) {
     if (stats_.rel_noise() <= c_.max_noise) {
       reason_ = StopReason::noise_target;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <optional>
 #include <set>
+#include <span>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -130,18 +131,37 @@ struct LoopGuard {
 
 std::multiset<std::string> as_multiset(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
 
+void sync_stream(cudaStream_t stream, std::size_t index) {
+  const cudaError_t e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess)
+    throw measure_error(fmt::format("sample {}: stream error after the call: {} ({})", index, cudaGetErrorString(e),
+                                    cudaGetErrorName(e)));
+}
+
+// Seconds since `t`, and moves `t` to now.
+double lap(clock_type::time_point& t) {
+  const auto n = clock_type::now();
+  const double d = std::chrono::duration<double>(n - t).count();
+  t = n;
+  return d;
+}
+
 MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const MeasureOptions& opts,
                           L2Flusher& flusher, NvmlSampler* nvml, BlockingFlag& blocking) {
   if (!launch) throw measure_error("measure: launch callable is empty");
   opts.stopping.validate();
   if (opts.graph && opts.graph_variants == 0) throw measure_error("measure: graph_variants must be >= 1");
-  if (opts.graph && opts.blocking_kernel)
-    throw measure_error("measure: blocking_kernel does not apply to graph mode (a graph is one launch)");
+  if (opts.cupti_batch == 0) throw measure_error("measure: cupti_batch must be >= 1");
+  if (!(opts.cupti_batch_max_s >= 0)) throw measure_error("measure: cupti_batch_max_s must be >= 0");
+  if (!(opts.join_slack_s >= 0)) throw measure_error("measure: join_slack_s must be >= 0");
+  if (opts.blocking_kernel && !(opts.blocking_timeout_s > 0))
+    throw measure_error("measure: blocking_timeout_s must be > 0");
 
   MeasureResult res;
   res.graph = opts.graph;
   res.l2_flushed = opts.flush_l2;
-  res.blocking_kernel = opts.blocking_kernel;
+  // A graph is one launch: there is nothing to hold the stream for.
+  bool blocking_on = opts.blocking_kernel && !opts.graph;
   const auto t_all = clock_type::now();
 
   CuptiCollector& col = CuptiCollector::instance();
@@ -161,14 +181,15 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
     guard.nvml = nvml;
     guard.nvml_running = true;
   }
-  if (opts.blocking_kernel) blocking.ensure();
+  if (blocking_on) blocking.ensure();
+  const std::string blocking_name = blocking_on ? blocking_kernel_name() : std::string();
 
-  std::vector<std::string> exclude;
-  if (opts.blocking_kernel) exclude.push_back(blocking_kernel_name());
+  std::vector<std::string> graph_exclude;
   if (opts.graph && opts.flush_l2) {
-    exclude.push_back(L2Flusher::write_kernel_name());
-    exclude.push_back(L2Flusher::read_kernel_name());
+    graph_exclude.push_back(L2Flusher::write_kernel_name());
+    graph_exclude.push_back(L2Flusher::read_kernel_name());
   }
+  const auto slack_ns = static_cast<std::uint64_t>(opts.join_slack_s * 1e9);
 
   Event ev0, ev1;
   std::vector<GraphExec> graphs;
@@ -213,25 +234,33 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
     }
   }
 
-  struct Call {
+  // A sample whose CUPTI records are not yet delivered: its window and its host-side results.
+  struct Pending {
     Sample s;
-    std::vector<std::string> names;
-    std::vector<std::pair<std::string, double>> busy;
+    std::uint64_t t_begin = 0, t_join = 0, t_end = 0;
+    double wall_end = 0;  // seconds since the sampling loop began, at the end of the sample
   };
-  // One call with its flush, hooks and synchronisation.
-  auto run_one = [&](std::size_t i) -> Call {
-    Call c;
-    c.s.index = i;
+  SampleOverhead sum;
+  std::size_t timed_runs = 0;
+
+  // One call with its flush, hooks and synchronisations. CUPTI records are read later, in batches.
+  auto run_one = [&](std::size_t i, bool timed) -> Pending {
+    Pending p;
+    p.s.index = i;
+    auto t = clock_type::now();
     if (opts.prepare) opts.prepare(i);
+    const double d_prepare = lap(t);
     if (opts.flush_l2) {
       flusher.reset_persisting(stream);
       if (!opts.graph) flusher.enqueue(stream);
     }
+    const double d_flush = lap(t);
     // Idle device at the start of the window: the flush cannot overlap the call's side-stream
-    // work, and every record delivered before the window opens is the harness's.
+    // work, and every activity that starts inside the window is the call's (or the harness's
+    // blocking kernel, left out by name).
     D2K_MEASURE_CUDA(cudaDeviceSynchronize());
-    if (cupti_on) (void)col.drain();
-    const std::uint64_t t_begin = cupti_on ? col.now() : 0;
+    const double d_idle = lap(t);
+    p.t_begin = cupti_on ? col.now() : 0;
     const Event* a = &ev0;
     const Event* b = &ev1;
     if (opts.graph) {
@@ -240,35 +269,55 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
       a = &g.start;
       b = &g.stop;
     } else {
-      if (opts.blocking_kernel) blocking.hold(stream, opts.blocking_timeout_s);
+      p.s.blocked = blocking_on;
+      if (blocking_on) blocking.hold(stream, opts.blocking_timeout_s);
       try {
         D2K_MEASURE_CUDA(cudaEventRecord(ev0.get(), stream));
         launch(i, stream);
         D2K_MEASURE_CUDA(cudaEventRecord(ev1.get(), stream));
       } catch (...) {
         // Let the stream go before leaving, or it stays held until the spin times out.
-        if (opts.blocking_kernel) blocking.release();
+        if (blocking_on) blocking.release();
         throw;
       }
-      if (opts.blocking_kernel) blocking.release();
+      if (blocking_on) blocking.release();
     }
+    const double d_launch = lap(t);
+    // The harness stream first: whatever ends after this returns was not joined onto it.
+    sync_stream(stream, i);
+    p.t_join = cupti_on ? col.now() : 0;
     sync_after_call(i);
-    const std::uint64_t t_end = cupti_on ? col.now() : 0;
-    if (opts.blocking_kernel && blocking.timed_out()) res.blocking_timed_out = true;
-    c.s.event_s = event_seconds(*a, *b);
-    if (cupti_on) {
-      WindowActivity w = analyze_window(col.drain(), t_begin, t_end, exclude);
-      c.s.cupti_s = w.span_s;
-      c.s.kernels = w.kernels;
-      c.s.memcpys = w.memcpys;
-      c.s.memsets = w.memsets;
-      c.names = std::move(w.names);
-      c.busy = std::move(w.busy);
+    p.t_end = cupti_on ? col.now() : 0;
+    const double d_sync = lap(t);
+    if (p.s.blocked && blocking.timed_out()) {
+      res.blocking_timed_out = true;
+      // The very first call may legitimately enqueue slowly (module loading, library handles);
+      // a timeout after it means the call waits for its own stream, and every further sample
+      // would stall for the whole timeout.
+      if (i != 0 && blocking_on) {
+        blocking_on = false;
+        res.blocking_disabled = fmt::format(
+            "the blocking kernel timed out ({:.3g} s) in call {}: the call waits for the harness stream before "
+            "it returns (a synchronisation or a synchronous copy inside); later samples run without it, so "
+            "their event times include host launch latency",
+            opts.blocking_timeout_s, i);
+      }
     }
+    p.s.event_s = event_seconds(*a, *b);
     if (opts.check) opts.check(i);
     if (guard.nvml_running)
-      if (auto r = nvml->latest()) c.s.sm_mhz = r->sm_mhz;
-    return c;
+      if (auto r = nvml->latest()) p.s.sm_mhz = r->sm_mhz;
+    const double d_check = lap(t);
+    if (timed) {
+      ++timed_runs;
+      sum.prepare_s += d_prepare;
+      sum.flush_s += d_flush;
+      sum.idle_s += d_idle;
+      sum.launch_s += d_launch;
+      sum.sync_s += d_sync;
+      sum.check_s += d_check;
+    }
+    return p;
   };
 
   // Warm-up: at least one call (at least warmup_min_calls), until warmup_min_s has passed.
@@ -276,46 +325,120 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
   const std::size_t warm_min = std::max<std::size_t>(1, opts.warmup_min_calls);
   const std::size_t warm_max = std::max(warm_min, opts.warmup_max_calls);
   for (std::size_t n = 0; n < warm_max; ++n) {
-    (void)run_one(index++);
+    (void)run_one(index++, false);
     ++res.warmup_calls;
     if (res.warmup_calls >= warm_min && seconds_since(t_warm) >= opts.warmup_min_s) break;
   }
+  if (cupti_on) (void)col.drain();  // the warm-up's records: nothing reads them
   res.warmup_s = seconds_since(t_warm);
 
   StoppingRule rule(opts.stopping);
   std::vector<double> cupti_times, event_times;
   std::optional<std::multiset<std::string>> reference_set;
   double busy_all = 0;
+  bool have_join = false;
   const unsigned max_mhz = (nvml && nvml->available()) ? nvml->max_sm_mhz() : 0;
-  const auto t_loop = clock_type::now();
-  while (true) {
-    Call c = run_one(index++);
+
+  // Attributes one sample's records, feeds the rule; true when sampling should stop.
+  auto account = [&](Pending& q, std::span<const ActivityRecord> recs) -> bool {
     if (cupti_on) {
-      cupti_times.push_back(c.s.cupti_s);
-      if (c.names.empty()) ++res.empty_samples;
-      auto set = as_multiset(c.names);
+      // Records sorted by start: the window's records are one contiguous run.
+      auto lo = std::lower_bound(recs.begin(), recs.end(), q.t_begin,
+                                 [](const ActivityRecord& r, std::uint64_t t) { return r.start_ns < t; });
+      auto hi = std::upper_bound(lo, recs.end(), q.t_end,
+                                 [](std::uint64_t t, const ActivityRecord& r) { return t < r.start_ns; });
+      std::vector<std::string> exclude = graph_exclude;
+      if (q.s.blocked) exclude.push_back(blocking_name);
+      WindowActivity w = analyze_window(std::span<const ActivityRecord>(lo, hi), q.t_begin, q.t_end, exclude);
+      q.s.cupti_s = w.span_s;
+      q.s.kernels = w.kernels;
+      q.s.memcpys = w.memcpys;
+      q.s.memsets = w.memsets;
+      if (!w.names.empty()) {
+        const JoinCheck jc = check_join(w, q.t_join, slack_ns);
+        res.join_late_max_s = have_join ? std::max(res.join_late_max_s, jc.late_s) : jc.late_s;
+        have_join = true;
+        if (jc.unjoined) {
+          q.s.unjoined = true;
+          ++res.unjoined_samples;
+          if (res.unjoined_example.empty()) res.unjoined_example = jc.name;
+        }
+      }
+      cupti_times.push_back(q.s.cupti_s);
+      if (w.names.empty()) ++res.empty_samples;
+      auto set = as_multiset(w.names);
       if (!reference_set) {
         reference_set = std::move(set);
-        res.kernel_names = c.names;
+        res.kernel_names = w.names;
       } else if (set != *reference_set) {
         res.kernel_set_constant = false;
         ++res.kernel_set_deviation_count;
-        if (res.kernel_set_deviations.size() < 16)
-          res.kernel_set_deviations.push_back({c.s.index, c.names});
+        if (res.kernel_set_deviations.size() < 16) res.kernel_set_deviations.push_back({q.s.index, w.names});
       }
-      for (const auto& [name, busy] : c.busy) {
+      for (const auto& [name, busy] : w.busy) {
         OriginTime& o = res.attribution[std::string(kernel_origin(name))];
         o.busy_s += busy;
         ++o.count;
         busy_all += busy;
       }
     }
-    event_times.push_back(c.s.event_s);
-    if (max_mhz && c.s.sm_mhz && c.s.sm_mhz < 0.75 * max_mhz) ++res.low_clock_samples;
-    rule.add(cupti_on ? c.s.cupti_s : c.s.event_s);
-    if (opts.keep_samples) res.samples.push_back(c.s);
-    if (rule.should_stop(seconds_since(t_loop))) break;
+    event_times.push_back(q.s.event_s);
+    if (max_mhz && q.s.sm_mhz && q.s.sm_mhz < 0.75 * max_mhz) ++res.low_clock_samples;
+    rule.add(cupti_on ? q.s.cupti_s : q.s.event_s);
+    if (opts.keep_samples) res.samples.push_back(q.s);
+    return rule.should_stop(q.wall_end);
+  };
+
+  std::vector<Pending> batch;
+  double batch_begin = 0, cupti_time = 0;
+  std::size_t accounted = 0;
+  const auto t_loop = clock_type::now();
+  for (bool stop = false; !stop;) {
+    if (batch.empty()) batch_begin = seconds_since(t_loop);
+    batch.push_back(run_one(index++, true));
+    Pending& last = batch.back();
+    last.wall_end = seconds_since(t_loop);
+    // Deliver the records when the batch is full, old enough, or a cap may be reached (the rule
+    // decides on each sample in order, with the wall time at the end of that sample).
+    const bool at_cap = last.wall_end >= opts.stopping.max_time_s ||
+                        accounted + batch.size() >= opts.stopping.max_samples;
+    if (cupti_on && !at_cap && batch.size() < opts.cupti_batch &&
+        last.wall_end - batch_begin < opts.cupti_batch_max_s)
+      continue;
+    auto tc = clock_type::now();
+    std::vector<ActivityRecord> recs;
+    if (cupti_on) {
+      // One forced flush for the whole batch: the device was synchronised after its last call,
+      // so every record of every sample in it is complete.
+      recs = col.drain();
+      ++res.cupti_drains;
+      std::stable_sort(recs.begin(), recs.end(),
+                       [](const ActivityRecord& x, const ActivityRecord& y) { return x.start_ns < y.start_ns; });
+    }
+    for (Pending& q : batch) {
+      ++accounted;
+      // Samples after the one that stopped the rule were taken but are not reported.
+      if (account(q, recs)) {
+        stop = true;
+        break;
+      }
+    }
+    batch.clear();
+    cupti_time += seconds_since(tc);
   }
+  const double loop_s = seconds_since(t_loop);
+  if (timed_runs > 0) {
+    const double n = static_cast<double>(timed_runs);
+    res.overhead.per_sample_s = loop_s / n;
+    res.overhead.prepare_s = sum.prepare_s / n;
+    res.overhead.flush_s = sum.flush_s / n;
+    res.overhead.idle_s = sum.idle_s / n;
+    res.overhead.launch_s = sum.launch_s / n;
+    res.overhead.sync_s = sum.sync_s / n;
+    res.overhead.cupti_s = cupti_time / n;
+    res.overhead.check_s = sum.check_s / n;
+  }
+  res.blocking_kernel = blocking_on;
   res.stop_reason = rule.reason();
   res.stop_detail = rule.detail();
   res.cupti = summarize(cupti_times);
@@ -339,9 +462,15 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
 }  // namespace
 
 void to_json(nlohmann::json& j, const Sample& s) {
-  j = nlohmann::json{{"index", s.index},   {"cupti_s", s.cupti_s}, {"event_s", s.event_s},
+  j = nlohmann::json{{"index", s.index},     {"cupti_s", s.cupti_s}, {"event_s", s.event_s},
                      {"kernels", s.kernels}, {"memcpys", s.memcpys}, {"memsets", s.memsets},
-                     {"sm_mhz", s.sm_mhz}};
+                     {"sm_mhz", s.sm_mhz},   {"unjoined", s.unjoined}, {"blocked", s.blocked}};
+}
+
+void to_json(nlohmann::json& j, const SampleOverhead& o) {
+  j = nlohmann::json{{"per_sample_s", o.per_sample_s}, {"prepare_s", o.prepare_s}, {"flush_s", o.flush_s},
+                     {"idle_s", o.idle_s},             {"launch_s", o.launch_s},   {"sync_s", o.sync_s},
+                     {"cupti_s", o.cupti_s},           {"check_s", o.check_s}};
 }
 
 void to_json(nlohmann::json& j, const MeasureResult& r) {
@@ -375,6 +504,12 @@ void to_json(nlohmann::json& j, const MeasureResult& r) {
                      {"wall_s", r.wall_s},
                      {"blocking_timed_out", r.blocking_timed_out},
                      {"cupti_dropped", r.cupti_dropped},
+                     {"blocking_disabled", r.blocking_disabled},
+                     {"unjoined_samples", r.unjoined_samples},
+                     {"unjoined_example", r.unjoined_example},
+                     {"join_late_max_s", r.join_late_max_s},
+                     {"cupti_drains", r.cupti_drains},
+                     {"overhead", r.overhead},
                      {"samples", r.samples}};
 }
 

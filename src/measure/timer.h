@@ -36,11 +36,23 @@ struct MeasureOptions {
   std::size_t warmup_max_calls = 1000;
   bool flush_l2 = true;               ///< cold L2 before every sample (off only for tests/diagnosis)
   bool use_cupti = true;              ///< false: time with events only
-  /// Hold the harness stream with a spinning kernel until the call is fully enqueued, so host
-  /// launch latency stays out of the event time. Off by default: CUPTI spans already start at
-  /// the first kernel, and a call that synchronises inside would stall until the timeout.
-  bool blocking_kernel = false;
-  double blocking_timeout_s = 5.0;
+  /// Hold the harness stream with a spinning kernel until the call is fully enqueued (eager mode;
+  /// graph mode ignores it), so host launch latency stays out of the event time and the gaps
+  /// between the call's own launches are device gaps, not host enqueue time. A call that waits
+  /// for the harness stream inside (cudaStreamSynchronize, a synchronous copy) stalls until the
+  /// timeout; after a timeout in any call but the very first, the kernel is turned off for the
+  /// rest of the measurement (MeasureResult::blocking_disabled says why).
+  bool blocking_kernel = true;
+  double blocking_timeout_s = 0.1;
+  /// CUPTI records are delivered (a forced activity flush) once per batch of this many samples,
+  /// or sooner when cupti_batch_max_s of wall time has passed since the batch began, and
+  /// attributed to samples by their time windows. 1: flush after every sample (slower: each
+  /// forced flush costs host time and makes CUPTI hand out new buffers at the next launch).
+  std::size_t cupti_batch = 64;
+  double cupti_batch_max_s = 0.02;
+  /// Work that ends this long after the harness stream's synchronisation returned counts as
+  /// unjoined (the slack covers the conversion of device timestamps to CUPTI's clock).
+  double join_slack_s = 2e-6;
   bool sample_clocks = true;          ///< NVML sampler during the loop
   std::chrono::milliseconds clock_period{10};
   bool graph = false;                 ///< capture flush + call into graphs and time their replays
@@ -57,6 +69,20 @@ struct Sample {
   double event_s = 0;   ///< CUDA events around the call on the harness stream
   std::size_t kernels = 0, memcpys = 0, memsets = 0;
   unsigned sm_mhz = 0;  ///< latest NVML SM clock at the end of the sample (0 if unknown)
+  bool unjoined = false;  ///< work of this sample ended after the harness stream was synchronised
+  bool blocked = false;   ///< the blocking kernel held the stream during this sample's enqueue
+};
+
+/// Host wall time per timed sample, by phase (seconds, averaged over the timed samples).
+struct SampleOverhead {
+  double per_sample_s = 0;   ///< sampling-loop wall time / samples (everything below, and the call)
+  double prepare_s = 0;      ///< the prepare hook
+  double flush_s = 0;        ///< persisting-L2 reset and the flush kernels' enqueue
+  double idle_s = 0;         ///< device synchronisation before the window (flush execution)
+  double launch_s = 0;       ///< blocking kernel, events and the call's enqueue
+  double sync_s = 0;         ///< stream then device synchronisation after the call (its execution)
+  double cupti_s = 0;        ///< CUPTI flushes and window analysis (per sample, batches amortised)
+  double check_s = 0;        ///< event read-back, the check hook, the NVML reading
 };
 
 /// A sample whose multiset of kernel names differed from the first timed sample's.
@@ -95,10 +121,21 @@ struct MeasureResult {
   double warmup_s = 0, wall_s = 0;
   bool blocking_timed_out = false;
   std::uint64_t cupti_dropped = 0;
+  /// Why the blocking kernel was turned off during the run (empty when it was not).
+  std::string blocking_disabled;
+  /// Timed samples in which some kernel, memcpy or memset ended after the harness stream's
+  /// synchronisation returned: work the call did not join onto the stream it was given
+  /// (DESIGN §7, "time counts every stream"). CUPTI only; the engine reports REWARD_HACK.
+  std::size_t unjoined_samples = 0;
+  std::string unjoined_example;   ///< the first such activity's name
+  double join_late_max_s = 0;     ///< max over samples of (last end - harness join); < 0 is joined
+  std::size_t cupti_drains = 0;   ///< forced CUPTI flushes during the timed samples
+  SampleOverhead overhead;
 };
 
 void to_json(nlohmann::json& j, const MeasureResult& r);
 void to_json(nlohmann::json& j, const Sample& s);
+void to_json(nlohmann::json& j, const SampleOverhead& o);
 
 /// Owns the per-device measurement resources (flush buffer, NVML sampler, blocking flag) and
 /// runs measurements. One per device per process; not thread-safe.

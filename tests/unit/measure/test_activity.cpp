@@ -87,3 +87,29 @@ TEST(Activity, CopiesCountAndEmptyWindowIsZero) {
   EXPECT_EQ(none.span_s, 0);
   EXPECT_TRUE(none.names.empty());
 }
+
+TEST(Activity, JoinCheckFlagsWorkEndingAfterTheHarnessJoin) {
+  std::vector<ActivityRecord> recs = {
+      kernel("_Z4mainv", 1000, 1100, 7),
+      kernel("_Z4sidev", 1050, 9000, 9),  // side stream still running when the harness stream is done
+  };
+  const WindowActivity w = analyze_window(recs, 500, 10000, {});
+  EXPECT_EQ(w.last_end_name, "side()");
+  // The harness stream's synchronisation returned at 1200: the side kernel ended 7.8 us later.
+  const JoinCheck late = check_join(w, 1200, 2000);
+  EXPECT_TRUE(late.unjoined);
+  EXPECT_EQ(late.name, "side()");
+  EXPECT_NEAR(late.late_s, 7800e-9, 1e-15);
+  // Joined: the harness stream's synchronisation returned after the side kernel ended.
+  const JoinCheck joined = check_join(w, 9100, 2000);
+  EXPECT_FALSE(joined.unjoined);
+  EXPECT_LT(joined.late_s, 0);
+  EXPECT_TRUE(joined.name.empty());
+  // Within the slack: not flagged (timestamp conversion), but late_s still says by how much.
+  const JoinCheck slack = check_join(w, 8500, 1000);
+  EXPECT_FALSE(slack.unjoined);
+  EXPECT_NEAR(slack.late_s, 500e-9, 1e-15);
+  // No activity, or no join timestamp (events-only timing): nothing to judge.
+  EXPECT_FALSE(check_join(WindowActivity{}, 1200, 0).unjoined);
+  EXPECT_FALSE(check_join(w, 0, 0).unjoined);
+}
