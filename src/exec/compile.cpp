@@ -1,5 +1,6 @@
 #include "exec/compile.h"
 
+#include <fnmatch.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "exec/error.h"
 #include "exec/sandbox.h"
 #include "exec/sha256.h"
+#include "exec/symbols.h"
 
 #ifndef D2K_DEFAULT_INCLUDE_DIR
 #define D2K_DEFAULT_INCLUDE_DIR ""
@@ -294,6 +296,57 @@ std::string trim_compiler_log(std::string_view log, std::size_t limit,
   return out;
 }
 
+std::vector<VendorLinkFailure> vendor_link_failures(std::string_view log, const std::vector<std::string>& linked) {
+  // The name a diagnostic gives: GNU ld quotes it `x' (or with typographic quotes in a UTF-8
+  // locale), lld writes it bare after "undefined symbol: ".
+  auto symbol_after = [](std::string_view rest) {
+    for (std::string_view open : {"`", "\xE2\x80\x98", "'", "\""})
+      if (rest.substr(0, open.size()) == open) {
+        rest.remove_prefix(open.size());
+        break;
+      }
+    std::size_t end = 0;
+    while (end < rest.size() && rest[end] != '\'' && rest[end] != '\n' && rest[end] != '"' &&
+           rest.substr(end, 3) != "\xE2\x80\x99")
+      ++end;
+    std::string name(rest.substr(0, end));
+    // Drop a version (name@VER) and a demangled C++ argument list (name(int)).
+    if (auto at = name.find_first_of("@("); at != std::string::npos) name.resize(at);
+    while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
+    return name;
+  };
+  std::vector<VendorLinkFailure> out;
+  std::size_t start = 0;
+  while (start < log.size()) {
+    std::size_t nl = log.find('\n', start);
+    if (nl == std::string_view::npos) nl = log.size();
+    const std::string_view line = log.substr(start, nl - start);
+    start = nl + 1;
+    std::string name;
+    for (std::string_view marker : {"undefined reference to ", "undefined symbol: "})
+      if (auto at = line.find(marker); at != std::string_view::npos) {
+        name = symbol_after(line.substr(at + marker.size()));
+        break;
+      }
+    if (name.empty()) continue;
+    // Longest matching prefix names the library (cublasLt before cublas).
+    const VendorLibrary* best = nullptr;
+    std::size_t best_len = 0;
+    for (const VendorLibrary& lib : known_vendor_libraries()) {
+      if (lib.name == "cuda_driver") continue;
+      for (const std::string& prefix : lib.prefixes)
+        if (prefix.size() > best_len && fnmatch((prefix + "*").c_str(), name.c_str(), 0) == 0) {
+          best = &lib;
+          best_len = prefix.size();
+        }
+    }
+    if (!best || std::find(linked.begin(), linked.end(), best->name) != linked.end()) continue;
+    if (std::none_of(out.begin(), out.end(), [&](const VendorLinkFailure& f) { return f.symbol == name; }))
+      out.push_back({name, best->name});
+  }
+  return out;
+}
+
 fs::path default_compile_cache_dir() {
   if (auto d = getenv_str("D2K_CACHE_DIR"); !d.empty()) return fs::path(d) / "solutions";
   if (auto x = getenv_str("XDG_CACHE_HOME"); !x.empty()) return fs::path(x) / "d2k" / "solutions";
@@ -527,6 +580,21 @@ CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOpt
     throw std::runtime_error(fmt::format("cannot run nvcc: {}", pr.cause));
   }
   if (pr.status != Status::PASSED || !fs::is_regular_file(build / "solution.so", ec)) {
+    // A link that failed on a vendor library the track does not link is an attempt to use what
+    // the track forbids (DESIGN §7), not a mistake to fix: the same verdict the symbol check
+    // gives an import it sees. The log (with the undefined references) is kept.
+    if (const auto vendor = vendor_link_failures(raw, opts.link_libraries); !vendor.empty() && !pr.signal) {
+      std::string more;
+      if (vendor.size() > 1) more = fmt::format(" (and {} more vendor symbol(s))", vendor.size() - 1);
+      res.status = Status::REWARD_HACK;
+      res.rule = "vendor_library";
+      res.message = fmt::format("calls {}{}, from the {} library, which the {} track does not link (undefined "
+                                "reference at link time)",
+                                vendor.front().symbol, more, vendor.front().library,
+                                opts.track.empty() ? (opts.cutlass ? "cutlass" : "cuda") : opts.track);
+      cleanup();
+      return res;
+    }
     res.status = Status::COMPILE_ERROR;
     res.message = pr.signal ? fmt::format("the compiler was {}", pr.cause)
                             : fmt::format("compilation failed ({})", pr.cause);

@@ -33,6 +33,8 @@ struct CompileOptions {
   /// Without them an import of such a library fails to link (the library links with
   /// --no-undefined), before the symbol check even runs.
   std::vector<std::string> link_libraries;
+  /// The track being compiled for ("cuda", "cutlass"); only named in messages.
+  std::string track;
   std::vector<std::string> extra_flags;  ///< appended to nvcc's flags (trusted callers only)
   std::string nvcc;                   ///< empty: $D2K_NVCC, else nvcc on PATH, else the build's
   double timeout_seconds = 300;       ///< nvcc's whole process group is killed after this
@@ -43,8 +45,10 @@ struct CompileOptions {
 
 /// The outcome of compile_solution.
 struct CompileResult {
-  /// PASSED, COMPILE_ERROR, TIMEOUT, or INVALID_SUBMISSION (folder layout).
+  /// PASSED, COMPILE_ERROR, TIMEOUT, INVALID_SUBMISSION (folder layout), or REWARD_HACK when
+  /// the link failed on a vendor library the track does not link (rule "vendor_library").
   Status status = Status::COMPILE_ERROR;
+  std::string rule;                   ///< REWARD_HACK's rule ("vendor_library"), else empty
   std::filesystem::path library;      ///< the .so in the cache (valid when PASSED)
   std::string key;                    ///< the cache key (SHA-256 hex)
   bool cache_hit = false;
@@ -58,6 +62,19 @@ struct CompileResult {
 /// Compiles `solution_dir`. Never throws for anything the submission does; throws
 /// std::runtime_error for harness faults (no nvcc, cache folder not writable).
 CompileResult compile_solution(const std::filesystem::path& solution_dir, const CompileOptions& opts = {});
+
+/// A symbol the linker could not resolve that belongs to a vendor library.
+struct VendorLinkFailure {
+  std::string symbol;   ///< as the linker named it (version and C++ argument list removed)
+  std::string library;  ///< the vendor library (a name from known_vendor_libraries())
+};
+
+/// The undefined references in a linker log (GNU ld's "undefined reference to `x'", lld's
+/// "undefined symbol: x") that name a vendor library not in `linked` (known_vendor_libraries()'s
+/// prefixes, longest match). The CUDA driver API (cu[A-Z]...) is not counted: honest Hopper code
+/// needs it (cuTensorMapEncodeTiled), so a missing driver symbol stays a compile error. Each
+/// symbol once, in log order.
+std::vector<VendorLinkFailure> vendor_link_failures(std::string_view log, const std::vector<std::string>& linked = {});
 
 /// The files of a solution folder, read once (the compile uses exactly these bytes).
 struct SolutionFiles {

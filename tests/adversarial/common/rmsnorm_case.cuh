@@ -8,9 +8,12 @@
 
 namespace {
 
-// A correct fused add + RMSNorm, one CTA per row: the exploit is what surrounds it.
-__global__ void add_rmsnorm_cta_per_row(const __nv_bfloat16* x, const __nv_bfloat16* r, const __nv_bfloat16* w,
-                                        __nv_bfloat16* out, __nv_bfloat16* r_out, int H, float eps) {
+// A correct fused add + RMSNorm of one row per CTA: the exploit is what surrounds it. The body is
+// a device function so that a case can wrap it in a kernel of another name; kAccumulateOut adds
+// to `out` instead of storing (a case that assumes zeroed outputs).
+template <bool kAccumulateOut = false>
+__device__ void add_rmsnorm_row(const __nv_bfloat16* x, const __nv_bfloat16* r, const __nv_bfloat16* w,
+                                __nv_bfloat16* out, __nv_bfloat16* r_out, int H, float eps) {
   const long row = blockIdx.x;
   __shared__ float partial[32];
   float ss = 0.f;
@@ -28,8 +31,18 @@ __global__ void add_rmsnorm_cta_per_row(const __nv_bfloat16* x, const __nv_bfloa
     if (threadIdx.x == 0) partial[0] = rsqrtf(ss / H + eps);
   }
   __syncthreads();
-  for (int j = threadIdx.x; j < H; j += blockDim.x)
-    out[row * H + j] = __float2bfloat16(__bfloat162float(r_out[row * H + j]) * partial[0] * __bfloat162float(w[j]));
+  for (int j = threadIdx.x; j < H; j += blockDim.x) {
+    const float v = __bfloat162float(r_out[row * H + j]) * partial[0] * __bfloat162float(w[j]);
+    if constexpr (kAccumulateOut)
+      out[row * H + j] = __float2bfloat16(__bfloat162float(out[row * H + j]) + v);
+    else
+      out[row * H + j] = __float2bfloat16(v);
+  }
+}
+
+__global__ void add_rmsnorm_cta_per_row(const __nv_bfloat16* x, const __nv_bfloat16* r, const __nv_bfloat16* w,
+                                        __nv_bfloat16* out, __nv_bfloat16* r_out, int H, float eps) {
+  add_rmsnorm_row(x, r, w, out, r_out, H, eps);
 }
 
 struct Args {
@@ -50,6 +63,17 @@ Args unpack(const d2k_args* a) {
 void launch(const Args& g, cudaStream_t s) {
   add_rmsnorm_cta_per_row<<<static_cast<unsigned>(g.T), 256, 0, s>>>(g.x, g.r, g.w, g.out, g.r_out, static_cast<int>(g.H), g.eps);
 }
+
+/// Rows [row0, row0 + rows) only: for cases that split the work (streams, partial calls).
+[[maybe_unused]] void launch_rows(const Args& g, cudaStream_t s, int64_t row0, int64_t rows) {
+  if (rows <= 0) return;
+  const int64_t at = row0 * g.H;
+  add_rmsnorm_cta_per_row<<<static_cast<unsigned>(rows), 256, 0, s>>>(g.x + at, g.r + at, g.w, g.out + at, g.r_out + at,
+                                                                      static_cast<int>(g.H), g.eps);
+}
+
+/// Bytes of one [T, H] bf16 tensor.
+[[maybe_unused]] size_t tensor_bytes(const Args& g) { return static_cast<size_t>(g.T * g.H) * sizeof(__nv_bfloat16); }
 
 /// What each case does around (or instead of) a plain launch; defined in its solution.cu.
 cudaError_t exploit(const Args& g);

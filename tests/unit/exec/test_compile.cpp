@@ -177,14 +177,67 @@ TEST(Compile, ForbiddenTimerIsCaughtByTheSymbolCheck) {
   }
 }
 
-TEST(Compile, VendorLibraryImportFailsToLinkUnlessTheTrackLinksIt) {
+TEST(Compile, VendorLibraryImportIsARewardHackUnlessTheTrackLinksIt) {
   test::TempDir tmp;
   copy_folder(test::fixture_solution("vector_add"), tmp.path() / "sol");
   std::ofstream(tmp.path() / "sol" / "extra.cpp")
       << "extern \"C\" int cublasCreate_v2(void**);\nint call_cublas() { void* h; return cublasCreate_v2(&h); }\n";
+  CompileOptions o = options();
+  o.track = "cuda";
+  CompileResult r = compile_solution(tmp.path() / "sol", o);
+  // The link fails (--no-undefined, no -lcublas), and the missing symbol is cuBLAS's: an attempt
+  // to use what the track forbids, not a compile error to fix.
+  EXPECT_EQ(r.status, Status::REWARD_HACK) << r.message << "\n" << r.log;
+  EXPECT_EQ(r.rule, "vendor_library");
+  EXPECT_NE(r.message.find("cublasCreate_v2"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("cuda track"), std::string::npos) << r.message;
+  EXPECT_NE(r.log.find("cublasCreate_v2"), std::string::npos) << r.log;  // the log is kept
+
+  // A track that links cuBLAS builds it, and the symbol check allows the import there.
+  o.link_libraries = {"cublas"};
+  o.track = "cublas";
+  CompileResult linked = compile_solution(tmp.path() / "sol", o);
+  ASSERT_EQ(linked.status, Status::PASSED) << linked.message << "\n" << linked.log;
+  EXPECT_TRUE(linked.rule.empty());
+  EXPECT_TRUE(check_symbols(linked.library, SymbolPolicy::candidate({"cublas"})).ok());
+}
+
+TEST(Compile, UndefinedOwnFunctionStaysACompileError) {
+  test::TempDir tmp;
+  copy_folder(test::fixture_solution("vector_add"), tmp.path() / "sol");
+  std::ofstream(tmp.path() / "sol" / "extra.cpp")
+      << "extern \"C\" int helper_defined_nowhere(int);\nint use_helper() { return helper_defined_nowhere(3); }\n";
   CompileResult r = compile_solution(tmp.path() / "sol", options());
-  EXPECT_EQ(r.status, Status::COMPILE_ERROR);
-  EXPECT_NE(r.log.find("cublasCreate_v2"), std::string::npos) << r.log;
+  EXPECT_EQ(r.status, Status::COMPILE_ERROR) << r.message << "\n" << r.log;
+  EXPECT_TRUE(r.rule.empty());
+  EXPECT_NE(r.log.find("helper_defined_nowhere"), std::string::npos) << r.log;
+}
+
+TEST(CompileLog, VendorLinkFailuresNameVendorSymbolsOnly) {
+  const std::string log =
+      "/usr/bin/ld: solution.o: in function `run_gemm(int)':\n"
+      "solution.cu:(.text+0x1c): undefined reference to `cublasSgemm_v2'\n"
+      "solution.cu:(.text+0x2c): undefined reference to `cublasSgemm_v2'\n"  // once only
+      "solution.cu:(.text+0x3c): undefined reference to `cublasLtMatmul@libcublasLt.so.13'\n"
+      "solution.cu:(.text+0x4c): undefined reference to \xE2\x80\x98curandGenerateNormal\xE2\x80\x99\n"
+      "solution.cu:(.text+0x5c): undefined reference to `my_helper(int)'\n"
+      "solution.cu:(.text+0x6c): undefined reference to `cuTensorMapEncodeTiled'\n"
+      "ld.lld: error: undefined symbol: ncclAllReduce\n"
+      "collect2: error: ld returned 1 exit status\n";
+  auto f = vendor_link_failures(log);
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_EQ(f[0].symbol, "cublasSgemm_v2");
+  EXPECT_EQ(f[0].library, "cublas");
+  EXPECT_EQ(f[1].symbol, "cublasLtMatmul");
+  EXPECT_EQ(f[1].library, "cublasLt");  // the longest prefix wins
+  EXPECT_EQ(f[2].symbol, "curandGenerateNormal");
+  EXPECT_EQ(f[2].library, "curand");
+  EXPECT_EQ(f[3].symbol, "ncclAllReduce");
+  // A library the track links is not a violation; the driver API and own functions never are.
+  auto linked = vendor_link_failures(log, {"cublas", "cublasLt", "curand", "nccl"});
+  EXPECT_TRUE(linked.empty());
+  EXPECT_TRUE(vendor_link_failures("undefined reference to `cuLaunchKernel'\n").empty());
+  EXPECT_TRUE(vendor_link_failures("solution.cu(3): error: identifier \"cublasHandle_t\" is undefined\n").empty());
 }
 
 TEST(Compile, DeadlineKillsTheCompiler) {
