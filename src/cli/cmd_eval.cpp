@@ -23,7 +23,10 @@ struct EvalArgs {
   std::string json_out, markdown_out, dump_dir;
   bool no_time = false, graph = false, quiet = false;
   std::uint64_t seed = 0;
-  double max_time_s = 10.0;
+  double max_time_s = 0;  ///< 0: the measure library's default
+  std::string isolation = "worker";
+  double call_timeout_s = 30;
+  std::string worker_impl;
   int rounds = 3, bench_rounds = 2;
 };
 
@@ -80,7 +83,13 @@ EvalOptions options_from(const EvalArgs& a) {
   o.secret_seed = secret_seed(a.seed);
   o.time = !a.no_time;
   o.graph = a.graph;
-  o.max_time_s = a.max_time_s;
+  if (a.max_time_s > 0) o.stopping.max_time_s = a.max_time_s;
+  o.isolate = a.isolation == "worker";
+  o.worker.exe = std::filesystem::read_symlink("/proc/self/exe");
+  o.worker.call_timeout_s = a.call_timeout_s;
+  // The timing stage holds warm-up, the sampling loop up to its cap, the parent's preparation
+  // of every call and the graph column: generous, it only has to catch a hang.
+  o.worker.time_timeout_s = 120 + 20 * o.stopping.max_time_s;
   o.check_rounds = a.rounds;
   o.bench_rounds = a.bench_rounds;
   o.workloads = split_csv(a.workloads);
@@ -155,6 +164,12 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
     s->add_option("--rounds", a.rounds, "fresh-input rounds on check workloads");
     s->add_option("--bench-rounds", a.bench_rounds, "fresh-input correctness rounds on bench workloads before timing");
     s->add_flag("--quiet", a.quiet, "no progress line");
+    s->add_option("--isolation", a.isolation,
+                  "worker: each target in its own sandboxed process (default); none: loaded into d2k itself "
+                  "(debugging, and measuring what isolation costs)")
+        ->check(CLI::IsMember({"worker", "none"}));
+    s->add_option("--call-timeout", a.call_timeout_s, "deadline of one untimed call, seconds (TIMEOUT past it)")
+        ->check(CLI::PositiveNumber);
   };
 
   auto* check = app.add_subcommand("check", "correctness only: every workload, hidden shapes too");
@@ -191,6 +206,14 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
       auto traces = run_task(task, split_csv(a.targets), a, gpu);
       return write_outputs(a, traces, gpu);
     };
+  });
+
+  // The worker side of --isolation worker: started by d2k itself inside the sandbox.
+  auto* worker = app.add_subcommand("__worker", "");
+  worker->group("");
+  worker->add_option("--impl", a.worker_impl, "the implementation's shared library")->required();
+  worker->callback([&] {
+    run = [&] { return worker_main(a.worker_impl); };
   });
 
   auto* suite = app.add_subcommand("suite", "naive, expert and library of every task: the suite report");

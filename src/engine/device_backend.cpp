@@ -16,10 +16,10 @@ int cuda_device_count() {
   return n;
 }
 
-DeviceSet DeviceSet::allocate(const std::vector<TensorPlan>& ts) {
+DeviceSet DeviceSet::allocate(const std::vector<TensorPlan>& ts, MemKind kind) {
   DeviceSet d;
   // Never a zero-byte allocation: an empty tensor still gets a distinct, valid address.
-  for (auto& t : ts) d.bufs.emplace_back(t.bytes ? t.bytes : 256);
+  for (auto& t : ts) d.bufs.emplace_back(t.bytes ? t.bytes : 256, kind);
   return d;
 }
 
@@ -82,9 +82,11 @@ DeviceCall::DeviceCall(const LoadedImpl& impl, const WorkloadPlan& plan) : impl_
   ws_ = DeviceBuffer(bytes);
 }
 
-void DeviceCall::launch(const DeviceSet& ins, const DeviceSet& outs, cudaStream_t s) {
-  for (std::size_t i = 0; i < ins.bufs.size(); ++i) frame_.set_input(i, ins.bufs[i].get());
-  for (std::size_t i = 0; i < outs.bufs.size(); ++i) frame_.set_output(i, outs.bufs[i].get());
+void DeviceCall::launch(const DeviceSet& ins, const DeviceSet& outs, cudaStream_t s) { launch(ins.ptrs(), outs.ptrs(), s); }
+
+void DeviceCall::launch(const std::vector<void*>& ins, const std::vector<void*>& outs, cudaStream_t s) {
+  for (std::size_t i = 0; i < ins.size(); ++i) frame_.set_input(i, ins[i]);
+  for (std::size_t i = 0; i < outs.size(); ++i) frame_.set_output(i, outs[i]);
   if (int32_t rc = impl_.run(frame_.args(ws_.get(), ws_.size(), s)); rc != D2K_OK)
     throw std::runtime_error("d2k_run returned " + std::to_string(rc) + ": " + frame_.error());
 }

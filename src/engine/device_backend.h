@@ -8,6 +8,7 @@
 
 #include "core/tensor.h"
 #include "core/cuda_util.h"
+#include "engine/devmem.h"
 #include "engine/frame.h"
 #include "engine/plan.h"
 #include "exec/loader.h"
@@ -16,8 +17,9 @@ namespace d2k {
 
 /// One set of device buffers for a plan's inputs or outputs.
 struct DeviceSet {
-  std::vector<DeviceBuffer> bufs;
-  static DeviceSet allocate(const std::vector<TensorPlan>& ts);
+  std::vector<DevMem> bufs;
+  /// One buffer per tensor; `kind` shareable when a worker process will map them.
+  static DeviceSet allocate(const std::vector<TensorPlan>& ts, MemKind kind = MemKind::local);
   std::vector<void*> ptrs() const;
 };
 
@@ -41,6 +43,8 @@ class DeviceCall {
   /// Issues one call on `s` (does not synchronise). Throws std::runtime_error with the
   /// implementation's message on a non-zero status.
   void launch(const DeviceSet& ins, const DeviceSet& outs, cudaStream_t s);
+  /// The same on raw pointers (one per input and output, in plan order).
+  void launch(const std::vector<void*>& ins, const std::vector<void*>& outs, cudaStream_t s);
   std::uint64_t workspace_bytes() const { return ws_.size(); }
 
  private:

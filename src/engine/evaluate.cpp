@@ -8,6 +8,8 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <random>
+#include <set>
 
 #include "core/workload.h"
 #include "engine/device_backend.h"
@@ -70,14 +72,6 @@ void record_round(Trace& tr, const OutputsVerdict& v, const std::string& against
   if (v.status != Status::PASSED) fail(tr, v.status, fmt::format("round {}: {}", round + 1, v.message));
 }
 
-/// Everything a target needs during one evaluation.
-struct Loaded {
-  ImplTarget target;
-  LoadedImpl impl;
-  std::string load_error;
-  Status load_status = Status::PASSED;
-};
-
 std::vector<Workload> select_workloads(const Task& task, const EvalOptions& opt, WorkloadRole role) {
   std::vector<Workload> out;
   for (auto& w : task.workloads) {
@@ -89,43 +83,12 @@ std::vector<Workload> select_workloads(const Task& task, const EvalOptions& opt,
   return out;
 }
 
-measure::MeasureOptions measure_options(const EvalOptions& opt) {
-  measure::MeasureOptions m;
-  m.stopping.min_samples = static_cast<std::size_t>(opt.min_samples);
-  m.stopping.min_time_s = opt.min_time_s;
-  m.stopping.max_noise = opt.target_noise;
-  m.stopping.max_time_s = opt.max_time_s;
-  return m;
-}
-
 /// Number of rotating input copies: enough distinct addresses that no sample reuses the previous
 /// one's buffers, bounded by memory.
 std::size_t rotation_copies(std::size_t input_bytes) {
   const std::size_t budget = std::size_t(8) << 30;
   if (input_bytes == 0) return 2;
   return std::clamp<std::size_t>(budget / input_bytes, 2, 4);
-}
-
-Performance performance_from(const measure::MeasureResult& r) {
-  Performance p;
-  p.timer = r.timer;
-  p.median_us = r.time.median * 1e6;
-  p.mean_us = r.time.mean * 1e6;
-  p.min_us = r.time.min * 1e6;
-  p.max_us = r.time.max * 1e6;
-  p.p10_us = r.time.p10 * 1e6;
-  p.p90_us = r.time.p90 * 1e6;
-  p.rel_noise = r.time.rel_noise;
-  p.samples = static_cast<std::int64_t>(r.time.n);
-  p.total_s = r.wall_s;
-  p.stop_reason = r.stop_detail;
-  p.event_median_us = r.events.median * 1e6;
-  p.sm_clock_min_mhz = r.clocks.sm_mhz_min;
-  p.sm_clock_median_mhz = r.clocks.sm_mhz_median;
-  p.throttle_reasons = r.clocks.reason_names;
-  p.kernels = r.kernel_names;
-  p.own_kernel_share = r.own_share;
-  return p;
 }
 
 /// Writes `ts` as <dump_dir>/<task>/<workload>/<label>.<tensor>.npy when dumping is on.
@@ -137,6 +100,19 @@ void dump_tensors(const EvalOptions& opt, const Task& task, const Workload& w, c
   for (const auto& t : ts) write_npy(dir / (label + "." + t.name + ".npy"), t);
 }
 
+/// Vendor-library kernels (cuBLAS, cuDNN, torch) are the library track's business; every other
+/// target must run its own.
+bool vendor_kernels_allowed(const ImplTarget& t) { return t.name == "library"; }
+
+/// A per-target evaluation's runner, restarted after a crash so that one bad workload does not
+/// hide the others; given up on after repeated deaths or a failure a restart cannot cure.
+struct TargetState {
+  ImplTarget target;
+  std::unique_ptr<TargetRunner> runner;
+  int deaths = 0;
+  std::optional<CallOutcome> given_up;
+};
+
 class CudaEvaluation {
  public:
   CudaEvaluation(const Task& task, const EvalOptions& opt, const Progress& progress)
@@ -144,15 +120,16 @@ class CudaEvaluation {
 
   std::vector<Trace> run(const std::vector<ImplTarget>& targets, const ImplTarget& reference,
                          const std::optional<ImplTarget>& naive) {
+    // Trusted code only runs in this process: the host golden and naive (the bench reference).
     reference_ = load_impl(reference.so);
-    // naive is the GPU reference of bench workloads: it is checked first, also when not a target.
+    if (naive) naive_ = load_impl(naive->so);
+    // naive is checked first (also when not a target): bench workloads need it to have passed.
     std::vector<ImplTarget> order;
     bool naive_listed = false;
     for (auto& t : targets) naive_listed |= t.name == "naive";
     if (naive) order.push_back(*naive);
     for (auto& t : targets)
       if (t.name != "naive") order.push_back(t);
-    for (auto& t : order) loaded_.push_back(load(t));
 
     std::vector<Workload> checks = select_workloads(task_, opt_, WorkloadRole::check);
     if (opt_.workloads.empty())
@@ -160,234 +137,177 @@ class CudaEvaluation {
     std::vector<Workload> benches = select_workloads(task_, opt_, WorkloadRole::bench);
 
     std::vector<Trace> out;
-    for (std::size_t wi = 0; wi < checks.size(); ++wi) {
-      auto ts = check_workload(checks[wi], wi, checks.size());
-      out.insert(out.end(), ts.begin(), ts.end());
+    for (std::size_t ti = 0; ti < order.size(); ++ti) {
+      TargetState ts{order[ti], nullptr, 0, std::nullopt};
+      const bool is_naive = naive && ts.target.name == naive->name && ti == 0;
+      std::vector<Trace> mine;
+      for (std::size_t wi = 0; wi < checks.size(); ++wi) mine.push_back(check_workload(ts, checks[wi], wi, checks.size()));
+      if (is_naive) {
+        naive_ok_ = true;
+        for (auto& t : mine) naive_ok_ &= t.status == Status::PASSED;
+        if (!naive_listed) mine.clear();
+      }
+      for (std::size_t wi = 0; wi < benches.size(); ++wi) mine.push_back(bench_workload(ts, benches[wi], wi, benches.size()));
+      out.insert(out.end(), mine.begin(), mine.end());
     }
-    naive_ok_ = naive.has_value();
-    for (auto& t : out)
-      if (naive && t.target == naive->name && t.status != Status::PASSED) naive_ok_ = false;
-    for (std::size_t wi = 0; wi < benches.size(); ++wi) {
-      auto ts = bench_workload(benches[wi], wi, benches.size());
-      out.insert(out.end(), ts.begin(), ts.end());
-    }
-    if (naive && !naive_listed)
-      std::erase_if(out, [&](const Trace& t) { return t.target == naive->name && t.role == "check"; });
     return out;
   }
 
  private:
-  Loaded load(const ImplTarget& t) {
-    Loaded l{t, {}, {}, Status::PASSED};
-    try {
-      l.impl = load_impl(t.so);
-    } catch (const ExecError& e) {
-      l.load_status = e.status;
-      l.load_error = e.what();
-    } catch (const std::exception& e) {
-      l.load_status = Status::INVALID_SUBMISSION;
-      l.load_error = e.what();
-    }
-    return l;
-  }
-
-  void dump(const Workload& w, const std::string& label, const std::vector<HostTensor>& ts) {
-    dump_tensors(opt_, task_, w, label, ts);
-  }
-
   void say(const std::string& s) {
     if (progress_) progress_(s);
   }
 
-  /// Two runs with different poison, then downloads: what judge_outputs needs.
-  std::pair<std::vector<HostTensor>, std::vector<HostTensor>> two_runs(DeviceCall& call, const WorkloadPlan& plan,
-                                                                       const DeviceSet& ins, DeviceSet& outs) {
+  TargetRunner* runner(TargetState& ts) {
+    if (ts.given_up) return nullptr;
+    if (!ts.runner) {
+      ts.runner = opt_.isolate ? make_worker_runner(ts.target, opt_.worker) : make_in_process_runner(ts.target);
+    }
+    return ts.runner.get();
+  }
+
+  /// Records a failed request on the trace; a dead worker is replaced for the next workload.
+  void fail_call(Trace& tr, TargetState& ts, const CallOutcome& o) {
+    if (!o.rule.empty()) tr.checks_fired.push_back(o.rule + ": " + o.error.substr(0, 300));
+    fail(tr, o.status, o.error, o.rule);
+    if (!o.fatal) return;
+    ts.runner.reset();
+    ++ts.deaths;
+    // A restart cannot cure a library that does not load, nor a cheat; nor a third death.
+    const bool curable = o.status == Status::RUNTIME_ERROR || o.status == Status::TIMEOUT;
+    if (!curable || ts.deaths >= 3) ts.given_up = o;
+  }
+
+  /// Starts `tr` on `plan`: the runner and its plan; false (trace failed) when that fails.
+  bool begin(Trace& tr, TargetState& ts, const WorkloadPlan& plan) {
+    if (ts.given_up) {
+      fail(tr, ts.given_up->status, "not run: " + ts.given_up->error, ts.given_up->rule);
+      return false;
+    }
+    TargetRunner* r = runner(ts);
+    CallOutcome o = r->set_plan(plan);
+    if (!o.ok) {
+      fail_call(tr, ts, o);
+      return false;
+    }
+    return true;
+  }
+
+  /// Expected outputs of a check round (host golden), shared by every target.
+  const std::pair<std::vector<HostTensor>, std::vector<HostTensor>>& golden(const WorkloadPlan& plan, int round) {
+    auto key = std::make_pair(plan.workload.uuid, round);
+    auto it = golden_.find(key);
+    if (it != golden_.end()) return it->second;
+    auto host_in = generate_inputs_host(plan, round_seed(opt_.secret_seed, plan.workload.uuid, round));
+    auto expected = poisoned_outputs(plan, kPoisonA);
+    run_host(reference_, plan, host_in, expected);
+    if (round == 0) {
+      dump_tensors(opt_, task_, plan.workload, "input", host_in);
+      dump_tensors(opt_, task_, plan.workload, "expected", expected);
+    }
+    return golden_.emplace(key, std::make_pair(std::move(host_in), std::move(expected))).first->second;
+  }
+
+  /// naive's outputs on `ins` (run here; it is trusted). What it wrote is zeroed before its
+  /// buffers are freed, so that no later allocation finds the answer.
+  std::vector<HostTensor> naive_outputs(const WorkloadPlan& plan, const DeviceSet& ins) {
+    DeviceCall call(naive_, plan);
+    DeviceSet outs = DeviceSet::allocate(plan.outputs);
     poison(outs, kPoisonA, stream_.get());
     call.launch(ins, outs, stream_.get());
     D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     D2K_CUDA_CHECK(cudaGetLastError());
-    auto a = download(plan.outputs, outs, stream_.get());
-    poison(outs, kPoisonB, stream_.get());
-    call.launch(ins, outs, stream_.get());
+    auto expected = download(plan.outputs, outs, stream_.get());
+    poison(outs, 0, stream_.get());
     D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-    D2K_CUDA_CHECK(cudaGetLastError());
-    auto b = download(plan.outputs, outs, stream_.get());
-    return {std::move(a), std::move(b)};
+    return expected;
   }
 
-  /// Runs a target on inputs already on the device and judges it; input checksum around it.
-  void run_and_judge(Trace& tr, Loaded& l, const WorkloadPlan& plan, const DeviceSet& ins,
+  /// Two calls with different poison, the inputs' checksum around both, threads counted around
+  /// the second (the first may start the driver's own threads), then the judge.
+  void run_and_judge(Trace& tr, TargetState& ts, const WorkloadPlan& plan, const DeviceSet& ins,
                      const std::vector<HostTensor>& expected, const std::string& against, int round) {
     if (tr.status != Status::PASSED) return;
-    try {
-      DeviceCall call(l.impl, plan);
-      DeviceSet outs = DeviceSet::allocate(plan.outputs);
-      const std::uint64_t before = device_checksum(ins, stream_.get());
-      auto [a, b] = two_runs(call, plan, ins, outs);
-      if (round == 0) dump(plan.workload, l.target.name, a);
-      if (device_checksum(ins, stream_.get()) != before) {
-        tr.checks_fired.push_back("inputs_unchanged: an input changed during the call");
-        fail(tr, Status::REWARD_HACK, "the implementation modified its inputs", "inputs_unchanged");
-        return;
+    TargetRunner* r = runner(ts);
+    DeviceSet outs = DeviceSet::allocate(plan.outputs, r->memory_kind());
+    const std::uint64_t before = device_checksum(ins, stream_.get());
+    std::vector<HostTensor> runs[2];
+    const std::uint8_t poisons[2] = {kPoisonA, kPoisonB};
+    for (int k = 0; k < 2; ++k) {
+      poison(outs, poisons[k], stream_.get());
+      D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+      CallOutcome o = r->call(ins, outs);
+      if (!o.ok) return fail_call(tr, ts, o);
+      if (k == 1 && o.threads_after > o.threads_before) {
+        tr.checks_fired.push_back(fmt::format("no_threads_after_call: {} -> {} threads", o.threads_before, o.threads_after));
+        return fail(tr, Status::REWARD_HACK, "a thread was left running after the call", "no_threads_after_call");
       }
-      record_round(tr, judge_outputs(plan, expected, a, b), against, round);
+      runs[k] = download(plan.outputs, outs, stream_.get());
+    }
+    if (round == 0) dump_tensors(opt_, task_, plan.workload, ts.target.name, runs[0]);
+    if (device_checksum(ins, stream_.get()) != before) {
+      tr.checks_fired.push_back("inputs_unchanged: an input changed during the call");
+      return fail(tr, Status::REWARD_HACK, "the implementation modified its inputs", "inputs_unchanged");
+    }
+    record_round(tr, judge_outputs(plan, expected, runs[0], runs[1]), against, round);
+  }
+
+  std::optional<WorkloadPlan> plan_for(Trace& tr, const Workload& w) {
+    try {
+      return make_plan(task_, w);
+    } catch (const std::exception& e) {
+      fail(tr, Status::INCORRECT_SHAPE, std::string("workload cannot be planned: ") + e.what());
+      return std::nullopt;
+    }
+  }
+
+  Trace check_workload(TargetState& ts, const Workload& w, std::size_t wi, std::size_t nw) {
+    Trace tr = base_trace(task_, ts.target, w);
+    auto plan = plan_for(tr, w);
+    if (!plan || !begin(tr, ts, *plan)) return tr;
+    try {
+      DeviceSet ins = DeviceSet::allocate(plan->inputs, runner(ts)->memory_kind());
+      for (int r = 0; r < opt_.check_rounds && tr.status == Status::PASSED; ++r) {
+        say(fmt::format("{} {}: check {}/{} {} round {}/{}", task_.def.name, ts.target.name, wi + 1, nw, w.uuid, r + 1,
+                        opt_.check_rounds));
+        const auto& [host_in, expected] = golden(*plan, r);
+        upload(host_in, ins, stream_.get());
+        run_and_judge(tr, ts, *plan, ins, expected, "reference", r);
+      }
     } catch (const CudaError& e) {
       fail(tr, Status::RUNTIME_ERROR, e.what());
-      throw;  // a sticky CUDA error poisons the context: nothing after it can be trusted
+      throw;  // this process's context is broken (in-process runs only): nothing after it can be trusted
     } catch (const std::exception& e) {
       fail(tr, Status::RUNTIME_ERROR, e.what());
     }
+    return tr;
   }
 
-  std::vector<Trace> check_workload(const Workload& w, std::size_t wi, std::size_t nw) {
-    std::vector<Trace> traces;
-    WorkloadPlan plan;
+  Trace bench_workload(TargetState& ts, const Workload& w, std::size_t wi, std::size_t nw) {
+    Trace tr = base_trace(task_, ts.target, w);
+    if (!naive_ok_) {
+      fail(tr, Status::SKIPPED, "naive did not match the golden reference on the check workloads");
+      return tr;
+    }
+    auto plan = plan_for(tr, w);
+    if (!plan || !begin(tr, ts, *plan)) return tr;
     try {
-      plan = make_plan(task_, w);
-    } catch (const std::exception& e) {
-      for (auto& l : loaded_) {
-        Trace tr = base_trace(task_, l.target, w);
-        fail(tr, Status::INCORRECT_SHAPE, std::string("workload cannot be planned: ") + e.what());
-        traces.push_back(tr);
-      }
-      return traces;
-    }
-    for (auto& l : loaded_) {
-      Trace tr = base_trace(task_, l.target, w);
-      if (l.load_status != Status::PASSED) fail(tr, l.load_status, l.load_error);
-      traces.push_back(std::move(tr));
-    }
-    DeviceSet ins = DeviceSet::allocate(plan.inputs);
-    for (int r = 0; r < opt_.check_rounds; ++r) {
-      say(fmt::format("{}: check {}/{} {} round {}/{}", task_.def.name, wi + 1, nw, w.uuid, r + 1, opt_.check_rounds));
-      const std::uint64_t seed = round_seed(opt_.secret_seed, w.uuid, r);
-      auto host_in = generate_inputs_host(plan, seed);
-      auto expected = poisoned_outputs(plan, kPoisonA);
-      run_host(reference_, plan, host_in, expected);
-      if (r == 0) {
-        dump(w, "input", host_in);
-        dump(w, "expected", expected);
-      }
-      upload(host_in, ins, stream_.get());
-      for (std::size_t k = 0; k < loaded_.size(); ++k) run_and_judge(traces[k], loaded_[k], plan, ins, expected, "reference", r);
-    }
-    return traces;
-  }
-
-  std::vector<Trace> bench_workload(const Workload& w, std::size_t wi, std::size_t nw) {
-    std::vector<Trace> traces;
-    WorkloadPlan plan = make_plan(task_, w);
-    for (auto& l : loaded_) {
-      Trace tr = base_trace(task_, l.target, w);
-      if (l.load_status != Status::PASSED) fail(tr, l.load_status, l.load_error);
-      if (!naive_ok_) fail(tr, Status::SKIPPED, "naive did not match the golden reference on the check workloads");
-      traces.push_back(std::move(tr));
-    }
-    if (!naive_ok_) return traces;
-    const std::size_t naive_idx = 0;  // naive is loaded first
-    DeviceSet ins = DeviceSet::allocate(plan.inputs);
-    std::vector<HostTensor> expected;
-    for (int r = 0; r < opt_.bench_rounds; ++r) {
-      say(fmt::format("{}: bench {}/{} {} check round {}/{}", task_.def.name, wi + 1, nw, w.uuid, r + 1, opt_.bench_rounds));
-      generate_inputs_device(plan, round_seed(opt_.secret_seed, w.uuid, 100 + r), ins, stream_.get());
-      {
-        DeviceCall naive_call(loaded_[naive_idx].impl, plan);
-        DeviceSet nouts = DeviceSet::allocate(plan.outputs);
-        poison(nouts, kPoisonA, stream_.get());
-        naive_call.launch(ins, nouts, stream_.get());
-        D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-        expected = download(plan.outputs, nouts, stream_.get());
-        if (r == 0 && !opt_.dump_dir.empty()) {
-          dump(w, "input", download(plan.inputs, ins, stream_.get()));
-          dump(w, "expected", expected);
+      DeviceSet ins = DeviceSet::allocate(plan->inputs, runner(ts)->memory_kind());
+      for (int r = 0; r < opt_.bench_rounds && tr.status == Status::PASSED; ++r) {
+        say(fmt::format("{} {}: bench {}/{} {} check round {}/{}", task_.def.name, ts.target.name, wi + 1, nw, w.uuid,
+                        r + 1, opt_.bench_rounds));
+        generate_inputs_device(*plan, round_seed(opt_.secret_seed, w.uuid, 100 + r), ins, stream_.get());
+        auto expected = naive_outputs(*plan, ins);
+        if (r == 0 && !opt_.dump_dir.empty() && !dumped_.count(w.uuid)) {
+          dumped_.insert(w.uuid);
+          dump_tensors(opt_, task_, w, "input", download(plan->inputs, ins, stream_.get()));
+          dump_tensors(opt_, task_, w, "expected", expected);
         }
-        // Zero what naive wrote before freeing it, so that no later allocation finds the answer.
-        poison(nouts, 0, stream_.get());
-        D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+        run_and_judge(tr, ts, *plan, ins, expected, "naive", r);
       }
-      for (std::size_t k = 0; k < loaded_.size(); ++k) {
-        if (k == naive_idx) {
-          if (!traces[k].correctness) traces[k].correctness = Correctness{"self", r + 1, {}};
-          continue;
-        }
-        run_and_judge(traces[k], loaded_[k], plan, ins, expected, "naive", r);
-      }
-    }
-    if (!opt_.time) return traces;
-    for (std::size_t k = 0; k < loaded_.size(); ++k) {
-      if (traces[k].status != Status::PASSED) continue;
-      say(fmt::format("{}: bench {}/{} {} timing {}", task_.def.name, wi + 1, nw, w.uuid, loaded_[k].target.name));
-      time_target(traces[k], loaded_[k], plan, ins, expected);
-    }
-    return traces;
-  }
-
-  void time_target(Trace& tr, Loaded& l, const WorkloadPlan& plan, const DeviceSet& generated,
-                   const std::vector<HostTensor>& expected) {
-    try {
-      // Rotating copies of inputs and outputs: every sample sees other addresses than the last.
-      const std::size_t n = rotation_copies(plan.input_bytes() + plan.output_bytes());
-      std::vector<DeviceSet> ins, outs;
-      for (std::size_t i = 0; i < n; ++i) {
-        ins.push_back(DeviceSet::allocate(plan.inputs));
-        copy_set(generated, ins.back(), stream_.get());
-        outs.push_back(DeviceSet::allocate(plan.outputs));
-      }
-      D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-      DeviceCall call(l.impl, plan);
-      // No thread may outlive a call: count around one untimed call, before the timer's own
-      // threads (CUPTI, NVML sampler) start.
-      const int threads_before = count_threads();
-      call.launch(ins[0], outs[0], stream_.get());
-      D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-      if (const int after = count_threads(); after > threads_before) {
-        tr.checks_fired.push_back(fmt::format("no_threads_after_call: {} -> {} threads", threads_before, after));
-        fail(tr, Status::REWARD_HACK, "a thread was left running after the call", "no_threads_after_call");
-        return;
-      }
-      std::size_t last = 0;
-      auto launch = [&](std::size_t i, cudaStream_t s) {
-        last = i % n;
-        call.launch(ins[last], outs[last], s);
-      };
-      measure::MeasureOptions mo = measure_options(opt_);
-      mo.prepare = [&](std::size_t i) { poison(outs[i % n], kPoisonA, stream_.get()); };
-      measure::MeasureResult r = timer_.measure(launch, stream_.get(), mo);
-      D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-      // The last timed sample's outputs must still be right: no answer cached across calls.
-      OutputsVerdict again = judge_single(plan, expected, download(plan.outputs, outs[last], stream_.get()));
-      if (again.status != Status::PASSED) {
-        tr.checks_fired.push_back("timed_sample_recheck: " + again.message);
-        fail(tr, Status::REWARD_HACK, "a timed sample's outputs were wrong: " + again.message, "timed_sample_recheck");
-        return;
-      }
-      if (!r.kernel_set_constant) {
-        tr.checks_fired.push_back(fmt::format("kernel_set_constant: {} samples launched other kernels",
-                                              r.kernel_set_deviation_count));
-        fail(tr, Status::REWARD_HACK, "the set of launched kernels changed between samples", "kernel_set_constant");
-        return;
-      }
-      tr.performance = performance_from(r);
-      if (opt_.graph) {
-        // The graph column replays flush + call captured together, so launch gaps shrink
-        // but the L2 stays cold (the flush is inside the graph).
-        measure::MeasureOptions go = measure_options(opt_);
-        go.graph = true;
-        go.graph_variants = n;
-        tr.performance->graph_median_us = timer_.measure(launch, stream_.get(), go).time.median * 1e6;
-      }
-      Roofline rf;
-      measure::CostInputs cost{plan.flops, plan.bytes};
-      measure::SolTime sol = measure::sol_time(cost, ceilings_);
-      rf.t_sol_us = sol.t_sol_s * 1e6;
-      rf.bound = sol.bound;
-      rf.pct_sol = measure::percent_of_sol(r.time.median, sol.t_sol_s);
-      rf.ceilings_source = ceilings_.source;
-      tr.roofline = rf;
-      measure::FloorVerdict floor = measure::physical_floor_check(r.time.median, cost, ceilings_);
-      if (floor.below_floor) {
-        tr.checks_fired.push_back("physical_floor: " + floor.message);
-        fail(tr, Status::REWARD_HACK, "faster than the physical floor: " + floor.message, "physical_floor");
+      if (opt_.time && tr.status == Status::PASSED) {
+        say(fmt::format("{} {}: bench {}/{} {} timing", task_.def.name, ts.target.name, wi + 1, nw, w.uuid));
+        time_target(tr, ts, *plan);
       }
     } catch (const CudaError& e) {
       fail(tr, Status::RUNTIME_ERROR, e.what());
@@ -395,16 +315,137 @@ class CudaEvaluation {
     } catch (const std::exception& e) {
       fail(tr, Status::RUNTIME_ERROR, e.what());
     }
+    return tr;
+  }
+
+  /// Thrown from the preparation hook when a re-checked sample was wrong; ends the timing.
+  struct RecheckFailed {
+    std::string rule, message;
+  };
+
+  /// Re-checks what rotation set `k` holds: its inputs must still be the ones drawn from `seed`
+  /// (redrawn here, away from the target), and its outputs naive's on them.
+  void recheck(const WorkloadPlan& plan, const DeviceSet& ins, const DeviceSet& outs, std::uint64_t seed) {
+    DeviceSet fresh = DeviceSet::allocate(plan.inputs);
+    generate_inputs_device(plan, seed, fresh, stream_.get());
+    if (device_checksum(fresh, stream_.get()) != device_checksum(ins, stream_.get()))
+      throw RecheckFailed{"inputs_unchanged", "a timed call changed its inputs"};
+    OutputsVerdict v = judge_single(plan, naive_outputs(plan, fresh), download(plan.outputs, outs, stream_.get()));
+    if (v.status != Status::PASSED) throw RecheckFailed{"timed_sample_recheck", "a timed sample's outputs were wrong: " + v.message};
+  }
+
+  void time_target(Trace& tr, TargetState& ts, const WorkloadPlan& plan) {
+    TargetRunner* r = runner(ts);
+    // Rotation sets: every call sees other addresses than the last, and inputs drawn for it.
+    const std::size_t n = rotation_copies(plan.input_bytes() + plan.output_bytes());
+    std::vector<DeviceSet> ins, outs;
+    for (std::size_t i = 0; i < n; ++i) {
+      ins.push_back(DeviceSet::allocate(plan.inputs, r->memory_kind()));
+      outs.push_back(DeviceSet::allocate(plan.outputs, r->memory_kind()));
+    }
+    // Seeds of each call's inputs, and which sampled call is re-checked mid-loop: both from
+    // the secret seed, so the target can predict neither.
+    const std::string key = fmt::format("{}#time#{}", plan.workload.uuid, ts.target.name);
+    std::vector<std::uint64_t> set_seed(n, 0);
+    std::vector<bool> filled(n, false);
+    std::mt19937_64 rng(round_seed(opt_.secret_seed, key, 7));
+    const std::size_t recheck_at = 2 + n + rng() % 24;  // a timed call after warm-up has started
+    std::size_t last_call = 0;
+    auto prepare = [&](std::size_t call, std::size_t k) {
+      if (call == recheck_at && filled[k]) recheck(plan, ins[k], outs[k], set_seed[k]);
+      set_seed[k] = round_seed(opt_.secret_seed, key, 1000 + static_cast<int>(call));
+      generate_inputs_device(plan, set_seed[k], ins[k], stream_.get());
+      poison(outs[k], kPoisonA, stream_.get());
+      D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+      filled[k] = true;
+      last_call = call;
+    };
+    measure::MeasureOptions mo;
+    mo.stopping = opt_.stopping;
+    TimedOutcome t;
+    try {
+      t = r->time(ins, outs, mo, prepare);
+      if (t.call.ok) recheck(plan, ins[last_call % n], outs[last_call % n], set_seed[last_call % n]);
+    } catch (const RecheckFailed& f) {
+      tr.checks_fired.push_back(f.rule + ": " + f.message);
+      fail(tr, Status::REWARD_HACK, f.message, f.rule);
+      // The worker is mid-loop, waiting for a preparation that will not come.
+      if (ts.runner && ts.runner->memory_kind() == MemKind::shareable) ts.runner.reset();
+      return;
+    }
+    if (!t.call.ok) return fail_call(tr, ts, t.call);
+    if (!t.kernel_set_constant) {
+      tr.checks_fired.push_back(fmt::format("kernel_set_constant: {} samples launched other kernels", t.kernel_set_deviations));
+      return fail(tr, Status::REWARD_HACK, "the set of launched kernels changed between samples", "kernel_set_constant");
+    }
+    if (t.unjoined_samples > 0) {
+      tr.checks_fired.push_back(fmt::format("stream_join: {} samples: {}", t.unjoined_samples, t.unjoined_detail));
+      return fail(tr, Status::REWARD_HACK, "work was still running after the harness stream synchronised: " + t.unjoined_detail,
+                  "stream_join");
+    }
+    if (!vendor_kernels_allowed(ts.target) && t.vendor_busy_s > 0) {
+      tr.checks_fired.push_back(fmt::format("vendor_kernels: {:.1f}% of device time", 100 * t.vendor_busy_s / std::max(t.total_busy_s, 1e-12)));
+      return fail(tr, Status::REWARD_HACK, "vendor-library kernels ran on a track that forbids them", "vendor_kernels");
+    }
+    tr.performance = t.perf;
+    const double median_s = t.perf.median_us * 1e-6;
+    if (auto why = cross_check_time(r, ins[last_call % n], outs[last_call % n], t); !why.empty()) {
+      tr.checks_fired.push_back("timer_cross_check: " + why);
+      return fail(tr, Status::REWARD_HACK, "the reported time is below what the parent's clock allows: " + why,
+                  "timer_cross_check");
+    }
+    if (opt_.graph) {
+      // The graph column replays flush + call captured together, so launch gaps shrink but the
+      // L2 stays cold (the flush is inside the graph).
+      measure::MeasureOptions go = mo;
+      go.graph = true;
+      go.graph_variants = n;
+      TimedOutcome g = r->time(ins, outs, go, prepare);
+      if (g.call.ok) tr.performance->graph_median_us = g.perf.median_us;
+      else tr.checks_fired.push_back("graph column: " + g.call.error.substr(0, 200));
+    }
+    Roofline rf;
+    measure::CostInputs cost{plan.flops, plan.bytes};
+    measure::SolTime sol = measure::sol_time(cost, ceilings_);
+    rf.t_sol_us = sol.t_sol_s * 1e6;
+    rf.bound = sol.bound;
+    rf.pct_sol = measure::percent_of_sol(median_s, sol.t_sol_s);
+    rf.ceilings_source = ceilings_.source;
+    tr.roofline = rf;
+    measure::FloorVerdict floor = measure::physical_floor_check(median_s, cost, ceilings_);
+    if (floor.below_floor) {
+      tr.checks_fired.push_back("physical_floor: " + floor.message);
+      fail(tr, Status::REWARD_HACK, "faster than the physical floor: " + floor.message, "physical_floor");
+    }
+  }
+
+  /// The worker reports its own GPU time; the parent checks it against its own clock. `count`
+  /// calls back to back (warm L2, no preparation) take at least count x the warm time of one,
+  /// which is at most the cold time the timer should have seen; launch overhead is allowed for
+  /// per kernel. Returns why the report is implausible ("" when it is not).
+  std::string cross_check_time(TargetRunner* r, const DeviceSet& ins, const DeviceSet& outs, const TimedOutcome& t) {
+    const double median_s = t.perf.median_us * 1e-6;
+    if (median_s <= 0) return "a non-positive median";
+    const std::size_t count = std::clamp<std::size_t>(static_cast<std::size_t>(0.1 / median_s), 3, 2000);
+    double wall_s = 0;
+    CallOutcome o = r->throughput(ins, outs, count, wall_s);
+    if (!o.ok) return {};  // reported by the next request; a failed cross-check run proves nothing
+    const double per_call = wall_s / static_cast<double>(count);
+    const double allowance = 20e-6 + 10e-6 * static_cast<double>(std::max<std::size_t>(t.perf.kernels.size(), 1));
+    if (median_s < 0.8 * per_call - allowance)
+      return fmt::format("median {:.2f} us, but {} back-to-back calls took {:.2f} us each on the parent's clock",
+                         t.perf.median_us, count, per_call * 1e6);
+    return {};
   }
 
   const Task& task_;
   EvalOptions opt_;
   Progress progress_;
   measure::Ceilings ceilings_;
-  measure::Timer timer_;
   Stream stream_;
-  LoadedImpl reference_;
-  std::vector<Loaded> loaded_;
+  LoadedImpl reference_, naive_;
+  std::map<std::pair<std::string, int>, std::pair<std::vector<HostTensor>, std::vector<HostTensor>>> golden_;
+  std::set<std::string> dumped_;
   bool naive_ok_ = false;
 };
 

@@ -9,6 +9,8 @@
 
 #include "core/task.h"
 #include "engine/impl.h"
+#include "engine/runner.h"
+#include "measure/stopping.h"
 #include "report/trace.h"
 
 namespace d2k {
@@ -20,8 +22,12 @@ struct EvalOptions {
   int hidden_workloads = 4;          ///< drawn from the constraints per task
   bool time = true;                  ///< false: correctness only (d2k check)
   bool graph = false;                ///< also time CUDA-graph replay
-  double min_time_s = 0.5, max_time_s = 10.0, target_noise = 0.005;
-  int min_samples = 10;
+  /// The stopping rule of every timing (the measure library's defaults unless overridden).
+  measure::StoppingCriteria stopping;
+  /// Run every target in its own sandboxed worker process (false: load it into this process,
+  /// for debugging and for measuring what the isolation costs).
+  bool isolate = true;
+  WorkerOptions worker;              ///< deadlines and the d2k binary the workers run
   std::vector<std::string> workloads;  ///< only these uuids (empty: all)
   /// Non-empty: write each workload's inputs, expected and actual outputs (first round) as .npy
   /// files under <dump_dir>/<task>/<workload>/ (d2k check --dump).
@@ -31,8 +37,10 @@ struct EvalOptions {
 /// Progress callback: a short line per step ("expert 3/7 rmsnorm-16384x8192 timing").
 using Progress = std::function<void(const std::string&)>;
 
-/// Runs every target of `targets` over the task's workloads on the GPU. `naive` is the GPU
-/// reference for bench workloads once it matched golden; `reference` is the fp64 host golden.
+/// Runs every target of `targets` over the task's workloads on the GPU, one target after the
+/// other, each in its own worker (EvalOptions::isolate). This process draws the inputs, holds
+/// the expected outputs and judges: `reference` (the fp64 host golden) for check workloads,
+/// `naive` (trusted, run here) for bench workloads once naive matched golden.
 std::vector<Trace> evaluate_cuda(const Task& task, const std::vector<ImplTarget>& targets,
                                  const ImplTarget& reference, const std::optional<ImplTarget>& naive,
                                  const EvalOptions& opt, const Progress& progress);

@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <deque>
 #include <mutex>
 #include <stdexcept>
@@ -36,8 +37,41 @@
 
 namespace d2k {
 
-bool ParentChannel::send(const nlohmann::json& msg) {
+bool ParentChannel::send(const nlohmann::json& msg, const std::vector<int>& fds) {
+  if (fds.empty()) return send(msg);
+  if (fds.size() > 250) throw std::invalid_argument("ParentChannel::send: more than 250 descriptors");
+  // The descriptors ride on the message's first byte; the rest of the line follows as plain
+  // data (the receiver attaches them to the line they arrived with, in order).
   std::string line = msg.dump() + "\n";
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()));
+  iovec iov{line.data(), 1};
+  msghdr mh{};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = control.data();
+  mh.msg_controllen = control.size();
+  cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+  std::memcpy(CMSG_DATA(cm), fds.data(), sizeof(int) * fds.size());
+  for (;;) {
+    ssize_t n = ::sendmsg(fd_, &mh, MSG_NOSIGNAL);
+    if (n == 1) break;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd p{fd_, POLLOUT, 0};
+      if (poll(&p, 1, 5000) <= 0) return false;
+      continue;
+    }
+    return false;
+  }
+  return send_raw(line.substr(1));
+}
+
+bool ParentChannel::send(const nlohmann::json& msg) { return send_raw(msg.dump() + "\n"); }
+
+bool ParentChannel::send_raw(const std::string& line) {
   std::size_t off = 0;
   while (off < line.size()) {
     ssize_t n = ::send(fd_, line.data() + off, line.size() - off, MSG_NOSIGNAL);
@@ -628,11 +662,25 @@ bool bwrap_available() {
   return ok;
 }
 
-ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxOptions& opts) {
+namespace {
+/// A uid of its own for one sandbox: RLIMIT_NPROC counts every process and thread of a uid, so
+/// sandboxes sharing one uid would share one budget, and one that fills it (a fork or thread
+/// bomb) would make the others' fork and thread creation fail. The counter makes the uids of one
+/// parent distinct; the pid spreads concurrent parents over the range.
+std::uint32_t next_unique_uid() {
+  static std::atomic<std::uint32_t> counter{0};
+  const std::uint32_t slot = (static_cast<std::uint32_t>(getpid()) * 97u + counter.fetch_add(1)) % kUniqueUidCount;
+  return kUniqueUidBase + slot;
+}
+}  // namespace
+
+ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxOptions& opts_in) {
   if (argv.empty()) throw std::runtime_error("run_sandboxed: empty argv");
   ProcessResult res;
   const auto t0 = Clock::now();
   const bool root = geteuid() == 0;
+  SandboxOptions opts = opts_in;
+  if (opts.unique_uid && root && opts.drop_privileges) opts.uid = next_unique_uid();
 
   // ---- scratch ----
   namespace fs = std::filesystem;
@@ -979,6 +1027,10 @@ ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxO
         res.timed_out = true;
         res.timeout_stage = stage;
         kill_reason = fmt::format("stage '{}' exceeded its {:g} s deadline", stage, stage_limit(stage));
+        kill_group();
+      } else if (opts.cancel && opts.cancel->load()) {
+        killed_by_us = true;
+        kill_reason = "cancelled by the parent";
         kill_group();
       } else if (has_total && now >= total_deadline) {
         killed_by_us = true;

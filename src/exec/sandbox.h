@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <atomic>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,10 @@
 #include "report/status.h"
 
 namespace d2k {
+
+/// The range of uids SandboxOptions::unique_uid draws from (no account uses them).
+inline constexpr std::uint32_t kUniqueUidBase = 3'000'000'000u;
+inline constexpr std::uint32_t kUniqueUidCount = 1u << 20;
 
 /// How the child's file system is restricted.
 enum class FsIsolation {
@@ -51,8 +57,12 @@ class ParentChannel {
   explicit ParentChannel(int fd) : fd_(fd) {}
   /// Sends one JSON message (one line) to the child. Returns false if the child is gone.
   bool send(const nlohmann::json& msg);
+  /// Sends one message with file descriptors attached (SCM_RIGHTS, at most 250); the child
+  /// collects them with WorkerChannel::take_fds. The caller keeps (and closes) its own copies.
+  bool send(const nlohmann::json& msg, const std::vector<int>& fds);
 
  private:
+  bool send_raw(const std::string& line);
   int fd_;
 };
 
@@ -91,6 +101,10 @@ struct SandboxOptions {
   /// device is not world-accessible). The scratch folder is chowned to them.
   bool drop_privileges = true;
   std::uint32_t uid = 65534, gid = 65534;
+  /// When dropping privileges: run as a uid of this sandbox's own from
+  /// [kUniqueUidBase, kUniqueUidBase + kUniqueUidCount) instead of `uid`, so that RLIMIT_NPROC
+  /// (counted per uid) binds each sandbox separately. Needs no passwd entry.
+  bool unique_uid = true;
   /// Whoever stays uid 0 (drop_privileges off, or root of a user namespace) gives up every
   /// capability and cannot regain them by exec (securebits NOROOT).
   bool drop_capabilities = true;
@@ -109,6 +123,8 @@ struct SandboxOptions {
   std::map<std::string, double> stage_timeouts{{"start", 60.0}};
   double default_stage_timeout = 600.0;             ///< for a stage not in stage_timeouts
   double total_timeout = 0;                         ///< whole run; 0 = none
+  /// Set (from any thread) to kill the child's process group now; seen within about a second.
+  std::shared_ptr<std::atomic<bool>> cancel;
 
   // ---- output and channel ----
   std::size_t output_tail_bytes = 64 * 1024;        ///< kept from the end of stdout and stderr each

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 
 
 namespace d2k {
@@ -60,11 +61,36 @@ std::optional<nlohmann::json> WorkerChannel::receive(double timeout_seconds) {
     if (pr < 0 && errno == EINTR) continue;
     if (pr <= 0) return std::nullopt;
     char tmp[65536];
-    ssize_t n = ::recv(fd_, tmp, sizeof(tmp), 0);
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 256)];
+    iovec iov{tmp, sizeof(tmp)};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = control;
+    mh.msg_controllen = sizeof(control);
+    ssize_t n = ::recvmsg(fd_, &mh, MSG_CMSG_CLOEXEC);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return std::nullopt;
+    for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+      if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+      const std::size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (std::size_t i = 0; i < k; ++i) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+        fds_.push_back(fd);
+      }
+    }
     buf_.append(tmp, static_cast<std::size_t>(n));
   }
+}
+
+std::vector<int> WorkerChannel::take_fds(std::size_t n) {
+  std::vector<int> out;
+  while (out.size() < n && !fds_.empty()) {
+    out.push_back(fds_.front());
+    fds_.pop_front();
+  }
+  return out;
 }
 
 int count_threads() {

@@ -6,7 +6,9 @@
 /// too (it is an inherited descriptor and its number is in the environment). The channel is
 /// private against everything outside the sandbox, not against the candidate: the parent
 /// must not take the worker's word for correctness or time; it cross-checks (docs/isolation.md).
+#include <deque>
 #include <optional>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -35,11 +37,15 @@ class WorkerChannel {
   /// Waits for the parent's next message; nullopt on end of stream, timeout or a malformed
   /// line. timeout_seconds < 0 waits forever.
   std::optional<nlohmann::json> receive(double timeout_seconds = -1);
+  /// Takes the first `n` descriptors received with messages so far (ParentChannel's send with
+  /// descriptors), in arrival order; fewer if fewer arrived. The caller owns them.
+  std::vector<int> take_fds(std::size_t n);
   int fd() const { return fd_; }
 
  private:
   int fd_;
   std::string buf_;
+  std::deque<int> fds_;
 };
 
 /// Threads of this process now (entries of /proc/self/task); -1 if it cannot be read.

@@ -46,6 +46,42 @@ OutputCheck output_check_from_json(const json& j) {
 
 }  // namespace
 
+json to_json(const Performance& p) {
+  json pj = {{"timer", p.timer},         {"median_us", p.median_us}, {"mean_us", p.mean_us},
+             {"min_us", p.min_us},       {"max_us", p.max_us},       {"p10_us", p.p10_us},
+             {"p90_us", p.p90_us},       {"rel_noise", p.rel_noise}, {"samples", p.samples},
+             {"total_s", p.total_s},     {"stop_reason", p.stop_reason},
+             {"event_median_us", p.event_median_us},
+             {"sm_clock_min_mhz", p.sm_clock_min_mhz}, {"sm_clock_median_mhz", p.sm_clock_median_mhz},
+             {"throttle_reasons", p.throttle_reasons}, {"kernels", p.kernels},
+             {"own_kernel_share", p.own_kernel_share}};
+  put_opt(pj, "graph_median_us", p.graph_median_us);
+  return pj;
+}
+
+Performance performance_from_json(const json& pj) {
+  Performance p;
+  p.timer = pj.value("timer", "");
+  p.median_us = pj.value("median_us", 0.0);
+  p.mean_us = pj.value("mean_us", 0.0);
+  p.min_us = pj.value("min_us", 0.0);
+  p.max_us = pj.value("max_us", 0.0);
+  p.p10_us = pj.value("p10_us", 0.0);
+  p.p90_us = pj.value("p90_us", 0.0);
+  p.rel_noise = pj.value("rel_noise", 0.0);
+  p.samples = pj.value("samples", std::int64_t{0});
+  p.total_s = pj.value("total_s", 0.0);
+  p.stop_reason = pj.value("stop_reason", "");
+  p.event_median_us = pj.value("event_median_us", 0.0);
+  p.graph_median_us = get_opt<double>(pj, "graph_median_us");
+  p.sm_clock_min_mhz = pj.value("sm_clock_min_mhz", 0.0);
+  p.sm_clock_median_mhz = pj.value("sm_clock_median_mhz", 0.0);
+  if (pj.contains("throttle_reasons")) p.throttle_reasons = pj["throttle_reasons"].get<std::vector<std::string>>();
+  if (pj.contains("kernels")) p.kernels = pj["kernels"].get<std::vector<std::string>>();
+  p.own_kernel_share = pj.value("own_kernel_share", 1.0);
+  return p;
+}
+
 json to_json(const Trace& t) {
   json j = {{"task", t.task},
             {"target", t.target},
@@ -60,19 +96,7 @@ json to_json(const Trace& t) {
     for (auto& o : t.correctness->outputs) outs.push_back(to_json(o));
     j["correctness"] = {{"against", t.correctness->against}, {"rounds", t.correctness->rounds}, {"outputs", outs}};
   }
-  if (t.performance) {
-    const Performance& p = *t.performance;
-    json pj = {{"timer", p.timer},         {"median_us", p.median_us}, {"mean_us", p.mean_us},
-               {"min_us", p.min_us},       {"max_us", p.max_us},       {"p10_us", p.p10_us},
-               {"p90_us", p.p90_us},       {"rel_noise", p.rel_noise}, {"samples", p.samples},
-               {"total_s", p.total_s},     {"stop_reason", p.stop_reason},
-               {"event_median_us", p.event_median_us},
-               {"sm_clock_min_mhz", p.sm_clock_min_mhz}, {"sm_clock_median_mhz", p.sm_clock_median_mhz},
-               {"throttle_reasons", p.throttle_reasons}, {"kernels", p.kernels},
-               {"own_kernel_share", p.own_kernel_share}};
-    put_opt(pj, "graph_median_us", p.graph_median_us);
-    j["performance"] = pj;
-  }
+  if (t.performance) j["performance"] = to_json(*t.performance);
   if (t.roofline) {
     const Roofline& r = *t.roofline;
     json rj = {{"t_sol_us", r.t_sol_us}, {"bound", r.bound}, {"pct_sol", r.pct_sol},
@@ -110,29 +134,7 @@ Trace trace_from_json(const json& j) {
     for (auto& o : j["correctness"]["outputs"]) c.outputs.push_back(output_check_from_json(o));
     t.correctness = c;
   }
-  if (j.contains("performance")) {
-    const json& pj = j["performance"];
-    Performance p;
-    p.timer = pj.value("timer", "");
-    p.median_us = pj.value("median_us", 0.0);
-    p.mean_us = pj.value("mean_us", 0.0);
-    p.min_us = pj.value("min_us", 0.0);
-    p.max_us = pj.value("max_us", 0.0);
-    p.p10_us = pj.value("p10_us", 0.0);
-    p.p90_us = pj.value("p90_us", 0.0);
-    p.rel_noise = pj.value("rel_noise", 0.0);
-    p.samples = pj.value("samples", std::int64_t{0});
-    p.total_s = pj.value("total_s", 0.0);
-    p.stop_reason = pj.value("stop_reason", "");
-    p.event_median_us = pj.value("event_median_us", 0.0);
-    p.graph_median_us = get_opt<double>(pj, "graph_median_us");
-    p.sm_clock_min_mhz = pj.value("sm_clock_min_mhz", 0.0);
-    p.sm_clock_median_mhz = pj.value("sm_clock_median_mhz", 0.0);
-    if (pj.contains("throttle_reasons")) p.throttle_reasons = pj["throttle_reasons"].get<std::vector<std::string>>();
-    if (pj.contains("kernels")) p.kernels = pj["kernels"].get<std::vector<std::string>>();
-    p.own_kernel_share = pj.value("own_kernel_share", 1.0);
-    t.performance = p;
-  }
+  if (j.contains("performance")) t.performance = performance_from_json(j["performance"]);
   if (j.contains("roofline")) {
     const json& rj = j["roofline"];
     Roofline r;

@@ -67,6 +67,9 @@ struct Trace {
 };
 
 nlohmann::json to_json(const Trace& t);
+nlohmann::json to_json(const Performance& p);
+/// Missing fields keep their defaults.
+Performance performance_from_json(const nlohmann::json& j);
 Trace trace_from_json(const nlohmann::json& j);
 
 /// Suite aggregates (DESIGN §6).

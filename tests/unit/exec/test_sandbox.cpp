@@ -103,7 +103,20 @@ TEST_P(SandboxFs, IdentityHomeAndScratch) {
   const nlohmann::json* ids = find_message(r, "ids");
   ASSERT_NE(ids, nullptr) << describe(r);
   if (geteuid() == 0) {
-    EXPECT_EQ((*ids)["uid"], 65534) << ids->dump();
+    // Each sandbox runs as a uid of its own, so RLIMIT_NPROC binds each one separately.
+    const auto uid = (*ids)["uid"].get<std::uint64_t>();
+    EXPECT_GE(uid, kUniqueUidBase) << ids->dump();
+    EXPECT_LT(uid, std::uint64_t{kUniqueUidBase} + kUniqueUidCount) << ids->dump();
+    ProcessResult again = run_sandboxed({kProbe, "ids"}, opts());
+    const nlohmann::json* ids2 = find_message(again, "ids");
+    ASSERT_NE(ids2, nullptr) << describe(again);
+    EXPECT_NE((*ids2)["uid"], (*ids)["uid"]) << "two sandboxes, two uids";
+    auto shared = opts();
+    shared.unique_uid = false;
+    ProcessResult fixed = run_sandboxed({kProbe, "ids"}, shared);
+    const nlohmann::json* ids3 = find_message(fixed, "ids");
+    ASSERT_NE(ids3, nullptr) << describe(fixed);
+    EXPECT_EQ((*ids3)["uid"], 65534) << ids3->dump();
   }
   EXPECT_EQ((*ids)["capeff"], "0000000000000000") << "no capabilities inside: " << ids->dump();
   EXPECT_EQ((*ids)["home"], r.scratch_dir.string());

@@ -1,0 +1,203 @@
+#include "engine/devmem.h"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "core/cuda_util.h"
+
+namespace d2k {
+
+namespace {
+
+// The driver API is reached through the runtime's entry-point query, so that the harness does
+// not link libcuda: the binary must still start (and run its host pipeline) on machines without
+// a GPU driver.
+struct Driver {
+  decltype(&cuMemCreate) create = nullptr;
+  decltype(&cuMemRelease) release = nullptr;
+  decltype(&cuMemAddressReserve) reserve = nullptr;
+  decltype(&cuMemAddressFree) address_free = nullptr;
+  decltype(&cuMemMap) map = nullptr;
+  decltype(&cuMemUnmap) unmap = nullptr;
+  decltype(&cuMemSetAccess) set_access = nullptr;
+  decltype(&cuMemGetAllocationGranularity) granularity = nullptr;
+  decltype(&cuMemExportToShareableHandle) export_handle = nullptr;
+  decltype(&cuMemImportFromShareableHandle) import_handle = nullptr;
+  decltype(&cuGetErrorName) error_name = nullptr;
+};
+
+template <class F>
+void resolve(const char* name, F& fn) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  D2K_CUDA_CHECK(cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q));
+  if (q != cudaDriverEntryPointSuccess || !p) throw std::runtime_error(std::string("CUDA driver entry point missing: ") + name);
+  fn = reinterpret_cast<F>(p);
+}
+
+const Driver& driver() {
+  static Driver d;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    resolve("cuMemCreate", d.create);
+    resolve("cuMemRelease", d.release);
+    resolve("cuMemAddressReserve", d.reserve);
+    resolve("cuMemAddressFree", d.address_free);
+    resolve("cuMemMap", d.map);
+    resolve("cuMemUnmap", d.unmap);
+    resolve("cuMemSetAccess", d.set_access);
+    resolve("cuMemGetAllocationGranularity", d.granularity);
+    resolve("cuMemExportToShareableHandle", d.export_handle);
+    resolve("cuMemImportFromShareableHandle", d.import_handle);
+    resolve("cuGetErrorName", d.error_name);
+  });
+  return d;
+}
+
+void check(CUresult r, const char* what) {
+  if (r == CUDA_SUCCESS) return;
+  const char* name = "?";
+  driver().error_name(r, &name);
+  throw std::runtime_error(std::string(what) + ": " + name);
+}
+
+int current_device() {
+  int dev = 0;
+  D2K_CUDA_CHECK(cudaGetDevice(&dev));
+  return dev;
+}
+
+CUmemAllocationProp allocation_prop(int dev) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  return prop;
+}
+
+std::size_t round_up(std::size_t n, std::size_t g) { return (n + g - 1) / g * g; }
+
+}  // namespace
+
+struct DevMem::State {
+  static inline std::atomic<std::uint64_t> next_id{1};
+  std::uint64_t id = next_id.fetch_add(1);
+  MemKind kind = MemKind::local;
+  bool vmm = false;
+  void* ptr = nullptr;
+  std::size_t bytes = 0;     // as asked
+  std::size_t mapped = 0;    // rounded to the granularity (vmm)
+  CUmemGenericAllocationHandle handle = 0;
+
+  ~State() {
+    // No throw from a destructor: a failed release leaks at worst.
+    if (!ptr) return;
+    if (!vmm) {
+      cudaFree(ptr);
+      return;
+    }
+    const Driver& d = driver();
+    // Unmapping while kernels may still read the range is undefined; finish the device's work.
+    cudaDeviceSynchronize();
+    d.unmap(reinterpret_cast<CUdeviceptr>(ptr), mapped);
+    d.address_free(reinterpret_cast<CUdeviceptr>(ptr), mapped);
+    d.release(handle);
+  }
+
+  void map_here(int dev) {
+    const Driver& d = driver();
+    CUdeviceptr va = 0;
+    check(d.reserve(&va, mapped, 0, 0, 0), "cuMemAddressReserve");
+    if (CUresult r = d.map(va, mapped, 0, handle, 0); r != CUDA_SUCCESS) {
+      d.address_free(va, mapped);
+      check(r, "cuMemMap");
+    }
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = dev;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if (CUresult r = d.set_access(va, mapped, &access, 1); r != CUDA_SUCCESS) {
+      d.unmap(va, mapped);
+      d.address_free(va, mapped);
+      check(r, "cuMemSetAccess");
+    }
+    ptr = reinterpret_cast<void*>(va);
+  }
+};
+
+DevMem::DevMem(std::size_t bytes, MemKind kind) : s_(std::make_unique<State>()) {
+  s_->kind = kind;
+  s_->bytes = bytes ? bytes : 1;
+  if (kind == MemKind::local) {
+    D2K_CUDA_CHECK(cudaMalloc(&s_->ptr, s_->bytes));
+    return;
+  }
+  const Driver& d = driver();
+  const int dev = current_device();
+  CUmemAllocationProp prop = allocation_prop(dev);
+  std::size_t gran = 0;
+  check(d.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED), "cuMemGetAllocationGranularity");
+  s_->mapped = round_up(s_->bytes, gran);
+  check(d.create(&s_->handle, s_->mapped, &prop, 0), "cuMemCreate");
+  s_->vmm = true;
+  try {
+    s_->map_here(dev);
+  } catch (...) {
+    d.release(s_->handle);
+    s_->vmm = false;
+    throw;
+  }
+}
+
+DevMem DevMem::import_fd(int fd, std::size_t bytes) {
+  const Driver& d = driver();
+  DevMem m;
+  m.s_ = std::make_unique<State>();
+  m.s_->kind = MemKind::shareable;
+  m.s_->bytes = bytes ? bytes : 1;
+  const int dev = current_device();
+  CUmemAllocationProp prop = allocation_prop(dev);
+  std::size_t gran = 0;
+  check(d.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED), "cuMemGetAllocationGranularity");
+  m.s_->mapped = round_up(m.s_->bytes, gran);
+  CUresult r = d.import_handle(&m.s_->handle, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)),
+                               CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  close(fd);
+  check(r, "cuMemImportFromShareableHandle");
+  m.s_->vmm = true;
+  try {
+    m.s_->map_here(dev);
+  } catch (...) {
+    d.release(m.s_->handle);
+    m.s_->vmm = false;
+    throw;
+  }
+  return m;
+}
+
+DevMem::DevMem() = default;
+DevMem::~DevMem() = default;
+DevMem::DevMem(DevMem&&) noexcept = default;
+DevMem& DevMem::operator=(DevMem&&) noexcept = default;
+
+void* DevMem::get() const { return s_ ? s_->ptr : nullptr; }
+std::size_t DevMem::size() const { return s_ ? s_->bytes : 0; }
+std::uint64_t DevMem::id() const { return s_ ? s_->id : 0; }
+
+int DevMem::export_fd() const {
+  if (!s_ || !s_->vmm) throw std::logic_error("DevMem::export_fd: not a shareable allocation");
+  int fd = -1;
+  check(driver().export_handle(&fd, s_->handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), "cuMemExportToShareableHandle");
+  return fd;
+}
+
+}  // namespace d2k
