@@ -41,6 +41,10 @@ struct WindowActivity {
 WindowActivity analyze_window(std::span<const ActivityRecord> records, std::uint64_t t_begin_ns,
                               std::uint64_t t_end_ns, const std::vector<std::string>& exclude_first);
 
+/// The qualified function name of a demangled kernel name: no return type, no argument list
+/// ("void ns::k<int>(float*)" -> "ns::k<int>").
+std::string function_base_name(const std::string& demangled);
+
 /// Whether a sample's work was all joined onto the harness stream.
 struct JoinCheck {
   bool unjoined = false;  ///< some counted activity ended after the join timestamp (+ slack)

@@ -348,7 +348,15 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
       auto hi = std::upper_bound(lo, recs.end(), q.t_end,
                                  [](std::uint64_t t, const ActivityRecord& r) { return t < r.start_ns; });
       std::vector<std::string> exclude = graph_exclude;
-      if (q.s.blocked) exclude.push_back(blocking_name);
+      if (q.s.blocked) {
+        // The blocking kernel was the first launch after the window opened, so its record has
+        // the window's smallest correlation id: excluded by that, whatever its name's spelling.
+        const ActivityRecord* spin = nullptr;
+        for (auto it = lo; it != hi; ++it)
+          if (it->kind == ActivityRecord::Kind::kernel && (!spin || it->correlation_id < spin->correlation_id))
+            spin = &*it;
+        exclude.push_back(spin && !spin->raw_name.empty() ? spin->raw_name : blocking_name);
+      }
       WindowActivity w = analyze_window(std::span<const ActivityRecord>(lo, hi), q.t_begin, q.t_end, exclude);
       q.s.cupti_s = w.span_s;
       q.s.kernels = w.kernels;

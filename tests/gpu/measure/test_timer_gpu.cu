@@ -170,6 +170,9 @@ TEST(TimerGpu, CuptiCountsSideStreamThatEventsMiss) {
   EXPECT_LT(r.events.median, 0.5e-3);
   EXPECT_EQ(r.kernel_names.size(), 2u);
   EXPECT_TRUE(r.kernel_set_constant);
+  // The side kernel ends long after the harness stream is done: every sample is unjoined.
+  EXPECT_EQ(r.unjoined_samples, r.time.n);
+  EXPECT_NE(r.unjoined_example.find("spin_ns"), std::string::npos);
 }
 
 TEST(TimerGpu, FlushMakesSmallReReadCold) {
@@ -239,15 +242,136 @@ TEST(TimerGpu, BlockingKernelKeepsLaunchLatencyOutOfEvents) {
     }
   };
   MeasureOptions plain = quick(), blocking = quick();
-  blocking.blocking_kernel = true;
+  plain.blocking_kernel = false;
+  blocking.blocking_kernel = true;  // the default
   const MeasureResult rp = timer().measure(launch, st.s, plain);
   const MeasureResult rb = timer().measure(launch, st.s, blocking);
-  print("4 tiny kernels", rp);
+  print("4 tiny kernels, no blocking kernel", rp);
   print("4 tiny kernels, blocking kernel", rb);
-  EXPECT_FALSE(rb.blocking_timed_out);
+  dump_result("tiny4_plain", rp);
+  dump_result("tiny4_blocking", rb);
+  EXPECT_FALSE(rb.blocking_timed_out) << rb.blocking_disabled;
+  EXPECT_TRUE(rb.blocking_kernel);
+  EXPECT_FALSE(rp.blocking_kernel);
   EXPECT_EQ(rb.kernel_names.size(), 4u);  // the blocking kernel is not counted
-  EXPECT_LE(rb.events.median, rp.events.median);
-  EXPECT_NEAR(rb.cupti.median, rp.cupti.median, 0.5 * rp.cupti.median + 2e-6);
+  // Held until everything is enqueued, the events see device time only: close to the CUPTI span
+  // (the spin's release and the event records add a few microseconds at most).
+  EXPECT_LT(rb.events.median, rb.cupti.median + 10e-6);
+  EXPECT_LE(rb.events.median, rp.events.median + 2e-6);
+  // The span loses the host gaps between the four launches, never gains.
+  EXPECT_LE(rb.cupti.median, rp.cupti.median + 2e-6);
+  EXPECT_EQ(rb.unjoined_samples, 0u);
+}
+
+TEST(TimerGpu, BlockingKernelTurnsOffWhenTheCallWaitsForItsStream) {
+  StreamRAII st;
+  Buf p(4096);
+  CK(cudaMemset(p.p, 0, 4096));
+  MeasureOptions o = quick();
+  o.stopping.max_time_s = 1.0;
+  const MeasureResult r = timer().measure(
+      [&](std::size_t, cudaStream_t s) {
+        tiny_kernel<<<1, 32, 0, s>>>(p.as<unsigned>());
+        CK(cudaGetLastError());
+        CK(cudaStreamSynchronize(s));  // legitimate, and it waits for the blocking kernel
+      },
+      st.s, o);
+  print("call that synchronises its stream", r);
+  EXPECT_TRUE(r.blocking_timed_out);
+  EXPECT_FALSE(r.blocking_kernel);
+  EXPECT_NE(r.blocking_disabled.find("timed out"), std::string::npos) << r.blocking_disabled;
+  // Two timeouts at most (the first call and the one that turns it off), then normal samples.
+  EXPECT_LT(r.warmup_s, 3 * o.blocking_timeout_s + 0.2);
+  EXPECT_GE(r.time.n, o.stopping.min_samples);
+  EXPECT_LT(r.cupti.median, 50e-6);
+}
+
+TEST(TimerGpu, UnjoinedSideStreamIsFlaggedJoinedIsNot) {
+  StreamRAII main, side;
+  Buf p(4096);
+  CK(cudaMemset(p.p, 0, 4096));
+  cudaEvent_t fork, join;
+  CK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  CK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  const unsigned long long spin = 200'000;  // 200 us on the side stream
+  MeasureOptions o = quick();
+  o.stopping.max_time_s = 1.0;
+  // Forked and left running: the harness stream is done long before the side kernel.
+  const MeasureResult bad = timer().measure(
+      [&](std::size_t, cudaStream_t s) {
+        CK(cudaEventRecord(fork, s));
+        CK(cudaStreamWaitEvent(side.s, fork, 0));
+        spin_ns<<<1, 1, 0, side.s>>>(spin, p.as<unsigned>() + 64);
+        CK(cudaGetLastError());
+        tiny_kernel<<<1, 32, 0, s>>>(p.as<unsigned>());
+        CK(cudaGetLastError());
+      },
+      main.s, o);
+  // Forked and joined back with an event: the harness stream waits for the side kernel.
+  const MeasureResult good = timer().measure(
+      [&](std::size_t, cudaStream_t s) {
+        CK(cudaEventRecord(fork, s));
+        CK(cudaStreamWaitEvent(side.s, fork, 0));
+        spin_ns<<<1, 1, 0, side.s>>>(spin, p.as<unsigned>() + 64);
+        CK(cudaGetLastError());
+        tiny_kernel<<<1, 32, 0, s>>>(p.as<unsigned>());
+        CK(cudaGetLastError());
+        CK(cudaEventRecord(join, side.s));
+        CK(cudaStreamWaitEvent(s, join, 0));
+      },
+      main.s, o);
+  print("side stream not joined", bad);
+  print("side stream joined", good);
+  std::printf("  unjoined: %zu/%zu samples (%s), late by up to %.2f us; joined: %zu, late max %.2f us\n",
+              bad.unjoined_samples, bad.time.n, bad.unjoined_example.c_str(), bad.join_late_max_s * 1e6,
+              good.unjoined_samples, good.join_late_max_s * 1e6);
+  dump_result("unjoined", bad);
+  dump_result("joined", good);
+  EXPECT_EQ(bad.unjoined_samples, bad.time.n);
+  EXPECT_NE(bad.unjoined_example.find("spin_ns"), std::string::npos);
+  EXPECT_GT(bad.join_late_max_s, 100e-6);
+  EXPECT_EQ(good.unjoined_samples, 0u);
+  EXPECT_TRUE(good.unjoined_example.empty());
+  EXPECT_LT(good.join_late_max_s, 0);
+  // Both spans count the side kernel; only the joined call's events do.
+  EXPECT_GE(bad.cupti.median, 195e-6);
+  EXPECT_GE(good.cupti.median, 195e-6);
+  EXPECT_GE(good.events.median, 195e-6);
+  EXPECT_LT(bad.events.median, 100e-6);
+  CK(cudaEventDestroy(fork));
+  CK(cudaEventDestroy(join));
+}
+
+TEST(TimerGpu, BatchedCuptiDeliveryMatchesPerSampleFlush) {
+  StreamRAII st;
+  Buf p(4096);
+  CK(cudaMemset(p.p, 0, 4096));
+  auto launch = [&](std::size_t, cudaStream_t s) {
+    spin_ns<<<1, 32, 0, s>>>(20'000, p.as<unsigned>());
+    CK(cudaGetLastError());
+  };
+  MeasureOptions each = quick(), batched = quick();
+  each.stopping.min_time_s = batched.stopping.min_time_s = 0.3;
+  each.stopping.max_time_s = batched.stopping.max_time_s = 0.3;
+  each.cupti_batch = 1;
+  const MeasureResult re = timer().measure(launch, st.s, each);
+  const MeasureResult rb = timer().measure(launch, st.s, batched);
+  print("20 us spin, CUPTI flushed every sample", re);
+  print("20 us spin, CUPTI flushed per batch", rb);
+  for (const MeasureResult* r : {&re, &rb})
+    std::printf("  overhead per sample %.1f us: prepare %.1f flush %.1f idle %.1f launch %.1f sync %.1f cupti %.1f "
+                "check %.1f; %zu drains for %zu samples\n",
+                r->overhead.per_sample_s * 1e6, r->overhead.prepare_s * 1e6, r->overhead.flush_s * 1e6,
+                r->overhead.idle_s * 1e6, r->overhead.launch_s * 1e6, r->overhead.sync_s * 1e6,
+                r->overhead.cupti_s * 1e6, r->overhead.check_s * 1e6, r->cupti_drains, r->time.n);
+  dump_result("spin20_each", re);
+  dump_result("spin20_batched", rb);
+  EXPECT_NEAR(rb.cupti.median / re.cupti.median, 1.0, 0.03);
+  EXPECT_EQ(rb.empty_samples, 0u);
+  EXPECT_TRUE(rb.kernel_set_constant);
+  EXPECT_GE(re.cupti_drains, re.time.n);
+  EXPECT_LT(rb.cupti_drains * 8, rb.time.n);
+  EXPECT_LT(rb.overhead.per_sample_s, re.overhead.per_sample_s);
 }
 
 TEST(TimerGpu, ChangingKernelSetIsReported) {

@@ -113,3 +113,15 @@ TEST(Activity, JoinCheckFlagsWorkEndingAfterTheHarnessJoin) {
   EXPECT_FALSE(check_join(WindowActivity{}, 1200, 0).unjoined);
   EXPECT_FALSE(check_join(w, 0, 0).unjoined);
 }
+
+TEST(Activity, ExcludeMatchesTheFunctionNameWhateverTheSpelling) {
+  EXPECT_EQ(function_base_name("void ns::k<int>(float*)"), "ns::k<int>");
+  EXPECT_EQ(function_base_name("ns::spin(int const volatile*, int volatile*, unsigned long long)"), "ns::spin");
+  EXPECT_EQ(function_base_name("nvjet_hsh_128x256"), "nvjet_hsh_128x256");
+  // The harness names its kernel in one spelling, CUPTI's demangled record in another.
+  std::vector<ActivityRecord> recs = {kernel("_ZN2ns4spinEPVKiPViy", 1000, 5000), kernel("_Z4workv", 5100, 6000)};
+  recs[0].raw_name = "ns_spin_raw_spelling";  // a raw name that matches nothing given
+  const WindowActivity w = analyze_window(recs, 900, 7000, {"ns::spin(const volatile int *, volatile int *, unsigned long long)"});
+  EXPECT_EQ(w.kernels, 1u);
+  EXPECT_EQ(w.first_start_ns, 5100u);
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Timing fidelity on a GPU machine: d2k_fidelity 5 times (5 separate processes: the spread of d2k's
+# medians), the timer's per-sample overhead, then Nsight Compute (--clock-control none, every cache
+# flushed before each kernel) on each workload, and the tables (tools/fidelity/table.py).
+# Usage: scripts/gpu/fidelity.sh CARRY OUT
+#   CARRY holds d2k_fidelity, naive.so (fused_add_rmsnorm) and lib/ (libfmt); OUT receives the logs.
+set -uo pipefail
+carry=$1; out=$2
+here=$(cd "$(dirname "$0")/../.." && pwd)
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$carry/lib:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}"
+tool=$carry/d2k_fidelity
+so=$carry/naive.so
+reps=${FIDELITY_NCU_REPS:-5}
+export FIDELITY_NCU_REPS=$reps
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw --format=csv
+} > "$out/env.txt" 2>&1
+
+for r in 1 2 3 4 5; do
+  SECONDS=0
+  "$tool" --naive-so "$so" --json "$out/run$r.jsonl" > "$out/run$r.log" 2>&1
+  echo "fidelity run $r rc=$? wall_s=$SECONDS"
+done
+SECONDS=0
+"$tool" --overhead --json "$out/overhead.jsonl" > "$out/overhead.log" 2>&1
+echo "overhead rc=$? wall_s=$SECONDS"
+
+ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [ -z "$ncu" ]; then
+  echo "ncu not found: no Nsight Compute comparison"
+else
+  "$ncu" --version > "$out/ncu_version.txt" 2>&1
+  "$tool" --list --naive-so "$so" | while read -r w vis; do
+    [ "$vis" = ncu ] || continue
+    SECONDS=0
+    "$ncu" --clock-control none --cache-control all --metrics gpu__time_duration.sum --profile-from-start off \
+      --csv --page raw --print-units base --log-file "$out/ncu_$w.csv" \
+      "$tool" --ncu --reps "$reps" --only "$w" --naive-so "$so" > "$out/ncu_$w.log" 2>&1
+    echo "ncu $w rc=$? wall_s=$SECONDS rows=$(grep -c '^"[0-9]' "$out/ncu_$w.csv" 2>/dev/null)"
+  done
+fi
+python3 "$here/tools/fidelity/table.py" "$out" | tee "$out/table.md"

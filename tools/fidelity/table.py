@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Tables for scripts/gpu/fidelity.sh: d2k medians over repeated runs (spread), d2k vs Nsight Compute,
+and the timer's per-sample overhead. Usage: table.py DIR (holding run*.jsonl, ncu_*.csv, overhead.jsonl)."""
+import csv
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+REPS = int(os.environ.get("FIDELITY_NCU_REPS", "5"))
+UNIT_NS = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9, "s": 1e9}
+
+
+def load_runs(d):
+    runs = []
+    for path in sorted(glob.glob(os.path.join(d, "run*.jsonl")), key=lambda p: int(re.sub(r"\D", "", os.path.basename(p)) or 0)):
+        rows = {}
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("{"):
+                    j = json.loads(line)
+                    rows[j["workload"]] = j
+        runs.append(rows)
+    return runs
+
+
+def ncu_per_call_us(path):
+    """Median over reps of the per-call sum of gpu__time_duration.sum, in us; kernels per call."""
+    lines = [l for l in open(path, errors="replace") if not l.startswith("==")]
+    header_at = next((i for i, l in enumerate(lines) if "gpu__time_duration.sum" in l and "Kernel Name" in l), None)
+    if header_at is None:
+        return None, 0, "no ncu rows"
+    rows = list(csv.reader(lines[header_at:]))
+    head = rows[0]
+    col = head.index("gpu__time_duration.sum")
+    scale = 1.0
+    body = rows[1:]
+    if body and not re.match(r"^[\d.,]+$", body[0][col].strip()):  # the units row
+        scale = UNIT_NS.get(body[0][col].strip(), 1.0)
+        body = body[1:]
+    vals = [float(r[col].replace(",", "")) * scale for r in body if len(r) > col and r[col].strip()]
+    if not vals or len(vals) % REPS:
+        return None, len(vals), f"{len(vals)} kernel rows, not a multiple of {REPS} reps"
+    k = len(vals) // REPS
+    per_call = [sum(vals[i * k:(i + 1) * k]) for i in range(REPS)]
+    return statistics.median(per_call) / 1e3, k, ""
+
+
+def main(d):
+    runs = load_runs(d)
+    names = []
+    for r in runs:
+        for n in r:
+            if n not in names:
+                names.append(n)
+    ok_spread = ok_ncu = True
+    print(f"## d2k medians over {len(runs)} separate processes, and Nsight Compute\n")
+    print("| workload | d2k median µs (median of runs) | runs min–max µs | spread | noise (run 1) | n (run 1) | stop (run 1) | events µs | ncu µs/call (kernels) | d2k / ncu | bounds |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |")
+    for n in names:
+        meds = [r[n]["median_us"] for r in runs if n in r]
+        first = next(r[n] for r in runs if n in r)
+        m = statistics.median(meds)
+        spread = (max(meds) - min(meds)) / m if m else float("nan")
+        ev = statistics.median([r[n]["events_median_us"] for r in runs if n in r])
+        ncu_path = os.path.join(d, f"ncu_{n}.csv")
+        ncu_txt, ratio_txt, verdict = "n/a", "n/a", []
+        verdict.append("spread ≤1%: " + ("yes" if spread <= 0.01 else "**no**"))
+        if spread > 0.01:
+            ok_spread = False
+        if os.path.exists(ncu_path):
+            t, k, why = ncu_per_call_us(ncu_path)
+            if t is None:
+                ncu_txt = f"({why})"
+            else:
+                ncu_txt = f"{t:.2f} ({k})"
+                ratio = m / t
+                ratio_txt = f"{ratio:.4f}"
+                if t >= 20:
+                    good = abs(ratio - 1) <= 0.03
+                    verdict.append("within 3%: " + ("yes" if good else "**no**"))
+                    ok_ncu &= good
+        print(f"| {n} | {m:.2f} | {min(meds):.2f}–{max(meds):.2f} | {100*spread:.2f}% | {100*first['rel_noise']:.2f}% | "
+              f"{first['n']} | {first['stop']} | {ev:.2f} | {ncu_txt} | {ratio_txt} | {'; '.join(verdict)} |")
+    print()
+    print(f"spread bound (≤ 1 %): {'met' if ok_spread else 'NOT met'}; ncu bound (≤ 3 % for ≥ 20 µs): {'met' if ok_ncu else 'NOT met'}")
+    if runs:
+        print("\n## Per-workload wall time and clocks (run 1)\n")
+        print("| workload | wall s | warm-up calls | samples | per-sample µs | SM MHz median (min) | throttled | kernels |")
+        print("| --- | ---: | ---: | ---: | ---: | --- | --- | --- |")
+        for n in names:
+            j = runs[0].get(n)
+            if not j:
+                continue
+            print(f"| {n} | {j['wall_s']:.2f} | {j['warmup_calls']} | {j['n']} | {j['overhead']['per_sample_s']*1e6:.1f} | "
+                  f"{j['sm_mhz_median']:.0f} ({j['sm_mhz_min']:.0f}) | {j['throttled']} | {len(j['kernels'])} |")
+        print(f"\ntotal wall of run 1: {sum(j['wall_s'] for j in runs[0].values()):.2f} s for {len(runs[0])} workloads")
+    ov = os.path.join(d, "overhead.jsonl")
+    if os.path.exists(ov):
+        print("\n## Per-sample overhead (4 MiB copy, 1 s of sampling per configuration)\n")
+        print("| configuration | samples/s | per sample µs | prepare | flush | idle (flush runs) | launch | sync (call runs) | cupti | check | drains | median µs | events µs |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for line in open(ov):
+            if not line.startswith("{"):
+                continue
+            j = json.loads(line)
+            o = j["overhead"]
+            us = lambda k: f"{o[k]*1e6:.1f}"
+            print(f"| {j['config']} | {j['n']/max(j['wall_s'],1e-9):.0f} | {us('per_sample_s')} | {us('prepare_s')} | {us('flush_s')} | "
+                  f"{us('idle_s')} | {us('launch_s')} | {us('sync_s')} | {us('cupti_s')} | {us('check_s')} | {j['cupti_drains']} | "
+                  f"{j['median_us']:.2f} | {j['events_median_us']:.2f} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else ".")
