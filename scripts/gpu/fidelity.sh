@@ -20,11 +20,11 @@ export FIDELITY_NCU_REPS=$reps
 
 for r in 1 2 3 4 5; do
   SECONDS=0
-  "$tool" --naive-so "$so" --json "$out/run$r.jsonl" > "$out/run$r.log" 2>&1
+  timeout 100 "$tool" --naive-so "$so" --json "$out/run$r.jsonl" > "$out/run$r.log" 2>&1
   echo "fidelity run $r rc=$? wall_s=$SECONDS"
 done
 SECONDS=0
-"$tool" --overhead --json "$out/overhead.jsonl" > "$out/overhead.log" 2>&1
+timeout 60 "$tool" --overhead --json "$out/overhead.jsonl" > "$out/overhead.log" 2>&1
 echo "overhead rc=$? wall_s=$SECONDS"
 
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
@@ -35,7 +35,7 @@ else
   "$tool" --list --naive-so "$so" | while read -r w vis; do
     [ "$vis" = ncu ] || continue
     SECONDS=0
-    "$ncu" --clock-control none --cache-control all --metrics gpu__time_duration.sum --profile-from-start off \
+    timeout 100 "$ncu" --clock-control none --cache-control all --metrics gpu__time_duration.sum --profile-from-start off \
       --csv --page raw --print-units base --log-file "$out/ncu_$w.csv" \
       "$tool" --ncu --reps "$reps" --only "$w" --naive-so "$so" > "$out/ncu_$w.log" 2>&1
     echo "ncu $w rc=$? wall_s=$SECONDS rows=$(grep -c '^"[0-9]' "$out/ncu_$w.csv" 2>/dev/null)"

@@ -341,6 +341,11 @@ nlohmann::json result_json(const Workload& w, const dm::MeasureResult& r) {
                       {"low_clock_samples", r.low_clock_samples},
                       {"bytes", w.bytes},
                       {"flops", w.flops}};
+  // Device busy time per call (sum of kernel/copy durations, mean over samples): what ncu's
+  // per-kernel durations add up to, without the gaps between a call's launches.
+  double busy = 0;
+  for (const auto& [origin, o] : r.attribution) busy += o.busy_s;
+  j["busy_mean_us"] = r.time.n ? busy / double(r.time.n) * 1e6 : 0.0;
   if (t > 0 && w.bytes > 0) j["tb_per_s"] = w.bytes / t * 1e-12;
   if (t > 0 && w.flops > 0) j["tflop_per_s"] = w.flops / t * 1e-12;
   return j;

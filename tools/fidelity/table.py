@@ -58,8 +58,8 @@ def main(d):
                 names.append(n)
     ok_spread = ok_ncu = True
     print(f"## d2k medians over {len(runs)} separate processes, and Nsight Compute\n")
-    print("| workload | d2k median µs (median of runs) | runs min–max µs | spread | noise (run 1) | n (run 1) | stop (run 1) | events µs | ncu µs/call (kernels) | d2k / ncu | bounds |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |")
+    print("| workload | d2k median µs (median of runs) | runs min–max µs | spread | noise (run 1) | n (run 1) | stop (run 1) | events µs | busy µs (mean) | ncu µs/call (kernels) | d2k / ncu | bounds |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- |")
     for n in names:
         meds = [r[n]["median_us"] for r in runs if n in r]
         first = next(r[n] for r in runs if n in r)
@@ -73,6 +73,9 @@ def main(d):
             ok_spread = False
         if os.path.exists(ncu_path):
             t, k, why = ncu_per_call_us(ncu_path)
+            log_path = os.path.join(d, f"ncu_{n}.log")
+            if t is None and os.path.exists(log_path):  # the report went to stdout instead
+                t, k, why = ncu_per_call_us(log_path)
             if t is None:
                 ncu_txt = f"({why})"
             else:
@@ -84,7 +87,7 @@ def main(d):
                     verdict.append("within 3%: " + ("yes" if good else "**no**"))
                     ok_ncu &= good
         print(f"| {n} | {m:.2f} | {min(meds):.2f}–{max(meds):.2f} | {100*spread:.2f}% | {100*first['rel_noise']:.2f}% | "
-              f"{first['n']} | {first['stop']} | {ev:.2f} | {ncu_txt} | {ratio_txt} | {'; '.join(verdict)} |")
+              f"{first['n']} | {first['stop']} | {ev:.2f} | {first.get('busy_mean_us', 0):.2f} | {ncu_txt} | {ratio_txt} | {'; '.join(verdict)} |")
     print()
     print(f"spread bound (≤ 1 %): {'met' if ok_spread else 'NOT met'}; ncu bound (≤ 3 % for ≥ 20 µs): {'met' if ok_ncu else 'NOT met'}")
     if runs:

@@ -25,7 +25,7 @@ fi
 
 echo "== gpu tests"
 SECONDS=0
-D2K_TEST_OUT="$work" "$carry/measure_gpu_tests" --gtest_output="json:$work/gtest.json" > "$out/gpu_tests.log" 2>&1
+D2K_TEST_OUT="$work" timeout 180 "$carry/measure_gpu_tests" --gtest_output="json:$work/gtest.json" > "$out/gpu_tests.log" 2>&1
 rc=$?
 echo "measure_gpu_tests rc=$rc wall_s=$SECONDS"
 grep -E "^\[ +(OK|FAILED|PASSED) |\] timer=|^\[nvml\]|^  |Failure|Expected|Which is|actual|evaluates" "$out/gpu_tests.log" | head -120

@@ -332,7 +332,9 @@ TEST(TimerGpu, UnjoinedSideStreamIsFlaggedJoinedIsNot) {
   EXPECT_GT(bad.join_late_max_s, 100e-6);
   EXPECT_EQ(good.unjoined_samples, 0u);
   EXPECT_TRUE(good.unjoined_example.empty());
-  EXPECT_LT(good.join_late_max_s, 0);
+  // Joined work ends before the harness stream's synchronisation returns; the slack only covers
+  // the conversion of device timestamps.
+  EXPECT_LT(good.join_late_max_s, o.join_slack_s);
   // Both spans count the side kernel; only the joined call's events do.
   EXPECT_GE(bad.cupti.median, 195e-6);
   EXPECT_GE(good.cupti.median, 195e-6);
