@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Timing fidelity on a GPU machine: d2k_fidelity 5 times (5 separate processes: the spread of d2k's
 # medians), the timer's per-sample overhead, then Nsight Compute (--clock-control none, every cache
-# flushed before each kernel) on each workload, and the tables (tools/fidelity/table.py).
+# flushed before each kernel) on each workload, diagnostics for multi-kernel calls (ncu without
+# cache flushes, d2k events only), and the tables (tools/fidelity/table.py).
 # Usage: scripts/gpu/fidelity.sh CARRY OUT
 #   CARRY holds d2k_fidelity, naive.so (fused_add_rmsnorm) and lib/ (libfmt); OUT receives the logs.
 set -uo pipefail
@@ -40,5 +41,21 @@ else
       "$tool" --ncu --reps "$reps" --only "$w" --naive-so "$so" > "$out/ncu_$w.log" 2>&1
     echo "ncu $w rc=$? wall_s=$SECONDS rows=$(grep -c '^"[0-9]' "$out/ncu_$w.csv" 2>/dev/null)"
   done
+fi
+# Diagnostics for calls of several kernels: ncu without its per-kernel cache flush (the kernels of
+# one call then see each other's L2 lines, as under d2k), and d2k with CUDA events only (no CUPTI).
+multi=$("$tool" --list --naive-so "$so" | awk '/^rmsnorm/{print $1}' | paste -sd, -)
+if [ -n "$ncu" ] && [ -n "$multi" ]; then
+  for w in ${multi//,/ }; do
+    timeout 100 "$ncu" --clock-control none --cache-control none --metrics gpu__time_duration.sum --profile-from-start off \
+      --csv --page raw --print-units base --log-file "$out/ncunocache_$w.csv" \
+      "$tool" --ncu --reps "$reps" --only "$w" --naive-so "$so" > "$out/ncunocache_$w.log" 2>&1
+    echo "ncu --cache-control none $w rc=$?"
+  done
+fi
+if [ -n "$multi" ]; then
+  timeout 60 "$tool" --no-cupti --only "copy_kernel_1GiB,$multi" --naive-so "$so" --json "$out/events_only.jsonl" \
+    > "$out/events_only.log" 2>&1
+  echo "events-only run rc=$?"
 fi
 python3 "$here/tools/fidelity/table.py" "$out" | tee "$out/table.md"

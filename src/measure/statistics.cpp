@@ -76,4 +76,20 @@ void from_json(const nlohmann::json& j, Summary& s) {
   s.total_s = j.at("total_s").get<double>();
 }
 
+void to_json(nlohmann::json& j, const NamedSummary& s) { j = nlohmann::json{{"name", s.name}, {"time", s.time}}; }
+
+void NamedDurations::add(const std::string& name, double seconds) {
+  auto [it, fresh] = index_.try_emplace(name, order_.size());
+  if (fresh) order_.emplace_back(name, std::vector<double>{});
+  auto& v = order_[it->second].second;
+  if (v.size() < max_) v.push_back(seconds);
+}
+
+std::vector<NamedSummary> NamedDurations::summaries() const {
+  std::vector<NamedSummary> out;
+  out.reserve(order_.size());
+  for (const auto& [name, v] : order_) out.push_back({name, summarize(v)});
+  return out;
+}
+
 }  // namespace d2k::measure

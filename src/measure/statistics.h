@@ -2,6 +2,9 @@
 /// Summary statistics of a set of timing samples.
 #include <cstddef>
 #include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -42,6 +45,31 @@ class RunningStats {
  private:
   std::size_t n_ = 0;
   double mean_ = 0, m2_ = 0, total_ = 0;
+};
+
+/// Summary of the durations recorded under one name (a kernel, a copy).
+struct NamedSummary {
+  std::string name;
+  Summary time;  ///< over every occurrence (n = occurrences)
+};
+
+void to_json(nlohmann::json& j, const NamedSummary& s);
+
+/// Durations grouped by name, names kept in first-seen order. At most `max_per_name` durations
+/// are kept per name (the first ones; later ones are dropped), which bounds the memory of a call
+/// with many kernels over many samples.
+class NamedDurations {
+ public:
+  explicit NamedDurations(std::size_t max_per_name = 100000) : max_(max_per_name) {}
+  void add(const std::string& name, double seconds);
+  /// One summary per name, in first-seen order.
+  std::vector<NamedSummary> summaries() const;
+  bool empty() const { return order_.empty(); }
+
+ private:
+  std::size_t max_;
+  std::unordered_map<std::string, std::size_t> index_;
+  std::vector<std::pair<std::string, std::vector<double>>> order_;
 };
 
 }  // namespace d2k::measure

@@ -337,6 +337,7 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
   std::optional<std::multiset<std::string>> reference_set;
   double busy_all = 0;
   bool have_join = false;
+  NamedDurations per_kernel;
   const unsigned max_mhz = (nvml && nvml->available()) ? nvml->max_sm_mhz() : 0;
 
   // Attributes one sample's records, feeds the rule; true when sampling should stop.
@@ -384,6 +385,7 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
         if (res.kernel_set_deviations.size() < 16) res.kernel_set_deviations.push_back({q.s.index, w.names});
       }
       for (const auto& [name, busy] : w.busy) {
+        per_kernel.add(name, busy);
         OriginTime& o = res.attribution[std::string(kernel_origin(name))];
         o.busy_s += busy;
         ++o.count;
@@ -447,6 +449,7 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
     res.overhead.check_s = sum.check_s / n;
   }
   res.blocking_kernel = blocking_on;
+  res.kernel_times = per_kernel.summaries();
   res.stop_reason = rule.reason();
   res.stop_detail = rule.detail();
   res.cupti = summarize(cupti_times);
@@ -518,6 +521,7 @@ void to_json(nlohmann::json& j, const MeasureResult& r) {
                      {"join_late_max_s", r.join_late_max_s},
                      {"cupti_drains", r.cupti_drains},
                      {"overhead", r.overhead},
+                     {"kernel_times", r.kernel_times},
                      {"samples", r.samples}};
 }
 

@@ -130,6 +130,9 @@ struct MeasureResult {
   std::string unjoined_example;   ///< the first such activity's name
   double join_late_max_s = 0;     ///< max over samples of (last end - harness join); < 0 is joined
   std::size_t cupti_drains = 0;   ///< forced CUPTI flushes during the timed samples
+  /// Device time of each kernel / copy name over the timed samples (CUPTI only), in first-seen
+  /// order: what a profiler's per-kernel durations compare with, without the gaps between launches.
+  std::vector<NamedSummary> kernel_times;
   SampleOverhead overhead;
 };
 

@@ -2,7 +2,9 @@
 // cold L2, CUPTI span, default stopping rule), so that d2k's medians can be compared with Nsight
 // Compute's and with themselves across processes; and measures the timer's per-sample overhead.
 //
-//   d2k_fidelity [--naive-so PATH] [--only A,B] [--json FILE]   time each workload, one JSON line each
+//   d2k_fidelity [--naive-so PATH] [--only A,B] [--json FILE] [--no-cupti]
+//                                                                time each workload, one JSON line each
+//                                                                (--no-cupti: CUDA events only)
 //   d2k_fidelity --ncu --only NAME [--reps N] [--naive-so PATH] launch NAME N times between
 //                                                                 cudaProfilerStart/Stop (for ncu
 //                                                                 --profile-from-start off)
@@ -341,6 +343,10 @@ nlohmann::json result_json(const Workload& w, const dm::MeasureResult& r) {
                       {"low_clock_samples", r.low_clock_samples},
                       {"bytes", w.bytes},
                       {"flops", w.flops}};
+  nlohmann::json kt = nlohmann::json::array();
+  for (const auto& k : r.kernel_times)
+    kt.push_back({{"name", k.name}, {"n", k.time.n}, {"median_us", k.time.median * 1e6}, {"min_us", k.time.min * 1e6}});
+  j["kernel_times"] = kt;
   // Device busy time per call (sum of kernel/copy durations, mean over samples): what ncu's
   // per-kernel durations add up to, without the gaps between a call's launches.
   double busy = 0;
@@ -360,7 +366,8 @@ void emit(const nlohmann::json& j, const std::string& json_path) {
   }
 }
 
-int time_workloads(const std::vector<std::string>& names, const std::string& so, const std::string& json_path) {
+int time_workloads(const std::vector<std::string>& names, const std::string& so, const std::string& json_path,
+                   bool use_cupti) {
   dm::Timer timer;
   if (!timer.cupti_available()) std::fprintf(stderr, "warning: CUPTI unavailable (%s): events only\n",
                                              timer.cupti_status().c_str());
@@ -369,7 +376,9 @@ int time_workloads(const std::vector<std::string>& names, const std::string& so,
   for (const std::string& n : names) {
     Workload w = make(n, so, blas);
     FID_CUDA(cudaDeviceSynchronize());
-    const dm::MeasureResult r = timer.measure([&](std::size_t, cudaStream_t s) { w.launch(s); }, st.s, {});
+    dm::MeasureOptions o;  // the defaults d2k times with
+    o.use_cupti = use_cupti;
+    const dm::MeasureResult r = timer.measure([&](std::size_t, cudaStream_t s) { w.launch(s); }, st.s, o);
     emit(result_json(w, r), json_path);
   }
   return 0;
@@ -432,7 +441,7 @@ int overhead_mode(const std::string& json_path) {
 
 int main(int argc, char** argv) {
   std::string so, json_path, only;
-  bool ncu = false, overhead = false, list = false;
+  bool ncu = false, overhead = false, list = false, no_cupti = false;
   int reps = 5;
   try {
     for (int i = 1; i < argc; ++i) {
@@ -447,6 +456,7 @@ int main(int argc, char** argv) {
       else if (a == "--reps") reps = std::stoi(value("--reps"));
       else if (a == "--ncu") ncu = true;
       else if (a == "--overhead") overhead = true;
+      else if (a == "--no-cupti") no_cupti = true;
       else if (a == "--list") list = true;
       else throw std::invalid_argument("unknown argument '" + a + "'");
     }
@@ -462,7 +472,7 @@ int main(int argc, char** argv) {
     else
       names = split(only);
     if (ncu) return ncu_mode(names, so, reps);
-    return time_workloads(names, so, json_path);
+    return time_workloads(names, so, json_path, !no_cupti);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "d2k_fidelity: %s\n", e.what());
     return 2;

@@ -49,6 +49,62 @@ def ncu_per_call_us(path):
     return statistics.median(per_call) / 1e3, k, ""
 
 
+def ncu_per_kernel_us(path):
+    """Per position within a call: median over reps of each kernel's duration (us)."""
+    if not os.path.exists(path):
+        return None
+    lines = [l for l in open(path, errors="replace") if not l.startswith("==")]
+    header_at = next((i for i, l in enumerate(lines) if "gpu__time_duration.sum" in l and "Kernel Name" in l), None)
+    if header_at is None:
+        return None
+    rows = list(csv.reader(lines[header_at:]))
+    col = rows[0].index("gpu__time_duration.sum")
+    body = rows[1:]
+    scale = 1.0
+    if body and not re.match(r"^[\d.,]+$", body[0][col].strip()):
+        scale = UNIT_NS.get(body[0][col].strip(), 1.0)
+        body = body[1:]
+    vals = [float(r[col].replace(",", "")) * scale / 1e3 for r in body if len(r) > col and r[col].strip()]
+    if not vals or len(vals) % REPS:
+        return None
+    k = len(vals) // REPS
+    return [statistics.median(vals[p::k]) for p in range(k)]
+
+
+def diagnostics(d, runs):
+    ev_path = os.path.join(d, "events_only.jsonl")
+    events_only = {}
+    if os.path.exists(ev_path):
+        for line in open(ev_path):
+            if line.startswith("{"):
+                j = json.loads(line)
+                events_only[j["workload"]] = j
+    multi = [n for n in (runs[0] if runs else {}) if runs[0][n].get("kernel_times")]
+    if not multi:
+        return
+    print("\n## Per kernel: d2k (run 1, CUPTI, median per kernel) vs ncu (cache flushed / not flushed per kernel)\n")
+    print("| workload | # | kernel | d2k µs | ncu µs (--cache-control all) | ncu µs (none) | d2k / ncu(all) |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
+    for n in multi:
+        kt = runs[0][n]["kernel_times"]
+        all_ = ncu_per_kernel_us(os.path.join(d, f"ncu_{n}.csv")) or []
+        none = ncu_per_kernel_us(os.path.join(d, f"ncunocache_{n}.csv")) or []
+        for i, k in enumerate(kt):
+            a = all_[i] if i < len(all_) else None
+            b = none[i] if i < len(none) else None
+            fa = "" if a is None else f"{a:.2f}"
+            fb = "" if b is None else f"{b:.2f}"
+            fr = "" if a is None else f"{k['median_us'] / a:.4f}"
+            print(f"| {n} | {i} | {k['name'][:60]} | {k['median_us']:.2f} | {fa} | {fb} | {fr} |")
+    if events_only:
+        print("\n## d2k with CUDA events only (no CUPTI) vs the CUPTI runs\n")
+        print("| workload | events-only median µs | run-1 CUPTI median µs | run-1 events median µs |")
+        print("| --- | ---: | ---: | ---: |")
+        for n, j in events_only.items():
+            r1 = runs[0].get(n, {})
+            print(f"| {n} | {j['median_us']:.2f} | {r1.get('median_us', float('nan')):.2f} | {r1.get('events_median_us', float('nan')):.2f} |")
+
+
 def main(d):
     runs = load_runs(d)
     names = []
@@ -101,6 +157,7 @@ def main(d):
             print(f"| {n} | {j['wall_s']:.2f} | {j['warmup_calls']} | {j['n']} | {j['overhead']['per_sample_s']*1e6:.1f} | "
                   f"{j['sm_mhz_median']:.0f} ({j['sm_mhz_min']:.0f}) | {j['throttled']} | {len(j['kernels'])} |")
         print(f"\ntotal wall of run 1: {sum(j['wall_s'] for j in runs[0].values()):.2f} s for {len(runs[0])} workloads")
+    diagnostics(d, runs)
     ov = os.path.join(d, "overhead.jsonl")
     if os.path.exists(ov):
         print("\n## Per-sample overhead (4 MiB copy, 1 s of sampling per configuration)\n")

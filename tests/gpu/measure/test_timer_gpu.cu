@@ -147,6 +147,10 @@ TEST(TimerGpu, CopyTimeMatchesMeasuredBandwidth) {
   EXPECT_NE(r.kernel_names[0].find("copy16"), std::string::npos);
   EXPECT_TRUE(r.kernel_set_constant);
   EXPECT_GT(r.attribution.at("own").count, 0u);
+  // One kernel per call: its per-kernel time is the span.
+  ASSERT_EQ(r.kernel_times.size(), 1u);
+  EXPECT_EQ(r.kernel_times[0].time.n, r.time.n);
+  EXPECT_NEAR(r.kernel_times[0].time.median / r.time.median, 1.0, 0.01);
   CK(cudaEventDestroy(e0));
   CK(cudaEventDestroy(e1));
 }
@@ -254,6 +258,8 @@ TEST(TimerGpu, BlockingKernelKeepsLaunchLatencyOutOfEvents) {
   EXPECT_TRUE(rb.blocking_kernel);
   EXPECT_FALSE(rp.blocking_kernel);
   EXPECT_EQ(rb.kernel_names.size(), 4u);  // the blocking kernel is not counted
+  ASSERT_EQ(rb.kernel_times.size(), 1u);   // nor timed as one of the call's kernels
+  EXPECT_EQ(rb.kernel_times[0].time.n, 4 * rb.time.n);
   // Held until everything is enqueued, the events see device time only: close to the CUPTI span
   // (the spin's release and the event records add a few microseconds at most).
   EXPECT_LT(rb.events.median, rb.cupti.median + 10e-6);

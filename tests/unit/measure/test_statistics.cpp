@@ -78,3 +78,20 @@ TEST(Statistics, JsonRoundTrip) {
   EXPECT_DOUBLE_EQ(back.stdev, s.stdev);
   EXPECT_EQ(back.n, 3u);
 }
+
+TEST(Statistics, NamedDurationsKeepFirstSeenOrderAndCap) {
+  NamedDurations d(3);
+  d.add("b", 2.0);
+  d.add("a", 1.0);
+  d.add("b", 4.0);
+  d.add("b", 6.0);
+  d.add("b", 100.0);  // past the cap of 3 kept per name: dropped from the summary
+  const auto s = d.summaries();
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].name, "b");
+  EXPECT_EQ(s[0].time.n, 3u);
+  EXPECT_DOUBLE_EQ(s[0].time.median, 4.0);
+  EXPECT_EQ(s[1].name, "a");
+  EXPECT_DOUBLE_EQ(s[1].time.median, 1.0);
+  EXPECT_TRUE(NamedDurations().empty());
+}
