@@ -69,6 +69,8 @@ TimedOutcome run_timer(measure::Timer& timer, DeviceCall& call, const std::vecto
   t.perf = performance_from(r);
   t.kernel_set_constant = r.kernel_set_constant;
   t.kernel_set_deviations = r.kernel_set_deviation_count;
+  t.unjoined_samples = r.unjoined_samples;
+  t.unjoined_detail = r.unjoined_example;
   for (auto& [origin, ot] : r.attribution) {
     t.total_busy_s += ot.busy_s;
     if (vendor_origin(origin)) t.vendor_busy_s += ot.busy_s;

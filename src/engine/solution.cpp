@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <sstream>
+
 #include "exec/compile.h"
 #include "exec/error.h"
 #include "exec/symbols.h"
@@ -19,6 +22,13 @@ SolutionTarget solution_target(const Task& task, const std::filesystem::path& di
   if (auto it = task.def.tracks.find(track); it != task.def.tracks.end()) libs = it->second;
   CompileOptions co;
   co.cutlass = track == "cutlass";
+  // Where a machine lacks a header solution.h needs (dlpack.h), $D2K_EXTRA_INCLUDE_DIRS
+  // (colon-separated) names folders that hold it.
+  if (const char* extra = std::getenv("D2K_EXTRA_INCLUDE_DIRS")) {
+    std::stringstream ss(extra);
+    for (std::string dir; std::getline(ss, dir, ':');)
+      if (!dir.empty()) co.extra_include_dirs.emplace_back(dir);
+  }
   co.link_libraries = libs;
   CompileResult cr = compile_solution(dir, co);
   if (cr.status != Status::PASSED) {

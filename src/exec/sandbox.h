@@ -24,7 +24,7 @@
 namespace d2k {
 
 /// The range of uids SandboxOptions::unique_uid draws from (no account uses them).
-inline constexpr std::uint32_t kUniqueUidBase = 3'000'000'000u;
+inline constexpr std::uint32_t kUniqueUidBase = 1'000'000u;
 inline constexpr std::uint32_t kUniqueUidCount = 1u << 20;
 
 /// How the child's file system is restricted.

@@ -1,0 +1,18 @@
+# Sourced by the GPU scripts: library path, implementation and cache folders, and the
+# permissions sandboxed workers need. Usage: source scripts/gpu/env.sh CARRY OUT
+carry=$1; out=$2
+# CUDA libraries from the machine's toolkit; Debian ones (libfmt, libseccomp) from the carry.
+for d in /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64; do
+  [ -d "$d" ] && LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
+done
+export LD_LIBRARY_PATH="$carry/lib:${LD_LIBRARY_PATH:-}"
+export D2K_IMPL_DIR="$carry/impl" D2K_CACHE_DIR="$(cd "$out" && pwd)/cache" D2K_DATASET="$PWD/dataset"
+# Candidates compile against solution.h, which includes dlpack.h (not installed there).
+export D2K_EXTRA_INCLUDE_DIRS="$carry/dlpack-include" D2K_NVCC=/usr/local/cuda/bin/nvcc
+# Sandboxed workers run as unprivileged uids: every folder above the carry, the dataset and
+# the cache must be searchable, and what is in them readable.
+mkdir -p "$D2K_CACHE_DIR"
+for p in "$carry" "$D2K_CACHE_DIR" "$PWD"; do
+  d=$p; while [ "$d" != / ]; do chmod o+x "$d"; d=$(dirname "$d"); done
+done
+chmod -R o+rX "$carry" "$D2K_CACHE_DIR" 2>/dev/null
