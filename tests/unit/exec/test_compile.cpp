@@ -219,7 +219,8 @@ TEST(CompileLog, VendorLinkFailuresNameVendorSymbolsOnly) {
       "solution.cu:(.text+0x1c): undefined reference to `cublasSgemm_v2'\n"
       "solution.cu:(.text+0x2c): undefined reference to `cublasSgemm_v2'\n"  // once only
       "solution.cu:(.text+0x3c): undefined reference to `cublasLtMatmul@libcublasLt.so.13'\n"
-      "solution.cu:(.text+0x4c): undefined reference to \xE2\x80\x98curandGenerateNormal\xE2\x80\x99\n"
+      // Typographic quotes (a UTF-8 locale); the literal is split so that no hex escape runs on.
+      "solution.cu:(.text+0x4c): undefined reference to \xE2\x80\x98" "curandGenerateNormal\xE2\x80\x99\n"
       "solution.cu:(.text+0x5c): undefined reference to `my_helper(int)'\n"
       "solution.cu:(.text+0x6c): undefined reference to `cuTensorMapEncodeTiled'\n"
       "ld.lld: error: undefined symbol: ncclAllReduce\n"
