@@ -22,6 +22,7 @@ expect_run.json fields:
   task          the task (fused_add_rmsnorm)
   status        the expected status (PASSED for controls and neutralised cheats)
   rule          REWARD_HACK's rule (omitted otherwise)
+  exploit       a few words for the table (default: the first sentence of the solution's comment)
   why           one line: the exploit and why this verdict
   also_accept   optional list of "STATUS" or "STATUS(rule)" that also count as caught
   workloads     optional list of workload uuids (default: DEFAULT_WORKLOADS)
@@ -117,7 +118,14 @@ def exploit_line(case_dir):
     if joined.startswith("Exploit") and ":" in joined:
         joined = joined.split(":", 1)[1].strip()
     end = joined.find(". ")
-    return joined[: end + 1] if end >= 0 else joined
+    first = joined[: end + 1] if end >= 0 else joined
+    if len(first) <= 110:
+        return first
+    # A table cell, not a paragraph: cut at a clause boundary (or a word) before 110 characters.
+    cut = max(first.rfind(sep, 40, 110) for sep in (": ", "; ", ", ", " ("))
+    if cut < 0:
+        cut = first.rfind(" ", 0, 110)
+    return first[:cut].rstrip(" ,;:") + " ..."
 
 
 def stage(cases_dir, name, root):
@@ -256,7 +264,8 @@ def main():
             expected += " (or " + ", ".join(exp["also_accept"]) + ")"
         if exp.get("caught_on"):
             expected += " on " + short_uuid(exp["caught_on"], task)
-        row = {"case": name, "exploit": exploit_line(os.path.join(cases_dir, name)), "expected": expected}
+        row = {"case": name, "exploit": exp.get("exploit") or exploit_line(os.path.join(cases_dir, name)),
+               "expected": expected}
         print(f"== {name}", file=sys.stderr, flush=True)
 
         vcmd = [a.d2k, "--dataset", dataset, "validate", "submission", staged, "--task", task]
