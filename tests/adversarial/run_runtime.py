@@ -30,6 +30,7 @@ expect_run.json fields:
   targets       optional --targets value (default "solution"); with "others_pass": true every
                 trace of the other targets must pass (the evaluator survived the case)
   neutralised   optional true: a cheat expected to PASS because the harness defeats it
+  case_timeout  optional seconds: this case's limit on one d2k run (default --case-timeout)
 
 Python 3 standard library only.
 """
@@ -287,7 +288,8 @@ def main():
                 "--solution-dir", staged, "--json", jsonl, "--max-time", a.max_time, "--bench-rounds", "1",
                 "--workloads", ",".join(workloads), "--quiet"] + call_timeout
         commands.append(" ".join(bcmd))
-        rc, out = run(bcmd, a.case_timeout, os.path.join(case_root, "bench.log"))
+        limit = float(exp.get("case_timeout", a.case_timeout))
+        rc, out = run(bcmd, limit, os.path.join(case_root, "bench.log"))
         traces = read_traces(jsonl)
         mine = [t for t in traces if t["target"] == "solution"]
         others = [t for t in traces if t["target"] != "solution"]
@@ -298,7 +300,7 @@ def main():
             continue
         seen = summarize(mine, task)
         if rc is None:
-            seen = f"d2k did not finish in {a.case_timeout:g} s; " + seen
+            seen = f"d2k did not finish in {limit:g} s (killed); " + seen
         elif not traces:
             seen = f"d2k exited {rc} without traces: " + (out.strip().splitlines() or ["no output"])[-1][:160]
         result, ok = judge(name, exp, mine, others if exp.get("others_pass") else None)
