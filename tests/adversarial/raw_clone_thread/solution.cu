@@ -21,11 +21,12 @@ alignas(64) char thread_stack[1 << 20];
 
 // nanosleep(2) without libc: the thread shares the caller's TLS (no CLONE_SETTLS), so it keeps
 // away from libc except through the CUDA launch, made while the caller only spins.
-void raw_sleep_us(long us) {
+// Returns the system call's result (an interrupted sleep is only shorter).
+long raw_sleep_us(long us) {
   struct { long s, ns; } ts{0, us * 1000};
   long ret;
   asm volatile("syscall" : "=a"(ret) : "a"(35L), "D"(&ts), "S"(0L) : "rcx", "r11", "memory");
-  (void)ret;  // an interrupted sleep is only shorter
+  return ret;
 }
 
 void helper_main(void*) {
