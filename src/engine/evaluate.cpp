@@ -208,48 +208,65 @@ class CudaEvaluation {
     return golden_.emplace(key, std::make_pair(std::move(host_in), std::move(expected))).first->second;
   }
 
-  /// naive's outputs on `ins` (run here; it is trusted). What it wrote is zeroed before its
-  /// buffers are freed, so that no later allocation finds the answer.
-  std::vector<HostTensor> naive_outputs(const WorkloadPlan& plan, const DeviceSet& ins) {
+  /// naive's outputs on `ins`, on the device (run here; it is trusted).
+  DeviceSet naive_outputs(const WorkloadPlan& plan, const DeviceSet& ins) {
     DeviceCall call(naive_, plan);
     DeviceSet outs = DeviceSet::allocate(plan.outputs);
     poison(outs, kPoisonA, stream_.get());
     call.launch(ins, outs, stream_.get());
     D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     D2K_CUDA_CHECK(cudaGetLastError());
-    auto expected = download(plan.outputs, outs, stream_.get());
-    poison(outs, 0, stream_.get());
-    D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-    return expected;
+    return outs;
   }
+
+  /// Zeroes what an expected set holds before it is freed, so that no later allocation (the
+  /// in-process runner's target) finds the answer.
+  void scrub(DeviceSet& expected) {
+    poison(expected, 0, stream_.get());
+    D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+  }
+
+  /// Expected outputs: host tensors (check workloads, from the golden) or a device set (bench
+  /// workloads, from naive; judged by the device comparators).
+  struct Expected {
+    const std::vector<HostTensor>* host = nullptr;
+    const DeviceSet* device = nullptr;
+  };
 
   /// Two calls with different poison, the inputs' checksum around both, threads counted around
   /// the second (the first may start the driver's own threads), then the judge.
-  void run_and_judge(Trace& tr, TargetState& ts, const WorkloadPlan& plan, const DeviceSet& ins,
-                     const std::vector<HostTensor>& expected, const std::string& against, int round) {
+  void run_and_judge(Trace& tr, TargetState& ts, const WorkloadPlan& plan, const DeviceSet& ins, Expected expected,
+                     const std::string& against, int round) {
     if (tr.status != Status::PASSED) return;
     TargetRunner* r = runner(ts);
-    DeviceSet outs = DeviceSet::allocate(plan.outputs, r->memory_kind());
+    DeviceSet outs[2] = {DeviceSet::allocate(plan.outputs, r->memory_kind()),
+                         DeviceSet::allocate(plan.outputs, r->memory_kind())};
     const std::uint64_t before = device_checksum(ins, stream_.get());
-    std::vector<HostTensor> runs[2];
     const std::uint8_t poisons[2] = {kPoisonA, kPoisonB};
     for (int k = 0; k < 2; ++k) {
-      poison(outs, poisons[k], stream_.get());
+      poison(outs[k], poisons[k], stream_.get());
       D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-      CallOutcome o = r->call(ins, outs);
+      CallOutcome o = r->call(ins, outs[k]);
       if (!o.ok) return fail_call(tr, ts, o);
-      if (k == 1 && o.threads_after > o.threads_before) {
+      // Workers compare with their count before the library was loaded; in-process runs only
+      // around the second call (the first may start the driver's own threads).
+      const bool counted = o.threads_before >= 0 && o.threads_after >= 0 && (k == 1 || opt_.isolate);
+      if (counted && o.threads_after > o.threads_before) {
         tr.checks_fired.push_back(fmt::format("no_threads_after_call: {} -> {} threads", o.threads_before, o.threads_after));
         return fail(tr, Status::REWARD_HACK, "a thread was left running after the call", "no_threads_after_call");
       }
-      runs[k] = download(plan.outputs, outs, stream_.get());
     }
-    if (round == 0) dump_tensors(opt_, task_, plan.workload, ts.target.name, runs[0]);
+    if (round == 0 && !opt_.dump_dir.empty())
+      dump_tensors(opt_, task_, plan.workload, ts.target.name, download(plan.outputs, outs[0], stream_.get()));
     if (device_checksum(ins, stream_.get()) != before) {
       tr.checks_fired.push_back("inputs_unchanged: an input changed during the call");
       return fail(tr, Status::REWARD_HACK, "the implementation modified its inputs", "inputs_unchanged");
     }
-    record_round(tr, judge_outputs(plan, expected, runs[0], runs[1]), against, round);
+    OutputsVerdict v = expected.device
+                           ? judge_outputs_device(plan, *expected.device, outs[0], outs[1], stream_.get())
+                           : judge_outputs(plan, *expected.host, download(plan.outputs, outs[0], stream_.get()),
+                                           download(plan.outputs, outs[1], stream_.get()));
+    record_round(tr, v, against, round);
   }
 
   std::optional<WorkloadPlan> plan_for(Trace& tr, const Workload& w) {
@@ -272,7 +289,7 @@ class CudaEvaluation {
                         opt_.check_rounds));
         const auto& [host_in, expected] = golden(*plan, r);
         upload(host_in, ins, stream_.get());
-        run_and_judge(tr, ts, *plan, ins, expected, "reference", r);
+        run_and_judge(tr, ts, *plan, ins, Expected{&expected, nullptr}, "reference", r);
       }
     } catch (const CudaError& e) {
       fail(tr, Status::RUNTIME_ERROR, e.what());
@@ -297,13 +314,14 @@ class CudaEvaluation {
         say(fmt::format("{} {}: bench {}/{} {} check round {}/{}", task_.def.name, ts.target.name, wi + 1, nw, w.uuid,
                         r + 1, opt_.bench_rounds));
         generate_inputs_device(*plan, round_seed(opt_.secret_seed, w.uuid, 100 + r), ins, stream_.get());
-        auto expected = naive_outputs(*plan, ins);
+        DeviceSet expected = naive_outputs(*plan, ins);
         if (r == 0 && !opt_.dump_dir.empty() && !dumped_.count(w.uuid)) {
           dumped_.insert(w.uuid);
           dump_tensors(opt_, task_, w, "input", download(plan->inputs, ins, stream_.get()));
-          dump_tensors(opt_, task_, w, "expected", expected);
+          dump_tensors(opt_, task_, w, "expected", download(plan->outputs, expected, stream_.get()));
         }
-        run_and_judge(tr, ts, *plan, ins, expected, "naive", r);
+        run_and_judge(tr, ts, *plan, ins, Expected{nullptr, &expected}, "naive", r);
+        scrub(expected);
       }
       if (opt_.time && tr.status == Status::PASSED) {
         say(fmt::format("{} {}: bench {}/{} {} timing", task_.def.name, ts.target.name, wi + 1, nw, w.uuid));
@@ -330,7 +348,9 @@ class CudaEvaluation {
     generate_inputs_device(plan, seed, fresh, stream_.get());
     if (device_checksum(fresh, stream_.get()) != device_checksum(ins, stream_.get()))
       throw RecheckFailed{"inputs_unchanged", "a timed call changed its inputs"};
-    OutputsVerdict v = judge_single(plan, naive_outputs(plan, fresh), download(plan.outputs, outs, stream_.get()));
+    DeviceSet expected = naive_outputs(plan, fresh);
+    OutputsVerdict v = judge_single_device(plan, expected, outs, stream_.get());
+    scrub(expected);
     if (v.status != Status::PASSED) throw RecheckFailed{"timed_sample_recheck", "a timed sample's outputs were wrong: " + v.message};
   }
 
@@ -389,7 +409,8 @@ class CudaEvaluation {
     }
     tr.performance = t.perf;
     const double median_s = t.perf.median_us * 1e-6;
-    if (auto why = cross_check_time(r, ins[last_call % n], outs[last_call % n], t); !why.empty()) {
+    const std::size_t k_last = last_call % n;
+    if (auto why = cross_check_time(r, plan, ins[k_last], outs[k_last], set_seed[k_last], t); !why.empty()) {
       tr.checks_fired.push_back("timer_cross_check: " + why);
       return fail(tr, Status::REWARD_HACK, "the reported time is below what the parent's clock allows: " + why,
                   "timer_cross_check");
@@ -421,17 +442,28 @@ class CudaEvaluation {
 
   /// The worker reports its own GPU time; the parent checks it against its own clock. `count`
   /// calls back to back (warm L2, no preparation) take at least count x the warm time of one,
-  /// which is at most the cold time the timer should have seen; launch overhead is allowed for
-  /// per kernel. Returns why the report is implausible ("" when it is not).
-  std::string cross_check_time(TargetRunner* r, const DeviceSet& ins, const DeviceSet& outs, const TimedOutcome& t) {
+  /// which is at most the cold time the timer should have seen; the request's round trip is
+  /// measured apart and taken off, and launch overhead is allowed for per kernel. The calls
+  /// write into poisoned outputs that are re-checked after, so the calls cannot skip the work.
+  /// Returns why the report is implausible ("" when it is not).
+  std::string cross_check_time(TargetRunner* r, const WorkloadPlan& plan, const DeviceSet& ins, DeviceSet& outs,
+                               std::uint64_t seed, const TimedOutcome& t) {
     const double median_s = t.perf.median_us * 1e-6;
     if (median_s <= 0) return "a non-positive median";
     const std::size_t count = std::clamp<std::size_t>(static_cast<std::size_t>(0.1 / median_s), 3, 2000);
-    double wall_s = 0;
-    CallOutcome o = r->throughput(ins, outs, count, wall_s);
-    if (!o.ok) return {};  // reported by the next request; a failed cross-check run proves nothing
-    const double per_call = wall_s / static_cast<double>(count);
-    const double allowance = 20e-6 + 10e-6 * static_cast<double>(std::max<std::size_t>(t.perf.kernels.size(), 1));
+    double rtt_s = 0, wall_s = 0;
+    if (CallOutcome o = r->throughput(ins, outs, 0, rtt_s); !o.ok) return {};
+    poison(outs, kPoisonA, stream_.get());
+    D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+    // A failed request is reported by the next one; it proves nothing here.
+    if (CallOutcome o = r->throughput(ins, outs, count, wall_s); !o.ok) return {};
+    try {
+      recheck(plan, ins, outs, seed);
+    } catch (const RecheckFailed& f) {
+      return "the back-to-back calls did not produce the outputs: " + f.message;
+    }
+    const double per_call = std::max(0.0, wall_s - rtt_s) / static_cast<double>(count);
+    const double allowance = 10e-6 + 5e-6 * static_cast<double>(std::max<std::size_t>(t.perf.kernels.size(), 1));
     if (median_s < 0.8 * per_call - allowance)
       return fmt::format("median {:.2f} us, but {} back-to-back calls took {:.2f} us each on the parent's clock",
                          t.perf.median_us, count, per_call * 1e6);

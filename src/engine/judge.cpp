@@ -128,4 +128,87 @@ OutputsVerdict judge_single(const WorkloadPlan& plan, const std::vector<HostTens
   return v;
 }
 
+namespace {
+
+DeviceTensorView view(const DeviceSet& set, const TensorPlan& t, std::size_t i) {
+  return {set.bufs[i].get(), t.dtype, t.shape, t.name};
+}
+
+/// The count output of a multiset group, read back (a scalar).
+std::int64_t device_count(const WorkloadPlan& plan, const DeviceSet& set, const std::string& count, cudaStream_t stream) {
+  const std::size_t ci = index_of(plan, count);
+  return read_count(download(view(set, plan.outputs[ci], ci), stream));
+}
+
+std::int64_t must_write_device(const WorkloadPlan& plan, std::size_t i, const DeviceSet& run, cudaStream_t stream) {
+  const CompareSpec& c = plan.outputs[i].cmp;
+  if (c.rule != "multiset" || c.count.empty()) return -1;
+  const auto& shape = plan.outputs[i].shape;
+  const std::int64_t rows0 = shape.empty() ? 0 : shape[0];
+  const std::int64_t rows = std::clamp<std::int64_t>(device_count(plan, run, c.count, stream), 0, rows0);
+  return shape.empty() ? rows : rows * (plan.outputs[i].numel / std::max<std::int64_t>(rows0, 1));
+}
+
+}  // namespace
+
+OutputsVerdict judge_outputs_device(const WorkloadPlan& plan, const DeviceSet& expected, const DeviceSet& run_a,
+                                    const DeviceSet& run_b, cudaStream_t stream) {
+  OutputsVerdict v;
+  for (std::size_t i = 0; i < plan.outputs.size(); ++i) {
+    const TensorPlan& t = plan.outputs[i];
+    WriteCheck w = check_written_two_runs_device(poison_from_byte(t.dtype, kPoisonA), view(run_a, t, i),
+                                                 poison_from_byte(t.dtype, kPoisonB), view(run_b, t, i),
+                                                 must_write_device(plan, i, run_a, stream), stream);
+    if (w.unwritten > 0) {
+      v.status = Status::INCORRECT_WRITE;
+      v.message = fmt::format("output {}: {} element(s) never written, the first at index {}", t.name, w.unwritten, w.first);
+      return v;
+    }
+  }
+  OutputsVerdict a = judge_single_device(plan, expected, run_a, stream);
+  if (a.status != Status::PASSED) return a;
+  OutputsVerdict b = judge_single_device(plan, expected, run_b, stream);
+  if (b.status != Status::PASSED) b.message = "second run: " + b.message;
+  return b.status != Status::PASSED ? b : a;
+}
+
+OutputsVerdict judge_single_device(const WorkloadPlan& plan, const DeviceSet& expected, const DeviceSet& run,
+                                   cudaStream_t stream) {
+  OutputsVerdict v;
+  std::map<std::string, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < plan.outputs.size(); ++i) {
+    const TensorPlan& t = plan.outputs[i];
+    if (t.cmp.rule == "multiset") {
+      groups[t.cmp.group.empty() ? t.name : t.cmp.group].push_back(i);
+      continue;
+    }
+    CompareResult r = compare_device(t.cmp, view(expected, t, i), view(run, t, i), stream);
+    v.checks.push_back(to_check(t.name, r));
+    if (!r.passed && v.status == Status::PASSED) {
+      v.status = r.status == CheckStatus::incorrect_shape ? Status::INCORRECT_SHAPE : Status::INCORRECT_NUMERICAL;
+      v.message = fmt::format("output {}: {}", t.name, r.message);
+    }
+  }
+  for (auto& [group, cols] : groups) {
+    const CompareSpec& spec = plan.outputs[cols.front()].cmp;
+    std::vector<DeviceTensorView> e, a;
+    for (auto i : cols) {
+      e.push_back(view(expected, plan.outputs[i], i));
+      a.push_back(view(run, plan.outputs[i], i));
+    }
+    std::int64_t ec = -1, ac = -1;
+    if (!spec.count.empty()) {
+      ec = device_count(plan, expected, spec.count, stream);
+      ac = device_count(plan, run, spec.count, stream);
+    }
+    CompareResult r = compare_multiset_device(spec, e, a, ec, ac, stream);
+    v.checks.push_back(to_check(group, r));
+    if (!r.passed && v.status == Status::PASSED) {
+      v.status = r.status == CheckStatus::incorrect_shape ? Status::INCORRECT_SHAPE : Status::INCORRECT_NUMERICAL;
+      v.message = fmt::format("rows of {}: {}", group, r.message);
+    }
+  }
+  return v;
+}
+
 }  // namespace d2k

@@ -1,5 +1,7 @@
 #pragma once
 /// Judging one call's outputs: every output written, then compared by its rule.
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,5 +32,15 @@ OutputsVerdict judge_outputs(const WorkloadPlan& plan, const std::vector<HostTen
 /// Judges a single run (timed-sample re-checks): the rules only.
 OutputsVerdict judge_single(const WorkloadPlan& plan, const std::vector<HostTensor>& expected,
                             const std::vector<HostTensor>& run);
+
+struct DeviceSet;
+
+/// judge_outputs on device buffers (bench workloads, whose outputs are too large to copy and
+/// compare on the host): the same checks, run by the device comparators on `stream`.
+OutputsVerdict judge_outputs_device(const WorkloadPlan& plan, const DeviceSet& expected, const DeviceSet& run_a,
+                                    const DeviceSet& run_b, cudaStream_t stream);
+/// judge_single on device buffers.
+OutputsVerdict judge_single_device(const WorkloadPlan& plan, const DeviceSet& expected, const DeviceSet& run,
+                                   cudaStream_t stream);
 
 }  // namespace d2k

@@ -25,6 +25,7 @@
 namespace d2k {
 
 using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -263,8 +264,10 @@ class WorkerRunner final : public TargetRunner {
  public:
   WorkerRunner(const ImplTarget& t, const WorkerOptions& opt) : target_(t), opt_(opt) {
     SandboxOptions so;
-    so.stage_timeouts = {{"start", opt.start_timeout_s}, {"load", opt.start_timeout_s}, {"call", opt.call_timeout_s},
-                         {"time", opt.time_timeout_s},   {"throughput", opt.time_timeout_s}, {"idle", 7 * 24 * 3600.0}};
+    // Deadlines are the parent's (wait_incoming): the worker's stage reports can be forged by
+    // the candidate, so the sandbox's own stage deadlines are only a backstop for the start.
+    so.stage_timeouts = {{"start", 2 * opt.start_timeout_s}};
+    so.default_stage_timeout = 7 * 24 * 3600.0;
     so.pid_namespace = opt.keep_pid_namespace;
     so.ro_paths.push_back(std::filesystem::absolute(t.so).parent_path());
     so.ro_paths.push_back(std::filesystem::absolute(opt.exe).parent_path());
@@ -285,7 +288,7 @@ class WorkerRunner final : public TargetRunner {
       done_ = true;
       cv_.notify_all();
     });
-    auto first = wait_incoming();
+    auto first = wait_incoming(after(opt.start_timeout_s), "start");
     if (!first) {
       start_error_ = ended();
     } else if (first->value("type", "") == "load_failed") {
@@ -293,6 +296,8 @@ class WorkerRunner final : public TargetRunner {
       start_error_ = failed(st, first->value("error", "the implementation did not load"), true);
     } else if (first->value("type", "") != "ready") {
       start_error_ = protocol_violation(*first, "ready");
+    } else {
+      baseline_threads_ = first->value("threads", -1);
     }
   }
 
@@ -319,7 +324,7 @@ class WorkerRunner final : public TargetRunner {
   CallOutcome set_plan(const WorkloadPlan& plan) override {
     if (!start_error_.ok) return start_error_;
     mapped_.clear();
-    auto r = request({{"cmd", "plan"}, {"plan", plan_to_json(plan)}}, {}, "planned");
+    auto r = request({{"cmd", "plan"}, {"plan", plan_to_json(plan)}}, {}, "planned", opt_.start_timeout_s);
     return r.first;
   }
 
@@ -327,7 +332,9 @@ class WorkerRunner final : public TargetRunner {
     if (auto m = map({&ins, &outs}); !m.ok) return m;
     auto [o, msg] = request({{"cmd", "call"}, {"ins", ids(ins)}, {"outs", ids(outs)}}, {}, "called");
     if (o.ok) {
-      o.threads_before = msg.value("threads_before", -1);
+      // Against the count before the library was loaded: a thread its constructors or an
+      // earlier call started counts too.
+      o.threads_before = baseline_threads_;
       o.threads_after = msg.value("threads_after", -1);
     }
     return o;
@@ -342,7 +349,9 @@ class WorkerRunner final : public TargetRunner {
     if (t.call = map(all); !t.call.ok) return t;
     json sets = json::array();
     for (std::size_t i = 0; i < ins.size(); ++i) sets.push_back({{"ins", ids(ins[i])}, {"outs", ids(outs[i])}});
-    std::optional<json> msg = exchange({{"cmd", "time"}, {"sets", sets}, {"options", options_to_json(mo)}}, {});
+    const auto deadline = after(opt_.time_timeout_s);
+    std::optional<json> msg =
+        exchange({{"cmd", "time"}, {"sets", sets}, {"options", options_to_json(mo)}}, {}, deadline, "time");
     std::size_t served = 0;
     // The worker asks for each call's preparation; the parent counts what it served, and the
     // report must agree with that count.
@@ -354,7 +363,7 @@ class WorkerRunner final : public TargetRunner {
       }
       prepare(i, i % ins.size());
       ++served;
-      msg = exchange({{"cmd", "prepared"}}, {});
+      msg = exchange({{"cmd", "prepared"}}, {}, deadline, "time");
     }
     if (!msg) {
       t.call = ended();
@@ -385,7 +394,8 @@ class WorkerRunner final : public TargetRunner {
   CallOutcome throughput(const DeviceSet& ins, const DeviceSet& outs, std::size_t count, double& wall_s) override {
     if (auto m = map({&ins, &outs}); !m.ok) return m;
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = request({{"cmd", "throughput"}, {"ins", ids(ins)}, {"outs", ids(outs)}, {"count", count}}, {}, "throughput");
+    auto r = request({{"cmd", "throughput"}, {"ins", ids(ins)}, {"outs", ids(outs)}, {"count", count}}, {}, "throughput",
+                     opt_.time_timeout_s);
     wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r.first;
   }
@@ -412,9 +422,17 @@ class WorkerRunner final : public TargetRunner {
     for (int fd : o.fds) close(fd);
   }
 
-  std::optional<json> wait_incoming() {
+  /// Waits for the worker's next message until `deadline` (the parent's own clock: the worker's
+  /// stage reports are the candidate's to forge, so they do not set deadlines). Past it the
+  /// worker is killed and the request ends as TIMEOUT in `stage`.
+  std::optional<json> wait_incoming(Clock::time_point deadline, const std::string& stage) {
     std::unique_lock lk(m_);
-    cv_.wait(lk, [&] { return in_.has_value() || done_; });
+    if (!cv_.wait_until(lk, deadline, [&] { return in_.has_value() || done_; })) {
+      timeout_stage_ = stage;
+      cancel_->store(true);
+      cv_.wait(lk, [&] { return done_; });
+      return std::nullopt;
+    }
     if (!in_) return std::nullopt;
     json m = std::move(*in_);
     in_.reset();
@@ -422,7 +440,7 @@ class WorkerRunner final : public TargetRunner {
   }
 
   /// Answers the worker's pending message with `cmd` and waits for its next message.
-  std::optional<json> exchange(json cmd, std::vector<int> fds) {
+  std::optional<json> exchange(json cmd, std::vector<int> fds, Clock::time_point deadline, const std::string& stage) {
     {
       std::lock_guard lk(m_);
       if (done_) {
@@ -432,13 +450,19 @@ class WorkerRunner final : public TargetRunner {
       out_ = Out{std::move(cmd), std::move(fds)};
       cv_.notify_all();
     }
-    return wait_incoming();
+    return wait_incoming(deadline, stage);
   }
 
-  std::pair<CallOutcome, json> request(json cmd, std::vector<int> fds, const std::string& reply_type) {
+  Clock::time_point after(double seconds) const {
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  }
+
+  std::pair<CallOutcome, json> request(json cmd, std::vector<int> fds, const std::string& reply_type,
+                                       double timeout_s = 0) {
     if (!start_error_.ok) return {start_error_, {}};
     if (dead_) return {failed(Status::RUNTIME_ERROR, "the worker is gone: " + end_note_, true), {}};
-    auto msg = exchange(std::move(cmd), std::move(fds));
+    const std::string stage = cmd.value("cmd", "");
+    auto msg = exchange(std::move(cmd), std::move(fds), after(timeout_s > 0 ? timeout_s : opt_.call_timeout_s), stage);
     if (!msg) return {ended(), {}};
     const std::string type = msg->value("type", "");
     if (type == "error") return {worker_error(*msg), *msg};
@@ -458,7 +482,7 @@ class WorkerRunner final : public TargetRunner {
         fds.push_back(b.export_fd());
       }
     if (fds.empty()) return {};
-    return request({{"cmd", "map"}, {"buffers", bufs}}, std::move(fds), "mapped").first;
+    return request({{"cmd", "map"}, {"buffers", bufs}}, std::move(fds), "mapped", opt_.start_timeout_s).first;
   }
 
   static json ids(const DeviceSet& s) {
@@ -497,6 +521,10 @@ class WorkerRunner final : public TargetRunner {
     Status st = r.status == Status::TIMEOUT ? Status::TIMEOUT : Status::RUNTIME_ERROR;
     std::string why = r.cause.empty() ? "the worker ended" : r.cause;
     if (r.timed_out) why = fmt::format("{} (stage {})", why, r.timeout_stage);
+    if (!timeout_stage_.empty()) {
+      st = Status::TIMEOUT;
+      why = fmt::format("no answer to the '{}' request within its deadline; the worker was killed", timeout_stage_);
+    }
     std::string tail = r.stderr_tail;
     if (tail.size() > 2000) tail = "..." + tail.substr(tail.size() - 2000);
     if (!tail.empty()) why += "\nworker stderr (tail):\n" + tail;
@@ -516,6 +544,8 @@ class WorkerRunner final : public TargetRunner {
   ProcessResult result_;
   CallOutcome start_error_;
   std::string end_note_;
+  int baseline_threads_ = -1;
+  std::string timeout_stage_;  // set when the parent's own deadline for a request passed
   std::set<std::uint64_t> mapped_;
 };
 
@@ -544,7 +574,11 @@ class Worker {
     stream_ = std::make_unique<Stream>();
     timer_ = std::make_unique<measure::Timer>();
     timer_->cupti_available();  // CUPTI's one-time set-up, before the lockdown too
+    warm_up_harness();
     const std::string lock = lock_down_worker();
+    // Every thread the harness needs exists now (driver, CUPTI, NVML): any thread beyond this
+    // count after a call is the candidate's.
+    const int baseline_threads = count_threads();
     ch_.stage("load");
     try {
       impl_ = load_impl(impl_path);
@@ -556,7 +590,7 @@ class Worker {
       return 0;
     }
     ch_.stage("idle");
-    ch_.send({{"type", "ready"}, {"lockdown", lock.empty() ? std::string("on") : lock}});
+    ch_.send({{"type", "ready"}, {"lockdown", lock.empty() ? std::string("on") : lock}, {"threads", baseline_threads}});
     for (;;) {
       auto msg = ch_.receive();
       if (!msg) return 3;  // the parent is gone
@@ -576,6 +610,20 @@ class Worker {
   }
 
  private:
+  /// One short measurement of a memset, so that the timer's threads and buffers (CUPTI, the
+  /// NVML sampler, the flush buffer) exist before the thread baseline is taken.
+  void warm_up_harness() {
+    DevMem scratch(1 << 20, MemKind::local);
+    measure::MeasureOptions mo;
+    mo.stopping.min_samples = 2;
+    mo.stopping.min_time_s = 0;
+    mo.stopping.max_time_s = 0.02;
+    mo.warmup_min_s = 0;
+    timer_->measure([&](std::size_t, cudaStream_t s) { D2K_CUDA_CHECK(cudaMemsetAsync(scratch.get(), 1, 1 << 20, s)); },
+                    stream_->get(), mo);
+    D2K_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
   json dispatch(const std::string& cmd, const json& msg) {
     if (cmd == "map") {
       const json& bufs = msg.at("buffers");

@@ -30,9 +30,12 @@ SolutionTarget solution_target(const Task& task, const std::filesystem::path& di
       if (!dir.empty()) co.extra_include_dirs.emplace_back(dir);
   }
   co.link_libraries = libs;
+  co.track = track;
   CompileResult cr = compile_solution(dir, co);
   if (cr.status != Status::PASSED) {
     out.failure.status = cr.status;
+    out.failure.rule = cr.rule;
+    if (!cr.rule.empty()) out.failure.checks_fired.push_back(cr.rule + ": " + cr.message);
     out.failure.message = cr.message + (cr.log.empty() ? "" : "\n" + cr.log);
     return out;
   }

@@ -25,7 +25,7 @@ struct StoppingCriteria {
   /// kernel take ~170k samples.
   bool min_time_wall = true;
   double max_noise = 0.005;            ///< target relative noise (stdev / mean)
-  double max_time_s = 1.0;             ///< wall-clock cap for the sampling loop (always obeyed)
+  double max_time_s = 1.0;             ///< wall-clock cap for the sampling loop, the caller's hooks excluded (always obeyed)
   std::size_t max_samples = 10000;     ///< sample cap (always obeyed)
   std::size_t stable_window = 64;      ///< how many recent noise estimates the stability test looks at
   std::size_t stable_check_every = 16; ///< run the stability test every this many samples

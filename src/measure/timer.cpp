@@ -242,6 +242,7 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
   };
   SampleOverhead sum;
   std::size_t timed_runs = 0;
+  double hooks_s = 0;  // time spent in the prepare and check hooks
 
   // One call with its flush, hooks and synchronisations. CUPTI records are read later, in batches.
   auto run_one = [&](std::size_t i, bool timed) -> Pending {
@@ -308,6 +309,7 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
     if (guard.nvml_running)
       if (auto r = nvml->latest()) p.s.sm_mhz = r->sm_mhz;
     const double d_check = lap(t);
+    hooks_s += d_prepare + d_check;
     if (timed) {
       ++timed_runs;
       sum.prepare_s += d_prepare;
@@ -403,11 +405,14 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
   double batch_begin = 0, cupti_time = 0;
   std::size_t accounted = 0;
   const auto t_loop = clock_type::now();
+  const double hooks_before_loop = hooks_s;
   for (bool stop = false; !stop;) {
     if (batch.empty()) batch_begin = seconds_since(t_loop);
     batch.push_back(run_one(index++, true));
     Pending& last = batch.back();
-    last.wall_end = seconds_since(t_loop);
+    // The caller's hooks (drawing fresh inputs, re-checks) scale with the workload's size, not
+    // with the measurement: they do not count toward the minimum time or the cap.
+    last.wall_end = seconds_since(t_loop) - (hooks_s - hooks_before_loop);
     // Deliver the records when the batch is full, old enough, or a cap may be reached (the rule
     // decides on each sample in order, with the wall time at the end of that sample).
     const bool at_cap = last.wall_end >= opts.stopping.max_time_s ||
