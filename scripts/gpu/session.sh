@@ -1,16 +1,12 @@
 #!/usr/bin/env bash
 # One session's checks and timings on a GPU machine, from prebuilt binaries in CARRY (made by
-# scripts/gpu/pack.sh): calibrate, the GPU tests, then d2k suite/bench on the pilot tasks.
+# scripts/gpu/pack.sh): calibrate, the GPU tests, then d2k bench on each pilot task (three
+# targets, sandboxed workers) with its wall time, and once in-process (what isolation costs).
 # Usage (repository root): scripts/gpu/session.sh CARRY OUT
 set -uo pipefail
-carry=$1; out=$2
+carry=$(cd "$1" && pwd); out=$2
 mkdir -p "$out"
-# CUDA libraries from the machine's toolkit; Debian ones (libfmt, libseccomp) from the carry.
-for d in /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64; do
-  [ -d "$d" ] && LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
-done
-export LD_LIBRARY_PATH="$carry/lib:${LD_LIBRARY_PATH:-}"
-export D2K_IMPL_DIR="$carry/impl" D2K_CACHE_DIR="$out/cache" D2K_DATASET="$PWD/dataset"
+source "$(dirname "$0")/env.sh" "$carry" "$out"
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; date -u; } | tee "$out/gpu.txt"
 d2k="$carry/d2k"
 ldd "$d2k" | grep "not found"
@@ -27,10 +23,12 @@ for t in "$carry"/gpu_tests/*; do
   step "$(basename "$t")" 90 env D2K_TEST_OUT="$out" "$t" --gtest_brief=1
   grep -E "^\[  (PASSED|FAILED) " "$out/$(basename "$t").log" | head -12
 done
-# exec: sandboxed CUDA workers run as nobody, so every folder above the carry must be searchable.
-d=$(cd "$carry" && pwd); while [ "$d" != / ]; do chmod o+x "$d"; d=$(dirname "$d"); done
-step exec_gpu_test 90 env D2K_SOURCE_DIR="$PWD" D2K_EXTRA_INCLUDE_DIRS="$(cd "$carry" && pwd)/dlpack-include" \
-  D2K_NVCC=/usr/local/cuda/bin/nvcc "$carry/exec/exec_gpu_test" --gtest_brief=1
+step exec_gpu_test 90 env D2K_SOURCE_DIR="$PWD" "$carry/exec/exec_gpu_test" --gtest_brief=1
 grep -E "^\[  (PASSED|FAILED) " "$out/exec_gpu_test.log" | head -12
-step suite 400 "$d2k" suite --quiet --max-time 2 --bench-rounds 1 --json "$out/suite.jsonl" --markdown "$out/suite.md"
-cut -c1-200 "$out/suite.log" | grep -v " check \|hidden:" | tail -40
+for task in fused_add_rmsnorm hash_join muon_optimizer_step; do
+  step "bench_$task" 200 "$d2k" bench --task "$task" --targets naive,expert,library --quiet --json "$out/bench_$task.jsonl"
+  grep -v " check \|hidden:" "$out/bench_$task.log" | cut -c1-200 | tail -14
+done
+step bench_fused_add_rmsnorm_inprocess 200 "$d2k" bench --task fused_add_rmsnorm --targets naive,expert,library \
+  --quiet --isolation none --json "$out/bench_fused_add_rmsnorm_inprocess.jsonl"
+grep -v " check \|hidden:" "$out/bench_fused_add_rmsnorm_inprocess.log" | cut -c1-200 | tail -8

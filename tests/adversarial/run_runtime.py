@@ -36,6 +36,7 @@ Python 3 standard library only.
 """
 
 import argparse
+import concurrent.futures
 import datetime
 import json
 import os
@@ -62,6 +63,8 @@ def parse_args():
     p.add_argument("--call-timeout", default="5", help="d2k bench --call-timeout, when d2k has it")
     p.add_argument("--case-timeout", type=float, default=600.0,
                    help="wall-clock limit of one d2k run; past it the case counts as not finished")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="compile (validate) this many cases at once before the runs, which stay one at a time")
     p.add_argument("--keep", help="keep staged folders, traces and logs under this folder")
     return p.parse_args()
 
@@ -253,13 +256,28 @@ def main():
     root = a.keep or tempfile.mkdtemp(prefix="d2k-adversarial-")
     os.makedirs(root, exist_ok=True)
     rows, commands, failures, skipped = [], [], 0, 0
+    # Stage every case, then compile (validate) them, several at once when asked: compiling is
+    # the slow part and does not touch the GPU; the runs that time stay one at a time.
+    staged_dirs, validated = {}, {}
     for name, exp in cases:
-        task = exp["task"]
         case_root = os.path.join(root, name)
         if os.path.exists(case_root):
             shutil.rmtree(case_root)
         os.makedirs(case_root)
-        staged = stage(cases_dir, name, case_root)
+        staged_dirs[name] = stage(cases_dir, name, case_root)
+
+    def validate(item):
+        name, exp = item
+        vcmd = [a.d2k, "--dataset", dataset, "validate", "submission", staged_dirs[name], "--task", exp["task"]]
+        return name, run(vcmd, a.case_timeout, os.path.join(root, name, "validate.log"))
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+        for name, result in pool.map(validate, cases):
+            validated[name] = result
+    for name, exp in cases:
+        task = exp["task"]
+        case_root = os.path.join(root, name)
+        staged = staged_dirs[name]
         expected = verdict(exp["status"], exp.get("rule", ""))
         if exp.get("also_accept"):
             expected += " (or " + ", ".join(exp["also_accept"]) + ")"
@@ -269,8 +287,7 @@ def main():
                "expected": expected}
         print(f"== {name}", file=sys.stderr, flush=True)
 
-        vcmd = [a.d2k, "--dataset", dataset, "validate", "submission", staged, "--task", task]
-        rc, out = run(vcmd, a.case_timeout, os.path.join(case_root, "validate.log"))
+        rc, out = validated[name]
         if rc != 0:
             first = next((l for l in out.splitlines()[1:] if l.strip()), "no output")
             row.update(seen="offline: " + first[:160], result="rejected offline")
