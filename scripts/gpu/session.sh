@@ -29,6 +29,10 @@ for task in fused_add_rmsnorm hash_join muon_optimizer_step; do
   step "bench_$task" 200 "$d2k" bench --task "$task" --targets naive,expert,library --quiet --json "$out/bench_$task.jsonl"
   grep -v " check \|hidden:" "$out/bench_$task.log" | cut -c1-200 | tail -14
 done
+# What the isolation and the per-call checks cost: the same bench without the checks, then also
+# without the workers.
+step bench_fused_add_rmsnorm_nochecks 200 "$d2k" bench --task fused_add_rmsnorm --targets naive,expert,library \
+  --quiet --no-sample-checks --json "$out/bench_fused_add_rmsnorm_nochecks.jsonl"
 step bench_fused_add_rmsnorm_inprocess 200 "$d2k" bench --task fused_add_rmsnorm --targets naive,expert,library \
-  --quiet --isolation none --json "$out/bench_fused_add_rmsnorm_inprocess.jsonl"
+  --quiet --no-sample-checks --isolation none --json "$out/bench_fused_add_rmsnorm_inprocess.jsonl"
 grep -v " check \|hidden:" "$out/bench_fused_add_rmsnorm_inprocess.log" | cut -c1-200 | tail -8

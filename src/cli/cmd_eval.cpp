@@ -27,6 +27,7 @@ struct EvalArgs {
   std::string isolation = "worker";
   double call_timeout_s = 30;
   std::string worker_impl;
+  bool no_sample_checks = false;
   int rounds = 3, bench_rounds = 2;
 };
 
@@ -85,6 +86,7 @@ EvalOptions options_from(const EvalArgs& a) {
   o.graph = a.graph;
   if (a.max_time_s > 0) o.stopping.max_time_s = a.max_time_s;
   o.isolate = a.isolation == "worker";
+  o.sample_checks = !a.no_sample_checks;
   o.worker.exe = std::filesystem::read_symlink("/proc/self/exe");
   o.worker.call_timeout_s = a.call_timeout_s;
   // The timing stage holds warm-up, the sampling loop up to its cap, the parent's preparation
@@ -168,6 +170,9 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
                   "worker: each target in its own sandboxed process (default); none: loaded into d2k itself "
                   "(debugging, and measuring what isolation costs)")
         ->check(CLI::IsMember({"worker", "none"}));
+    s->add_flag("--no-sample-checks", a.no_sample_checks,
+                "skip the per-call checks of timing (fresh inputs per call, re-checks, clock cross-check): "
+                "only to measure what they cost; never for a score");
     s->add_option("--call-timeout", a.call_timeout_s, "deadline of one untimed call, seconds (TIMEOUT past it)")
         ->check(CLI::PositiveNumber);
   };

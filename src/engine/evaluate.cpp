@@ -100,10 +100,6 @@ void dump_tensors(const EvalOptions& opt, const Task& task, const Workload& w, c
   for (const auto& t : ts) write_npy(dir / (label + "." + t.name + ".npy"), t);
 }
 
-/// Vendor-library kernels (cuBLAS, cuDNN, torch) are the library track's business; every other
-/// target must run its own.
-bool vendor_kernels_allowed(const ImplTarget& t) { return t.name == "library"; }
-
 /// A per-target evaluation's runner, restarted after a crash so that one bad workload does not
 /// hide the others; given up on after repeated deaths or a failure a restart cannot cure.
 struct TargetState {
@@ -372,6 +368,18 @@ class CudaEvaluation {
     const std::size_t recheck_at = 2 + n + rng() % 24;  // a timed call after warm-up has started
     std::size_t last_call = 0;
     auto prepare = [&](std::size_t call, std::size_t k) {
+      if (!opt_.sample_checks) {
+        // Without the costly checks each set keeps the inputs drawn for it on its first use.
+        if (!filled[k]) {
+          set_seed[k] = round_seed(opt_.secret_seed, key, 1000 + static_cast<int>(call));
+          generate_inputs_device(plan, set_seed[k], ins[k], stream_.get());
+        }
+        filled[k] = true;
+        last_call = call;
+        poison(outs[k], kPoisonA, stream_.get());
+        D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+        return;
+      }
       if (call == recheck_at && filled[k]) recheck(plan, ins[k], outs[k], set_seed[k]);
       set_seed[k] = round_seed(opt_.secret_seed, key, 1000 + static_cast<int>(call));
       generate_inputs_device(plan, set_seed[k], ins[k], stream_.get());
@@ -403,14 +411,16 @@ class CudaEvaluation {
       return fail(tr, Status::REWARD_HACK, "work was still running after the harness stream synchronised: " + t.unjoined_detail,
                   "stream_join");
     }
-    if (!vendor_kernels_allowed(ts.target) && t.vendor_busy_s > 0) {
+    if (!ts.target.vendor_libraries && t.vendor_busy_s > 0) {
       tr.checks_fired.push_back(fmt::format("vendor_kernels: {:.1f}% of device time", 100 * t.vendor_busy_s / std::max(t.total_busy_s, 1e-12)));
       return fail(tr, Status::REWARD_HACK, "vendor-library kernels ran on a track that forbids them", "vendor_kernels");
     }
     tr.performance = t.perf;
     const double median_s = t.perf.median_us * 1e-6;
     const std::size_t k_last = last_call % n;
-    if (auto why = cross_check_time(r, plan, ins[k_last], outs[k_last], set_seed[k_last], t); !why.empty()) {
+    if (auto why = opt_.sample_checks ? cross_check_time(r, plan, ins[k_last], outs[k_last], set_seed[k_last], t)
+                                      : std::string();
+        !why.empty()) {
       tr.checks_fired.push_back("timer_cross_check: " + why);
       return fail(tr, Status::REWARD_HACK, "the reported time is below what the parent's clock allows: " + why,
                   "timer_cross_check");

@@ -27,7 +27,10 @@ struct EvalOptions {
   /// Run every target in its own sandboxed worker process (false: load it into this process,
   /// for debugging and for measuring what the isolation costs).
   bool isolate = true;
-  WorkerOptions worker;              ///< deadlines and the d2k binary the workers run
+  WorkerOptions worker;
+  /// The checks that cost time per timed call: inputs drawn fresh for every call, random and
+  /// last-call re-checks, the clock cross-check. Off only to measure what they cost.
+  bool sample_checks = true;              ///< deadlines and the d2k binary the workers run
   std::vector<std::string> workloads;  ///< only these uuids (empty: all)
   /// Non-empty: write each workload's inputs, expected and actual outputs (first round) as .npy
   /// files under <dump_dir>/<task>/<workload>/ (d2k check --dump).

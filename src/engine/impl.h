@@ -12,6 +12,9 @@ struct ImplTarget {
   std::string name;             ///< reference, naive, expert, library, solution
   std::filesystem::path so;     ///< the shared library
   bool host = false;            ///< runs on host tensors (the fp64 reference)
+  /// Whether vendor-library kernels (cuBLAS, cuDNN, torch) may run: built-in implementations
+  /// (naive may compose cuBLAS calls, library is cuBLAS), and solutions on tracks that link them.
+  bool vendor_libraries = true;
 };
 
 /// Where the built-in implementations of a task are: <impl_dir>/<task>/<impl>.so.

@@ -50,7 +50,7 @@ SolutionTarget solution_target(const Task& task, const std::filesystem::path& di
     out.failure.message = rep.violations.front().message;
     return out;
   }
-  out.target = ImplTarget{"solution", cr.library, false};
+  out.target = ImplTarget{"solution", cr.library, false, !libs.empty()};
   return out;
 }
 
