@@ -402,7 +402,8 @@ class CudaEvaluation {
       return;
     }
     if (!t.call.ok) return fail_call(tr, ts, t.call);
-    if (!t.kernel_set_constant) {
+    // One odd sample can be a CUPTI delivery glitch; a cheat's other path shows repeatedly.
+    if (!t.kernel_set_constant && t.kernel_set_deviations >= std::max<std::size_t>(2, t.calls / 100)) {
       tr.checks_fired.push_back(fmt::format("kernel_set_constant: {} samples launched other kernels", t.kernel_set_deviations));
       return fail(tr, Status::REWARD_HACK, "the set of launched kernels changed between samples", "kernel_set_constant");
     }

@@ -52,7 +52,7 @@ struct MeasureOptions {
   double cupti_batch_max_s = 0.02;
   /// Work that ends this long after the harness stream's synchronisation returned counts as
   /// unjoined (the slack covers the conversion of device timestamps to CUPTI's clock).
-  double join_slack_s = 10e-6;
+  double join_slack_s = 10e-6;  ///< at least; 10% of the sample's span when that is more
   bool sample_clocks = true;          ///< NVML sampler during the loop
   std::chrono::milliseconds clock_period{10};
   bool graph = false;                 ///< capture flush + call into graphs and time their replays
