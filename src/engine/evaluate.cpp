@@ -404,7 +404,8 @@ class CudaEvaluation {
     if (!t.call.ok) return fail_call(tr, ts, t.call);
     // One odd sample can be a CUPTI delivery glitch; a cheat's other path shows repeatedly.
     if (!t.kernel_set_constant && t.kernel_set_deviations >= std::max<std::size_t>(2, t.calls / 100)) {
-      tr.checks_fired.push_back(fmt::format("kernel_set_constant: {} samples launched other kernels", t.kernel_set_deviations));
+      tr.checks_fired.push_back(fmt::format("kernel_set_constant: {} samples launched other kernels; {}",
+                                            t.kernel_set_deviations, t.kernel_set_example));
       return fail(tr, Status::REWARD_HACK, "the set of launched kernels changed between samples", "kernel_set_constant");
     }
     if (t.unjoined_samples > 0) {

@@ -70,6 +70,16 @@ TimedOutcome run_timer(measure::Timer& timer, DeviceCall& call, const std::vecto
   t.perf = performance_from(r);
   t.kernel_set_constant = r.kernel_set_constant;
   t.kernel_set_deviations = r.kernel_set_deviation_count;
+  if (!r.kernel_set_deviations.empty()) {
+    auto names = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (auto& n : v) s += (s.empty() ? "" : ", ") + n.substr(0, 60);
+      return "[" + s + "]";
+    };
+    t.kernel_set_example = fmt::format("sample {} of {} (empty samples {}): {} vs first {}", r.kernel_set_deviations[0].sample_index,
+                                       r.time.n, r.empty_samples, names(r.kernel_set_deviations[0].names),
+                                       names(r.kernel_names));
+  }
   t.unjoined_samples = r.unjoined_samples;
   t.unjoined_detail = r.unjoined_example;
   for (auto& [origin, ot] : r.attribution) {
@@ -140,6 +150,7 @@ json timed_to_json(const TimedOutcome& t) {
           {"calls", t.calls},
           {"kernel_set_constant", t.kernel_set_constant},
           {"kernel_set_deviations", t.kernel_set_deviations},
+          {"kernel_set_example", t.kernel_set_example},
           {"unjoined_samples", t.unjoined_samples},
           {"unjoined_detail", t.unjoined_detail},
           {"vendor_busy_s", t.vendor_busy_s},
@@ -152,6 +163,7 @@ TimedOutcome timed_from_json(const json& j) {
   t.calls = j.at("calls").get<std::size_t>();
   t.kernel_set_constant = j.value("kernel_set_constant", true);
   t.kernel_set_deviations = j.value("kernel_set_deviations", std::size_t{0});
+  t.kernel_set_example = j.value("kernel_set_example", "");
   t.unjoined_samples = j.value("unjoined_samples", std::size_t{0});
   t.unjoined_detail = j.value("unjoined_detail", "");
   t.vendor_busy_s = j.value("vendor_busy_s", 0.0);

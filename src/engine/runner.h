@@ -41,6 +41,7 @@ struct TimedOutcome {
   std::size_t calls = 0;            ///< warm-up + timed calls the timer made
   bool kernel_set_constant = true;
   std::size_t kernel_set_deviations = 0;
+  std::string kernel_set_example;   ///< the first deviating sample: its kernels vs the first sample's
   std::size_t unjoined_samples = 0; ///< samples with work still running after the stream synchronised
   std::string unjoined_detail;
   double vendor_busy_s = 0, total_busy_s = 0;  ///< device time of vendor-library kernels / of all

@@ -248,6 +248,7 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
     Sample s;
     std::uint64_t t_begin = 0, t_join = 0, t_end = 0;
     double wall_end = 0;  // seconds since the sampling loop began, at the end of the sample
+    std::uint64_t tag = 0;  // external correlation id of the call's activities (0: none)
   };
   SampleOverhead sum;
   std::size_t timed_runs = 0;
@@ -281,15 +282,20 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
     } else {
       p.s.blocked = blocking_on;
       if (blocking_on) blocking.hold(stream, opts.blocking_timeout_s);
+      // Everything the call's API calls issue carries this sample's tag (the blocking kernel
+      // and the flush were issued before it, so they do not).
+      p.tag = cupti_on && col.push_external(i + 1) ? i + 1 : 0;
       try {
         D2K_MEASURE_CUDA(cudaEventRecord(ev0.get(), stream));
         launch(i, stream);
         D2K_MEASURE_CUDA(cudaEventRecord(ev1.get(), stream));
       } catch (...) {
+        if (p.tag) col.pop_external();
         // Let the stream go before leaving, or it stays held until the spin times out.
         if (blocking_on) blocking.release();
         throw;
       }
+      if (p.tag) col.pop_external();
       if (blocking_on) blocking.release();
     }
     const double d_launch = lap(t);
@@ -369,7 +375,17 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
             spin = &*it;
         exclude.push_back(spin && !spin->raw_name.empty() ? spin->raw_name : blocking_name);
       }
-      WindowActivity w = analyze_window(std::span<const ActivityRecord>(lo, hi), q.t_begin, q.t_end, exclude);
+      WindowActivity w;
+      if (q.tag) {
+        // Exact attribution: the records this sample's API calls issued, wherever the
+        // timestamps put them (device-to-host clock conversion drifts by tens of microseconds).
+        std::vector<ActivityRecord> mine;
+        for (const auto& r : recs)
+          if (r.external_id == q.tag) mine.push_back(r);
+        w = analyze_window(mine, 0, std::numeric_limits<std::uint64_t>::max(), {});
+      } else {
+        w = analyze_window(std::span<const ActivityRecord>(lo, hi), q.t_begin, q.t_end, exclude);
+      }
       q.s.cupti_s = w.span_s;
       q.s.kernels = w.kernels;
       q.s.memcpys = w.memcpys;
