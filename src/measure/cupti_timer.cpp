@@ -152,20 +152,6 @@ void CuptiCollector::start() {
       return;
     }
   }
-  // External correlation ties each activity to the sample whose API calls issued it. Optional:
-  // without it the timer falls back to time windows.
-  external_ok_ = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) == CUPTI_SUCCESS;
-}
-
-bool CuptiCollector::push_external(std::uint64_t id) {
-  if (!available_ || !external_ok_) return false;
-  return cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id) == CUPTI_SUCCESS;
-}
-
-void CuptiCollector::pop_external() {
-  if (!available_ || !external_ok_) return;
-  std::uint64_t id = 0;
-  cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &id);
 }
 
 void CuptiCollector::stop() {
@@ -189,11 +175,6 @@ std::vector<ActivityRecord> CuptiCollector::drain() {
   }
   std::vector<ActivityRecord> out;
   out.swap(pending_);
-  for (auto& a : out)
-    if (auto it = external_.find(a.correlation_id); it != external_.end()) a.external_id = it->second;
-  // Everything issued before the caller's synchronisation is delivered by this forced flush,
-  // tags included: the map can start over.
-  external_.clear();
   return out;
 }
 
@@ -258,14 +239,6 @@ void CuptiCollector::parse(std::uint8_t* buffer, std::size_t valid_size) {
         a.graph_node_id = m->graphNodeId;
         a.bytes = m->bytes;
         break;
-      }
-      case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-        const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(rec);
-        if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) {
-          std::lock_guard lk(mu_);
-          external_[e->correlationId] = e->externalId;
-        }
-        continue;
       }
       default:
         continue;

@@ -5,7 +5,6 @@
 #include <mutex>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -22,9 +21,6 @@ struct ActivityRecord {
   std::uint32_t stream_id = 0, correlation_id = 0, device_id = 0;
   std::uint64_t graph_node_id = 0;  ///< 0 unless launched from a graph
   std::uint64_t bytes = 0;          ///< memcpy/memset size
-  /// The id pushed with CuptiCollector::push_external around the API call that issued this
-  /// activity (0: none). Exact attribution to a sample, whatever the clocks do.
-  std::uint64_t external_id = 0;
 };
 
 /// What one timed sample ran, from the records that started inside its window.
@@ -82,12 +78,6 @@ class CuptiCollector {
   /// Records CUPTI reported as dropped (buffer overflow) since the process started.
   std::uint64_t dropped() const;
 
-  /// Tags every activity that API calls of this thread issue until pop_external with `id`
-  /// (ActivityRecord::external_id). Returns false when CUPTI cannot (records stay untagged).
-  bool push_external(std::uint64_t id);
-  void pop_external();
-  /// Whether external-correlation records are being collected.
-  bool external_available() const { return external_ok_; }
   /// Current CUPTI timestamp in ns (0 when unavailable).
   std::uint64_t now() const;
 
@@ -105,8 +95,6 @@ class CuptiCollector {
   mutable std::mutex mu_;      ///< guards pending_ and dropped_
   std::mutex ctl_mu_;          ///< guards active_
   std::vector<ActivityRecord> pending_;
-  std::unordered_map<std::uint32_t, std::uint64_t> external_;  ///< correlation id -> external id (under mu_)
-  bool external_ok_ = false;
   int active_ = 0;
   std::uint64_t dropped_ = 0;
 };
