@@ -21,152 +21,10 @@
 
 #include "d2k/solution.h"
 #include "muon_args.h"
-
-#define LIB_CUDA_CHECK(call)                                                              \
-  do {                                                                                      \
-    cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess)                                                                  \
-      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +     \
-                               " " #call ": " + cudaGetErrorString(e_));                    \
-  } while (0)
-#define LIB_CUBLAS_CHECK(call)                                                            \
-  do {                                                                                      \
-    cublasStatus_t s_ = (call);                                                             \
-    if (s_ != CUBLAS_STATUS_SUCCESS)                                                        \
-      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +     \
-                               " " #call ": cuBLAS status " + std::to_string(int(s_)));     \
-  } while (0)
-#define LIB_LAUNCH_CHECK() LIB_CUDA_CHECK(cudaGetLastError())
+#include "muon_eager.cuh"
 
 namespace {
 
-constexpr size_t kCublasWorkspace = size_t(32) << 20;
-constexpr int kReduceBlocks = 1024;
-
-__device__ __forceinline__ float ld_bf16(const uint16_t* p) {
-  return __uint_as_float(static_cast<uint32_t>(*p) << 16);
-}
-__device__ __forceinline__ uint16_t to_bf16(float f) {
-  return __bfloat16_as_ushort(__float2bfloat16_rn(f));
-}
-
-/// Grid-stride loop over n elements, V at a time (V == 4 needs n % 4 == 0).
-#define GRID_STRIDE(i, n, V)                                                                      \
-  for (int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * (V); i < (n);              \
-       i += int64_t(gridDim.x) * blockDim.x * (V))
-
-/// V consecutive elements as floats: 16-byte (fp32) or 8-byte (bf16) accesses when V == 4.
-template <int V>
-__device__ __forceinline__ void load(const float* p, float* v) {
-  if constexpr (V == 4) {
-    const float4 t = *reinterpret_cast<const float4*>(p);
-    v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w;
-  } else {
-    v[0] = *p;
-  }
-}
-template <int V>
-__device__ __forceinline__ void load(const uint16_t* p, float* v) {
-  if constexpr (V == 4) {
-    const uint2 t = *reinterpret_cast<const uint2*>(p);
-    v[0] = __uint_as_float(t.x << 16); v[1] = __uint_as_float(t.x & 0xffff0000u);
-    v[2] = __uint_as_float(t.y << 16); v[3] = __uint_as_float(t.y & 0xffff0000u);
-  } else {
-    v[0] = ld_bf16(p);
-  }
-}
-template <int V>
-__device__ __forceinline__ void store(float* p, const float* v) {
-  if constexpr (V == 4) *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
-  else *p = v[0];
-}
-template <int V>
-__device__ __forceinline__ void store(uint16_t* p, const float* v) {
-  if constexpr (V == 4) {
-    uint2 t;
-    t.x = uint32_t(to_bf16(v[0])) | (uint32_t(to_bf16(v[1])) << 16);
-    t.y = uint32_t(to_bf16(v[2])) | (uint32_t(to_bf16(v[3])) << 16);
-    *reinterpret_cast<uint2*>(p) = t;
-  } else {
-    *p = to_bf16(v[0]);
-  }
-}
-
-// momentum_out = beta*momentum + grad
-template <int V>
-__global__ void momentum_update(const float* m, const uint16_t* g, float* mo, int64_t n, float beta) {
-  GRID_STRIDE(i, n, V) {
-    float a[V], b[V];
-    load<V>(m + i, a);
-    load<V>(g + i, b);
-#pragma unroll
-    for (int k = 0; k < V; ++k) a[k] = fmaf(beta, a[k], b[k]);
-    store<V>(mo + i, a);
-  }
-}
-// U = grad + beta*momentum_out
-template <int V>
-__global__ void nesterov_blend(const uint16_t* g, const float* mo, float* u, int64_t n, float beta) {
-  GRID_STRIDE(i, n, V) {
-    float a[V], b[V];
-    load<V>(mo + i, a);
-    load<V>(g + i, b);
-#pragma unroll
-    for (int k = 0; k < V; ++k) a[k] = fmaf(beta, a[k], b[k]);
-    store<V>(u + i, a);
-  }
-}
-// X = bf16(U)
-template <int V>
-__global__ void cast_to_bf16(const float* u, uint16_t* x, int64_t n) {
-  GRID_STRIDE(i, n, V) {
-    float a[V];
-    load<V>(u + i, a);
-    store<V>(x + i, a);
-  }
-}
-// Partial sums of squares: blockIdx.y = batch entry, kReduceBlocks blocks per entry.
-__global__ void sumsq_partials(const uint16_t* x, int64_t per, float* partials) {
-  __shared__ float red[256];
-  const uint16_t* xb = x + int64_t(blockIdx.y) * per;
-  float s = 0.f;
-  for (int64_t i = int64_t(blockIdx.x) * 256 + threadIdx.x; i < per; i += int64_t(gridDim.x) * 256) {
-    const float v = ld_bf16(xb + i);
-    s = fmaf(v, v, s);
-  }
-  red[threadIdx.x] = s;
-  __syncthreads();
-  for (int w = 128; w; w >>= 1) {
-    if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) partials[int64_t(blockIdx.y) * gridDim.x + blockIdx.x] = red[0];
-}
-// norm[b] = sqrt(sum of partials of entry b)
-__global__ void sumsq_final(const float* partials, int nblk, float* norm) {
-  __shared__ float red[256];
-  float s = 0.f;
-  for (int i = threadIdx.x; i < nblk; i += 256) s += partials[int64_t(blockIdx.x) * nblk + i];
-  red[threadIdx.x] = s;
-  __syncthreads();
-  for (int w = 128; w; w >>= 1) {
-    if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) norm[blockIdx.x] = sqrtf(red[0]);
-}
-// X = X / (norm[b] + eps), in place
-template <int V>
-__global__ void divide_by_norm(uint16_t* x, int64_t per, int64_t n, const float* norm, float eps) {
-  GRID_STRIDE(i, n, V) {
-    const float d = norm[i / per] + eps;  // V divides per when V == 4 (per % 4 == 0)
-    float a[V];
-    load<V>(x + i, a);
-#pragma unroll
-    for (int k = 0; k < V; ++k) a[k] = a[k] / d;
-    store<V>(x + i, a);
-  }
-}
 /// Launches an elementwise kernel with 4-wide steps when the count allows.
 struct Elementwise {
   cudaStream_t st;
@@ -177,7 +35,7 @@ struct Elementwise {
     const int64_t blocks = std::min<int64_t>((n / V + 255) / 256, int64_t(sms) * 32);
     if (V == 4) k4<<<unsigned(std::max<int64_t>(blocks, 1)), 256, 0, st>>>(a...);
     else k1<<<unsigned(std::max<int64_t>(blocks, 1)), 256, 0, st>>>(a...);
-    LIB_LAUNCH_CHECK();
+    MUON_LAUNCH_CHECK();
   }
 };
 
@@ -185,7 +43,7 @@ struct Elementwise {
 cublasLtHandle_t handle() {
   static std::once_flag once;
   static cublasLtHandle_t h = nullptr;
-  std::call_once(once, [] { LIB_CUBLAS_CHECK(cublasLtCreate(&h)); });
+  std::call_once(once, [] { MUON_CUBLAS_CHECK(cublasLtCreate(&h)); });
   return h;
 }
 
@@ -193,10 +51,10 @@ cublasLtHandle_t handle() {
 struct LtLayout {
   cublasLtMatrixLayout_t d = nullptr;
   LtLayout(int rows, int cols, int ld, int64_t stride, int batch) {
-    LIB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d, CUDA_R_16BF, rows, cols, ld));
+    MUON_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d, CUDA_R_16BF, rows, cols, ld));
     if (batch > 1) {
-      LIB_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(d, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
-      LIB_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(d, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+      MUON_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(d, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
+      MUON_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(d, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
     }
   }
   ~LtLayout() { cublasLtMatrixLayoutDestroy(d); }
@@ -211,24 +69,24 @@ void lt_gemm(cublasLtHandle_t h, cudaStream_t st, void* ws, size_t ws_bytes, cub
              int ldb, int64_t sB, const void* C, void* D, int ldc, int64_t sC, int batch, float alpha,
              float beta) {
   cublasLtMatmulDesc_t op = nullptr;
-  LIB_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  MUON_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   struct OpGuard { cublasLtMatmulDesc_t d; ~OpGuard() { cublasLtMatmulDescDestroy(d); } } og{op};
-  LIB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-  LIB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  MUON_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  MUON_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
   const bool tra = ta == CUBLAS_OP_T, trb = tb == CUBLAS_OP_T;
   LtLayout la(tra ? k : m, tra ? m : k, lda, sA, batch);
   LtLayout lb(trb ? n : k, trb ? k : n, ldb, sB, batch);
   LtLayout lc(m, n, ldc, sC, batch);
   cublasLtMatmulPreference_t pref = nullptr;
-  LIB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  MUON_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   struct PrefGuard { cublasLtMatmulPreference_t p; ~PrefGuard() { cublasLtMatmulPreferenceDestroy(p); } } pg{pref};
-  LIB_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+  MUON_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
                                                         sizeof ws_bytes));
   cublasLtMatmulHeuristicResult_t heur{};
   int found = 0;
-  LIB_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(h, op, la.d, lb.d, lc.d, lc.d, pref, 1, &heur, &found));
+  MUON_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(h, op, la.d, lb.d, lc.d, lc.d, pref, 1, &heur, &found));
   if (found == 0) throw std::runtime_error("library: cuBLASLt found no algorithm");
-  LIB_CUBLAS_CHECK(cublasLtMatmul(h, op, &alpha, A, la.d, B, lb.d, &beta, C, lc.d, D, lc.d, &heur.algo, ws,
+  MUON_CUBLAS_CHECK(cublasLtMatmul(h, op, &alpha, A, la.d, B, lb.d, &beta, C, lc.d, D, lc.d, &heur.algo, ws,
                                   ws_bytes, st));
 }
 
@@ -280,8 +138,8 @@ void run(const d2k_args* args) {
   float* norm = reinterpret_cast<float*>(ws + L.norm);
   void* lws = ws + L.cublas;
   int dev = 0, sms = 0;
-  LIB_CUDA_CHECK(cudaGetDevice(&dev));
-  LIB_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  MUON_CUDA_CHECK(cudaGetDevice(&dev));
+  MUON_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   cublasLtHandle_t h = handle();
 
   const int64_t n = g.numel(), per = g.M * g.N;
@@ -296,9 +154,9 @@ void run(const d2k_args* args) {
   ew(nesterov_blend<4>, nesterov_blend<1>, n, io_aligned, g.grad, g.momentum_out, U, n, beta);
   ew(cast_to_bf16<4>, cast_to_bf16<1>, n, true, U, X, n);
   sumsq_partials<<<dim3(kReduceBlocks, B), 256, 0, st>>>(X, per, part);
-  LIB_LAUNCH_CHECK();
+  MUON_LAUNCH_CHECK();
   sumsq_final<<<B, 256, 0, st>>>(part, kReduceBlocks, norm);
-  LIB_LAUNCH_CHECK();
+  MUON_LAUNCH_CHECK();
   ew(divide_by_norm<4>, divide_by_norm<1>, n, per % 4 == 0, X, per, n, norm, float(g.eps));
 
   // X keeps G's layout (M x N row-major) throughout, as in naive; so does update.
