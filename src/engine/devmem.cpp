@@ -91,8 +91,7 @@ std::size_t round_up(std::size_t n, std::size_t g) { return (n + g - 1) / g * g;
 struct DevMem::State {
   static inline std::atomic<std::uint64_t> next_id{1};
   std::uint64_t id = next_id.fetch_add(1);
-  MemKind kind = MemKind::local;
-  bool vmm = false;
+  bool vmm = false;          // a cuMemCreate/cuMemImport mapping (else cudaMalloc)
   void* ptr = nullptr;
   std::size_t bytes = 0;     // as asked
   std::size_t mapped = 0;    // rounded to the granularity (vmm)
@@ -113,74 +112,67 @@ struct DevMem::State {
     d.release(handle);
   }
 
-  void map_here(int dev) {
+  /// A mapping of `n` bytes on this process's device: sets `bytes` and `mapped` (rounded up to
+  /// the allocation granularity); returns the allocation properties and the device.
+  std::pair<CUmemAllocationProp, int> size_for(std::size_t n) {
+    const int dev = current_device();
+    CUmemAllocationProp prop = allocation_prop(dev);
+    std::size_t gran = 0;
+    check(driver().granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED), "cuMemGetAllocationGranularity");
+    bytes = n ? n : 1;
+    mapped = round_up(bytes, gran);
+    return {prop, dev};
+  }
+
+  /// Takes ownership of the physical allocation `h` and maps it read-write for `dev`; on
+  /// failure everything is undone (the allocation released).
+  void adopt(CUmemGenericAllocationHandle h, int dev) {
     const Driver& d = driver();
     CUdeviceptr va = 0;
-    check(d.reserve(&va, mapped, 0, 0, 0), "cuMemAddressReserve");
-    if (CUresult r = d.map(va, mapped, 0, handle, 0); r != CUDA_SUCCESS) {
-      d.address_free(va, mapped);
-      check(r, "cuMemMap");
+    CUresult r = d.reserve(&va, mapped, 0, 0, 0);
+    if (r == CUDA_SUCCESS && (r = d.map(va, mapped, 0, h, 0)) != CUDA_SUCCESS) d.address_free(va, mapped);
+    if (r == CUDA_SUCCESS) {
+      CUmemAccessDesc access{};
+      access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      access.location.id = dev;
+      access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+      if ((r = d.set_access(va, mapped, &access, 1)) != CUDA_SUCCESS) {
+        d.unmap(va, mapped);
+        d.address_free(va, mapped);
+      }
     }
-    CUmemAccessDesc access{};
-    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id = dev;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    if (CUresult r = d.set_access(va, mapped, &access, 1); r != CUDA_SUCCESS) {
-      d.unmap(va, mapped);
-      d.address_free(va, mapped);
-      check(r, "cuMemSetAccess");
+    if (r != CUDA_SUCCESS) {
+      d.release(h);
+      check(r, "mapping a device allocation (cuMemAddressReserve, cuMemMap, cuMemSetAccess)");
     }
+    handle = h;
+    vmm = true;
     ptr = reinterpret_cast<void*>(va);
   }
 };
 
 DevMem::DevMem(std::size_t bytes, MemKind kind) : s_(std::make_unique<State>()) {
-  s_->kind = kind;
-  s_->bytes = bytes ? bytes : 1;
   if (kind == MemKind::local) {
+    s_->bytes = bytes ? bytes : 1;
     D2K_CUDA_CHECK(cudaMalloc(&s_->ptr, s_->bytes));
     return;
   }
-  const Driver& d = driver();
-  const int dev = current_device();
-  CUmemAllocationProp prop = allocation_prop(dev);
-  std::size_t gran = 0;
-  check(d.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED), "cuMemGetAllocationGranularity");
-  s_->mapped = round_up(s_->bytes, gran);
-  check(d.create(&s_->handle, s_->mapped, &prop, 0), "cuMemCreate");
-  s_->vmm = true;
-  try {
-    s_->map_here(dev);
-  } catch (...) {
-    d.release(s_->handle);
-    s_->vmm = false;
-    throw;
-  }
+  auto [prop, dev] = s_->size_for(bytes);
+  CUmemGenericAllocationHandle h = 0;
+  check(driver().create(&h, s_->mapped, &prop, 0), "cuMemCreate");
+  s_->adopt(h, dev);
 }
 
 DevMem DevMem::import_fd(int fd, std::size_t bytes) {
-  const Driver& d = driver();
   DevMem m;
   m.s_ = std::make_unique<State>();
-  m.s_->kind = MemKind::shareable;
-  m.s_->bytes = bytes ? bytes : 1;
-  const int dev = current_device();
-  CUmemAllocationProp prop = allocation_prop(dev);
-  std::size_t gran = 0;
-  check(d.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED), "cuMemGetAllocationGranularity");
-  m.s_->mapped = round_up(m.s_->bytes, gran);
-  CUresult r = d.import_handle(&m.s_->handle, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)),
-                               CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  const int dev = m.s_->size_for(bytes).second;
+  CUmemGenericAllocationHandle h = 0;
+  CUresult r = driver().import_handle(&h, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)),
+                                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   close(fd);
   check(r, "cuMemImportFromShareableHandle");
-  m.s_->vmm = true;
-  try {
-    m.s_->map_here(dev);
-  } catch (...) {
-    d.release(m.s_->handle);
-    m.s_->vmm = false;
-    throw;
-  }
+  m.s_->adopt(h, dev);
   return m;
 }
 

@@ -229,8 +229,8 @@ class CudaEvaluation {
     const DeviceSet* device = nullptr;
   };
 
-  /// Two calls with different poison, the inputs' checksum around both, threads counted around
-  /// the second (the first may start the driver's own threads), then the judge.
+  /// Two calls with different poison, the inputs' checksum around both, the thread count after
+  /// each, then the judge.
   void run_and_judge(Trace& tr, TargetState& ts, const WorkloadPlan& plan, const DeviceSet& ins, Expected expected,
                      const std::string& against, int round) {
     if (tr.status != Status::PASSED) return;
@@ -368,39 +368,37 @@ class CudaEvaluation {
     const std::size_t recheck_at = 2 + n + rng() % 24;  // a timed call after warm-up has started
     std::size_t last_call = 0;
     auto prepare = [&](std::size_t call, std::size_t k) {
-      if (!opt_.sample_checks) {
-        // Without the costly checks each set keeps the inputs drawn for it on its first use.
-        if (!filled[k]) {
-          set_seed[k] = round_seed(opt_.secret_seed, key, 1000 + static_cast<int>(call));
-          generate_inputs_device(plan, set_seed[k], ins[k], stream_.get());
-        }
-        filled[k] = true;
-        last_call = call;
-        poison(outs[k], kPoisonA, stream_.get());
-        D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-        return;
+      if (opt_.sample_checks && call == recheck_at && filled[k]) recheck(plan, ins[k], outs[k], set_seed[k]);
+      // Without the per-call checks each set keeps the inputs drawn for it on its first use.
+      if (opt_.sample_checks || !filled[k]) {
+        set_seed[k] = round_seed(opt_.secret_seed, key, 1000 + static_cast<int>(call));
+        generate_inputs_device(plan, set_seed[k], ins[k], stream_.get());
       }
-      if (call == recheck_at && filled[k]) recheck(plan, ins[k], outs[k], set_seed[k]);
-      set_seed[k] = round_seed(opt_.secret_seed, key, 1000 + static_cast<int>(call));
-      generate_inputs_device(plan, set_seed[k], ins[k], stream_.get());
       poison(outs[k], kPoisonA, stream_.get());
       D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
       filled[k] = true;
       last_call = call;
     };
+    // A timing run, with the re-check of the last call; nullopt (trace failed) when a re-check
+    // failed. The worker is then mid-loop, waiting for a preparation that will not come: it is
+    // ended, and the next workload gets a fresh one.
+    auto timed = [&](const measure::MeasureOptions& o) -> std::optional<TimedOutcome> {
+      try {
+        TimedOutcome t = r->time(ins, outs, o, prepare);
+        if (t.call.ok) recheck(plan, ins[last_call % n], outs[last_call % n], set_seed[last_call % n]);
+        return t;
+      } catch (const RecheckFailed& f) {
+        tr.checks_fired.push_back(f.rule + ": " + f.message);
+        fail(tr, Status::REWARD_HACK, f.message, f.rule);
+        ts.runner.reset();
+        return std::nullopt;
+      }
+    };
     measure::MeasureOptions mo;
     mo.stopping = opt_.stopping;
-    TimedOutcome t;
-    try {
-      t = r->time(ins, outs, mo, prepare);
-      if (t.call.ok) recheck(plan, ins[last_call % n], outs[last_call % n], set_seed[last_call % n]);
-    } catch (const RecheckFailed& f) {
-      tr.checks_fired.push_back(f.rule + ": " + f.message);
-      fail(tr, Status::REWARD_HACK, f.message, f.rule);
-      // The worker is mid-loop, waiting for a preparation that will not come.
-      if (ts.runner && ts.runner->memory_kind() == MemKind::shareable) ts.runner.reset();
-      return;
-    }
+    std::optional<TimedOutcome> timed_main = timed(mo);
+    if (!timed_main) return;
+    const TimedOutcome& t = *timed_main;
     if (!t.call.ok) return fail_call(tr, ts, t.call);
     // One odd sample can be a CUPTI delivery glitch; a cheat's other path shows repeatedly.
     if (!t.kernel_set_constant && t.kernel_set_deviations >= std::max<std::size_t>(2, t.calls / 100)) {
@@ -433,9 +431,12 @@ class CudaEvaluation {
       measure::MeasureOptions go = mo;
       go.graph = true;
       go.graph_variants = n;
-      TimedOutcome g = r->time(ins, outs, go, prepare);
-      if (g.call.ok) tr.performance->graph_median_us = g.perf.median_us;
-      else tr.checks_fired.push_back("graph column: " + g.call.error.substr(0, 200));
+      std::optional<TimedOutcome> g = timed(go);
+      if (!g) return;
+      // A call that cannot be captured (it synchronises or allocates) just has no graph column.
+      if (g->call.ok) tr.performance->graph_median_us = g->perf.median_us;
+      else if (g->call.fatal) return fail_call(tr, ts, g->call);
+      else tr.checks_fired.push_back("graph column: " + g->call.error.substr(0, 200));
     }
     Roofline rf;
     measure::CostInputs cost{plan.flops, plan.bytes};

@@ -89,8 +89,6 @@ TimedOutcome run_timer(measure::Timer& timer, DeviceCall& call, const std::vecto
   return t;
 }
 
-std::vector<void*> ptrs_of(const DeviceSet& s) { return s.ptrs(); }
-
 // ---------------------------------------------------------------- plan over the channel
 
 json plan_to_json(const WorkloadPlan& p) {
@@ -224,8 +222,8 @@ class InProcessRunner final : public TargetRunner {
     TimedOutcome t;
     t.call = guarded([&] {
       std::vector<std::vector<void*>> ip, op;
-      for (auto& s : ins) ip.push_back(ptrs_of(s));
-      for (auto& s : outs) op.push_back(ptrs_of(s));
+      for (auto& s : ins) ip.push_back(s.ptrs());
+      for (auto& s : outs) op.push_back(s.ptrs());
       t = run_timer(timer(), *call_, ip, op, mo, prepare, stream_);
       return CallOutcome{};
     });
@@ -247,7 +245,7 @@ class InProcessRunner final : public TargetRunner {
   CallOutcome guarded(F&& f) {
     try {
       return f();
-    } catch (const CudaError& e) {
+    } catch (const CudaError&) {
       // A sticky error poisons this process's context: nothing after it can be trusted.
       throw;
     } catch (const std::exception& e) {
@@ -274,13 +272,13 @@ class InProcessRunner final : public TargetRunner {
 /// the answer to the wrong request (and rejected by type).
 class WorkerRunner final : public TargetRunner {
  public:
-  WorkerRunner(const ImplTarget& t, const WorkerOptions& opt) : target_(t), opt_(opt) {
+  WorkerRunner(const ImplTarget& t, const WorkerOptions& opt) : opt_(opt) {
     SandboxOptions so;
     // Deadlines are the parent's (wait_incoming): the worker's stage reports can be forged by
     // the candidate, so the sandbox's own stage deadlines are only a backstop for the start.
     so.stage_timeouts = {{"start", 2 * opt.start_timeout_s}};
     so.default_stage_timeout = 7 * 24 * 3600.0;
-    so.pid_namespace = opt.keep_pid_namespace;
+    so.pid_namespace = opt.pid_namespace;
     so.ro_paths.push_back(std::filesystem::absolute(t.so).parent_path());
     so.ro_paths.push_back(std::filesystem::absolute(opt.exe).parent_path());
     so.cancel = cancel_;
@@ -305,6 +303,7 @@ class WorkerRunner final : public TargetRunner {
       start_error_ = ended();
     } else if (first->value("type", "") == "load_failed") {
       auto st = parse_status(first->value("status", "INVALID_SUBMISSION")).value_or(Status::INVALID_SUBMISSION);
+      if (st == Status::PASSED) st = Status::INVALID_SUBMISSION;  // a failure report cannot pass
       start_error_ = failed(st, first->value("error", "the implementation did not load"), true);
     } else if (first->value("type", "") != "ready") {
       start_error_ = protocol_violation(*first, "ready");
@@ -315,11 +314,18 @@ class WorkerRunner final : public TargetRunner {
 
   ~WorkerRunner() override {
     {
+      // Answer whatever the worker says next with "exit" (it may be mid-request, e.g. waiting
+      // for a preparation the engine abandoned, and then report an error before it reads the
+      // next command), until it ends or 10 s pass.
       std::unique_lock lk(m_);
-      if (!done_) {
-        out_ = Out{{{"cmd", "exit"}}, {}};
-        cv_.notify_all();
-        cv_.wait_for(lk, std::chrono::seconds(10), [&] { return done_; });
+      const auto deadline = Clock::now() + std::chrono::seconds(10);
+      while (!done_) {
+        if (!out_) {
+          in_.reset();
+          out_ = Out{{{"cmd", "exit"}}, {}};
+          cv_.notify_all();
+        }
+        if (!cv_.wait_until(lk, deadline, [&] { return done_ || in_.has_value(); })) break;
       }
     }
     cancel_->store(true);
@@ -411,8 +417,6 @@ class WorkerRunner final : public TargetRunner {
     wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r.first;
   }
-
-  std::string describe_end() override { return end_note_; }
 
  private:
   struct Out {
@@ -544,7 +548,6 @@ class WorkerRunner final : public TargetRunner {
     return failed(st, why, true);
   }
 
-  ImplTarget target_;
   WorkerOptions opt_;
   std::shared_ptr<std::atomic<bool>> cancel_ = std::make_shared<std::atomic<bool>>(false);
   std::thread thread_;
@@ -601,7 +604,6 @@ class Worker {
       ch_.send({{"type", "load_failed"}, {"status", "INVALID_SUBMISSION"}, {"error", e.what()}});
       return 0;
     }
-    ch_.stage("idle");
     ch_.send({{"type", "ready"}, {"lockdown", lock.empty() ? std::string("on") : lock}, {"threads", baseline_threads}});
     for (;;) {
       auto msg = ch_.receive();
@@ -617,7 +619,6 @@ class Worker {
       } catch (const std::exception& e) {
         ch_.send({{"type", "error"}, {"status", "RUNTIME_ERROR"}, {"fatal", false}, {"error", e.what()}});
       }
-      ch_.stage("idle");
     }
   }
 
@@ -655,12 +656,10 @@ class Worker {
     if (!call_) throw std::runtime_error(cmd + ": no plan");
     if (cmd == "call") {
       auto ins = pointers(msg.at("ins")), outs = pointers(msg.at("outs"));
-      ch_.stage("call");
-      const int before = count_threads();
       call_->launch(ins, outs, stream_->get());
       D2K_CUDA_CHECK(cudaStreamSynchronize(stream_->get()));
       D2K_CUDA_CHECK(cudaDeviceSynchronize());
-      return {{"type", "called"}, {"threads_before", before}, {"threads_after", count_threads()}};
+      return {{"type", "called"}, {"threads_after", count_threads()}};
     }
     if (cmd == "time") {
       std::vector<std::vector<void*>> ins, outs;
@@ -670,7 +669,6 @@ class Worker {
       }
       if (ins.empty()) throw std::runtime_error("time: no sets");
       measure::MeasureOptions mo = options_from_json(msg.at("options"));
-      ch_.stage("time");
       auto prepare = [&](std::size_t i, std::size_t) {
         ch_.send({{"type", "prepare"}, {"call", i}});
         auto r = ch_.receive();
@@ -682,7 +680,6 @@ class Worker {
     if (cmd == "throughput") {
       auto ins = pointers(msg.at("ins")), outs = pointers(msg.at("outs"));
       const std::size_t count = msg.at("count").get<std::size_t>();
-      ch_.stage("throughput");
       for (std::size_t i = 0; i < count; ++i) call_->launch(ins, outs, stream_->get());
       D2K_CUDA_CHECK(cudaStreamSynchronize(stream_->get()));
       D2K_CUDA_CHECK(cudaDeviceSynchronize());

@@ -69,8 +69,6 @@ class TargetRunner {
   /// `count` calls back to back on one set (no flush, no preparation), then a synchronise;
   /// `wall_s` is measured by the parent around the whole request.
   virtual CallOutcome throughput(const DeviceSet& ins, const DeviceSet& outs, std::size_t count, double& wall_s) = 0;
-  /// Why the runner cannot go on, after a fatal outcome ("" while it can).
-  virtual std::string describe_end() { return {}; }
 };
 
 /// Options of a worker.
@@ -79,7 +77,7 @@ struct WorkerOptions {
   double call_timeout_s = 30;       ///< one untimed call
   double time_timeout_s = 120;      ///< one timing loop (the parent's preparation included)
   double start_timeout_s = 60;      ///< process start, CUDA init and loading the library
-  bool keep_pid_namespace = true;   ///< descriptors work across PID namespaces
+  bool pid_namespace = true;        ///< own PID namespace (buffer descriptors work across it)
 };
 
 /// Starts a runner for `target`. Worker start-up failures come back as a runner whose first

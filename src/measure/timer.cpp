@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <optional>
-#include <set>
 #include <span>
 
 #include <fmt/format.h>
@@ -128,17 +127,6 @@ struct LoopGuard {
     if (nvml && nvml_running) nvml->stop();
   }
 };
-
-/// The distinct kernels of a sample. Copy-engine activities ("[memset]", "[memcpy ...]") and
-/// how often a kernel ran are left out: libraries issue variable memsets, and CUPTI's delivery
-/// can split a repeated launch across windows; a different kernel is what a cheat's other path
-/// shows.
-std::multiset<std::string> as_multiset(const std::vector<std::string>& v) {
-  std::set<std::string> distinct;
-  for (const auto& n : v)
-    if (!n.empty() && n.front() != '[') distinct.insert(n);
-  return {distinct.begin(), distinct.end()};
-}
 
 void sync_stream(cudaStream_t stream, std::size_t index) {
   const cudaError_t e = cudaStreamSynchronize(stream);
@@ -345,13 +333,9 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
 
   StoppingRule rule(opts.stopping);
   std::vector<double> cupti_times, event_times;
-  // Each timed sample's kernels, judged against the most common set once sampling ends.
-  struct SampleSet {
-    std::size_t index;
-    std::vector<std::string> names;
-    std::multiset<std::string> set;
-  };
-  std::vector<SampleSet> sample_sets;
+  // Each timed sample's activity names, judged once sampling ends (judge_kernel_sets).
+  std::vector<std::size_t> sample_index;
+  std::vector<std::vector<std::string>> sample_names;
   double busy_all = 0;
   bool have_join = false;
   NamedDurations per_kernel;
@@ -395,8 +379,8 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
       }
       cupti_times.push_back(q.s.cupti_s);
       if (w.names.empty()) ++res.empty_samples;
-      if (res.kernel_names.empty()) res.kernel_names = w.names;
-      sample_sets.push_back({q.s.index, w.names, as_multiset(w.names)});
+      sample_index.push_back(q.s.index);
+      sample_names.push_back(w.names);
       for (const auto& [name, busy] : w.busy) {
         per_kernel.add(name, busy);
         OriginTime& o = res.attribution[std::string(kernel_origin(name))];
@@ -453,33 +437,13 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
     cupti_time += seconds_since(tc);
   }
   const double loop_s = seconds_since(t_loop);
-  // The kernel set: the most common set is the call's; a sample deviates when it ran a kernel
-  // that set lacks (another code path). A sample that shows fewer kernels is not counted: with
-  // time windows, clock drift can push a record out of its window, but nothing else's kernel in
-  // except the harness's own, which are left out by name.
   {
-    std::map<std::multiset<std::string>, std::size_t> freq;
-    for (const auto& ss : sample_sets) ++freq[ss.set];
-    const std::multiset<std::string>* mode = nullptr;
-    std::size_t best = 0;
-    for (const auto& [set, n] : freq)
-      if (n > best) best = n, mode = &set;
-    auto harness = [](const std::string& n) {
-      return n.find("blocking_spin") != std::string::npos || n.find("l2_flush_") != std::string::npos;
-    };
-    for (const auto& ss : sample_sets) {
-      bool extra = false;
-      for (const auto& n : ss.set) extra |= !harness(n) && (!mode || mode->count(n) == 0);
-      if (!extra) continue;
-      res.kernel_set_constant = false;
-      ++res.kernel_set_deviation_count;
-      if (res.kernel_set_deviations.size() < 16) res.kernel_set_deviations.push_back({ss.index, ss.names});
-    }
-    for (const auto& ss : sample_sets)
-      if (mode && ss.set == *mode) {
-        res.kernel_names = ss.names;
-        break;
-      }
+    KernelSetVerdict ks = judge_kernel_sets(sample_names);
+    res.kernel_names = std::move(ks.names);
+    res.kernel_set_constant = ks.deviating.empty();
+    res.kernel_set_deviation_count = ks.deviating.size();
+    for (std::size_t i = 0; i < ks.deviating.size() && i < 16; ++i)
+      res.kernel_set_deviations.push_back({sample_index[ks.deviating[i]], sample_names[ks.deviating[i]]});
   }
   if (timed_runs > 0) {
     const double n = static_cast<double>(timed_runs);

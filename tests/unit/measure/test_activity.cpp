@@ -88,6 +88,33 @@ TEST(Activity, CopiesCountAndEmptyWindowIsZero) {
   EXPECT_TRUE(none.names.empty());
 }
 
+TEST(Activity, KernelSetDeviationsAreOtherKernelsThanTheCommonSet) {
+  using Names = std::vector<std::string>;
+  const Names call = {"gemm()", "[memset]", "epilogue()"};
+  std::vector<Names> samples(10, call);
+  samples[3] = {"gemm()", "epilogue()", "gemm()"};               // a kernel counted twice
+  samples[4] = {"gemm()"};                                        // a record lost to drift
+  samples[5] = {"gemm()", "epilogue()", "[memcpy DtoD]"};         // a copy, not a kernel
+  samples[6] = {"d2k::measure::l2_flush_read()", "gemm()", "epilogue()"};  // harness kernel
+  samples[7] = {"gemm()", "epilogue()", "copy_cached()"};         // another code path
+  const KernelSetVerdict v = judge_kernel_sets(samples);
+  ASSERT_EQ(v.deviating.size(), 1u);
+  EXPECT_EQ(v.deviating[0], 7u);
+  EXPECT_EQ(v.names, call);
+
+  // The common set is the majority's, whichever sample comes first: a cheat's path that runs
+  // in most samples makes the honest samples the deviating ones.
+  std::vector<Names> mostly_cached(6, Names{"copy_cached()"});
+  mostly_cached[0] = {"rmsnorm()"};
+  mostly_cached[4] = {"rmsnorm()"};
+  const KernelSetVerdict c = judge_kernel_sets(mostly_cached);
+  EXPECT_EQ(c.deviating, (std::vector<std::size_t>{0, 4}));
+  EXPECT_EQ(c.names, Names{"copy_cached()"});
+
+  EXPECT_TRUE(judge_kernel_sets({}).deviating.empty());
+  EXPECT_TRUE(judge_kernel_sets({}).names.empty());
+}
+
 TEST(Activity, JoinCheckFlagsWorkEndingAfterTheHarnessJoin) {
   std::vector<ActivityRecord> recs = {
       kernel("_Z4mainv", 1000, 1100, 7),
