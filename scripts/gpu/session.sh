@@ -36,3 +36,7 @@ step bench_fused_add_rmsnorm_nochecks 200 "$d2k" bench --task fused_add_rmsnorm 
 step bench_fused_add_rmsnorm_inprocess 200 "$d2k" bench --task fused_add_rmsnorm --targets naive,expert,library \
   --quiet --no-sample-checks --isolation none --json "$out/bench_fused_add_rmsnorm_inprocess.jsonl"
 grep -v " check \|hidden:" "$out/bench_fused_add_rmsnorm_inprocess.log" | cut -c1-200 | tail -8
+# The CUDA-graph column (flush captured inside the graph) beside the eager time.
+step bench_fused_add_rmsnorm_graph 200 "$d2k" bench --task fused_add_rmsnorm --targets naive,expert --graph \
+  --quiet --json "$out/bench_fused_add_rmsnorm_graph.jsonl"
+grep -v " check \|hidden:" "$out/bench_fused_add_rmsnorm_graph.log" | cut -c1-220 | tail -8

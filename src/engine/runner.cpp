@@ -48,6 +48,7 @@ Performance performance_from(const measure::MeasureResult& r) {
   p.sm_clock_min_mhz = r.clocks.sm_mhz_min;
   p.sm_clock_median_mhz = r.clocks.sm_mhz_median;
   p.throttle_reasons = r.clocks.reason_names;
+  p.settle_s = r.settle_s;
   p.kernels = r.kernel_names;
   p.own_kernel_share = r.own_share;
   return p;

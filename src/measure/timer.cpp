@@ -6,6 +6,7 @@
 #include <atomic>
 #include <optional>
 #include <span>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -151,6 +152,7 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
   if (opts.cupti_batch == 0) throw measure_error("measure: cupti_batch must be >= 1");
   if (!(opts.cupti_batch_max_s >= 0)) throw measure_error("measure: cupti_batch_max_s must be >= 0");
   if (!(opts.join_slack_s >= 0)) throw measure_error("measure: join_slack_s must be >= 0");
+  if (!(opts.settle_max_s >= 0)) throw measure_error("measure: settle_max_s must be >= 0");
   if (opts.blocking_kernel && !(opts.blocking_timeout_s > 0))
     throw measure_error("measure: blocking_timeout_s must be > 0");
 
@@ -318,6 +320,23 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
     }
     return p;
   };
+
+  // Settle: a previous measurement (a power-capped GEMM) can leave the clocks throttled for a
+  // while; starting now would charge its power state to this call (nvbench's throttle recovery).
+  if (guard.nvml_running && opts.settle_max_s > 0) {
+    const auto t_settle = clock_type::now();
+    for (;;) {
+      const std::optional<NvmlReading> r = nvml->read_now();
+      if (!r || !is_throttle(r->reasons)) break;
+      if (res.settle_reasons.empty()) res.settle_reasons = clock_event_reason_names(r->reasons);
+      if (seconds_since(t_settle) >= opts.settle_max_s) {
+        res.settle_timed_out = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    res.settle_s = seconds_since(t_settle);
+  }
 
   // Warm-up: at least one call (at least warmup_min_calls), until warmup_min_s has passed.
   const auto t_warm = clock_type::now();
@@ -520,6 +539,9 @@ void to_json(nlohmann::json& j, const MeasureResult& r) {
                      {"stop_detail", r.stop_detail},
                      {"warmup_calls", r.warmup_calls},
                      {"warmup_s", r.warmup_s},
+                     {"settle_s", r.settle_s},
+                     {"settle_reasons", r.settle_reasons},
+                     {"settle_timed_out", r.settle_timed_out},
                      {"wall_s", r.wall_s},
                      {"blocking_timed_out", r.blocking_timed_out},
                      {"cupti_dropped", r.cupti_dropped},

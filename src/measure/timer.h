@@ -54,6 +54,10 @@ struct MeasureOptions {
   /// unjoined (the slack covers the conversion of device timestamps to CUPTI's clock).
   double join_slack_s = 10e-6;  ///< at least; 10% of the sample's span when that is more
   bool sample_clocks = true;          ///< NVML sampler during the loop
+  /// Before the warm-up, wait (polling NVML every 10 ms, at most this long) while the GPU reports
+  /// a throttle reason (power cap, thermal, slowdown), so a measurement does not start in the
+  /// power state the previous one left behind. 0: do not wait. Needs sample_clocks.
+  double settle_max_s = 0.5;
   std::chrono::milliseconds clock_period{10};
   bool graph = false;                 ///< capture flush + call into graphs and time their replays
   std::size_t graph_variants = 1;     ///< graphs captured (sample i replays variant i % n)
@@ -119,6 +123,9 @@ struct MeasureResult {
   std::string stop_detail;
   std::size_t warmup_calls = 0;
   double warmup_s = 0, wall_s = 0;
+  double settle_s = 0;              ///< time spent waiting for throttling to end before warm-up
+  std::vector<std::string> settle_reasons;  ///< throttle reasons seen at the start (empty: none)
+  bool settle_timed_out = false;    ///< still throttled after settle_max_s
   bool blocking_timed_out = false;
   std::uint64_t cupti_dropped = 0;
   /// Why the blocking kernel was turned off during the run (empty when it was not).

@@ -38,6 +38,7 @@ struct Performance {
   std::optional<double> graph_median_us;  ///< CUDA-graph replay column, where asked for
   double sm_clock_min_mhz = 0, sm_clock_median_mhz = 0;
   std::vector<std::string> throttle_reasons;
+  double settle_s = 0;          ///< waited for throttling (left by earlier work) to end before warm-up
   std::vector<std::string> kernels;  ///< kernel names one call launched
   double own_kernel_share = 1;  ///< device time in the solution's own kernels vs vendor libraries
 };

@@ -71,38 +71,50 @@ def ncu_per_kernel_us(path):
     return [statistics.median(vals[p::k]) for p in range(k)]
 
 
-def diagnostics(d, runs):
-    ev_path = os.path.join(d, "events_only.jsonl")
-    events_only = {}
-    if os.path.exists(ev_path):
-        for line in open(ev_path):
+VARIANTS = [("events_only", "CUDA events only"), ("no_flush", "no L2 flush (warm)"), ("no_blocking", "no blocking kernel")]
+
+
+def load_jsonl(path):
+    rows = {}
+    if os.path.exists(path):
+        for line in open(path):
             if line.startswith("{"):
                 j = json.loads(line)
-                events_only[j["workload"]] = j
-    multi = [n for n in (runs[0] if runs else {}) if runs[0][n].get("kernel_times")]
-    if not multi:
-        return
-    print("\n## Per kernel: d2k (run 1, CUPTI, median per kernel) vs ncu (cache flushed / not flushed per kernel)\n")
-    print("| workload | # | kernel | d2k µs | ncu µs (--cache-control all) | ncu µs (none) | d2k / ncu(all) |")
-    print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
-    for n in multi:
-        kt = runs[0][n]["kernel_times"]
-        all_ = ncu_per_kernel_us(os.path.join(d, f"ncu_{n}.csv")) or []
-        none = ncu_per_kernel_us(os.path.join(d, f"ncunocache_{n}.csv")) or []
-        for i, k in enumerate(kt):
-            a = all_[i] if i < len(all_) else None
-            b = none[i] if i < len(none) else None
-            fa = "" if a is None else f"{a:.2f}"
-            fb = "" if b is None else f"{b:.2f}"
-            fr = "" if a is None else f"{k['median_us'] / a:.4f}"
-            print(f"| {n} | {i} | {k['name'][:60]} | {k['median_us']:.2f} | {fa} | {fb} | {fr} |")
-    if events_only:
-        print("\n## d2k with CUDA events only (no CUPTI) vs the CUPTI runs\n")
-        print("| workload | events-only median µs | run-1 CUPTI median µs | run-1 events median µs |")
-        print("| --- | ---: | ---: | ---: |")
-        for n, j in events_only.items():
-            r1 = runs[0].get(n, {})
-            print(f"| {n} | {j['median_us']:.2f} | {r1.get('median_us', float('nan')):.2f} | {r1.get('events_median_us', float('nan')):.2f} |")
+                rows[j["workload"]] = j
+    return rows
+
+
+def diagnostics(d, runs):
+    variants = {k: load_jsonl(os.path.join(d, f"variant_{k}.jsonl")) for k, _ in VARIANTS}
+    multi = [n for n in (runs[0] if runs else {}) if len(runs[0][n].get("kernel_times", [])) > 1]
+    if multi:
+        print("\n## Per kernel: d2k (run 1, median per kernel) vs ncu (cache flushed before each kernel / not flushed)\n")
+        print("| workload | # | kernel | d2k µs | d2k no-flush µs | ncu µs (--cache-control all) | ncu µs (none) | d2k / ncu(all) | no-flush / ncu(none) |")
+        print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for n in multi:
+            kt = runs[0][n]["kernel_times"]
+            nf = variants["no_flush"].get(n, {}).get("kernel_times", [])
+            all_ = ncu_per_kernel_us(os.path.join(d, f"ncu_{n}.csv")) or []
+            none = ncu_per_kernel_us(os.path.join(d, f"ncunocache_{n}.csv")) or []
+            for i, k in enumerate(kt):
+                a = all_[i] if i < len(all_) else None
+                b = none[i] if i < len(none) else None
+                c = nf[i]["median_us"] if i < len(nf) else None
+                f = lambda x: "" if x is None else f"{x:.2f}"
+                r1 = "" if a is None else f"{k['median_us'] / a:.4f}"
+                r2 = "" if (b is None or c is None) else f"{c / b:.4f}"
+                print(f"| {n} | {i} | {k['name'][:60]} | {k['median_us']:.2f} | {f(c)} | {f(a)} | {f(b)} | {r1} | {r2} |")
+    if any(variants.values()):
+        print("\n## d2k with one part of the timer changed (medians, µs)\n")
+        print("| workload | default (run 1) | default events | " + " | ".join(t for _, t in VARIANTS) + " |")
+        print("| --- | ---: | ---: | " + " | ".join("---:" for _ in VARIANTS) + " |")
+        names = []
+        for rows in variants.values():
+            names += [n for n in rows if n not in names]
+        for n in names:
+            r1 = runs[0].get(n, {}) if runs else {}
+            cells = [f"{variants[k][n]['median_us']:.2f}" if n in variants[k] else "" for k, _ in VARIANTS]
+            print(f"| {n} | {r1.get('median_us', float('nan')):.2f} | {r1.get('events_median_us', float('nan')):.2f} | " + " | ".join(cells) + " |")
 
 
 def main(d):
@@ -148,13 +160,13 @@ def main(d):
     print(f"spread bound (≤ 1 %): {'met' if ok_spread else 'NOT met'}; ncu bound (≤ 3 % for ≥ 20 µs): {'met' if ok_ncu else 'NOT met'}")
     if runs:
         print("\n## Per-workload wall time and clocks (run 1)\n")
-        print("| workload | wall s | warm-up calls | samples | per-sample µs | SM MHz median (min) | throttled | kernels |")
-        print("| --- | ---: | ---: | ---: | ---: | --- | --- | --- |")
+        print("| workload | wall s | settle s | warm-up calls | samples | per-sample µs | SM MHz median (min) | throttled | kernels |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |")
         for n in names:
             j = runs[0].get(n)
             if not j:
                 continue
-            print(f"| {n} | {j['wall_s']:.2f} | {j['warmup_calls']} | {j['n']} | {j['overhead']['per_sample_s']*1e6:.1f} | "
+            print(f"| {n} | {j['wall_s']:.2f} | {j.get('settle_s', 0):.2f} | {j['warmup_calls']} | {j['n']} | {j['overhead']['per_sample_s']*1e6:.1f} | "
                   f"{j['sm_mhz_median']:.0f} ({j['sm_mhz_min']:.0f}) | {j['throttled']} | {len(j['kernels'])} |")
         print(f"\ntotal wall of run 1: {sum(j['wall_s'] for j in runs[0].values()):.2f} s for {len(runs[0])} workloads")
     diagnostics(d, runs)

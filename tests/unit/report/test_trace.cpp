@@ -55,6 +55,8 @@ TEST(Trace, JsonRoundTripKeepsEveryField) {
   o.first_bad_index = -1;
   c.outputs.push_back(o);
   t.correctness = c;
+  t.performance->settle_s = 0.12;
+  t.performance->throttle_reasons = {"sw_power_cap"};
   Trace back = trace_from_json(to_json(t));
   EXPECT_EQ(back.task, t.task);
   EXPECT_EQ(back.axes, t.axes);
@@ -64,6 +66,8 @@ TEST(Trace, JsonRoundTripKeepsEveryField) {
   EXPECT_DOUBLE_EQ(back.correctness->outputs.at(0).max_abs_error, 0.01);
   ASSERT_TRUE(back.performance.has_value());
   EXPECT_DOUBLE_EQ(back.performance->median_us, 123.5);
+  EXPECT_DOUBLE_EQ(back.performance->settle_s, 0.12);
+  EXPECT_EQ(back.performance->throttle_reasons, std::vector<std::string>{"sw_power_cap"});
   ASSERT_TRUE(back.roofline && back.roofline->speedup_vs_naive);
   EXPECT_DOUBLE_EQ(*back.roofline->speedup_vs_naive, 3.2);
   EXPECT_FALSE(back.roofline->speedup_vs_expert.has_value());
