@@ -2,7 +2,7 @@
 # Timing fidelity on a GPU machine: d2k_fidelity 5 times (5 separate processes: the spread of d2k's
 # medians), the timer's per-sample overhead, then Nsight Compute (--clock-control none, every cache
 # flushed before each kernel) on each workload, diagnostics for multi-kernel calls (ncu without
-# cache flushes; d2k with events only, without the flush, without the blocking kernel), and the tables (tools/fidelity/table.py).
+# cache flushes; d2k with events only, without the flush, without the blocking kernel, with every sample under CUPTI), and the tables (tools/fidelity/table.py).
 # Usage: scripts/gpu/fidelity.sh CARRY OUT
 #   CARRY holds d2k_fidelity, naive.so (fused_add_rmsnorm) and lib/ (libfmt); OUT receives the logs.
 set -uo pipefail
@@ -55,7 +55,7 @@ if [ -n "$ncu" ] && [ -n "$multi" ]; then
 fi
 if [ -n "$multi" ]; then
   # The same calls under d2k with one part of the timer changed at a time.
-  for v in "events_only --no-cupti" "no_flush --no-flush" "no_blocking --no-blocking"; do
+  for v in "events_only --no-cupti" "no_flush --no-flush" "no_blocking --no-blocking" "all_cupti --all-cupti"; do
     set -- $v
     timeout 60 "$tool" "$2" --only "copy_kernel_1GiB,$multi" --naive-so "$so" --json "$out/variant_$1.jsonl" \
       > "$out/variant_$1.log" 2>&1

@@ -135,6 +135,31 @@ void CuptiCollector::set_unavailable(std::string why) {
   status_ = std::move(why);
 }
 
+namespace {
+// CONCURRENT_KERNEL (not KERNEL): records every kernel without serialising them.
+constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                         CUPTI_ACTIVITY_KIND_MEMSET};
+}  // namespace
+
+bool CuptiCollector::enable_kinds() {
+  for (CUpti_ActivityKind k : kKinds) {
+    const CUptiResult r = cuptiActivityEnable(k);
+    if (r != CUPTI_SUCCESS) {
+      set_unavailable(fmt::format("cuptiActivityEnable({}): {}", int(k), cupti_error_text(r)));
+      active_ = 0;
+      recording_ = false;
+      return false;
+    }
+  }
+  recording_ = true;
+  return true;
+}
+
+void CuptiCollector::disable_kinds() {
+  for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
+  recording_ = false;
+}
+
 void CuptiCollector::start() {
   // ctl_mu_ only: CUPTI may deliver buffers (taking mu_) from inside its own calls.
   std::lock_guard lk(ctl_mu_);
@@ -144,25 +169,23 @@ void CuptiCollector::start() {
     std::lock_guard plk(mu_);
     pending_.clear();
   }
-  // CONCURRENT_KERNEL (not KERNEL): records every kernel without serialising them.
-  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                               CUPTI_ACTIVITY_KIND_MEMSET}) {
-    const CUptiResult r = cuptiActivityEnable(k);
-    if (r != CUPTI_SUCCESS) {
-      set_unavailable(fmt::format("cuptiActivityEnable({}): {}", int(k), cupti_error_text(r)));
-      active_ = 0;
-      return;
-    }
-  }
+  enable_kinds();
 }
 
 void CuptiCollector::stop() {
   std::lock_guard lk(ctl_mu_);
   if (!available_ || active_ == 0) return;
   if (--active_ > 0) return;
-  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                               CUPTI_ACTIVITY_KIND_MEMSET})
-    cuptiActivityDisable(k);
+  if (recording_) disable_kinds();
+}
+
+void CuptiCollector::set_recording(bool on) {
+  std::lock_guard lk(ctl_mu_);
+  if (!available_ || active_ == 0 || on == recording_) return;
+  if (on)
+    enable_kinds();
+  else
+    disable_kinds();
 }
 
 std::vector<ActivityRecord> CuptiCollector::drain() {

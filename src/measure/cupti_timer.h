@@ -84,6 +84,9 @@ class CuptiCollector {
   void start();
   /// Disables recording when the last start() is matched.
   void stop();
+  /// Between start() and stop(): pauses (false) or resumes (true) recording. Kernels launched
+  /// while paused are not instrumented by CUPTI and leave no records.
+  void set_recording(bool on);
   /// Delivers every completed record and returns the ones delivered since the last drain.
   /// Call after a device synchronisation to get everything that ran before it.
   std::vector<ActivityRecord> drain();
@@ -101,6 +104,8 @@ class CuptiCollector {
   friend struct CuptiCallbacks;
   void parse(std::uint8_t* buffer, std::size_t valid_size);
   void set_unavailable(std::string why);
+  bool enable_kinds();   ///< under ctl_mu_
+  void disable_kinds();  ///< under ctl_mu_
 
   bool available_ = false;
   std::string status_;
@@ -108,6 +113,7 @@ class CuptiCollector {
   std::mutex ctl_mu_;          ///< guards active_
   std::vector<ActivityRecord> pending_;
   int active_ = 0;
+  bool recording_ = false;     ///< the activity kinds are enabled (guarded by ctl_mu_)
   std::uint64_t dropped_ = 0;
 };
 

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <atomic>
 #include <optional>
+#include <random>
 #include <span>
 #include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "measure/audited_time.h"
 #include "measure/check.h"
 #include "measure/kernels.h"
 #include "measure/cupti_timer.h"
@@ -153,6 +155,8 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
   if (!(opts.cupti_batch_max_s >= 0)) throw measure_error("measure: cupti_batch_max_s must be >= 0");
   if (!(opts.join_slack_s >= 0)) throw measure_error("measure: join_slack_s must be >= 0");
   if (!(opts.settle_max_s >= 0)) throw measure_error("measure: settle_max_s must be >= 0");
+  if (!(opts.cupti_audit_share > 0 && opts.cupti_audit_share <= 1))
+    throw measure_error("measure: cupti_audit_share must be in (0, 1]");
   if (opts.blocking_kernel && !(opts.blocking_timeout_s > 0))
     throw measure_error("measure: blocking_timeout_s must be > 0");
 
@@ -175,6 +179,11 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
     res.cupti_status = "not requested";
   }
   res.timer = cupti_on ? "cupti" : "events";
+  // Audit sampling: CUPTI records only the samples chosen for it; the others run uninstrumented.
+  const bool audit_mode = cupti_on && opts.cupti_audit_share < 1;
+  if (audit_mode) col.set_recording(false);
+  std::mt19937_64 audit_rng{std::random_device{}()};
+  std::bernoulli_distribution audit_draw(opts.cupti_audit_share);
   if (nvml && opts.sample_clocks && nvml->available()) {
     nvml->start(opts.clock_period);
     guard.nvml = nvml;
@@ -244,9 +253,10 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
   double hooks_s = 0;  // time spent in the prepare and check hooks
 
   // One call with its flush, hooks and synchronisations. CUPTI records are read later, in batches.
-  auto run_one = [&](std::size_t i, bool timed) -> Pending {
+  auto run_one = [&](std::size_t i, bool timed, bool audit) -> Pending {
     Pending p;
     p.s.index = i;
+    p.s.audit = cupti_on && (audit || !audit_mode);
     auto t = clock_type::now();
     if (opts.prepare) opts.prepare(i);
     const double d_prepare = lap(t);
@@ -260,6 +270,7 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
     // blocking kernel, left out by name).
     D2K_MEASURE_CUDA(cudaDeviceSynchronize());
     const double d_idle = lap(t);
+    if (audit_mode && p.s.audit) col.set_recording(true);
     p.t_begin = cupti_on ? col.now() : 0;
     const Event* a = &ev0;
     const Event* b = &ev1;
@@ -288,6 +299,7 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
     p.t_join = cupti_on ? col.now() : 0;
     sync_after_call(i);
     p.t_end = cupti_on ? col.now() : 0;
+    if (audit_mode && p.s.audit) col.set_recording(false);
     const double d_sync = lap(t);
     if (p.s.blocked && blocking.timed_out()) {
       res.blocking_timed_out = true;
@@ -338,12 +350,15 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
     res.settle_s = seconds_since(t_settle);
   }
 
-  // Warm-up: at least one call (at least warmup_min_calls), until warmup_min_s has passed.
+  // Warm-up: at least one call (at least warmup_min_calls), until warmup_min_s has passed. With
+  // audit sampling, every other call is recorded, so both paths are warm (CUPTI instruments a
+  // kernel when it is first launched under recording).
   const auto t_warm = clock_type::now();
-  const std::size_t warm_min = std::max<std::size_t>(1, opts.warmup_min_calls);
+  const std::size_t warm_min = std::max<std::size_t>(std::max<std::size_t>(1, opts.warmup_min_calls),
+                                                     audit_mode ? 2 : 1);
   const std::size_t warm_max = std::max(warm_min, opts.warmup_max_calls);
   for (std::size_t n = 0; n < warm_max; ++n) {
-    (void)run_one(index++, false);
+    (void)run_one(index++, false, n % 2 == 0);
     ++res.warmup_calls;
     if (res.warmup_calls >= warm_min && seconds_since(t_warm) >= opts.warmup_min_s) break;
   }
@@ -351,18 +366,23 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
   res.warmup_s = seconds_since(t_warm);
 
   StoppingRule rule(opts.stopping);
-  std::vector<double> cupti_times, event_times;
-  // Each timed sample's activity names, judged once sampling ends (judge_kernel_sets).
+  // Audit samples: CUPTI spans with their events (pairs); plain samples: events only.
+  std::vector<double> audit_spans, audit_events, plain_events;
+  std::vector<double> offsets;  // events - span of the audit samples so far (the rule's correction)
+  // Each audit sample's activity names, judged once sampling ends (judge_kernel_sets).
   std::vector<std::size_t> sample_index;
   std::vector<std::vector<std::string>> sample_names;
   double busy_all = 0;
   bool have_join = false;
+  bool rule_done = false;  // the stopping rule has decided; only missing audit samples are taken
   NamedDurations per_kernel;
   const unsigned max_mhz = (nvml && nvml->available()) ? nvml->max_sm_mhz() : 0;
 
-  // Attributes one sample's records, feeds the rule; true when sampling should stop.
-  auto account = [&](Pending& q, std::span<const ActivityRecord> recs) -> bool {
-    if (cupti_on) {
+  // Attributes one sample's records and feeds the rule (sets rule_done when it says stop).
+  auto account = [&](Pending& q, std::span<const ActivityRecord> recs) {
+    // After the rule's decision, only audit samples of the top-up count (audit sampling).
+    if (rule_done && (!audit_mode || !q.s.audit)) return;
+    if (q.s.audit) {
       // Records sorted by start: the window's records are one contiguous run.
       auto lo = std::lower_bound(recs.begin(), recs.end(), q.t_begin,
                                  [](const ActivityRecord& r, std::uint64_t t) { return r.start_ns < t; });
@@ -395,9 +415,12 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
           ++res.unjoined_samples;
           if (res.unjoined_example.empty()) res.unjoined_example = jc.name;
         }
+        audit_spans.push_back(q.s.cupti_s);
+        audit_events.push_back(q.s.event_s);
+        offsets.push_back(q.s.event_s - q.s.cupti_s);
+      } else {
+        ++res.empty_samples;
       }
-      cupti_times.push_back(q.s.cupti_s);
-      if (w.names.empty()) ++res.empty_samples;
       sample_index.push_back(q.s.index);
       sample_names.push_back(w.names);
       for (const auto& [name, busy] : w.busy) {
@@ -408,35 +431,49 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
         busy_all += busy;
       }
     }
-    event_times.push_back(q.s.event_s);
+    if (!audit_mode || !q.s.audit) plain_events.push_back(q.s.event_s);
     if (max_mhz && q.s.sm_mhz && q.s.sm_mhz < 0.75 * max_mhz) ++res.low_clock_samples;
-    rule.add(cupti_on ? q.s.cupti_s : q.s.event_s);
     if (opts.keep_samples) res.samples.push_back(q.s);
-    return rule.should_stop(q.wall_end);
+    if (rule_done) return;
+    if (!audit_mode) {
+      rule.add(cupti_on ? q.s.cupti_s : q.s.event_s);
+    } else if (!q.s.audit) {
+      // The rule sees the corrected time, so its noise is relative to what will be reported.
+      rule.add(q.s.event_s - (offsets.empty() ? 0.0 : summarize(offsets).median));
+    } else if (!rule.should_stop(q.wall_end)) {
+      return;  // audit samples do not feed the rule, but the time cap still applies to them
+    }
+    rule_done = rule.should_stop(q.wall_end);
   };
 
   std::vector<Pending> batch;
   double batch_begin = 0, cupti_time = 0;
-  std::size_t accounted = 0;
+  std::size_t accounted = 0, timed = 0, timed_at_done = 0;
   const auto t_loop = clock_type::now();
   const double hooks_before_loop = hooks_s;
+  auto audits = [&] { return audit_spans.size() + res.empty_samples; };
   for (bool stop = false; !stop;) {
     if (batch.empty()) batch_begin = seconds_since(t_loop);
-    batch.push_back(run_one(index++, true));
+    // The first two timed samples are audited (the rule's correction needs an offset early);
+    // after the rule has decided, only audit samples are taken, until there are enough.
+    const bool audit = !audit_mode || timed < 2 || rule_done || audit_draw(audit_rng);
+    batch.push_back(run_one(index++, true, audit));
+    ++timed;
     Pending& last = batch.back();
     // The caller's hooks (drawing fresh inputs, re-checks) scale with the workload's size, not
     // with the measurement: they do not count toward the minimum time or the cap.
     last.wall_end = seconds_since(t_loop) - (hooks_s - hooks_before_loop);
     // Deliver the records when the batch is full, old enough, or a cap may be reached (the rule
     // decides on each sample in order, with the wall time at the end of that sample).
-    const bool at_cap = last.wall_end >= opts.stopping.max_time_s ||
+    const bool at_cap = rule_done || last.wall_end >= opts.stopping.max_time_s ||
                         accounted + batch.size() >= opts.stopping.max_samples;
     if (cupti_on && !at_cap && batch.size() < opts.cupti_batch &&
         last.wall_end - batch_begin < opts.cupti_batch_max_s)
       continue;
     auto tc = clock_type::now();
     std::vector<ActivityRecord> recs;
-    if (cupti_on) {
+    const bool any_audit = std::any_of(batch.begin(), batch.end(), [](const Pending& q) { return q.s.audit; });
+    if (cupti_on && any_audit) {
       // One forced flush for the whole batch: the device was synchronised after its last call,
       // so every record of every sample in it is complete.
       recs = col.drain();
@@ -446,14 +483,16 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
     }
     for (Pending& q : batch) {
       ++accounted;
-      // Samples after the one that stopped the rule were taken but are not reported.
-      if (account(q, recs)) {
-        stop = true;
-        break;
-      }
+      const bool was_done = rule_done;
+      account(q, recs);
+      if (rule_done && !was_done) timed_at_done = timed;
     }
     batch.clear();
     cupti_time += seconds_since(tc);
+    // Done when the rule has decided and there are enough audit samples; the top-up takes at
+    // most cupti_audit_min more calls (a call CUPTI never sees leaves its audits empty).
+    if (rule_done && (!audit_mode || audits() >= opts.cupti_audit_min || timed - timed_at_done >= opts.cupti_audit_min))
+      stop = true;
   }
   const double loop_s = seconds_since(t_loop);
   {
@@ -479,9 +518,27 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
   res.kernel_times = per_kernel.summaries();
   res.stop_reason = rule.reason();
   res.stop_detail = rule.detail();
-  res.cupti = summarize(cupti_times);
-  res.events = summarize(event_times);
-  res.time = cupti_on ? res.cupti : res.events;
+  res.cupti = summarize(audit_spans);
+  res.events = summarize(plain_events);
+  res.audit_samples = audits();
+  if (!cupti_on) {
+    res.time = res.events;
+  } else if (!audit_mode) {
+    res.time = res.cupti;
+  } else {
+    const AuditedTime at = combine_audited(plain_events, audit_events, audit_spans);
+    res.time = at.time;
+    res.launch_offset_s = at.launch_offset_s;
+    res.outside_events_samples = at.outside;
+    if (at.use_span) {
+      res.timer_note = at.why;
+    } else if (audit_spans.empty()) {
+      res.timer = "events";
+      res.timer_note = "CUPTI recorded no activity in any audit sample: events, uncorrected";
+    } else {
+      res.timer = "events_corrected";
+    }
+  }
   if (busy_all > 0 && res.attribution.count("own")) res.own_share = res.attribution["own"].busy_s / busy_all;
   if (cupti_on) res.cupti_dropped = col.dropped();
   if (guard.nvml_running) {
@@ -502,7 +559,8 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
 void to_json(nlohmann::json& j, const Sample& s) {
   j = nlohmann::json{{"index", s.index},     {"cupti_s", s.cupti_s}, {"event_s", s.event_s},
                      {"kernels", s.kernels}, {"memcpys", s.memcpys}, {"memsets", s.memsets},
-                     {"sm_mhz", s.sm_mhz},   {"unjoined", s.unjoined}, {"blocked", s.blocked}};
+                     {"sm_mhz", s.sm_mhz},   {"unjoined", s.unjoined}, {"blocked", s.blocked},
+                     {"audit", s.audit}};
 }
 
 void to_json(nlohmann::json& j, const SampleOverhead& o) {
@@ -519,6 +577,10 @@ void to_json(nlohmann::json& j, const MeasureResult& r) {
   for (const auto& d : r.kernel_set_deviations)
     deviations.push_back({{"sample_index", d.sample_index}, {"names", d.names}});
   j = nlohmann::json{{"timer", r.timer},
+                     {"timer_note", r.timer_note},
+                     {"audit_samples", r.audit_samples},
+                     {"launch_offset_s", r.launch_offset_s},
+                     {"outside_events_samples", r.outside_events_samples},
                      {"cupti_status", r.cupti_status},
                      {"graph", r.graph},
                      {"l2_flushed", r.l2_flushed},

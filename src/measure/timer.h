@@ -36,6 +36,13 @@ struct MeasureOptions {
   std::size_t warmup_max_calls = 1000;
   bool flush_l2 = true;               ///< cold L2 before every sample (off only for tests/diagnosis)
   bool use_cupti = true;              ///< false: time with events only
+  /// Share of timed samples run with CUPTI recording (audit samples, chosen at random; the first
+  /// two timed samples always are). The others run without CUPTI, whose kernel instrumentation
+  /// slows kernels of many short blocks, and are timed with events corrected by the launch offset
+  /// the audit samples measure (measure/audited_time.h). 1: every sample under CUPTI, and the
+  /// CUPTI span is the time.
+  double cupti_audit_share = 0.25;
+  std::size_t cupti_audit_min = 8;    ///< audit samples at least (taken after the stopping rule if need be)
   /// Hold the harness stream with a spinning kernel until the call is fully enqueued (eager mode;
   /// graph mode ignores it), so host launch latency stays out of the event time and the gaps
   /// between the call's own launches are device gaps, not host enqueue time. A call that waits
@@ -75,6 +82,7 @@ struct Sample {
   unsigned sm_mhz = 0;  ///< latest NVML SM clock at the end of the sample (0 if unknown)
   bool unjoined = false;  ///< work of this sample ended after the harness stream was synchronised
   bool blocked = false;   ///< the blocking kernel held the stream during this sample's enqueue
+  bool audit = false;     ///< CUPTI recorded this sample (cupti_s and the kernel counts are set)
 };
 
 /// Host wall time per timed sample, by phase (seconds, averaged over the timed samples).
@@ -103,12 +111,20 @@ struct OriginTime {
 
 /// Everything one measure() call found.
 struct MeasureResult {
-  std::string timer;          ///< "cupti" or "events": which one `time` summarises
+  /// What `time` summarises: "events_corrected" (events of the samples run without CUPTI, minus
+  /// the launch offset measured on audit samples), "cupti" (CUPTI spans: every sample audited, or
+  /// work outside the harness stream's events) or "events" (CUPTI unavailable or not requested).
+  std::string timer;
+  std::string timer_note;     ///< why the time is CUPTI spans when audit sampling was asked for
   std::string cupti_status;   ///< "ok" or why CUPTI was not used
   bool graph = false, l2_flushed = true, blocking_kernel = false;
   Summary time;               ///< primary time (CUPTI when available, else events)
-  Summary cupti;              ///< CUPTI spans (n = 0 without CUPTI)
-  Summary events;             ///< CUDA event times on the harness stream
+  Summary cupti;              ///< CUPTI spans of the audit samples (n = 0 without CUPTI)
+  Summary events;             ///< CUDA event times on the harness stream (samples without CUPTI
+                              ///< when some were audited, else every sample)
+  std::size_t audit_samples = 0;         ///< timed samples recorded by CUPTI
+  double launch_offset_s = 0;            ///< median (events - span) over audit samples
+  std::size_t outside_events_samples = 0;  ///< audit samples with work outside the event window
   std::vector<Sample> samples;
   std::vector<std::string> kernel_names;  ///< first timed sample's activities in start order
   bool kernel_set_constant = true;

@@ -54,6 +54,7 @@ json to_json(const Performance& p) {
              {"event_median_us", p.event_median_us},
              {"sm_clock_min_mhz", p.sm_clock_min_mhz}, {"sm_clock_median_mhz", p.sm_clock_median_mhz},
              {"throttle_reasons", p.throttle_reasons}, {"settle_s", p.settle_s}, {"kernels", p.kernels},
+             {"timer_note", p.timer_note}, {"launch_offset_us", p.launch_offset_us}, {"audit_samples", p.audit_samples},
              {"own_kernel_share", p.own_kernel_share}};
   put_opt(pj, "graph_median_us", p.graph_median_us);
   return pj;
@@ -78,6 +79,9 @@ Performance performance_from_json(const json& pj) {
   p.sm_clock_median_mhz = pj.value("sm_clock_median_mhz", 0.0);
   if (pj.contains("throttle_reasons")) p.throttle_reasons = pj["throttle_reasons"].get<std::vector<std::string>>();
   p.settle_s = pj.value("settle_s", 0.0);
+  p.timer_note = pj.value("timer_note", "");
+  p.launch_offset_us = pj.value("launch_offset_us", 0.0);
+  p.audit_samples = pj.value("audit_samples", std::int64_t{0});
   if (pj.contains("kernels")) p.kernels = pj["kernels"].get<std::vector<std::string>>();
   p.own_kernel_share = pj.value("own_kernel_share", 1.0);
   return p;

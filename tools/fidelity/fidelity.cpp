@@ -2,11 +2,12 @@
 // cold L2, CUPTI span, default stopping rule), so that d2k's medians can be compared with Nsight
 // Compute's and with themselves across processes; and measures the timer's per-sample overhead.
 //
-//   d2k_fidelity [--naive-so PATH] [--only A,B] [--json FILE] [--no-cupti] [--no-flush] [--no-blocking]
+//   d2k_fidelity [--naive-so PATH] [--only A,B] [--json FILE] [--no-cupti] [--no-flush] [--no-blocking] [--all-cupti]
 //                                                                time each workload, one JSON line each
 //                                                                (diagnostics: --no-cupti CUDA events only,
 //                                                                 --no-flush warm L2, --no-blocking no
-//                                                                 blocking kernel)
+//                                                                 blocking kernel, --all-cupti every
+//                                                                 sample under CUPTI, its span the time)
 //   d2k_fidelity --ncu --only NAME [--reps N] [--naive-so PATH] launch NAME N times between
 //                                                                 cudaProfilerStart/Stop (for ncu
 //                                                                 --profile-from-start off)
@@ -324,6 +325,10 @@ nlohmann::json result_json(const Workload& w, const dm::MeasureResult& r) {
   nlohmann::json j = {{"workload", w.name},
                       {"what", w.what},
                       {"timer", r.timer},
+                      {"timer_note", r.timer_note},
+                      {"audit_samples", r.audit_samples},
+                      {"launch_offset_us", r.launch_offset_s * 1e6},
+                      {"cupti_median_us", r.cupti.median * 1e6},
                       {"median_us", t * 1e6},
                       {"min_us", r.time.min * 1e6},
                       {"p10_us", r.time.p10 * 1e6},
@@ -355,11 +360,11 @@ nlohmann::json result_json(const Workload& w, const dm::MeasureResult& r) {
   for (const auto& k : r.kernel_times)
     kt.push_back({{"name", k.name}, {"n", k.time.n}, {"median_us", k.time.median * 1e6}, {"min_us", k.time.min * 1e6}});
   j["kernel_times"] = kt;
-  // Device busy time per call (sum of kernel/copy durations, mean over samples): what ncu's
+  // Device busy time per call (sum of kernel/copy durations, mean over audit samples): what ncu's
   // per-kernel durations add up to, without the gaps between a call's launches.
   double busy = 0;
   for (const auto& [origin, o] : r.attribution) busy += o.busy_s;
-  j["busy_mean_us"] = r.time.n ? busy / double(r.time.n) * 1e6 : 0.0;
+  j["busy_mean_us"] = r.audit_samples ? busy / double(r.audit_samples) * 1e6 : 0.0;  // audit samples only
   if (t > 0 && w.bytes > 0) j["tb_per_s"] = w.bytes / t * 1e-12;
   if (t > 0 && w.flops > 0) j["tflop_per_s"] = w.flops / t * 1e-12;
   return j;
@@ -377,6 +382,7 @@ void emit(const nlohmann::json& j, const std::string& json_path) {
 /// Diagnostic switches of the timing run; the defaults are d2k's.
 struct Variant {
   bool use_cupti = true, flush_l2 = true, blocking_kernel = true;
+  double cupti_audit_share = dm::MeasureOptions{}.cupti_audit_share;
 };
 
 int time_workloads(const std::vector<std::string>& names, const std::string& so, const std::string& json_path,
@@ -393,6 +399,7 @@ int time_workloads(const std::vector<std::string>& names, const std::string& so,
     o.use_cupti = variant.use_cupti;
     o.flush_l2 = variant.flush_l2;
     o.blocking_kernel = variant.blocking_kernel;
+    o.cupti_audit_share = variant.cupti_audit_share;
     const dm::MeasureResult r = timer.measure([&](std::size_t, cudaStream_t s) { w.launch(s); }, st.s, o);
     emit(result_json(w, r), json_path);
   }
@@ -475,6 +482,7 @@ int main(int argc, char** argv) {
       else if (a == "--no-cupti") variant.use_cupti = false;
       else if (a == "--no-flush") variant.flush_l2 = false;
       else if (a == "--no-blocking") variant.blocking_kernel = false;
+      else if (a == "--all-cupti") variant.cupti_audit_share = 1;
       else if (a == "--list") list = true;
       else throw std::invalid_argument("unknown argument '" + a + "'");
     }

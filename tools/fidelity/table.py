@@ -71,7 +71,8 @@ def ncu_per_kernel_us(path):
     return [statistics.median(vals[p::k]) for p in range(k)]
 
 
-VARIANTS = [("events_only", "CUDA events only"), ("no_flush", "no L2 flush (warm)"), ("no_blocking", "no blocking kernel")]
+VARIANTS = [("events_only", "CUDA events only"), ("no_flush", "no L2 flush (warm)"), ("no_blocking", "no blocking kernel"),
+            ("all_cupti", "every sample under CUPTI, span")]
 
 
 def load_jsonl(path):
@@ -106,15 +107,16 @@ def diagnostics(d, runs):
                 print(f"| {n} | {i} | {k['name'][:60]} | {k['median_us']:.2f} | {f(c)} | {f(a)} | {f(b)} | {r1} | {r2} |")
     if any(variants.values()):
         print("\n## d2k with one part of the timer changed (medians, µs)\n")
-        print("| workload | default (run 1) | default events | " + " | ".join(t for _, t in VARIANTS) + " |")
-        print("| --- | ---: | ---: | " + " | ".join("---:" for _ in VARIANTS) + " |")
+        print("| workload | default (run 1) | timer | launch offset | audit spans | " + " | ".join(t for _, t in VARIANTS) + " |")
+        print("| --- | ---: | --- | ---: | ---: | " + " | ".join("---:" for _ in VARIANTS) + " |")
         names = []
         for rows in variants.values():
             names += [n for n in rows if n not in names]
         for n in names:
             r1 = runs[0].get(n, {}) if runs else {}
             cells = [f"{variants[k][n]['median_us']:.2f}" if n in variants[k] else "" for k, _ in VARIANTS]
-            print(f"| {n} | {r1.get('median_us', float('nan')):.2f} | {r1.get('events_median_us', float('nan')):.2f} | " + " | ".join(cells) + " |")
+            print(f"| {n} | {r1.get('median_us', float('nan')):.2f} | {r1.get('timer', '')} | {r1.get('launch_offset_us', float('nan')):.2f} | "
+                  f"{r1.get('cupti_median_us', float('nan')):.2f} | " + " | ".join(cells) + " |")
 
 
 def main(d):

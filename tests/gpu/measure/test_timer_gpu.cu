@@ -45,6 +45,13 @@ __global__ void read16(const uint4* __restrict__ src, std::size_t n16, unsigned*
   if (acc == 0x7F4A7C15u) *sink = acc;
 }
 
+// One element per thread, a block of 256 per 256 elements: hundreds of thousands of short blocks,
+// the launch shape CUPTI's per-launch instrumentation slows down.
+__global__ void add_one_per_thread(const unsigned* __restrict__ a, unsigned* __restrict__ b, std::size_t n) {
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) b[i] = a[i] + 1u;
+}
+
 __global__ void tiny_kernel(unsigned* p) { p[threadIdx.x] += 1; }
 __global__ void other_tiny_kernel(unsigned* p) { p[threadIdx.x] ^= 3; }
 
@@ -86,10 +93,11 @@ MeasureOptions quick() {
 }
 
 void print(const char* what, const MeasureResult& r) {
-  std::printf("[%s] timer=%s cupti median %.3f us (p10 %.3f, p90 %.3f, noise %.2f%%), events median %.3f us, "
+  std::printf("[%s] timer=%s time median %.3f us (noise %.2f%%, n=%zu); audit: cupti median %.3f us (p10 %.3f, "
+              "p90 %.3f, n=%zu), launch offset %.3f us; events median %.3f us, "
               "n=%zu, stop=%s, wall %.2f s, sm %.0f MHz, kernels %zu\n",
-              what, r.timer.c_str(), r.cupti.median * 1e6, r.cupti.p10 * 1e6, r.cupti.p90 * 1e6,
-              100 * r.cupti.rel_noise, r.events.median * 1e6, r.time.n,
+              what, r.timer.c_str(), r.time.median * 1e6, 100 * r.time.rel_noise, r.time.n, r.cupti.median * 1e6,
+              r.cupti.p10 * 1e6, r.cupti.p90 * 1e6, r.cupti.n, r.launch_offset_s * 1e6, r.events.median * 1e6, r.time.n,
               std::string(to_string(r.stop_reason)).c_str(), r.wall_s, r.clocks.sm_mhz_median,
               r.kernel_names.size());
 }
@@ -148,17 +156,20 @@ TEST(TimerGpu, CopyTimeMatchesMeasuredBandwidth) {
   dump_result("copy_384MiB", r);
   const double expected = 2.0 * n / bw;
   std::printf("  bandwidth %.3f TB/s -> expected %.3f us\n", bw * 1e-12, expected * 1e6);
-  EXPECT_EQ(r.timer, "cupti");
+  EXPECT_EQ(r.timer, "events_corrected");
+  EXPECT_GE(r.audit_samples, MeasureOptions{}.cupti_audit_min);
   EXPECT_NEAR(r.time.median / expected, 1.0, 0.05);
+  // A grid-stride copy is not slowed by CUPTI's instrumentation: corrected events and spans agree.
+  EXPECT_NEAR(r.time.median / r.cupti.median, 1.0, 0.02);
   EXPECT_NEAR(r.events.median / expected, 1.0, 0.10);
   ASSERT_EQ(r.kernel_names.size(), 1u);
   EXPECT_NE(r.kernel_names[0].find("copy16"), std::string::npos);
   EXPECT_TRUE(r.kernel_set_constant);
   EXPECT_GT(r.attribution.at("own").count, 0u);
-  // One kernel per call: its per-kernel time is the span.
+  // One kernel per call: its per-kernel time (audit samples) is the span.
   ASSERT_EQ(r.kernel_times.size(), 1u);
-  EXPECT_EQ(r.kernel_times[0].time.n, r.time.n);
-  EXPECT_NEAR(r.kernel_times[0].time.median / r.time.median, 1.0, 0.01);
+  EXPECT_EQ(r.kernel_times[0].time.n, r.cupti.n);
+  EXPECT_NEAR(r.kernel_times[0].time.median / r.cupti.median, 1.0, 0.01);
   CK(cudaEventDestroy(e0));
   CK(cudaEventDestroy(e1));
 }
@@ -185,6 +196,10 @@ TEST(TimerGpu, CuptiCountsSideStreamThatEventsMiss) {
   // The side kernel ends long after the harness stream is done: every sample is unjoined.
   EXPECT_EQ(r.unjoined_samples, r.time.n);
   EXPECT_NE(r.unjoined_example.find("spin_ns"), std::string::npos);
+  // The events miss the side kernel, so the audit samples' spans are the time.
+  EXPECT_EQ(r.timer, "cupti");
+  EXPECT_GE(r.time.median, 1.9e-3);
+  EXPECT_FALSE(r.timer_note.empty());
 }
 
 TEST(TimerGpu, FlushMakesSmallReReadCold) {
@@ -346,6 +361,9 @@ TEST(TimerGpu, UnjoinedSideStreamIsFlaggedJoinedIsNot) {
   EXPECT_GT(bad.join_late_max_s, 100e-6);
   EXPECT_EQ(good.unjoined_samples, 0u);
   EXPECT_TRUE(good.unjoined_example.empty());
+  EXPECT_EQ(bad.timer, "cupti");
+  EXPECT_EQ(good.timer, "events_corrected");
+  EXPECT_GE(good.time.median, 195e-6);
   // Joined work ends before the harness stream's synchronisation returns; the slack only covers
   // the conversion of device timestamps.
   EXPECT_LT(good.join_late_max_s, o.join_slack_s);
@@ -388,6 +406,44 @@ TEST(TimerGpu, BatchedCuptiDeliveryMatchesPerSampleFlush) {
   EXPECT_GE(re.cupti_drains, re.time.n);
   EXPECT_LT(rb.cupti_drains * 8, rb.time.n);
   EXPECT_LT(rb.overhead.per_sample_s, re.overhead.per_sample_s);
+}
+
+TEST(TimerGpu, ManyBlockKernelIsTimedUninstrumented) {
+  StreamRAII st;
+  const std::size_t n = std::size_t{64} << 20;  // 256 MiB per buffer, 262144 blocks
+  Buf a(n * 4), b(n * 4);
+  fill_words<<<sm_count() * 8, 256, 0, st.s>>>(a.as<unsigned>(), n, 7);
+  CK(cudaGetLastError());
+  auto call = [&](std::size_t, cudaStream_t s) {
+    add_one_per_thread<<<static_cast<unsigned>(n / 256), 256, 0, s>>>(a.as<const unsigned>(), b.as<unsigned>(), n);
+    CK(cudaGetLastError());
+  };
+  MeasureOptions audited = quick();
+  MeasureOptions all_cupti = quick();
+  all_cupti.cupti_audit_share = 1;
+  MeasureOptions events_only = quick();
+  events_only.use_cupti = false;
+  const MeasureResult ra = timer().measure(call, st.s, audited);
+  const MeasureResult rc = timer().measure(call, st.s, all_cupti);
+  const MeasureResult re = timer().measure(call, st.s, events_only);
+  print("many blocks, audit sampling (default)", ra);
+  print("many blocks, every sample under CUPTI", rc);
+  print("many blocks, events only", re);
+  const double uninstrumented = re.events.median - ra.launch_offset_s;
+  std::printf("  default %.3f us, events-only minus offset %.3f us, all-CUPTI span %.3f us (x%.4f)\n",
+              ra.time.median * 1e6, uninstrumented * 1e6, rc.time.median * 1e6, rc.time.median / ra.time.median);
+  dump_result("many_blocks_audited", ra);
+  dump_result("many_blocks_all_cupti", rc);
+  EXPECT_EQ(ra.timer, "events_corrected");
+  EXPECT_EQ(rc.timer, "cupti");
+  EXPECT_GT(ra.launch_offset_s, 0.0);
+  EXPECT_LT(ra.launch_offset_s, 10e-6);
+  // The plain samples ran as an uninstrumented process runs them.
+  EXPECT_NEAR(ra.time.median / uninstrumented, 1.0, 0.02);
+  // and never slower than with every launch instrumented.
+  EXPECT_LE(ra.time.median, rc.time.median * 1.01);
+  EXPECT_GE(ra.audit_samples, audited.cupti_audit_min);
+  EXPECT_EQ(ra.kernel_names.size(), 1u);
 }
 
 TEST(TimerGpu, ChangingKernelSetIsReported) {

@@ -56,6 +56,8 @@ TEST(Trace, JsonRoundTripKeepsEveryField) {
   c.outputs.push_back(o);
   t.correctness = c;
   t.performance->settle_s = 0.12;
+  t.performance->launch_offset_us = 2.5;
+  t.performance->audit_samples = 9;
   t.performance->throttle_reasons = {"sw_power_cap"};
   Trace back = trace_from_json(to_json(t));
   EXPECT_EQ(back.task, t.task);
@@ -67,6 +69,8 @@ TEST(Trace, JsonRoundTripKeepsEveryField) {
   ASSERT_TRUE(back.performance.has_value());
   EXPECT_DOUBLE_EQ(back.performance->median_us, 123.5);
   EXPECT_DOUBLE_EQ(back.performance->settle_s, 0.12);
+  EXPECT_DOUBLE_EQ(back.performance->launch_offset_us, 2.5);
+  EXPECT_EQ(back.performance->audit_samples, 9);
   EXPECT_EQ(back.performance->throttle_reasons, std::vector<std::string>{"sw_power_cap"});
   ASSERT_TRUE(back.roofline && back.roofline->speedup_vs_naive);
   EXPECT_DOUBLE_EQ(*back.roofline->speedup_vs_naive, 3.2);

@@ -1,0 +1,44 @@
+#include "measure/audited_time.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+namespace d2k::measure {
+
+AuditedTime combine_audited(std::span<const double> plain_events, std::span<const double> audit_events,
+                            std::span<const double> audit_spans) {
+  if (audit_events.size() != audit_spans.size())
+    throw std::invalid_argument("combine_audited: audit_events and audit_spans differ in length");
+  AuditedTime a;
+  std::vector<double> offsets;
+  offsets.reserve(audit_spans.size());
+  for (std::size_t i = 0; i < audit_spans.size(); ++i) {
+    const double d = audit_events[i] - audit_spans[i];
+    offsets.push_back(d);
+    if (-d > std::max(1e-6, 0.02 * audit_spans[i])) ++a.outside;
+  }
+  a.launch_offset_s = summarize(offsets).median;
+  auto spans = [&](std::string why) {
+    a.use_span = true;
+    a.why = std::move(why);
+    a.time = summarize(audit_spans);
+    return a;
+  };
+  if (audit_spans.empty()) {
+    a.time = summarize(plain_events);  // nothing to correct with: the events as they are
+    return a;
+  }
+  if (a.outside > 0 && a.outside * 10 >= audit_spans.size())
+    return spans("work ran outside the harness stream's event window (before its start event or after its "
+                 "end) in " + std::to_string(a.outside) + " of " + std::to_string(audit_spans.size()) +
+                 " audit samples: the CUPTI spans are the time");
+  if (plain_events.empty()) return spans("every sample was an audit sample");
+  std::vector<double> corrected(plain_events.begin(), plain_events.end());
+  for (double& t : corrected) t -= a.launch_offset_s;
+  a.time = summarize(corrected);
+  if (!(a.time.median > 0)) return spans("the launch offset is not below the event times");
+  return a;
+}
+
+}  // namespace d2k::measure

@@ -1,0 +1,39 @@
+#pragma once
+/// The primary time when CUPTI audits only some samples.
+///
+/// On GPUs before Blackwell, CUPTI takes kernel timestamps by instrumenting each launch (software
+/// timestamps and semaphores), which slows kernels of many short blocks: the naive rmsnorm's
+/// one-thread-per-element kernels ran ~10 % slower with kernel activity enabled, while a
+/// grid-stride copy or a GEMM did not change. So most samples run with CUPTI off and are timed
+/// with CUDA events on the harness stream; a random share of samples (the audit samples) runs
+/// with CUPTI on and supplies what only CUPTI sees (every stream, the kernel set, the join). On
+/// an audit sample, events and span time the same execution, and their difference is the event
+/// window's fixed launch cost (the first launch after the start event, the end record), which
+/// is subtracted from the plain samples' event times.
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "measure/statistics.h"
+
+namespace d2k::measure {
+
+struct AuditedTime {
+  Summary time;                    ///< the primary time (see use_span)
+  double launch_offset_s = 0;      ///< median over audit samples of (events - span)
+  std::size_t outside = 0;         ///< audit samples whose span exceeded their events (by > slack)
+  bool use_span = false;           ///< time is the audit samples' spans, not corrected events
+  std::string why;                 ///< when use_span: the reason
+};
+
+/// `plain_events`: event times of samples run without CUPTI; `audit_events` / `audit_spans`: the
+/// audit samples' event times and CUPTI spans, pairwise. The corrected events are the primary
+/// time unless the events do not contain the call's work: when at least 10 % of the audit
+/// samples have a span longer than their events (by more than max(1 µs, 2 % of the span)), some
+/// work ran outside the harness stream's event window (before the start event, or unjoined), and
+/// the audit samples' spans are the time. Also spans when there are no plain samples, or when the
+/// correction would leave a median <= 0.
+AuditedTime combine_audited(std::span<const double> plain_events, std::span<const double> audit_events,
+                            std::span<const double> audit_spans);
+
+}  // namespace d2k::measure

@@ -1,0 +1,84 @@
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "measure/audited_time.h"
+
+namespace d2k::measure {
+namespace {
+
+TEST(AuditedTime, PlainEventsMinusTheAuditedLaunchOffset) {
+  // Audit samples: events 2.5 us above the span, whatever the span (instrumented kernels ran
+  // slower there, 110 us, but both clocks saw the same slower execution).
+  const std::vector<double> plain = {100e-6, 101e-6, 99e-6, 100e-6, 102e-6};
+  const std::vector<double> audit_ev = {112.5e-6, 112.4e-6, 112.6e-6};
+  const std::vector<double> audit_span = {110e-6, 110e-6, 110e-6};
+  const AuditedTime a = combine_audited(plain, audit_ev, audit_span);
+  EXPECT_FALSE(a.use_span);
+  EXPECT_NEAR(a.launch_offset_s, 2.5e-6, 1e-12);
+  EXPECT_EQ(a.time.n, plain.size());
+  EXPECT_NEAR(a.time.median, 97.5e-6, 1e-12);
+  EXPECT_NEAR(a.time.min, 96.5e-6, 1e-12);
+  EXPECT_NEAR(a.time.max, 99.5e-6, 1e-12);
+  EXPECT_EQ(a.outside, 0u);
+}
+
+TEST(AuditedTime, WorkOutsideTheEventWindowMakesTheSpansTheTime) {
+  // A side stream that is not joined: events see 4 us, the span 200 us, in every audit sample.
+  const std::vector<double> plain = {4e-6, 4e-6, 4e-6};
+  const std::vector<double> audit_ev = {4e-6, 4.1e-6};
+  const std::vector<double> audit_span = {200e-6, 201e-6};
+  const AuditedTime a = combine_audited(plain, audit_ev, audit_span);
+  EXPECT_TRUE(a.use_span);
+  EXPECT_EQ(a.outside, 2u);
+  EXPECT_NEAR(a.time.median, 200.5e-6, 1e-12);
+  EXPECT_NE(a.why.find("outside"), std::string::npos);
+}
+
+TEST(AuditedTime, OneStrayAuditAmongManyDoesNotSwitch) {
+  // 1 of 11 audit samples with a span above its events (< 10 %): the corrected events stand.
+  std::vector<double> audit_ev(11, 12.5e-6), audit_span(11, 10e-6);
+  audit_span[3] = 14e-6;
+  const std::vector<double> plain = {11e-6, 11e-6};
+  const AuditedTime a = combine_audited(plain, audit_ev, audit_span);
+  EXPECT_EQ(a.outside, 1u);
+  EXPECT_FALSE(a.use_span);
+  EXPECT_NEAR(a.time.median, 8.5e-6, 1e-12);
+}
+
+TEST(AuditedTime, SlackCoversTimestampNoise) {
+  // Span above events by 0.5 us at 10 us: under max(1 us, 2 %), not outside.
+  const std::vector<double> audit_ev = {10e-6}, audit_span = {10.5e-6}, plain = {12e-6};
+  EXPECT_EQ(combine_audited(plain, audit_ev, audit_span).outside, 0u);
+  // 3 us above at 100 us: over the 2 us slack.
+  const std::vector<double> ev2 = {100e-6}, sp2 = {103e-6};
+  EXPECT_EQ(combine_audited(plain, ev2, sp2).outside, 1u);
+}
+
+TEST(AuditedTime, FallsBackToSpansWithoutPlainSamplesOrWithANonPositiveResult) {
+  const std::vector<double> audit_ev = {5e-6, 5e-6}, audit_span = {3e-6, 3e-6};
+  const AuditedTime none = combine_audited({}, audit_ev, audit_span);
+  EXPECT_TRUE(none.use_span);
+  EXPECT_NEAR(none.time.median, 3e-6, 1e-12);
+  // Plain events shorter than the offset (the offset changed between samples): spans.
+  const std::vector<double> plain = {1e-6, 1e-6};
+  const AuditedTime neg = combine_audited(plain, audit_ev, audit_span);
+  EXPECT_TRUE(neg.use_span);
+}
+
+TEST(AuditedTime, WithoutAuditsTheEventsAreUncorrected) {
+  const std::vector<double> plain = {7e-6, 9e-6};
+  const AuditedTime a = combine_audited(plain, {}, {});
+  EXPECT_FALSE(a.use_span);
+  EXPECT_NEAR(a.time.median, 8e-6, 1e-12);
+  EXPECT_EQ(a.launch_offset_s, 0.0);
+}
+
+TEST(AuditedTime, MismatchedAuditListsAreRejected) {
+  const std::vector<double> ev = {1e-6, 2e-6}, sp = {1e-6};
+  EXPECT_THROW(combine_audited({}, ev, sp), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace d2k::measure
