@@ -34,6 +34,19 @@ AuditedTime combine_audited(std::span<const double> plain_events, std::span<cons
                  "end) in " + std::to_string(a.outside) + " of " + std::to_string(audit_spans.size()) +
                  " audit samples: the CUPTI spans are the time");
   if (plain_events.empty()) return spans("every sample was an audit sample");
+  // The offset is the event window's launch cost, a few microseconds and steady. More, or a
+  // wide spread, means host time is inside the window (the call waits for its stream, so the
+  // blocking kernel could not hold it; or it calls the runtime between launches): the
+  // difference then varies from sample to sample and cannot be subtracted.
+  const Summary off = summarize(offsets);
+  const double span_median = summarize(audit_spans).median;
+  if (off.median > kMaxLaunchOffset_s)
+    return spans("the events hold " + std::to_string(off.median * 1e6) +
+                 " us more than the CUPTI span (host time inside the event window): the CUPTI spans are the time");
+  if (off.p90 - off.p10 > std::max(kMaxOffsetSpread_s, 0.1 * span_median))
+    return spans("the difference between events and CUPTI span varies between samples (p10 " +
+                 std::to_string(off.p10 * 1e6) + " us, p90 " + std::to_string(off.p90 * 1e6) +
+                 " us): the CUPTI spans are the time");
   std::vector<double> corrected(plain_events.begin(), plain_events.end());
   for (double& t : corrected) t -= a.launch_offset_s;
   a.time = summarize(corrected);

@@ -26,13 +26,20 @@ struct AuditedTime {
   std::string why;                 ///< when use_span: the reason
 };
 
+/// Above this, the events - span difference is not a launch cost (about 2.5 us on an H200).
+inline constexpr double kMaxLaunchOffset_s = 5e-6;
+/// p90 - p10 of the differences above max(this, 10 % of the span) is not a steady offset.
+inline constexpr double kMaxOffsetSpread_s = 2e-6;
+
 /// `plain_events`: event times of samples run without CUPTI; `audit_events` / `audit_spans`: the
 /// audit samples' event times and CUPTI spans, pairwise. The corrected events are the primary
 /// time unless the events do not contain the call's work: when at least 10 % of the audit
 /// samples have a span longer than their events (by more than max(1 µs, 2 % of the span)), some
 /// work ran outside the harness stream's event window (before the start event, or unjoined), and
-/// the audit samples' spans are the time. Also spans when there are no plain samples, or when the
-/// correction would leave a median <= 0.
+/// the audit samples' spans are the time. Also spans when there are no plain samples, when the
+/// offset is above kMaxLaunchOffset_s or spreads more than max(kMaxOffsetSpread_s, 10 % of the
+/// span) between p10 and p90 (host time inside the event window), or when the correction would
+/// leave a median <= 0.
 AuditedTime combine_audited(std::span<const double> plain_events, std::span<const double> audit_events,
                             std::span<const double> audit_spans);
 

@@ -282,7 +282,7 @@ TEST(TimerGpu, BlockingKernelKeepsLaunchLatencyOutOfEvents) {
   EXPECT_FALSE(rp.blocking_kernel);
   EXPECT_EQ(rb.kernel_names.size(), 4u);  // the blocking kernel is not counted
   ASSERT_EQ(rb.kernel_times.size(), 1u);   // nor timed as one of the call's kernels
-  EXPECT_EQ(rb.kernel_times[0].time.n, 4 * rb.time.n);
+  EXPECT_EQ(rb.kernel_times[0].time.n, 4 * rb.cupti.n);
   // Held until everything is enqueued, the events see device time only: close to the CUPTI span
   // (the spin's release and the event records add a few microseconds at most).
   EXPECT_LT(rb.events.median, rb.cupti.median + 10e-6);
@@ -313,6 +313,9 @@ TEST(TimerGpu, BlockingKernelTurnsOffWhenTheCallWaitsForItsStream) {
   EXPECT_LT(r.warmup_s, 3 * o.blocking_timeout_s + 0.2);
   EXPECT_GE(r.time.n, o.stopping.min_samples);
   EXPECT_LT(r.cupti.median, 50e-6);
+  // Host latency is inside its event window: the spans, not corrected events, are the time.
+  EXPECT_EQ(r.timer, "cupti") << r.timer_note;
+  EXPECT_LT(r.time.median, 50e-6);
 }
 
 TEST(TimerGpu, UnjoinedSideStreamIsFlaggedJoinedIsNot) {
@@ -403,7 +406,7 @@ TEST(TimerGpu, BatchedCuptiDeliveryMatchesPerSampleFlush) {
   EXPECT_NEAR(rb.cupti.median / re.cupti.median, 1.0, 0.03);
   EXPECT_EQ(rb.empty_samples, 0u);
   EXPECT_TRUE(rb.kernel_set_constant);
-  EXPECT_GE(re.cupti_drains, re.time.n);
+  EXPECT_GE(re.cupti_drains, re.audit_samples);  // a drain after every audit sample
   EXPECT_LT(rb.cupti_drains * 8, rb.time.n);
   EXPECT_LT(rb.overhead.per_sample_s, re.overhead.per_sample_s);
 }

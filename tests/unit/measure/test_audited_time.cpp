@@ -67,6 +67,27 @@ TEST(AuditedTime, FallsBackToSpansWithoutPlainSamplesOrWithANonPositiveResult) {
   EXPECT_TRUE(neg.use_span);
 }
 
+TEST(AuditedTime, HostTimeInsideTheEventWindowMakesTheSpansTheTime) {
+  // A call that synchronises its own stream: the blocking kernel is off and the events carry
+  // ~11 us of host latency around a 0.9 us kernel.
+  const std::vector<double> plain = {11.5e-6, 12e-6, 11e-6};
+  const std::vector<double> ev = {12.3e-6, 12.1e-6, 11.9e-6}, sp = {0.9e-6, 0.9e-6, 0.85e-6};
+  const AuditedTime big = combine_audited(plain, ev, sp);
+  EXPECT_TRUE(big.use_span);
+  EXPECT_NEAR(big.time.median, 0.9e-6, 1e-12);
+  // A steady-looking median but a wide spread (host stalls in some samples).
+  const std::vector<double> ev2 = {12.5e-6, 12.5e-6, 17e-6, 12.5e-6, 18e-6, 12.5e-6, 19e-6, 12.5e-6, 12.5e-6, 20e-6};
+  const std::vector<double> sp2(10, 10e-6), plain2(4, 12e-6);
+  const AuditedTime wide = combine_audited(plain2, ev2, sp2);
+  EXPECT_TRUE(wide.use_span);
+  EXPECT_NE(wide.why.find("varies"), std::string::npos);
+  // The same spread on a 1 ms call is under 10 % of the span: a steady offset.
+  std::vector<double> ev3 = ev2, sp3(10, 1000e-6);
+  for (double& e : ev3) e += 990e-6;
+  const AuditedTime long_call = combine_audited(std::vector<double>(4, 1002e-6), ev3, sp3);
+  EXPECT_FALSE(long_call.use_span);
+}
+
 TEST(AuditedTime, WithoutAuditsTheEventsAreUncorrected) {
   const std::vector<double> plain = {7e-6, 9e-6};
   const AuditedTime a = combine_audited(plain, {}, {});
