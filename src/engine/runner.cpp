@@ -52,6 +52,7 @@ Performance performance_from(const measure::MeasureResult& r) {
   p.timer_note = r.timer_note;
   p.launch_offset_us = r.launch_offset_s * 1e6;
   p.audit_samples = static_cast<std::int64_t>(r.audit_samples);
+  p.audit_empty = static_cast<std::int64_t>(r.empty_samples);
   p.kernels = r.kernel_names;
   p.own_kernel_share = r.own_share;
   return p;

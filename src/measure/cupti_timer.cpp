@@ -337,8 +337,11 @@ KernelSetVerdict judge_kernel_sets(const std::vector<std::vector<std::string>>& 
   KernelSetVerdict v;
   const std::set<std::string>* mode = nullptr;
   std::size_t best = 0;
+  // The most common non-empty set: a sample whose records were all lost has an empty set, and
+  // many of them (CUPTI losing records of short calls) must not make "nothing" the norm.
   for (const auto& [set, n] : freq)
-    if (n > best) best = n, mode = &set;
+    if (!set.empty() && n > best) best = n, mode = &set;
+  if (!mode && !freq.empty()) mode = &freq.begin()->first;
   if (!mode) return v;
   for (std::size_t i = 0; i < sets.size(); ++i) {
     bool extra = false;

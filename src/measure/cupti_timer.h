@@ -63,7 +63,7 @@ struct KernelSetVerdict {
   std::vector<std::size_t> deviating;  ///< positions (in the input) of samples that deviate
 };
 /// Each sample's distinct kernels (copy-engine activities, named "[...]", left out) are compared
-/// with the most common set; a sample deviates when it ran a kernel that set lacks and that is
+/// with the most common non-empty set; a sample deviates when it ran a kernel that set lacks and that is
 /// not the harness's own (blocking_spin, l2_flush_*). Fewer kernels, or one counted twice, is
 /// not a deviation: time windows can lose a record to clock drift or give a sample a
 /// neighbour's harness kernel, but only another code path runs another kernel.

@@ -36,13 +36,14 @@ struct MeasureOptions {
   std::size_t warmup_max_calls = 1000;
   bool flush_l2 = true;               ///< cold L2 before every sample (off only for tests/diagnosis)
   bool use_cupti = true;              ///< false: time with events only
-  /// Share of timed samples run with CUPTI recording (audit samples, chosen at random; the first
-  /// two timed samples always are). The others run without CUPTI, whose kernel instrumentation
+  /// Share of timed samples run with CUPTI recording (audit samples, in runs of random length
+  /// starting at random samples; the first two timed samples always are). The others run without CUPTI, whose kernel instrumentation
   /// slows kernels of many short blocks, and are timed with events corrected by the launch offset
   /// the audit samples measure (measure/audited_time.h). 1: every sample under CUPTI, and the
   /// CUPTI span is the time.
   double cupti_audit_share = 0.25;
   std::size_t cupti_audit_min = 8;    ///< audit samples at least (taken after the stopping rule if need be)
+  std::size_t cupti_audit_run = 8;    ///< mean length of a run of consecutive audit samples
   /// Hold the harness stream with a spinning kernel until the call is fully enqueued (eager mode;
   /// graph mode ignores it), so host launch latency stays out of the event time and the gaps
   /// between the call's own launches are device gaps, not host enqueue time. A call that waits

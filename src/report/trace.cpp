@@ -55,6 +55,7 @@ json to_json(const Performance& p) {
              {"sm_clock_min_mhz", p.sm_clock_min_mhz}, {"sm_clock_median_mhz", p.sm_clock_median_mhz},
              {"throttle_reasons", p.throttle_reasons}, {"settle_s", p.settle_s}, {"kernels", p.kernels},
              {"timer_note", p.timer_note}, {"launch_offset_us", p.launch_offset_us}, {"audit_samples", p.audit_samples},
+             {"audit_empty", p.audit_empty},
              {"own_kernel_share", p.own_kernel_share}};
   put_opt(pj, "graph_median_us", p.graph_median_us);
   return pj;
@@ -82,6 +83,7 @@ Performance performance_from_json(const json& pj) {
   p.timer_note = pj.value("timer_note", "");
   p.launch_offset_us = pj.value("launch_offset_us", 0.0);
   p.audit_samples = pj.value("audit_samples", std::int64_t{0});
+  p.audit_empty = pj.value("audit_empty", std::int64_t{0});
   if (pj.contains("kernels")) p.kernels = pj["kernels"].get<std::vector<std::string>>();
   p.own_kernel_share = pj.value("own_kernel_share", 1.0);
   return p;

@@ -32,6 +32,7 @@ struct Performance {
   std::string timer_note;       ///< why the time is not events_corrected, when it was asked for
   double launch_offset_us = 0;  ///< subtracted from the events (median events - CUPTI span on audit samples)
   std::int64_t audit_samples = 0;  ///< samples CUPTI recorded
+  std::int64_t audit_empty = 0;    ///< of those, samples whose records were all missing
   double median_us = 0, mean_us = 0, min_us = 0, max_us = 0, p10_us = 0, p90_us = 0;
   double rel_noise = 0;
   std::int64_t samples = 0;

@@ -327,6 +327,7 @@ nlohmann::json result_json(const Workload& w, const dm::MeasureResult& r) {
                       {"timer", r.timer},
                       {"timer_note", r.timer_note},
                       {"audit_samples", r.audit_samples},
+                      {"empty_samples", r.empty_samples},
                       {"launch_offset_us", r.launch_offset_s * 1e6},
                       {"cupti_median_us", r.cupti.median * 1e6},
                       {"median_us", t * 1e6},

@@ -94,10 +94,10 @@ MeasureOptions quick() {
 
 void print(const char* what, const MeasureResult& r) {
   std::printf("[%s] timer=%s time median %.3f us (noise %.2f%%, n=%zu); audit: cupti median %.3f us (p10 %.3f, "
-              "p90 %.3f, n=%zu), launch offset %.3f us; events median %.3f us, "
+              "p90 %.3f, n=%zu, empty %zu), launch offset %.3f us; events median %.3f us, "
               "n=%zu, stop=%s, wall %.2f s, sm %.0f MHz, kernels %zu\n",
               what, r.timer.c_str(), r.time.median * 1e6, 100 * r.time.rel_noise, r.time.n, r.cupti.median * 1e6,
-              r.cupti.p10 * 1e6, r.cupti.p90 * 1e6, r.cupti.n, r.launch_offset_s * 1e6, r.events.median * 1e6, r.time.n,
+              r.cupti.p10 * 1e6, r.cupti.p90 * 1e6, r.cupti.n, r.empty_samples, r.launch_offset_s * 1e6, r.events.median * 1e6, r.time.n,
               std::string(to_string(r.stop_reason)).c_str(), r.wall_s, r.clocks.sm_mhz_median,
               r.kernel_names.size());
 }
@@ -220,6 +220,9 @@ TEST(TimerGpu, FlushMakesSmallReReadCold) {
   print("16 MiB read, flushed", rc);
   print("16 MiB read, not flushed", rw);
   EXPECT_GT(rc.time.median, 1.2 * rw.time.median);
+  // Audit samples of a 3 us call keep their records (recording stops only after they are delivered).
+  EXPECT_LE(rw.empty_samples * 20, rw.audit_samples);
+  EXPECT_LE(rc.empty_samples * 20, rc.audit_samples);
 
   // Graph mode: the flush is captured inside the graph, so replays stay cold.
   MeasureOptions gcold = cold, gwarm = warm;

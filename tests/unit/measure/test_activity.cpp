@@ -111,6 +111,15 @@ TEST(Activity, KernelSetDeviationsAreOtherKernelsThanTheCommonSet) {
   EXPECT_EQ(c.deviating, (std::vector<std::size_t>{0, 4}));
   EXPECT_EQ(c.names, Names{"copy_cached()"});
 
+  // Samples whose records were all lost (empty) are not the norm, however many there are.
+  std::vector<Names> lossy(7, Names{});
+  lossy[1] = lossy[4] = lossy[6] = Names{"rmsnorm_rows()"};
+  const KernelSetVerdict l = judge_kernel_sets(lossy);
+  EXPECT_TRUE(l.deviating.empty());
+  EXPECT_EQ(l.names, Names{"rmsnorm_rows()"});
+  // Only empty samples: nothing deviates.
+  EXPECT_TRUE(judge_kernel_sets(std::vector<Names>(3)).deviating.empty());
+
   EXPECT_TRUE(judge_kernel_sets({}).deviating.empty());
   EXPECT_TRUE(judge_kernel_sets({}).names.empty());
 }
