@@ -386,6 +386,17 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
   bool have_join = false;
   bool rule_done = false;  // the stopping rule has decided; only missing audit samples are taken
   NamedDurations per_kernel;
+  // The launch offset so far, refreshed while it is young and then every 16 audit samples (a
+  // median per plain sample would cost O(n log n) each).
+  double offset_cached = 0;
+  std::size_t offset_cached_n = 0;
+  auto offset_estimate = [&] {
+    if (offsets.size() != offset_cached_n && (offsets.size() <= 16 || offsets.size() >= offset_cached_n + 16)) {
+      offset_cached = summarize(offsets).median;
+      offset_cached_n = offsets.size();
+    }
+    return offset_cached;
+  };
   const unsigned max_mhz = (nvml && nvml->available()) ? nvml->max_sm_mhz() : 0;
 
   // Attributes one sample's records and feeds the rule (sets rule_done when it says stop).
@@ -445,14 +456,11 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
     if (max_mhz && q.s.sm_mhz && q.s.sm_mhz < 0.75 * max_mhz) ++res.low_clock_samples;
     if (opts.keep_samples) res.samples.push_back(q.s);
     if (rule_done) return;
-    if (!audit_mode) {
+    if (!audit_mode)
       rule.add(cupti_on ? q.s.cupti_s : q.s.event_s);
-    } else if (!q.s.audit) {
-      // The rule sees the corrected time, so its noise is relative to what will be reported.
-      rule.add(q.s.event_s - (offsets.empty() ? 0.0 : summarize(offsets).median));
-    } else if (!rule.should_stop(q.wall_end)) {
-      return;  // audit samples do not feed the rule, but the time cap still applies to them
-    }
+    else if (!q.s.audit)  // the corrected time: the rule's noise is relative to what is reported
+      rule.add(q.s.event_s - offset_estimate());
+    // Audit samples do not feed the rule (their kernels ran instrumented), but its caps apply.
     rule_done = rule.should_stop(q.wall_end);
   };
 
