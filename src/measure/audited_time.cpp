@@ -6,6 +6,26 @@
 
 namespace d2k::measure {
 
+namespace {
+double enter_probability(double share, double run) {
+  if (share >= 1) return 1.0;
+  // Stationary share of the chain: enter / (enter + leave), with leave = 1 / run.
+  return std::min(1.0, share / (1 - share) / run);
+}
+}  // namespace
+
+AuditSchedule::AuditSchedule(double share, std::size_t mean_run, std::uint64_t seed)
+    : rng_(seed),
+      leave_(share >= 1 ? 0.0 : 1.0 / std::max(1.0, static_cast<double>(mean_run))),
+      enter_(enter_probability(share, std::max(1.0, static_cast<double>(mean_run)))) {
+  if (!(share > 0)) throw std::invalid_argument("AuditSchedule: share must be > 0");
+}
+
+void AuditSchedule::advance() {
+  ++drawn_;
+  audit_ = drawn_ < 2 || (audit_ ? !leave_(rng_) : enter_(rng_));
+}
+
 AuditedTime combine_audited(std::span<const double> plain_events, std::span<const double> audit_events,
                             std::span<const double> audit_spans) {
   if (audit_events.size() != audit_spans.size())

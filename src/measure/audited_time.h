@@ -11,6 +11,8 @@
 /// window's fixed launch cost (the first launch after the start event, the end record), which
 /// is subtracted from the plain samples' event times.
 #include <cstddef>
+#include <cstdint>
+#include <random>
 #include <span>
 #include <string>
 
@@ -24,6 +26,26 @@ struct AuditedTime {
   std::size_t outside = 0;         ///< audit samples whose span exceeded their events (by > slack)
   bool use_span = false;           ///< time is the audit samples' spans, not corrected events
   std::string why;                 ///< when use_span: the reason
+};
+
+/// Which timed samples CUPTI records: runs of consecutive audit samples, of random length (mean
+/// `mean_run`), starting at random samples, a two-state chain whose long-run share of audit
+/// samples is `share`. Runs, not scattered samples, so that recording is switched, and its records
+/// delivered, once per run. The first two samples are always audit samples (the stopping rule's
+/// correction needs an offset early). share >= 1: every sample.
+class AuditSchedule {
+ public:
+  AuditSchedule(double share, std::size_t mean_run, std::uint64_t seed);
+  /// Whether the next timed sample is an audit sample.
+  bool audit() const { return audit_; }
+  /// Moves on to the sample after it.
+  void advance();
+
+ private:
+  std::mt19937_64 rng_;
+  std::bernoulli_distribution leave_, enter_;
+  bool audit_ = true;
+  std::size_t drawn_ = 0;
 };
 
 /// Above this, the events - span difference is not a launch cost (about 2.5 us on an H200).

@@ -185,13 +185,7 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
   // kernel, on the H200), so graphs are recorded on every sample.
   const bool audit_mode = cupti_on && opts.cupti_audit_share < 1 && !opts.graph;
   if (audit_mode) col.set_recording(false);
-  // Audit samples come in runs (a two-state chain: mean run cupti_audit_run, share
-  // cupti_audit_share), so that recording changes, and its records are delivered, once per run.
-  std::mt19937_64 audit_rng{std::random_device{}()};
-  const double run_len = std::max(1.0, static_cast<double>(opts.cupti_audit_run));
-  std::bernoulli_distribution leave_audit(1.0 / run_len);
-  std::bernoulli_distribution enter_audit(
-      opts.cupti_audit_share >= 1 ? 1.0 : std::min(1.0, opts.cupti_audit_share / (1 - opts.cupti_audit_share) / run_len));
+  AuditSchedule schedule(opts.cupti_audit_share, opts.cupti_audit_run, std::random_device{}());
   if (nvml && opts.sample_clocks && nvml->available()) {
     nvml->start(opts.clock_period);
     guard.nvml = nvml;
@@ -470,21 +464,20 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
   const auto t_loop = clock_type::now();
   const double hooks_before_loop = hooks_s;
   auto audits = [&] { return audit_spans.size() + res.empty_samples; };
-  bool in_audit_run = true;  // the first timed samples are audited: the rule's correction needs an offset
   for (bool stop = false; !stop;) {
     if (batch.empty()) batch_begin = seconds_since(t_loop);
     // After the rule has decided, only audit samples are taken, until there are enough.
-    const bool audit = !audit_mode || in_audit_run || rule_done;
+    const bool audit = !audit_mode || schedule.audit() || rule_done;
     batch.push_back(run_one(index++, true, audit));
     ++timed;
-    if (audit_mode) in_audit_run = timed < 2 || (in_audit_run ? !leave_audit(audit_rng) : enter_audit(audit_rng));
+    schedule.advance();
     Pending& last = batch.back();
     // The caller's hooks (drawing fresh inputs, re-checks) scale with the workload's size, not
     // with the measurement: they do not count toward the minimum time or the cap.
     last.wall_end = seconds_since(t_loop) - (hooks_s - hooks_before_loop);
     // Deliver the records when the batch is full, old enough, an audit run ends, or a cap may be reached (the rule
     // decides on each sample in order, with the wall time at the end of that sample).
-    const bool run_ends = audit_mode && last.s.audit && !in_audit_run;  // deliver before recording stops
+    const bool run_ends = audit_mode && last.s.audit && !schedule.audit();  // deliver before recording stops
     const bool deliver_now = rule_done || run_ends || last.wall_end >= opts.stopping.max_time_s ||
                              accounted + batch.size() >= opts.stopping.max_samples;
     if (cupti_on && !deliver_now && batch.size() < opts.cupti_batch &&

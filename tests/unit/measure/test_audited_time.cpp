@@ -96,6 +96,32 @@ TEST(AuditedTime, WithoutAuditsTheEventsAreUncorrected) {
   EXPECT_EQ(a.launch_offset_s, 0.0);
 }
 
+TEST(AuditSchedule, RunsOfTheMeanLengthAtTheAskedShare) {
+  AuditSchedule s(0.25, 8, 12345);
+  EXPECT_TRUE(s.audit());
+  s.advance();
+  EXPECT_TRUE(s.audit());  // the first two samples are always audited
+  std::size_t audits = 0, runs = 0;
+  bool prev = true;
+  const std::size_t n = 200000;
+  for (std::size_t i = 0; i < n; ++i) {
+    s.advance();
+    const bool a = s.audit();
+    audits += a;
+    runs += a && !prev;
+    prev = a;
+  }
+  EXPECT_NEAR(static_cast<double>(audits) / n, 0.25, 0.02);
+  ASSERT_GT(runs, 0u);
+  EXPECT_NEAR(static_cast<double>(audits) / runs, 8.0, 1.0);
+}
+
+TEST(AuditSchedule, ShareOneAuditsEverySampleAndBadShareIsRejected) {
+  AuditSchedule all(1.0, 8, 7);
+  for (int i = 0; i < 1000; ++i, all.advance()) ASSERT_TRUE(all.audit());
+  EXPECT_THROW(AuditSchedule(0.0, 8, 1), std::invalid_argument);
+}
+
 TEST(AuditedTime, MismatchedAuditListsAreRejected) {
   const std::vector<double> ev = {1e-6, 2e-6}, sp = {1e-6};
   EXPECT_THROW(combine_audited({}, ev, sp), std::invalid_argument);
