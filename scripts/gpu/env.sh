@@ -1,6 +1,8 @@
 # Sourced by the GPU scripts: library path, implementation and cache folders, and the
 # permissions sandboxed workers need. Usage: source scripts/gpu/env.sh CARRY OUT
-carry=$1; out=$2
+# Absolute paths: the permission walk below climbs to / (a relative path would never reach it).
+mkdir -p "$2"
+carry=$(cd "$1" && pwd); out=$(cd "$2" && pwd)
 # CUDA libraries from the machine's toolkit; Debian ones (libfmt, libseccomp) from the carry.
 for d in /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64; do
   [ -d "$d" ] && LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
@@ -13,6 +15,6 @@ export D2K_EXTRA_INCLUDE_DIRS="$carry/dlpack-include" D2K_NVCC=/usr/local/cuda/b
 # the cache must be searchable, and what is in them readable.
 mkdir -p "$D2K_CACHE_DIR"
 for p in "$carry" "$D2K_CACHE_DIR" "$PWD"; do
-  d=$p; while [ "$d" != / ]; do chmod o+x "$d"; d=$(dirname "$d"); done
+  d=$(cd "$p" && pwd); while [ "$d" != / ] && [ "$d" != . ]; do chmod o+x "$d"; d=$(dirname "$d"); done
 done
 chmod -R o+rX "$carry" "$D2K_CACHE_DIR" 2>/dev/null
