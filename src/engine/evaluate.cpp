@@ -402,7 +402,7 @@ class CudaEvaluation {
     if (!t.call.ok) return fail_call(tr, ts, t.call);
     // One odd sample can be a CUPTI delivery glitch; a cheat's other path shows repeatedly. Only
     // audit samples are judged (CUPTI records no others).
-    if (!t.kernel_set_constant && t.kernel_set_deviations >= std::max<std::size_t>(2, t.audit_samples / 100)) {
+    if (!t.kernel_set_constant && static_cast<std::int64_t>(t.kernel_set_deviations) >= std::max<std::int64_t>(2, t.perf.audit_samples / 100)) {
       tr.checks_fired.push_back(fmt::format("kernel_set_constant: {} samples launched other kernels; {}",
                                             t.kernel_set_deviations, t.kernel_set_example));
       return fail(tr, Status::REWARD_HACK, "the set of launched kernels changed between samples", "kernel_set_constant");

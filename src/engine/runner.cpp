@@ -73,7 +73,6 @@ TimedOutcome run_timer(measure::Timer& timer, DeviceCall& call, const std::vecto
   };
   measure::MeasureResult r = timer.measure(launch, stream.get(), mo);
   t.perf = performance_from(r);
-  t.audit_samples = r.audit_samples;
   t.kernel_set_constant = r.kernel_set_constant;
   t.kernel_set_deviations = r.kernel_set_deviation_count;
   if (!r.kernel_set_deviations.empty()) {
@@ -152,7 +151,6 @@ json timed_to_json(const TimedOutcome& t) {
   return {{"type", "timed"},
           {"performance", to_json(t.perf)},
           {"calls", t.calls},
-          {"audit_samples", t.audit_samples},
           {"kernel_set_constant", t.kernel_set_constant},
           {"kernel_set_deviations", t.kernel_set_deviations},
           {"kernel_set_example", t.kernel_set_example},
@@ -166,7 +164,6 @@ TimedOutcome timed_from_json(const json& j) {
   TimedOutcome t;
   t.perf = performance_from_json(j.at("performance"));
   t.calls = j.at("calls").get<std::size_t>();
-  t.audit_samples = j.value("audit_samples", std::size_t{0});
   t.kernel_set_constant = j.value("kernel_set_constant", true);
   t.kernel_set_deviations = j.value("kernel_set_deviations", std::size_t{0});
   t.kernel_set_example = j.value("kernel_set_example", "");

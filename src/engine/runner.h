@@ -39,7 +39,6 @@ struct TimedOutcome {
   CallOutcome call;
   Performance perf;
   std::size_t calls = 0;            ///< warm-up + timed calls the timer made
-  std::size_t audit_samples = 0;    ///< timed samples CUPTI recorded (kernel sets, joins, vendor share)
   bool kernel_set_constant = true;
   std::size_t kernel_set_deviations = 0;
   std::string kernel_set_example;   ///< the first deviating sample: its kernels vs the first sample's

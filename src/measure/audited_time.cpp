@@ -7,6 +7,11 @@
 namespace d2k::measure {
 
 namespace {
+double checked_share(double share) {
+  if (!(share > 0)) throw std::invalid_argument("AuditSchedule: share must be > 0");
+  return share;
+}
+
 double enter_probability(double share, double run) {
   if (share >= 1) return 1.0;
   // Stationary share of the chain: enter / (enter + leave), with leave = 1 / run.
@@ -16,10 +21,8 @@ double enter_probability(double share, double run) {
 
 AuditSchedule::AuditSchedule(double share, std::size_t mean_run, std::uint64_t seed)
     : rng_(seed),
-      leave_(share >= 1 ? 0.0 : 1.0 / std::max(1.0, static_cast<double>(mean_run))),
-      enter_(enter_probability(share, std::max(1.0, static_cast<double>(mean_run)))) {
-  if (!(share > 0)) throw std::invalid_argument("AuditSchedule: share must be > 0");
-}
+      leave_(checked_share(share) >= 1 ? 0.0 : 1.0 / std::max(1.0, static_cast<double>(mean_run))),
+      enter_(enter_probability(share, std::max(1.0, static_cast<double>(mean_run)))) {}
 
 void AuditSchedule::advance() {
   ++drawn_;
@@ -38,11 +41,13 @@ AuditedTime combine_audited(std::span<const double> plain_events, std::span<cons
     offsets.push_back(d);
     if (-d > std::max(1e-6, 0.02 * audit_spans[i])) ++a.outside;
   }
-  a.launch_offset_s = summarize(offsets).median;
+  const Summary off = summarize(offsets);
+  const Summary span = summarize(audit_spans);
+  a.launch_offset_s = off.median;
   auto spans = [&](std::string why) {
     a.use_span = true;
     a.why = std::move(why);
-    a.time = summarize(audit_spans);
+    a.time = span;
     return a;
   };
   if (audit_spans.empty()) {
@@ -58,12 +63,10 @@ AuditedTime combine_audited(std::span<const double> plain_events, std::span<cons
   // wide spread, means host time is inside the window (the call waits for its stream, so the
   // blocking kernel could not hold it; or it calls the runtime between launches): the
   // difference then varies from sample to sample and cannot be subtracted.
-  const Summary off = summarize(offsets);
-  const double span_median = summarize(audit_spans).median;
   if (off.median > kMaxLaunchOffset_s)
     return spans("the events hold " + std::to_string(off.median * 1e6) +
                  " us more than the CUPTI span (host time inside the event window): the CUPTI spans are the time");
-  if (off.p90 - off.p10 > std::max(kMaxOffsetSpread_s, 0.1 * span_median))
+  if (off.p90 - off.p10 > std::max(kMaxOffsetSpread_s, 0.1 * span.median))
     return spans("the difference between events and CUPTI span varies between samples (p10 " +
                  std::to_string(off.p10 * 1e6) + " us, p90 " + std::to_string(off.p90 * 1e6) +
                  " us): the CUPTI spans are the time");

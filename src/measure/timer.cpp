@@ -358,8 +358,7 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
   // audit sampling, every other call is recorded, so both paths are warm (CUPTI instruments a
   // kernel when it is first launched under recording).
   const auto t_warm = clock_type::now();
-  const std::size_t warm_min = std::max<std::size_t>(std::max<std::size_t>(1, opts.warmup_min_calls),
-                                                     audit_mode ? 2 : 1);
+  const std::size_t warm_min = std::max<std::size_t>({1, opts.warmup_min_calls, audit_mode ? 2u : 1u});
   const std::size_t warm_max = std::max(warm_min, opts.warmup_max_calls);
   for (std::size_t n = 0; n < warm_max; ++n) {
     (void)run_one(index++, false, n % 2 == 0);
@@ -467,8 +466,7 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
   for (bool stop = false; !stop;) {
     if (batch.empty()) batch_begin = seconds_since(t_loop);
     // After the rule has decided, only audit samples are taken, until there are enough.
-    const bool audit = !audit_mode || schedule.audit() || rule_done;
-    batch.push_back(run_one(index++, true, audit));
+    batch.push_back(run_one(index++, true, schedule.audit() || rule_done));
     ++timed;
     schedule.advance();
     Pending& last = batch.back();
