@@ -170,6 +170,45 @@ class WorkerRunner final : public TargetRunner {
     return t;
   }
 
+  BatchPrepared batch_prepare(const BatchSpec& b) override {
+    BatchPrepared p;
+    std::vector<const DevMem*> bufs{b.slab};
+    for (const DeviceSet* s : b.ins)
+      for (const DevMem& m : s->bufs) bufs.push_back(&m);
+    if (p.call = map_buffers(bufs); !p.call.ok) return p;
+    json sets = json::array();
+    for (const DeviceSet* s : b.ins) sets.push_back(ids(*s));
+    auto [o, msg] = request({{"cmd", wire::cmd::batch}, {"sets", sets}, {"slab", b.slab->id()}, {"stride", b.stride},
+                             {"offsets", b.out_offsets}, {"calls", b.calls}},
+                            {}, wire::reply::batch_ready, opt_.time_timeout_s);
+    p.call = o;
+    if (o.ok) {
+      p.graph = msg.value("graph", false);
+      p.unjoined = msg.value("unjoined", false);
+      p.note = msg.value("note", "");
+    }
+    return p;
+  }
+
+  CallOutcome batch_start() override {
+    if (!start_error_.ok) return start_error_;
+    if (dead_) return failed(Status::RUNTIME_ERROR, "the worker is gone: " + end_note_, true);
+    std::lock_guard lk(m_);
+    if (done_) return failed(Status::RUNTIME_ERROR, "the worker is gone", true);
+    out_ = Out{{{"cmd", wire::cmd::batch_run}}, {}};
+    cv_.notify_all();
+    return {};
+  }
+
+  CallOutcome batch_wait(double timeout_s) override {
+    auto msg = wait_incoming(after(timeout_s), wire::cmd::batch_run);
+    if (!msg) return ended();
+    const std::string type = msg->value("type", "");
+    if (type == wire::reply::error) return worker_error(*msg);
+    if (type != wire::reply::batch_done) return protocol_violation(*msg, wire::reply::batch_done);
+    return {};
+  }
+
   CallOutcome throughput(const DeviceSet& ins, const DeviceSet& outs, std::size_t count, double& wall_s) override {
     if (auto m = map({&ins, &outs}); !m.ok) return m;
     const auto t0 = std::chrono::steady_clock::now();
@@ -249,15 +288,21 @@ class WorkerRunner final : public TargetRunner {
 
   /// Sends the worker descriptors of every buffer it has not mapped yet.
   CallOutcome map(const std::vector<const DeviceSet*>& sets) {
+    std::vector<const DevMem*> bufs;
+    for (const DeviceSet* s : sets)
+      for (const DevMem& b : s->bufs) bufs.push_back(&b);
+    return map_buffers(bufs);
+  }
+
+  CallOutcome map_buffers(const std::vector<const DevMem*>& all) {
     json bufs = json::array();
     std::vector<int> fds;
-    for (const DeviceSet* s : sets)
-      for (const DevMem& b : s->bufs) {
-        if (mapped_.count(b.id())) continue;
-        mapped_.insert(b.id());
-        bufs.push_back({{"id", b.id()}, {"bytes", b.size()}});
-        fds.push_back(b.export_fd());
-      }
+    for (const DevMem* b : all) {
+      if (mapped_.count(b->id())) continue;
+      mapped_.insert(b->id());
+      bufs.push_back({{"id", b->id()}, {"bytes", b->size()}});
+      fds.push_back(b->export_fd());
+    }
     if (fds.empty()) return {};
     return request({{"cmd", wire::cmd::map}, {"buffers", bufs}}, std::move(fds), wire::reply::mapped, opt_.start_timeout_s).first;
   }

@@ -95,6 +95,7 @@ class Worker {
       return {{"type", wire::reply::mapped}};
     }
     if (cmd == wire::cmd::plan) {
+      batch_.reset();
       call_.reset();
       mem_.clear();
       plan_ = std::make_unique<WorkloadPlan>(wire::plan_from_json(msg.at("plan")));
@@ -125,6 +126,22 @@ class Worker {
       TimedOutcome t = run_timer(*timer_, *call_, ins, outs, mo, prepare, *stream_);
       return wire::timed_to_json(t);
     }
+    if (cmd == wire::cmd::batch) {
+      std::vector<std::vector<void*>> sets, ins, outs;
+      for (auto& s : msg.at("sets")) sets.push_back(pointers(s));
+      if (sets.empty()) throw std::runtime_error("batch: no input sets");
+      void* slab = pointers(json::array({msg.at("slab")})).at(0);
+      batch_pointers(sets, slab, msg.at("stride").get<std::size_t>(), msg.at("offsets").get<std::vector<std::size_t>>(),
+                     msg.at("calls").get<std::size_t>(), ins, outs);
+      BatchPrepared p = batch_.prepare(*call_, std::move(ins), std::move(outs), stream_->get());
+      return {{"type", wire::reply::batch_ready}, {"graph", p.graph}, {"unjoined", p.unjoined}, {"note", p.note}};
+    }
+    if (cmd == wire::cmd::batch_run) {
+      batch_.launch(stream_->get());
+      D2K_CUDA_CHECK(cudaStreamSynchronize(stream_->get()));
+      D2K_CUDA_CHECK(cudaDeviceSynchronize());
+      return {{"type", wire::reply::batch_done}};
+    }
     if (cmd == wire::cmd::throughput) {
       auto ins = pointers(msg.at("ins")), outs = pointers(msg.at("outs"));
       const std::size_t count = msg.at("count").get<std::size_t>();
@@ -153,6 +170,7 @@ class Worker {
   std::unique_ptr<WorkloadPlan> plan_;
   std::unique_ptr<DeviceCall> call_;
   std::map<std::uint64_t, DevMem> mem_;
+  CapturedBatch batch_;  // declared after mem_: destroyed before the memory it points into
 };
 
 }  // namespace
