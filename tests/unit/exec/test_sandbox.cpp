@@ -277,6 +277,30 @@ TEST_P(SandboxFs, WorkerLockdownAllowsThreadsButNotProcesses) {
   EXPECT_EQ(e.signal, SIGSYS) << describe(e);
 }
 
+// Issue #24: the candidate made the worker's GOT writable with a raw mprotect and could have
+// written it through /proc/self/mem. After the lockdown neither works; threads and malloc still do.
+TEST_P(SandboxFs, WorkerLockdownRefusesWritableProtectionAndProcMemWrites) {
+  ProcessResult m = run_sandboxed({kProbe, "lockdown", "mprotect"}, opts());
+  ASSERT_EQ(m.status, Status::PASSED) << describe(m);
+  const nlohmann::json* mp = find_message(m, "mprotect");
+  ASSERT_NE(mp, nullptr);
+  EXPECT_EQ((*mp)["write_errno"], EPERM) << mp->dump();
+  EXPECT_EQ((*mp)["none_rc"], 0) << mp->dump();
+
+  ProcessResult p = run_sandboxed({kProbe, "lockdown", "procmem"}, opts());
+  ASSERT_EQ(p.status, Status::PASSED) << describe(p);
+  const nlohmann::json* pm = find_message(p, "procmem");
+  ASSERT_NE(pm, nullptr);
+  EXPECT_EQ((*pm)["errno"], EACCES) << pm->dump();
+  EXPECT_EQ((*pm)["read_ok"], true) << pm->dump();
+
+  ProcessResult a = run_sandboxed({kProbe, "lockdown", "malloc"}, opts());
+  ASSERT_EQ(a.status, Status::PASSED) << describe(a);
+  const nlohmann::json* am = find_message(a, "malloc");
+  ASSERT_NE(am, nullptr);
+  EXPECT_EQ((*am)["blocks"], 600);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, SandboxFs, ::testing::ValuesIn(fs_modes()),
                          [](const ::testing::TestParamInfo<FsIsolation>& i) {
                            return i.param == FsIsolation::bwrap ? std::string("bwrap") : std::string("mount_namespace");
