@@ -110,6 +110,11 @@ class InProcessRunner final : public TargetRunner {
       // A sticky error poisons this process's context: nothing after it can be trusted.
       throw;
     } catch (const std::exception& e) {
+      // A device fault reported as another error type (the timer's) is still sticky.
+      if (cudaDeviceSynchronize() != cudaSuccess) {
+        cudaGetLastError();
+        if (cudaError_t c = cudaDeviceSynchronize(); c != cudaSuccess) throw CudaError(c, e.what(), __FILE__, __LINE__);
+      }
       return failed(Status::RUNTIME_ERROR, e.what(), false);
     }
   }

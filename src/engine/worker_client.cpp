@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/rules.h"
 #include "engine/runner.h"
 #include "engine/timed_run.h"
 #include "engine/wire.h"
@@ -70,6 +71,7 @@ class WorkerRunner final : public TargetRunner {
       start_error_ = protocol_violation(*first, wire::reply::ready);
     } else {
       baseline_threads_ = first->value("threads", -1);
+      relro_hash_ = first->value("relro_hash", std::uint64_t{0});
     }
   }
 
@@ -115,6 +117,11 @@ class WorkerRunner final : public TargetRunner {
       // earlier call started counts too.
       o.threads_before = baseline_threads_;
       o.threads_after = msg.value("threads_after", -1);
+      if (auto v = check_got(relro_hash_, msg.value("relro_hash", std::uint64_t{0}))) {
+        dead_ = true;
+        end_note_ = v->message;
+        return failed(v->status, v->message, true, v->rule);
+      }
     }
     return o;
   }
@@ -366,6 +373,7 @@ class WorkerRunner final : public TargetRunner {
   CallOutcome start_error_;
   std::string end_note_;
   int baseline_threads_ = -1;
+  std::uint64_t relro_hash_ = 0;  // the worker's GOT pages after the library loaded (a tripwire)
   std::string timeout_stage_;  // set when the parent's own deadline for a request passed
   std::set<std::uint64_t> mapped_;
 };

@@ -52,7 +52,8 @@ class Worker {
       ch_.send({{"type", wire::reply::load_failed}, {"status", "INVALID_SUBMISSION"}, {"error", e.what()}});
       return 0;
     }
-    ch_.send({{"type", wire::reply::ready}, {"lockdown", lock.empty() ? std::string("on") : lock}, {"threads", baseline_threads}});
+    ch_.send({{"type", wire::reply::ready}, {"lockdown", lock.empty() ? std::string("on") : lock}, {"threads", baseline_threads},
+              {"relro_hash", relro_hash()}});
     for (;;) {
       auto msg = ch_.receive();
       if (!msg) return 3;  // the parent is gone
@@ -65,12 +66,25 @@ class Worker {
         ch_.send({{"type", wire::reply::error}, {"status", "RUNTIME_ERROR"}, {"fatal", true}, {"error", e.what()}});
         return 4;
       } catch (const std::exception& e) {
-        ch_.send({{"type", wire::reply::error}, {"status", "RUNTIME_ERROR"}, {"fatal", false}, {"error", e.what()}});
+        // The timer reports a device fault as its own error type: whatever was thrown, a sticky
+        // fault ends this worker (the next workload gets a fresh one, and no later failure is
+        // blamed on the wrong workload).
+        const bool fatal = context_broken();
+        ch_.send({{"type", wire::reply::error}, {"status", "RUNTIME_ERROR"}, {"fatal", fatal}, {"error", e.what()}});
+        if (fatal) return 4;
       }
     }
   }
 
  private:
+  /// Whether the context holds a sticky error (illegal address, trap): such an error survives
+  /// being read, so a second synchronise still reports it.
+  static bool context_broken() {
+    if (cudaDeviceSynchronize() == cudaSuccess) return false;
+    cudaGetLastError();
+    return cudaDeviceSynchronize() != cudaSuccess;
+  }
+
   /// One short measurement of a memset, so that the timer's threads and buffers (CUPTI, the
   /// NVML sampler, the flush buffer) exist before the thread baseline is taken.
   void warm_up_harness() {
@@ -108,7 +122,7 @@ class Worker {
       call_->launch(ins, outs, stream_->get());
       D2K_CUDA_CHECK(cudaStreamSynchronize(stream_->get()));
       D2K_CUDA_CHECK(cudaDeviceSynchronize());
-      return {{"type", wire::reply::called}, {"threads_after", count_threads()}};
+      return {{"type", wire::reply::called}, {"threads_after", count_threads()}, {"relro_hash", relro_hash()}};
     }
     if (cmd == wire::cmd::time) {
       std::vector<std::vector<void*>> ins, outs;

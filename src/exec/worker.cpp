@@ -117,19 +117,26 @@ std::string lock_down_worker(const LockdownOptions& opts) {
 }
 
 std::uint64_t relro_hash() {
+  // The ranges are those of the objects loaded at the first call (the harness, CUDA, CUPTI and
+  // the candidate): a library the driver loads later brings its own relro, which is not a change.
+  static const std::vector<std::pair<const unsigned char*, std::size_t>> ranges = [] {
+    std::vector<std::pair<const unsigned char*, std::size_t>> r;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* data) {
+          auto& out = *static_cast<std::vector<std::pair<const unsigned char*, std::size_t>>*>(data);
+          for (int i = 0; i < info->dlpi_phnum; ++i) {
+            const auto& ph = info->dlpi_phdr[i];
+            if (ph.p_type == PT_GNU_RELRO)
+              out.emplace_back(reinterpret_cast<const unsigned char*>(info->dlpi_addr + ph.p_vaddr), ph.p_memsz);
+          }
+          return 0;
+        },
+        &r);
+    return r;
+  }();
   std::uint64_t h = 0xcbf29ce484222325ull;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, std::size_t, void* data) {
-        auto& acc = *static_cast<std::uint64_t*>(data);
-        for (int i = 0; i < info->dlpi_phnum; ++i) {
-          const auto& ph = info->dlpi_phdr[i];
-          if (ph.p_type != PT_GNU_RELRO) continue;
-          const auto* p = reinterpret_cast<const unsigned char*>(info->dlpi_addr + ph.p_vaddr);
-          for (std::size_t k = 0; k < ph.p_memsz; ++k) acc = (acc ^ p[k]) * 0x100000001b3ull;
-        }
-        return 0;
-      },
-      &h);
+  for (const auto& [p, n] : ranges)
+    for (std::size_t k = 0; k < n; ++k) h = (h ^ p[k]) * 0x100000001b3ull;
   return h;
 }
 
