@@ -58,11 +58,6 @@ void poison(DeviceSet& dev, std::uint8_t byte, cudaStream_t s) {
   for (auto& b : dev.bufs) D2K_CUDA_CHECK(cudaMemsetAsync(b.get(), byte, b.size(), s));
 }
 
-void copy_set(const DeviceSet& from, DeviceSet& to, cudaStream_t s) {
-  for (std::size_t i = 0; i < from.bufs.size(); ++i)
-    D2K_CUDA_CHECK(cudaMemcpyAsync(to.bufs[i].get(), from.bufs[i].get(), from.bufs[i].size(), cudaMemcpyDeviceToDevice, s));
-}
-
 std::uint64_t device_checksum(const DeviceSet& dev, cudaStream_t s) {
   DeviceBuffer acc(sizeof(unsigned long long) * dev.bufs.size());
   D2K_CUDA_CHECK(cudaMemsetAsync(acc.get(), 0, acc.size(), s));

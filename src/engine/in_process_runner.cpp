@@ -91,16 +91,6 @@ class InProcessRunner final : public TargetRunner {
     });
   }
 
-  CallOutcome throughput(const DeviceSet& ins, const DeviceSet& outs, std::size_t count, double& wall_s) override {
-    return guarded([&] {
-      const auto t0 = std::chrono::steady_clock::now();
-      for (std::size_t i = 0; i < count; ++i) call_->launch(ins.ptrs(), outs.ptrs(), stream_.get());
-      D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-      wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      return CallOutcome{};
-    });
-  }
-
  private:
   template <class F>
   CallOutcome guarded(F&& f) {

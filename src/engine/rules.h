@@ -71,9 +71,11 @@ struct TimerReport {
 
 /// timer_audit_gap: the events of samples CUPTI did not record are shorter than those it did by
 /// more than CUPTI's own overhead can explain: the event timer was patched where nothing audits it.
-/// Fires when plain < audited x (1 - kAuditGapShare) - kAuditGapAbs_s, with >= 8 of each.
-inline constexpr double kAuditGapShare = 0.10;
-inline constexpr double kAuditGapAbs_s = 1e-6;
+/// Fires when plain < audited x (1 - kAuditGapShare) - kAuditGapAbs_s, with >= 8 of each. Loose on
+/// purpose (CUPTI's recording lengthens the audited samples' events by a few µs at 10 µs calls):
+/// the parent's clock, not this tripwire, bounds the smaller forgeries.
+inline constexpr double kAuditGapShare = 0.25;
+inline constexpr double kAuditGapAbs_s = 2e-6;
 std::optional<Violation> check_timer_audit_gap(const TimerReport& r);
 
 /// negative_launch_offset: events shorter than the CUPTI span of the same sample are impossible

@@ -90,9 +90,6 @@ class TargetRunner {
   /// before every call.
   virtual TimedOutcome time(const std::vector<DeviceSet>& ins, const std::vector<DeviceSet>& outs,
                             const measure::MeasureOptions& mo, const PrepareFn& prepare) = 0;
-  /// `count` calls back to back on one set (no flush, no preparation), then a synchronise;
-  /// `wall_s` is measured by the parent around the whole request.
-  virtual CallOutcome throughput(const DeviceSet& ins, const DeviceSet& outs, std::size_t count, double& wall_s) = 0;
   /// Readies a batch (the worker captures it as a CUDA graph where the calls allow); nothing runs.
   virtual BatchPrepared batch_prepare(const BatchSpec& b) = 0;
   /// Starts the prepared batch and returns at once: the parent watches the outputs meanwhile.
