@@ -117,14 +117,14 @@ TimeVerdict bound_time(double worker_median_s, const ParentTiming& p) {
     v.source = "worker";
     return v;
   }
-  if (worker_median_s >= parent_s * (1 - kTrustBand)) {
+  if (worker_median_s >= parent_s * (1 - kTrustBand) - kBandAbs_s) {
     v.time_s = worker_median_s;
     v.source = "worker";
     return v;
   }
   v.time_s = parent_s;
   v.source = "parent";
-  if (worker_median_s < parent_s * (1 - kCheatBand))
+  if (worker_median_s < parent_s * (1 - kCheatBand) - kBandAbs_s)
     v.violation = violation("timer_cross_check", fmt::format("median {:.2f} us, but {} back-to-back calls took {:.2f} us each on the parent's clock "
                                                              "(below by {:.0f} %, honest runs stay within {:.0f} %)",
                                                              worker_median_s * 1e6, p.calls, parent_s * 1e6,

@@ -103,6 +103,11 @@ std::optional<Violation> check_vendor_kernels(const TimerReport& r, bool vendor_
 inline constexpr double kTrustBand = 0.05;
 /// Below the parent's figure by more than this share, no honest run has been seen: REWARD_HACK.
 inline constexpr double kCheatBand = 0.15;
+/// Per call, on top of both shares: what a graph's launch of one node can add to a call that the
+/// worker's corrected events do not count (a constant, not the worker's kernel count, which it
+/// could forge). It loosens the bound only for calls of a few microseconds, where the physical
+/// floor stands.
+inline constexpr double kBandAbs_s = 2e-6;
 
 /// What the parent's batch timing came to.
 struct ParentTiming {
