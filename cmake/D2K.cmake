@@ -10,8 +10,17 @@ function(d2k_warnings target)
   endif()
 endfunction()
 
+# ctest labels. ctest reads a label filter as a regular expression, so no label may contain
+# another and every filter is anchored: `ctest -L '^gpu$'` runs the GPU tests, CI (the `ci` test
+# preset) excludes `^gpu$`. tests/build/check_ci_selection.cmake enforces both.
+#   unit         host unit tests (gtest)
+#   cli          smoke tests of the d2k binary
+#   host         the no-GPU pipeline end to end (README's suite path)
+#   adversarial  the exploit corpus, offline stage
+#   build        the build itself (labels, CI selection, read-only source tree)
+#   gpu          needs a GPU: run on the GPU machine, never in CI
+
 # d2k_add_test(NAME name SOURCES ... LIBS ... [GPU])
-# GPU tests carry the ctest label `gpu`; CI runs `ctest -LE gpu`.
 function(d2k_add_test)
   cmake_parse_arguments(T "GPU" "NAME" "SOURCES;LIBS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
@@ -20,11 +29,10 @@ function(d2k_add_test)
   target_compile_definitions(${T_NAME} PRIVATE
     D2K_SOURCE_DIR="${CMAKE_SOURCE_DIR}" D2K_BINARY_DIR="${CMAKE_BINARY_DIR}")
   d2k_warnings(${T_NAME})
+  add_test(NAME ${T_NAME} COMMAND ${T_NAME})
   if(T_GPU)
-    add_test(NAME ${T_NAME} COMMAND ${T_NAME})
     set_tests_properties(${T_NAME} PROPERTIES LABELS gpu)
   else()
-    add_test(NAME ${T_NAME} COMMAND ${T_NAME})
     set_tests_properties(${T_NAME} PROPERTIES LABELS unit)
   endif()
 endfunction()
