@@ -7,6 +7,7 @@
 #                           against (d2k looks for include/ beside itself; $D2K_INCLUDE_DIR wins)
 #   tests/fixtures/         the fixture tasks and solutions the GPU tests read (D2K_SOURCE_DIR=CARRY)
 #   gpu_tests/              the gtest binaries labelled `gpu` that run on their own
+#   d2k_measure_probe       calibrate() alone, printing the ceilings as JSON
 #   exec/                   exec's GPU test and sandbox test with the helper programs they start
 #   d2k_fidelity            the timing-fidelity tool, when the build has it (-DD2K_BUILD_TOOLS=ON)
 #   lib/                    the Debian libraries the GPU machine's image lacks (libfmt, libseccomp)
@@ -29,7 +30,8 @@ copy_if_built() {  # copy_if_built DEST_SUBDIR BUILD_RELATIVE_PATH...
   done
 }
 copy_if_built gpu_tests tests/gpu/data_check/test_gpu_generators tests/gpu/data_check/test_gpu_compare \
-  tests/gpu/measure/measure_gpu_tests tests/gpu/measure/d2k_measure_probe
+  tests/gpu/measure/measure_gpu_tests
+copy_if_built . tests/gpu/measure/d2k_measure_probe
 copy_if_built exec tests/gpu/exec/exec_gpu_test tests/gpu/exec/exec_gpu_worker \
   tests/unit/exec/exec_sandbox_test tests/unit/exec/sandbox_probe
 [ -x "$build/tools/fidelity/d2k_fidelity" ] && cp "$build/tools/fidelity/d2k_fidelity" "$dest/"

@@ -17,9 +17,9 @@ mkdir -p "$work/cache"
 } > "$out/env.txt" 2>&1
 cat "$out/env.txt"
 
-if [ "${RUN_PROBE:-0}" = 1 ] && [ -x "$carry/gpu_tests/d2k_measure_probe" ]; then
+if [ "${RUN_PROBE:-0}" = 1 ] && [ -x "$carry/d2k_measure_probe" ]; then
   echo "== calibrate probe"
-  D2K_CACHE_DIR="$work/cache" "$carry/gpu_tests/d2k_measure_probe" "$work/calibrate.json" > "$work/probe.log" 2>&1
+  D2K_CACHE_DIR="$work/cache" "$carry/d2k_measure_probe" "$work/calibrate.json" > "$work/probe.log" 2>&1
   echo "probe rc=$?"
 fi
 
