@@ -172,15 +172,23 @@ inline constexpr DLDataType kU8 = {kDLUInt, 8, 1};
 inline std::string dtype_name(DLDataType t) {
   const char* code = t.code == kDLInt ? "int" : t.code == kDLUInt ? "uint" : t.code == kDLFloat ? "float"
                      : t.code == kDLBfloat ? "bfloat" : "code";
-  std::string s = code + std::to_string(t.bits);
-  if (t.lanes != 1) s += "x" + std::to_string(t.lanes);
+  std::string s(code);
+  s += std::to_string(t.bits);
+  if (t.lanes != 1) {
+    s += 'x';
+    s += std::to_string(t.lanes);
+  }
   return s;
 }
 
 inline std::string shape_string(const int64_t* shape, int ndim) {
-  std::string s = "[";
-  for (int d = 0; d < ndim; ++d) s += (d ? "," : "") + std::to_string(shape[d]);
-  return s + "]";
+  std::string s(1, '[');
+  for (int d = 0; d < ndim; ++d) {
+    if (d) s += ',';
+    s += std::to_string(shape[d]);
+  }
+  s += ']';
+  return s;
 }
 
 /** Checks that tensor `name` lives on `device` (kDLCUDA for GPU implementations, kDLCPU for host
