@@ -16,7 +16,7 @@ chmod -R a-w "$copy"
 snapshot() { (cd "$copy" && find . -printf '%p %s %T@\n' | sort); }
 before=$(snapshot)
 rc=0
-cmake -S "$copy" -B "$build" -G Ninja -DD2K_THIRD_PARTY="$tp" -DD2K_BUILD_TESTS=OFF \
+cmake -S "$copy" -B "$build" -G Ninja -DD2K_THIRD_PARTY="$tp" -DD2K_BUILD_TESTS=ON -DD2K_BUILD_TOOLS=ON \
   -DCMAKE_CUDA_COMPILER="${CUDACXX:-nvcc}" > "$work/configure.log" 2>&1 || rc=$?
 after=$(snapshot)
 chmod -R u+w "$copy"
