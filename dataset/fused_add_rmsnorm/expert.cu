@@ -402,11 +402,11 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const int64_t H = d2k::scalar_i(args, "H");
     const float eps = static_cast<float>(d2k::scalar_f(args, "eps"));
     if (T < 0 || H < 1) throw d2k::abi_error("expert: need T >= 0 and H >= 1");
-    const DLTensor& x = d2k::input(args, "x", kDLCUDA, d2k::kBF16, {T, H});
-    const DLTensor& res = d2k::input(args, "residual", kDLCUDA, d2k::kBF16, {T, H});
-    const DLTensor& w = d2k::input(args, "weight", kDLCUDA, d2k::kBF16, {H});
-    const DLTensor& out = d2k::output(args, "out", kDLCUDA, d2k::kBF16, {T, H});
-    const DLTensor& res_out = d2k::output(args, "residual_out", kDLCUDA, d2k::kBF16, {T, H});
+    const DLTensor& x = d2k::input(args, "x", kDLCUDA, d2k::dl::bf16, {T, H});
+    const DLTensor& res = d2k::input(args, "residual", kDLCUDA, d2k::dl::bf16, {T, H});
+    const DLTensor& w = d2k::input(args, "weight", kDLCUDA, d2k::dl::bf16, {H});
+    const DLTensor& out = d2k::output(args, "out", kDLCUDA, d2k::dl::bf16, {T, H});
+    const DLTensor& res_out = d2k::output(args, "residual_out", kDLCUDA, d2k::dl::bf16, {T, H});
     if (T == 0) return D2K_OK;
 
     const bf16* xp = d2k::data<const bf16>(x);

@@ -87,11 +87,11 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const float eps = static_cast<float>(d2k::scalar_f(args, "eps"));
     if (T < 0 || H < 1) throw d2k::abi_error("naive: need T >= 0 and H >= 1");
     if (T > 2147483647) throw d2k::abi_error("naive: T above 2^31-1 is not supported (one block per row)");
-    const DLTensor& x = d2k::input(args, "x", kDLCUDA, d2k::kBF16, {T, H});
-    const DLTensor& res = d2k::input(args, "residual", kDLCUDA, d2k::kBF16, {T, H});
-    const DLTensor& w = d2k::input(args, "weight", kDLCUDA, d2k::kBF16, {H});
-    const DLTensor& out = d2k::output(args, "out", kDLCUDA, d2k::kBF16, {T, H});
-    const DLTensor& res_out = d2k::output(args, "residual_out", kDLCUDA, d2k::kBF16, {T, H});
+    const DLTensor& x = d2k::input(args, "x", kDLCUDA, d2k::dl::bf16, {T, H});
+    const DLTensor& res = d2k::input(args, "residual", kDLCUDA, d2k::dl::bf16, {T, H});
+    const DLTensor& w = d2k::input(args, "weight", kDLCUDA, d2k::dl::bf16, {H});
+    const DLTensor& out = d2k::output(args, "out", kDLCUDA, d2k::dl::bf16, {T, H});
+    const DLTensor& res_out = d2k::output(args, "residual_out", kDLCUDA, d2k::dl::bf16, {T, H});
     d2k::Workspace ws(args);
     float* mean_square = carve_mean_square(ws, T);
     if (T == 0) return D2K_OK;

@@ -64,11 +64,11 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const int64_t H = d2k::scalar_i(args, "H");
     const double eps = d2k::scalar_f(args, "eps");
     if (T < 0 || H < 1) throw d2k::abi_error("reference: need T >= 0 and H >= 1");
-    const DLTensor& x = d2k::input(args, "x", kDLCPU, d2k::kBF16, {T, H});
-    const DLTensor& res = d2k::input(args, "residual", kDLCPU, d2k::kBF16, {T, H});
-    const DLTensor& w = d2k::input(args, "weight", kDLCPU, d2k::kBF16, {H});
-    const DLTensor& out = d2k::output(args, "out", kDLCPU, d2k::kBF16, {T, H});
-    const DLTensor& res_out = d2k::output(args, "residual_out", kDLCPU, d2k::kBF16, {T, H});
+    const DLTensor& x = d2k::input(args, "x", kDLCPU, d2k::dl::bf16, {T, H});
+    const DLTensor& res = d2k::input(args, "residual", kDLCPU, d2k::dl::bf16, {T, H});
+    const DLTensor& w = d2k::input(args, "weight", kDLCPU, d2k::dl::bf16, {H});
+    const DLTensor& out = d2k::output(args, "out", kDLCPU, d2k::dl::bf16, {T, H});
+    const DLTensor& res_out = d2k::output(args, "residual_out", kDLCPU, d2k::dl::bf16, {T, H});
 
     const auto* xp = d2k::data<const std::uint16_t>(x);
     const auto* rp = d2k::data<const std::uint16_t>(res);

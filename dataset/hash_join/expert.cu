@@ -702,16 +702,16 @@ extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t*
 extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
   D2K_ENTRY(args, {
     const Shapes sh = read_shapes(args);
-    const auto* bk = d2k::data<const int32_t>(d2k::input(args, "build_keys", kDLCUDA, d2k::kI32, {sh.r}));
-    const auto* bpay = d2k::data<const int32_t>(d2k::input(args, "build_payload", kDLCUDA, d2k::kI32, {sh.r}));
+    const auto* bk = d2k::data<const int32_t>(d2k::input(args, "build_keys", kDLCUDA, d2k::dl::i32, {sh.r}));
+    const auto* bpay = d2k::data<const int32_t>(d2k::input(args, "build_payload", kDLCUDA, d2k::dl::i32, {sh.r}));
     ProbeArgs pa;
-    pa.pk = d2k::data<const int32_t>(d2k::input(args, "probe_keys", kDLCUDA, d2k::kI32, {sh.s}));
-    pa.pp = d2k::data<const int32_t>(d2k::input(args, "probe_payload", kDLCUDA, d2k::kI32, {sh.s}));
+    pa.pk = d2k::data<const int32_t>(d2k::input(args, "probe_keys", kDLCUDA, d2k::dl::i32, {sh.s}));
+    pa.pp = d2k::data<const int32_t>(d2k::input(args, "probe_payload", kDLCUDA, d2k::dl::i32, {sh.s}));
     pa.s = sh.s;
-    pa.ob = d2k::data<int32_t>(d2k::output(args, "out_build_payload", kDLCUDA, d2k::kI32, {sh.s}));
-    pa.op = d2k::data<int32_t>(d2k::output(args, "out_probe_payload", kDLCUDA, d2k::kI32, {sh.s}));
+    pa.ob = d2k::data<int32_t>(d2k::output(args, "out_build_payload", kDLCUDA, d2k::dl::i32, {sh.s}));
+    pa.op = d2k::data<int32_t>(d2k::output(args, "out_probe_payload", kDLCUDA, d2k::dl::i32, {sh.s}));
     // int64 count, added to with 64-bit atomics (unsigned long long is their operand type).
-    pa.count = d2k::data<unsigned long long>(d2k::output(args, "count", kDLCUDA, d2k::kI64, {1}));
+    pa.count = d2k::data<unsigned long long>(d2k::output(args, "count", kDLCUDA, d2k::dl::i64, {1}));
     pa.vec_ok = (reinterpret_cast<uintptr_t>(pa.pk) % 16 == 0) &&
                 (reinterpret_cast<uintptr_t>(pa.pp) % 16 == 0);
     auto stream = static_cast<cudaStream_t>(args->stream);

@@ -117,14 +117,14 @@ extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t*
 extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
   D2K_ENTRY(args, {
     const Shapes sh = read_shapes(args);
-    const auto* bk = d2k::data<const int32_t>(d2k::input(args, "build_keys", kDLCUDA, d2k::kI32, {sh.r}));
-    const auto* bp = d2k::data<const int32_t>(d2k::input(args, "build_payload", kDLCUDA, d2k::kI32, {sh.r}));
-    const auto* pk = d2k::data<const int32_t>(d2k::input(args, "probe_keys", kDLCUDA, d2k::kI32, {sh.s}));
-    const auto* pp = d2k::data<const int32_t>(d2k::input(args, "probe_payload", kDLCUDA, d2k::kI32, {sh.s}));
-    auto* ob = d2k::data<int32_t>(d2k::output(args, "out_build_payload", kDLCUDA, d2k::kI32, {sh.s}));
-    auto* op = d2k::data<int32_t>(d2k::output(args, "out_probe_payload", kDLCUDA, d2k::kI32, {sh.s}));
+    const auto* bk = d2k::data<const int32_t>(d2k::input(args, "build_keys", kDLCUDA, d2k::dl::i32, {sh.r}));
+    const auto* bp = d2k::data<const int32_t>(d2k::input(args, "build_payload", kDLCUDA, d2k::dl::i32, {sh.r}));
+    const auto* pk = d2k::data<const int32_t>(d2k::input(args, "probe_keys", kDLCUDA, d2k::dl::i32, {sh.s}));
+    const auto* pp = d2k::data<const int32_t>(d2k::input(args, "probe_payload", kDLCUDA, d2k::dl::i32, {sh.s}));
+    auto* ob = d2k::data<int32_t>(d2k::output(args, "out_build_payload", kDLCUDA, d2k::dl::i32, {sh.s}));
+    auto* op = d2k::data<int32_t>(d2k::output(args, "out_probe_payload", kDLCUDA, d2k::dl::i32, {sh.s}));
     // int64 count, added to with 64-bit atomics (unsigned long long is their operand type).
-    auto* cnt = d2k::data<unsigned long long>(d2k::output(args, "count", kDLCUDA, d2k::kI64, {1}));
+    auto* cnt = d2k::data<unsigned long long>(d2k::output(args, "count", kDLCUDA, d2k::dl::i64, {1}));
     auto stream = static_cast<cudaStream_t>(args->stream);
 
     d2k::Workspace ws(args);

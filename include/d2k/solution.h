@@ -160,14 +160,16 @@ inline double scalar_f(const d2k_args* a, const char* name) {
 
 /* ---- Argument checks: one call per tensor instead of a hand-written check in every file ---- */
 
-/** DLPack dtypes by name (lanes = 1). */
-inline constexpr DLDataType kBF16 = {kDLBfloat, 16, 1};
-inline constexpr DLDataType kF16 = {kDLFloat, 16, 1};
-inline constexpr DLDataType kF32 = {kDLFloat, 32, 1};
-inline constexpr DLDataType kF64 = {kDLFloat, 64, 1};
-inline constexpr DLDataType kI32 = {kDLInt, 32, 1};
-inline constexpr DLDataType kI64 = {kDLInt, 64, 1};
-inline constexpr DLDataType kU8 = {kDLUInt, 8, 1};
+/** DLPack dtypes by name (lanes = 1): d2k::dl::bf16, ... */
+namespace dl {
+inline constexpr DLDataType bf16 = {kDLBfloat, 16, 1};
+inline constexpr DLDataType f16 = {kDLFloat, 16, 1};
+inline constexpr DLDataType f32 = {kDLFloat, 32, 1};
+inline constexpr DLDataType f64 = {kDLFloat, 64, 1};
+inline constexpr DLDataType i32 = {kDLInt, 32, 1};
+inline constexpr DLDataType i64 = {kDLInt, 64, 1};
+inline constexpr DLDataType u8 = {kDLUInt, 8, 1};
+}  // namespace dl
 
 inline std::string dtype_name(DLDataType t) {
   const char* code = t.code == kDLInt ? "int" : t.code == kDLUInt ? "uint" : t.code == kDLFloat ? "float"

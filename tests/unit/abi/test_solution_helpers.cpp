@@ -32,42 +32,42 @@ std::string message_of(const HostTensor& h, const char* name, DLDeviceType dev, 
 }
 
 TEST(ExpectTensor, AcceptsTheDeclaredTensor) {
-  HostTensor x({4, 8}, d2k::kBF16);
-  EXPECT_NO_THROW(d2k::expect_tensor(x.t, "x", kDLCPU, d2k::kBF16, {4, 8}));
+  HostTensor x({4, 8}, d2k::dl::bf16);
+  EXPECT_NO_THROW(d2k::expect_tensor(x.t, "x", kDLCPU, d2k::dl::bf16, {4, 8}));
   x.strides = {8, 1};
   x.t.strides = x.strides.data();
-  EXPECT_NO_THROW(d2k::expect_tensor(x.t, "x", kDLCPU, d2k::kBF16, {4, 8}));
+  EXPECT_NO_THROW(d2k::expect_tensor(x.t, "x", kDLCPU, d2k::dl::bf16, {4, 8}));
 }
 
 TEST(ExpectTensor, NamesTheTensorAndWhatDiffers) {
-  HostTensor x({4, 7}, d2k::kBF16);
-  EXPECT_EQ(message_of(x, "x", kDLCPU, d2k::kBF16, {4, 8}), "tensor 'x': shape [4,7] does not match [4,8]");
-  EXPECT_EQ(message_of(x, "x", kDLCPU, d2k::kBF16, {4, 7, 1}), "tensor 'x': shape [4,7] does not match [4,7,1]");
-  EXPECT_EQ(message_of(x, "x", kDLCPU, d2k::kF32, {4, 7}), "tensor 'x': dtype bfloat16 is not float32");
-  EXPECT_EQ(message_of(x, "x", kDLCUDA, d2k::kBF16, {4, 7}), "tensor 'x': must be a CUDA tensor");
-  HostTensor g({4, 7}, d2k::kBF16, kDLCUDA);
-  EXPECT_EQ(message_of(g, "w", kDLCPU, d2k::kBF16, {4, 7}), "tensor 'w': must be a host tensor");
+  HostTensor x({4, 7}, d2k::dl::bf16);
+  EXPECT_EQ(message_of(x, "x", kDLCPU, d2k::dl::bf16, {4, 8}), "tensor 'x': shape [4,7] does not match [4,8]");
+  EXPECT_EQ(message_of(x, "x", kDLCPU, d2k::dl::bf16, {4, 7, 1}), "tensor 'x': shape [4,7] does not match [4,7,1]");
+  EXPECT_EQ(message_of(x, "x", kDLCPU, d2k::dl::f32, {4, 7}), "tensor 'x': dtype bfloat16 is not float32");
+  EXPECT_EQ(message_of(x, "x", kDLCUDA, d2k::dl::bf16, {4, 7}), "tensor 'x': must be a CUDA tensor");
+  HostTensor g({4, 7}, d2k::dl::bf16, kDLCUDA);
+  EXPECT_EQ(message_of(g, "w", kDLCPU, d2k::dl::bf16, {4, 7}), "tensor 'w': must be a host tensor");
   x.strides = {1, 4};  // column-major
   x.t.strides = x.strides.data();
-  EXPECT_EQ(message_of(x, "x", kDLCPU, d2k::kBF16, {4, 7}), "tensor 'x': must be contiguous");
+  EXPECT_EQ(message_of(x, "x", kDLCPU, d2k::dl::bf16, {4, 7}), "tensor 'x': must be contiguous");
   // A unit dimension may carry any stride.
-  HostTensor r({1, 7}, d2k::kI32);
+  HostTensor r({1, 7}, d2k::dl::i32);
   r.strides = {99, 1};
   r.t.strides = r.strides.data();
-  EXPECT_EQ(message_of(r, "r", kDLCPU, d2k::kI32, {1, 7}), "");
+  EXPECT_EQ(message_of(r, "r", kDLCPU, d2k::dl::i32, {1, 7}), "");
 }
 
 TEST(ExpectTensor, CheckedLookupByName) {
-  HostTensor a({3}, d2k::kF32), b({5}, d2k::kI32);
+  HostTensor a({3}, d2k::dl::f32), b({5}, d2k::dl::i32);
   const DLTensor ins[2] = {a.t, b.t};
   const char* names[2] = {"a", "b"};
   d2k_args args{};
   args.num_inputs = 2;
   args.inputs = ins;
   args.input_names = names;
-  EXPECT_EQ(&d2k::input(&args, "b", kDLCPU, d2k::kI32, {5}), &ins[1]);
-  EXPECT_THROW(d2k::input(&args, "b", kDLCPU, d2k::kI32, {6}), d2k::abi_error);
-  EXPECT_THROW(d2k::input(&args, "c", kDLCPU, d2k::kI32, {5}), d2k::abi_error);
+  EXPECT_EQ(&d2k::input(&args, "b", kDLCPU, d2k::dl::i32, {5}), &ins[1]);
+  EXPECT_THROW(d2k::input(&args, "b", kDLCPU, d2k::dl::i32, {6}), d2k::abi_error);
+  EXPECT_THROW(d2k::input(&args, "c", kDLCPU, d2k::dl::i32, {5}), d2k::abi_error);
 }
 
 struct Buffers {
