@@ -95,7 +95,8 @@ for label in sorted(f[:-6] for f in os.listdir(out) if f.endswith(".jsonl")):
         if kind == "honest" and r is not None:
             ratios.append(r)
         med = (t.get("performance") or {}).get("median_us")
-        rows.append((label, t.get("workload_uuid", "?").replace("fused_add_rmsnorm-bench-", ""), v,
+        uuid = (t.get("workload") or {}).get("uuid", "?") if isinstance(t.get("workload"), dict) else "?"
+        rows.append((label, uuid.replace("fused_add_rmsnorm-bench-", ""), v,
                      f"{med:.2f}" if med else "", ", ".join(want), "ok" if ok else "FAIL"))
         bad += not ok
 print("| run | shape | verdict | median us | expected | result |\n| --- | --- | --- | --- | --- | --- |")
