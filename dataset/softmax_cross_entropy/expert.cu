@@ -12,7 +12,7 @@
 //            shared memory, and keeps a per-thread online (max, sum of exp2) pair, rescaled once per
 //            32 elements; warp shuffles, then one shared-memory exchange, give the CTA's (m, s);
 //   phase 2  cluster barrier; each CTA merges the C partial (m, s) pairs read over DSMEM into the
-//            row's log2-sum-exp; rank 0 writes the loss, reading x_y from the owning CTA's slice;
+//            row's (m, log2 s); rank 0 writes the loss, reading x_y from the owning CTA's slice;
 //   phase 3  each CTA writes its slice of dlogits from shared memory with 16-byte stores;
 //            a second cluster barrier (arrive after the DSMEM reads, wait before exit) keeps every
 //            CTA's shared memory alive while peers read it.
@@ -57,7 +57,6 @@ constexpr int kMaxCluster = 8;          ///< portable cluster size limit
 constexpr int64_t kSliceTarget = 32768; ///< elements per CTA (64 KB) the cluster size aims for
 constexpr int64_t kSliceMax = 49152;    ///< elements per CTA (96 KB) at the largest cluster
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
 
 __device__ __forceinline__ float ex2(float x) {
   float y;
@@ -282,8 +281,9 @@ __global__ void __launch_bounds__(kThreads, 3)
         const int owner = static_cast<int>(y / slice);
         const __nv_bfloat16* owner_slice = cluster.map_shared_rank(staged, owner);
         const float x_y = __bfloat162float(owner_slice[y - static_cast<int64_t>(owner) * slice]);
-        // (m - x_y) is exact for bf16 inputs; only log(s) carries rounding.
-        loss[row] = (p.m - x_y) + log2_s * kLn2;
+        // s = sum_v e^(x_v - m), so lse = m + ln s; (m - x_y) is exact for bf16 inputs and only
+        // ln s carries rounding.
+        loss[row] = (p.m - x_y) + logf(p.s);
       }
     }
   }
