@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # softmax_cross_entropy on the H200 (issue #15): validation, the bench table of naive and expert,
 # the starter's verdict, the golden cross-check against PyTorch float64 on dumped inputs, and
-# PyTorch eager (and torch.compile if it finishes in time) on the bench shapes. About 150 s.
-# Usage (repository root, build packed by scripts/gpu/pack.sh): scripts/gpu/checks/task-sce.sh CARRY OUT
+# PyTorch eager on the bench shapes (about 120 s). Extras named after OUT: `compile` adds
+# torch.compile of the same program (about 60 s: compilation); `variants` builds and runs
+# tools/devbench/softmax_cross_entropy/variants.cu (memcpy ceiling, two-pass, expert; about 45 s).
+# Usage (repository root, build packed by scripts/gpu/pack.sh):
+#   scripts/gpu/checks/task-sce.sh CARRY OUT [compile] [variants]
 set -uo pipefail
 carry=$(cd "$1" && pwd); out=$2
 mkdir -p "$out"
@@ -31,8 +34,18 @@ if python3 -c "import torch" 2>/dev/null; then
   tail -12 "$out/golden.log"
   step torch 40 python3 tools/devbench/$task/torch_eager.py --samples 20 --csv "$out/torch.csv"
   grep -E "^\||kernels|torch " "$out/torch.log" | cut -c1-300
+  if [[ " ${*:3} " == *" compile "* ]]; then
+    step torch_compile 90 python3 tools/devbench/$task/torch_eager.py --samples 20 --compile --csv "$out/torch_compile.csv"
+    grep -E "^\|.*torch_compile" "$out/torch_compile.log" | cut -c1-300
+  fi
 else
   echo "SKIP golden cross-check and PyTorch timings: no torch on this machine"
+fi
+if [[ " ${*:3} " == *" variants "* ]]; then
+  step variants_build 60 "$D2K_NVCC" -O3 -arch=sm_90a -std=c++20 --expt-relaxed-constexpr -Iinclude \
+    -I"$carry/dlpack-include" tools/devbench/$task/variants.cu -o "$out/sce_variants"
+  step variants 60 "$out/sce_variants" 20
+  grep -E "^\|" "$out/variants.log"
 fi
 rm -rf "$out/dump"  # large (.npy of every check workload); the golden log keeps the errors
 # SASS of the expert: what design.json's "recognise" fields name (16-byte accesses, MUFU.EX2 fed by
