@@ -21,8 +21,9 @@
 // normaliser folded into the same FFMA in the gradient: ex2(fma(x - m, log2e, -log2 s)). Rows with V % 8 != 0 or a
 // misaligned tensor take the same kernel with 2-byte accesses.
 //
-// Variants considered (not yet measured on the H200; the table goes to
-// docs/results/softmax_cross_entropy.md once the GPU session has run):
+// Variants considered (not yet measured on the H200: tools/devbench/softmax_cross_entropy/variants.cu
+// times (a) and (c) against a memcpy of the same bytes; the table goes to
+// docs/results/softmax_cross_entropy.md and here once a GPU session has run it):
 //   a. two-pass, a CTA per row, the second pass re-reading the row from global (L2 if it is still
 //      resident): 6TV bytes unless L2 holds every row in flight (132 SMs x 256-512 KB exceeds the
 //      50 MB L2 at two rows per SM); at most 2/3 of SOL when it misses.
