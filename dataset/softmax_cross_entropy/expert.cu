@@ -21,7 +21,7 @@
 // normaliser folded into the same FFMA in the gradient: ex2(fma(x - m, log2e, -log2 s)). Rows with V % 8 != 0 or a
 // misaligned tensor take the same kernel with 2-byte accesses.
 //
-// Variants considered (not yet measured on the H200: tools/devbench/softmax_cross_entropy/variants.cu
+// Variants considered (not yet measured on the H200: scripts/gpu/checks/task-sce/variants.cu
 // times (a) and (c) against a memcpy of the same bytes; the table goes to
 // docs/results/softmax_cross_entropy.md and here once a GPU session has run it):
 //   a. two-pass, a CTA per row, the second pass re-reading the row from global (L2 if it is still
@@ -345,24 +345,6 @@ cudaError_t launch(const Plan& plan, int64_t T, const __nv_bfloat16* logits, con
 
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
-inline void expect_tensor(const DLTensor& t, const char* name, DLDataTypeCode code, int bits, int ndim,
-                          const int64_t* shape) {
-  const std::string n(name);
-  if (t.device.device_type != kDLCUDA) throw d2k::abi_error("expert: tensor '" + n + "' must be on the GPU");
-  if (t.dtype.code != code || t.dtype.bits != bits || t.dtype.lanes != 1)
-    throw d2k::abi_error("expert: tensor '" + n + "' has the wrong dtype");
-  if (t.ndim != ndim) throw d2k::abi_error("expert: tensor '" + n + "' has the wrong rank");
-  for (int d = 0; d < ndim; ++d)
-    if (t.shape[d] != shape[d]) throw d2k::abi_error("expert: tensor '" + n + "' shape does not match (T, V)");
-  if (t.strides) {
-    int64_t expect = 1;
-    for (int d = ndim - 1; d >= 0; --d) {
-      if (t.shape[d] != 1 && t.strides[d] != expect) throw d2k::abi_error("expert: tensor '" + n + "' must be contiguous");
-      expect *= t.shape[d];
-    }
-  }
-}
-
 }  // namespace sce
 
 extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
@@ -381,15 +363,10 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const int64_t ignore_index = d2k::scalar_i(args, "ignore_index");
     const float grad_scale = static_cast<float>(d2k::scalar_f(args, "grad_scale"));
     if (T < 0 || V < 1) throw d2k::abi_error("expert: need T >= 0 and V >= 1");
-    const int64_t tv[2] = {T, V};
-    const DLTensor& logits = d2k::input(args, "logits");
-    const DLTensor& targets = d2k::input(args, "targets");
-    const DLTensor& loss = d2k::output(args, "loss");
-    const DLTensor& dlogits = d2k::output(args, "dlogits");
-    sce::expect_tensor(logits, "logits", kDLBfloat, 16, 2, tv);
-    sce::expect_tensor(targets, "targets", kDLInt, 64, 1, &T);
-    sce::expect_tensor(loss, "loss", kDLFloat, 32, 1, &T);
-    sce::expect_tensor(dlogits, "dlogits", kDLBfloat, 16, 2, tv);
+    const DLTensor& logits = d2k::input(args, "logits", kDLCUDA, d2k::dl::bf16, {T, V});
+    const DLTensor& targets = d2k::input(args, "targets", kDLCUDA, d2k::dl::i64, {T});
+    const DLTensor& loss = d2k::output(args, "loss", kDLCUDA, d2k::dl::f32, {T});
+    const DLTensor& dlogits = d2k::output(args, "dlogits", kDLCUDA, d2k::dl::bf16, {T, V});
     if (T == 0) return D2K_OK;
     sce::Plan plan{};
     if (!sce::plan_for(V, &plan))

@@ -104,26 +104,19 @@ __global__ void __launch_bounds__(kRowThreads)
   for (int64_t v = threadIdx.x; v < V; v += blockDim.x) g[base + v] = grad[base + v] - expf(logp[base + v]) * s;
 }
 
-void expect_tensor(const DLTensor& t, const char* name, DLDataTypeCode code, int bits, int ndim,
-                   const int64_t* shape) {
-  const std::string n(name);
-  if (t.device.device_type != kDLCUDA) throw d2k::abi_error("naive: tensor '" + n + "' must be on the GPU");
-  if (t.dtype.code != code || t.dtype.bits != bits || t.dtype.lanes != 1)
-    throw d2k::abi_error("naive: tensor '" + n + "' has the wrong dtype");
-  if (t.ndim != ndim) throw d2k::abi_error("naive: tensor '" + n + "' has the wrong rank");
-  for (int d = 0; d < ndim; ++d)
-    if (t.shape[d] != shape[d]) throw d2k::abi_error("naive: tensor '" + n + "' shape does not match (T, V)");
-  if (t.strides) {
-    int64_t expect = 1;
-    for (int d = ndim - 1; d >= 0; --d) {
-      if (t.shape[d] != 1 && t.strides[d] != expect) throw d2k::abi_error("naive: tensor '" + n + "' must be contiguous");
-      expect *= t.shape[d];
-    }
-  }
+/// The workspace: three fp32 [T, V] buffers, x32 (reused for g), logp and grad_logp (one carve-up for
+/// both entry points).
+struct Buffers {
+  float *x32, *logp, *grad_logp;
+};
+Buffers carve(d2k::Workspace& ws, int64_t T, int64_t V) {
+  const uint64_t n = static_cast<uint64_t>(T) * static_cast<uint64_t>(V);
+  Buffers b;
+  b.x32 = ws.take<float>(n);
+  b.logp = ws.take<float>(n);
+  b.grad_logp = ws.take<float>(n);
+  return b;
 }
-
-/// Three fp32 [T, V] buffers: x32 (reused for g), logp, grad_logp.
-uint64_t workspace_bytes_for(int64_t T, int64_t V) { return 3ull * static_cast<uint64_t>(T * V) * sizeof(float); }
 
 unsigned blocks_for(int64_t n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
 
@@ -136,7 +129,9 @@ extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t*
     const int64_t T = d2k::scalar_i(args, "T");
     const int64_t V = d2k::scalar_i(args, "V");
     if (T < 0 || V < 1) throw d2k::abi_error("naive: need T >= 0 and V >= 1");
-    *bytes = workspace_bytes_for(T, V);
+    d2k::Workspace ws;
+    carve(ws, T, V);
+    *bytes = ws.bytes();
     return D2K_OK;
   });
 }
@@ -149,26 +144,19 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const float grad_scale = static_cast<float>(d2k::scalar_f(args, "grad_scale"));
     if (T < 0 || V < 1) throw d2k::abi_error("naive: need T >= 0 and V >= 1");
     if (T > 2147483647) throw d2k::abi_error("naive: T above 2^31-1 is not supported (one block per row)");
-    const int64_t tv[2] = {T, V};
-    const DLTensor& logits = d2k::input(args, "logits");
-    const DLTensor& targets = d2k::input(args, "targets");
-    const DLTensor& loss = d2k::output(args, "loss");
-    const DLTensor& dlogits = d2k::output(args, "dlogits");
-    expect_tensor(logits, "logits", kDLBfloat, 16, 2, tv);
-    expect_tensor(targets, "targets", kDLInt, 64, 1, &T);
-    expect_tensor(loss, "loss", kDLFloat, 32, 1, &T);
-    expect_tensor(dlogits, "dlogits", kDLBfloat, 16, 2, tv);
-    if (args->workspace_bytes < workspace_bytes_for(T, V) || (T > 0 && args->workspace == nullptr)) {
-      d2k::set_error(args, "naive: workspace smaller than d2k_workspace_size asked for");
-      return D2K_ERR_WORKSPACE;
-    }
+    const DLTensor& logits = d2k::input(args, "logits", kDLCUDA, d2k::dl::bf16, {T, V});
+    const DLTensor& targets = d2k::input(args, "targets", kDLCUDA, d2k::dl::i64, {T});
+    const DLTensor& loss = d2k::output(args, "loss", kDLCUDA, d2k::dl::f32, {T});
+    const DLTensor& dlogits = d2k::output(args, "dlogits", kDLCUDA, d2k::dl::bf16, {T, V});
+    d2k::Workspace ws(args);
+    const Buffers buf = carve(ws, T, V);
     if (T == 0) return D2K_OK;
 
     auto stream = static_cast<cudaStream_t>(args->stream);
     const int64_t n = T * V;
-    float* x32 = static_cast<float*>(args->workspace);
-    float* logp = x32 + n;
-    float* grad_logp = logp + n;
+    float* x32 = buf.x32;
+    float* logp = buf.logp;
+    float* grad_logp = buf.grad_logp;
     float* g = x32;  // x32 is dead after the forward
     const auto* yp = d2k::data<const int64_t>(targets);
     const unsigned rows = static_cast<unsigned>(T);

@@ -51,25 +51,6 @@ std::uint16_t double_to_bf16(double v) {
   return b;
 }
 
-void expect_tensor(const DLTensor& t, const char* name, DLDataTypeCode code, int bits, int ndim,
-                   const int64_t* shape) {
-  const std::string n(name);
-  if (t.device.device_type != kDLCPU) throw d2k::abi_error("reference: tensor '" + n + "' must be a host tensor");
-  if (t.dtype.code != code || t.dtype.bits != bits || t.dtype.lanes != 1)
-    throw d2k::abi_error("reference: tensor '" + n + "' has the wrong dtype");
-  if (t.ndim != ndim) throw d2k::abi_error("reference: tensor '" + n + "' has the wrong rank");
-  for (int d = 0; d < ndim; ++d)
-    if (t.shape[d] != shape[d]) throw d2k::abi_error("reference: tensor '" + n + "' shape does not match (T, V)");
-  if (t.strides) {
-    int64_t expect = 1;
-    for (int d = ndim - 1; d >= 0; --d) {
-      if (t.shape[d] != 1 && t.strides[d] != expect)
-        throw d2k::abi_error("reference: tensor '" + n + "' must be contiguous");
-      expect *= t.shape[d];
-    }
-  }
-}
-
 /// One row: writes loss and the dlogits row.
 void cross_entropy_row(const std::uint16_t* x, int64_t V, int64_t y, double grad_scale, float* loss,
                        std::uint16_t* dx) {
@@ -103,15 +84,10 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const int64_t ignore_index = d2k::scalar_i(args, "ignore_index");
     const double grad_scale = d2k::scalar_f(args, "grad_scale");
     if (T < 0 || V < 1) throw d2k::abi_error("reference: need T >= 0 and V >= 1");
-    const int64_t tv[2] = {T, V};
-    const DLTensor& logits = d2k::input(args, "logits");
-    const DLTensor& targets = d2k::input(args, "targets");
-    const DLTensor& loss = d2k::output(args, "loss");
-    const DLTensor& dlogits = d2k::output(args, "dlogits");
-    expect_tensor(logits, "logits", kDLBfloat, 16, 2, tv);
-    expect_tensor(targets, "targets", kDLInt, 64, 1, &T);
-    expect_tensor(loss, "loss", kDLFloat, 32, 1, &T);
-    expect_tensor(dlogits, "dlogits", kDLBfloat, 16, 2, tv);
+    const DLTensor& logits = d2k::input(args, "logits", kDLCPU, d2k::dl::bf16, {T, V});
+    const DLTensor& targets = d2k::input(args, "targets", kDLCPU, d2k::dl::i64, {T});
+    const DLTensor& loss = d2k::output(args, "loss", kDLCPU, d2k::dl::f32, {T});
+    const DLTensor& dlogits = d2k::output(args, "dlogits", kDLCPU, d2k::dl::bf16, {T, V});
 
     const auto* xp = d2k::data<const std::uint16_t>(logits);
     const auto* yp = d2k::data<const int64_t>(targets);

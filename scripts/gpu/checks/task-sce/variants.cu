@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "../../../dataset/softmax_cross_entropy/expert.cu"
+#include "../../../../dataset/softmax_cross_entropy/expert.cu"
 
 #define CHECK(x)                                                                        \
   do {                                                                                  \
