@@ -32,6 +32,9 @@ SolutionTarget solution_target(const Task& task, const std::filesystem::path& di
   co.link_libraries = libs;
   co.track = track;
   CompileResult cr = compile_solution(dir, co);
+  out.compile = {{"sandbox", cr.sandbox}, {"layers", cr.sandbox_layers}, {"cache_hit", cr.cache_hit},
+                 {"seconds", cr.seconds}, {"key", cr.key}, {"log_bytes", cr.log_bytes}};
+  out.failure.environment["compile"] = out.compile;
   if (cr.status != Status::PASSED) {
     out.failure.status = cr.status;
     out.failure.rule = cr.rule;
