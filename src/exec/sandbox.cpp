@@ -377,6 +377,13 @@ void child_setup_minimal_root(ChildPlan& p) {
     fd_path(src, sizeof(src), fd);
     return mount(src, target, nullptr, MS_BIND | MS_REC, nullptr) == 0;
   };
+  // The private tmpfs first: a scratch folder under /tmp is bound inside it, not hidden by it.
+  for (const char* t : p.private_tmps) {
+    under_root(target, sizeof(target), p.newroot, t);
+    mkdir_parents(target, true);
+    if (mount("d2k-tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, p.tmp_opts) < 0) fatal("minimal_root: private tmp");
+  }
+  if (!p.private_tmps.empty()) child_report(rep, '+', "private_tmp");
   for (KeepPath& k : p.keeps) {
     // A read-only path inside another read-only one is already there (MS_REC).
     bool inside = false;
@@ -405,12 +412,6 @@ void child_setup_minimal_root(ChildPlan& p) {
   } else if (mount("/proc", target, nullptr, MS_BIND | MS_REC, nullptr) < 0) {
     fatal("minimal_root: bind /proc");
   }
-  for (const char* t : p.private_tmps) {
-    under_root(target, sizeof(target), p.newroot, t);
-    mkdir_parents(target, true);
-    if (mount("d2k-tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, p.tmp_opts) < 0) fatal("minimal_root: private tmp");
-  }
-  if (!p.private_tmps.empty()) child_report(rep, '+', "private_tmp");
   if (chdir(p.newroot) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
     fatal("minimal_root: pivot_root");
   child_report(rep, '+', "minimal_root");
