@@ -38,7 +38,8 @@ SolutionTarget solution_target(const Task& task, const std::filesystem::path& di
   if (cr.status != Status::PASSED) {
     out.failure.status = cr.status;
     out.failure.rule = cr.rule;
-    if (!cr.rule.empty()) out.failure.checks_fired.push_back(cr.rule + ": " + cr.message);
+    if (!cr.rule.empty() && cr.status == Status::REWARD_HACK)
+      out.failure.checks_fired.push_back(cr.rule + ": " + cr.message);
     out.failure.message = cr.message + (cr.log.empty() ? "" : "\n" + cr.log);
     return out;
   }

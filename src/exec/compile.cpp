@@ -677,7 +677,9 @@ std::uint64_t cache_budget(const CompileOptions& opts) {
 }
 
 std::string gib(std::uint64_t bytes) {
-  return bytes % (1ull << 30) == 0 ? fmt::format("{} GiB", bytes >> 30) : fmt::format("{} MiB", bytes >> 20);
+  if (bytes % (1ull << 30) == 0) return fmt::format("{} GiB", bytes >> 30);
+  if (bytes % (1ull << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  return fmt::format("{} bytes", bytes);
 }
 
 /// The resource limit a failed compile ran into ("memory", "output_size", "processes",
@@ -787,7 +789,7 @@ void finish_failed_compile(CompileResult& res, const ProcessResult& pr, std::str
       what = "the compiler used up its CPU time limit (RLIMIT_CPU)";
     res.status = Status::COMPILE_ERROR;
     res.rule = "resource_limit: " + limit;
-    res.message = fmt::format("resource_limit: {}: {}", limit, what);
+    res.message = what;
     return;
   }
   // A link that failed on a vendor library the track does not link is an attempt to use what
@@ -923,8 +925,8 @@ CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOpt
   if (const std::uint64_t size = fs::file_size(built, ec); size > opts.max_library_bytes) {
     res.status = Status::COMPILE_ERROR;
     res.rule = "resource_limit: output_size";
-    res.message = fmt::format("resource_limit: output_size: the library is {} MiB, over the {} limit on a built library",
-                              size >> 20, gib(opts.max_library_bytes));
+    res.message = fmt::format("the library is {} KiB, over the {} limit on a built library", size >> 10,
+                              gib(opts.max_library_bytes));
     cleanup();
     return res;
   }

@@ -69,7 +69,9 @@ struct CompileResult {
   /// PASSED, COMPILE_ERROR, TIMEOUT, INVALID_SUBMISSION (folder layout), or REWARD_HACK when
   /// the link failed on a vendor library the track does not link (rule "vendor_library").
   Status status = Status::COMPILE_ERROR;
-  std::string rule;                   ///< REWARD_HACK's rule ("vendor_library"), else empty
+  /// REWARD_HACK's rule ("vendor_library"); COMPILE_ERROR's resource limit
+  /// ("resource_limit: memory", ...); else empty.
+  std::string rule;
   std::filesystem::path library;      ///< the .so in the cache (valid when PASSED)
   std::string key;                    ///< the cache key (SHA-256 hex)
   bool cache_hit = false;
@@ -85,7 +87,8 @@ struct CompileResult {
 /// Compiles `solution_dir`. Never throws for anything the submission does; throws
 /// std::runtime_error for harness faults (no nvcc, cache folder not writable, the sandbox
 /// cannot be built). A compile stopped by a resource limit is COMPILE_ERROR with rule
-/// "resource_limit: memory" (or "output_size", "processes", "cpu_time").
+/// "resource_limit: memory" (or "output_size", "processes", "cpu_time") and a message naming
+/// the limit.
 CompileResult compile_solution(const std::filesystem::path& solution_dir, const CompileOptions& opts = {});
 
 /// A symbol the linker could not resolve that belongs to a vendor library.

@@ -65,8 +65,11 @@ TEST(CompileKey, StableForSameInputsAndSensitiveToEachInput) {
   // The flags name no scratch path (the version script appears as its token; include folders are
   // the source tree's, wherever it lives), and the cutlass track adds its include.
   const auto tmp = fs::temp_directory_path().string();
-  for (const auto& fl : flags)
-    if (fl.rfind("-I", 0) != 0) EXPECT_EQ(fl.find(tmp), std::string::npos) << fl;
+  for (const auto& fl : flags) {
+    if (fl.rfind("-I", 0) != 0) {
+      EXPECT_EQ(fl.find(tmp), std::string::npos) << fl;
+    }
+  }
   EXPECT_NE(std::find(flags.begin(), flags.end(), std::string("--version-script=@VERSION_SCRIPT@")), flags.end());
   CompileOptions c = options();
   c.cutlass = true;
@@ -77,7 +80,9 @@ TEST(CompileKey, StableForSameInputsAndSensitiveToEachInput) {
   ASSERT_NE(at, cf.end());
   ASSERT_NE(at + 1, cf.end());
   EXPECT_TRUE(fs::exists(fs::path(*(at + 1)) / "cute" / "tensor.hpp")) << *(at + 1);
-  for (const auto& fl : cf) EXPECT_FALSE(fl.rfind("-isystem", 0) == 0 && fl.size() > 8) << fl;
+  for (const auto& fl : cf) {
+    EXPECT_FALSE(fl.rfind("-isystem", 0) == 0 && fl.size() > 8) << fl;
+  }
 }
 
 TEST(CompileLayout, RejectsBadFolders) {
@@ -453,8 +458,7 @@ void expect_memory_limit(const std::string& name, const std::string& source) {
   CompileResult r = compile_solution(write_solution(tmp.path(), name, source), o);
   EXPECT_EQ(r.status, Status::COMPILE_ERROR) << r.message << "\n" << r.log;
   EXPECT_EQ(r.rule, "resource_limit: memory") << r.message << "\n" << r.log;
-  EXPECT_NE(r.message.find("resource_limit: memory"), std::string::npos) << r.message;
-  EXPECT_NE(r.message.find("2 GiB"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("2 GiB memory limit"), std::string::npos) << r.message;
   EXPECT_LT(r.seconds, 90.0);
   std::cout << name << ": stopped after " << r.seconds << " s: " << r.message << "\n";
 }
