@@ -903,7 +903,9 @@ CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOpt
   res.seconds = elapsed();
   if (pr.setup_failed) {
     cleanup();
-    throw std::runtime_error(fmt::format("cannot run nvcc in its sandbox: {}", pr.cause));
+    const bool refused_fallback = pr.cause.find("is not allowed") != std::string::npos;
+    throw std::runtime_error(fmt::format("cannot run nvcc in its sandbox: {}{}", pr.cause,
+                                         refused_fallback ? " (set $D2K_SANDBOX_FALLBACK=1 to allow it)" : ""));
   }
   const std::string raw = compiler_output(pr, res.log_bytes);
   res.log = trim_compiler_log(raw, opts.log_limit_bytes,

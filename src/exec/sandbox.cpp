@@ -1118,6 +1118,13 @@ class SandboxRun {
     for (const fs::path& p : ro_paths_) plan_.keeps.push_back({keep(p.string()), false, false});
     plan_.keeps.push_back({keep(exe_), false, false});
     if (workdir_ != scratch_ && fs::exists(workdir_)) plan_.keeps.push_back({keep(workdir_.string()), false, false});
+    if (opts_.minimal_root) {
+      // Parents before what lies inside them: a folder bound later would cover the mounts
+      // inside it (a read-only parent of the scratch folder would hide it).
+      std::stable_sort(plan_.keeps.begin(), plan_.keeps.end(), [](const KeepPath& a, const KeepPath& b) {
+        return std::strlen(a.path) < std::strlen(b.path);
+      });
+    }
   }
 
   // ---- limits and credentials ----
