@@ -793,8 +793,9 @@ void finish_failed_compile(CompileResult& res, const ProcessResult& pr, std::str
     return;
   }
   // A link that failed on a vendor library the track does not link is an attempt to use what
-  // the track forbids (docs/isolation.md), not a mistake to fix: the same verdict the symbol
-  // check gives an import it sees. The log (with the undefined references) is kept.
+  // the track forbids (docs/design.md, "Anti-cheat rules"), not a mistake to fix: the same
+  // verdict the symbol check gives an import it sees. The log (with the undefined references)
+  // is kept.
   if (const auto vendor = vendor_link_failures(raw, opts.link_libraries); !vendor.empty() && !pr.signal) {
     std::string more;
     if (vendor.size() > 1) more = fmt::format(" (and {} more vendor symbol(s))", vendor.size() - 1);
