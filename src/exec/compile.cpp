@@ -665,15 +665,22 @@ std::vector<std::string> evict_compile_cache(const fs::path& cache_dir, std::uin
 
 namespace {
 
+/// A size in MiB from the environment variable `name`, else `fallback` bytes.
+std::uint64_t mib_from_env(const char* name, std::uint64_t fallback) {
+  const std::string mb = getenv_str(name);
+  if (mb.empty()) return fallback;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(mb.c_str(), &end, 10);
+  if (end && *end == 0 && v > 0) return v << 20;
+  throw std::runtime_error(fmt::format("${}: '{}' is not a positive number of MiB", name, mb));
+}
+
 std::uint64_t cache_budget(const CompileOptions& opts) {
-  if (opts.cache_budget_bytes) return opts.cache_budget_bytes;
-  if (const std::string mb = getenv_str("D2K_CACHE_BUDGET_MB"); !mb.empty()) {
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(mb.c_str(), &end, 10);
-    if (end && *end == 0 && v > 0) return v << 20;
-    throw std::runtime_error(fmt::format("$D2K_CACHE_BUDGET_MB: '{}' is not a positive number of MiB", mb));
-  }
-  return 4ull << 30;
+  return opts.cache_budget_bytes ? opts.cache_budget_bytes : mib_from_env("D2K_CACHE_BUDGET_MB", 4ull << 30);
+}
+
+std::uint64_t memory_limit(const CompileOptions& opts) {
+  return opts.memory_limit_bytes ? opts.memory_limit_bytes : mib_from_env("D2K_COMPILE_MEMORY_MB", 8ull << 30);
 }
 
 std::string gib(std::uint64_t bytes) {
@@ -741,8 +748,8 @@ SandboxOptions compile_sandbox_options(const CompileOptions& opts, const fs::pat
   so.stage_timeouts = {{"start", opts.timeout_seconds}};
   so.rlimits.processes = opts.max_processes;
   so.rlimits.file_size_bytes = opts.file_size_limit_bytes;
-  so.rlimits.address_space_bytes = opts.memory_limit_bytes;
-  so.rlimits.data_bytes = opts.memory_limit_bytes;
+  so.rlimits.address_space_bytes = memory_limit(opts);
+  so.rlimits.data_bytes = memory_limit(opts);
   so.rlimits.cpu_seconds = static_cast<std::uint64_t>(opts.timeout_seconds * 2 + 10);
   // The first errors explain the rest: keep the start of the output (and its end, for the
   // linker's and the driver's last words).
@@ -780,7 +787,7 @@ void finish_failed_compile(CompileResult& res, const ProcessResult& pr, std::str
     std::string what;
     if (limit == "memory")
       what = fmt::format("the compiler ran out of its {} memory limit (RLIMIT_AS and RLIMIT_DATA, per process)",
-                         gib(opts.memory_limit_bytes));
+                         gib(memory_limit(opts)));
     else if (limit == "output_size")
       what = fmt::format("the compiler wrote a file over its {} limit (RLIMIT_FSIZE)", gib(opts.file_size_limit_bytes));
     else if (limit == "processes")

@@ -52,9 +52,9 @@ struct CompileOptions {
   /// Where the chosen sandbox cannot be built here, use a weaker one instead of failing with a
   /// harness error. Also switched on by $D2K_SANDBOX_FALLBACK=1. The result names what ran.
   bool sandbox_fallback = false;
-  /// RLIMIT_AS and RLIMIT_DATA of every process of the compile. A CUTLASS 3 sm90 GEMM expert
-  /// peaks well under half of this (docs/isolation.md, "The compile stage", has the numbers).
-  std::uint64_t memory_limit_bytes = 8ull << 30;
+  /// RLIMIT_AS and RLIMIT_DATA of every process of the compile. 0: $D2K_COMPILE_MEMORY_MB,
+  /// else 8 GiB, 1.6 times the largest pilot's peak (docs/isolation.md, "The compile stage").
+  std::uint64_t memory_limit_bytes = 0;
   std::uint64_t file_size_limit_bytes = 1ull << 30;  ///< RLIMIT_FSIZE: any one file the compile writes
   std::uint64_t max_processes = 256;                 ///< RLIMIT_NPROC (processes and threads)
   std::uint64_t max_library_bytes = 256ull << 20;    ///< a larger library is refused, not cached
