@@ -6,7 +6,9 @@
 /// honest emulation at the stated precision that the judge accepts.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -14,7 +16,6 @@
 
 #include "core/loader.h"
 #include "core/workload.h"
-#include "data/dtype_bits.h"
 #include "engine/host_backend.h"
 #include "engine/judge.h"
 #include "engine/plan.h"
@@ -83,17 +84,48 @@ inline OutputsVerdict judge(const Case& c, const std::vector<HostTensor>& run) {
   return judge_single(c.plan, c.expected, run);
 }
 
-// bf16 and fp16 arithmetic as a GPU computes it: fp32 values rounded to the narrow type.
-inline float bf16_rn(float f) { return data::bf16_bits_to_f32(data::f32_to_bf16_bits(f)); }
-inline float bf16_rz(float f) { return data::float_of(data::bits_of_f(f) & 0xFFFF0000u); }
-inline float f16_rn(float f) {
-  return data::small_bits_to_f32(data::f32_to_small_bits(f, data::kF16), data::kF16);
+// bf16 and fp16 arithmetic as a GPU computes it: fp32 values rounded to the narrow type. (Local:
+// data/dtype_bits.h's namespace d2k::data cannot meet solution.h's d2k::data<T>() in one file.)
+
+/// v rounded to `sig` significant bits, ties to even, with the spacing of subnormals below 2^emin
+/// and infinity from `overflow` up (the first value that rounds past the largest finite one).
+inline float round_to(float v, int sig, int emin, double overflow) {
+  if (!std::isfinite(v) || v == 0.0f) return v;
+  int e = 0;
+  std::frexp(static_cast<double>(v), &e);  // |v| = m * 2^e, m in [0.5, 1)
+  const int ulp_exp = std::max(e - sig, emin - sig + 1);
+  const double q = std::ldexp(std::nearbyint(std::ldexp(static_cast<double>(v), -ulp_exp)), ulp_exp);
+  return std::fabs(q) >= overflow ? std::copysign(INFINITY, v) : static_cast<float>(q);
+}
+/// Round to nearest even on the bits (finite values; overflow carries into infinity), as
+/// __float2bfloat16_rn.
+inline float bf16_rn(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+inline float f16_rn(float f) { return round_to(f, 11, -14, 65520.0); }
+inline float bf16_rz(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  u &= 0xFFFF0000u;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
 }
 inline float bf16_at(const HostTensor& t, std::int64_t i) {
-  return data::bf16_bits_to_f32(static_cast<const std::uint16_t*>(t.data())[i]);
+  const std::uint32_t u = static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(t.data())[i]) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
 }
+/// Stores v (already a bf16 value, or rounded here to nearest even) as bf16 bits.
 inline void set_bf16(HostTensor& t, std::int64_t i, float v) {
-  static_cast<std::uint16_t*>(t.data())[i] = data::f32_to_bf16_bits(v);
+  const float r = bf16_rn(v);
+  std::uint32_t u;
+  std::memcpy(&u, &r, sizeof u);
+  static_cast<std::uint16_t*>(t.data())[i] = static_cast<std::uint16_t>(u >> 16);
 }
 
 }  // namespace d2k::tolerance_test

@@ -4,10 +4,9 @@
 // accumulation in the products, a Newton-Schulz step short) fail. Also: param_out is computed
 // from the bf16 update the call writes (spec.md), in the golden as in the implementations.
 #include <cmath>
-#include <cstdio>
 #include <vector>
 
-#include "check/task_harness.h"
+#include "unit/check/task_harness.h"
 
 namespace d2k::tolerance_test {
 namespace {
@@ -93,6 +92,13 @@ std::vector<HostTensor> run_variant(const Case& c, const Arith& a) {
   return outs;
 }
 
+/// The smallest shapes hidden workloads can draw, where Newton-Schulz has converged least and the
+/// honest error is largest (up to ~0.035 on some inputs).
+std::vector<Workload> smallest_shapes() {
+  return {shape("small-16x16", {{"B", 1}, {"M", 16}, {"N", 16}}), shape("small-17x16", {{"B", 1}, {"M", 17}, {"N", 16}}),
+          shape("small-2x24x24", {{"B", 2}, {"M", 24}, {"N", 24}})};
+}
+
 /// The check shapes, and the thinnest shapes hidden workloads can draw (a side of 16).
 std::vector<Workload> shapes(const Task& t) {
   return check_workloads(t, {shape("thin-16x256", {{"B", 1}, {"M", 16}, {"N", 256}}),
@@ -112,19 +118,28 @@ TEST(ToleranceMuon, Bf16OperandsWithFp32AccumulationPassEveryCheckShape) {
   for (const Workload& w : shapes(task)) {
     const Case c = make_case(task, ref, w, 0x5EED);
     const OutputsVerdict v = judge(c, run_variant(c, {}));
-    std::printf("honest %-28s update rel_l2 %.4f  %s\n", w.uuid.c_str(), update_rel_l2(v), v.message.c_str());
     EXPECT_EQ(v.status, Status::PASSED) << w.uuid << ": " << v.message;
+    EXPECT_LT(update_rel_l2(v), 0.025) << w.uuid;  // spec.md: 0.015-0.021 at these shapes
   }
+  for (std::uint64_t seed = 1; seed <= 8; ++seed)
+    for (const Workload& w : smallest_shapes()) {
+      const Case c = make_case(task, ref, w, seed);
+      const OutputsVerdict v = judge(c, run_variant(c, {}));
+      EXPECT_EQ(v.status, Status::PASSED) << w.uuid << " seed " << seed << ": " << v.message;
+    }
 }
 
+// Fails at every check shape and wherever the long side is 64 or more. At the smallest shapes
+// (sides 16-24) bf16 accumulation over 16-24 terms lands 0.039-0.047, inside the bound that the
+// honest computation needs there (spec.md, "Tolerance").
 TEST(ToleranceMuon, Bf16AccumulationFails) {
   const Task task = load_pilot("muon_optimizer_step");
   const LoadedImpl ref = load_reference("muon_optimizer_step");
   for (const Workload& w : shapes(task)) {
     const Case c = make_case(task, ref, w, 0x5EED);
     const OutputsVerdict v = judge(c, run_variant(c, {true, 5}));
-    std::printf("bf16-acc %-26s update rel_l2 %.4f\n", w.uuid.c_str(), update_rel_l2(v));
     EXPECT_EQ(v.status, Status::INCORRECT_NUMERICAL) << w.uuid << ": bf16 accumulation passes";
+    EXPECT_GT(update_rel_l2(v), 0.1) << w.uuid;  // spec.md: 0.11-0.16
   }
 }
 
@@ -134,7 +149,6 @@ TEST(ToleranceMuon, FourNewtonSchulzStepsFail) {
   for (const Workload& w : shapes(task)) {
     const Case c = make_case(task, ref, w, 0x5EED);
     const OutputsVerdict v = judge(c, run_variant(c, {false, 4}));
-    std::printf("4-steps %-27s update rel_l2 %.4f\n", w.uuid.c_str(), update_rel_l2(v));
     EXPECT_EQ(v.status, Status::INCORRECT_NUMERICAL) << w.uuid << ": four steps pass";
   }
 }
