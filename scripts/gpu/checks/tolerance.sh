@@ -37,4 +37,10 @@ for t in traces:
     ok = t.get("status") == "PASSED"
     print(f"{'PASS' if ok else 'FAIL'} {t.get('target')} {uuid} {t.get('status')} {t.get('message', '')[:160]}")
 PY
-[ $rc_variants -eq 0 ] && [ $rc_base -eq 0 ] && echo "PASS tolerance" || echo "FAIL tolerance"
+# The device comparators give the host's verdict, counts and largest ulp error under the ulp rule.
+t2=$SECONDS
+timeout 60 "$carry/gpu_tests/test_gpu_compare" --gtest_filter='GpuCompare.*' > "$out/tolerance_gpu_compare.log" 2>&1
+rc_cmp=$?
+echo "== gpu compare rc=$rc_cmp wall_s=$((SECONDS - t2))"
+grep -E "^\[ +(OK|FAILED) +\]" "$out/tolerance_gpu_compare.log" | sed 's/^/  /'
+[ $rc_variants -eq 0 ] && [ $rc_base -eq 0 ] && [ $rc_cmp -eq 0 ] && echo "PASS tolerance" || echo "FAIL tolerance"
