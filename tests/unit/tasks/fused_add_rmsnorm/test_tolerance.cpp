@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "unit/check/task_harness.h"
+#include "unit/tasks/task_harness.h"
 
 namespace d2k::tolerance_test {
 namespace {

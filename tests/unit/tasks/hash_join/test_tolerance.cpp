@@ -8,7 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "unit/check/task_harness.h"
+#include "unit/tasks/task_harness.h"
 
 namespace d2k::tolerance_test {
 namespace {
