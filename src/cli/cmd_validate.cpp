@@ -4,7 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/dataset.h"
-#include "engine/solution.h"
+#include "tracks/track.h"
 #include "exec/compile.h"
 #include "exec/error.h"
 
@@ -17,7 +17,8 @@ void add_validate(CLI::App& app, Globals& g, Runner& run) {
   static std::string dir, task_name, track = "cuda";
   sub->add_option("dir", dir, "the solution folder")->required();
   sub->add_option("--task", task_name, "the task it solves (for the track's allowed libraries)");
-  sub->add_option("--track", track, "cuda | cutlass");
+  sub->add_option("--track", track, fmt::format("the track it is written for: {}", fmt::join(track_names(), " | ")))
+      ->check(CLI::IsMember(track_names()));
   sub->callback([&] {
     run = [&] {
       try {
@@ -34,7 +35,7 @@ void add_validate(CLI::App& app, Globals& g, Runner& run) {
       } else {
         task.def.name = "(no task)";
       }
-      SolutionTarget st = solution_target(task, dir, track);
+      BuiltSolution st = find_track(track).build(task, dir);
       if (!st.target) {
         fmt::print(stderr, "{}{}: {}\n", status_name(st.failure.status),
                    st.failure.rule.empty() ? "" : "(" + st.failure.rule + ")", st.failure.message);

@@ -18,6 +18,7 @@
 #include "core/dtype.h"
 #include "exec/error.h"
 #include "exec/loader.h"
+#include "tracks/track.h"
 #include "exec/sandbox.h"
 #include "exec/worker.h"
 #include "measure/kernel_origin.h"
@@ -190,7 +191,7 @@ class InProcessRunner final : public TargetRunner {
  public:
   explicit InProcessRunner(const ImplTarget& t) {
     try {
-      impl_ = load_impl(t.so);
+      impl_ = find_track(t.track).open(t.so);
     } catch (const ExecError& e) {
       load_error_ = failed(e.status, e.what(), true);
     } catch (const std::exception& e) {
@@ -288,7 +289,9 @@ class WorkerRunner final : public TargetRunner {
     so.ro_paths.push_back(std::filesystem::absolute(opt.exe).parent_path());
     so.cancel = cancel_;
     so.on_message = [this](const json& msg, ParentChannel& ch) { handle(msg, ch); };
-    std::vector<std::string> argv = {opt.exe.string(), "__worker", "--impl", std::filesystem::absolute(t.so).string()};
+    std::vector<std::string> argv = {opt.exe.string(), "__worker", "--impl", std::filesystem::absolute(t.so).string(),
+                                     "--track", t.track};
+    if (!opt.shapes.empty()) argv.insert(argv.end(), {"--shapes", shapes_to_json(opt.shapes).dump()});
     thread_ = std::thread([this, argv, so] {
       ProcessResult r;
       try {
@@ -587,7 +590,7 @@ class Worker {
  public:
   explicit Worker(WorkerChannel ch) : ch_(ch) {}
 
-  int serve(const std::filesystem::path& impl_path) {
+  int serve(const std::filesystem::path& impl_path, const Track& track, const std::vector<WorkloadShape>& shapes) {
     // CUDA, CUPTI and NVML start before the lockdown (they open devices and start threads) and
     // before the candidate's library is loaded (its constructors run in dlopen).
     D2K_CUDA_CHECK(cudaFree(nullptr));
@@ -595,13 +598,14 @@ class Worker {
     timer_ = std::make_unique<measure::Timer>();
     timer_->cupti_available();  // CUPTI's one-time set-up, before the lockdown too
     warm_up_harness();
+    track.prepare(impl_path, shapes);  // may need exec and files: before the lockdown
     const std::string lock = lock_down_worker();
     // Every thread the harness needs exists now (driver, CUPTI, NVML): any thread beyond this
     // count after a call is the candidate's.
     const int baseline_threads = count_threads();
     ch_.stage("load");
     try {
-      impl_ = load_impl(impl_path);
+      impl_ = track.open(impl_path);
     } catch (const ExecError& e) {
       ch_.send({{"type", "load_failed"}, {"status", std::string(status_name(e.status))}, {"error", e.what()}});
       return 0;
@@ -714,7 +718,8 @@ class Worker {
 
 }  // namespace
 
-int worker_main(const std::filesystem::path& impl) {
+int worker_main(const std::filesystem::path& impl, const std::string& track,
+                const std::vector<WorkloadShape>& shapes) {
   auto ch = WorkerChannel::from_environment();
   if (!ch) {
     std::fprintf(stderr, "d2k __worker: no channel (%s unset): this command is started by d2k itself\n", kChannelFdEnv);
@@ -722,7 +727,7 @@ int worker_main(const std::filesystem::path& impl) {
   }
   try {
     Worker w(*ch);
-    return w.serve(impl);
+    return w.serve(impl, find_track(track), shapes);
   } catch (const std::exception& e) {
     ch->send({{"type", "error"}, {"status", "RUNTIME_ERROR"}, {"fatal", true}, {"error", e.what()}});
     return 4;

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "engine/device_backend.h"
-#include "engine/impl.h"
+#include "tracks/target.h"
 #include "engine/plan.h"
 #include "measure/timer.h"
-#include "report/status.h"
+#include "core/status.h"
 #include "report/trace.h"
 
 namespace d2k {
@@ -78,6 +78,8 @@ struct WorkerOptions {
   double time_timeout_s = 120;      ///< one timing loop (the parent's preparation included)
   double start_timeout_s = 60;      ///< process start, CUDA init and loading the library
   bool pid_namespace = true;        ///< own PID namespace (buffer descriptors work across it)
+  /// The workloads' shapes, for the track's prepare step in the worker (before the lockdown).
+  std::vector<WorkloadShape> shapes;
 };
 
 /// Starts a runner for `target`. Worker start-up failures come back as a runner whose first
@@ -85,8 +87,10 @@ struct WorkerOptions {
 std::unique_ptr<TargetRunner> make_worker_runner(const ImplTarget& target, const WorkerOptions& opt);
 std::unique_ptr<TargetRunner> make_in_process_runner(const ImplTarget& target);
 
-/// The worker's main loop (`d2k __worker --impl PATH`): loads the implementation inside the
+/// The worker's main loop (`d2k __worker --impl PATH --track T`): runs the track's prepare step
+/// on `shapes` before the lockdown, opens the implementation through the track inside the
 /// sandbox and serves the parent's requests over the channel. Returns the exit code.
-int worker_main(const std::filesystem::path& impl);
+int worker_main(const std::filesystem::path& impl, const std::string& track = "cuda",
+                const std::vector<WorkloadShape>& shapes = {});
 
 }  // namespace d2k

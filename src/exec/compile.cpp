@@ -103,8 +103,7 @@ std::string capture(const std::vector<std::string>& argv) {
 }
 
 /// Fingerprint of the folders whose headers the solution includes.
-std::string include_fingerprint(const CompileOptions& opts, const fs::path& include_dir,
-                                const fs::path& cutlass_dir) {
+std::string include_fingerprint(const CompileOptions& opts, const fs::path& include_dir) {
   Sha256 h;
   h.update_field(include_dir.string());
   std::vector<fs::path> files;
@@ -133,19 +132,16 @@ std::string include_fingerprint(const CompileOptions& opts, const fs::path& incl
       h.update_field(read_file(f));
     }
   }
-  if (opts.cutlass) {
-    // CUTLASS is large: its version header stands for the whole tree.
-    h.update_field(cutlass_dir.string());
-    h.update_field(read_file(cutlass_dir / "cutlass" / "version.h"));
+  for (const SystemHeaders& sh : opts.system_headers) {
+    // Large trees: the stamp (a version header) stands for the whole tree.
+    h.update_field(sh.dir.string());
+    h.update_field(read_file(sh.dir / sh.stamp));
   }
   return h.hex_digest();
 }
 
 fs::path effective_include_dir(const CompileOptions& opts) {
   return opts.include_dir.empty() ? fs::path(D2K_DEFAULT_INCLUDE_DIR) : opts.include_dir;
-}
-fs::path effective_cutlass_dir(const CompileOptions& opts) {
-  return opts.cutlass_include_dir.empty() ? fs::path(D2K_DEFAULT_CUTLASS_INCLUDE_DIR) : opts.cutlass_include_dir;
 }
 
 std::string random_suffix() {
@@ -409,7 +405,8 @@ std::vector<std::string> nvcc_flags(const CompileOptions& opts) {
       "--cudart", "shared",
       "-I" + effective_include_dir(opts).string()};
   for (const fs::path& dir : opts.extra_include_dirs) f.push_back("-I" + dir.string());
-  if (opts.cutlass) f.push_back("-isystem" + effective_cutlass_dir(opts).string());
+  // -isystem and its folder as two arguments: nvcc 13 rejects them glued together.
+  for (const SystemHeaders& sh : opts.system_headers) f.insert(f.end(), {"-isystem", sh.dir.string()});
   f.insert(f.end(), {"-Xlinker", "--no-undefined", "-Xlinker", std::string("--version-script=") + kVersionScriptToken});
   for (const std::string& lib : opts.link_libraries) f.push_back("-l" + lib);
   f.insert(f.end(), opts.extra_flags.begin(), opts.extra_flags.end());
@@ -485,14 +482,14 @@ CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOpt
   const std::string nvcc = resolve_nvcc(opts);
   if (nvcc.empty()) throw std::runtime_error("no nvcc: set D2K_NVCC or put nvcc on PATH");
   const fs::path include_dir = effective_include_dir(opts);
-  const fs::path cutlass_dir = effective_cutlass_dir(opts);
   if (!fs::exists(include_dir / "d2k" / "solution.h"))
     throw std::runtime_error(fmt::format("{}: no d2k/solution.h (set CompileOptions::include_dir)", include_dir.string()));
-  if (opts.cutlass && !fs::exists(cutlass_dir / "cutlass" / "cutlass.h"))
-    throw std::runtime_error(fmt::format("{}: no cutlass/cutlass.h (run scripts/setup.sh)", cutlass_dir.string()));
+  for (const SystemHeaders& sh : opts.system_headers)
+    if (!fs::exists(sh.dir / sh.stamp))
+      throw std::runtime_error(fmt::format("{}: no {} (run scripts/setup.sh)", sh.dir.string(), sh.stamp.string()));
 
   const std::vector<std::string> flags = nvcc_flags(opts);
-  res.key = compile_cache_key(files, flags, toolchain_version(nvcc), include_fingerprint(opts, include_dir, cutlass_dir));
+  res.key = compile_cache_key(files, flags, toolchain_version(nvcc), include_fingerprint(opts, include_dir));
   const fs::path cache = opts.cache_dir.empty() ? default_compile_cache_dir() : opts.cache_dir;
   const fs::path entry = cache / res.key;
   const fs::path lib = entry / "solution.so";
@@ -549,7 +546,7 @@ CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOpt
   so.ro_paths = {include_dir, fs::path(nvcc).parent_path().parent_path()};
   if (const fs::path cuda_inc = D2K_CUDA_INCLUDE_DIR; !cuda_inc.empty() && fs::exists(cuda_inc, ec))
     so.ro_paths.push_back(fs::canonical(cuda_inc, ec));
-  if (opts.cutlass) so.ro_paths.push_back(cutlass_dir);
+  for (const SystemHeaders& sh : opts.system_headers) so.ro_paths.push_back(sh.dir);
   for (const fs::path& dir : opts.extra_include_dirs) so.ro_paths.push_back(dir);
   if (!opts.sandbox) {
     so.pid_namespace = so.net_namespace = so.ipc_namespace = so.uts_namespace = so.mount_namespace = false;
@@ -591,7 +588,7 @@ CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOpt
       res.message = fmt::format("calls {}{}, from the {} library, which the {} track does not link (undefined "
                                 "reference at link time)",
                                 vendor.front().symbol, more, vendor.front().library,
-                                opts.track.empty() ? (opts.cutlass ? "cutlass" : "cuda") : opts.track);
+                                opts.track.empty() ? std::string("cuda") : opts.track);
       cleanup();
       return res;
     }

@@ -58,14 +58,20 @@ TEST(CompileKey, StableForSameInputsAndSensitiveToEachInput) {
   EXPECT_NE(k, compile_cache_key(f, flags, "nvcc 13.0", "inc2"));
 
   // The flags name no scratch path (the version script appears as its token; include folders are
-  // the source tree's, wherever it lives), and the cutlass track adds its include.
+  // the source tree's, wherever it lives), and a system header tree is added as -isystem DIR,
+  // two arguments (nvcc 13 rejects them glued).
   const auto tmp = fs::temp_directory_path().string();
   for (const auto& fl : flags)
     if (fl.rfind("-I", 0) != 0) EXPECT_EQ(fl.find(tmp), std::string::npos) << fl;
   EXPECT_NE(std::find(flags.begin(), flags.end(), std::string("--version-script=@VERSION_SCRIPT@")), flags.end());
   CompileOptions c = options();
-  c.cutlass = true;
-  EXPECT_NE(nvcc_flags(c), flags);
+  c.system_headers.push_back({"/opt/headers", "version.h"});
+  const auto with = nvcc_flags(c);
+  EXPECT_NE(with, flags);
+  auto at = std::find(with.begin(), with.end(), std::string("-isystem"));
+  ASSERT_NE(at, with.end());
+  ASSERT_NE(at + 1, with.end());
+  EXPECT_EQ(*(at + 1), "/opt/headers");
 }
 
 TEST(CompileLayout, RejectsBadFolders) {
