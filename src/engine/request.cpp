@@ -317,7 +317,7 @@ RunSummary run(const EvalRequest& r, const Task& task, TraceSink& sink, const Ru
   if (!ctx.gpu) {
     const std::string stages = opt.time ? "checking and timing" : "checking";
     for (const ImplTarget& t : targets.device) {
-      emit(not_run(task, t, "not run: no CUDA GPU on this machine (" + stages + " need one)"));
+      emit(not_run(task, t, "not run: no CUDA GPU on this machine (" + stages + (opt.time ? " need" : " needs") + " one)"));
       sum.skipped.push_back(fmt::format("{} {} of {}: no CUDA GPU", task.def.name, stages, t.name));
     }
     return sum;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <sstream>
 
 namespace d2k {
 
@@ -222,9 +223,19 @@ struct Row {
   std::string note;
 };
 
-/// Why a record did not pass, on one line: the rule that fired and the first line of the message.
+/// Why a record did not pass, on one line: the rule that fired, the first line of the message,
+/// and the first line of a log below it that names an error (a compiler's).
 std::string reason_line(const Trace& t) {
-  std::string msg = t.message.substr(0, t.message.find('\n'));
+  const std::size_t eol = t.message.find('\n');
+  std::string msg = t.message.substr(0, eol);
+  if (eol != std::string::npos) {
+    std::istringstream rest(t.message.substr(eol + 1));
+    for (std::string line; std::getline(rest, line);)
+      if (line.find("error") != std::string::npos) {
+        msg += " -- " + line;
+        break;
+      }
+  }
   if (msg.empty() && !t.checks_fired.empty()) msg = t.checks_fired.front();
   if (msg.empty()) msg = "(no reason recorded)";
   constexpr std::size_t kMax = 200;

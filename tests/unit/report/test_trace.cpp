@@ -125,6 +125,13 @@ TEST(Table, AFailedRowShowsItsRuleAndOneLineReason) {
   std::size_t n = 0;
   for (auto at = txt.find("reason:"); at != std::string::npos; at = txt.find("reason:", at + 1)) ++n;
   EXPECT_EQ(n, 2u);
+
+  Trace compile = bad;
+  compile.status = Status::COMPILE_ERROR;
+  compile.message = "compilation failed (exited with code 2)\nsolution.cu(3): warning: unused\nsolution.cu(7): error: expected a \";\"\nmore";
+  txt = format_table({compile}, TableFormat::text);
+  EXPECT_NE(txt.find("reason: compilation failed (exited with code 2) -- solution.cu(7): error: expected a \";\"\n"),
+            std::string::npos) << txt;
 }
 
 }  // namespace
