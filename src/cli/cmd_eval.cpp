@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -84,9 +85,14 @@ EvalRequest build_request(const Globals& g, const EvalArgs& a, const std::string
 }
 
 RunContext context(const EvalArgs& a, std::optional<int> device) {
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string before = visible ? visible : "(unset)";
   select_device(device);  // before the CUDA runtime starts
   RunContext ctx;
   ctx.gpu = cuda_device_count() > 0;
+  // A device that was asked for and is not there is an error, not a run without a GPU.
+  if (device && !ctx.gpu)
+    throw RequestError(fmt::format("device: no CUDA device {} (CUDA_VISIBLE_DEVICES was {})", *device, before));
   ctx.progress = progress_line(a.quiet);
   return ctx;
 }
