@@ -340,7 +340,7 @@ RunSummary run(const EvalRequest& r, TraceSink& sink, const RunContext& ctx) {
   Diagnostics diag;
   DesignLevels levels = load_design_levels(dataset / "design_levels.json", diag);
   Task task = load_and_validate_task(dataset / r.task, levels, diag);
-  check_definition_tracks(task.def, (dataset / r.task / "definition.json").string(), diag);
+  check_task_tracks(task, diag);
   if (!diag.ok()) throw RequestError("task " + r.task + " does not validate:\n" + diag.format());
   return run(r, task, sink, ctx);
 }

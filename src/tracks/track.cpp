@@ -85,4 +85,14 @@ void check_definition_tracks(const Definition& def, const std::string& file, Dia
   }
 }
 
+void check_task_tracks(const Task& task, Diagnostics& diag) {
+  const std::string file = (task.dir / "definition.json").string();
+  check_definition_tracks(task.def, file, diag);
+  for (const auto& [name, spec] : task.def.tracks)
+    if (const Track* t = lookup_track(name); t && !std::filesystem::is_regular_file(t->starter_dir(task.dir) / "solution.cu"))
+      diag.error(file, 0, "tracks." + name,
+                 fmt::format("the task offers the {} track but has no {}", name,
+                             (std::filesystem::path("starter") / name / "solution.cu").string()));
+}
+
 }  // namespace d2k

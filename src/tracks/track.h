@@ -80,5 +80,8 @@ const Track& find_track(std::string_view name);
 /// packages the track knows, link names that are vendor libraries. Errors name
 /// `file` and the field (tracks.<name>.<key>).
 void check_definition_tracks(const Definition& def, const std::string& file, Diagnostics& diag);
+/// check_definition_tracks on the task's definition.json, and a starter (starter/<track>/
+/// solution.cu) for every track the task offers.
+void check_task_tracks(const Task& task, Diagnostics& diag);
 
 }  // namespace d2k

@@ -48,6 +48,20 @@ TEST(TrackDefinition, ChecksNamesHeadersAndLinks) {
   EXPECT_TRUE(d.has_error("d.json", 0, "tracks.cutlass.link[1]")) << d.format();
 }
 
+TEST(TrackDefinition, EveryOfferedTrackHasAStarter) {
+  Task task;
+  task.dir = fs::path(D2K_SOURCE_DIR) / "dataset" / "fused_add_rmsnorm";
+  task.def.tracks["cuda"] = TrackSpec{};
+  task.def.tracks["cutlass"] = TrackSpec{{"cutlass"}, {}, false};
+  Diagnostics ok;
+  check_task_tracks(task, ok);
+  EXPECT_TRUE(ok.ok()) << ok.format();
+  task.dir = fs::path(D2K_SOURCE_DIR) / "dataset" / "hash_join";  // offers cuda only
+  Diagnostics d;
+  check_task_tracks(task, d);
+  EXPECT_TRUE(d.contains("offers the cutlass track but has no starter/cutlass/solution.cu")) << d.format();
+}
+
 TEST(TrackCompile, CutlassAddsItsHeaderTreeAndLinksNothing) {
   const TrackSpec spec{{"cutlass"}, {}, false};
   CompileOptions co = find_track("cutlass").compile_options(spec);
