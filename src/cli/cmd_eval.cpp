@@ -8,10 +8,13 @@
 #include <iostream>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "cli/commands.h"
 #include "cli/dataset.h"
 #include "core/cuda_util.h"
 #include "engine/request.h"
+#include "engine/worker_process.h"
 #include "tracks/track.h"
 
 namespace d2k::cli {
@@ -42,15 +45,20 @@ std::vector<std::string> split_csv(const std::string& s) {
   return out;
 }
 
+/// On a terminal the progress line rewrites itself in place; into a log or a pipe each update is
+/// a plain line (no carriage returns or escape codes in the file).
+bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
+
 Progress progress_line(bool quiet) {
   if (quiet) return [](const std::string&) {};
+  if (!stderr_is_terminal()) return [](const std::string& s) { std::cerr << s << '\n'; };
   return [](const std::string& s) {
     std::cerr << "\r\033[K" << s << std::flush;
   };
 }
 
 void finish_progress(bool quiet) {
-  if (!quiet) std::cerr << "\r\033[K" << std::flush;
+  if (!quiet && stderr_is_terminal()) std::cerr << "\r\033[K" << std::flush;
 }
 
 /// A request from the command line. It goes through the JSON form, so that the CLI and

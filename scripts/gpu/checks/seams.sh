@@ -2,7 +2,8 @@
 # GPU checks of the seams branch (issues #10, #11), from a build packed by scripts/gpu/pack.sh:
 #  1. the CuTe rmsnorm (tests/fixtures/solutions/rmsnorm_cute) passes through bench --track cutlass;
 #  2. --targets solution times only the solution (naive runs untimed as the bench reference);
-#  3. d2k run executes a request JSON on the GPU and writes one trace per (target, workload);
+#  3. d2k run executes a request JSON on the GPU and writes one trace per (target, workload),
+#     with the expert variant expert:generic (expert_generic.so) as a target;
 #  4. check --impl reference runs the fp64 golden on the host pipeline (never on device tensors);
 #  5. --device 0 selects the device (CUDA_VISIBLE_DEVICES narrowed) and the run still passes.
 # Usage (repository root): scripts/gpu/checks/seams.sh CARRY OUT   (about 90 s)
@@ -37,7 +38,7 @@ verdict "--targets solution records no naive trace (found $nnaive)" $([ "$nnaive
 # 3. d2k run of a request JSON.
 cat > "$out/request.json" <<JSON
 {"task": "fused_add_rmsnorm",
- "targets": [{"name": "expert"}, {"name": "solution", "track": "cutlass", "dir": "$PWD/tests/fixtures/solutions/rmsnorm_cute"}],
+ "targets": [{"name": "expert:generic"}, {"name": "solution", "track": "cutlass", "dir": "$PWD/tests/fixtures/solutions/rmsnorm_cute"}],
  "workloads": ["fused_add_rmsnorm-check-7x264", "fused_add_rmsnorm-bench-16384x8192"],
  "options": {"rounds": 1, "bench_rounds": 1, "max_time_s": 1}}
 JSON

@@ -61,8 +61,11 @@ TEST(CompileKey, StableForSameInputsAndSensitiveToEachInput) {
   // the source tree's, wherever it lives), and a system header tree is added as -isystem DIR,
   // two arguments (nvcc 13 rejects them glued).
   const auto tmp = fs::temp_directory_path().string();
-  for (const auto& fl : flags)
-    if (fl.rfind("-I", 0) != 0) EXPECT_EQ(fl.find(tmp), std::string::npos) << fl;
+  for (const auto& fl : flags) {
+    if (fl.rfind("-I", 0) != 0) {
+      EXPECT_EQ(fl.find(tmp), std::string::npos) << fl;
+    }
+  }
   EXPECT_NE(std::find(flags.begin(), flags.end(), std::string("--version-script=@VERSION_SCRIPT@")), flags.end());
   CompileOptions c = options();
   c.system_headers.push_back({"/opt/headers", "version.h"});
