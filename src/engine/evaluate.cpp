@@ -18,10 +18,10 @@
 #include "engine/plan.h"
 #include "exec/error.h"
 #include "exec/loader.h"
-#include "tracks/track.h"
 #include "exec/worker.h"
 #include "measure/calibrate.h"
 #include "measure/roofline.h"
+#include "tracks/track.h"
 #include "measure/timer.h"
 #include "report/npy.h"
 

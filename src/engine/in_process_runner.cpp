@@ -8,7 +8,7 @@
 #include "engine/timed_run.h"
 #include "exec/error.h"
 #include "exec/loader.h"
-include "exec/worker.h"
+#include "exec/worker.h"
 #include "tracks/track.h"
 
 namespace d2k {

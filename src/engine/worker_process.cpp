@@ -18,7 +18,7 @@
 #include "exec/error.h"
 #include "exec/loader.h"
 #include "exec/worker.h"
-include "measure/timer.h"
+#include "measure/timer.h"
 #include "tracks/track.h"
 
 namespace d2k {
