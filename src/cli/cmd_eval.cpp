@@ -1,10 +1,11 @@
-// d2k check | bench | suite: build the target list, run the pipeline, print and write traces.
+// d2k check | bench | suite | run: build evaluation requests (engine/request.h), run them, print
+// and write the traces. Everything the pipeline does lives in the engine.
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
-#include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <random>
 #include <sstream>
 
 #include <unistd.h>
@@ -12,10 +13,9 @@
 #include "cli/commands.h"
 #include "cli/dataset.h"
 #include "core/cuda_util.h"
-#include "engine/device_backend.h"
-#include "engine/evaluate.h"
-#include "engine/solution.h"
+#include "engine/request.h"
 #include "engine/worker_process.h"
+#include "tracks/track.h"
 
 namespace d2k::cli {
 
@@ -23,13 +23,16 @@ namespace {
 
 struct EvalArgs {
   std::string task, impl, targets = "naive,expert,library", solution_dir, workloads, tasks;
+  std::string track = "cuda";
   std::string json_out, markdown_out, dump_dir;
+  std::string request_file, out_file;
+  std::optional<int> device;
   bool no_time = false, graph = false, quiet = false;
   std::uint64_t seed = 0;
   double max_time_s = 0;  ///< 0: the measure library's default
   std::string isolation = "worker";
   double call_timeout_s = 30;
-  std::string worker_impl;
+  std::string worker_impl, worker_track = "cuda", worker_shapes;
   bool no_sample_checks = false;
   int rounds = 3, bench_rounds = 2;
 };
@@ -40,13 +43,6 @@ std::vector<std::string> split_csv(const std::string& s) {
   for (std::string item; std::getline(ss, item, ',');)
     if (!item.empty()) out.push_back(item);
   return out;
-}
-
-/// A seed the implementation never sees: from the OS unless --seed pins it (for reproducing a run).
-std::uint64_t secret_seed(std::uint64_t pinned) {
-  if (pinned) return pinned;
-  std::random_device rd;
-  return (std::uint64_t(rd()) << 32) ^ rd();
 }
 
 /// On a terminal the progress line rewrites itself in place; into a log or a pipe each update is
@@ -65,7 +61,53 @@ void finish_progress(bool quiet) {
   if (!quiet && stderr_is_terminal()) std::cerr << "\r\033[K" << std::flush;
 }
 
-int write_outputs(const EvalArgs& a, const std::vector<Trace>& traces, bool gpu) {
+/// A request from the command line. It goes through the JSON form, so that the CLI and
+/// `d2k run` accept exactly the same requests (one validation).
+EvalRequest build_request(const Globals& g, const EvalArgs& a, const std::string& task,
+                          const std::vector<std::string>& target_names) {
+  EvalRequest r;
+  r.dataset = dataset_dir(g).string();
+  r.task = task;
+  for (const std::string& n : target_names) {
+    RequestTarget t{n, a.track, ""};
+    if (n == "solution") {
+      if (a.solution_dir.empty()) throw RequestError("--targets names 'solution' but --solution-dir is missing");
+      t.dir = a.solution_dir;
+    }
+    r.targets.push_back(t);
+  }
+  r.workloads = split_csv(a.workloads);
+  RequestOptions& o = r.options;
+  if (a.seed) o.seed = a.seed;
+  o.time = !a.no_time;
+  o.graph = a.graph;
+  o.max_time_s = a.max_time_s;
+  o.isolation = a.isolation;
+  o.call_timeout_s = a.call_timeout_s;
+  o.sample_checks = !a.no_sample_checks;
+  o.rounds = a.rounds;
+  o.bench_rounds = a.bench_rounds;
+  o.dump_dir = a.dump_dir;
+  r.device = a.device;
+  return request_from_json(to_json(r));
+}
+
+RunContext context(const EvalArgs& a, std::optional<int> device) {
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string before = visible ? visible : "(unset)";
+  select_device(device);  // before the CUDA runtime starts
+  RunContext ctx;
+  ctx.gpu = cuda_device_count() > 0;
+  // A device that was asked for and is not there is an error, not a run without a GPU.
+  if (device && !ctx.gpu)
+    throw RequestError(fmt::format("device: no CUDA device {} (CUDA_VISIBLE_DEVICES was {})", *device, before));
+  ctx.progress = progress_line(a.quiet);
+  return ctx;
+}
+
+/// Prints the table (with the summary where anything was timed), writes --json/--markdown,
+/// says which stages were not run, and returns the exit code.
+int write_outputs(const EvalArgs& a, const std::vector<Trace>& traces, const RunSummary& sum, bool gpu) {
   std::cout << format_table(traces, TableFormat::text);
   std::map<std::string, SuiteSummary> by_target;
   for (auto& t : traces) by_target[t.target];
@@ -82,156 +124,146 @@ int write_outputs(const EvalArgs& a, const std::vector<Trace>& traces, bool gpu)
     f << format_table(traces, TableFormat::markdown);
     if (gpu) f << "\n" << format_summary(by_target, TableFormat::markdown);
   }
-  int failed = 0;
-  for (auto& t : traces) failed += t.status != Status::PASSED && t.status != Status::SKIPPED;
-  return failed ? 1 : 0;
-}
-
-EvalOptions options_from(const EvalArgs& a) {
-  EvalOptions o;
-  o.secret_seed = secret_seed(a.seed);
-  o.time = !a.no_time;
-  o.graph = a.graph;
-  if (a.max_time_s > 0) o.stopping.max_time_s = a.max_time_s;
-  o.isolate = a.isolation == "worker";
-  o.sample_checks = !a.no_sample_checks;
-  o.worker.exe = std::filesystem::read_symlink("/proc/self/exe");
-  o.worker.call_timeout_s = a.call_timeout_s;
-  // The timing stage holds warm-up, the sampling loop up to its cap, the parent's preparation
-  // of every call and the graph column: generous, it only has to catch a hang.
-  o.worker.time_timeout_s = 120 + 20 * o.stopping.max_time_s;
-  o.check_rounds = a.rounds;
-  o.bench_rounds = a.bench_rounds;
-  o.workloads = split_csv(a.workloads);
-  o.dump_dir = a.dump_dir;
-  return o;
-}
-
-/// Targets by name: built-in implementations of the task, or `solution` compiled from a folder.
-std::vector<ImplTarget> resolve_targets(const Task& task, const std::vector<std::string>& names,
-                                        const std::string& solution_dir, std::vector<Trace>& failures) {
-  std::vector<ImplTarget> out;
-  for (const std::string& n : names) {
-    if (n == "solution") {
-      if (solution_dir.empty()) throw std::runtime_error("--targets names 'solution' but --solution-dir is missing");
-      auto st = solution_target(task, solution_dir);
-      if (st.target) out.push_back(*st.target);
-      else failures.push_back(st.failure);
-      continue;
-    }
-    if (n != "naive" && n != "expert" && n != "library" && n != "reference")
-      throw std::runtime_error("--targets: unknown target '" + n + "' (naive, expert, library, reference, solution)");
-    ImplTarget t = builtin_target(task.def.name, n);
-    if (!std::filesystem::exists(t.so)) {
-      if (n == "library") continue;  // optional per task
-      throw std::runtime_error("--targets: " + n + " of " + task.def.name + " is not built (" + t.so.string() + ")");
-    }
-    out.push_back(t);
+  if (!sum.skipped.empty()) {
+    fmt::print(stderr, "d2k: NOT RUN (no CUDA GPU on this machine): {} stage(s) skipped:\n", sum.skipped.size());
+    for (const auto& s : sum.skipped) fmt::print(stderr, "  skipped: {}\n", s);
+    fmt::print(stderr, "d2k: what ran: building every solution, the golden reference on the host; exit code {} "
+                       "(not run: no GPU)\n", kExitNoGpu);
   }
-  return out;
+  if (sum.failed) fmt::print(stderr, "d2k: {} record(s) failed\n", sum.failed);
+  return exit_code(sum);
 }
 
-std::vector<Trace> run_task(const Task& task, const std::vector<std::string>& target_names, const EvalArgs& a,
-                            bool gpu) {
-  EvalOptions opt = options_from(a);
-  auto progress = progress_line(a.quiet);
-  ImplTarget reference = builtin_target(task.def.name, "reference");
-  reference.host = true;
-  std::vector<Trace> traces;
-  if (!gpu) {
-    auto t = evaluate_host(task, reference, std::nullopt, opt, progress);
-    finish_progress(a.quiet);
-    return t;
-  }
-  std::vector<ImplTarget> targets = resolve_targets(task, target_names, a.solution_dir, traces);
-  std::optional<ImplTarget> naive;
-  ImplTarget nv = builtin_target(task.def.name, "naive");
-  if (std::filesystem::exists(nv.so)) naive = nv;
-  auto more = evaluate_cuda(task, targets, reference, naive, opt, progress);
-  finish_progress(a.quiet);
-  traces.insert(traces.end(), more.begin(), more.end());
-  score_traces(traces);
-  return traces;
+void merge(RunSummary& into, const RunSummary& s) {
+  into.records += s.records;
+  into.failed += s.failed;
+  into.skipped.insert(into.skipped.end(), s.skipped.begin(), s.skipped.end());
 }
 
-void no_gpu_notice(const std::string& what) {
-  fmt::print(stderr,
-             "d2k: no CUDA GPU found on this machine. {}: ran the host pipeline only (task validation and the fp64 "
-             "golden reference on check workloads); skipped compiling, checking and timing the GPU implementations.\n",
-             what);
+void add_common(CLI::App* s, EvalArgs& a) {
+  s->add_option("--json", a.json_out, "write traces as JSON lines to this file");
+  s->add_option("--markdown", a.markdown_out, "write the table as Markdown to this file");
+  s->add_option("--workloads", a.workloads, "only these workload uuids (comma-separated)");
+  s->add_option("--seed", a.seed, "pin the secret seed (reproduce a run; default: fresh from the OS)");
+  s->add_option("--max-time", a.max_time_s, "time cap per target and workload, seconds");
+  s->add_option("--rounds", a.rounds, "fresh-input rounds on check workloads");
+  s->add_option("--bench-rounds", a.bench_rounds, "fresh-input correctness rounds on bench workloads before timing");
+  s->add_option("--device", a.device, "CUDA device index among the visible ones (narrows CUDA_VISIBLE_DEVICES)");
+  s->add_flag("--quiet", a.quiet, "no progress line");
+  s->add_option("--isolation", a.isolation,
+                "worker: each target in its own sandboxed process (default); none: loaded into d2k itself "
+                "(debugging, and measuring what isolation costs)")
+      ->check(CLI::IsMember({"worker", "none"}));
+  s->add_flag("--no-sample-checks", a.no_sample_checks,
+              "skip the per-call checks of timing (fresh inputs per call, re-checks, clock cross-check): "
+              "only to measure what they cost; never for a score");
+  s->add_option("--call-timeout", a.call_timeout_s, "deadline of one untimed call, seconds (TIMEOUT past it)")
+      ->check(CLI::PositiveNumber);
+}
+
+void add_track_option(CLI::App* s, EvalArgs& a) {
+  s->add_option("--track", a.track, fmt::format("the solution's track: {}", fmt::join(track_names(), " | ")))
+      ->check(CLI::IsMember(track_names()));
 }
 
 }  // namespace
 
 void add_eval(CLI::App& app, Globals& g, Runner& run) {
   static EvalArgs a;
-  auto common = [&](CLI::App* s) {
-    s->add_option("--json", a.json_out, "write traces as JSON lines to this file");
-    s->add_option("--markdown", a.markdown_out, "write the table as Markdown to this file");
-    s->add_option("--workloads", a.workloads, "only these workload uuids (comma-separated)");
-    s->add_option("--seed", a.seed, "pin the secret seed (reproduce a run; default: fresh from the OS)");
-    s->add_option("--max-time", a.max_time_s, "time cap per target and workload, seconds");
-    s->add_option("--rounds", a.rounds, "fresh-input rounds on check workloads");
-    s->add_option("--bench-rounds", a.bench_rounds, "fresh-input correctness rounds on bench workloads before timing");
-    s->add_flag("--quiet", a.quiet, "no progress line");
-    s->add_option("--isolation", a.isolation,
-                  "worker: each target in its own sandboxed process (default); none: loaded into d2k itself "
-                  "(debugging, and measuring what isolation costs)")
-        ->check(CLI::IsMember({"worker", "none"}));
-    s->add_flag("--no-sample-checks", a.no_sample_checks,
-                "skip the per-call checks of timing (fresh inputs per call, re-checks, clock cross-check): "
-                "only to measure what they cost; never for a score");
-    s->add_option("--call-timeout", a.call_timeout_s, "deadline of one untimed call, seconds (TIMEOUT past it)")
-        ->check(CLI::PositiveNumber);
-  };
 
   auto* check = app.add_subcommand("check", "correctness only: every workload, hidden shapes too");
   check->add_option("--task", a.task, "task name")->required();
-  check->add_option("--impl", a.impl, "naive | expert | library | a solution folder")->required();
+  check->add_option("--impl", a.impl, "naive | expert | expert:<variant> | library | reference | a solution folder")
+      ->required();
   check->add_option("--dump", a.dump_dir, "write inputs, expected and actual outputs of every workload as .npy files here");
-  common(check);
+  add_track_option(check, a);
+  add_common(check, a);
   check->callback([&] {
     run = [&] {
       Diagnostics diag;
       Task task = load_one_task(g, a.task, diag);
       a.no_time = true;
-      bool gpu = cuda_device_count() > 0;
-      if (!gpu) no_gpu_notice("check");
-      bool is_builtin = a.impl == "naive" || a.impl == "expert" || a.impl == "library" || a.impl == "reference";
-      if (!is_builtin) a.solution_dir = a.impl;
-      auto traces = run_task(task, {is_builtin ? a.impl : "solution"}, a, gpu);
-      return write_outputs(a, traces, false);
+      const bool builtin = is_builtin_name(a.impl);
+      if (!builtin) a.solution_dir = a.impl;
+      EvalRequest req = build_request(g, a, a.task, {builtin ? a.impl : "solution"});
+      RunContext ctx = context(a, req.device);
+      CollectingSink sink;
+      RunSummary sum = d2k::run(req, task, sink, ctx);
+      finish_progress(a.quiet);
+      return write_outputs(a, sink.traces, sum, false);
     };
   });
 
   auto* bench = app.add_subcommand("bench", "check, then time each target; table and JSON traces");
   bench->add_option("--task", a.task, "task name")->required();
-  bench->add_option("--targets", a.targets, "comma-separated: naive, expert, library, solution");
-  bench->add_option("--solution-dir", a.solution_dir, "folder with the candidate's solution.cu");
+  bench->add_option("--targets", a.targets,
+                    "comma-separated: naive, expert, expert:<variant>, library, solution (default naive,expert,library)");
+  bench->add_option("--solution-dir", a.solution_dir, "folder with the candidate's sources");
+  add_track_option(bench, a);
   bench->add_flag("--graph", a.graph, "also time CUDA-graph replay (launch-bound tasks)");
-  common(bench);
+  add_common(bench, a);
   bench->callback([&] {
     run = [&] {
       Diagnostics diag;
       Task task = load_one_task(g, a.task, diag);
-      bool gpu = cuda_device_count() > 0;
-      if (!gpu) no_gpu_notice("bench");
-      auto traces = run_task(task, split_csv(a.targets), a, gpu);
-      return write_outputs(a, traces, gpu);
+      EvalRequest req = build_request(g, a, a.task, split_csv(a.targets));
+      RunContext ctx = context(a, req.device);
+      CollectingSink sink;
+      RunSummary sum = d2k::run(req, task, sink, ctx);
+      finish_progress(a.quiet);
+      return write_outputs(a, sink.traces, sum, ctx.gpu);
+    };
+  });
+
+  auto* req_cmd = app.add_subcommand("run", "run one evaluation request (JSON) and write its traces as JSON lines");
+  req_cmd->add_option("request", a.request_file, "the request file (docs/solution-abi.md, \"Requests\")")->required();
+  req_cmd->add_option("--out", a.out_file, "write the traces here, one JSON object per line (- for stdout)")->required();
+  req_cmd->add_option("--device", a.device, "CUDA device index among the visible ones (overrides the request's)");
+  req_cmd->add_flag("--quiet", a.quiet, "no progress line");
+  req_cmd->callback([&] {
+    run = [&] {
+      EvalRequest req = read_request(a.request_file);
+      if (req.dataset.empty()) req.dataset = dataset_dir(g).string();
+      if (a.device) req.device = a.device;
+      RunContext ctx = context(a, req.device);
+      std::ofstream file;
+      if (a.out_file != "-") {
+        file.open(a.out_file);
+        if (!file) throw std::runtime_error("--out: cannot write " + a.out_file);
+      }
+      JsonLinesSink jsonl(a.out_file == "-" ? std::cout : file);
+      CollectingSink kept;
+      struct Tee final : TraceSink {
+        TraceSink& x;
+        TraceSink& y;
+        Tee(TraceSink& x_, TraceSink& y_) : x(x_), y(y_) {}
+        void put(const Trace& t) override { x.put(t), y.put(t); }
+      } tee(jsonl, kept);
+      RunSummary sum = d2k::run(req, tee, ctx);
+      finish_progress(a.quiet);
+      if (a.out_file == "-") return exit_code(sum);
+      EvalArgs quiet_outputs;
+      return write_outputs(quiet_outputs, kept.traces, sum, ctx.gpu);
     };
   });
 
   // The worker side of --isolation worker: started by d2k itself inside the sandbox.
   auto* worker = app.add_subcommand("__worker", "");
   worker->group("");
-  worker->add_option("--impl", a.worker_impl, "the implementation's shared library")->required();
+  worker->add_option("--impl", a.worker_impl, "the implementation's artifact")->required();
+  worker->add_option("--track", a.worker_track, "the track that opens it");
+  worker->add_option("--shapes", a.worker_shapes, "the workloads' shapes (JSON), for the track's prepare step");
   worker->callback([&] {
-    run = [&] { return worker_main(a.worker_impl); };
+    run = [&] {
+      std::vector<WorkloadShape> shapes;
+      if (!a.worker_shapes.empty()) shapes = shapes_from_json(nlohmann::json::parse(a.worker_shapes));
+      return worker_main(a.worker_impl, a.worker_track, shapes);
+    };
   });
 
   auto* suite = app.add_subcommand("suite", "naive, expert and library of every task: the suite report");
   suite->add_option("--tasks", a.tasks, "only these tasks (comma-separated)");
-  common(suite);
+  add_common(suite, a);
   suite->callback([&] {
     run = [&] {
       Diagnostics diag;
@@ -241,19 +273,20 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
       for (auto& name : only) n += validate_tasks(g, name, diag);
       if (!diag.ok()) {
         fmt::print(stderr, "{}suite: the dataset does not validate ({} errors)\n", diag.format(), diag.error_count());
-        return 1;
+        return kExitFailed;
       }
-      bool gpu = cuda_device_count() > 0;
-      if (!gpu) no_gpu_notice("suite");
       fmt::print(stderr, "suite: {} task(s) validated\n", n);
-      std::vector<Trace> all;
+      RunContext ctx = context(a, a.device);
+      CollectingSink sink;
+      RunSummary sum;
       Diagnostics load_diag;
       for (const Task& task : load_all_tasks(g, load_diag)) {
         if (!only.empty() && std::find(only.begin(), only.end(), task.def.name) == only.end()) continue;
-        auto t = run_task(task, {"naive", "expert", "library"}, a, gpu);
-        all.insert(all.end(), t.begin(), t.end());
+        EvalRequest req = build_request(g, a, task.def.name, {"naive", "expert", "library"});
+        merge(sum, d2k::run(req, task, sink, ctx));
       }
-      return write_outputs(a, all, gpu);
+      finish_progress(a.quiet);
+      return write_outputs(a, sink.traces, sum, ctx.gpu);
     };
   });
 }

@@ -4,7 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/dataset.h"
-#include "engine/solution.h"
+#include "tracks/track.h"
 #include "exec/compile.h"
 #include "exec/error.h"
 
@@ -18,7 +18,8 @@ void add_validate(CLI::App& app, Globals& g, Runner& run) {
   static bool verbose = false;
   sub->add_option("dir", dir, "the solution folder")->required();
   sub->add_option("--task", task_name, "the task it solves (for the track's allowed libraries)");
-  sub->add_option("--track", track, "cuda | cutlass");
+  sub->add_option("--track", track, fmt::format("the track it is written for: {}", fmt::join(track_names(), " | ")))
+      ->check(CLI::IsMember(track_names()));
   sub->add_flag("--verbose", verbose, "also print the sandbox the compile ran in and its layers");
   sub->callback([&] {
     run = [&] {
@@ -36,7 +37,7 @@ void add_validate(CLI::App& app, Globals& g, Runner& run) {
       } else {
         task.def.name = "(no task)";
       }
-      SolutionTarget st = solution_target(task, dir, track);
+      BuiltSolution st = find_track(track).build(task, dir);
       if (!st.target) {
         if (verbose) fmt::print(stderr, "compile: {}\n", st.compile.dump());
         fmt::print(stderr, "{}{}: {}\n", status_name(st.failure.status),

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "tracks/track.h"
+
 namespace d2k::cli {
 
 std::filesystem::path dataset_dir(const Globals& g) {
@@ -28,6 +30,7 @@ Task load_one_task(const Globals& g, const std::string& name, Diagnostics& diag)
   }
   DesignLevels levels = load_design_levels(dataset_dir(g) / "design_levels.json", diag);
   Task t = load_and_validate_task(dir, levels, diag);
+  check_task_tracks(t, diag);
   if (!diag.ok()) throw std::runtime_error("task " + name + " does not validate:\n" + diag.format());
   return t;
 }
@@ -36,10 +39,14 @@ int validate_tasks(const Globals& g, const std::string& only, Diagnostics& diag)
   DesignLevels levels = load_design_levels(dataset_dir(g) / "design_levels.json", diag);
   if (!only.empty()) {
     Task t = load_and_validate_task(dataset_dir(g) / only, levels, diag);
+    check_task_tracks(t, diag);
     return 1;
   }
   auto tasks = load_all_tasks(g, diag);
-  for (const Task& t : tasks) validate_task(t, levels, diag);
+  for (const Task& t : tasks) {
+    validate_task(t, levels, diag);
+    check_task_tracks(t, diag);
+  }
   return static_cast<int>(tasks.size());
 }
 

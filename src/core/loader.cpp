@@ -161,17 +161,27 @@ void parse_tracks(const ordered_json& j, Definition& d, const FieldReader& r) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string path = join_path("tracks", it.key());
     if (!r.object(it.value(), path)) continue;
-    r.known_keys(it.value(), path, {"libraries"});
-    auto& libs = d.tracks[it.key()];
-    auto l = it.value().find("libraries");
-    if (l == it.value().end()) continue;
-    if (!l->is_array()) {
-      r.error(join_path(path, "libraries"), "expected an array of library names");
-      continue;
-    }
-    for (std::size_t k = 0; k < l->size(); ++k) {
-      if ((*l)[k].is_string()) libs.push_back((*l)[k].get<std::string>());
-      else r.error(index_path(join_path(path, "libraries"), k), "expected a string");
+    if (it.value().contains("libraries"))
+      r.error(join_path(path, "libraries"), "replaced by headers, link and vendor_kernels (docs/task-format.md)");
+    r.known_keys(it.value(), path, {"headers", "link", "vendor_kernels", "libraries"});
+    TrackSpec& spec = d.tracks[it.key()];
+    auto names = [&](const char* key, std::vector<std::string>& out) {
+      auto l = it.value().find(key);
+      if (l == it.value().end()) return;
+      if (!l->is_array()) {
+        r.error(join_path(path, key), "expected an array of names");
+        return;
+      }
+      for (std::size_t k = 0; k < l->size(); ++k) {
+        if ((*l)[k].is_string()) out.push_back((*l)[k].get<std::string>());
+        else r.error(index_path(join_path(path, key), k), "expected a string");
+      }
+    };
+    names("headers", spec.headers);
+    names("link", spec.link);
+    if (auto v = it.value().find("vendor_kernels"); v != it.value().end()) {
+      if (v->is_boolean()) spec.vendor_kernels = v->get<bool>();
+      else r.error(join_path(path, "vendor_kernels"), "expected true or false");
     }
   }
 }

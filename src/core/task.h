@@ -87,6 +87,14 @@ struct CostModel {
   std::string notes;
 };
 
+/// What a solution on one track may use (docs/task-format.md, "tracks"). The track itself
+/// (src/tracks/) decides what the names mean.
+struct TrackSpec {
+  std::vector<std::string> headers;  ///< header packages added at compile time (cutlass), never linked
+  std::vector<std::string> link;     ///< vendor libraries linked and callable (cublas, cublasLt, ...)
+  bool vendor_kernels = false;       ///< whether vendor-library kernels (cuBLAS, cuDNN) may run timed
+};
+
 struct Definition {
   std::string name, op_type, description;
   std::vector<Axis> axes;
@@ -95,8 +103,8 @@ struct Definition {
   std::vector<ScalarSpec> scalars;
   std::vector<TensorSpec> inputs, outputs;
   CostModel cost;
-  /// Track name (cuda, cutlass, triton) -> vendor libraries a solution in it may call at run time.
-  std::map<std::string, std::vector<std::string>> tracks;
+  /// Track name -> what a solution on it may use; which names exist is src/tracks/'s registry.
+  std::map<std::string, TrackSpec> tracks;
   ordered_json raw;                ///< the file as loaded, for traces
 };
 

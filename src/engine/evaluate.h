@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/task.h"
-#include "engine/impl.h"
+#include "tracks/target.h"
 #include "engine/runner.h"
 #include "measure/stopping.h"
 #include "report/trace.h"

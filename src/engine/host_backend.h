@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "engine/impl.h"
+#include "tracks/target.h"
 #include "exec/loader.h"
 #include "engine/plan.h"
 

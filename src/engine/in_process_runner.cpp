@@ -9,6 +9,7 @@
 #include "exec/error.h"
 #include "exec/loader.h"
 #include "exec/worker.h"
+#include "tracks/track.h"
 
 namespace d2k {
 
@@ -18,7 +19,7 @@ class InProcessRunner final : public TargetRunner {
  public:
   explicit InProcessRunner(const ImplTarget& t) {
     try {
-      impl_ = load_impl(t.so);
+      impl_ = find_track(t.track).open(t.so);
     } catch (const ExecError& e) {
       load_error_ = failed(e.status, e.what(), true);
     } catch (const std::exception& e) {

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "report/status.h"
+#include "core/status.h"
 
 namespace d2k {
 

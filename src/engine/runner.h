@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "engine/device_backend.h"
-#include "engine/impl.h"
+#include "tracks/target.h"
 #include "engine/plan.h"
 #include "measure/timer.h"
-#include "report/status.h"
+#include "core/status.h"
 #include "report/trace.h"
 
 namespace d2k {
@@ -106,6 +106,8 @@ struct WorkerOptions {
   double time_timeout_s = 120;      ///< one timing loop (the parent's preparation included)
   double start_timeout_s = 60;      ///< process start, CUDA init and loading the library
   bool pid_namespace = true;        ///< own PID namespace (buffer descriptors work across it)
+  /// The workloads' shapes, for the track's prepare step in the worker (before the lockdown).
+  std::vector<WorkloadShape> shapes;
 };
 
 /// Starts a runner for `target`. Worker start-up failures come back as a runner whose first

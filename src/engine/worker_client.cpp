@@ -52,7 +52,9 @@ class WorkerRunner final : public TargetRunner {
     so.ro_paths.push_back(std::filesystem::absolute(opt.exe).parent_path());
     so.cancel = cancel_;
     so.on_message = [this](const json& msg, ParentChannel& ch) { handle(msg, ch); };
-    std::vector<std::string> argv = {opt.exe.string(), "__worker", "--impl", std::filesystem::absolute(t.so).string()};
+    std::vector<std::string> argv = {opt.exe.string(), "__worker", "--impl", std::filesystem::absolute(t.so).string(),
+                                     "--track", t.track};
+    if (!opt.shapes.empty()) argv.insert(argv.end(), {"--shapes", shapes_to_json(opt.shapes).dump()});
     thread_ = std::thread([this, argv, so] {
       ProcessResult r;
       try {

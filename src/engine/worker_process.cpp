@@ -21,6 +21,7 @@
 #include "exec/loader.h"
 #include "exec/worker.h"
 #include "measure/timer.h"
+#include "tracks/track.h"
 
 namespace d2k {
 
@@ -32,7 +33,7 @@ class Worker {
  public:
   explicit Worker(WorkerChannel ch) : ch_(ch) {}
 
-  int serve(const std::filesystem::path& impl_path) {
+  int serve(const std::filesystem::path& impl_path, const Track& track, const std::vector<WorkloadShape>& shapes) {
     // CUDA, CUPTI and NVML start before the lockdown (they open devices and start threads) and
     // before the candidate's library is loaded (its constructors run in dlopen).
     D2K_CUDA_CHECK(cudaFree(nullptr));
@@ -40,6 +41,7 @@ class Worker {
     timer_ = std::make_unique<measure::Timer>();
     timer_->cupti_available();  // CUPTI's one-time set-up, before the lockdown too
     warm_up_harness();
+    track.prepare(impl_path, shapes);  // may need exec and files: before the lockdown
     LockdownOptions lo;
     if (const char* k = std::getenv(kAllowProtectionChangesEnv); k && std::string_view(k) == "1")
       lo.deny_protection_changes = lo.deny_open_for_write = false;
@@ -52,7 +54,7 @@ class Worker {
     const std::uint64_t relro0 = relro_hash();
     ch_.stage("load");
     try {
-      impl_ = load_impl(impl_path);
+      impl_ = track.open(impl_path);
     } catch (const ExecError& e) {
       ch_.send({{"type", wire::reply::load_failed}, {"status", std::string(status_name(e.status))}, {"error", e.what()}});
       return 0;
@@ -190,7 +192,8 @@ class Worker {
 
 }  // namespace
 
-int worker_main(const std::filesystem::path& impl) {
+int worker_main(const std::filesystem::path& impl, const std::string& track,
+                const std::vector<WorkloadShape>& shapes) {
   auto ch = WorkerChannel::from_environment();
   if (!ch) {
     std::fprintf(stderr, "d2k __worker: no channel (%s unset): this command is started by d2k itself\n", kChannelFdEnv);
@@ -198,7 +201,7 @@ int worker_main(const std::filesystem::path& impl) {
   }
   try {
     Worker w(*ch);
-    return w.serve(impl);
+    return w.serve(impl, find_track(track), shapes);
   } catch (const std::exception& e) {
     ch->send({{"type", wire::reply::error}, {"status", "RUNTIME_ERROR"}, {"fatal", true}, {"error", e.what()}});
     return 4;

@@ -1,9 +1,14 @@
 #pragma once
-/// The worker process: the sandboxed child (`d2k __worker --impl PATH`) that the parent's
-/// WorkerRunner (runner.h, worker_client.cpp) starts for each target. It initialises CUDA and
-/// the timer, installs the lockdown filter, loads the candidate's library and serves the
-/// parent's requests (wire.h) until told to exit.
+/// The worker process: the sandboxed child (`d2k __worker --impl PATH --track T`) that the
+/// parent's WorkerRunner (runner.h, worker_client.cpp) starts for each target. It initialises
+/// CUDA and the timer, runs the track's prepare step on the workloads' shapes, installs the
+/// lockdown filter, opens the artifact through its track and serves the parent's requests
+/// (wire.h) until told to exit.
 #include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tracks/target.h"
 
 namespace d2k {
 
@@ -13,6 +18,7 @@ namespace d2k {
 inline constexpr const char* kAllowProtectionChangesEnv = "D2K_TEST_LOCKDOWN_ALLOW_PROTECTION_CHANGES";
 
 /// The worker's main loop. Returns the process's exit code.
-int worker_main(const std::filesystem::path& impl);
+int worker_main(const std::filesystem::path& impl, const std::string& track = "cuda",
+                const std::vector<WorkloadShape>& shapes = {});
 
 }  // namespace d2k

@@ -29,9 +29,6 @@
 #ifndef D2K_DEFAULT_INCLUDE_DIR
 #define D2K_DEFAULT_INCLUDE_DIR ""
 #endif
-#ifndef D2K_DEFAULT_CUTLASS_INCLUDE_DIR
-#define D2K_DEFAULT_CUTLASS_INCLUDE_DIR ""
-#endif
 #ifndef D2K_NVCC_FALLBACK
 #define D2K_NVCC_FALLBACK ""
 #endif
@@ -107,8 +104,7 @@ std::string capture(const std::vector<std::string>& argv) {
 }
 
 /// Fingerprint of the folders whose headers the solution includes.
-std::string include_fingerprint(const CompileOptions& opts, const fs::path& include_dir,
-                                const fs::path& cutlass_dir) {
+std::string include_fingerprint(const CompileOptions& opts, const fs::path& include_dir) {
   Sha256 h;
   h.update_field(include_dir.string());
   std::vector<fs::path> files;
@@ -137,10 +133,10 @@ std::string include_fingerprint(const CompileOptions& opts, const fs::path& incl
       h.update_field(read_file(f));
     }
   }
-  if (opts.cutlass) {
-    // CUTLASS is large: its version header stands for the whole tree.
-    h.update_field(cutlass_dir.string());
-    h.update_field(read_file(cutlass_dir / "cutlass" / "version.h"));
+  for (const SystemHeaders& sh : opts.system_headers) {
+    // Large trees: the stamp (a version header) stands for the whole tree.
+    h.update_field(sh.dir.string());
+    h.update_field(read_file(sh.dir / sh.stamp));
   }
   return h.hex_digest();
 }
@@ -156,10 +152,6 @@ fs::path canonical_or_same(const fs::path& p) {
 fs::path solution_include_dir_or_given(const CompileOptions& opts);
 
 fs::path effective_include_dir(const CompileOptions& opts) { return canonical_or_same(solution_include_dir_or_given(opts)); }
-fs::path effective_cutlass_dir(const CompileOptions& opts) {
-  return canonical_or_same(opts.cutlass_include_dir.empty() ? fs::path(D2K_DEFAULT_CUTLASS_INCLUDE_DIR)
-                                                            : opts.cutlass_include_dir);
-}
 
 std::string random_suffix() {
   std::random_device rd;
@@ -575,8 +567,8 @@ std::vector<std::string> nvcc_flags(const CompileOptions& opts) {
       "--cudart", "shared",
       "-I" + effective_include_dir(opts).string()};
   for (const fs::path& dir : opts.extra_include_dirs) f.push_back("-I" + canonical_or_same(dir).string());
-  // Two arguments: nvcc 13 rejects "-isystem/path" glued.
-  if (opts.cutlass) f.insert(f.end(), {"-isystem", effective_cutlass_dir(opts).string()});
+  // -isystem and its folder as two arguments: nvcc 13 rejects them glued together.
+  for (const SystemHeaders& sh : opts.system_headers) f.insert(f.end(), {"-isystem", canonical_or_same(sh.dir).string()});
   f.insert(f.end(), {"-Xlinker", "--no-undefined", "-Xlinker", std::string("--version-script=") + kVersionScriptToken});
   for (const std::string& lib : opts.link_libraries) f.push_back("-l" + lib);
   f.insert(f.end(), opts.extra_flags.begin(), opts.extra_flags.end());
@@ -811,7 +803,7 @@ void finish_failed_compile(CompileResult& res, const ProcessResult& pr, std::str
     res.message = fmt::format("calls {}{}, from the {} library, which the {} track does not link (undefined "
                               "reference at link time)",
                               vendor.front().symbol, more, vendor.front().library,
-                              opts.track.empty() ? (opts.cutlass ? "cutlass" : "cuda") : opts.track);
+                              opts.track.empty() ? std::string("cuda") : opts.track);
     return;
   }
   res.status = Status::COMPILE_ERROR;
@@ -847,12 +839,12 @@ CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOpt
   if (nvcc.empty()) throw std::runtime_error("no nvcc: set D2K_NVCC or put nvcc on PATH");
   nvcc = canonical_or_same(nvcc).string();
   const fs::path include_dir = canonical_or_same(solution_include_dir(opts.include_dir));
-  const fs::path cutlass_dir = effective_cutlass_dir(opts);
-  if (opts.cutlass && !fs::exists(cutlass_dir / "cutlass" / "cutlass.h"))
-    throw std::runtime_error(fmt::format("{}: no cutlass/cutlass.h (run scripts/setup.sh)", cutlass_dir.string()));
+  for (const SystemHeaders& sh : opts.system_headers)
+    if (!fs::exists(sh.dir / sh.stamp))
+      throw std::runtime_error(fmt::format("{}: no {} (run scripts/setup.sh)", sh.dir.string(), sh.stamp.string()));
 
   const std::vector<std::string> flags = nvcc_flags(opts);
-  res.key = compile_cache_key(files, flags, toolchain_version(nvcc), include_fingerprint(opts, include_dir, cutlass_dir));
+  res.key = compile_cache_key(files, flags, toolchain_version(nvcc), include_fingerprint(opts, include_dir));
   const fs::path cache = opts.cache_dir.empty() ? default_compile_cache_dir() : opts.cache_dir;
   const fs::path entry = cache / res.key;
   const fs::path lib = entry / "solution.so";
@@ -897,7 +889,7 @@ CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOpt
   std::vector<fs::path> ro_paths = {include_dir, fs::path(nvcc).parent_path().parent_path()};
   if (const fs::path cuda_inc = D2K_CUDA_INCLUDE_DIR; !cuda_inc.empty() && fs::exists(cuda_inc, ec))
     ro_paths.push_back(canonical_or_same(cuda_inc));
-  if (opts.cutlass) ro_paths.push_back(cutlass_dir);
+  for (const SystemHeaders& sh : opts.system_headers) ro_paths.push_back(canonical_or_same(sh.dir));
   for (const fs::path& dir : opts.extra_include_dirs) ro_paths.push_back(canonical_or_same(dir));
   ProcessResult pr;
   try {

@@ -21,17 +21,24 @@
 #include <utility>
 #include <vector>
 
+#include "core/status.h"
 #include "exec/sandbox.h"
-#include "report/status.h"
 
 namespace d2k {
+
+/// A folder of third-party headers a track adds (nvcc -isystem DIR). Such trees are large: one
+/// stamp file (a version header) stands for the whole tree in the cache key.
+struct SystemHeaders {
+  std::filesystem::path dir;
+  std::filesystem::path stamp;  ///< relative to dir; must exist (e.g. cutlass/version.h)
+};
 
 /// How to compile.
 struct CompileOptions {
   std::filesystem::path cache_dir;    ///< empty: default_compile_cache_dir()
   std::filesystem::path include_dir;  ///< empty: the project's include/ (holds d2k/solution.h)
-  bool cutlass = false;               ///< add the CUTLASS/CuTe headers (cutlass track)
-  std::filesystem::path cutlass_include_dir;  ///< empty: the build's CUTLASS include folder
+  /// Third-party header trees the track adds (the CUTLASS/CuTe headers on the cutlass track).
+  std::vector<SystemHeaders> system_headers;
   /// More include folders (-I), e.g. a vendored dlpack/ where the system has none. Their
   /// contents are part of the cache key.
   std::vector<std::filesystem::path> extra_include_dirs;
@@ -39,7 +46,7 @@ struct CompileOptions {
   /// Without them an import of such a library fails to link (the library links with
   /// --no-undefined), before the symbol check even runs.
   std::vector<std::string> link_libraries;
-  /// The track being compiled for ("cuda", "cutlass"); only named in messages.
+  /// The track being compiled for (src/tracks/); only named in messages.
   std::string track;
   std::vector<std::string> extra_flags;  ///< appended to nvcc's flags (trusted callers only)
   std::string nvcc;                   ///< empty: $D2K_NVCC, else nvcc on PATH, else the build's

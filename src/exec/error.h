@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "report/status.h"
+#include "core/status.h"
 
 namespace d2k {
 

@@ -38,8 +38,6 @@ class LoadedImpl {
   int32_t workspace_size(const d2k_args* args, uint64_t* bytes) const { return workspace_size_(args, bytes); }
   /// Calls d2k_run.
   int32_t run(const d2k_args* args) const { return run_(args); }
-  WorkspaceSizeFn workspace_size_fn() const { return workspace_size_; }
-  RunFn run_fn() const { return run_; }
   const std::filesystem::path& path() const { return path_; }
   bool loaded() const { return handle_ != nullptr; }
 

@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/worker.h"
-#include "report/status.h"
+#include "core/status.h"
 
 namespace d2k {
 

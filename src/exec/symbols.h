@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "report/status.h"
+#include "core/status.h"
 
 namespace d2k {
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <sstream>
 
 namespace d2k {
 
@@ -216,12 +217,37 @@ std::string fmt_axes(const std::map<std::string, std::int64_t>& axes) {
   return s;
 }
 
-std::string render(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
-                   TableFormat f) {
+/// A table row; `note` (text format only) is printed on its own line under the row.
+struct Row {
+  std::vector<std::string> cells;
+  std::string note;
+};
+
+/// Why a record did not pass, on one line: the rule that fired, the first line of the message,
+/// and the first line of a log below it that names an error (a compiler's).
+std::string reason_line(const Trace& t) {
+  const std::size_t eol = t.message.find('\n');
+  std::string msg = t.message.substr(0, eol);
+  if (eol != std::string::npos) {
+    std::istringstream rest(t.message.substr(eol + 1));
+    for (std::string line; std::getline(rest, line);)
+      if (line.find("error") != std::string::npos) {
+        msg += " -- " + line;
+        break;
+      }
+  }
+  if (msg.empty() && !t.checks_fired.empty()) msg = t.checks_fired.front();
+  if (msg.empty()) msg = "(no reason recorded)";
+  constexpr std::size_t kMax = 200;
+  if (msg.size() > kMax) msg = msg.substr(0, kMax - 3) + "...";
+  return t.rule.empty() ? msg : fmt::format("[{}] {}", t.rule, msg);
+}
+
+std::string render(const std::vector<std::string>& header, const std::vector<Row>& rows, TableFormat f) {
   std::vector<std::size_t> w(header.size());
   for (std::size_t c = 0; c < header.size(); ++c) w[c] = header[c].size();
   for (auto& r : rows)
-    for (std::size_t c = 0; c < r.size(); ++c) w[c] = std::max(w[c], r[c].size());
+    for (std::size_t c = 0; c < r.cells.size(); ++c) w[c] = std::max(w[c], r.cells[c].size());
   std::string out;
   auto line = [&](const std::vector<std::string>& r) {
     if (f == TableFormat::markdown) out += "|";
@@ -243,7 +269,10 @@ std::string render(const std::vector<std::string>& header, const std::vector<std
     for (std::size_t c = 0; c < header.size(); ++c) sep += std::string(w[c], '-') + (c + 1 < header.size() ? "  " : "");
     out += sep + "\n";
   }
-  for (auto& r : rows) line(r);
+  for (auto& r : rows) {
+    line(r.cells);
+    if (f == TableFormat::text && !r.note.empty()) out += "    reason: " + r.note + "\n";
+  }
   return out;
 }
 
@@ -252,7 +281,7 @@ std::string render(const std::vector<std::string>& header, const std::vector<std
 std::string format_table(const std::vector<Trace>& traces, TableFormat f) {
   std::vector<std::string> header{"task", "target", "workload", "status", "time_us", "noise",
                                   "%SOL", "vs_naive", "vs_expert", "vs_library", "S"};
-  std::vector<std::vector<std::string>> rows;
+  std::vector<Row> rows;
   for (const Trace& t : traces) {
     std::vector<std::string> r{t.task, t.target, t.hidden ? "hidden:" + fmt_axes(t.axes) : t.workload_uuid,
                                std::string(status_name(t.status))};
@@ -273,7 +302,7 @@ std::string format_table(const std::vector<Trace>& traces, TableFormat f) {
     } else {
       r.insert(r.end(), {"-", "-", "-", "-", "-"});
     }
-    rows.push_back(std::move(r));
+    rows.push_back({std::move(r), t.status == Status::PASSED ? std::string() : reason_line(t)});
   }
   return render(header, rows, f);
 }
@@ -281,15 +310,16 @@ std::string format_table(const std::vector<Trace>& traces, TableFormat f) {
 std::string format_summary(const std::map<std::string, SuiteSummary>& by_target, TableFormat f) {
   std::vector<std::string> header{"target", "records", "passed", "geomean_vs_naive", "mean_S",
                                   "fast_1", "fast_1.5", "fast_2"};
-  std::vector<std::vector<std::string>> rows;
+  std::vector<Row> rows;
   for (auto& [target, s] : by_target) {
     auto fp = [&](double p) {
       auto it = s.fast_p.find(p);
       return it == s.fast_p.end() ? std::string("-") : fmt::format("{:.2f}", it->second);
     };
-    rows.push_back({target, std::to_string(s.records), std::to_string(s.passed),
-                    fmt_opt(s.geomean_speedup_vs_naive, "{:.2f}x"), fmt_opt(s.mean_sol_score, "{:.3f}"),
-                    fp(1.0), fp(1.5), fp(2.0)});
+    rows.push_back({{target, std::to_string(s.records), std::to_string(s.passed),
+                     fmt_opt(s.geomean_speedup_vs_naive, "{:.2f}x"), fmt_opt(s.mean_sol_score, "{:.3f}"),
+                     fp(1.0), fp(1.5), fp(2.0)},
+                    {}});
   }
   return render(header, rows, f);
 }

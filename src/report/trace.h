@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report/status.h"
+#include "core/status.h"
 
 namespace d2k {
 

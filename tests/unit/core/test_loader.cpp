@@ -91,7 +91,9 @@ TEST(Loader, GoodTaskLoadsAndValidates) {
   EXPECT_EQ(t.def.outputs[1].compare->rule, "rel_l2");
   EXPECT_EQ(t.def.scalars[0].value, 0.5);
   EXPECT_EQ(t.def.cost.flops.count("fp32"), 1u);
-  EXPECT_EQ(t.def.tracks.at("cutlass"), (std::vector<std::string>{"cutlass"}));
+  EXPECT_EQ(t.def.tracks.at("cutlass").headers, (std::vector<std::string>{"cutlass"}));
+  EXPECT_TRUE(t.def.tracks.at("cutlass").link.empty());
+  EXPECT_FALSE(t.def.tracks.at("cutlass").vendor_kernels);
   ASSERT_EQ(t.workloads.size(), 3u);
   EXPECT_EQ(t.workloads[0].role, WorkloadRole::check);
   EXPECT_EQ(t.workloads[2].role, WorkloadRole::bench);

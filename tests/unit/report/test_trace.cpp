@@ -108,6 +108,32 @@ TEST(Table, NoTimeIsPrintedForAFailure) {
   EXPECT_NE(md.find("| --- |"), std::string::npos);
 }
 
+TEST(Table, AFailedRowShowsItsRuleAndOneLineReason) {
+  Trace ok = passed("a", "expert", "1", 42.0, 2.0, 0.6);
+  Trace bad = passed("a", "solution", "1", 42.0, 9.0, 1.0);
+  bad.status = Status::RUNTIME_ERROR;
+  bad.message = "d2k_run returned 7: bad shape\nsecond line of the log";
+  Trace hack = bad;
+  hack.status = Status::REWARD_HACK;
+  hack.rule = "input_write";
+  hack.message = "input x changed";
+  std::string txt = format_table({ok, bad, hack}, TableFormat::text);
+  EXPECT_NE(txt.find("    reason: d2k_run returned 7: bad shape\n"), std::string::npos) << txt;
+  EXPECT_EQ(txt.find("second line"), std::string::npos) << txt;
+  EXPECT_NE(txt.find("    reason: [input_write] input x changed\n"), std::string::npos) << txt;
+  // One reason per failed row, none under the row that passed.
+  std::size_t n = 0;
+  for (auto at = txt.find("reason:"); at != std::string::npos; at = txt.find("reason:", at + 1)) ++n;
+  EXPECT_EQ(n, 2u);
+
+  Trace compile = bad;
+  compile.status = Status::COMPILE_ERROR;
+  compile.message = "compilation failed (exited with code 2)\nsolution.cu(3): warning: unused\nsolution.cu(7): error: expected a \";\"\nmore";
+  txt = format_table({compile}, TableFormat::text);
+  EXPECT_NE(txt.find("reason: compilation failed (exited with code 2) -- solution.cu(7): error: expected a \";\"\n"),
+            std::string::npos) << txt;
+}
+
 }  // namespace
 }  // namespace d2k
 

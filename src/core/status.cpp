@@ -1,4 +1,4 @@
-#include "report/status.h"
+#include "core/status.h"
 
 #include <array>
 #include <utility>

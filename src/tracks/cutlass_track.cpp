@@ -1,0 +1,31 @@
+// The cutlass track: CUDA C++ with the CUTLASS and CuTe headers (header-only templates compiled
+// into the solution; nothing is linked).
+#include "tracks/registered.h"
+
+namespace d2k::tracks_detail {
+
+namespace {
+class CutlassTrack final : public Track {
+ public:
+  std::string_view name() const override { return "cutlass"; }
+  std::string_view summary() const override { return "CUDA C++ with the CUTLASS/CuTe headers (nvcc, sm_90a)"; }
+  TrackSpec default_spec() const override { return TrackSpec{{"cutlass"}, {}, false}; }
+  std::vector<std::string> known_headers() const override { return {"cutlass"}; }
+
+  CompileOptions compile_options(const TrackSpec& spec) const override {
+    CompileOptions co = Track::compile_options(spec);
+    // The CUTLASS tree holds cute/ beside cutlass/; its version header stands for both in the
+    // compile cache's key.
+    for (const std::string& h : spec.headers)
+      if (h == "cutlass") co.system_headers.push_back({D2K_CUTLASS_INCLUDE_DIR, "cutlass/version.h"});
+    return co;
+  }
+};
+}  // namespace
+
+const Track& cutlass_track() {
+  static const CutlassTrack t;
+  return t;
+}
+
+}  // namespace d2k::tracks_detail

@@ -1,0 +1,52 @@
+#pragma once
+/// An implementation the engine can call: which one, where its library is, and which track
+/// opens it.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace d2k {
+
+/// Which implementation of a task, and where its library is.
+struct ImplTarget {
+  std::string name;           ///< reference, naive, expert, expert:<variant>, library, solution
+  std::filesystem::path so;   ///< the artifact (a shared library on the cuda and cutlass tracks)
+  std::string track = "cuda"; ///< the track that opens the artifact in the worker (src/tracks/)
+  /// Whether vendor-library kernels (cuBLAS, cuDNN, torch) may run: built-in implementations
+  /// (naive may compose cuBLAS calls, library is cuBLAS), and solutions on tracks whose
+  /// definition.json entry says `vendor_kernels: true`.
+  bool vendor_kernels = true;
+};
+
+/// The shapes of one workload, as a track's prepare step sees them (in the worker, before the
+/// lockdown).
+struct WorkloadShape {
+  std::string uuid;
+  std::map<std::string, std::int64_t> axes;
+};
+nlohmann::json shapes_to_json(const std::vector<WorkloadShape>& shapes);
+/// Throws std::invalid_argument naming the field for malformed input.
+std::vector<WorkloadShape> shapes_from_json(const nlohmann::json& j);
+
+/// The fp64 golden reference runs on host tensors only: it is never handed device memory
+/// (the engine runs it through the host pipeline, whatever the machine has).
+inline bool runs_on_host(const ImplTarget& t) { return t.name == "reference"; }
+
+/// The built-in implementations a target list may name (besides `expert:<variant>`).
+const std::vector<std::string>& builtin_names();
+/// reference, naive, expert, library, or expert:<variant> (a `// %VARIANT% name -DFLAGS`
+/// line of expert.cu, built as expert_<variant>.so).
+bool is_builtin_name(const std::string& name);
+
+/// Where the built-in implementations of a task are: <impl_dir>/<task>/<impl>.so.
+/// The directory is $D2K_IMPL_DIR, else the `impl` folder of the build tree the d2k binary is in.
+std::filesystem::path builtin_impl_dir();
+/// The built-in `impl` of `task` (expert:<variant> -> expert_<variant>.so). Throws
+/// std::invalid_argument naming the target and the names that exist for a name that is none.
+ImplTarget builtin_target(const std::string& task, const std::string& impl);
+
+}  // namespace d2k
