@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/dataset.h"
 #include "core/cuda_util.h"
+#include "score/suite.h"
 #include "engine/device_backend.h"
 #include "engine/evaluate.h"
 #include "engine/solution.h"

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "measure/audited_time.h"
-#include "measure/check.h"
+#include "measure/error.h"
 #include "measure/kernels.h"
 #include "measure/cupti_timer.h"
 #include "measure/kernel_origin.h"
@@ -33,7 +33,7 @@ double seconds_since(clock_type::time_point t0) {
 std::string blocking_kernel_name() {
   static const std::string n = [] {
     const char* name = nullptr;
-    D2K_MEASURE_CUDA(cudaFuncGetName(&name, detail::blocking_spin_symbol()));
+    D2K_CUDA_CHECK(cudaFuncGetName(&name, detail::blocking_spin_symbol()));
     return std::string(name ? name : "");
   }();
   return n;
@@ -52,12 +52,12 @@ class BlockingFlag {
   void ensure() {
     if (host_) return;
     void* p = nullptr;
-    D2K_MEASURE_CUDA(cudaHostAlloc(&p, 2 * sizeof(int), cudaHostAllocMapped));
+    D2K_CUDA_CHECK(cudaHostAlloc(&p, 2 * sizeof(int), cudaHostAllocMapped));
     host_ = static_cast<volatile int*>(p);
     host_[0] = 0;
     host_[1] = 0;
     void* d = nullptr;
-    D2K_MEASURE_CUDA(cudaHostGetDevicePointer(&d, p, 0));
+    D2K_CUDA_CHECK(cudaHostGetDevicePointer(&d, p, 0));
     dev_ = static_cast<int*>(d);
   }
   void hold(cudaStream_t s, double timeout_s) {
@@ -65,7 +65,7 @@ class BlockingFlag {
     host_[1] = 0;
     std::atomic_thread_fence(std::memory_order_seq_cst);
     const auto ns = static_cast<unsigned long long>(std::max(0.0, timeout_s) * 1e9);
-    D2K_MEASURE_CUDA(detail::launch_blocking_spin(s, dev_, dev_ + 1, ns));
+    D2K_CUDA_CHECK(detail::launch_blocking_spin(s, dev_, dev_ + 1, ns));
   }
   void release() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -81,7 +81,7 @@ class BlockingFlag {
 
 class Event {
  public:
-  Event() { D2K_MEASURE_CUDA(cudaEventCreate(&e_)); }
+  Event() { D2K_CUDA_CHECK(cudaEventCreate(&e_)); }
   ~Event() {
     if (e_) cudaEventDestroy(e_);
   }
@@ -112,15 +112,14 @@ struct GraphExec {
 
 double event_seconds(const Event& a, const Event& b) {
   float ms = 0;
-  D2K_MEASURE_CUDA(cudaEventElapsedTime(&ms, a.get(), b.get()));
+  D2K_CUDA_CHECK(cudaEventElapsedTime(&ms, a.get(), b.get()));
   return ms * 1e-3;
 }
 
 void sync_after_call(std::size_t index) {
   const cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess)
-    throw measure_error(fmt::format("sample {}: device error after the call: {} ({})", index,
-                                    cudaGetErrorString(e), cudaGetErrorName(e)));
+    throw CudaError(e, fmt::format("sample {}: device error after the call", index));
 }
 
 // Stops CUPTI recording and the NVML thread however the loop ends.
@@ -137,8 +136,7 @@ struct LoopGuard {
 void sync_stream(cudaStream_t stream, std::size_t index) {
   const cudaError_t e = cudaStreamSynchronize(stream);
   if (e != cudaSuccess)
-    throw measure_error(fmt::format("sample {}: stream error after the call: {} ({})", index, cudaGetErrorString(e),
-                                    cudaGetErrorName(e)));
+    throw CudaError(e, fmt::format("sample {}: stream error after the call", index));
 }
 
 // Seconds since `t`, and moves `t` to now.
@@ -264,15 +262,15 @@ class MeasureRun {
     ++index_;
     for (std::size_t v = 0; v < opts_.graph_variants; ++v) {
       GraphExec g;
-      D2K_MEASURE_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+      D2K_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
       try {
         // The flush is inside the graph: a replay without it would time a warm L2.
         if (opts_.flush_l2) flusher_.enqueue(stream_);
         // External records become event-record nodes; a plain cudaEventRecord inside a capture
         // only orders work and never records a time.
-        D2K_MEASURE_CUDA(cudaEventRecordWithFlags(g.start.get(), stream_, cudaEventRecordExternal));
+        D2K_CUDA_CHECK(cudaEventRecordWithFlags(g.start.get(), stream_, cudaEventRecordExternal));
         launch_(v, stream_);
-        D2K_MEASURE_CUDA(cudaEventRecordWithFlags(g.stop.get(), stream_, cudaEventRecordExternal));
+        D2K_CUDA_CHECK(cudaEventRecordWithFlags(g.stop.get(), stream_, cudaEventRecordExternal));
       } catch (...) {
         cudaGraph_t junk = nullptr;
         cudaStreamEndCapture(stream_, &junk);
@@ -288,8 +286,8 @@ class MeasureRun {
             "side stream unjoined cannot be captured)",
             cudaGetErrorString(e)));
       }
-      D2K_MEASURE_CUDA(cudaGraphInstantiate(&g.exec, g.graph, 0));
-      D2K_MEASURE_CUDA(cudaGraphUpload(g.exec, stream_));
+      D2K_CUDA_CHECK(cudaGraphInstantiate(&g.exec, g.graph, 0));
+      D2K_CUDA_CHECK(cudaGraphUpload(g.exec, stream_));
       graphs_.push_back(std::move(g));
     }
   }
@@ -299,15 +297,15 @@ class MeasureRun {
   std::pair<const Event*, const Event*> enqueue_call(std::size_t i, Pending& p) {
     if (opts_.graph) {
       const GraphExec& g = graphs_[i % graphs_.size()];
-      D2K_MEASURE_CUDA(cudaGraphLaunch(g.exec, stream_));
+      D2K_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
       return {&g.start, &g.stop};
     }
     p.s.blocked = blocking_on_;
     if (blocking_on_) blocking_.hold(stream_, opts_.blocking_timeout_s);
     try {
-      D2K_MEASURE_CUDA(cudaEventRecord(ev0_.get(), stream_));
+      D2K_CUDA_CHECK(cudaEventRecord(ev0_.get(), stream_));
       launch_(i, stream_);
-      D2K_MEASURE_CUDA(cudaEventRecord(ev1_.get(), stream_));
+      D2K_CUDA_CHECK(cudaEventRecord(ev1_.get(), stream_));
     } catch (...) {
       // Let the stream go before leaving, or it stays held until the spin times out.
       if (blocking_on_) blocking_.release();
@@ -347,7 +345,7 @@ class MeasureRun {
     // Idle device at the start of the window: the flush cannot overlap the call's side-stream
     // work, and every activity that starts inside the window is the call's (or the harness's
     // blocking kernel, left out by correlation id).
-    D2K_MEASURE_CUDA(cudaDeviceSynchronize());
+    D2K_CUDA_CHECK(cudaDeviceSynchronize());
     const double d_idle = lap(t);
     // Recording goes off only at a plain sample: an audit run's records are delivered (a forced
     // flush) before the next plain sample, since records of short kernels still pending when
@@ -747,7 +745,7 @@ Timer::Timer(int device) : impl_(std::make_unique<Impl>(device)) {}
 Timer::~Timer() = default;
 
 MeasureResult Timer::measure(const LaunchFn& launch, cudaStream_t stream, const MeasureOptions& opts) {
-  D2K_MEASURE_CUDA(cudaSetDevice(impl_->flusher.device()));
+  D2K_CUDA_CHECK(cudaSetDevice(impl_->flusher.device()));
   validate(launch, opts);
   return MeasureRun(launch, stream, opts, impl_->flusher, &impl_->nvml, impl_->blocking).run();
 }

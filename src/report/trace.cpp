@@ -159,50 +159,6 @@ Trace trace_from_json(const json& j) {
   return t;
 }
 
-SuiteSummary summarize(const std::vector<Trace>& traces, const std::string& target) {
-  SuiteSummary s;
-  // Geometric mean over workloads within a task, then over tasks, so that a task with many
-  // workloads does not outweigh one with few.
-  std::map<std::string, std::vector<double>> log_speedups_by_task;
-  double score_sum = 0;
-  int score_n = 0;
-  std::vector<double> speedups;
-  for (const Trace& t : traces) {
-    if (t.target != target || t.role == "check") continue;
-    ++s.records;
-    if (t.status != Status::PASSED) {
-      speedups.push_back(0);  // a failure is never fast
-      continue;
-    }
-    ++s.passed;
-    if (t.roofline && t.roofline->speedup_vs_naive) {
-      log_speedups_by_task[t.task].push_back(std::log(*t.roofline->speedup_vs_naive));
-      speedups.push_back(*t.roofline->speedup_vs_naive);
-    }
-    if (t.roofline && t.roofline->sol_score) {
-      score_sum += *t.roofline->sol_score;
-      ++score_n;
-    }
-  }
-  if (s.records) s.pass_rate = double(s.passed) / s.records;
-  if (!log_speedups_by_task.empty()) {
-    double acc = 0;
-    for (auto& [task, logs] : log_speedups_by_task) {
-      double m = 0;
-      for (double l : logs) m += l;
-      acc += m / logs.size();
-    }
-    s.geomean_speedup_vs_naive = std::exp(acc / log_speedups_by_task.size());
-  }
-  if (score_n) s.mean_sol_score = score_sum / score_n;
-  for (double p : {1.0, 1.5, 2.0}) {
-    if (!s.records) break;
-    int n = 0;
-    for (double v : speedups) n += v >= p;
-    s.fast_p[p] = double(n) / s.records;
-  }
-  return s;
-}
 
 namespace {
 

@@ -77,7 +77,7 @@ nlohmann::json to_json(const Performance& p);
 Performance performance_from_json(const nlohmann::json& j);
 Trace trace_from_json(const nlohmann::json& j);
 
-/// Suite aggregates (DESIGN §6).
+/// Suite aggregates (computed by score/suite.h, rendered by format_summary).
 struct SuiteSummary {
   int records = 0, passed = 0;
   double pass_rate = 0;
@@ -85,7 +85,6 @@ struct SuiteSummary {
   std::optional<double> mean_sol_score;
   std::map<double, double> fast_p;                  ///< p -> share of records PASSED and >= p x naive
 };
-SuiteSummary summarize(const std::vector<Trace>& traces, const std::string& target);
 
 /// Output formats of a results table.
 enum class TableFormat { text, markdown };

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "measure/check.h"
+#include "measure/error.h"
 #include "measure/statistics.h"
 #include "measure/timer.h"
 
@@ -18,7 +18,7 @@ void dump_result(const char* name, const MeasureResult& r);
 
 namespace {
 
-#define CK(call) D2K_MEASURE_CUDA(call)
+#define CK(call) D2K_CUDA_CHECK(call)
 
 __device__ __forceinline__ unsigned long long gtime() {
   unsigned long long t;
