@@ -14,6 +14,7 @@
 #include "engine/device_backend.h"
 #include "engine/evaluate.h"
 #include "engine/solution.h"
+#include "engine/worker_process.h"
 
 namespace d2k::cli {
 
