@@ -444,6 +444,7 @@ class CudaEvaluation {
     score::SolTime sol = score::sol_time(cost, ceilings_);
     rf.t_sol_us = sol.t_sol_s * 1e6;
     rf.bound = sol.bound;
+    rf.memory_model = sol.memory_model;
     rf.pct_sol = score::percent_of_sol(median_s, sol.t_sol_s);
     rf.ceilings_source = ceilings_.source;
     tr.roofline = rf;

@@ -84,7 +84,7 @@ json to_json(const Trace& t) {
   if (t.performance) j["performance"] = to_json(*t.performance);
   if (t.roofline) {
     const Roofline& r = *t.roofline;
-    json rj = {{"t_sol_us", r.t_sol_us}, {"bound", r.bound}, {"pct_sol", r.pct_sol},
+    json rj = {{"t_sol_us", r.t_sol_us}, {"bound", r.bound}, {"memory_model", r.memory_model}, {"pct_sol", r.pct_sol},
                {"ceilings_source", r.ceilings_source}};
     put_opt(rj, "speedup_vs_naive", r.speedup_vs_naive);
     put_opt(rj, "speedup_vs_expert", r.speedup_vs_expert);
@@ -125,6 +125,7 @@ Trace trace_from_json(const json& j) {
     Roofline r;
     r.t_sol_us = rj.value("t_sol_us", 0.0);
     r.bound = rj.value("bound", "");
+    r.memory_model = rj.value("memory_model", "");
     r.pct_sol = rj.value("pct_sol", 0.0);
     r.ceilings_source = rj.value("ceilings_source", "");
     r.speedup_vs_naive = get_opt<double>(rj, "speedup_vs_naive");

@@ -86,7 +86,8 @@ void visit_fields(P& p, F&& f) {
 
 struct Roofline {
   double t_sol_us = 0;
-  std::string bound;            ///< "bytes" or a flops unit such as bf16_tensor
+  std::string bound;            ///< "memory" or a flops unit such as bf16_tensor
+  std::string memory_model;     ///< "stream" (read/write rates, deferred write-back) or "copy" (docs/measurement.md)
   double pct_sol = 0;
   std::optional<double> speedup_vs_naive, speedup_vs_expert, speedup_vs_library;
   std::optional<double> sol_score;

@@ -66,7 +66,7 @@ def traces(path):
     return [json.loads(l) for l in open(path) if l.strip()]
 ok = True
 print("\n%SOL and graph vs eager (fused_add_rmsnorm, bench rows):")
-print(f"{'target':8} {'workload':34} {'eager us':>10} {'graph us':>10} {'graph/eager':>11} {'%SOL':>7} timer")
+print(f"{'target':8} {'workload':34} {'eager us':>10} {'graph us':>10} {'graph/eager':>11} {'%SOL':>7} model  timer")
 for t in traces(f"{out}/bench_rmsnorm_graph.jsonl"):
     if t.get("role") != "bench" or t.get("status") != "PASSED":
         if t.get("role") == "bench":
@@ -78,7 +78,9 @@ for t in traces(f"{out}/bench_rmsnorm_graph.jsonl"):
     ratio = g / p["median_us"] if g else float("nan")
     axes = ",".join(f"{k}={v}" for k, v in sorted(t.get("axes", {}).items()))
     print(f"{t['target']:8} {axes[:34]:34} {p['median_us']:10.2f} {g or 0:10.2f} {ratio:11.3f} "
-          f"{r.get('pct_sol', 0):7.1f} {p['timer']}")
+          f"{r.get('pct_sol', 0):7.1f} {r.get('memory_model', '?'):6} {p['timer']}")
+    if r.get("memory_model") != "stream":
+        print(f"FAIL memory model {r.get('memory_model')!r} (not the calibrated stream model) for {t['target']} {axes}"); ok = False
     if r.get("pct_sol", 0) > 100.0:
         print(f"FAIL %SOL above 100 for {t['target']} {axes}"); ok = False
     if g and ratio > 1.02:
