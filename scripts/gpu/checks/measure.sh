@@ -25,7 +25,7 @@ step() {  # step NAME SECONDS CMD... : runs with a deadline, log in $out/NAME.lo
 }
 
 # 1. Calibrate: read, write, copy and in-stream write rates, deferred write-back per size.
-step calibrate 60 "$d2k" calibrate
+step calibrate 90 "$d2k" calibrate
 python3 - "$out/calibrate.log" <<'PY'
 import json, sys
 text = open(sys.argv[1]).read()
