@@ -115,7 +115,7 @@ nlohmann::json to_json(const Performance& p);
 Performance performance_from_json(const nlohmann::json& j);
 Trace trace_from_json(const nlohmann::json& j);
 
-/// Suite aggregates (computed by score/suite.h, rendered by format_summary).
+/// Suite aggregates (docs/design.md, "Scores"; computed by score/suite.h, rendered by format_summary).
 struct SuiteSummary {
   int records = 0, passed = 0;
   double pass_rate = 0;
