@@ -4,6 +4,8 @@
 # N honest runs of naive + expert of every pilot (N = $D2K_HONEST_RUNS, default 3) counting
 # REWARD_HACK statuses and timer fallbacks from the --json traces.
 # Usage (repository root, a build packed by scripts/gpu/pack.sh): scripts/gpu/checks/measure.sh CARRY OUT
+# (about 200-240 s at N = 3: run_checks.sh needs CHECK_DEADLINE_S=260 for it). Exit status: the
+# number of failed steps and checks.
 set -uo pipefail
 carry=$(cd "$1" && pwd); out=$2
 mkdir -p "$out"
@@ -39,7 +41,9 @@ for row in c.get("details", {}).get("stream", {}).get("sizes", []):
           f"copy-model %SOL {row['copy_model_pct_of_sol']:.1f}")
 ok = c.get("stream_write_bw_Bps", 0) > 0 and c.get("read_bw_Bps", 0) > 0
 print("PASS calibrate: stream rates present" if ok else "FAIL calibrate: no stream rates")
+sys.exit(0 if ok else 1)
 PY
+[ $? -eq 0 ] || fails=$((fails + 1))
 
 # 2. The measure GPU tests (timer, audit sampling, graph replays audited, kernel sets).
 step measure_gpu_tests 100 env D2K_TEST_OUT="$out/gpu_tests" "$carry/gpu_tests/measure_gpu_tests" --gtest_brief=1
@@ -86,6 +90,7 @@ for t in traces(f"{out}/bench_rmsnorm_graph.jsonl"):
     if g and ratio > 1.02:
         print(f"FAIL graph slower than eager beyond noise for {t['target']} {axes}"); ok = False
 print("PASS rmsnorm %SOL <= 100 and graph <= eager" if ok else "FAIL rmsnorm %SOL or graph column")
+honest_ok = True
 
 hacks, fallbacks, lost, timed, viol = 0, 0, 0, 0, 0
 for path in sorted(glob.glob(f"{out}/honest_*.jsonl")):
@@ -109,6 +114,10 @@ for path in sorted(glob.glob(f"{out}/honest_*.jsonl")):
         viol += len(p.get("violations", {}))
 print(f"\nhonest runs: {timed} timed rows, {hacks} REWARD_HACK, {fallbacks} timer fallbacks with the lost-record signature, "
       f"{viol} tripwire violations, {lost} audit samples with a lost record (missing data)")
-print("PASS honest runs" if hacks == 0 and fallbacks == 0 and viol == 0 else "FAIL honest runs")
+honest_ok = hacks == 0 and fallbacks == 0 and viol == 0
+print("PASS honest runs" if honest_ok else "FAIL honest runs")
+sys.exit((0 if ok else 1) + (0 if honest_ok else 1))
 PY
-echo "== measure checks: $fails step(s) failed"
+fails=$((fails + $?))
+echo "measure checks: $fails failed"
+exit "$fails"
