@@ -14,6 +14,7 @@
 #include "cli/dataset.h"
 #include "core/cuda_util.h"
 #include "engine/request.h"
+#include "score/suite.h"
 #include "engine/worker_process.h"
 #include "tracks/track.h"
 

@@ -1,6 +1,9 @@
 #pragma once
-/// Checked CUDA calls and RAII device memory, shared by every library of the harness.
+/// RAII device memory and streams, shared by every library of the harness (CUDA errors:
+/// core/cuda_error.h).
 #include <cuda_runtime_api.h>
+
+#include "core/cuda_error.h"
 
 #include <cstddef>
 #include <stdexcept>
@@ -8,24 +11,6 @@
 #include <utility>
 
 namespace d2k {
-
-/// A failed CUDA runtime call, with file, line and the call's text.
-struct CudaError : std::runtime_error {
-  cudaError_t code;
-  CudaError(cudaError_t c, const char* call, const char* file, int line)
-      : std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + call + ": " +
-                           cudaGetErrorName(c) + " (" + cudaGetErrorString(c) + ")"),
-        code(c) {}
-};
-
-#define D2K_CUDA_CHECK(call)                                              \
-  do {                                                                    \
-    cudaError_t d2k_e_ = (call);                                          \
-    if (d2k_e_ != cudaSuccess) throw ::d2k::CudaError(d2k_e_, #call, __FILE__, __LINE__); \
-  } while (0)
-
-/// Checks the last launch (asynchronous errors surface at the next sync).
-#define D2K_CUDA_CHECK_LAUNCH() D2K_CUDA_CHECK(cudaGetLastError())
 
 /// Owns one cudaMalloc allocation.
 class DeviceBuffer {

@@ -14,10 +14,8 @@ namespace d2k::data {
 /// The shared owning buffer (core/cuda_util.h).
 using ::d2k::DeviceBuffer;
 
-/// Throws ::d2k::CudaError (a std::runtime_error) naming the file, line, call text and CUDA error.
-inline void cuda_check(cudaError_t err, const char* call, const char* file, int line) {
-  if (err != cudaSuccess) throw ::d2k::CudaError(err, call, file, line);
-}
+/// Throws ::d2k::CudaError (core/cuda_error.h) naming the file, line, call text and CUDA error.
+using ::d2k::cuda_check;
 
 /// Scratch memory ordered on a stream: cudaMallocAsync / cudaFreeAsync where the device has
 /// memory pools, else cudaMalloc and a synchronised cudaFree.
@@ -55,7 +53,7 @@ class StreamScratch {
 
 }  // namespace d2k::data
 
-/// Checks a CUDA runtime call; throws std::runtime_error with file, line and call text.
+/// Checks a CUDA runtime call; throws ::d2k::CudaError with file, line and call text.
 #define D2K_DATA_CUDA_CHECK(call) ::d2k::data::cuda_check((call), #call, __FILE__, __LINE__)
 /// Checks the last kernel launch.
 #define D2K_DATA_LAUNCH_CHECK() ::d2k::data::cuda_check(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)

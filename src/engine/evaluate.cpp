@@ -22,7 +22,7 @@
 #include "exec/loader.h"
 #include "exec/worker.h"
 #include "measure/calibrate.h"
-#include "measure/roofline.h"
+#include "score/roofline.h"
 #include "tracks/track.h"
 #include "measure/timer.h"
 #include "report/npy.h"
@@ -566,14 +566,15 @@ class CudaEvaluation {
   void roofline(Trace& tr, const WorkloadPlan& plan) {
     const double median_s = tr.performance->median_us * 1e-6;
     Roofline rf;
-    measure::CostInputs cost{plan.flops, plan.bytes};
-    measure::SolTime sol = measure::sol_time(cost, ceilings_);
+    score::CostInputs cost = score::cost_inputs(plan.flops, plan.bytes, plan.input_bytes(), plan.output_bytes());
+    score::SolTime sol = score::sol_time(cost, ceilings_);
     rf.t_sol_us = sol.t_sol_s * 1e6;
     rf.bound = sol.bound;
-    rf.pct_sol = measure::percent_of_sol(median_s, sol.t_sol_s);
+    rf.memory_model = sol.memory_model;
+    rf.pct_sol = score::percent_of_sol(median_s, sol.t_sol_s);
     rf.ceilings_source = ceilings_.source;
     tr.roofline = rf;
-    measure::FloorVerdict floor = measure::physical_floor_check(median_s, cost, ceilings_);
+    score::FloorVerdict floor = score::physical_floor_check(median_s, cost, ceilings_);
     if (floor.below_floor) fail_with(tr, violation("physical_floor", "faster than the physical floor: " + floor.message));
   }
 
@@ -683,28 +684,6 @@ std::vector<Trace> evaluate_host(const Task& task, const ImplTarget& target, con
   return out;
 }
 
-void score_traces(std::vector<Trace>& traces) {
-  // Median time of each (target, workload) that passed, for the speedup columns.
-  std::map<std::pair<std::string, std::string>, double> time;
-  for (auto& t : traces)
-    if (t.status == Status::PASSED && t.performance) time[{t.target, t.workload_uuid}] = t.performance->median_us;
-  auto lookup = [&](const std::string& target, const std::string& uuid) -> std::optional<double> {
-    auto it = time.find({target, uuid});
-    if (it == time.end()) return std::nullopt;
-    return it->second;
-  };
-  for (auto& t : traces) {
-    if (t.status != Status::PASSED || !t.performance || !t.roofline) continue;
-    const double mine = t.performance->median_us;
-    if (auto n = lookup("naive", t.workload_uuid)) {
-      t.roofline->speedup_vs_naive = *n / mine;
-      t.roofline->sol_score = measure::sol_score(mine, t.roofline->t_sol_us, *n).score;
-    }
-    if (auto e = lookup("expert", t.workload_uuid)) t.roofline->speedup_vs_expert = *e / mine;
-    if (auto l = lookup("library", t.workload_uuid)) t.roofline->speedup_vs_library = *l / mine;
-  }
-}
-
 nlohmann::json environment_json() {
   nlohmann::json env;
   int dev = 0, runtime = 0, driver = 0;
@@ -714,6 +693,7 @@ nlohmann::json environment_json() {
     env["sm"] = fmt::format("{}.{}", prop.major, prop.minor);
     env["sm_count"] = prop.multiProcessorCount;
     env["l2_bytes"] = prop.l2CacheSize;
+    env["gpu"] = measure::gpu_environment(dev);  // UUID, driver, clocks: times compare only on one GPU
   }
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);

@@ -56,10 +56,6 @@ std::vector<Trace> evaluate_host(const Task& task, const ImplTarget& target,
                                  const std::optional<ImplTarget>& golden, const EvalOptions& opt,
                                  const Progress& progress);
 
-/// Adds to PASSED traces the speedups vs naive/expert/library (from traces of the same workload)
-/// and the SOL score. T_SOL, % SOL and the physical-floor rule are applied while timing.
-void score_traces(std::vector<Trace>& traces);
-
 /// Environment facts for traces: device, driver, CUDA runtime, d2k version, date.
 nlohmann::json environment_json();
 

@@ -12,6 +12,7 @@
 
 #include "core/diagnostics.h"
 #include "core/loader.h"
+#include "score/suite.h"
 #include "tracks/track.h"
 
 namespace d2k {

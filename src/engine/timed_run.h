@@ -12,9 +12,6 @@
 
 namespace d2k {
 
-/// The performance record of a measurement (the one conversion from the timer's result).
-Performance performance_from(const measure::MeasureResult& r);
-
 /// Runs the timer over rotation sets (call i uses set i % sets); `prepare` runs before every
 /// call, warm-up included.
 TimedOutcome run_timer(measure::Timer& timer, DeviceCall& call, const std::vector<std::vector<void*>>& ins,

@@ -29,10 +29,22 @@ void AuditSchedule::advance() {
   audit_ = drawn_ < 2 || (audit_ ? !leave_(rng_) : enter_(rng_));
 }
 
-AuditedTime combine_audited(std::span<const double> plain_events, std::span<const double> audit_events,
-                            std::span<const double> audit_spans) {
-  if (audit_events.size() != audit_spans.size())
+AuditedTime combine_audited(std::span<const double> plain_events, std::span<const double> audit_events_all,
+                            std::span<const double> audit_spans_all, const std::vector<bool>& audit_complete) {
+  if (audit_events_all.size() != audit_spans_all.size())
     throw std::invalid_argument("combine_audited: audit_events and audit_spans differ in length");
+  if (!audit_complete.empty() && audit_complete.size() != audit_spans_all.size())
+    throw std::invalid_argument("combine_audited: audit_complete and audit_spans differ in length");
+  // Samples with lost records are missing data (unless every sample lost one).
+  std::vector<double> kept_events, kept_spans;
+  for (std::size_t i = 0; i < audit_spans_all.size(); ++i)
+    if (audit_complete.empty() || audit_complete[i]) {
+      kept_events.push_back(audit_events_all[i]);
+      kept_spans.push_back(audit_spans_all[i]);
+    }
+  const bool all = kept_spans.empty();
+  const std::span<const double> audit_events = all ? audit_events_all : std::span<const double>(kept_events);
+  const std::span<const double> audit_spans = all ? audit_spans_all : std::span<const double>(kept_spans);
   AuditedTime a;
   std::vector<double> offsets;
   offsets.reserve(audit_spans.size());

@@ -11,9 +11,11 @@
 
 #include <fmt/format.h>
 
-#include "measure/check.h"
+#include "measure/error.h"
 #include "measure/kernels.h"
 #include "measure/nvml_sampler.h"
+#include "measure/memory_floor.h"
+#include "measure/timer.h"
 #include "measure/statistics.h"
 
 #define D2K_MEASURE_CUBLAS(call)                                                         \
@@ -31,7 +33,7 @@ namespace {
 
 class DeviceBuffer {
  public:
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) { D2K_MEASURE_CUDA(cudaMalloc(&p_, bytes)); }
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) { D2K_CUDA_CHECK(cudaMalloc(&p_, bytes)); }
   ~DeviceBuffer() {
     if (p_) cudaFree(p_);
   }
@@ -50,7 +52,7 @@ class DeviceBuffer {
 
 class Stream {
  public:
-  Stream() { D2K_MEASURE_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  Stream() { D2K_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
   ~Stream() {
     if (s_) cudaStreamDestroy(s_);
   }
@@ -63,8 +65,8 @@ class Stream {
 class EventPair {
  public:
   EventPair() {
-    D2K_MEASURE_CUDA(cudaEventCreate(&a_));
-    D2K_MEASURE_CUDA(cudaEventCreate(&b_));
+    D2K_CUDA_CHECK(cudaEventCreate(&a_));
+    D2K_CUDA_CHECK(cudaEventCreate(&b_));
   }
   ~EventPair() {
     if (a_) cudaEventDestroy(a_);
@@ -80,16 +82,16 @@ class EventPair {
 // Times `fn` `reps` times (after `warm` untimed calls) with events on `s`; returns seconds each.
 std::vector<double> time_reps(cudaStream_t s, int warm, int reps, const std::function<void()>& fn) {
   for (int i = 0; i < warm; ++i) fn();
-  D2K_MEASURE_CUDA(cudaStreamSynchronize(s));
+  D2K_CUDA_CHECK(cudaStreamSynchronize(s));
   EventPair ev;
   std::vector<double> out;
   for (int i = 0; i < reps; ++i) {
-    D2K_MEASURE_CUDA(cudaEventRecord(ev.a(), s));
+    D2K_CUDA_CHECK(cudaEventRecord(ev.a(), s));
     fn();
-    D2K_MEASURE_CUDA(cudaEventRecord(ev.b(), s));
-    D2K_MEASURE_CUDA(cudaEventSynchronize(ev.b()));
+    D2K_CUDA_CHECK(cudaEventRecord(ev.b(), s));
+    D2K_CUDA_CHECK(cudaEventSynchronize(ev.b()));
     float ms = 0;
-    D2K_MEASURE_CUDA(cudaEventElapsedTime(&ms, ev.a(), ev.b()));
+    D2K_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.a(), ev.b()));
     out.push_back(ms * 1e-3);
   }
   return out;
@@ -100,7 +102,7 @@ double median_of(const std::vector<double>& v) { return summarize(v).median; }
 int fill_grid(int sms) { return sms * 8; }
 
 void fill(detail::FillType t, void* p, std::size_t n, unsigned seed, int sms, cudaStream_t s) {
-  D2K_MEASURE_CUDA(detail::launch_fill_uniform(t, p, n, seed, fill_grid(sms), s));
+  D2K_CUDA_CHECK(detail::launch_fill_uniform(t, p, n, seed, fill_grid(sms), s));
 }
 
 std::string utc_now() {
@@ -114,9 +116,43 @@ std::string utc_now() {
 
 // ---- bandwidth ----
 
+// The copy kernel at workload sizes, timed as the engine times a call (Timer: cold L2 before
+// every sample, audit sampling): how much of its write-back lands after it ends. The fastest
+// sample is kept, so that the memory floor is what the streaming kernel was seen to reach.
+void measure_deferred_writes(Ceilings& c, const CalibrateOptions& o, void* src, void* dst, std::size_t n, int grid) {
+  if (!(c.read_bw > 0) || !(c.stream_write_bw > 0)) return;
+  Timer timer;
+  Stream stream;
+  MeasureOptions mo;
+  mo.stopping.min_time_s = 0.1;
+  mo.stopping.max_time_s = o.stream_time_s;
+  nlohmann::json rows = nlohmann::json::array();
+  c.deferred_writes.clear();
+  for (std::size_t mib : o.stream_sizes_mib) {
+    const std::size_t bytes = std::min(n, mib << 20) / 16 * 16;
+    if (bytes == 0) continue;
+    const MeasureResult r = timer.measure(
+        [&](std::size_t, cudaStream_t st) {
+          D2K_CUDA_CHECK(detail::launch_copy_vec16(dst, src, bytes / 16, grid, st));
+        },
+        stream.get(), mo);
+    const double b = static_cast<double>(bytes);
+    const double d = deferred_from_stream(b, b, r.time.min, c);
+    c.deferred_writes.push_back({b, d});
+    rows.push_back({{"bytes_each_way", bytes}, {"min_s", r.time.min}, {"median_s", r.time.median},
+                    {"timer", r.timer}, {"deferred_bytes", d},
+                    {"copy_model_pct_of_sol", 100.0 * 2 * b / c.copy_bw / r.time.min}});
+  }
+  std::sort(c.deferred_writes.begin(), c.deferred_writes.end(),
+            [](const DeferredWrite& a, const DeferredWrite& b) { return a.write_bytes < b.write_bytes; });
+  c.details["stream"] = {{"method", "copy_vec16 under the timer (cold L2), fastest sample; deferred = written - "
+                                    "(t - read / read_bw) * stream_write_bw"},
+                         {"sizes", rows}};
+}
+
 void measure_bandwidth(Ceilings& c, const CalibrateOptions& o, int sms, cudaStream_t s) {
   std::size_t free_b = 0, total_b = 0;
-  D2K_MEASURE_CUDA(cudaMemGetInfo(&free_b, &total_b));
+  D2K_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   std::size_t n = std::min(o.copy_bytes, free_b / 4);
   n = n / 4096 * 4096;
   if (n < (std::size_t{64} << 20)) throw measure_error("calibrate: less than 256 MiB of device memory free for the copy test");
@@ -126,19 +162,27 @@ void measure_bandwidth(Ceilings& c, const CalibrateOptions& o, int sms, cudaStre
   const int grid = sms * 8;
 
   const auto t_memcpy = time_reps(s, 2, o.copy_reps, [&] {
-    D2K_MEASURE_CUDA(cudaMemcpyAsync(dst.get(), src.get(), n, cudaMemcpyDeviceToDevice, s));
+    D2K_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), n, cudaMemcpyDeviceToDevice, s));
   });
   const auto t_kernel = time_reps(s, 2, o.copy_reps, [&] {
-    D2K_MEASURE_CUDA(detail::launch_copy_vec16(dst.get(), src.get(), n16, grid, s));
+    D2K_CUDA_CHECK(detail::launch_copy_vec16(dst.get(), src.get(), n16, grid, s));
   });
   const auto t_read = time_reps(s, 2, o.copy_reps, [&] {
-    D2K_MEASURE_CUDA(detail::launch_read_vec16(src.get(), n16, sink.get<unsigned>(), 0x8BADF00Du, grid, s));
+    D2K_CUDA_CHECK(detail::launch_read_vec16(src.get(), n16, sink.get<unsigned>(), 0x8BADF00Du, grid, s));
+  });
+  unsigned salt = 0;
+  const auto t_write = time_reps(s, 2, o.copy_reps, [&] {
+    D2K_CUDA_CHECK(detail::launch_write_vec16(dst.get(), n16, ++salt, grid, s));
   });
   const double bw_memcpy = 2.0 * n / median_of(t_memcpy);
   const double bw_kernel = 2.0 * n / median_of(t_kernel);
   const double bw_read = 1.0 * n / median_of(t_read);
+  const double bw_write = 1.0 * n / median_of(t_write);
   c.copy_bw = std::max(bw_memcpy, bw_kernel);
   c.read_bw = bw_read;
+  c.write_bw = bw_write;
+  c.stream_write_bw = stream_write_rate(c.copy_bw, c.read_bw);
+  measure_deferred_writes(c, o, src.get(), dst.get(), n, grid);
   c.details["copy"] = {{"bytes_per_buffer", n},
                        {"reps", o.copy_reps},
                        {"memcpy_Bps", bw_memcpy},
@@ -147,6 +191,9 @@ void measure_bandwidth(Ceilings& c, const CalibrateOptions& o, int sms, cudaStre
                        {"kernel_vec16_median_s", median_of(t_kernel)},
                        {"read_vec16_Bps", bw_read},
                        {"read_vec16_median_s", median_of(t_read)},
+                       {"write_vec16_Bps", bw_write},
+                       {"write_vec16_median_s", median_of(t_write)},
+                       {"stream_write_Bps", c.stream_write_bw},
                        {"note", "copy_bw = max(memcpy, vec16 copy kernel), counting bytes read + written"}};
 }
 
@@ -252,7 +299,7 @@ template <typename T, typename Launch>
 void measure_fma(Ceilings& c, const char* unit, T a, T b, int iters, int sms, cudaStream_t s, Launch launch) {
   DeviceBuffer sink(sizeof(T));
   const int block = 256, grid = sms * 8;  // 2048 threads per SM: full occupancy on sm_90
-  auto t = time_reps(s, 1, 3, [&] { D2K_MEASURE_CUDA(launch(sink.get<T>(), a, b, iters, grid, block, s)); });
+  auto t = time_reps(s, 1, 3, [&] { D2K_CUDA_CHECK(launch(sink.get<T>(), a, b, iters, grid, block, s)); });
   const double ops = 2.0 * detail::kFmaChains * double(iters) * double(grid) * block;
   const double t_med = median_of(t);
   c.peak[unit] = ops / t_med;
@@ -264,9 +311,9 @@ void measure_fma(Ceilings& c, const char* unit, T a, T b, int iters, int sms, cu
 }  // namespace
 
 DeviceIdentity identify_device(int device) {
-  if (device < 0) D2K_MEASURE_CUDA(cudaGetDevice(&device));
+  if (device < 0) D2K_CUDA_CHECK(cudaGetDevice(&device));
   cudaDeviceProp p{};
-  D2K_MEASURE_CUDA(cudaGetDeviceProperties(&p, device));
+  D2K_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
   DeviceIdentity id;
   id.name = p.name;
   const auto* u = reinterpret_cast<const unsigned char*>(p.uuid.bytes);
@@ -279,19 +326,39 @@ DeviceIdentity identify_device(int device) {
   id.driver = nvml.driver_version();
   if (id.driver.empty()) {
     int v = 0;
-    D2K_MEASURE_CUDA(cudaDriverGetVersion(&v));
+    D2K_CUDA_CHECK(cudaDriverGetVersion(&v));
     id.driver = fmt::format("cuda-driver-{}", v);
   }
   return id;
 }
 
+GpuEnvironment gpu_environment(int device) {
+  if (device < 0) D2K_CUDA_CHECK(cudaGetDevice(&device));
+  GpuEnvironment g;
+  g.device = identify_device(device);
+  NvmlSampler nvml(device);
+  g.nvml_status = nvml.status();
+  g.max_sm_mhz = nvml.max_sm_mhz();
+  if (auto r = nvml.read_now()) {
+    g.sm_mhz = r->sm_mhz;
+    g.mem_mhz = r->mem_mhz;
+  }
+  return g;
+}
+
+void to_json(nlohmann::json& j, const GpuEnvironment& g) {
+  j = nlohmann::json{{"name", g.device.name},       {"uuid", g.device.uuid},   {"pci_bus_id", g.device.pci_bus_id},
+                     {"driver", g.device.driver},   {"nvml", g.nvml_status},   {"sm_mhz", g.sm_mhz},
+                     {"mem_mhz", g.mem_mhz},        {"max_sm_mhz", g.max_sm_mhz}};
+}
+
 Ceilings calibrate(int device, const CalibrateOptions& o) {
-  if (device < 0) D2K_MEASURE_CUDA(cudaGetDevice(&device));
-  D2K_MEASURE_CUDA(cudaSetDevice(device));
+  if (device < 0) D2K_CUDA_CHECK(cudaGetDevice(&device));
+  D2K_CUDA_CHECK(cudaSetDevice(device));
   if (o.gemm_size <= 0 || o.gemm_size % 16 != 0) throw measure_error("calibrate: gemm_size must be a positive multiple of 16");
   if (o.copy_reps <= 0 || o.gemm_reps <= 0 || o.fma_iters <= 0) throw measure_error("calibrate: reps and iters must be positive");
   cudaDeviceProp p{};
-  D2K_MEASURE_CUDA(cudaGetDeviceProperties(&p, device));
+  D2K_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
   Ceilings c;
   c.device = identify_device(device);
   c.source = "calibrated";
@@ -330,7 +397,11 @@ Ceilings calibrate(int device, const CalibrateOptions& o) {
       } catch (const measure_error& e) {
         // A type this device or library cannot run is left out, with the reason. A broken
         // context cannot be worked around: the synchronisation below throws for it.
-        D2K_MEASURE_CUDA(cudaDeviceSynchronize());
+        D2K_CUDA_CHECK(cudaDeviceSynchronize());
+        c.details[key] = {{"error", e.what()}};
+      } catch (const CudaError& e) {
+        if (e.sticky) throw;
+        D2K_CUDA_CHECK(cudaDeviceSynchronize());
         c.details[key] = {{"error", e.what()}};
       }
     }
@@ -343,22 +414,22 @@ Ceilings calibrate(int device, const CalibrateOptions& o) {
   measure_fma<unsigned>(c, "int32", 1664525u, 1013904223u, o.fma_iters, p.multiProcessorCount, s,
                         detail::launch_fma_loop_u32);
 
-  D2K_MEASURE_CUDA(cudaStreamSynchronize(s));
+  D2K_CUDA_CHECK(cudaStreamSynchronize(s));
   const ClockSummary clocks = nvml.stop();
   c.sm_clock_mhz = clocks.sm_mhz_median;
   nlohmann::json cj;
   to_json(cj, clocks);
   c.details["clocks"] = cj;
-  c.notes = "measured by calibrate(); copy_bw counts bytes read + written";
+  c.notes = "measured by calibrate(); copy_bw counts bytes read + written; the memory floor uses read_bw, stream_write_bw and deferred_writes";
   return c;
 }
 
 Ceilings ceilings_for_device(int device, const std::filesystem::path& file) {
-  if (device < 0) D2K_MEASURE_CUDA(cudaGetDevice(&device));
+  if (device < 0) D2K_CUDA_CHECK(cudaGetDevice(&device));
   Ceilings c = ceilings_for(identify_device(device), file);
   if (c.source == "datasheet") {
     cudaDeviceProp p{};
-    D2K_MEASURE_CUDA(cudaGetDeviceProperties(&p, device));
+    D2K_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
     c.l2_bytes = static_cast<std::size_t>(p.l2CacheSize);
     c.sm_count = p.multiProcessorCount;
   }

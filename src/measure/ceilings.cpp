@@ -1,5 +1,6 @@
 #include "measure/ceilings.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -8,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "measure/check.h"
+#include "measure/error.h"
 
 namespace d2k::measure {
 
@@ -38,12 +39,18 @@ void from_json(const nlohmann::json& j, DeviceIdentity& d) {
 }
 
 void to_json(nlohmann::json& j, const Ceilings& c) {
+  nlohmann::json deferred = nlohmann::json::array();
+  for (const auto& d : c.deferred_writes)
+    deferred.push_back({{"write_bytes", d.write_bytes}, {"deferred_bytes", d.deferred_bytes}});
   j = nlohmann::json{{"device", c.device},
                      {"key", c.device.key()},
                      {"source", c.source},
                      {"created", c.created},
                      {"copy_bw_Bps", c.copy_bw},
                      {"read_bw_Bps", c.read_bw},
+                     {"write_bw_Bps", c.write_bw},
+                     {"stream_write_bw_Bps", c.stream_write_bw},
+                     {"deferred_writes", deferred},
                      {"peak_ops_per_s", c.peak},
                      {"l2_bytes", c.l2_bytes},
                      {"sm_count", c.sm_count},
@@ -58,6 +65,13 @@ void from_json(const nlohmann::json& j, Ceilings& c) {
   c.created = j.value("created", "");
   c.copy_bw = j.at("copy_bw_Bps").get<double>();
   c.read_bw = j.value("read_bw_Bps", 0.0);
+  c.write_bw = j.value("write_bw_Bps", 0.0);
+  c.stream_write_bw = j.value("stream_write_bw_Bps", 0.0);
+  c.deferred_writes.clear();
+  for (const auto& d : j.value("deferred_writes", nlohmann::json::array()))
+    c.deferred_writes.push_back({d.at("write_bytes").get<double>(), d.at("deferred_bytes").get<double>()});
+  std::sort(c.deferred_writes.begin(), c.deferred_writes.end(),
+            [](const DeferredWrite& a, const DeferredWrite& b) { return a.write_bytes < b.write_bytes; });
   c.peak = j.at("peak_ops_per_s").get<std::map<std::string, double>>();
   c.l2_bytes = j.value("l2_bytes", std::size_t{0});
   c.sm_count = j.value("sm_count", 0);

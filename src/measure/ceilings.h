@@ -27,6 +27,12 @@ struct DeviceIdentity {
   std::string key() const;
 };
 
+/// Bytes of output write-back left after the end of a streaming kernel of `write_bytes` writes.
+struct DeferredWrite {
+  double write_bytes = 0;
+  double deferred_bytes = 0;
+};
+
 /// Ceilings of one device.
 struct Ceilings {
   DeviceIdentity device;
@@ -34,6 +40,14 @@ struct Ceilings {
   std::string created;  ///< UTC time of calibration, ISO 8601 ("" for datasheet entries)
   double copy_bw = 0;   ///< device-to-device copy bandwidth, bytes read + written per second
   double read_bw = 0;   ///< read-only kernel bandwidth, bytes/s (0 when not measured)
+  double write_bw = 0;  ///< write-only kernel bandwidth, bytes/s (0 when not measured)
+  /// Write rate inside a read + write stream: what a copy's written half moves at once its read
+  /// half runs at read_bw, 1 / (2 / copy_bw - 1 / read_bw). 0 when not measured.
+  double stream_write_bw = 0;
+  /// Output write-back that lands after a streaming kernel ends (dirty lines the L2 still holds),
+  /// by write size, measured with the timer's cold-L2 protocol: the memory floor does not charge
+  /// these bytes (docs/measurement.md, "Memory floor"). Sorted by write_bytes.
+  std::vector<DeferredWrite> deferred_writes;
   /// Peak rate per unit (kUnits), operations per second; an FMA counts as 2.
   std::map<std::string, double> peak;
   std::size_t l2_bytes = 0;

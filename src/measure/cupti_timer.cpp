@@ -321,37 +321,6 @@ WindowActivity analyze_window(std::span<const ActivityRecord> records, std::uint
   return w;
 }
 
-KernelSetVerdict judge_kernel_sets(const std::vector<std::vector<std::string>>& samples) {
-  auto distinct = [](const std::vector<std::string>& names) {
-    std::set<std::string> out;
-    for (const auto& n : names)
-      if (!n.empty() && n.front() != '[') out.insert(n);
-    return out;
-  };
-  auto harness = [](const std::string& n) {
-    return n.find("blocking_spin") != std::string::npos || n.find("l2_flush_") != std::string::npos;
-  };
-  std::vector<std::set<std::string>> sets;
-  std::map<std::set<std::string>, std::size_t> freq;
-  for (const auto& s : samples) ++freq[sets.emplace_back(distinct(s))];
-  KernelSetVerdict v;
-  const std::set<std::string>* mode = nullptr;
-  std::size_t best = 0;
-  // The most common non-empty set: a sample whose records were all lost has an empty set, and
-  // many of them (CUPTI losing records of short calls) must not make "nothing" the norm.
-  for (const auto& [set, n] : freq)
-    if (!set.empty() && n > best) best = n, mode = &set;
-  if (!mode && !freq.empty()) mode = &freq.begin()->first;
-  if (!mode) return v;
-  for (std::size_t i = 0; i < sets.size(); ++i) {
-    bool extra = false;
-    for (const auto& n : sets[i]) extra |= !harness(n) && mode->count(n) == 0;
-    if (extra) v.deviating.push_back(i);
-    if (v.names.empty() && sets[i] == *mode) v.names = samples[i];
-  }
-  return v;
-}
-
 JoinCheck check_join(const WindowActivity& w, std::uint64_t t_join_ns, std::uint64_t slack_ns) {
   JoinCheck j;
   if (w.names.empty() || t_join_ns == 0) return j;

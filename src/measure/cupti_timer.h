@@ -57,18 +57,6 @@ struct JoinCheck {
 /// (by more than `slack_ns`, for timestamp conversion) ran on a stream the call left unjoined.
 JoinCheck check_join(const WindowActivity& w, std::uint64_t t_join_ns, std::uint64_t slack_ns);
 
-/// The kernel-set rule over a measurement's samples (activity names per sample, start order).
-struct KernelSetVerdict {
-  std::vector<std::string> names;      ///< a sample of the most common set (empty: no samples)
-  std::vector<std::size_t> deviating;  ///< positions (in the input) of samples that deviate
-};
-/// Each sample's distinct kernels (copy-engine activities, named "[...]", left out) are compared
-/// with the most common non-empty set; a sample deviates when it ran a kernel that set lacks and that is
-/// not the harness's own (blocking_spin, l2_flush_*). Fewer kernels, or one counted twice, is
-/// not a deviation: time windows can lose a record to clock drift or give a sample a
-/// neighbour's harness kernel, but only another code path runs another kernel.
-KernelSetVerdict judge_kernel_sets(const std::vector<std::vector<std::string>>& samples);
-
 /// Process-wide CUPTI activity collector. Thread-safe.
 class CuptiCollector {
  public:

@@ -91,6 +91,15 @@ __global__ void copy_vec16(uint4* __restrict__ dst, const uint4* __restrict__ sr
     dst[i] = src[i];
 }
 
+// Writes n16 16-byte words (a pattern that changes with `salt`, so no store can be elided).
+__global__ void write_vec16(uint4* __restrict__ dst, std::size_t n16, unsigned salt) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n16; i += stride) {
+    const unsigned v = static_cast<unsigned>(i) ^ salt;
+    dst[i] = make_uint4(v, v + 1, v + 2, v + 3);
+  }
+}
+
 __global__ void read_vec16(const uint4* __restrict__ src, std::size_t n16, unsigned* sink, unsigned sentinel) {
   unsigned acc = 0;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
@@ -138,6 +147,11 @@ cudaError_t launch_fill_uniform(FillType t, void* p, std::size_t n, unsigned see
 
 cudaError_t launch_copy_vec16(void* dst, const void* src, std::size_t n16, int grid, cudaStream_t s) {
   copy_vec16<<<grid, 256, 0, s>>>(static_cast<uint4*>(dst), static_cast<const uint4*>(src), n16);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_write_vec16(void* dst, std::size_t n16, unsigned salt, int grid, cudaStream_t s) {
+  write_vec16<<<grid, 256, 0, s>>>(static_cast<uint4*>(dst), n16, salt);
   return cudaGetLastError();
 }
 

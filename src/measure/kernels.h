@@ -18,6 +18,8 @@ enum class FillType { bf16, f16, e4m3, f32, u32 };
 cudaError_t launch_fill_uniform(FillType t, void* p, std::size_t n, unsigned seed, int grid, cudaStream_t s);
 /// dst[i] = src[i] over n16 16-byte words, grid-stride.
 cudaError_t launch_copy_vec16(void* dst, const void* src, std::size_t n16, int grid, cudaStream_t s);
+/// Writes n16 16-byte words of a pattern derived from `salt`, grid-stride.
+cudaError_t launch_write_vec16(void* dst, std::size_t n16, unsigned salt, int grid, cudaStream_t s);
 /// Reads n16 16-byte words (XOR-reduced; *sink written only if the result equals sentinel).
 cudaError_t launch_read_vec16(const void* src, std::size_t n16, unsigned* sink, unsigned sentinel, int grid,
                               cudaStream_t s);

@@ -2,7 +2,7 @@
 
 #include <cuda_runtime.h>
 
-#include "measure/check.h"
+#include "measure/error.h"
 
 namespace d2k::measure {
 namespace detail {
@@ -40,7 +40,7 @@ __global__ void l2_flush_read(const uint4* buf, std::size_t n16, unsigned* gener
 namespace {
 std::string mangled_name(const void* func) {
   const char* name = nullptr;
-  D2K_MEASURE_CUDA(cudaFuncGetName(&name, func));
+  D2K_CUDA_CHECK(cudaFuncGetName(&name, func));
   return name ? std::string(name) : std::string();
 }
 }  // namespace
@@ -56,19 +56,19 @@ const std::string& L2Flusher::read_kernel_name() {
 }
 
 L2Flusher::L2Flusher(int device) {
-  if (device < 0) D2K_MEASURE_CUDA(cudaGetDevice(&device));
+  if (device < 0) D2K_CUDA_CHECK(cudaGetDevice(&device));
   device_ = device;
-  D2K_MEASURE_CUDA(cudaSetDevice(device_));
+  D2K_CUDA_CHECK(cudaSetDevice(device_));
   int l2 = 0, sms = 0;
-  D2K_MEASURE_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_));
-  D2K_MEASURE_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
+  D2K_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_));
+  D2K_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
   if (l2 <= 0) throw measure_error("L2Flusher: device reports no L2 cache size");
   l2_bytes_ = static_cast<std::size_t>(l2);
   // 2x the L2, rounded up to whole 16-byte words.
   bytes_ = (2 * l2_bytes_ + 15) / 16 * 16;
-  D2K_MEASURE_CUDA(cudaMalloc(&buffer_, bytes_));
-  D2K_MEASURE_CUDA(cudaMalloc(reinterpret_cast<void**>(&counter_), 2 * sizeof(unsigned)));
-  D2K_MEASURE_CUDA(cudaMemset(counter_, 0, 2 * sizeof(unsigned)));
+  D2K_CUDA_CHECK(cudaMalloc(&buffer_, bytes_));
+  D2K_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&counter_), 2 * sizeof(unsigned)));
+  D2K_CUDA_CHECK(cudaMemset(counter_, 0, 2 * sizeof(unsigned)));
   grid_ = sms * 4;
   // Resolve the kernel names now, outside any timed region or capture.
   (void)write_kernel_name();
@@ -83,25 +83,25 @@ L2Flusher::~L2Flusher() {
 
 void L2Flusher::reset_persisting(cudaStream_t stream) {
   std::size_t limit = 0;
-  D2K_MEASURE_CUDA(cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize));
-  if (limit != 0) D2K_MEASURE_CUDA(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0));
+  D2K_CUDA_CHECK(cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize));
+  if (limit != 0) D2K_CUDA_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0));
   cudaStreamAttrValue attr{};
   attr.accessPolicyWindow.base_ptr = nullptr;
   attr.accessPolicyWindow.num_bytes = 0;
   attr.accessPolicyWindow.hitRatio = 0.f;
   attr.accessPolicyWindow.hitProp = cudaAccessPropertyNormal;
   attr.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
-  D2K_MEASURE_CUDA(cudaStreamSetAttribute(stream, cudaStreamAttributeAccessPolicyWindow, &attr));
-  D2K_MEASURE_CUDA(cudaCtxResetPersistingL2Cache());
+  D2K_CUDA_CHECK(cudaStreamSetAttribute(stream, cudaStreamAttributeAccessPolicyWindow, &attr));
+  D2K_CUDA_CHECK(cudaCtxResetPersistingL2Cache());
 }
 
 void L2Flusher::enqueue(cudaStream_t stream) {
   const std::size_t n16 = bytes_ / 16;
   detail::l2_flush_write<<<grid_, 256, 0, stream>>>(static_cast<uint4*>(buffer_), n16, counter_);
-  D2K_MEASURE_LAUNCHED(l2_flush_write);
+  D2K_CUDA_CHECK_LAUNCH();
   detail::l2_flush_read<<<grid_, 256, 0, stream>>>(static_cast<const uint4*>(buffer_), n16,
                                                     counter_, 0xFFFFFFFFu ^ 0x2545F491u);
-  D2K_MEASURE_LAUNCHED(l2_flush_read);
+  D2K_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace d2k::measure

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "measure/check.h"
+#include "measure/error.h"
 
 namespace d2k::measure {
 

@@ -68,7 +68,6 @@ class StoppingRule {
   double noise() const { return stats_.rel_noise(); }
   std::size_t samples() const { return stats_.count(); }
   double total_s() const { return stats_.total(); }
-  const StoppingCriteria& criteria() const { return c_; }
 
  private:
   bool noise_settled() const;

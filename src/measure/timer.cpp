@@ -6,6 +6,7 @@
 #include <atomic>
 #include <optional>
 #include <random>
+#include <set>
 #include <span>
 #include <thread>
 
@@ -13,10 +14,12 @@
 #include <nlohmann/json.hpp>
 
 #include "measure/audited_time.h"
-#include "measure/check.h"
+#include "measure/error.h"
 #include "measure/kernels.h"
 #include "measure/cupti_timer.h"
 #include "measure/kernel_origin.h"
+#include "measure/kernel_set.h"
+#include "measure/tripwires.h"
 
 namespace d2k::measure {
 
@@ -30,7 +33,7 @@ double seconds_since(clock_type::time_point t0) {
 std::string blocking_kernel_name() {
   static const std::string n = [] {
     const char* name = nullptr;
-    D2K_MEASURE_CUDA(cudaFuncGetName(&name, detail::blocking_spin_symbol()));
+    D2K_CUDA_CHECK(cudaFuncGetName(&name, detail::blocking_spin_symbol()));
     return std::string(name ? name : "");
   }();
   return n;
@@ -49,12 +52,12 @@ class BlockingFlag {
   void ensure() {
     if (host_) return;
     void* p = nullptr;
-    D2K_MEASURE_CUDA(cudaHostAlloc(&p, 2 * sizeof(int), cudaHostAllocMapped));
+    D2K_CUDA_CHECK(cudaHostAlloc(&p, 2 * sizeof(int), cudaHostAllocMapped));
     host_ = static_cast<volatile int*>(p);
     host_[0] = 0;
     host_[1] = 0;
     void* d = nullptr;
-    D2K_MEASURE_CUDA(cudaHostGetDevicePointer(&d, p, 0));
+    D2K_CUDA_CHECK(cudaHostGetDevicePointer(&d, p, 0));
     dev_ = static_cast<int*>(d);
   }
   void hold(cudaStream_t s, double timeout_s) {
@@ -62,7 +65,7 @@ class BlockingFlag {
     host_[1] = 0;
     std::atomic_thread_fence(std::memory_order_seq_cst);
     const auto ns = static_cast<unsigned long long>(std::max(0.0, timeout_s) * 1e9);
-    D2K_MEASURE_CUDA(detail::launch_blocking_spin(s, dev_, dev_ + 1, ns));
+    D2K_CUDA_CHECK(detail::launch_blocking_spin(s, dev_, dev_ + 1, ns));
   }
   void release() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -78,7 +81,7 @@ class BlockingFlag {
 
 class Event {
  public:
-  Event() { D2K_MEASURE_CUDA(cudaEventCreate(&e_)); }
+  Event() { D2K_CUDA_CHECK(cudaEventCreate(&e_)); }
   ~Event() {
     if (e_) cudaEventDestroy(e_);
   }
@@ -109,15 +112,14 @@ struct GraphExec {
 
 double event_seconds(const Event& a, const Event& b) {
   float ms = 0;
-  D2K_MEASURE_CUDA(cudaEventElapsedTime(&ms, a.get(), b.get()));
+  D2K_CUDA_CHECK(cudaEventElapsedTime(&ms, a.get(), b.get()));
   return ms * 1e-3;
 }
 
 void sync_after_call(std::size_t index) {
   const cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess)
-    throw measure_error(fmt::format("sample {}: device error after the call: {} ({})", index,
-                                    cudaGetErrorString(e), cudaGetErrorName(e)));
+    throw CudaError(e, fmt::format("sample {}: device error after the call", index));
 }
 
 // Stops CUPTI recording and the NVML thread however the loop ends.
@@ -134,8 +136,7 @@ struct LoopGuard {
 void sync_stream(cudaStream_t stream, std::size_t index) {
   const cudaError_t e = cudaStreamSynchronize(stream);
   if (e != cudaSuccess)
-    throw measure_error(fmt::format("sample {}: stream error after the call: {} ({})", index, cudaGetErrorString(e),
-                                    cudaGetErrorName(e)));
+    throw CudaError(e, fmt::format("sample {}: stream error after the call", index));
 }
 
 // Seconds since `t`, and moves `t` to now.
@@ -146,8 +147,7 @@ double lap(clock_type::time_point& t) {
   return d;
 }
 
-MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const MeasureOptions& opts,
-                          L2Flusher& flusher, NvmlSampler* nvml, BlockingFlag& blocking) {
+void validate(const LaunchFn& launch, const MeasureOptions& opts) {
   if (!launch) throw measure_error("measure: launch callable is empty");
   opts.stopping.validate();
   if (opts.graph && opts.graph_variants == 0) throw measure_error("measure: graph_variants must be >= 1");
@@ -159,78 +159,126 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
     throw measure_error("measure: cupti_audit_share must be in (0, 1]");
   if (opts.blocking_kernel && !(opts.blocking_timeout_s > 0))
     throw measure_error("measure: blocking_timeout_s must be > 0");
+}
 
-  MeasureResult res;
-  res.graph = opts.graph;
-  res.l2_flushed = opts.flush_l2;
-  // A graph is one launch: there is nothing to hold the stream for.
-  bool blocking_on = opts.blocking_kernel && !opts.graph;
-  const auto t_all = clock_type::now();
+// The kernels (not copies) of a drain's records, in start order.
+KernelNames kernel_names_of(std::vector<ActivityRecord> recs) {
+  std::stable_sort(recs.begin(), recs.end(),
+                   [](const ActivityRecord& x, const ActivityRecord& y) { return x.start_ns < y.start_ns; });
+  KernelNames out;
+  for (const auto& r : recs)
+    if (r.kind == ActivityRecord::Kind::kernel) out.push_back(r.name);
+  return out;
+}
 
-  CuptiCollector& col = CuptiCollector::instance();
-  LoopGuard guard;
-  bool cupti_on = false;
-  if (opts.use_cupti) {
-    col.start();
-    guard.cupti = &col;
-    cupti_on = col.available();
-    res.cupti_status = col.status();
-  } else {
-    res.cupti_status = "not requested";
+/// One measurement, in the phases nvbench names: settle, capture graphs, warm up, sample loop
+/// (each batch's records accounted sample by sample), judge the kernel set, summarise.
+class MeasureRun {
+ public:
+  MeasureRun(const LaunchFn& launch, cudaStream_t stream, const MeasureOptions& opts, L2Flusher& flusher,
+             NvmlSampler* nvml, BlockingFlag& blocking)
+      : launch_(launch), stream_(stream), opts_(opts), flusher_(flusher), nvml_(nvml), blocking_(blocking),
+        col_(CuptiCollector::instance()), schedule_(opts.cupti_audit_share, opts.cupti_audit_run, std::random_device{}()),
+        rule_(opts.stopping) {}
+
+  MeasureResult run() {
+    t_all_ = clock_type::now();
+    start_collectors();
+    settle();
+    if (opts_.graph) capture_graphs();
+    warm_up();
+    sample_loop();
+    judge_kernel_set();
+    summarise();
+    return std::move(res_);
   }
-  res.timer = cupti_on ? "cupti" : "events";
-  // Audit sampling: CUPTI records only the samples chosen for it; the others run uninstrumented.
-  // Not for graph replays: with recording toggled between replays, CUPTI's records of a graph's
-  // kernels did not line up with the replay (spans of hundreds of microseconds around a 6 us
-  // kernel, on the H200), so graphs are recorded on every sample.
-  const bool audit_mode = cupti_on && opts.cupti_audit_share < 1 && !opts.graph;
-  if (audit_mode) col.set_recording(false);
-  AuditSchedule schedule(opts.cupti_audit_share, opts.cupti_audit_run, std::random_device{}());
-  if (nvml && opts.sample_clocks && nvml->available()) {
-    nvml->start(opts.clock_period);
-    guard.nvml = nvml;
-    guard.nvml_running = true;
+
+ private:
+  // A sample whose CUPTI records are not yet delivered: its window and its host-side results.
+  struct Pending {
+    Sample s;
+    std::uint64_t t_begin = 0, t_join = 0, t_end = 0;
+    double wall_end = 0;  // seconds since the sampling loop began, at the end of the sample
+  };
+
+  void start_collectors() {
+    res_.graph = opts_.graph;
+    res_.l2_flushed = opts_.flush_l2;
+    // A graph is one launch: there is nothing to hold the stream for.
+    blocking_on_ = opts_.blocking_kernel && !opts_.graph;
+    if (opts_.use_cupti) {
+      col_.start();
+      guard_.cupti = &col_;
+      cupti_on_ = col_.available();
+      res_.cupti_status = col_.status();
+    } else {
+      res_.cupti_status = "not requested";
+    }
+    res_.timer = cupti_on_ ? "cupti" : "events";
+    // Audit sampling, eager and graph replays alike: CUPTI records only the samples chosen for
+    // it; the others run uninstrumented. (Graph replays under CUPTI read ~7 % high on many-block
+    // kernels.) Recording is switched at plain samples only, after the audit run's records were
+    // delivered, as in eager mode.
+    audit_mode_ = cupti_on_ && opts_.cupti_audit_share < 1;
+    if (audit_mode_) col_.set_recording(false);
+    if (nvml_ && opts_.sample_clocks && nvml_->available()) {
+      nvml_->start(opts_.clock_period);
+      guard_.nvml = nvml_;
+      guard_.nvml_running = true;
+    }
+    if (blocking_on_) blocking_.ensure();
+    blocking_name_ = blocking_on_ ? blocking_kernel_name() : std::string();
+    if (opts_.graph && opts_.flush_l2) {
+      graph_exclude_.push_back(L2Flusher::write_kernel_name());
+      graph_exclude_.push_back(L2Flusher::read_kernel_name());
+    }
+    slack_ns_ = static_cast<std::uint64_t>(opts_.join_slack_s * 1e9);
+    max_mhz_ = (nvml_ && nvml_->available()) ? nvml_->max_sm_mhz() : 0;
   }
-  if (blocking_on) blocking.ensure();
-  const std::string blocking_name = blocking_on ? blocking_kernel_name() : std::string();
 
-  std::vector<std::string> graph_exclude;
-  if (opts.graph && opts.flush_l2) {
-    graph_exclude.push_back(L2Flusher::write_kernel_name());
-    graph_exclude.push_back(L2Flusher::read_kernel_name());
+  // A previous measurement (a power-capped GEMM) can leave the clocks throttled for a while;
+  // starting now would charge its power state to this call (nvbench's throttle recovery).
+  void settle() {
+    if (!guard_.nvml_running || !(opts_.settle_max_s > 0)) return;
+    const auto t_settle = clock_type::now();
+    for (;;) {
+      const std::optional<NvmlReading> r = nvml_->read_now();
+      if (!r || !is_throttle(r->reasons)) break;
+      if (res_.settle_reasons.empty()) res_.settle_reasons = clock_event_reason_names(r->reasons);
+      if (seconds_since(t_settle) >= opts_.settle_max_s) {
+        res_.settle_timed_out = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    res_.settle_s = seconds_since(t_settle);
   }
-  const auto slack_ns = static_cast<std::uint64_t>(opts.join_slack_s * 1e9);
 
-  Event ev0, ev1;
-  std::vector<GraphExec> graphs;
-  std::size_t index = 0;
-
-  if (opts.graph) {
+  void capture_graphs() {
     // One eager call first: module loading and one-time set-up must not happen inside a capture.
-    if (opts.prepare) opts.prepare(index);
-    launch(index, stream);
-    sync_after_call(index);
-    if (opts.check) opts.check(index);
-    ++index;
-    for (std::size_t v = 0; v < opts.graph_variants; ++v) {
+    if (opts_.prepare) opts_.prepare(index_);
+    launch_(index_, stream_);
+    sync_after_call(index_);
+    ++index_;
+    for (std::size_t v = 0; v < opts_.graph_variants; ++v) {
       GraphExec g;
-      D2K_MEASURE_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      D2K_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
       try {
         // The flush is inside the graph: a replay without it would time a warm L2.
-        if (opts.flush_l2) flusher.enqueue(stream);
+        if (opts_.flush_l2) flusher_.enqueue(stream_);
         // External records become event-record nodes; a plain cudaEventRecord inside a capture
         // only orders work and never records a time.
-        D2K_MEASURE_CUDA(cudaEventRecordWithFlags(g.start.get(), stream, cudaEventRecordExternal));
-        launch(v, stream);
-        D2K_MEASURE_CUDA(cudaEventRecordWithFlags(g.stop.get(), stream, cudaEventRecordExternal));
+        D2K_CUDA_CHECK(cudaEventRecordWithFlags(g.start.get(), stream_, cudaEventRecordExternal));
+        launch_(v, stream_);
+        D2K_CUDA_CHECK(cudaEventRecordWithFlags(g.stop.get(), stream_, cudaEventRecordExternal));
       } catch (...) {
         cudaGraph_t junk = nullptr;
-        cudaStreamEndCapture(stream, &junk);
+        cudaStreamEndCapture(stream_, &junk);
         if (junk) cudaGraphDestroy(junk);
         cudaGetLastError();
         throw;
       }
-      const cudaError_t e = cudaStreamEndCapture(stream, &g.graph);
+      const cudaError_t e = cudaStreamEndCapture(stream_, &g.graph);
       if (e != cudaSuccess) {
         cudaGetLastError();
         throw measure_error(fmt::format(
@@ -238,332 +286,394 @@ MeasureResult run_measure(const LaunchFn& launch, cudaStream_t stream, const Mea
             "side stream unjoined cannot be captured)",
             cudaGetErrorString(e)));
       }
-      D2K_MEASURE_CUDA(cudaGraphInstantiate(&g.exec, g.graph, 0));
-      D2K_MEASURE_CUDA(cudaGraphUpload(g.exec, stream));
-      graphs.push_back(std::move(g));
+      D2K_CUDA_CHECK(cudaGraphInstantiate(&g.exec, g.graph, 0));
+      D2K_CUDA_CHECK(cudaGraphUpload(g.exec, stream_));
+      graphs_.push_back(std::move(g));
     }
   }
 
-  // A sample whose CUPTI records are not yet delivered: its window and its host-side results.
-  struct Pending {
-    Sample s;
-    std::uint64_t t_begin = 0, t_join = 0, t_end = 0;
-    double wall_end = 0;  // seconds since the sampling loop began, at the end of the sample
-  };
-  SampleOverhead sum;
-  std::size_t timed_runs = 0;
-  double hooks_s = 0;  // time spent in the prepare and check hooks
+  // Enqueues the call between the two events (eager: behind the blocking kernel), or replays
+  // the graph; returns the events that bracket it.
+  std::pair<const Event*, const Event*> enqueue_call(std::size_t i, Pending& p) {
+    if (opts_.graph) {
+      const GraphExec& g = graphs_[i % graphs_.size()];
+      D2K_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
+      return {&g.start, &g.stop};
+    }
+    p.s.blocked = blocking_on_;
+    if (blocking_on_) blocking_.hold(stream_, opts_.blocking_timeout_s);
+    try {
+      D2K_CUDA_CHECK(cudaEventRecord(ev0_.get(), stream_));
+      launch_(i, stream_);
+      D2K_CUDA_CHECK(cudaEventRecord(ev1_.get(), stream_));
+    } catch (...) {
+      // Let the stream go before leaving, or it stays held until the spin times out.
+      if (blocking_on_) blocking_.release();
+      throw;
+    }
+    if (blocking_on_) blocking_.release();
+    return {&ev0_, &ev1_};
+  }
 
-  // One call with its flush, hooks and synchronisations. CUPTI records are read later, in batches.
-  auto run_one = [&](std::size_t i, bool timed, bool audit) -> Pending {
+  // The very first call may legitimately enqueue slowly (module loading, library handles); a
+  // timeout after it means the call waits for its own stream, and every further sample would
+  // stall for the whole timeout.
+  void note_blocking_timeout(std::size_t i) {
+    res_.blocking_timed_out = true;
+    if (i == 0 || !blocking_on_) return;
+    blocking_on_ = false;
+    res_.blocking_disabled = fmt::format(
+        "the blocking kernel timed out ({:.3g} s) in call {}: the call waits for the harness stream before "
+        "it returns (a synchronisation or a synchronous copy inside); later samples run without it, so "
+        "their event times include host launch latency",
+        opts_.blocking_timeout_s, i);
+  }
+
+  // One call with its flush, hooks and synchronisations. CUPTI records are read later.
+  Pending run_one(std::size_t i, bool timed, bool audit) {
     Pending p;
     p.s.index = i;
-    p.s.audit = cupti_on && (audit || !audit_mode);
+    p.s.audit = cupti_on_ && (audit || !audit_mode_);
     auto t = clock_type::now();
-    if (opts.prepare) opts.prepare(i);
+    if (opts_.prepare) opts_.prepare(i);
     const double d_prepare = lap(t);
-    if (opts.flush_l2) {
-      flusher.reset_persisting(stream);
-      if (!opts.graph) flusher.enqueue(stream);
+    if (opts_.flush_l2) {
+      flusher_.reset_persisting(stream_);
+      if (!opts_.graph) flusher_.enqueue(stream_);
     }
     const double d_flush = lap(t);
     // Idle device at the start of the window: the flush cannot overlap the call's side-stream
     // work, and every activity that starts inside the window is the call's (or the harness's
-    // blocking kernel, left out by name).
-    D2K_MEASURE_CUDA(cudaDeviceSynchronize());
+    // blocking kernel, left out by correlation id).
+    D2K_CUDA_CHECK(cudaDeviceSynchronize());
     const double d_idle = lap(t);
-    // Recording goes off only at a plain sample: the loop delivers an audit run's records (a
-    // forced flush) before the next plain sample, since records of short kernels still pending
-    // when recording stops were lost on the H200.
-    if (audit_mode) col.set_recording(p.s.audit);
-    p.t_begin = cupti_on ? col.now() : 0;
-    const Event* a = &ev0;
-    const Event* b = &ev1;
-    if (opts.graph) {
-      const GraphExec& g = graphs[i % graphs.size()];
-      D2K_MEASURE_CUDA(cudaGraphLaunch(g.exec, stream));
-      a = &g.start;
-      b = &g.stop;
-    } else {
-      p.s.blocked = blocking_on;
-      if (blocking_on) blocking.hold(stream, opts.blocking_timeout_s);
-      try {
-        D2K_MEASURE_CUDA(cudaEventRecord(ev0.get(), stream));
-        launch(i, stream);
-        D2K_MEASURE_CUDA(cudaEventRecord(ev1.get(), stream));
-      } catch (...) {
-        // Let the stream go before leaving, or it stays held until the spin times out.
-        if (blocking_on) blocking.release();
-        throw;
-      }
-      if (blocking_on) blocking.release();
-    }
+    // Recording goes off only at a plain sample: an audit run's records are delivered (a forced
+    // flush) before the next plain sample, since records of short kernels still pending when
+    // recording stops were lost on the H200.
+    if (audit_mode_) col_.set_recording(p.s.audit);
+    p.t_begin = cupti_on_ ? col_.now() : 0;
+    const auto [a, b] = enqueue_call(i, p);
     const double d_launch = lap(t);
     // The harness stream first: whatever ends after this returns was not joined onto it.
-    sync_stream(stream, i);
-    p.t_join = cupti_on ? col.now() : 0;
+    sync_stream(stream_, i);
+    p.t_join = cupti_on_ ? col_.now() : 0;
     sync_after_call(i);
-    p.t_end = cupti_on ? col.now() : 0;
+    p.t_end = cupti_on_ ? col_.now() : 0;
     const double d_sync = lap(t);
-    if (p.s.blocked && blocking.timed_out()) {
-      res.blocking_timed_out = true;
-      // The very first call may legitimately enqueue slowly (module loading, library handles);
-      // a timeout after it means the call waits for its own stream, and every further sample
-      // would stall for the whole timeout.
-      if (i != 0 && blocking_on) {
-        blocking_on = false;
-        res.blocking_disabled = fmt::format(
-            "the blocking kernel timed out ({:.3g} s) in call {}: the call waits for the harness stream before "
-            "it returns (a synchronisation or a synchronous copy inside); later samples run without it, so "
-            "their event times include host launch latency",
-            opts.blocking_timeout_s, i);
-      }
-    }
+    if (p.s.blocked && blocking_.timed_out()) note_blocking_timeout(i);
     p.s.event_s = event_seconds(*a, *b);
-    if (opts.check) opts.check(i);
-    if (guard.nvml_running)
-      if (auto r = nvml->latest()) p.s.sm_mhz = r->sm_mhz;
+    if (guard_.nvml_running)
+      if (auto r = nvml_->latest()) p.s.sm_mhz = r->sm_mhz;
     const double d_check = lap(t);
-    hooks_s += d_prepare + d_check;
+    hooks_s_ += d_prepare;
     if (timed) {
-      ++timed_runs;
-      sum.prepare_s += d_prepare;
-      sum.flush_s += d_flush;
-      sum.idle_s += d_idle;
-      sum.launch_s += d_launch;
-      sum.sync_s += d_sync;
-      sum.check_s += d_check;
+      ++timed_runs_;
+      sum_.prepare_s += d_prepare;
+      sum_.flush_s += d_flush;
+      sum_.idle_s += d_idle;
+      sum_.launch_s += d_launch;
+      sum_.sync_s += d_sync;
+      sum_.check_s += d_check;
     }
     return p;
-  };
+  }
 
-  // Settle: a previous measurement (a power-capped GEMM) can leave the clocks throttled for a
-  // while; starting now would charge its power state to this call (nvbench's throttle recovery).
-  if (guard.nvml_running && opts.settle_max_s > 0) {
-    const auto t_settle = clock_type::now();
-    for (;;) {
-      const std::optional<NvmlReading> r = nvml->read_now();
-      if (!r || !is_throttle(r->reasons)) break;
-      if (res.settle_reasons.empty()) res.settle_reasons = clock_event_reason_names(r->reasons);
-      if (seconds_since(t_settle) >= opts.settle_max_s) {
-        res.settle_timed_out = true;
-        break;
+  // At least warmup_min_calls calls, until warmup_min_s has passed. With audit sampling every
+  // other call is recorded, so both paths are warm (CUPTI instruments a kernel when it is first
+  // launched under recording). The first recorded warm-up calls are the kernel-set rule's
+  // reference calls: each one's records are drained on their own after its synchronisation, so
+  // they are every record of that call (no time window can lose one).
+  void warm_up() {
+    const auto t_warm = clock_type::now();
+    if (cupti_on_) (void)col_.drain();  // records of earlier work (the graph's eager call)
+    const std::size_t refs = cupti_on_ ? std::max<std::size_t>(1, opts_.kernel_set_reference_calls) : 0;
+    // Recorded calls: every call, or every other with audit sampling.
+    const std::size_t calls_for_refs = audit_mode_ ? 2 * refs - 1 : refs;
+    const std::size_t warm_min = std::max<std::size_t>({1, opts_.warmup_min_calls, calls_for_refs});
+    const std::size_t warm_max = std::max(warm_min, opts_.warmup_max_calls);
+    for (std::size_t n = 0; n < warm_max; ++n) {
+      const bool audit = !audit_mode_ || n % 2 == 0;
+      (void)run_one(index_++, false, audit);
+      if (cupti_on_ && audit && reference_.size() < refs) reference_.push_back(kernel_names_of(col_.drain()));
+      ++res_.warmup_calls;
+      if (res_.warmup_calls >= warm_min && seconds_since(t_warm) >= opts_.warmup_min_s) break;
+    }
+    if (cupti_on_) (void)col_.drain();  // the rest of the warm-up's records: nothing reads them
+    reference_set_ = reference_kernels(reference_);
+    res_.kernel_set_reference_calls = reference_.size();
+    res_.warmup_s = seconds_since(t_warm);
+  }
+
+  // The launch offset so far (over complete audit samples), refreshed while it is young and then
+  // every 16 audit samples (a median per plain sample would cost O(n log n) each).
+  double offset_estimate() {
+    if (offsets_.size() != offset_cached_n_ && (offsets_.size() <= 16 || offsets_.size() >= offset_cached_n_ + 16)) {
+      offset_cached_ = summarize(offsets_).median;
+      offset_cached_n_ = offsets_.size();
+    }
+    return offset_cached_;
+  }
+
+  // An audit sample's records: window, join check, per-kernel and per-origin busy time.
+  void account_audit(Pending& q, std::span<const ActivityRecord> recs) {
+    // Records sorted by start: the window's records are one contiguous run.
+    auto lo = std::lower_bound(recs.begin(), recs.end(), q.t_begin,
+                               [](const ActivityRecord& r, std::uint64_t t) { return r.start_ns < t; });
+    auto hi = std::upper_bound(lo, recs.end(), q.t_end,
+                               [](std::uint64_t t, const ActivityRecord& r) { return t < r.start_ns; });
+    std::vector<std::string> exclude = graph_exclude_;
+    if (q.s.blocked) {
+      // The blocking kernel was the first launch after the window opened, so its record has
+      // the window's smallest correlation id: excluded by that, whatever its name's spelling.
+      const ActivityRecord* spin = nullptr;
+      for (auto it = lo; it != hi; ++it)
+        if (it->kind == ActivityRecord::Kind::kernel && (!spin || it->correlation_id < spin->correlation_id))
+          spin = &*it;
+      exclude.push_back(spin && !spin->raw_name.empty() ? spin->raw_name : blocking_name_);
+    }
+    WindowActivity w = analyze_window(std::span<const ActivityRecord>(lo, hi), q.t_begin, q.t_end, exclude);
+    q.s.cupti_s = w.span_s;
+    q.s.kernels = w.kernels;
+    q.s.memcpys = w.memcpys;
+    q.s.memsets = w.memsets;
+    if (!w.names.empty()) {
+      // The slack grows with the sample: device timestamps are converted to CUPTI's host
+      // clock, and over milliseconds the two drift apart by more than a fixed slack.
+      const std::uint64_t span_ns = q.t_join > q.t_begin ? q.t_join - q.t_begin : 0;
+      const JoinCheck jc = check_join(w, q.t_join, std::max<std::uint64_t>(slack_ns_, span_ns / 10));
+      res_.join_late_max_s = have_join_ ? std::max(res_.join_late_max_s, jc.late_s) : jc.late_s;
+      have_join_ = true;
+      if (jc.unjoined) {
+        q.s.unjoined = true;
+        ++res_.unjoined_samples;
+        if (res_.unjoined_example.empty()) res_.unjoined_example = jc.name;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      audit_spans_.push_back(q.s.cupti_s);
+      audit_events_.push_back(q.s.event_s);
+      audit_pos_.push_back(sample_names_.size());
+      // A sample that lost a record of the reference calls' kernels has a short span: missing
+      // data for the stopping rule's offset estimate.
+      const std::set<std::string> have = distinct_kernels(w.names);
+      if (std::includes(have.begin(), have.end(), reference_set_.begin(), reference_set_.end()))
+        offsets_.push_back(q.s.event_s - q.s.cupti_s);
+    } else {
+      ++res_.empty_samples;
     }
-    res.settle_s = seconds_since(t_settle);
+    sample_index_.push_back(q.s.index);
+    sample_names_.push_back(w.names);
+    for (const auto& [name, busy] : w.busy) {
+      per_kernel_.add(name, busy);
+      OriginTime& o = res_.attribution[std::string(kernel_origin(name))];
+      o.busy_s += busy;
+      ++o.count;
+      busy_all_ += busy;
+    }
   }
 
-  // Warm-up: at least one call (at least warmup_min_calls), until warmup_min_s has passed. With
-  // audit sampling, every other call is recorded, so both paths are warm (CUPTI instruments a
-  // kernel when it is first launched under recording).
-  const auto t_warm = clock_type::now();
-  const std::size_t warm_min = std::max<std::size_t>({1, opts.warmup_min_calls, audit_mode ? 2u : 1u});
-  const std::size_t warm_max = std::max(warm_min, opts.warmup_max_calls);
-  for (std::size_t n = 0; n < warm_max; ++n) {
-    (void)run_one(index++, false, n % 2 == 0);
-    ++res.warmup_calls;
-    if (res.warmup_calls >= warm_min && seconds_since(t_warm) >= opts.warmup_min_s) break;
-  }
-  if (cupti_on) (void)col.drain();  // the warm-up's records: nothing reads them
-  res.warmup_s = seconds_since(t_warm);
-
-  StoppingRule rule(opts.stopping);
-  // Audit samples: CUPTI spans with their events (pairs); plain samples: events only.
-  std::vector<double> audit_spans, audit_events, plain_events;
-  std::vector<double> offsets;  // events - span of the audit samples so far (the rule's correction)
-  // Each audit sample's activity names, judged once sampling ends (judge_kernel_sets).
-  std::vector<std::size_t> sample_index;
-  std::vector<std::vector<std::string>> sample_names;
-  double busy_all = 0;
-  bool have_join = false;
-  bool rule_done = false;  // the stopping rule has decided; only missing audit samples are taken
-  NamedDurations per_kernel;
-  // The launch offset so far, refreshed while it is young and then every 16 audit samples (a
-  // median per plain sample would cost O(n log n) each).
-  double offset_cached = 0;
-  std::size_t offset_cached_n = 0;
-  auto offset_estimate = [&] {
-    if (offsets.size() != offset_cached_n && (offsets.size() <= 16 || offsets.size() >= offset_cached_n + 16)) {
-      offset_cached = summarize(offsets).median;
-      offset_cached_n = offsets.size();
-    }
-    return offset_cached;
-  };
-  const unsigned max_mhz = (nvml && nvml->available()) ? nvml->max_sm_mhz() : 0;
-
-  // Attributes one sample's records and feeds the rule (sets rule_done when it says stop).
-  auto account = [&](Pending& q, std::span<const ActivityRecord> recs) {
+  // Attributes one sample's records and feeds the rule (sets rule_done_ when it says stop).
+  void account(Pending& q, std::span<const ActivityRecord> recs) {
     // After the rule's decision, only audit samples of the top-up count (audit sampling).
-    if (rule_done && (!audit_mode || !q.s.audit)) return;
-    if (q.s.audit) {
-      // Records sorted by start: the window's records are one contiguous run.
-      auto lo = std::lower_bound(recs.begin(), recs.end(), q.t_begin,
-                                 [](const ActivityRecord& r, std::uint64_t t) { return r.start_ns < t; });
-      auto hi = std::upper_bound(lo, recs.end(), q.t_end,
-                                 [](std::uint64_t t, const ActivityRecord& r) { return t < r.start_ns; });
-      std::vector<std::string> exclude = graph_exclude;
-      if (q.s.blocked) {
-        // The blocking kernel was the first launch after the window opened, so its record has
-        // the window's smallest correlation id: excluded by that, whatever its name's spelling.
-        const ActivityRecord* spin = nullptr;
-        for (auto it = lo; it != hi; ++it)
-          if (it->kind == ActivityRecord::Kind::kernel && (!spin || it->correlation_id < spin->correlation_id))
-            spin = &*it;
-        exclude.push_back(spin && !spin->raw_name.empty() ? spin->raw_name : blocking_name);
-      }
-      WindowActivity w = analyze_window(std::span<const ActivityRecord>(lo, hi), q.t_begin, q.t_end, exclude);
-      q.s.cupti_s = w.span_s;
-      q.s.kernels = w.kernels;
-      q.s.memcpys = w.memcpys;
-      q.s.memsets = w.memsets;
-      if (!w.names.empty()) {
-        // The slack grows with the sample: device timestamps are converted to CUPTI's host
-        // clock, and over milliseconds the two drift apart by more than a fixed slack.
-        const std::uint64_t span_ns = q.t_join > q.t_begin ? q.t_join - q.t_begin : 0;
-        const JoinCheck jc = check_join(w, q.t_join, std::max<std::uint64_t>(slack_ns, span_ns / 10));
-        res.join_late_max_s = have_join ? std::max(res.join_late_max_s, jc.late_s) : jc.late_s;
-        have_join = true;
-        if (jc.unjoined) {
-          q.s.unjoined = true;
-          ++res.unjoined_samples;
-          if (res.unjoined_example.empty()) res.unjoined_example = jc.name;
-        }
-        audit_spans.push_back(q.s.cupti_s);
-        audit_events.push_back(q.s.event_s);
-        offsets.push_back(q.s.event_s - q.s.cupti_s);
-      } else {
-        ++res.empty_samples;
-      }
-      sample_index.push_back(q.s.index);
-      sample_names.push_back(w.names);
-      for (const auto& [name, busy] : w.busy) {
-        per_kernel.add(name, busy);
-        OriginTime& o = res.attribution[std::string(kernel_origin(name))];
-        o.busy_s += busy;
-        ++o.count;
-        busy_all += busy;
-      }
-    }
-    if (!audit_mode || !q.s.audit) plain_events.push_back(q.s.event_s);
-    if (max_mhz && q.s.sm_mhz && q.s.sm_mhz < 0.75 * max_mhz) ++res.low_clock_samples;
-    if (opts.keep_samples) res.samples.push_back(q.s);
-    if (rule_done) return;
-    if (!audit_mode)
-      rule.add(cupti_on ? q.s.cupti_s : q.s.event_s);
+    if (rule_done_ && (!audit_mode_ || !q.s.audit)) return;
+    if (q.s.audit) account_audit(q, recs);
+    if (!audit_mode_ || !q.s.audit) plain_events_.push_back(q.s.event_s);
+    if (max_mhz_ && q.s.sm_mhz && q.s.sm_mhz < 0.75 * max_mhz_) ++res_.low_clock_samples;
+    res_.samples.push_back(q.s);
+    if (rule_done_) return;
+    if (!audit_mode_)
+      rule_.add(cupti_on_ ? q.s.cupti_s : q.s.event_s);
     else if (!q.s.audit)  // the corrected time: the rule's noise is relative to what is reported
-      rule.add(q.s.event_s - offset_estimate());
+      rule_.add(q.s.event_s - offset_estimate());
     // Audit samples do not feed the rule (their kernels ran instrumented), but its caps apply.
-    rule_done = rule.should_stop(q.wall_end);
-  };
+    rule_done_ = rule_.should_stop(q.wall_end);
+  }
 
-  std::vector<Pending> batch;
-  double batch_begin = 0, cupti_time = 0;
-  std::size_t accounted = 0, timed = 0, timed_at_done = 0;
-  const auto t_loop = clock_type::now();
-  const double hooks_before_loop = hooks_s;
-  auto audits = [&] { return audit_spans.size() + res.empty_samples; };
-  for (bool stop = false; !stop;) {
-    if (batch.empty()) batch_begin = seconds_since(t_loop);
-    // After the rule has decided, only audit samples are taken, until there are enough.
-    batch.push_back(run_one(index++, true, schedule.audit() || rule_done));
-    ++timed;
-    schedule.advance();
-    Pending& last = batch.back();
-    // The caller's hooks (drawing fresh inputs, re-checks) scale with the workload's size, not
-    // with the measurement: they do not count toward the minimum time or the cap.
-    last.wall_end = seconds_since(t_loop) - (hooks_s - hooks_before_loop);
-    // Deliver the records when the batch is full, old enough, an audit run ends, or a cap may be reached (the rule
-    // decides on each sample in order, with the wall time at the end of that sample).
-    const bool run_ends = audit_mode && last.s.audit && !schedule.audit();  // deliver before recording stops
-    const bool deliver_now = rule_done || run_ends || last.wall_end >= opts.stopping.max_time_s ||
-                             accounted + batch.size() >= opts.stopping.max_samples;
-    if (cupti_on && !deliver_now && batch.size() < opts.cupti_batch &&
-        last.wall_end - batch_begin < opts.cupti_batch_max_s)
-      continue;
-    auto tc = clock_type::now();
+  std::size_t audits() const { return audit_spans_.size() + res_.empty_samples; }
+
+  // Delivers the batch's records (one forced flush: the device was synchronised after its last
+  // call, so every record of every sample in it is complete) and accounts its samples in order.
+  void deliver(std::vector<Pending>& batch, std::size_t timed) {
     std::vector<ActivityRecord> recs;
     const bool any_audit = std::any_of(batch.begin(), batch.end(), [](const Pending& q) { return q.s.audit; });
-    if (cupti_on && any_audit) {
-      // One forced flush for the whole batch: the device was synchronised after its last call,
-      // so every record of every sample in it is complete.
-      recs = col.drain();
-      ++res.cupti_drains;
+    if (cupti_on_ && any_audit) {
+      recs = col_.drain();
+      ++res_.cupti_drains;
       std::stable_sort(recs.begin(), recs.end(),
                        [](const ActivityRecord& x, const ActivityRecord& y) { return x.start_ns < y.start_ns; });
     }
     for (Pending& q : batch) {
-      ++accounted;
-      const bool was_done = rule_done;
+      const bool was_done = rule_done_;
       account(q, recs);
-      if (rule_done && !was_done) timed_at_done = timed;
+      ++accounted_;
+      if (rule_done_ && !was_done) timed_at_done_ = timed;
     }
     batch.clear();
-    cupti_time += seconds_since(tc);
-    // Done when the rule has decided and there are enough audit samples; the top-up takes at
-    // most cupti_audit_min more calls (a call CUPTI never sees leaves its audits empty).
-    if (rule_done && (!audit_mode || audits() >= opts.cupti_audit_min || timed - timed_at_done >= opts.cupti_audit_min))
-      stop = true;
   }
-  const double loop_s = seconds_since(t_loop);
-  {
-    KernelSetVerdict ks = judge_kernel_sets(sample_names);
-    res.kernel_names = std::move(ks.names);
-    res.kernel_set_constant = ks.deviating.empty();
-    res.kernel_set_deviation_count = ks.deviating.size();
-    for (std::size_t i = 0; i < ks.deviating.size() && i < 16; ++i)
-      res.kernel_set_deviations.push_back({sample_index[ks.deviating[i]], sample_names[ks.deviating[i]]});
-  }
-  if (timed_runs > 0) {
-    const double n = static_cast<double>(timed_runs);
-    res.overhead.per_sample_s = loop_s / n;
-    res.overhead.prepare_s = sum.prepare_s / n;
-    res.overhead.flush_s = sum.flush_s / n;
-    res.overhead.idle_s = sum.idle_s / n;
-    res.overhead.launch_s = sum.launch_s / n;
-    res.overhead.sync_s = sum.sync_s / n;
-    res.overhead.cupti_s = cupti_time / n;
-    res.overhead.check_s = sum.check_s / n;
-  }
-  res.blocking_kernel = blocking_on;
-  res.kernel_times = per_kernel.summaries();
-  res.stop_reason = rule.reason();
-  res.stop_detail = rule.detail();
-  res.cupti = summarize(audit_spans);
-  res.events = summarize(plain_events);
-  res.audit_samples = audits();
-  if (!cupti_on) {
-    res.time = res.events;
-  } else if (!audit_mode) {
-    res.time = res.cupti;
-  } else {
-    const AuditedTime at = combine_audited(plain_events, audit_events, audit_spans);
-    res.time = at.time;
-    res.launch_offset_s = at.launch_offset_s;
-    res.outside_events_samples = at.outside;
-    if (at.use_span) {
-      res.timer_note = at.why;
-    } else if (audit_spans.empty()) {
-      res.timer = "events";
-      res.timer_note = "CUPTI recorded no activity in any audit sample: events, uncorrected";
-    } else {
-      res.timer = "events_corrected";
+
+  void sample_loop() {
+    std::vector<Pending> batch;
+    double batch_begin = 0, cupti_time = 0;
+    std::size_t timed = 0;
+    const auto t_loop = clock_type::now();
+    const double hooks_before_loop = hooks_s_;
+    for (bool stop = false; !stop;) {
+      if (batch.empty()) batch_begin = seconds_since(t_loop);
+      // After the rule has decided, only audit samples are taken, until there are enough.
+      batch.push_back(run_one(index_++, true, schedule_.audit() || rule_done_));
+      ++timed;
+      schedule_.advance();
+      Pending& last = batch.back();
+      // The caller's hook (drawing fresh inputs) scales with the workload's size, not with the
+      // measurement: it does not count toward the minimum time or the cap.
+      last.wall_end = seconds_since(t_loop) - (hooks_s_ - hooks_before_loop);
+      // Deliver the records when the batch is full, old enough, an audit run ends, or a cap may
+      // be reached (the rule decides on each sample in order, with the wall time at its end).
+      const bool run_ends = audit_mode_ && last.s.audit && !schedule_.audit();  // before recording stops
+      const bool deliver_now = rule_done_ || run_ends || last.wall_end >= opts_.stopping.max_time_s ||
+                               accounted_ + batch.size() >= opts_.stopping.max_samples;
+      if (cupti_on_ && !deliver_now && batch.size() < opts_.cupti_batch &&
+          last.wall_end - batch_begin < opts_.cupti_batch_max_s)
+        continue;
+      auto tc = clock_type::now();
+      deliver(batch, timed);
+      cupti_time += seconds_since(tc);
+      // Done when the rule has decided and there are enough audit samples; the top-up takes at
+      // most cupti_audit_min more calls (a call CUPTI never sees leaves its audits empty).
+      if (rule_done_ && (!audit_mode_ || audits() >= opts_.cupti_audit_min ||
+                         timed - timed_at_done_ >= opts_.cupti_audit_min))
+        stop = true;
+    }
+    const double loop_s = seconds_since(t_loop);
+    if (timed_runs_ > 0) {
+      const double n = static_cast<double>(timed_runs_);
+      res_.overhead.per_sample_s = loop_s / n;
+      res_.overhead.prepare_s = sum_.prepare_s / n;
+      res_.overhead.flush_s = sum_.flush_s / n;
+      res_.overhead.idle_s = sum_.idle_s / n;
+      res_.overhead.launch_s = sum_.launch_s / n;
+      res_.overhead.sync_s = sum_.sync_s / n;
+      res_.overhead.cupti_s = cupti_time / n;
+      res_.overhead.check_s = sum_.check_s / n;
     }
   }
-  if (busy_all > 0 && res.attribution.count("own")) res.own_share = res.attribution["own"].busy_s / busy_all;
-  if (cupti_on) res.cupti_dropped = col.dropped();
-  if (guard.nvml_running) {
-    res.clocks = nvml->stop();
-    guard.nvml_running = false;
-  } else if (nvml) {
-    res.clocks.available = false;
-    res.clocks.status = nvml->available() ? "not requested" : nvml->status();
-  } else {
-    res.clocks.status = "unavailable: no sampler";
+
+  void judge_kernel_set() {
+    KernelSetVerdict ks = judge_kernel_sets(sample_names_, reference_);
+    res_.kernel_names = std::move(ks.names);
+    res_.kernel_set_constant = ks.deviating.empty();
+    res_.kernel_set_deviation_count = ks.deviating.size();
+    res_.kernel_set_incomplete_samples = ks.incomplete.size();
+    for (std::size_t i = 0; i < ks.deviating.size() && i < 16; ++i)
+      res_.kernel_set_deviations.push_back({sample_index_[ks.deviating[i]], sample_names_[ks.deviating[i]]});
+    // Audit samples with spans (audit_pos_ maps them to sample_names_) that lost a record.
+    std::vector<bool> lost(sample_names_.size(), false);
+    for (std::size_t i : ks.incomplete) lost[i] = true;
+    audit_complete_.clear();
+    for (std::size_t pos : audit_pos_) audit_complete_.push_back(!lost[pos]);
   }
-  res.wall_s = seconds_since(t_all);
-  return res;
-}
+
+  void summarise_time() {
+    res_.cupti = summarize(audit_spans_);
+    res_.events = summarize(plain_events_);
+    res_.audit_events = summarize(audit_events_);
+    res_.audit_samples = audits();
+    if (!cupti_on_) {
+      res_.time = res_.events;
+      return;
+    }
+    if (!audit_mode_) {
+      res_.time = res_.cupti;
+      return;
+    }
+    const AuditedTime at = combine_audited(plain_events_, audit_events_, audit_spans_, audit_complete_);
+    res_.time = at.time;
+    res_.launch_offset_s = at.launch_offset_s;
+    res_.outside_events_samples = at.outside;
+    if (at.use_span && opts_.graph && !plain_events_.empty()) {
+      // A captured call cannot leave a side stream unjoined, so the graph's own event nodes hold
+      // all its work: uncorrected, they read at most the offset high, where the instrumented
+      // spans read many-block kernels ~7 % high.
+      res_.time = res_.events;
+      res_.timer = "events";
+      res_.timer_note = "graph replays: " + at.why.substr(0, at.why.find(':')) +
+                        "; the graph's event nodes, uncorrected, are the time";
+    } else if (at.use_span) {
+      res_.timer_note = at.why;
+    } else if (audit_spans_.empty()) {
+      res_.timer = "events";
+      res_.timer_note = "CUPTI recorded no activity in any audit sample: events, uncorrected";
+    } else {
+      res_.timer = "events_corrected";
+    }
+    // The tripwires read the samples CUPTI saw whole.
+    std::vector<double> ev, sp;
+    for (std::size_t i = 0; i < audit_spans_.size(); ++i)
+      if (audit_complete_.empty() || audit_complete_[i]) ev.push_back(audit_events_[i]), sp.push_back(audit_spans_[i]);
+    res_.violations = timer_tripwires(res_.events, summarize(ev.empty() ? audit_events_ : ev), at.launch_offset_s,
+                                      summarize(sp.empty() ? audit_spans_ : sp));
+  }
+
+  void summarise() {
+    res_.blocking_kernel = blocking_on_;
+    res_.kernel_times = per_kernel_.summaries();
+    res_.stop_reason = rule_.reason();
+    res_.stop_detail = rule_.detail();
+    summarise_time();
+    if (busy_all_ > 0 && res_.attribution.count("own")) res_.own_share = res_.attribution["own"].busy_s / busy_all_;
+    if (cupti_on_) res_.cupti_dropped = col_.dropped();
+    if (guard_.nvml_running) {
+      res_.clocks = nvml_->stop();
+      guard_.nvml_running = false;
+    } else if (nvml_) {
+      res_.clocks.available = false;
+      res_.clocks.status = nvml_->available() ? "not requested" : nvml_->status();
+    } else {
+      res_.clocks.status = "unavailable: no sampler";
+    }
+    res_.wall_s = seconds_since(t_all_);
+  }
+
+  const LaunchFn& launch_;
+  cudaStream_t stream_;
+  const MeasureOptions& opts_;
+  L2Flusher& flusher_;
+  NvmlSampler* nvml_;
+  BlockingFlag& blocking_;
+  CuptiCollector& col_;
+  AuditSchedule schedule_;
+  StoppingRule rule_;
+  MeasureResult res_;
+  LoopGuard guard_;
+  clock_type::time_point t_all_;
+  bool cupti_on_ = false, audit_mode_ = false, blocking_on_ = false;
+  std::string blocking_name_;
+  std::vector<std::string> graph_exclude_;
+  std::uint64_t slack_ns_ = 0;
+  unsigned max_mhz_ = 0;
+  Event ev0_, ev1_;
+  std::vector<GraphExec> graphs_;
+  std::size_t index_ = 0;
+  SampleOverhead sum_;
+  std::size_t timed_runs_ = 0;
+  double hooks_s_ = 0;  // time spent in the prepare hook
+  // Kernel-set rule: the reference calls (warm-up) and each audit sample's activity names.
+  std::vector<KernelNames> reference_;
+  std::set<std::string> reference_set_;
+  std::vector<std::size_t> sample_index_;
+  std::vector<KernelNames> sample_names_;
+  // Audit samples with records: CUPTI spans with their events (pairs), and their position in
+  // sample_names_; plain samples: events only.
+  std::vector<double> audit_spans_, audit_events_, plain_events_;
+  std::vector<std::size_t> audit_pos_;
+  std::vector<bool> audit_complete_;
+  std::vector<double> offsets_;  // events - span of the complete audit samples so far
+  double offset_cached_ = 0;
+  std::size_t offset_cached_n_ = 0;
+  double busy_all_ = 0;
+  bool have_join_ = false;
+  bool rule_done_ = false;  // the stopping rule has decided; only missing audit samples are taken
+  std::size_t accounted_ = 0, timed_at_done_ = 0;
+  NamedDurations per_kernel_;
+};
 
 }  // namespace
 
@@ -599,10 +709,14 @@ void to_json(nlohmann::json& j, const MeasureResult& r) {
                      {"time", r.time},
                      {"cupti", r.cupti},
                      {"events", r.events},
+                     {"audit_events", r.audit_events},
                      {"kernel_names", r.kernel_names},
                      {"kernel_set_constant", r.kernel_set_constant},
                      {"kernel_set_deviation_count", r.kernel_set_deviation_count},
                      {"kernel_set_deviations", deviations},
+                     {"kernel_set_incomplete_samples", r.kernel_set_incomplete_samples},
+                     {"kernel_set_reference_calls", r.kernel_set_reference_calls},
+                     {"violations", r.violations},
                      {"attribution", attribution},
                      {"own_share", r.own_share},
                      {"empty_samples", r.empty_samples},
@@ -639,21 +753,14 @@ Timer::Timer(int device) : impl_(std::make_unique<Impl>(device)) {}
 Timer::~Timer() = default;
 
 MeasureResult Timer::measure(const LaunchFn& launch, cudaStream_t stream, const MeasureOptions& opts) {
-  D2K_MEASURE_CUDA(cudaSetDevice(impl_->flusher.device()));
-  return run_measure(launch, stream, opts, impl_->flusher, &impl_->nvml, impl_->blocking);
+  D2K_CUDA_CHECK(cudaSetDevice(impl_->flusher.device()));
+  validate(launch, opts);
+  return MeasureRun(launch, stream, opts, impl_->flusher, &impl_->nvml, impl_->blocking).run();
 }
 
 L2Flusher& Timer::flusher() { return impl_->flusher; }
 NvmlSampler& Timer::clocks() { return impl_->nvml; }
 bool Timer::cupti_available() const { return CuptiCollector::instance().available(); }
 std::string Timer::cupti_status() const { return CuptiCollector::instance().status(); }
-
-MeasureResult measure(const LaunchFn& launch, cudaStream_t stream, const MeasureOptions& opts,
-                      L2Flusher& flusher) {
-  D2K_MEASURE_CUDA(cudaSetDevice(flusher.device()));
-  NvmlSampler nvml(flusher.device());
-  BlockingFlag blocking;
-  return run_measure(launch, stream, opts, flusher, &nvml, blocking);
-}
 
 }  // namespace d2k::measure

@@ -18,6 +18,7 @@
 #include "measure/nvml_sampler.h"
 #include "measure/statistics.h"
 #include "measure/stopping.h"
+#include "measure/tripwires.h"
 
 namespace d2k::measure {
 
@@ -69,9 +70,10 @@ struct MeasureOptions {
   std::chrono::milliseconds clock_period{10};
   bool graph = false;                 ///< capture flush + call into graphs and time their replays
   std::size_t graph_variants = 1;     ///< graphs captured (sample i replays variant i % n)
-  bool keep_samples = true;           ///< fill MeasureResult::samples
+  /// Recorded warm-up calls whose records are drained one call at a time: the kernel-set rule's
+  /// reference (measure/kernel_set.h). Raises the warm-up minimum to 2n - 1 calls with audit sampling.
+  std::size_t kernel_set_reference_calls = 3;
   SampleHook prepare;                 ///< before each call's flush (poison outputs, rotate inputs)
-  SampleHook check;                   ///< after each call's synchronisation (verify outputs)
 };
 
 /// One timed sample.
@@ -95,7 +97,7 @@ struct SampleOverhead {
   double launch_s = 0;       ///< blocking kernel, events and the call's enqueue
   double sync_s = 0;         ///< stream then device synchronisation after the call (its execution)
   double cupti_s = 0;        ///< CUPTI flushes and window analysis (per sample, batches amortised)
-  double check_s = 0;        ///< event read-back, the check hook, the NVML reading
+  double check_s = 0;        ///< event read-back and the NVML reading
 };
 
 /// A sample whose multiset of kernel names differed from the first timed sample's.
@@ -123,6 +125,7 @@ struct MeasureResult {
   Summary cupti;              ///< CUPTI spans of the audit samples (n = 0 without CUPTI)
   Summary events;             ///< CUDA event times on the harness stream (samples without CUPTI
                               ///< when some were audited, else every sample)
+  Summary audit_events;       ///< CUDA event times of the audit samples (beside their spans)
   std::size_t audit_samples = 0;         ///< timed samples recorded by CUPTI
   double launch_offset_s = 0;            ///< median (events - span) over audit samples
   std::size_t outside_events_samples = 0;  ///< audit samples with work outside the event window
@@ -131,6 +134,13 @@ struct MeasureResult {
   bool kernel_set_constant = true;
   std::size_t kernel_set_deviation_count = 0;
   std::vector<KernelSetDeviation> kernel_set_deviations;  ///< the first 16 of them
+  /// Audit samples that lacked an expected kernel (a lost record: missing data, not a deviation;
+  /// left out of the launch offset).
+  std::size_t kernel_set_incomplete_samples = 0;
+  std::size_t kernel_set_reference_calls = 0;  ///< warm-up calls drained on their own (the rule's reference)
+  /// Tripwires that fired on the timer's numbers (measure/tripwires.h): the engine reports
+  /// REWARD_HACK(<rule>).
+  std::vector<Violation> violations;
   std::map<std::string, OriginTime> attribution;
   double own_share = 0;       ///< busy time of "own" activities / all busy time (CUPTI only)
   std::size_t empty_samples = 0;  ///< samples in which CUPTI saw no activity
@@ -188,9 +198,5 @@ class Timer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-/// One-shot form of Timer::measure with a caller-owned flusher (NVML read on its device).
-MeasureResult measure(const LaunchFn& launch, cudaStream_t stream, const MeasureOptions& opts,
-                      L2Flusher& flusher);
 
 }  // namespace d2k::measure

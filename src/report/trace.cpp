@@ -6,6 +6,7 @@
 #include <cmath>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 namespace d2k {
 
@@ -48,45 +49,22 @@ OutputCheck output_check_from_json(const json& j) {
 }  // namespace
 
 json to_json(const Performance& p) {
-  json pj = {{"timer", p.timer},         {"median_us", p.median_us}, {"mean_us", p.mean_us},
-             {"min_us", p.min_us},       {"max_us", p.max_us},       {"p10_us", p.p10_us},
-             {"p90_us", p.p90_us},       {"rel_noise", p.rel_noise}, {"samples", p.samples},
-             {"total_s", p.total_s},     {"stop_reason", p.stop_reason},
-             {"event_median_us", p.event_median_us},
-             {"sm_clock_min_mhz", p.sm_clock_min_mhz}, {"sm_clock_median_mhz", p.sm_clock_median_mhz},
-             {"throttle_reasons", p.throttle_reasons}, {"settle_s", p.settle_s}, {"kernels", p.kernels},
-             {"timer_note", p.timer_note}, {"launch_offset_us", p.launch_offset_us}, {"audit_samples", p.audit_samples},
-             {"audit_empty", p.audit_empty},
-             {"own_kernel_share", p.own_kernel_share}};
-  put_opt(pj, "graph_median_us", p.graph_median_us);
+  json pj = json::object();
+  visit_fields(p, [&](const char* key, const auto& v) {
+    using V = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<V, std::optional<double>>) put_opt(pj, key, v);
+    else pj[key] = v;
+  });
   return pj;
 }
 
 Performance performance_from_json(const json& pj) {
-  Performance p;
-  p.timer = pj.value("timer", "");
-  p.median_us = pj.value("median_us", 0.0);
-  p.mean_us = pj.value("mean_us", 0.0);
-  p.min_us = pj.value("min_us", 0.0);
-  p.max_us = pj.value("max_us", 0.0);
-  p.p10_us = pj.value("p10_us", 0.0);
-  p.p90_us = pj.value("p90_us", 0.0);
-  p.rel_noise = pj.value("rel_noise", 0.0);
-  p.samples = pj.value("samples", std::int64_t{0});
-  p.total_s = pj.value("total_s", 0.0);
-  p.stop_reason = pj.value("stop_reason", "");
-  p.event_median_us = pj.value("event_median_us", 0.0);
-  p.graph_median_us = get_opt<double>(pj, "graph_median_us");
-  p.sm_clock_min_mhz = pj.value("sm_clock_min_mhz", 0.0);
-  p.sm_clock_median_mhz = pj.value("sm_clock_median_mhz", 0.0);
-  if (pj.contains("throttle_reasons")) p.throttle_reasons = pj["throttle_reasons"].get<std::vector<std::string>>();
-  p.settle_s = pj.value("settle_s", 0.0);
-  p.timer_note = pj.value("timer_note", "");
-  p.launch_offset_us = pj.value("launch_offset_us", 0.0);
-  p.audit_samples = pj.value("audit_samples", std::int64_t{0});
-  p.audit_empty = pj.value("audit_empty", std::int64_t{0});
-  if (pj.contains("kernels")) p.kernels = pj["kernels"].get<std::vector<std::string>>();
-  p.own_kernel_share = pj.value("own_kernel_share", 1.0);
+  Performance p;  // missing fields keep their defaults
+  visit_fields(p, [&](const char* key, auto& v) {
+    using V = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<V, std::optional<double>>) v = get_opt<double>(pj, key);
+    else if (pj.contains(key) && !pj[key].is_null()) pj[key].get_to(v);
+  });
   return p;
 }
 
@@ -107,7 +85,7 @@ json to_json(const Trace& t) {
   if (t.performance) j["performance"] = to_json(*t.performance);
   if (t.roofline) {
     const Roofline& r = *t.roofline;
-    json rj = {{"t_sol_us", r.t_sol_us}, {"bound", r.bound}, {"pct_sol", r.pct_sol},
+    json rj = {{"t_sol_us", r.t_sol_us}, {"bound", r.bound}, {"memory_model", r.memory_model}, {"pct_sol", r.pct_sol},
                {"ceilings_source", r.ceilings_source}};
     put_opt(rj, "speedup_vs_naive", r.speedup_vs_naive);
     put_opt(rj, "speedup_vs_expert", r.speedup_vs_expert);
@@ -148,6 +126,7 @@ Trace trace_from_json(const json& j) {
     Roofline r;
     r.t_sol_us = rj.value("t_sol_us", 0.0);
     r.bound = rj.value("bound", "");
+    r.memory_model = rj.value("memory_model", "");
     r.pct_sol = rj.value("pct_sol", 0.0);
     r.ceilings_source = rj.value("ceilings_source", "");
     r.speedup_vs_naive = get_opt<double>(rj, "speedup_vs_naive");
@@ -160,50 +139,6 @@ Trace trace_from_json(const json& j) {
   return t;
 }
 
-SuiteSummary summarize(const std::vector<Trace>& traces, const std::string& target) {
-  SuiteSummary s;
-  // Geometric mean over workloads within a task, then over tasks, so that a task with many
-  // workloads does not outweigh one with few.
-  std::map<std::string, std::vector<double>> log_speedups_by_task;
-  double score_sum = 0;
-  int score_n = 0;
-  std::vector<double> speedups;
-  for (const Trace& t : traces) {
-    if (t.target != target || t.role == "check") continue;
-    ++s.records;
-    if (t.status != Status::PASSED) {
-      speedups.push_back(0);  // a failure is never fast
-      continue;
-    }
-    ++s.passed;
-    if (t.roofline && t.roofline->speedup_vs_naive) {
-      log_speedups_by_task[t.task].push_back(std::log(*t.roofline->speedup_vs_naive));
-      speedups.push_back(*t.roofline->speedup_vs_naive);
-    }
-    if (t.roofline && t.roofline->sol_score) {
-      score_sum += *t.roofline->sol_score;
-      ++score_n;
-    }
-  }
-  if (s.records) s.pass_rate = double(s.passed) / s.records;
-  if (!log_speedups_by_task.empty()) {
-    double acc = 0;
-    for (auto& [task, logs] : log_speedups_by_task) {
-      double m = 0;
-      for (double l : logs) m += l;
-      acc += m / logs.size();
-    }
-    s.geomean_speedup_vs_naive = std::exp(acc / log_speedups_by_task.size());
-  }
-  if (score_n) s.mean_sol_score = score_sum / score_n;
-  for (double p : {1.0, 1.5, 2.0}) {
-    if (!s.records) break;
-    int n = 0;
-    for (double v : speedups) n += v >= p;
-    s.fast_p[p] = double(n) / s.records;
-  }
-  return s;
-}
 
 namespace {
 

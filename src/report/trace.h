@@ -27,12 +27,16 @@ struct Correctness {
   std::vector<OutputCheck> outputs;  ///< the worst round's per-output results
 };
 
+/// The performance record of one timed (target, workload): what the timer measured, as the
+/// trace carries it. Filled from measure::MeasureResult by score::performance_record(); its JSON
+/// names are listed once, in visit_fields() below (to_json and performance_from_json use it).
 struct Performance {
   std::string timer;            ///< "events_corrected", "cupti" or "events" (measure::MeasureResult::timer)
   std::string timer_note;       ///< why the time is not events_corrected, when it was asked for
   double launch_offset_us = 0;  ///< subtracted from the events (median events - CUPTI span on audit samples)
   std::int64_t audit_samples = 0;  ///< samples CUPTI recorded
   std::int64_t audit_empty = 0;    ///< of those, samples whose records were all missing
+  std::int64_t audit_incomplete = 0;  ///< of those, samples that lost a kernel's record (missing data)
   double median_us = 0, mean_us = 0, min_us = 0, max_us = 0, p10_us = 0, p90_us = 0;
   double rel_noise = 0;
   std::int64_t samples = 0;
@@ -45,11 +49,45 @@ struct Performance {
   double settle_s = 0;          ///< waited for throttling (left by earlier work) to end before warm-up
   std::vector<std::string> kernels;  ///< kernel names one call launched
   double own_kernel_share = 1;  ///< device time in the solution's own kernels vs vendor libraries
+  /// Timer tripwires that fired (measure/tripwires.h): rule -> detail. The engine reports
+  /// REWARD_HACK(rule).
+  std::map<std::string, std::string> violations;
 };
+
+/// Calls f(json_name, field) for every field of a Performance record, in one place.
+template <class P, class F>
+void visit_fields(P& p, F&& f) {
+  f("timer", p.timer);
+  f("timer_note", p.timer_note);
+  f("launch_offset_us", p.launch_offset_us);
+  f("audit_samples", p.audit_samples);
+  f("audit_empty", p.audit_empty);
+  f("audit_incomplete", p.audit_incomplete);
+  f("median_us", p.median_us);
+  f("mean_us", p.mean_us);
+  f("min_us", p.min_us);
+  f("max_us", p.max_us);
+  f("p10_us", p.p10_us);
+  f("p90_us", p.p90_us);
+  f("rel_noise", p.rel_noise);
+  f("samples", p.samples);
+  f("total_s", p.total_s);
+  f("stop_reason", p.stop_reason);
+  f("event_median_us", p.event_median_us);
+  f("graph_median_us", p.graph_median_us);
+  f("sm_clock_min_mhz", p.sm_clock_min_mhz);
+  f("sm_clock_median_mhz", p.sm_clock_median_mhz);
+  f("throttle_reasons", p.throttle_reasons);
+  f("settle_s", p.settle_s);
+  f("kernels", p.kernels);
+  f("own_kernel_share", p.own_kernel_share);
+  f("violations", p.violations);
+}
 
 struct Roofline {
   double t_sol_us = 0;
-  std::string bound;            ///< "bytes" or a flops unit such as bf16_tensor
+  std::string bound;            ///< "memory" or a flops unit such as bf16_tensor
+  std::string memory_model;     ///< "stream" (read/write rates, deferred write-back) or "copy" (docs/measurement.md)
   double pct_sol = 0;
   std::optional<double> speedup_vs_naive, speedup_vs_expert, speedup_vs_library;
   std::optional<double> sol_score;
@@ -77,7 +115,7 @@ nlohmann::json to_json(const Performance& p);
 Performance performance_from_json(const nlohmann::json& j);
 Trace trace_from_json(const nlohmann::json& j);
 
-/// Suite aggregates (docs/design.md, "Scores").
+/// Suite aggregates (docs/design.md, "Scores"; computed by score/suite.h, rendered by format_summary).
 struct SuiteSummary {
   int records = 0, passed = 0;
   double pass_rate = 0;
@@ -85,7 +123,6 @@ struct SuiteSummary {
   std::optional<double> mean_sol_score;
   std::map<double, double> fast_p;                  ///< p -> share of records PASSED and >= p x naive
 };
-SuiteSummary summarize(const std::vector<Trace>& traces, const std::string& target);
 
 /// Output formats of a results table.
 enum class TableFormat { text, markdown };

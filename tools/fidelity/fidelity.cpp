@@ -40,7 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/loader.h"
-#include "measure/check.h"
+#include "measure/error.h"
 #include "measure/kernels.h"
 #include "measure/timer.h"
 
@@ -48,7 +48,7 @@ namespace {
 
 namespace dm = d2k::measure;
 
-#define FID_CUDA(call) D2K_MEASURE_CUDA(call)
+#define FID_CUDA(call) D2K_CUDA_CHECK(call)
 #define FID_CUBLAS(call)                                                                              \
   do {                                                                                                \
     cublasStatus_t fid_s_ = (call);                                                                   \

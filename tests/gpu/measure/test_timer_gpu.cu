@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "measure/check.h"
+#include "measure/error.h"
 #include "measure/statistics.h"
 #include "measure/timer.h"
 
@@ -18,7 +18,7 @@ void dump_result(const char* name, const MeasureResult& r);
 
 namespace {
 
-#define CK(call) D2K_MEASURE_CUDA(call)
+#define CK(call) D2K_CUDA_CHECK(call)
 
 __device__ __forceinline__ unsigned long long gtime() {
   unsigned long long t;
@@ -508,4 +508,63 @@ TEST(TimerGpu, NvmlReportsPlausibleSmClock) {
   EXPECT_LT(c.sm_mhz_median, 3500);
   EXPECT_GT(c.sm_mhz_device_max, 0u);
   EXPECT_GT(c.mem_mhz_median, 0);
+}
+
+// Issue 12: the graph column was timed with every replay under CUPTI (~7 % high on many-block
+// kernels). Graph replays are now audit-sampled like eager samples.
+TEST(TimerGpu, GraphReplaysAreAuditSampled) {
+  StreamRAII st;
+  const std::size_t n = std::size_t{16} << 20;  // 64 MiB per buffer, 65536 blocks
+  Buf a(n * 4), b(n * 4);
+  fill_words<<<sm_count() * 8, 256, 0, st.s>>>(a.as<unsigned>(), n, 9);
+  CK(cudaGetLastError());
+  auto call = [&](std::size_t, cudaStream_t s) {
+    add_one_per_thread<<<static_cast<unsigned>(n / 256), 256, 0, s>>>(a.as<const unsigned>(), b.as<unsigned>(), n);
+    CK(cudaGetLastError());
+  };
+  MeasureOptions eager = quick();
+  MeasureOptions graph = quick();
+  graph.graph = true;
+  MeasureOptions graph_all = graph;
+  graph_all.cupti_audit_share = 1;
+  const MeasureResult re = timer().measure(call, st.s, eager);
+  const MeasureResult rg = timer().measure(call, st.s, graph);
+  const MeasureResult rga = timer().measure(call, st.s, graph_all);
+  print("many blocks, eager", re);
+  print("many blocks, graph, audit sampling", rg);
+  print("many blocks, graph, every replay under CUPTI", rga);
+  dump_result("graph_audited", rg);
+  dump_result("graph_all_cupti", rga);
+  EXPECT_EQ(rg.timer, "events_corrected") << rg.timer_note;
+  EXPECT_GE(rg.audit_samples, graph.cupti_audit_min);
+  EXPECT_LE(rg.empty_samples * 20, rg.audit_samples);
+  ASSERT_EQ(rg.kernel_names.size(), 1u);
+  EXPECT_TRUE(rg.kernel_set_constant);
+  // Graph <= eager within noise, and not the instrumented replay's time.
+  EXPECT_LE(rg.time.median, re.time.median * 1.02);
+  EXPECT_LE(rg.time.median, rga.time.median * 1.01);
+  EXPECT_TRUE(rg.violations.empty());
+}
+
+// Issue 12: a call of three kernels keeps its kernel set and its corrected events even when a
+// record falls outside a sample's window: the expected set comes from reference calls.
+TEST(TimerGpu, MultiKernelCallKeepsItsKernelSetAndTimer) {
+  StreamRAII st;
+  const std::size_t n = std::size_t{4} << 20;
+  Buf a(n * 4), b(n * 4), p(4096);
+  CK(cudaMemset(p.p, 0, 4096));
+  auto call = [&](std::size_t, cudaStream_t s) {
+    add_one_per_thread<<<static_cast<unsigned>(n / 256), 256, 0, s>>>(a.as<const unsigned>(), b.as<unsigned>(), n);
+    tiny_kernel<<<1, 32, 0, s>>>(p.as<unsigned>());
+    add_one_per_thread<<<static_cast<unsigned>(n / 256), 256, 0, s>>>(b.as<const unsigned>(), a.as<unsigned>(), n);
+    CK(cudaGetLastError());
+  };
+  const MeasureResult r = timer().measure(call, st.s, quick());
+  print("three kernels", r);
+  dump_result("three_kernels", r);
+  EXPECT_EQ(r.kernel_set_reference_calls, MeasureOptions{}.kernel_set_reference_calls);
+  EXPECT_TRUE(r.kernel_set_constant);
+  EXPECT_EQ(r.timer, "events_corrected") << r.timer_note;
+  EXPECT_LE(r.kernel_set_incomplete_samples * 20, r.audit_samples);
+  EXPECT_TRUE(r.violations.empty());
 }

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "measure/cupti_timer.h"
+#include "measure/kernel_set.h"
 #include "measure/kernel_origin.h"
 
 using namespace d2k::measure;
@@ -122,6 +123,45 @@ TEST(Activity, KernelSetDeviationsAreOtherKernelsThanTheCommonSet) {
 
   EXPECT_TRUE(judge_kernel_sets({}).deviating.empty());
   EXPECT_TRUE(judge_kernel_sets({}).names.empty());
+}
+
+// Issue 12: on the H200 the record of naive rmsnorm's third kernel was missing in 219 of 371
+// audit samples; the incomplete set became the most common one and every complete sample was a
+// "deviation" (REWARD_HACK on the trusted baseline).
+TEST(Activity, KernelSetLostRecordsInMostSamplesAreMissingData) {
+  using Names = std::vector<std::string>;
+  const Names call = {"add()", "row_ms()", "scale()"};
+  std::vector<Names> samples(371, call);
+  for (std::size_t i = 0; i < 219; ++i) samples[i * 371 / 219] = {"add()", "row_ms()"};
+  // Without reference calls the majority's incomplete set is the norm: the bug.
+  EXPECT_FALSE(judge_kernel_sets(samples).deviating.empty());
+  // Reference calls (drained one at a time, so complete) hold the whole call.
+  const std::vector<Names> reference(3, call);
+  const KernelSetVerdict v = judge_kernel_sets(samples, reference);
+  EXPECT_TRUE(v.deviating.empty());
+  EXPECT_EQ(v.incomplete.size(), 219u);
+  EXPECT_EQ(v.names, call);
+  EXPECT_EQ(v.expected, (std::set<std::string>{"add()", "row_ms()", "scale()"}));
+  // The first kernel missing in 48 of 90 (16384x8192): same.
+  std::vector<Names> first_lost(90, call);
+  for (std::size_t i = 0; i < 48; ++i) first_lost[2 * i % 90 + (2 * i >= 90)] = {"row_ms()", "scale()"};
+  EXPECT_TRUE(judge_kernel_sets(first_lost, reference).deviating.empty());
+}
+
+TEST(Activity, KernelSetAmortisedKernelStillDeviatesWithReferences) {
+  using Names = std::vector<std::string>;
+  const Names honest = {"rmsnorm()"};
+  const Names refresh = {"rmsnorm()", "refresh_cache()"};
+  std::vector<Names> samples;
+  for (std::size_t i = 0; i < 70; ++i) samples.push_back(i % 7 == 6 ? refresh : honest);
+  // Warm-up calls 0, 2, 4 as references: the extra kernel ran in one of them (a minority).
+  const std::vector<Names> reference = {refresh, honest, honest};
+  EXPECT_EQ(reference_kernels(reference), std::set<std::string>{"rmsnorm()"});
+  const KernelSetVerdict v = judge_kernel_sets(samples, reference);
+  EXPECT_EQ(v.deviating.size(), 10u);
+  EXPECT_TRUE(v.incomplete.empty());
+  // Harness kernels in a reference call are not expected kernels.
+  EXPECT_TRUE(reference_kernels({{"d2k::measure::blocking_spin()", "[memset]"}}).empty());
 }
 
 TEST(Activity, JoinCheckFlagsWorkEndingAfterTheHarnessJoin) {

@@ -24,6 +24,31 @@ TEST(AuditedTime, PlainEventsMinusTheAuditedLaunchOffset) {
   EXPECT_EQ(a.outside, 0u);
 }
 
+// Issue 12: naive rmsnorm, 3 kernels; in some audit samples the last kernel's record (55 us) was
+// lost, so those spans are 55 us short and (events - span) spreads from 2.5 to 57 us. Before,
+// that switched the time to the instrumented spans (8 % slow).
+TEST(AuditedTime, LostRecordsDoNotSwitchToSpans) {
+  const std::vector<double> plain(100, 132.5e-6);
+  std::vector<double> audit_ev, audit_span;
+  std::vector<bool> complete;
+  for (int i = 0; i < 40; ++i) {
+    const bool lost = i % 5 == 0;  // 8 of 40
+    audit_ev.push_back(147e-6);     // instrumented: ~10 % slower than plain
+    audit_span.push_back(lost ? 144.5e-6 - 55e-6 : 144.5e-6);
+    complete.push_back(!lost);
+  }
+  const AuditedTime before = combine_audited(plain, audit_ev, audit_span);
+  EXPECT_TRUE(before.use_span);  // the defect this guards against
+  const AuditedTime a = combine_audited(plain, audit_ev, audit_span, complete);
+  EXPECT_FALSE(a.use_span) << a.why;
+  EXPECT_NEAR(a.launch_offset_s, 2.5e-6, 1e-12);
+  EXPECT_NEAR(a.time.median, 130e-6, 1e-12);
+  // Every sample lost a record: all are used (nothing better to go on).
+  const AuditedTime none = combine_audited(plain, audit_ev, audit_span, std::vector<bool>(40, false));
+  EXPECT_TRUE(none.use_span);
+  EXPECT_THROW(combine_audited(plain, audit_ev, audit_span, std::vector<bool>(3, true)), std::invalid_argument);
+}
+
 TEST(AuditedTime, WorkOutsideTheEventWindowMakesTheSpansTheTime) {
   // A side stream that is not joined: events see 4 us, the span 200 us, in every audit sample.
   const std::vector<double> plain = {4e-6, 4e-6, 4e-6};

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "measure/ceilings.h"
-#include "measure/check.h"
+#include "measure/error.h"
 
 using namespace d2k::measure;
 namespace fs = std::filesystem;

@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "measure/check.h"
+#include "measure/error.h"
 #include "measure/stopping.h"
 
 #include <nlohmann/json.hpp>

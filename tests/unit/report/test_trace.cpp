@@ -77,25 +77,6 @@ TEST(Trace, JsonRoundTripKeepsEveryField) {
   EXPECT_FALSE(back.roofline->speedup_vs_expert.has_value());
 }
 
-TEST(Summary, GeomeanIsPerTaskThenAcrossTasksAndFailuresCount) {
-  std::vector<Trace> ts{passed("a", "expert", "1", 1, 4.0, 0.9), passed("a", "expert", "2", 1, 1.0, 0.7),
-                        passed("b", "expert", "1", 1, 8.0, 1.0)};
-  Trace failed = passed("b", "expert", "2", 1, 100.0, 1.0);
-  failed.status = Status::INCORRECT_NUMERICAL;
-  ts.push_back(failed);
-  ts.push_back(passed("a", "naive", "1", 1, 1.0, 0.5));  // other target: ignored
-  SuiteSummary s = summarize(ts, "expert");
-  EXPECT_EQ(s.records, 4);
-  EXPECT_EQ(s.passed, 3);
-  EXPECT_DOUBLE_EQ(s.pass_rate, 0.75);
-  // task a: geomean(4,1)=2; task b: 8 -> geomean(2,8) = 4
-  ASSERT_TRUE(s.geomean_speedup_vs_naive.has_value());
-  EXPECT_NEAR(*s.geomean_speedup_vs_naive, 4.0, 1e-12);
-  EXPECT_NEAR(*s.mean_sol_score, (0.9 + 0.7 + 1.0) / 3, 1e-12);
-  EXPECT_DOUBLE_EQ(s.fast_p.at(1.0), 0.75);  // the failure is not fast even at 100x
-  EXPECT_DOUBLE_EQ(s.fast_p.at(2.0), 0.5);
-}
-
 TEST(Table, NoTimeIsPrintedForAFailure) {
   Trace bad = passed("a", "solution", "1", 42.0, 9.0, 1.0);
   bad.status = Status::REWARD_HACK;

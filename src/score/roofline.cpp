@@ -1,4 +1,4 @@
-#include "measure/roofline.h"
+#include "score/roofline.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,14 +6,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "measure/check.h"
+#include <stdexcept>
 
-namespace d2k::measure {
+namespace d2k::score {
 
 namespace {
 
 void require_time(const char* what, double t) {
-  if (!std::isfinite(t) || t <= 0) throw measure_error(fmt::format("{} must be a finite time > 0 (got {})", what, t));
+  if (!std::isfinite(t) || t <= 0) throw std::invalid_argument(fmt::format("{} must be a finite time > 0 (got {})", what, t));
 }
 
 std::string fmt_time(double s) {
@@ -25,18 +25,32 @@ std::string fmt_time(double s) {
 
 }  // namespace
 
+CostInputs cost_inputs(const std::map<std::string, double>& flops, double bytes, double in, double out) {
+  CostInputs c{flops, bytes};
+  if (in >= 0 && out >= 0 && in + out > 0) c.write_bytes = bytes * out / (in + out);
+  return c;
+}
+
 SolTime sol_time(const CostInputs& cost, const Ceilings& c) {
   if (!std::isfinite(cost.bytes) || cost.bytes < 0)
-    throw measure_error(fmt::format("cost bytes must be finite and >= 0 (got {})", cost.bytes));
+    throw std::invalid_argument(fmt::format("cost bytes must be finite and >= 0 (got {})", cost.bytes));
   if (cost.bytes > 0 && !(c.copy_bw > 0))
-    throw measure_error(fmt::format("ceilings for '{}' ({}) have no copy bandwidth", c.device.name, c.source));
+    throw std::invalid_argument(fmt::format("ceilings for '{}' ({}) have no copy bandwidth", c.device.name, c.source));
   SolTime s;
-  s.memory_s = cost.bytes > 0 ? cost.bytes / c.copy_bw : 0;
+  if (cost.write_bytes >= 0 && cost.bytes > 0) {
+    const double w = std::min(cost.write_bytes, cost.bytes);
+    const measure::MemoryFloor f = measure::memory_floor(cost.bytes - w, w, c);
+    s.memory_s = f.t_s;
+    s.memory_model = f.model;
+  } else {
+    s.memory_s = cost.bytes > 0 ? cost.bytes / c.copy_bw : 0;
+    s.memory_model = "copy";
+  }
   s.t_sol_s = s.memory_s;
   s.bound = "memory";
   for (const auto& [unit, ops] : cost.flops) {
     if (!std::isfinite(ops) || ops < 0)
-      throw measure_error(fmt::format("cost flops['{}'] must be finite and >= 0 (got {})", unit, ops));
+      throw std::invalid_argument(fmt::format("cost flops['{}'] must be finite and >= 0 (got {})", unit, ops));
     if (ops == 0) continue;
     const double t = ops / c.peak_of(unit);
     s.compute_s[unit] = t;
@@ -56,7 +70,7 @@ double percent_of_sol(double t_s, double t_sol_s) {
 SolScore sol_score(double t, double t_sol, double t_naive) {
   require_time("time", t);
   require_time("naive time", t_naive);
-  if (!std::isfinite(t_sol) || t_sol < 0) throw measure_error(fmt::format("T_SOL must be finite and >= 0 (got {})", t_sol));
+  if (!std::isfinite(t_sol) || t_sol < 0) throw std::invalid_argument(fmt::format("T_SOL must be finite and >= 0 (got {})", t_sol));
   SolScore r;
   if (t_naive <= t_sol) {
     // Naive at (or under) SOL: no room between the anchors; score by speed vs naive alone.
@@ -76,7 +90,7 @@ SolScore sol_score(double t, double t_sol, double t_naive) {
 
 FloorVerdict physical_floor_check(double t, const CostInputs& cost, const Ceilings& c, const FloorOptions& o) {
   require_time("time", t);
-  if (!(o.margin >= 0 && o.margin < 1)) throw measure_error(fmt::format("floor margin must be in [0, 1) (got {})", o.margin));
+  if (!(o.margin >= 0 && o.margin < 1)) throw std::invalid_argument(fmt::format("floor margin must be in [0, 1) (got {})", o.margin));
   const SolTime sol = sol_time(cost, c);
   FloorVerdict v;
   v.t_s = t;
@@ -107,7 +121,11 @@ FloorVerdict physical_floor_check(double t, const CostInputs& cost, const Ceilin
 }
 
 void to_json(nlohmann::json& j, const SolTime& s) {
-  j = nlohmann::json{{"t_sol_s", s.t_sol_s}, {"memory_s", s.memory_s}, {"compute_s", s.compute_s}, {"bound", s.bound}};
+  j = nlohmann::json{{"t_sol_s", s.t_sol_s},
+                     {"memory_s", s.memory_s},
+                     {"memory_model", s.memory_model},
+                     {"compute_s", s.compute_s},
+                     {"bound", s.bound}};
 }
 
 void to_json(nlohmann::json& j, const SolScore& s) {
@@ -120,4 +138,4 @@ void to_json(nlohmann::json& j, const FloorVerdict& v) {
                      {"message", v.message}};
 }
 
-}  // namespace d2k::measure
+}  // namespace d2k::score

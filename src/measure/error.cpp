@@ -1,4 +1,4 @@
-#include "measure/check.h"
+#include "measure/error.h"
 
 #include <fmt/format.h>
 

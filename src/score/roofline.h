@@ -1,33 +1,46 @@
 #pragma once
 /// Speed of light (SOL) of a workload from its cost model and the device ceilings, % of SOL,
-/// the SOL score, and the physical-floor verdict.
+/// the SOL score, and the physical-floor verdict. Bad inputs throw std::invalid_argument naming
+/// the field or unit.
 #include <map>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "measure/ceilings.h"
+#include "measure/memory_floor.h"
 
-namespace d2k::measure {
+namespace d2k::score {
+
+using measure::Ceilings;
 
 /// A workload's cost, already evaluated: operations per unit (kUnits names) and compulsory
 /// DRAM bytes (each input read once, each output written once).
 struct CostInputs {
   std::map<std::string, double> flops;
   double bytes = 0;
+  /// The written part of `bytes` (outputs); < 0 when unknown, and then every byte is charged at
+  /// copy bandwidth.
+  double write_bytes = -1;
 };
+
+/// The cost of a workload from its evaluated cost model and its tensors: the written part of
+/// `bytes` is taken in the proportion of the output tensors' bytes to all tensors' bytes.
+CostInputs cost_inputs(const std::map<std::string, double>& flops, double bytes, double input_tensor_bytes,
+                       double output_tensor_bytes);
 
 /// T_SOL and its terms.
 struct SolTime {
   double t_sol_s = 0;                       ///< max of every term below
-  double memory_s = 0;                      ///< bytes / copy bandwidth
+  double memory_s = 0;                      ///< memory_floor() of the cost's bytes
+  std::string memory_model;                 ///< MemoryFloor::model
   std::map<std::string, double> compute_s;  ///< per unit: flops / peak
   std::string bound;                        ///< "memory" or the unit with the largest term
 };
 
-/// T_SOL = max(max over units of flops_u / peak_u, bytes / copy_bw). Units with zero operations
-/// are ignored; a unit with operations but no ceiling, or negative/non-finite inputs, throw
-/// measure_error naming the unit or field.
+/// T_SOL = max(max over units of flops_u / peak_u, memory floor of the bytes). Units with zero
+/// operations are ignored; a unit with operations but no ceiling, or negative/non-finite inputs,
+/// throw std::invalid_argument naming the unit or field.
 SolTime sol_time(const CostInputs& cost, const Ceilings& ceilings);
 
 /// 100 * T_SOL / T. Throws for t_s <= 0.
@@ -74,4 +87,4 @@ void to_json(nlohmann::json& j, const SolTime& s);
 void to_json(nlohmann::json& j, const SolScore& s);
 void to_json(nlohmann::json& j, const FloorVerdict& v);
 
-}  // namespace d2k::measure
+}  // namespace d2k::score
