@@ -186,6 +186,7 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
     run = [&] {
       Diagnostics diag;
       Task task = load_one_task(g, a.task, diag);
+      require_workloads(task, split_csv(a.workloads));
       a.no_time = true;
       bool gpu = cuda_device_count() > 0;
       if (!gpu) no_gpu_notice("check");
@@ -206,6 +207,7 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
     run = [&] {
       Diagnostics diag;
       Task task = load_one_task(g, a.task, diag);
+      require_workloads(task, split_csv(a.workloads));
       bool gpu = cuda_device_count() > 0;
       if (!gpu) no_gpu_notice("bench");
       auto traces = run_task(task, split_csv(a.targets), a, gpu);

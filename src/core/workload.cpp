@@ -131,6 +131,13 @@ std::vector<std::int64_t> resolve_shape(const TensorSpec& t, const AxisValues& a
       throw std::invalid_argument(fmt::format("tensor '{}' shape[{}] '{}' is negative ({})", t.name, k, entry, *d));
     dims.push_back(*d);
   }
+  // Byte counts are element counts times up to 8: keep both within int64.
+  std::int64_t numel = 1;
+  for (const std::int64_t d : dims) {
+    if (__builtin_mul_overflow(numel, d, &numel) || numel > kMaxElements)
+      throw std::invalid_argument(fmt::format("tensor '{}': the element count of the shape overflows int64 "
+                                              "(limit {} elements)", t.name, kMaxElements));
+  }
   return dims;
 }
 
@@ -214,9 +221,16 @@ int first_failed_constraint(const Definition& def, const std::map<std::string, V
 }
 
 CostAt evaluate_cost(const Definition& def, const std::map<std::string, Value>& env) {
+  // A cost is a count: a NaN, an infinity or a negative number would poison every score.
+  auto count = [&](const Expr& e, const std::string& field) {
+    const double v = e.eval(env).as_double();
+    if (!std::isfinite(v) || v < 0)
+      throw ExprError(fmt::format("{} = {} at this workload: a cost must be a finite number >= 0", field, v), 0);
+    return v;
+  };
   CostAt c;
-  for (const auto& [unit, e] : def.cost.flops) c.flops[unit] = e.eval(env).as_double();
-  if (!def.cost.bytes.empty()) c.bytes = def.cost.bytes.eval(env).as_double();
+  for (const auto& [unit, e] : def.cost.flops) c.flops[unit] = count(e, "cost.flops." + unit);
+  if (!def.cost.bytes.empty()) c.bytes = count(def.cost.bytes, "cost.bytes");
   return c;
 }
 
