@@ -28,7 +28,9 @@ void add_tasks(CLI::App& app, Globals& g, Runner& run) {
         for (auto [has, name] : {std::pair{t.has_reference, "reference"}, {t.has_naive, "naive"},
                                  {t.has_expert, "expert"}, {t.has_library, "library"}})
           if (has) impls += std::string(impls.empty() ? "" : ",") + name;
-        fmt::print("{:<24} {:<16} {:>6} {:>6}  {}\n", t.def.name, t.def.op_type, c, b, impls);
+        // A definition that did not load has no name: show the folder's.
+        const std::string name = t.def.name.empty() ? t.dir.filename().string() : t.def.name;
+        fmt::print("{:<24} {:<16} {:>6} {:>6}  {}\n", name, t.def.op_type, c, b, impls);
       }
       if (!diag.items().empty()) fmt::print(stderr, "{}", diag.format());
       return 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <set>
 
@@ -76,38 +77,40 @@ AxisValues resolve_axes(const Definition& def, const Workload& w) {
       pending.push_back(&a);
     }
   }
-  // Expr axes may refer to each other: evaluate whichever has all its inputs, until none is left.
-  while (!pending.empty()) {
-    bool progress = false;
-    for (auto it = pending.begin(); it != pending.end();) {
-      const Axis& a = **it;
-      bool ready = true;
-      for (const auto& id : a.expr.identifiers()) {
-        if (!find_axis(def, id))
-          throw std::invalid_argument(fmt::format("axis '{}' refers to unknown axis '{}'", a.name, id));
-        ready = ready && values.count(id);
-      }
-      if (!ready) { ++it; continue; }
-      Value v;
-      try {
-        v = a.expr.eval(axis_env(values));
-      } catch (const ExprError& e) {
-        throw std::invalid_argument(fmt::format("{}: axis '{}': {}", who, a.name, e.what()));
-      }
-      auto iv = integral(v);
-      if (!iv)
-        throw std::invalid_argument(fmt::format("{}: axis '{}' = {} is not an integer (wrap it in floor() or ceil())",
-                                                who, a.name, v.as_double()));
-      values[a.name] = *iv;
-      it = pending.erase(it);
-      progress = true;
-    }
-    if (!progress) {
+  // Expr axes may refer to each other in any order: evaluate each once, depth first, after the
+  // axes it names (linear in axes and references; the recursion is at most kMaxAxes deep).
+  std::map<std::string_view, const Axis*> by_name;
+  for (const auto& a : def.axes) by_name.emplace(a.name, &a);
+  std::map<std::string, Value> env = axis_env(values);
+  std::set<std::string_view> visiting;
+  std::function<void(const Axis&)> eval_axis = [&](const Axis& a) {
+    if (env.count(a.name)) return;
+    if (!visiting.insert(a.name).second) {
       std::string names;
-      for (const Axis* a : pending) names += (names.empty() ? "" : ", ") + a->name;
+      for (const Axis* p : pending)
+        if (!env.count(p->name)) names += (names.empty() ? "" : ", ") + p->name;
       throw std::invalid_argument(fmt::format("expr axes depend on each other in a cycle: {}", names));
     }
-  }
+    for (const auto& id : a.expr.identifiers()) {
+      auto it = by_name.find(id);
+      if (it == by_name.end()) throw std::invalid_argument(fmt::format("axis '{}' refers to unknown axis '{}'", a.name, id));
+      if (it->second->kind == AxisKind::expr) eval_axis(*it->second);
+    }
+    Value v;
+    try {
+      v = a.expr.eval(env);
+    } catch (const ExprError& e) {
+      throw std::invalid_argument(fmt::format("{}: axis '{}': {}", who, a.name, e.what()));
+    }
+    auto iv = integral(v);
+    if (!iv)
+      throw std::invalid_argument(fmt::format("{}: axis '{}' = {} is not an integer (wrap it in floor() or ceil())",
+                                              who, a.name, v.as_double()));
+    values[a.name] = *iv;
+    env[a.name] = Value::of(*iv);
+    visiting.erase(a.name);
+  };
+  for (const Axis* a : pending) eval_axis(*a);
   return values;
 }
 

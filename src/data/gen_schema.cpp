@@ -111,17 +111,18 @@ const char* type_text(ParamType t) {
 }  // namespace
 
 std::string generator_schema_markdown() {
-  std::string s = "| kind | field | type | required / default | range | when |\n| --- | --- | --- | --- | --- | --- |\n";
+  std::string s =
+      "| kind | field | type | required / default | range | when | also checked |\n"
+      "| --- | --- | --- | --- | --- | --- | --- |\n";
   for (const auto& g : generator_schemas()) {
     bool first = true;
     for (const auto& p : g.params) {
-      const std::string req = p.required ? "**required**" : p.default_text[0] ? fmt::format("{}", p.default_text) : "optional";
+      const std::string req = p.required ? "**required**" : p.default_text[0] ? std::string(p.default_text) : "optional";
       const std::string when = p.when[0] ? fmt::format("`{}: {}`", g.variant_field, p.when) : "";
-      s += fmt::format("| {} | `{}` | {} | {} | {} | {} |\n", first ? fmt::format("`{}`", g.kind) : "", p.name,
-                       type_text(p.type), req, range_text(p), when);
+      s += fmt::format("| {} | `{}` | {} | {} | {} | {} | {} |\n", first ? fmt::format("`{}`", g.kind) : "", p.name,
+                       type_text(p.type), req, range_text(p), when, first ? g.notes : "");
       first = false;
     }
-    if (g.notes[0]) s += fmt::format("| | | | | {} | |\n", g.notes);
   }
   return s;
 }

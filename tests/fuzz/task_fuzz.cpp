@@ -195,7 +195,14 @@ std::string apply_case(const json& c, const fs::path& dir) {
   } else if (op == "fill") {
     json j = json::parse(read(path));
     json& obj = j[json::json_pointer(c["pointer"].get<std::string>())];
-    for (int k = 0; k < c["count"].get<int>(); ++k) obj[fmt::format("{}{}", c["key"].get<std::string>(), k)] = c["value"];
+    const std::string key = c["key"].get<std::string>();
+    const int count = c["count"].get<int>();
+    for (int k = 0; k < count; ++k) {
+      json v = c["value"];
+      // "chain": each expr names the next key (the last names H): evaluation order reversed.
+      if (c.value("chain", false)) v["expr"] = k + 1 < count ? fmt::format("{}{} + 1", key, k + 1) : "H + 1";
+      obj[fmt::format("{}{}", key, k)] = v;
+    }
     write(path, j.dump(1));
   } else if (op == "lines") {
     std::string text;
@@ -216,6 +223,9 @@ std::string apply_case(const json& c, const fs::path& dir) {
   } else {
     return "corpus case: unknown op " + op;
   }
+  if (c.contains("also"))
+    for (const auto& more : c["also"])
+      if (auto p = apply_case(more, dir); !p.empty()) return p;
   return "";
 }
 
@@ -232,7 +242,9 @@ int run_corpus(const Options& o, const Scratch& s) {
       r = run_validate(o, s.root, "good_task", s.root / "log.txt");
       problem = judge(o, r);
     }
-    if (problem.empty() && r.exit_code != 1) problem = "validated clean; an error was expected";
+    const int want_rc = c.value("rc", 1);
+    if (problem.empty() && r.exit_code != want_rc)
+      problem = fmt::format("exit code {}, {} expected", r.exit_code, want_rc);
     if (problem.empty() && r.output.find(c["expect"].get<std::string>()) == std::string::npos)
       problem = "missing expected message: " + c["expect"].get<std::string>();
     if (problem.empty() && c.contains("forbid") && r.output.find(c["forbid"].get<std::string>()) != std::string::npos)

@@ -191,7 +191,8 @@ TEST(ExprBounds, LongSumTooDeep) {
 }
 
 TEST(ExprBounds, MillionTermSumRefusedBeforeParsing) {
-  const std::string huge = "a" + repeat("+a", 1000000);
+  std::string huge(1, 'a');
+  huge += repeat("+a", 1000000);
   EXPECT_NE(parse_error(huge).find("expression too long (2000001 characters, limit 4096)"), std::string::npos);
 }
 
