@@ -116,7 +116,7 @@ AxisValues resolve_axes(const Definition& def, const Workload& w) {
 
 std::vector<std::int64_t> resolve_shape(const TensorSpec& t, const AxisValues& axes) {
   std::vector<std::int64_t> dims;
-  const auto env = axis_env(axes);
+  std::optional<std::map<std::string, Value>> env;  // built only for an entry that is an expression
   for (std::size_t k = 0; k < t.shape.size(); ++k) {
     const std::string& entry = t.shape[k];
     std::optional<std::int64_t> d;
@@ -124,7 +124,8 @@ std::vector<std::int64_t> resolve_shape(const TensorSpec& t, const AxisValues& a
       d = it->second;
     } else {
       try {
-        d = integral(Expr::parse(entry).eval(env));
+        if (!env) env = axis_env(axes);
+        d = integral(Expr::parse(entry).eval(*env));
       } catch (const ExprError& e) {
         throw std::invalid_argument(fmt::format("tensor '{}' shape[{}]: {}", t.name, k, e.what()));
       }

@@ -12,7 +12,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -152,7 +155,6 @@ json expand(const json& v) {
       return s;
     }
     if (v.contains("$keys")) {
-      json o = json::object();
       const auto n = v["$keys"].get<std::size_t>();
       // ordered_json inserts in linear time per key: build the text instead.
       std::string text = "{";
@@ -372,11 +374,14 @@ class Mutator {
     }
   }
 
-  std::string long_expression() { return "T" + repeat(pick({" + T", "*H", " - 1", " && T"}), 10 + below(200000)); }
+  std::string long_expression() {
+    std::string e(1, 'T');
+    e += repeat(pick({" + T", "*H", " - 1", " && T"}), 10 + below(200000));
+    return e;
+  }
 
   json deep_value() {
     const std::size_t depth = 2 + below(coin() ? 64 : 100000);
-    json v = 0;
     // Built as text: a DOM this deep is what the parser must refuse.
     return json{{"$raw", coin() ? repeat("[", depth) + "0" + repeat("]", depth)
                                 : repeat("{\"a\":", depth) + "0" + repeat("}", depth)}};
@@ -400,9 +405,14 @@ class Mutator {
   std::string mutate_json(const std::string& text, std::string& what, bool one_line) {
     json j;
     try {
-      j = json::parse(text);
-    } catch (const json::exception&) {
-      what = "byte flips (unparsable base)";
+      // The walk below and nlohmann's serializer recurse once per level: a base this deep (from
+      // an earlier round) is mutated as bytes instead.
+      j = json::parse(text, [](int depth, json::parse_event_t, json&) {
+        if (depth > 200) throw std::length_error("deep");
+        return true;
+      });
+    } catch (const std::exception&) {
+      what = "byte flips (unparsable or deep base)";
       return flip_bytes(text);
     }
     std::vector<std::string> ptrs;
@@ -513,6 +523,7 @@ int run_random(const Options& o, const Scratch& s, Clock::time_point deadline) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress survives a kill by ctest's timeout
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
