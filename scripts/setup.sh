@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Installs everything D2K-Bench needs to build and test on a Debian 12 machine.
+# Installs everything D2K-Bench needs to build and test on a Debian 12 machine, except the CUDA 13
+# toolkit (nvcc, CUDA runtime, CUPTI, cuBLAS), which must already be installed.
 # Idempotent: packages already present are left alone.
+# Usage: scripts/setup.sh [THIRD_PARTY_DIR]
+#   Header-only dependencies go to THIRD_PARTY_DIR, else $D2K_THIRD_PARTY, else <checkout>/third_party.
+#   For a read-only checkout: scripts/setup.sh /elsewhere, then cmake -DD2K_THIRD_PARTY=/elsewhere.
 set -euo pipefail
 
 apt_packages=(
@@ -21,12 +25,13 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# Header-only pieces from PyPI, unpacked into third_party/ (ignored by git):
+# Header-only pieces from PyPI, unpacked into the third-party folder (ignored by git):
 #   nvidia-cutlass  CUTLASS/CuTe headers for expert kernels
 #   nvidia-nvml-dev nvml.h for clock and throttle sampling
 here="$(cd "$(dirname "$0")/.." && pwd)"
-tp="$here/third_party"
+tp="${1:-${D2K_THIRD_PARTY:-$here/third_party}}"
 mkdir -p "$tp"
+tp="$(cd "$tp" && pwd)"
 py_pkgs=("nvidia-cutlass==4.2.0.0" "nvidia-nvml-dev==13.0.87")
 if [ ! -f "$tp/.py-done" ] || [ "$(cat "$tp/.py-done")" != "${py_pkgs[*]}" ]; then
   rm -rf "$tp/wheels" && mkdir -p "$tp/wheels"
@@ -41,4 +46,6 @@ if [ ! -f "$tp/.py-done" ] || [ "$(cat "$tp/.py-done")" != "${py_pkgs[*]}" ]; th
   done
   echo "${py_pkgs[*]}" > "$tp/.py-done"
 fi
-echo "setup: dependencies present"
+command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] ||
+  echo "setup: nvcc not found: install the CUDA 13 toolkit (setup does not install it)" >&2
+echo "setup: dependencies present (third-party headers in $tp)"

@@ -5,6 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-cmake --preset release
+cmake --preset release ${D2K_THIRD_PARTY:+-DD2K_THIRD_PARTY="$D2K_THIRD_PARTY"}
 cmake --build --preset release -j "$(nproc)"
 exec ./build/release/src/cli/d2k suite "$@"

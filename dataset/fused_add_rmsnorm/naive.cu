@@ -62,25 +62,8 @@ __global__ void rmsnorm_scale_elementwise(const __nv_bfloat16* __restrict__ r,
   out[i] = __float2bfloat16_rn(__bfloat162float(r[i]) * inv_rms * __bfloat162float(weight[col]));
 }
 
-void expect_tensor(const DLTensor& t, const char* name, int ndim, const int64_t* shape) {
-  const std::string n(name);
-  if (t.device.device_type != kDLCUDA) throw d2k::abi_error("naive: tensor '" + n + "' must be on the GPU");
-  if (t.dtype.code != kDLBfloat || t.dtype.bits != 16 || t.dtype.lanes != 1)
-    throw d2k::abi_error("naive: tensor '" + n + "' must be bfloat16");
-  if (t.ndim != ndim) throw d2k::abi_error("naive: tensor '" + n + "' has the wrong rank");
-  for (int d = 0; d < ndim; ++d)
-    if (t.shape[d] != shape[d]) throw d2k::abi_error("naive: tensor '" + n + "' shape does not match (T, H)");
-  if (t.strides) {
-    int64_t expect = 1;
-    for (int d = ndim - 1; d >= 0; --d) {
-      if (t.shape[d] != 1 && t.strides[d] != expect)
-        throw d2k::abi_error("naive: tensor '" + n + "' must be contiguous");
-      expect *= t.shape[d];
-    }
-  }
-}
-
-uint64_t workspace_bytes_for(int64_t T) { return static_cast<uint64_t>(T) * sizeof(float); }
+/// The workspace: T fp32 mean squares (one carve-up for both entry points).
+float* carve_mean_square(d2k::Workspace& ws, int64_t T) { return ws.take<float>(static_cast<uint64_t>(T)); }
 
 }  // namespace
 
@@ -90,7 +73,9 @@ extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t*
   D2K_ENTRY(args, {
     const int64_t T = d2k::scalar_i(args, "T");
     if (T < 0) throw d2k::abi_error("naive: axis T must be >= 0");
-    *bytes = workspace_bytes_for(T);
+    d2k::Workspace ws;
+    carve_mean_square(ws, T);
+    *bytes = ws.bytes();
     return D2K_OK;
   });
 }
@@ -102,25 +87,16 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const float eps = static_cast<float>(d2k::scalar_f(args, "eps"));
     if (T < 0 || H < 1) throw d2k::abi_error("naive: need T >= 0 and H >= 1");
     if (T > 2147483647) throw d2k::abi_error("naive: T above 2^31-1 is not supported (one block per row)");
-    const int64_t th[2] = {T, H};
-    const DLTensor& x = d2k::input(args, "x");
-    const DLTensor& res = d2k::input(args, "residual");
-    const DLTensor& w = d2k::input(args, "weight");
-    const DLTensor& out = d2k::output(args, "out");
-    const DLTensor& res_out = d2k::output(args, "residual_out");
-    expect_tensor(x, "x", 2, th);
-    expect_tensor(res, "residual", 2, th);
-    expect_tensor(w, "weight", 1, &H);
-    expect_tensor(out, "out", 2, th);
-    expect_tensor(res_out, "residual_out", 2, th);
-    if (args->workspace_bytes < workspace_bytes_for(T) || (T > 0 && args->workspace == nullptr)) {
-      d2k::set_error(args, "naive: workspace smaller than d2k_workspace_size asked for");
-      return D2K_ERR_WORKSPACE;
-    }
+    const DLTensor& x = d2k::input(args, "x", kDLCUDA, d2k::dl::bf16, {T, H});
+    const DLTensor& res = d2k::input(args, "residual", kDLCUDA, d2k::dl::bf16, {T, H});
+    const DLTensor& w = d2k::input(args, "weight", kDLCUDA, d2k::dl::bf16, {H});
+    const DLTensor& out = d2k::output(args, "out", kDLCUDA, d2k::dl::bf16, {T, H});
+    const DLTensor& res_out = d2k::output(args, "residual_out", kDLCUDA, d2k::dl::bf16, {T, H});
+    d2k::Workspace ws(args);
+    float* mean_square = carve_mean_square(ws, T);
     if (T == 0) return D2K_OK;
 
     auto stream = static_cast<cudaStream_t>(args->stream);
-    auto* mean_square = static_cast<float*>(args->workspace);
     const int64_t n = T * H;
     const unsigned elementwise_blocks = static_cast<unsigned>((n + kElementwiseThreads - 1) / kElementwiseThreads);
 

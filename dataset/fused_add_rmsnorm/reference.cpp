@@ -47,26 +47,6 @@ std::uint16_t double_to_bf16(double v) {
   return b;
 }
 
-void expect_tensor(const DLTensor& t, const char* name, int ndim, const int64_t* shape) {
-  if (t.device.device_type != kDLCPU)
-    throw d2k::abi_error(std::string("reference: tensor '") + name + "' must be a host tensor");
-  if (t.dtype.code != kDLBfloat || t.dtype.bits != 16 || t.dtype.lanes != 1)
-    throw d2k::abi_error(std::string("reference: tensor '") + name + "' must be bfloat16");
-  if (t.ndim != ndim)
-    throw d2k::abi_error(std::string("reference: tensor '") + name + "' has the wrong rank");
-  for (int d = 0; d < ndim; ++d)
-    if (t.shape[d] != shape[d])
-      throw d2k::abi_error(std::string("reference: tensor '") + name + "' shape does not match (T, H)");
-  if (t.strides) {
-    int64_t expect = 1;
-    for (int d = ndim - 1; d >= 0; --d) {
-      if (t.shape[d] != 1 && t.strides[d] != expect)
-        throw d2k::abi_error(std::string("reference: tensor '") + name + "' must be contiguous");
-      expect *= t.shape[d];
-    }
-  }
-}
-
 }  // namespace
 
 extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
@@ -84,17 +64,11 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const int64_t H = d2k::scalar_i(args, "H");
     const double eps = d2k::scalar_f(args, "eps");
     if (T < 0 || H < 1) throw d2k::abi_error("reference: need T >= 0 and H >= 1");
-    const int64_t th[2] = {T, H};
-    const DLTensor& x = d2k::input(args, "x");
-    const DLTensor& res = d2k::input(args, "residual");
-    const DLTensor& w = d2k::input(args, "weight");
-    const DLTensor& out = d2k::output(args, "out");
-    const DLTensor& res_out = d2k::output(args, "residual_out");
-    expect_tensor(x, "x", 2, th);
-    expect_tensor(res, "residual", 2, th);
-    expect_tensor(w, "weight", 1, &H);
-    expect_tensor(out, "out", 2, th);
-    expect_tensor(res_out, "residual_out", 2, th);
+    const DLTensor& x = d2k::input(args, "x", kDLCPU, d2k::dl::bf16, {T, H});
+    const DLTensor& res = d2k::input(args, "residual", kDLCPU, d2k::dl::bf16, {T, H});
+    const DLTensor& w = d2k::input(args, "weight", kDLCPU, d2k::dl::bf16, {H});
+    const DLTensor& out = d2k::output(args, "out", kDLCPU, d2k::dl::bf16, {T, H});
+    const DLTensor& res_out = d2k::output(args, "residual_out", kDLCPU, d2k::dl::bf16, {T, H});
 
     const auto* xp = d2k::data<const std::uint16_t>(x);
     const auto* rp = d2k::data<const std::uint16_t>(res);

@@ -53,6 +53,9 @@
 //     evict-first payload off: 64M 13552 (the hint is worth 11% there)
 //     build phase alone: 31 / 59 / 6511 us: at 64M half the time is the build (64M random 4-byte
 //     stores into a 1 GB payload array plus 64M bitmap atomics).
+//   Build variants (expert_<name>.so; `d2k bench --task hash_join --targets expert,expert:<name>`):
+//   %VARIANT% rows8_1cta -DHJ_ITEMS=8 -DHJ_MIN_BLOCKS=1
+//     (run 2's first line: better on the shared-memory path, worse on the hash path)
 //   Not done, would pay most: radix-partition both sides at 64M so that build scatter and probe
 //   gathers hit L2-sized pieces (all other terms there are DRAM-random); per-path tuning (the
 //   shared-memory path measured 377 us with 8 rows/thread and 1 CTA/SM).
@@ -71,25 +74,11 @@
 #ifndef HJ_SMEM_TABLE_MAX
 #define HJ_SMEM_TABLE_MAX (64 * 1024)  // bytes of shared memory a per-CTA build table may take
 #endif
-#define HJ_AGG_WARP_STAGE 1
-#define HJ_AGG_BLOCK 2
-#ifndef HJ_AGG
-#define HJ_AGG HJ_AGG_WARP_STAGE  // output aggregation (see the probe loop)
-#endif
 #ifndef HJ_STAGE
-#define HJ_STAGE 512  // staged pairs per warp (HJ_AGG_WARP_STAGE)
-#endif
-#ifndef HJ_PREFETCH
-#define HJ_PREFETCH 1  // load the next tile before looking up the current one
+#define HJ_STAGE 512  // staged (build payload, probe payload) pairs per warp
 #endif
 #ifndef HJ_HASH_BATCH
 #define HJ_HASH_BATCH 4  // hash-bucket loads in flight per thread at once
-#endif
-#ifndef HJ_EVICT_FIRST_PAYLOAD
-#define HJ_EVICT_FIRST_PAYLOAD 1  // DRAM-resident payload array read/written evict-first (BITMAP)
-#endif
-#ifndef HJ_DEBUG_STOP_AFTER_BUILD
-#define HJ_DEBUG_STOP_AFTER_BUILD 0  // phase timing only: skip the probe (wrong output!)
 #endif
 #ifndef HJ_MIN_BLOCKS
 #define HJ_MIN_BLOCKS 2  // __launch_bounds__ minimum resident blocks of the probe kernels
@@ -201,7 +190,7 @@ struct DirectLookup {
     for (int j = 0; j < kItems; ++j) {
       // BITMAP: the payload array is DRAM-resident and each line is touched about once; read it
       // evict-first so that it does not push the bitmap out of L2.
-      if constexpr (kBitmap && HJ_EVICT_FIRST_PAYLOAD)
+      if constexpr (kBitmap)
         bp[j] = hit[j] ? __ldcs(pay + d[j]) : 0;
       else
         bp[j] = hit[j] ? __ldg(pay + d[j]) : 0;
@@ -355,13 +344,11 @@ struct SmemDirectLookup {
 
 // ---------------------------------------------------------------------------------------------
 // Probe loop: tiles of probe rows, 16-byte streaming loads, the next tile's loads issued before the
-// current tile's lookups (HJ_PREFETCH), and one of two output aggregations (HJ_AGG):
-//   HJ_AGG_WARP_STAGE: each warp owns a tile of 32*kItems rows and a shared-memory staging buffer
-//     of kStage (build payload, probe payload) pairs; matches are ranked inside the warp (shuffle
-//     scan), staged, and flushed with ONE atomicAdd per ~kStage rows and fully coalesced stores.
-//     No block barrier anywhere, so warps never wait for each other.
-//   HJ_AGG_BLOCK: the block owns a tile of kProbeThreads*kItems rows; a block-wide scan of the
-//     match counts and one atomicAdd per tile; matches written straight from registers.
+// current tile's lookups, and warp-staged output: each warp owns a tile of 32*kItems rows and a
+// shared-memory staging buffer of kStage (build payload, probe payload) pairs; matches are ranked
+// inside the warp (shuffle scan), staged, and flushed with ONE atomicAdd per ~kStage rows and fully
+// coalesced stores. No block barrier anywhere, so warps never wait for each other (a block-wide
+// scan with one atomic per tile lost everywhere: table at the top).
 
 /// Loads one tile's probe rows for this thread: element (v, q) of thread t in a group of kGroup
 /// threads is row base + (v*kGroup + t)*4 + q, so each v is one coalesced 16-byte-per-thread load.
@@ -404,17 +391,11 @@ __device__ __forceinline__ int warp_inclusive_scan(int x, int lane) {
   return x;
 }
 
-/// Shared memory of the probe loop (per block): staging buffers or the block-scan scratch.
+/// Shared memory of the probe loop (per block): one staging buffer per warp.
 struct ProbeSmem {
-#if HJ_AGG == HJ_AGG_WARP_STAGE
   int2 stage[kWarps][kStage];
-#else
-  int warp_off[2][32];
-  unsigned long long base[2];
-#endif
 };
 
-#if HJ_AGG == HJ_AGG_WARP_STAGE
 /// Writes the warp's staged pairs to rows [base, base + n) of the outputs with coalesced stores.
 __device__ __forceinline__ void flush_stage(const ProbeArgs& a, const int2* stage, int n, int lane) {
   __syncwarp();
@@ -428,29 +409,19 @@ __device__ __forceinline__ void flush_stage(const ProbeArgs& a, const int2* stag
   }
   __syncwarp();
 }
-#endif
 
 template <class Lookup>
 __device__ __forceinline__ void probe_tiles(const ProbeArgs& a, const Lookup& lookup, ProbeSmem& sm) {
-#if HJ_AGG == HJ_AGG_WARP_STAGE
   constexpr int kGroup = 32;
   const int t = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t first = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * (kGroup * kItems);
   const int64_t step = static_cast<int64_t>(gridDim.x) * kWarps * (kGroup * kItems);
   int2* stage = sm.stage[warp];
   int staged = 0;
-#else
-  constexpr int kGroup = kProbeThreads;
-  const int t = threadIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * (kGroup * kItems);
-  const int64_t step = static_cast<int64_t>(gridDim.x) * (kGroup * kItems);
-  int parity = 0;
-#endif
   int key[kItems], pay[kItems];
   bool valid[kItems];
   if (first < a.s) load_tile<kGroup>(a, first, t, key, pay, valid);
   for (int64_t base = first; base < a.s; base += step) {
-#if HJ_PREFETCH
     // Issue the next tile's streaming loads now; they complete while this tile's lookups wait.
     int nkey[kItems], npay[kItems];
     bool nvalid[kItems];
@@ -460,14 +431,12 @@ __device__ __forceinline__ void probe_tiles(const ProbeArgs& a, const Lookup& lo
 #pragma unroll
       for (int j = 0; j < kItems; ++j) nkey[j] = npay[j] = 0, nvalid[j] = false;
     }
-#endif
     bool hit[kItems];
     int bp[kItems];
     lookup(key, valid, hit, bp);
     int n = 0;
 #pragma unroll
     for (int j = 0; j < kItems; ++j) n += hit[j] ? 1 : 0;
-#if HJ_AGG == HJ_AGG_WARP_STAGE
     const int incl = warp_inclusive_scan(n, t);
     const int total = __shfl_sync(0xffffffffu, incl, 31);
     if (staged + total > kStage) {  // make room: flush what is staged
@@ -479,44 +448,14 @@ __device__ __forceinline__ void probe_tiles(const ProbeArgs& a, const Lookup& lo
     for (int j = 0; j < kItems; ++j)
       if (hit[j]) stage[pos++] = make_int2(bp[j], pay[j]);
     staged += total;
-#else
-    int incl = warp_inclusive_scan(n, lane);
-    if (lane == 31) sm.warp_off[parity][warp] = incl;
-    __syncthreads();
-    if (warp == 0) {
-      const int v = lane < kWarps ? sm.warp_off[parity][lane] : 0;
-      const int winc = warp_inclusive_scan(v, lane);
-      const int total = __shfl_sync(0xffffffffu, winc, 31);
-      if (lane < kWarps) sm.warp_off[parity][lane] = winc - v;
-      if (lane == 0)
-        sm.base[parity] = total ? atomicAdd(a.count, static_cast<unsigned long long>(total)) : 0ull;
-    }
-    __syncthreads();
-    unsigned long long pos =
-        sm.base[parity] + static_cast<unsigned long long>(sm.warp_off[parity][warp] + incl - n);
-    parity ^= 1;
-#pragma unroll
-    for (int j = 0; j < kItems; ++j)
-      if (hit[j]) {
-        __stcs(a.ob + pos, bp[j]);
-        __stcs(a.op + pos, pay[j]);
-        ++pos;
-      }
-#endif
-#if HJ_PREFETCH
 #pragma unroll
     for (int j = 0; j < kItems; ++j) {
       key[j] = nkey[j];
       pay[j] = npay[j];
       valid[j] = nvalid[j];
     }
-#else
-    if (base + step < a.s) load_tile<kGroup>(a, base + step, t, key, pay, valid);
-#endif
   }
-#if HJ_AGG == HJ_AGG_WARP_STAGE
   if (staged > 0) flush_stage(a, stage, staged, t);
-#endif
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -648,11 +587,7 @@ __global__ void __launch_bounds__(kBuildThreads) hj_build_insert(
   } else if (p.mode == kModeBitmap) {
     for (; i < r; i += stride) {
       const uint32_t d = static_cast<uint32_t>(__ldcs(bk + i)) - p.lo;
-#if HJ_EVICT_FIRST_PAYLOAD
-      __stcs(pay + d, __ldcs(bpay + i));
-#else
-      pay[d] = __ldcs(bpay + i);
-#endif
+      __stcs(pay + d, __ldcs(bpay + i));  // evict-first: keep the bitmap in L2 (worth 11% at 64M)
       atomicOr(bitmap + (d >> 5), 1u << (d & 31));
     }
   } else {
@@ -734,10 +669,21 @@ Shapes read_shapes(const d2k_args* a) {
   return sh;
 }
 
-uint64_t workspace_bytes(const Shapes& sh) {
-  if (smem_log2cap(sh.r) >= 0) return 0;
+/// The global table's pieces in the workspace (one carve-up for both entry points); none when the
+/// build side fits a per-CTA shared-memory table.
+struct GlobalTable {
+  Header* hdr = nullptr;
+  unsigned long long* table = nullptr;  ///< cap packed 64-bit slots
+  uint32_t* bitmap = nullptr;           ///< 2*cap bits: BITMAP mode's presence filter (range <= 2*cap)
+};
+GlobalTable carve_global_table(d2k::Workspace& ws, const Shapes& sh) {
+  GlobalTable g;
+  if (smem_log2cap(sh.r) >= 0) return g;
   const uint64_t cap = global_capacity(sh.r);
-  return kHeaderBytes + cap * sizeof(unsigned long long) + cap / 4;
+  g.hdr = static_cast<Header*>(ws.take_bytes(kHeaderBytes));
+  g.table = ws.take<unsigned long long>(cap);
+  g.bitmap = ws.take<uint32_t>(cap / 16);  // cap / 4 bytes
+  return g;
 }
 
 }  // namespace
@@ -746,7 +692,9 @@ extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
 
 extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
   D2K_ENTRY(args, {
-    *bytes = workspace_bytes(read_shapes(args));
+    d2k::Workspace ws;
+    carve_global_table(ws, read_shapes(args));
+    *bytes = ws.bytes();
     return D2K_OK;
   });
 }
@@ -754,28 +702,22 @@ extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t*
 extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
   D2K_ENTRY(args, {
     const Shapes sh = read_shapes(args);
-    const DLTensor& tbk = d2k::input(args, "build_keys");
-    const DLTensor& tpk = d2k::input(args, "probe_keys");
-    if (d2k::numel(tbk) != sh.r) throw d2k::abi_error("hash_join: build_keys has numel != R");
-    if (d2k::numel(tpk) != sh.s) throw d2k::abi_error("hash_join: probe_keys has numel != S");
-    const auto* bk = d2k::data<const int32_t>(tbk);
-    const auto* bpay = d2k::data<const int32_t>(d2k::input(args, "build_payload"));
+    const auto* bk = d2k::data<const int32_t>(d2k::input(args, "build_keys", kDLCUDA, d2k::dl::i32, {sh.r}));
+    const auto* bpay = d2k::data<const int32_t>(d2k::input(args, "build_payload", kDLCUDA, d2k::dl::i32, {sh.r}));
     ProbeArgs pa;
-    pa.pk = d2k::data<const int32_t>(tpk);
-    pa.pp = d2k::data<const int32_t>(d2k::input(args, "probe_payload"));
+    pa.pk = d2k::data<const int32_t>(d2k::input(args, "probe_keys", kDLCUDA, d2k::dl::i32, {sh.s}));
+    pa.pp = d2k::data<const int32_t>(d2k::input(args, "probe_payload", kDLCUDA, d2k::dl::i32, {sh.s}));
     pa.s = sh.s;
-    pa.ob = d2k::data<int32_t>(d2k::output(args, "out_build_payload"));
-    pa.op = d2k::data<int32_t>(d2k::output(args, "out_probe_payload"));
-    pa.count = d2k::data<unsigned long long>(d2k::output(args, "count"));
+    pa.ob = d2k::data<int32_t>(d2k::output(args, "out_build_payload", kDLCUDA, d2k::dl::i32, {sh.s}));
+    pa.op = d2k::data<int32_t>(d2k::output(args, "out_probe_payload", kDLCUDA, d2k::dl::i32, {sh.s}));
+    // int64 count, added to with 64-bit atomics (unsigned long long is their operand type).
+    pa.count = d2k::data<unsigned long long>(d2k::output(args, "count", kDLCUDA, d2k::dl::i64, {1}));
     pa.vec_ok = (reinterpret_cast<uintptr_t>(pa.pk) % 16 == 0) &&
                 (reinterpret_cast<uintptr_t>(pa.pp) % 16 == 0);
     auto stream = static_cast<cudaStream_t>(args->stream);
 
-    const uint64_t need = workspace_bytes(sh);
-    if (args->workspace_bytes < need) {
-      d2k::set_error(args, "hash_join expert: workspace smaller than d2k_workspace_size asked for");
-      return D2K_ERR_WORKSPACE;
-    }
+    d2k::Workspace ws(args);
+    const GlobalTable g = carve_global_table(ws, sh);
 
     D2K_CUDA_TRY(args, cudaMemsetAsync(pa.count, 0, sizeof(unsigned long long), stream));
     if (sh.r == 0 || sh.s == 0) return D2K_OK;
@@ -809,10 +751,9 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     }
 
     const uint64_t cap = global_capacity(sh.r);
-    auto* ws = static_cast<unsigned char*>(args->workspace);
-    auto* hdr = reinterpret_cast<Header*>(ws);
-    auto* table = reinterpret_cast<unsigned long long*>(ws + kHeaderBytes);
-    auto* bitmap = reinterpret_cast<uint32_t*>(ws + kHeaderBytes + cap * sizeof(unsigned long long));
+    Header* hdr = g.hdr;
+    unsigned long long* table = g.table;
+    uint32_t* bitmap = g.bitmap;
 
     D2K_CUDA_TRY(args, cudaMemsetAsync(hdr, 0, sizeof(Header), stream));
     const int64_t build_blocks_max = static_cast<int64_t>(sms) * (2048 / kBuildThreads);
@@ -830,7 +771,6 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     hj_build_insert<<<blocks_for(static_cast<uint64_t>(sh.r)), kBuildThreads, 0, stream>>>(
         bk, bpay, sh.r, hdr, cap, direct_max, table, bitmap);
     D2K_CUDA_TRY(args, cudaGetLastError());
-    if (HJ_DEBUG_STOP_AFTER_BUILD) return D2K_OK;
 
     const size_t smem = sizeof(ProbeSmem);
     D2K_CUDA_TRY(args, cudaFuncSetAttribute(hj_probe_global,

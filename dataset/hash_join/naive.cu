@@ -90,15 +90,26 @@ Shapes read_shapes(const d2k_args* a) {
   return sh;
 }
 
+/// The open-addressing table in the workspace: cap keys (64-bit, empty = all ones) and cap values.
+struct Table {
+  unsigned long long* keys;
+  int32_t* vals;
+  uint64_t cap;
+};
+Table carve_table(d2k::Workspace& ws, const Shapes& sh) {
+  const uint64_t cap = table_capacity(sh.r);
+  return Table{ws.take<unsigned long long>(cap), ws.take<int32_t>(cap), cap};
+}
+
 }  // namespace
 
 extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
 
 extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
   D2K_ENTRY(args, {
-    const Shapes sh = read_shapes(args);
-    const uint64_t cap = table_capacity(sh.r);
-    *bytes = cap * sizeof(unsigned long long) + cap * sizeof(int32_t);
+    d2k::Workspace ws;
+    carve_table(ws, read_shapes(args));
+    *bytes = ws.bytes();
     return D2K_OK;
   });
 }
@@ -106,23 +117,21 @@ extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t*
 extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
   D2K_ENTRY(args, {
     const Shapes sh = read_shapes(args);
-    const auto* bk = d2k::data<const int32_t>(d2k::input(args, "build_keys"));
-    const auto* bp = d2k::data<const int32_t>(d2k::input(args, "build_payload"));
-    const auto* pk = d2k::data<const int32_t>(d2k::input(args, "probe_keys"));
-    const auto* pp = d2k::data<const int32_t>(d2k::input(args, "probe_payload"));
-    auto* ob = d2k::data<int32_t>(d2k::output(args, "out_build_payload"));
-    auto* op = d2k::data<int32_t>(d2k::output(args, "out_probe_payload"));
-    auto* cnt = d2k::data<unsigned long long>(d2k::output(args, "count"));
+    const auto* bk = d2k::data<const int32_t>(d2k::input(args, "build_keys", kDLCUDA, d2k::dl::i32, {sh.r}));
+    const auto* bp = d2k::data<const int32_t>(d2k::input(args, "build_payload", kDLCUDA, d2k::dl::i32, {sh.r}));
+    const auto* pk = d2k::data<const int32_t>(d2k::input(args, "probe_keys", kDLCUDA, d2k::dl::i32, {sh.s}));
+    const auto* pp = d2k::data<const int32_t>(d2k::input(args, "probe_payload", kDLCUDA, d2k::dl::i32, {sh.s}));
+    auto* ob = d2k::data<int32_t>(d2k::output(args, "out_build_payload", kDLCUDA, d2k::dl::i32, {sh.s}));
+    auto* op = d2k::data<int32_t>(d2k::output(args, "out_probe_payload", kDLCUDA, d2k::dl::i32, {sh.s}));
+    // int64 count, added to with 64-bit atomics (unsigned long long is their operand type).
+    auto* cnt = d2k::data<unsigned long long>(d2k::output(args, "count", kDLCUDA, d2k::dl::i64, {1}));
     auto stream = static_cast<cudaStream_t>(args->stream);
 
-    const uint64_t cap = table_capacity(sh.r);
-    const uint64_t need = cap * sizeof(unsigned long long) + cap * sizeof(int32_t);
-    if (args->workspace_bytes < need) {
-      d2k::set_error(args, "hash_join naive: workspace smaller than d2k_workspace_size asked for");
-      return D2K_ERR_WORKSPACE;
-    }
-    auto* table_keys = static_cast<unsigned long long*>(args->workspace);
-    auto* table_vals = reinterpret_cast<int32_t*>(table_keys + cap);
+    d2k::Workspace ws(args);
+    const Table t = carve_table(ws, sh);
+    const uint64_t cap = t.cap;
+    auto* table_keys = t.keys;
+    auto* table_vals = t.vals;
 
     D2K_CUDA_TRY(args, cudaMemsetAsync(cnt, 0, sizeof(unsigned long long), stream));
     if (sh.r == 0 || sh.s == 0) return D2K_OK;

@@ -24,19 +24,13 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const int64_t r = d2k::scalar_i(args, "R");
     const int64_t s = d2k::scalar_i(args, "S");
     if (r < 0 || s < 0) throw d2k::abi_error("hash_join: R and S must be >= 0");
-    const DLTensor& tbk = d2k::input(args, "build_keys");
-    const DLTensor& tpk = d2k::input(args, "probe_keys");
-    const DLTensor& tob = d2k::output(args, "out_build_payload");
-    if (d2k::numel(tbk) != r) throw d2k::abi_error("hash_join: build_keys has numel != R");
-    if (d2k::numel(tpk) != s) throw d2k::abi_error("hash_join: probe_keys has numel != S");
-    if (d2k::numel(tob) < s) throw d2k::abi_error("hash_join: out_build_payload smaller than S");
-    const auto* bk = d2k::data<const int32_t>(tbk);
-    const auto* bp = d2k::data<const int32_t>(d2k::input(args, "build_payload"));
-    const auto* pk = d2k::data<const int32_t>(tpk);
-    const auto* pp = d2k::data<const int32_t>(d2k::input(args, "probe_payload"));
-    auto* ob = d2k::data<int32_t>(tob);
-    auto* op = d2k::data<int32_t>(d2k::output(args, "out_probe_payload"));
-    auto* cnt = d2k::data<int64_t>(d2k::output(args, "count"));
+    const auto* bk = d2k::data<const int32_t>(d2k::input(args, "build_keys", kDLCPU, d2k::dl::i32, {r}));
+    const auto* bp = d2k::data<const int32_t>(d2k::input(args, "build_payload", kDLCPU, d2k::dl::i32, {r}));
+    const auto* pk = d2k::data<const int32_t>(d2k::input(args, "probe_keys", kDLCPU, d2k::dl::i32, {s}));
+    const auto* pp = d2k::data<const int32_t>(d2k::input(args, "probe_payload", kDLCPU, d2k::dl::i32, {s}));
+    auto* ob = d2k::data<int32_t>(d2k::output(args, "out_build_payload", kDLCPU, d2k::dl::i32, {s}));
+    auto* op = d2k::data<int32_t>(d2k::output(args, "out_probe_payload", kDLCPU, d2k::dl::i32, {s}));
+    auto* cnt = d2k::data<int64_t>(d2k::output(args, "count", kDLCPU, d2k::dl::i64, {1}));
 
     std::unordered_map<int32_t, int32_t> table;
     table.reserve(static_cast<size_t>(r));

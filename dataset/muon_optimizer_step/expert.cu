@@ -41,9 +41,9 @@
 //   v2 64x64 triangular mirror + tile by wave count      | 2139 / 5894 /  909 / 17500   | kept: 1.40-1.48x
 //      naive, 79.5-84.9% of SOL on the large shapes (mirror now 13.8 us at 4096^2, 13.2 us at
 //      16x1024^2, 51 us at 8192^2 under ncu; 128x256 triangle tiles chosen only at 8192^2)
-//   MUON_TRI_FULL=1 ablation (Gram products as full      | 2759 / 7863 /  933 / 25361   | the triangle is
-//      128x256 GEMMs, no mirror)                                                         worth 1.29-1.45x
-//      on the large shapes, only 3% at 16x1024^2
+//   ablation: Gram products as full 128x256 GEMMs,       | 2759 / 7863 /  933 / 25361   | the triangle is
+//      no mirror (code removed; no build variant: each       worth 1.29-1.45x
+//      is a full CUTLASS compile in CI)                      on the large shapes, only 3% at 16x1024^2
 //
 // Targets (issue): >= 1.3x naive and >= 65% of SOL at 4096x14336 and 8192^2: met (1.48x / 84.9%,
 // 1.46x / 79.5%). >= 2x naive at 16x1024^2: not met (1.40x). There each tile is only 16 k-steps
@@ -96,9 +96,6 @@
 
 #define MUON_LAUNCH_CHECK() MUON_CUDA_CHECK(cudaGetLastError())
 
-#ifndef MUON_TRI_FULL
-#define MUON_TRI_FULL 0
-#endif
 namespace muon_expert {
 
 /// Tag that selects TriangleTileSchedulerSm90 in CUTLASS's scheduler selector.
@@ -258,21 +255,12 @@ struct Sm90Gemm {
   using StrideD = typename Kernel::StrideD;
 };
 
-#if MUON_TRI_FULL
-/// Ablation (MUON_TRI_FULL=1): the Gram products as full GEMMs, no mirror pass.
-using TriGemmSmall = Sm90Gemm<Shape<_128, _256, _64>, Shape<_2, _1, _1>, cutlass::layout::ColumnMajor,
-                              cutlass::gemm::PersistentScheduler>;
-using TriGemmLarge = TriGemmSmall;
-constexpr bool kMirror = false;
-#else
 /// Triangle GEMM: C[i][j] = sum_k P[i][k] Q[j][k] over the upper super-tiles (TN, K-major both).
 /// Two tile shapes; the one that fills whole waves of SMs is picked per shape (choose_large_tiles).
 using TriGemmSmall = Sm90Gemm<Shape<_128, _128, _64>, Shape<_1, _1, _1>, cutlass::layout::ColumnMajor,
                               TriangleTileSchedulerTag>;
 using TriGemmLarge = Sm90Gemm<Shape<_128, _256, _64>, Shape<_1, _1, _1>, cutlass::layout::ColumnMajor,
                               TriangleTileSchedulerTag>;
-constexpr bool kMirror = true;
-#endif
 /// Full GEMM: X' = Bm X (NN: X is K x N row-major), 2-CTA clusters along M share X tiles.
 using FullGemm = Sm90Gemm<Shape<_128, _256, _64>, Shape<_2, _1, _1>, cutlass::layout::RowMajor,
                           cutlass::gemm::PersistentScheduler>;
@@ -553,15 +541,11 @@ __global__ void __launch_bounds__(256) update_from_x_tiles(
   }
 }
 
-/// Workspace carve-up, identical in d2k_workspace_size and d2k_run.
+/// Operand pitches and the momentum kernel's blocking, shared by the carve-up and the launches.
 struct Layout {
   int64_t s, l, ldx, lda;
-  size_t x_bytes, a_bytes, partial_count, off_x0, off_x1, off_a, off_bm, off_part, off_scalars,
-      off_cutlass, total;
   int rows_per_block = 1, nblk = 1;
 };
-
-inline size_t align256(size_t x) { return (x + 255) / 256 * 256; }
 
 Layout make_layout(const muon::Args& g) {
   Layout L{};
@@ -569,24 +553,34 @@ Layout make_layout(const muon::Args& g) {
   L.l = g.l();
   L.ldx = muon::round_up(L.l, 8);  // TMA: 16-byte row pitch
   L.lda = muon::round_up(L.s, 8);
-  L.x_bytes = align256(size_t(g.B) * L.s * L.ldx * 2);
-  L.a_bytes = align256(size_t(g.B) * L.s * L.lda * 2);
   if (g.tall()) {
     L.nblk = int(((g.N + 31) / 32) * ((g.M + 31) / 32));
   } else {
     L.rows_per_block = int(std::max<int64_t>(1, 65536 / g.N));
     L.nblk = int((g.M + L.rows_per_block - 1) / L.rows_per_block);
   }
-  size_t o = 0;
-  L.off_x0 = o; o += L.x_bytes;
-  L.off_x1 = o; o += L.x_bytes;
-  L.off_a = o; o += L.a_bytes;
-  L.off_bm = o; o += L.a_bytes;
-  L.off_part = o; o += align256(size_t(g.B) * L.nblk * sizeof(float));
-  L.off_scalars = o; o += align256(size_t(3) * g.B * sizeof(float));
-  L.off_cutlass = o; o += kCutlassWorkspace;
-  L.total = o;
   return L;
+}
+
+/// Workspace buffers, 256-byte aligned (TMA descriptors need it), carved by one function for
+/// both entry points.
+struct WorkspaceBuffers {
+  bf16 *x0, *x1, *A, *Bm;  ///< NS iterates (ping-pong), Gram matrix, polynomial
+  float* partials;         ///< per-block partial sums of U^2
+  float* scalars;          ///< [3][B] epilogue scalars
+  void* cutlass;           ///< CUTLASS kernels' own workspace
+};
+WorkspaceBuffers carve_workspace(d2k::Workspace& ws, const muon::Args& g, const Layout& L) {
+  const uint64_t x = uint64_t(g.B) * L.s * L.ldx, a = uint64_t(g.B) * L.s * L.lda;
+  WorkspaceBuffers b;
+  b.x0 = ws.take<bf16>(x);
+  b.x1 = ws.take<bf16>(x);
+  b.A = ws.take<bf16>(a);
+  b.Bm = ws.take<bf16>(a);
+  b.partials = ws.take<float>(uint64_t(g.B) * L.nblk);
+  b.scalars = ws.take<float>(3 * uint64_t(g.B));
+  b.cutlass = ws.take_bytes(kCutlassWorkspace);
+  return b;
 }
 
 /// Workspace buffers of the Newton-Schulz loop.
@@ -608,7 +602,6 @@ struct NsShape {
 /// multiple of the SM count, so compare whole waves, a 128x256 tile costing two 128x128 ones;
 /// on a tie the larger tile wins (fewer operand bytes per FLOP).
 bool choose_large_tiles(int64_t s, int64_t B, int sms) {
-  if (!kMirror) return false;
   const int64_t t128 = (s + 127) / 128, t256 = (s + 255) / 256;
   const int64_t tiles_small = B * t128 * (t128 + 1) / 2, tiles_large = B * t256 * (t256 + 1);
   const int64_t waves_small = (tiles_small + sms - 1) / sms, waves_large = (tiles_large + sms - 1) / sms;
@@ -638,7 +631,7 @@ const bf16* newton_schulz(const NsBuffers& nb, const NsShape& sh, uint16_t* upda
   const int64_t t64 = (s + 63) / 64;
   const dim3 mgrid(static_cast<unsigned>(t64 * (t64 - 1) / 2), B);
   auto mirror = [&](bf16* m) {
-    if (!kMirror || t64 < 2) return;
+    if (t64 < 2) return;
     mirror_upper_to_lower<<<mgrid, dim3(32, 8), 0, st>>>(reinterpret_cast<uint16_t*>(m), s, lda, kSpan);
     MUON_LAUNCH_CHECK();
   };
@@ -686,16 +679,16 @@ const bf16* newton_schulz(const NsBuffers& nb, const NsShape& sh, uint16_t* upda
 void run(const d2k_args* args) {
   const muon::Args g = muon::parse(args, kDLCUDA);
   const Layout L = make_layout(g);
-  if (args->workspace_bytes < L.total) throw std::runtime_error("expert: workspace too small");
+  d2k::Workspace ws(args);
+  const WorkspaceBuffers wb = carve_workspace(ws, g, L);
   cudaStream_t st = static_cast<cudaStream_t>(args->stream);
-  char* ws = static_cast<char*>(args->workspace);
-  auto* x0 = reinterpret_cast<bf16*>(ws + L.off_x0);
-  auto* x1 = reinterpret_cast<bf16*>(ws + L.off_x1);
-  auto* A = reinterpret_cast<bf16*>(ws + L.off_a);
-  auto* Bm = reinterpret_cast<bf16*>(ws + L.off_bm);
-  auto* partials = reinterpret_cast<float*>(ws + L.off_part);
-  auto* scalars = reinterpret_cast<float*>(ws + L.off_scalars);
-  void* cws = ws + L.off_cutlass;
+  bf16* x0 = wb.x0;
+  bf16* x1 = wb.x1;
+  bf16* A = wb.A;
+  bf16* Bm = wb.Bm;
+  float* partials = wb.partials;
+  float* scalars = wb.scalars;
+  void* cws = wb.cutlass;
   int dev = 0, sms = 0;
   MUON_CUDA_CHECK(cudaGetDevice(&dev));
   MUON_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -774,7 +767,9 @@ extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t*
     g.M = d2k::scalar_i(args, "M");
     g.N = d2k::scalar_i(args, "N");
     if (g.B < 1 || g.M < 1 || g.N < 1) throw d2k::abi_error("axes B, M, N must be >= 1");
-    *bytes = muon_expert::make_layout(g).total;
+    d2k::Workspace ws;
+    muon_expert::carve_workspace(ws, g, muon_expert::make_layout(g));
+    *bytes = ws.bytes();
     return D2K_OK;
   });
 }

@@ -34,26 +34,6 @@ struct Args {
   double scale() const { return std::sqrt(std::fmax(1.0, double(M) / double(N))); }
 };
 
-inline void check_tensor(const DLTensor& t, const char* name, DLDeviceType dev, uint8_t code,
-                         uint8_t bits, int64_t B, int64_t M, int64_t N) {
-  const std::string n = std::string("tensor '") + name + "'";
-  if (t.device.device_type != dev)
-    throw d2k::abi_error(n + (dev == kDLCPU ? " must be a host tensor" : " must be a CUDA tensor"));
-  if (t.dtype.code != code || t.dtype.bits != bits || t.dtype.lanes != 1)
-    throw d2k::abi_error(n + (code == kDLBfloat ? " must be bfloat16" : " must be float32"));
-  if (t.ndim != 3) throw d2k::abi_error(n + " must have rank 3 [B,M,N]");
-  const int64_t want[3] = {B, M, N};
-  for (int d = 0; d < 3; ++d)
-    if (t.shape[d] != want[d]) throw d2k::abi_error(n + " shape does not match [B,M,N]");
-  if (t.strides) {
-    int64_t expect = 1;
-    for (int d = 2; d >= 0; --d) {
-      if (t.shape[d] != 1 && t.strides[d] != expect) throw d2k::abi_error(n + " must be contiguous");
-      expect *= t.shape[d];
-    }
-  }
-}
-
 /// Reads and validates every tensor and scalar; `dev` is kDLCPU (reference) or kDLCUDA.
 inline Args parse(const d2k_args* a, DLDeviceType dev) {
   Args r;
@@ -66,18 +46,12 @@ inline Args parse(const d2k_args* a, DLDeviceType dev) {
   r.beta = d2k::scalar_f(a, "momentum_beta");
   r.wd = d2k::scalar_f(a, "weight_decay");
   r.eps = d2k::scalar_f(a, "eps");
-  const DLTensor& p = d2k::input(a, "param");
-  const DLTensor& g = d2k::input(a, "grad");
-  const DLTensor& m = d2k::input(a, "momentum");
-  const DLTensor& mo = d2k::output(a, "momentum_out");
-  const DLTensor& u = d2k::output(a, "update");
-  const DLTensor& po = d2k::output(a, "param_out");
-  check_tensor(p, "param", dev, kDLFloat, 32, r.B, r.M, r.N);
-  check_tensor(g, "grad", dev, kDLBfloat, 16, r.B, r.M, r.N);
-  check_tensor(m, "momentum", dev, kDLFloat, 32, r.B, r.M, r.N);
-  check_tensor(mo, "momentum_out", dev, kDLFloat, 32, r.B, r.M, r.N);
-  check_tensor(u, "update", dev, kDLBfloat, 16, r.B, r.M, r.N);
-  check_tensor(po, "param_out", dev, kDLFloat, 32, r.B, r.M, r.N);
+  const DLTensor& p = d2k::input(a, "param", dev, d2k::dl::f32, {r.B, r.M, r.N});
+  const DLTensor& g = d2k::input(a, "grad", dev, d2k::dl::bf16, {r.B, r.M, r.N});
+  const DLTensor& m = d2k::input(a, "momentum", dev, d2k::dl::f32, {r.B, r.M, r.N});
+  const DLTensor& mo = d2k::output(a, "momentum_out", dev, d2k::dl::f32, {r.B, r.M, r.N});
+  const DLTensor& u = d2k::output(a, "update", dev, d2k::dl::bf16, {r.B, r.M, r.N});
+  const DLTensor& po = d2k::output(a, "param_out", dev, d2k::dl::f32, {r.B, r.M, r.N});
   r.param = d2k::data<const float>(p);
   r.grad = d2k::data<const uint16_t>(g);
   r.momentum = d2k::data<const float>(m);

@@ -117,47 +117,47 @@ void gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, i
                                                   batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-struct Layout {
-  size_t u, x, a, a2, bm, bx, part, norm, cublas, total;
+/// Workspace buffers (256-byte aligned slices), carved by one function for both entry points.
+struct Buffers {
+  float* U;
+  uint16_t *X, *A, *A2, *Bm, *BX;
+  float *part, *norm;
+  void* cublas;
 };
-size_t al(size_t x) { return (x + 255) / 256 * 256; }
-Layout make_layout(int64_t B, int64_t M, int64_t N) {
-  const int64_t s = std::min(M, N), n = B * M * N;
-  Layout L{};
-  size_t o = 0;
-  L.u = o; o += al(size_t(n) * 4);
-  L.x = o; o += al(size_t(n) * 2);
-  L.a = o; o += al(size_t(B * s * s) * 2);
-  L.a2 = o; o += al(size_t(B * s * s) * 2);
-  L.bm = o; o += al(size_t(B * s * s) * 2);
-  L.bx = o; o += al(size_t(n) * 2);
-  L.part = o; o += al(size_t(B) * kReduceBlocks * 4);
-  L.norm = o; o += al(size_t(B) * 4);
-  L.cublas = o; o += kCublasWorkspace;
-  L.total = o;
-  return L;
+Buffers carve(d2k::Workspace& ws, int64_t B, int64_t M, int64_t N) {
+  const uint64_t s = uint64_t(std::min(M, N)), n = uint64_t(B * M * N), ss = uint64_t(B) * s * s;
+  Buffers b;
+  b.U = ws.take<float>(n);
+  b.X = ws.take<uint16_t>(n);
+  b.A = ws.take<uint16_t>(ss);
+  b.A2 = ws.take<uint16_t>(ss);
+  b.Bm = ws.take<uint16_t>(ss);
+  b.BX = ws.take<uint16_t>(n);
+  b.part = ws.take<float>(uint64_t(B) * kReduceBlocks);
+  b.norm = ws.take<float>(uint64_t(B));
+  b.cublas = ws.take_bytes(kCublasWorkspace);
+  return b;
 }
 
 void run(const d2k_args* args) {
   const muon::Args g = muon::parse(args, kDLCUDA);
-  const Layout L = make_layout(g.B, g.M, g.N);
-  if (args->workspace_bytes < L.total) throw std::runtime_error("naive: workspace too small");
+  d2k::Workspace ws(args);
+  const Buffers wb = carve(ws, g.B, g.M, g.N);
   cudaStream_t st = static_cast<cudaStream_t>(args->stream);
-  char* ws = static_cast<char*>(args->workspace);
-  float* U = reinterpret_cast<float*>(ws + L.u);
-  uint16_t* X = reinterpret_cast<uint16_t*>(ws + L.x);
-  uint16_t* A = reinterpret_cast<uint16_t*>(ws + L.a);
-  uint16_t* A2 = reinterpret_cast<uint16_t*>(ws + L.a2);
-  uint16_t* Bm = reinterpret_cast<uint16_t*>(ws + L.bm);
-  uint16_t* BX = reinterpret_cast<uint16_t*>(ws + L.bx);
-  float* part = reinterpret_cast<float*>(ws + L.part);
-  float* norm = reinterpret_cast<float*>(ws + L.norm);
+  float* U = wb.U;
+  uint16_t* X = wb.X;
+  uint16_t* A = wb.A;
+  uint16_t* A2 = wb.A2;
+  uint16_t* Bm = wb.Bm;
+  uint16_t* BX = wb.BX;
+  float* part = wb.part;
+  float* norm = wb.norm;
   int dev = 0, sms = 0;
   MUON_CUDA_CHECK(cudaGetDevice(&dev));
   MUON_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   cublasHandle_t h = handle();
   MUON_CUBLAS_CHECK(cublasSetStream(h, st));
-  MUON_CUBLAS_CHECK(cublasSetWorkspace(h, ws + L.cublas, kCublasWorkspace));
+  MUON_CUBLAS_CHECK(cublasSetWorkspace(h, wb.cublas, kCublasWorkspace));
 
   const int64_t n = g.numel(), per = g.M * g.N;
   const int B = int(g.B), s = int(g.s()), l = int(g.l());
@@ -209,7 +209,9 @@ extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t*
   D2K_ENTRY(args, {
     const int64_t B = d2k::scalar_i(args, "B"), M = d2k::scalar_i(args, "M"), N = d2k::scalar_i(args, "N");
     if (B < 1 || M < 1 || N < 1) throw d2k::abi_error("axes B, M, N must be >= 1");
-    *bytes = make_layout(B, M, N).total;
+    d2k::Workspace ws;
+    carve(ws, B, M, N);
+    *bytes = ws.bytes();
     return D2K_OK;
   });
 }

@@ -94,8 +94,10 @@ int32_t d2k_run(const d2k_args* args);
 
 /* ---- C++ convenience: typed, checked accessors so kernel code stays readable ---- */
 #ifdef __cplusplus
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -104,6 +106,12 @@ namespace d2k {
 /** Thrown by the accessors below; D2K_ENTRY turns it into D2K_ERR_BAD_ARGS. */
 struct abi_error : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+/** Thrown by Workspace::take when the workspace is smaller than the carve-up needs;
+ * D2K_ENTRY turns it into D2K_ERR_WORKSPACE. */
+struct workspace_error : abi_error {
+  using abi_error::abi_error;
 };
 
 inline int64_t numel(const DLTensor& t) {
@@ -150,6 +158,123 @@ inline double scalar_f(const d2k_args* a, const char* name) {
   return s.is_float ? s.f : static_cast<double>(s.i);
 }
 
+/* ---- Argument checks: one call per tensor instead of a hand-written check in every file ---- */
+
+/** DLPack dtypes by name (lanes = 1): d2k::dl::bf16, ... */
+namespace dl {
+inline constexpr DLDataType bf16 = {kDLBfloat, 16, 1};
+inline constexpr DLDataType f16 = {kDLFloat, 16, 1};
+inline constexpr DLDataType f32 = {kDLFloat, 32, 1};
+inline constexpr DLDataType f64 = {kDLFloat, 64, 1};
+inline constexpr DLDataType i32 = {kDLInt, 32, 1};
+inline constexpr DLDataType i64 = {kDLInt, 64, 1};
+inline constexpr DLDataType u8 = {kDLUInt, 8, 1};
+}  // namespace dl
+
+inline std::string dtype_name(DLDataType t) {
+  const char* code = t.code == kDLInt ? "int" : t.code == kDLUInt ? "uint" : t.code == kDLFloat ? "float"
+                     : t.code == kDLBfloat ? "bfloat" : "code";
+  std::string s(code);
+  s += std::to_string(t.bits);
+  if (t.lanes != 1) {
+    s += 'x';
+    s += std::to_string(t.lanes);
+  }
+  return s;
+}
+
+inline std::string shape_string(const int64_t* shape, int ndim) {
+  std::string s(1, '[');
+  for (int d = 0; d < ndim; ++d) {
+    if (d) s += ',';
+    s += std::to_string(shape[d]);
+  }
+  s += ']';
+  return s;
+}
+
+/** Checks that tensor `name` lives on `device` (kDLCUDA for GPU implementations, kDLCPU for host
+ * ones), has `dtype` and exactly `shape`, and is contiguous row-major (strides NULL or compact).
+ * Throws abi_error naming the tensor and what differs, e.g.
+ * "tensor 'x': shape [4,7] does not match [4,8]". */
+inline void expect_tensor(const DLTensor& t, const char* name, DLDeviceType device, DLDataType dtype,
+                          std::initializer_list<int64_t> shape) {
+  const std::string n = std::string("tensor '") + name + "': ";
+  if (t.device.device_type != device)
+    throw abi_error(n + (device == kDLCPU ? "must be a host tensor" : "must be a CUDA tensor"));
+  if (t.dtype.code != dtype.code || t.dtype.bits != dtype.bits || t.dtype.lanes != dtype.lanes)
+    throw abi_error(n + "dtype " + dtype_name(t.dtype) + " is not " + dtype_name(dtype));
+  const int ndim = static_cast<int>(shape.size());
+  if (t.ndim != ndim || !std::equal(shape.begin(), shape.end(), t.shape))
+    throw abi_error(n + "shape " + shape_string(t.shape, t.ndim) + " does not match " +
+                    shape_string(shape.begin(), ndim));
+  if (t.strides) {
+    int64_t compact = 1;
+    for (int d = ndim - 1; d >= 0; --d) {
+      if (t.shape[d] != 1 && t.strides[d] != compact) throw abi_error(n + "must be contiguous");
+      compact *= t.shape[d];
+    }
+  }
+}
+
+/** The input called `name`, checked as expect_tensor does. */
+inline const DLTensor& input(const d2k_args* a, const char* name, DLDeviceType device, DLDataType dtype,
+                             std::initializer_list<int64_t> shape) {
+  const DLTensor& t = input(a, name);
+  expect_tensor(t, name, device, dtype, shape);
+  return t;
+}
+/** The output called `name`, checked as expect_tensor does. */
+inline const DLTensor& output(const d2k_args* a, const char* name, DLDeviceType device, DLDataType dtype,
+                              std::initializer_list<int64_t> shape) {
+  const DLTensor& t = output(a, name);
+  expect_tensor(t, name, device, dtype, shape);
+  return t;
+}
+
+/* ---- Workspace carving: one carve-up function serves both entry points ---- */
+
+/** Hands out aligned slices of the workspace in order. Write the carve-up once, as a function
+ * taking a Workspace&, and call it from both entry points:
+ *   d2k_workspace_size:  d2k::Workspace ws;             carve(ws, shapes); *bytes = ws.bytes();
+ *   d2k_run:             d2k::Workspace ws(args);       Buffers b = carve(ws, shapes);
+ * A counting Workspace (no base) returns null pointers; a bound one throws workspace_error when
+ * the harness's workspace is smaller than the slices taken, so the two can never disagree
+ * silently. Slices start on `align`-byte boundaries (default 256: what cuBLAS, TMA and vector
+ * loads want) relative to the workspace's base, which the harness aligns. */
+class Workspace {
+ public:
+  /** Counting only: sizes the carve-up in d2k_workspace_size. */
+  explicit Workspace(uint64_t align = 256) : align_(align) {}
+  /** Bound to the call's workspace, in d2k_run. */
+  explicit Workspace(const d2k_args* a, uint64_t align = 256)
+      : base_(static_cast<char*>(a->workspace)), capacity_(a->workspace_bytes), bound_(true), align_(align) {}
+
+  /** `count` elements of T, starting on an aligned offset. */
+  template <class T>
+  T* take(uint64_t count) {
+    return static_cast<T*>(take_bytes(count * sizeof(T)));
+  }
+  void* take_bytes(uint64_t bytes) {
+    const uint64_t at = (used_ + align_ - 1) / align_ * align_;
+    used_ = at + bytes;
+    if (!bound_) return nullptr;
+    if (used_ > capacity_ || (bytes && !base_))
+      throw workspace_error("workspace of " + std::to_string(capacity_) + " bytes is smaller than the " +
+                            std::to_string(used_) + " the carve-up needs");
+    return base_ + at;
+  }
+  /** Bytes the slices taken so far span (the value d2k_workspace_size reports). */
+  uint64_t bytes() const { return used_; }
+
+ private:
+  char* base_ = nullptr;
+  uint64_t capacity_ = 0;
+  bool bound_ = false;
+  uint64_t align_;
+  uint64_t used_ = 0;
+};
+
 /** Writes a message into the error buffer the harness supplied. */
 inline void set_error(const d2k_args* a, const char* msg) {
   if (a && a->error && a->error_capacity) std::snprintf(a->error, a->error_capacity, "%s", msg);
@@ -164,6 +289,9 @@ inline void set_error(const d2k_args* a, const char* msg) {
   do {                                                   \
     try {                                                \
       __VA_ARGS__                                        \
+    } catch (const d2k::workspace_error& e_) {           \
+      d2k::set_error((args), e_.what());                 \
+      return D2K_ERR_WORKSPACE;                          \
     } catch (const d2k::abi_error& e_) {                 \
       d2k::set_error((args), e_.what());                 \
       return D2K_ERR_BAD_ARGS;                           \

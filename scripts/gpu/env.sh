@@ -8,9 +8,11 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64; do
   [ -d "$d" ] && LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
 done
 export LD_LIBRARY_PATH="$carry/lib:${LD_LIBRARY_PATH:-}"
-export D2K_IMPL_DIR="$carry/impl" D2K_CACHE_DIR="$(cd "$out" && pwd)/cache" D2K_DATASET="$PWD/dataset"
-# Candidates compile against solution.h, which includes dlpack.h (not installed there).
-export D2K_EXTRA_INCLUDE_DIRS="$carry/dlpack-include" D2K_NVCC=/usr/local/cuda/bin/nvcc
+export D2K_IMPL_DIR="$carry/impl" D2K_CACHE_DIR="$out/cache" D2K_DATASET="$PWD/dataset"
+# Candidates compile against the carried include/ (solution.h, and dlpack.h, which is not installed
+# there); GPU tests read their fixtures from the carry (CARRY/tests/fixtures, CARRY/include).
+export D2K_INCLUDE_DIR="$carry/include" D2K_EXTRA_INCLUDE_DIRS="$carry/include" D2K_SOURCE_DIR="$carry"
+export D2K_NVCC=/usr/local/cuda/bin/nvcc
 # Sandboxed workers run as unprivileged uids: every folder above the carry, the dataset and
 # the cache must be searchable, and what is in them readable.
 mkdir -p "$D2K_CACHE_DIR"

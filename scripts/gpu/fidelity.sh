@@ -2,16 +2,17 @@
 # Timing fidelity on a GPU machine: d2k_fidelity 5 times (5 separate processes: the spread of d2k's
 # medians), the timer's per-sample overhead, then Nsight Compute (--clock-control none, every cache
 # flushed before each kernel) on each workload, diagnostics for multi-kernel calls (ncu without
-# cache flushes; d2k with events only, without the flush, without the blocking kernel, with every sample under CUPTI), and the tables (tools/fidelity/table.py).
-# Usage: scripts/gpu/fidelity.sh CARRY OUT
-#   CARRY holds d2k_fidelity, naive.so (fused_add_rmsnorm) and lib/ (libfmt); OUT receives the logs.
+# cache flushes; d2k with events only, without the flush, without the blocking kernel, with every sample under CUPTI), and the tables (scripts/gpu/fidelity_table.py).
+# Usage (repository root): scripts/gpu/fidelity.sh CARRY OUT
+#   CARRY made by scripts/gpu/pack.sh from a build with -DD2K_BUILD_TOOLS=ON (d2k_fidelity; the
+#   fused_add_rmsnorm naive library from impl/); OUT receives the logs.
 set -uo pipefail
 carry=$1; out=$2
 here=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$carry/lib:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}"
 tool=$carry/d2k_fidelity
-so=$carry/naive.so
+so=$carry/impl/fused_add_rmsnorm/naive.so
 reps=${FIDELITY_NCU_REPS:-5}
 export FIDELITY_NCU_REPS=$reps
 {
@@ -62,4 +63,4 @@ if [ -n "$multi" ]; then
     echo "variant $1 rc=$?"
   done
 fi
-python3 "$here/tools/fidelity/table.py" "$out" | tee "$out/table.md"
+python3 "$here/scripts/gpu/fidelity_table.py" "$out" | tee "$out/table.md"

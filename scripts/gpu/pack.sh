@@ -1,21 +1,43 @@
 #!/usr/bin/env bash
-# Collects what a GPU session needs from a build tree into one small folder (the build tree itself
-# is too large to send): the d2k binary, every implementation library, the GPU test binaries and
-# the Debian libraries the GPU machine's image lacks.
-# Usage: scripts/gpu/pack.sh BUILD_DIR DEST
+# Collects what a GPU session needs from a build tree into one small folder, CARRY (the build tree
+# itself is too large to send). Everything the scripts in scripts/gpu/ use comes from here:
+#   d2k                     the binary
+#   impl/<task>/*.so        every built-in implementation and expert variant
+#   include/                solution.h and dlpack/dlpack.h: what candidate solutions compile
+#                           against (d2k looks for include/ beside itself; $D2K_INCLUDE_DIR wins)
+#   tests/fixtures/         the fixture tasks and solutions the GPU tests read (D2K_SOURCE_DIR=CARRY)
+#   gpu_tests/              the gtest binaries labelled `gpu` that run on their own
+#   d2k_measure_probe       calibrate() alone, printing the ceilings as JSON
+#   exec/                   exec's GPU test and sandbox test with the helper programs they start
+#   d2k_fidelity            the timing-fidelity tool, when the build has it (-DD2K_BUILD_TOOLS=ON)
+#   lib/                    the Debian libraries the GPU machine's image lacks (libfmt, libseccomp)
+# Usage (repository root): scripts/gpu/pack.sh BUILD_DIR CARRY
 set -euo pipefail
 build=$1; dest=$2
-rm -rf "$dest"; mkdir -p "$dest/gpu_tests" "$dest/lib"
+[ -x "$build/src/cli/d2k" ] || { echo "pack: no d2k in $build (build it first)" >&2; exit 1; }
+rm -rf "$dest"; mkdir -p "$dest/gpu_tests" "$dest/exec" "$dest/lib" "$dest/tests"
 cp "$build/src/cli/d2k" "$dest/"
 cp -r "$build/impl" "$dest/impl"
-for t in tests/gpu/data_check/test_gpu_generators tests/gpu/data_check/test_gpu_compare tests/gpu/measure/measure_gpu_tests; do
-  [ -x "$build/$t" ] && cp "$build/$t" "$dest/gpu_tests/"
-done
-# exec's GPU test runs beside its worker program; dlpack.h for compiling solutions there.
-mkdir -p "$dest/exec" "$dest/dlpack-include/dlpack"
-cp "$build/tests/gpu/exec/exec_gpu_test" "$build/tests/gpu/exec/exec_gpu_worker" "$dest/exec/"
-cp /usr/include/dlpack/dlpack.h "$dest/dlpack-include/dlpack/"
-for lib in $(ldd "$dest/d2k" "$dest"/gpu_tests/* "$dest"/exec/* | awk '/=> \//{print $3}' | grep -E 'libfmt|libseccomp' | sort -u); do
+cp -r include "$dest/include"
+mkdir -p "$dest/include/dlpack"
+cp /usr/include/dlpack/dlpack.h "$dest/include/dlpack/"
+cp -r tests/fixtures "$dest/tests/fixtures"
+
+copy_if_built() {  # copy_if_built DEST_SUBDIR BUILD_RELATIVE_PATH...
+  local sub=$1; shift
+  for t in "$@"; do
+    if [ -x "$build/$t" ]; then cp "$build/$t" "$dest/$sub/"; else echo "pack: $t not built (skipped)"; fi
+  done
+}
+copy_if_built gpu_tests tests/gpu/data_check/test_gpu_generators tests/gpu/data_check/test_gpu_compare \
+  tests/gpu/measure/measure_gpu_tests
+copy_if_built . tests/gpu/measure/d2k_measure_probe
+copy_if_built exec tests/gpu/exec/exec_gpu_test tests/gpu/exec/exec_gpu_worker \
+  tests/unit/exec/exec_sandbox_test tests/unit/exec/sandbox_probe
+[ -x "$build/tools/fidelity/d2k_fidelity" ] && cp "$build/tools/fidelity/d2k_fidelity" "$dest/"
+
+for lib in $(ldd "$dest/d2k" "$dest"/gpu_tests/* "$dest"/exec/* $(ls "$dest/d2k_fidelity" 2>/dev/null) |
+             awk '/=> \//{print $3}' | grep -E 'libfmt|libseccomp' | sort -u); do
   cp -L "$lib" "$dest/lib/"
 done
 du -sh "$dest"

@@ -7,12 +7,15 @@
 #include <random>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "cli/commands.h"
 #include "cli/dataset.h"
 #include "core/cuda_util.h"
 #include "engine/device_backend.h"
 #include "engine/evaluate.h"
 #include "engine/solution.h"
+#include "engine/worker_process.h"
 
 namespace d2k::cli {
 
@@ -46,15 +49,20 @@ std::uint64_t secret_seed(std::uint64_t pinned) {
   return (std::uint64_t(rd()) << 32) ^ rd();
 }
 
+/// On a terminal the progress line rewrites itself in place; into a log or a pipe each update is
+/// a plain line (no carriage returns or escape codes in the file).
+bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
+
 Progress progress_line(bool quiet) {
   if (quiet) return [](const std::string&) {};
+  if (!stderr_is_terminal()) return [](const std::string& s) { std::cerr << s << '\n'; };
   return [](const std::string& s) {
     std::cerr << "\r\033[K" << s << std::flush;
   };
 }
 
 void finish_progress(bool quiet) {
-  if (!quiet) std::cerr << "\r\033[K" << std::flush;
+  if (!quiet && stderr_is_terminal()) std::cerr << "\r\033[K" << std::flush;
 }
 
 int write_outputs(const EvalArgs& a, const std::vector<Trace>& traces, bool gpu) {

@@ -4,9 +4,10 @@
 /// target's calls and times them. Two kinds:
 ///  - WorkerRunner: the target runs in a fresh sandboxed worker process (its own CUDA context)
 ///    that maps the parent's buffers (shareable device memory, descriptors over the channel);
-///    a crash, a trap or a hang ends only the worker. The default.
+///    a crash, a trap or a hang ends only the worker. The default. Its parent side is
+///    worker_client.cpp, the child is worker_process.cpp, the messages between them wire.h.
 ///  - InProcessRunner: the target is loaded into this process (`--isolation none`): for
-///    debugging and for measuring what the isolation costs.
+///    debugging and for measuring what the isolation costs (in_process_runner.cpp).
 #include <cstddef>
 #include <filesystem>
 #include <functional>
@@ -84,9 +85,5 @@ struct WorkerOptions {
 /// request fails with the cause.
 std::unique_ptr<TargetRunner> make_worker_runner(const ImplTarget& target, const WorkerOptions& opt);
 std::unique_ptr<TargetRunner> make_in_process_runner(const ImplTarget& target);
-
-/// The worker's main loop (`d2k __worker --impl PATH`): loads the implementation inside the
-/// sandbox and serves the parent's requests over the channel. Returns the exit code.
-int worker_main(const std::filesystem::path& impl);
 
 }  // namespace d2k

@@ -581,7 +581,7 @@ CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOpt
   }
   if (pr.status != Status::PASSED || !fs::is_regular_file(build / "solution.so", ec)) {
     // A link that failed on a vendor library the track does not link is an attempt to use what
-    // the track forbids (DESIGN §7), not a mistake to fix: the same verdict the symbol check
+    // the track forbids (docs/design.md, "Anti-cheat rules"), not a mistake to fix: the same verdict the symbol check
     // gives an import it sees. The log (with the undefined references) is kept.
     if (const auto vendor = vendor_link_failures(raw, opts.link_libraries); !vendor.empty() && !pr.signal) {
       std::string more;

@@ -149,7 +149,7 @@ struct MeasureResult {
   std::string blocking_disabled;
   /// Timed samples in which some kernel, memcpy or memset ended after the harness stream's
   /// synchronisation returned: work the call did not join onto the stream it was given
-  /// (DESIGN §7, "time counts every stream"). CUPTI only; the engine reports REWARD_HACK.
+  /// (docs/design.md, "Anti-cheat rules": time counts every stream). CUPTI only; the engine reports REWARD_HACK.
   std::size_t unjoined_samples = 0;
   std::string unjoined_example;   ///< the first such activity's name
   double join_late_max_s = 0;     ///< max over samples of (last end - harness join); < 0 is joined

@@ -1,5 +1,5 @@
 #pragma once
-/// The one status every evaluation stage ends in (DESIGN §4).
+/// The one status every evaluation stage ends in (docs/design.md, "Evaluation pipeline").
 #include <optional>
 #include <string>
 #include <string_view>

@@ -77,7 +77,7 @@ nlohmann::json to_json(const Performance& p);
 Performance performance_from_json(const nlohmann::json& j);
 Trace trace_from_json(const nlohmann::json& j);
 
-/// Suite aggregates (DESIGN §6).
+/// Suite aggregates (docs/design.md, "Scores").
 struct SuiteSummary {
   int records = 0, passed = 0;
   double pass_rate = 0;

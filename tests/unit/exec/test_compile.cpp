@@ -60,8 +60,11 @@ TEST(CompileKey, StableForSameInputsAndSensitiveToEachInput) {
   // The flags name no scratch path (the version script appears as its token; include folders are
   // the source tree's, wherever it lives), and the cutlass track adds its include.
   const auto tmp = fs::temp_directory_path().string();
-  for (const auto& fl : flags)
-    if (fl.rfind("-I", 0) != 0) EXPECT_EQ(fl.find(tmp), std::string::npos) << fl;
+  for (const auto& fl : flags) {
+    if (fl.rfind("-I", 0) != 0) {
+      EXPECT_EQ(fl.find(tmp), std::string::npos) << fl;
+    }
+  }
   EXPECT_NE(std::find(flags.begin(), flags.end(), std::string("--version-script=@VERSION_SCRIPT@")), flags.end());
   CompileOptions c = options();
   c.cutlass = true;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Tables for scripts/gpu/fidelity.sh: d2k medians over repeated runs (spread), d2k vs Nsight Compute,
-and the timer's per-sample overhead. Usage: table.py DIR (holding run*.jsonl, ncu_*.csv, overhead.jsonl)."""
+and the timer's per-sample overhead. Usage: fidelity_table.py DIR (holding run*.jsonl, ncu_*.csv, overhead.jsonl)."""
 import csv
 import glob
 import json

@@ -1,0 +1,46 @@
+#pragma once
+/// The protocol between the parent's WorkerRunner (worker_client.cpp) and the worker process
+/// (worker_process.cpp): one JSON object per line over the channel of exec/worker.h. The parent
+/// sends {"cmd": ...}; the worker answers each command with exactly one {"type": ...} (a timing
+/// request is a dialogue: "prepare" / "prepared" pairs, then "timed"). Every message name is
+/// declared here once; both sides use these names.
+#include <nlohmann/json.hpp>
+
+#include "engine/plan.h"
+#include "engine/runner.h"
+#include "measure/timer.h"
+
+namespace d2k::wire {
+
+/// Parent → worker.
+namespace cmd {
+inline constexpr const char* map = "map";                ///< {buffers:[{id,bytes}]} + one descriptor each
+inline constexpr const char* plan = "plan";              ///< {plan}: bind the target to a workload
+inline constexpr const char* call = "call";              ///< {ins, outs}: one untimed call
+inline constexpr const char* time = "time";              ///< {sets, options}: the timing loop
+inline constexpr const char* prepared = "prepared";      ///< answer to "prepare": the call's inputs are ready
+inline constexpr const char* throughput = "throughput";  ///< {ins, outs, count}: back-to-back calls
+inline constexpr const char* exit = "exit";              ///< end the worker
+}  // namespace cmd
+
+/// Worker → parent.
+namespace reply {
+inline constexpr const char* ready = "ready";              ///< after load: {lockdown, threads}
+inline constexpr const char* load_failed = "load_failed";  ///< {status, error}
+inline constexpr const char* mapped = "mapped";
+inline constexpr const char* planned = "planned";          ///< {workspace}
+inline constexpr const char* called = "called";            ///< {threads_after}
+inline constexpr const char* prepare = "prepare";          ///< {call}: asks the parent to prepare call i
+inline constexpr const char* timed = "timed";              ///< a TimedOutcome
+inline constexpr const char* throughput = "throughput";
+inline constexpr const char* error = "error";              ///< {status, fatal, error}
+}  // namespace reply
+
+nlohmann::json plan_to_json(const WorkloadPlan& p);
+WorkloadPlan plan_from_json(const nlohmann::json& j);
+nlohmann::json options_to_json(const measure::MeasureOptions& mo);
+measure::MeasureOptions options_from_json(const nlohmann::json& j);
+nlohmann::json timed_to_json(const TimedOutcome& t);
+TimedOutcome timed_from_json(const nlohmann::json& j);
+
+}  // namespace d2k::wire

@@ -1,0 +1,20 @@
+# The `// %VARIANT%` parser of cmake/D2K.cmake (cmake -P): a good file gives names and flags;
+# each malformed file must stop with an error naming the file.
+# Usage: cmake -DHELPERS=cmake/D2K.cmake -DDIR=tests/build/variants [-DCASE=...] -P check_variant_lines.cmake
+cmake_minimum_required(VERSION 3.25)
+include(${HELPERS})
+if(DEFINED CASE)  # one malformed file: must stop with its error (the ctest matches the message)
+  d2k_expert_variants(${DIR}/${CASE}.cu v)
+  return()
+endif()
+d2k_expert_variants(${DIR}/good.cu v)
+if(NOT v_names STREQUAL "generic;rows8")
+  message(FATAL_ERROR "names: '${v_names}', expected 'generic;rows8'")
+endif()
+if(NOT v_flags_generic STREQUAL "-DFAR_GENERIC_ONLY=1")
+  message(FATAL_ERROR "flags of generic: '${v_flags_generic}'")
+endif()
+if(NOT v_flags_rows8 STREQUAL "-DHJ_ITEMS=8;-DHJ_MIN_BLOCKS=1")
+  message(FATAL_ERROR "flags of rows8: '${v_flags_rows8}'")
+endif()
+message(STATUS "variant lines OK: ${v_names}")

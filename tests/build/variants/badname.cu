@@ -1,0 +1,1 @@
+// %VARIANT% bad-name -DX=1

@@ -1,0 +1,1 @@
+// %VARIANT% lonely

@@ -1,0 +1,2 @@
+// %VARIANT% a -DX=1
+// %VARIANT% a -DX=2
