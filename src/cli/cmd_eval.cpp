@@ -183,6 +183,7 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
     run = [&] {
       Diagnostics diag;
       Task task = load_one_task(g, a.task, diag);
+      require_workloads(task, split_csv(a.workloads));
       a.no_time = true;
       const bool builtin = is_builtin_name(a.impl);
       if (!builtin) a.solution_dir = a.impl;
@@ -207,6 +208,7 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
     run = [&] {
       Diagnostics diag;
       Task task = load_one_task(g, a.task, diag);
+      require_workloads(task, split_csv(a.workloads));
       EvalRequest req = build_request(g, a, a.task, split_csv(a.targets));
       RunContext ctx = context(a, req.device);
       CollectingSink sink;

@@ -19,13 +19,18 @@ void add_tasks(CLI::App& app, Globals& g, Runner& run) {
       auto all = load_all_tasks(g, diag);
       fmt::print("{:<24} {:<16} {:>6} {:>6}  {}\n", "task", "op_type", "check", "bench", "implementations");
       for (const Task& t : all) {
+        // A line whose role did not parse is neither check nor bench.
+        const std::string file = (t.dir / "workloads.jsonl").string();
         int c = 0, b = 0;
-        for (auto& w : t.workloads) (w.role == WorkloadRole::check ? c : b)++;
+        for (auto& w : t.workloads)
+          if (!diag.has_error(file, w.line, "role")) (w.role == WorkloadRole::check ? c : b)++;
         std::string impls;
         for (auto [has, name] : {std::pair{t.has_reference, "reference"}, {t.has_naive, "naive"},
                                  {t.has_expert, "expert"}, {t.has_library, "library"}})
           if (has) impls += std::string(impls.empty() ? "" : ",") + name;
-        fmt::print("{:<24} {:<16} {:>6} {:>6}  {}\n", t.def.name, t.def.op_type, c, b, impls);
+        // A definition that did not load has no name: show the folder's.
+        const std::string name = t.def.name.empty() ? t.dir.filename().string() : t.def.name;
+        fmt::print("{:<24} {:<16} {:>6} {:>6}  {}\n", name, t.def.op_type, c, b, impls);
       }
       if (!diag.items().empty()) fmt::print(stderr, "{}", diag.format());
       return 0;

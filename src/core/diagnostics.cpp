@@ -15,6 +15,8 @@ std::string Diagnostic::format() const {
 }
 
 void Diagnostics::error(std::string file, int line, std::string field, std::string message) {
+  error_keys_.emplace(file, line, field);
+  error_lines_.emplace(file, line);
   items_.push_back({Diagnostic::Severity::error, std::move(file), line, std::move(field), std::move(message)});
   ++errors_;
 }
@@ -36,15 +38,21 @@ bool Diagnostics::contains(std::string_view text) const {
 }
 
 bool Diagnostics::has_error(std::string_view file, int line, std::string_view field) const {
-  for (const auto& d : items_)
-    if (d.severity == Diagnostic::Severity::error && d.file == file && d.line == line && d.field == field) return true;
-  return false;
+  return error_keys_.find(std::make_tuple(file, line, field)) != error_keys_.end();
+}
+
+bool Diagnostics::has_error_at(std::string_view file, int line) const {
+  return error_lines_.find(std::make_tuple(file, line)) != error_lines_.end();
 }
 
 void Diagnostics::merge(const Diagnostics& other) {
   for (const auto& d : other.items_) {
     items_.push_back(d);
-    if (d.severity == Diagnostic::Severity::error) ++errors_;
+    if (d.severity == Diagnostic::Severity::error) {
+      ++errors_;
+      error_keys_.emplace(d.file, d.line, d.field);
+      error_lines_.emplace(d.file, d.line);
+    }
   }
 }
 

@@ -1,7 +1,10 @@
 #pragma once
 /// Errors and warnings found while loading and validating task files, each naming the file, the
 /// line (JSONL files, and JSON syntax errors) and the field.
+#include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -36,12 +39,18 @@ class Diagnostics {
   bool contains(std::string_view text) const;
   /// True when an error was recorded for exactly this file, line and field.
   bool has_error(std::string_view file, int line, std::string_view field) const;
+  /// True when any error was recorded for this file and line (any field).
+  bool has_error_at(std::string_view file, int line) const;
   /// Appends another collection's findings.
   void merge(const Diagnostics& other);
 
  private:
   std::vector<Diagnostic> items_;
   std::size_t errors_ = 0;
+  // (file, line, field) of every error: has_error runs once per workload line, so a scan of
+  // items_ made validation quadratic in the number of lines.
+  std::set<std::tuple<std::string, int, std::string>, std::less<>> error_keys_;
+  std::set<std::tuple<std::string, int>, std::less<>> error_lines_;
 };
 
 }  // namespace d2k

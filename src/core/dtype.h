@@ -33,17 +33,8 @@ bool is_integer(DType t);
 
 /// Converts one element at `p` of type `t` to double (exact for every integer up to 2^53).
 double load_as_double(DType t, const void* p);
-/// Stores `v` at `p` as type `t`, rounding to nearest even for floating types.
+/// Stores `v` at `p` as type `t`: floats round to nearest even in one step from double,
+/// integers round to nearest even and saturate (NaN -> 0). Both use data/dtype_bits.h.
 void store_from_double(DType t, void* p, double v);
-
-/// IEEE-style conversions used on the host, bit-compatible with CUDA's __float2bfloat16_rn etc.
-std::uint16_t float_to_bf16_bits(float f);
-float bf16_bits_to_float(std::uint16_t b);
-std::uint16_t float_to_f16_bits(float f);
-float f16_bits_to_float(std::uint16_t b);
-std::uint8_t float_to_e4m3_bits(float f);
-float e4m3_bits_to_float(std::uint8_t b);
-std::uint8_t float_to_e5m2_bits(float f);
-float e5m2_bits_to_float(std::uint8_t b);
 
 }  // namespace d2k

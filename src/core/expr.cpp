@@ -18,6 +18,7 @@ struct ExprNode {
   std::int64_t i = 0;
   double f = 0;
   std::string name;  // identifier, function name or operator
+  std::size_t depth = 1;  // height of the subtree: bounded by Expr::kMaxDepth at parse time
   std::vector<std::shared_ptr<const ExprNode>> args;
 };
 
@@ -27,6 +28,20 @@ using NodePtr = std::shared_ptr<const ExprNode>;
 
 [[noreturn]] void fail(const std::string& text, const std::string& msg, std::size_t pos) {
   throw ExprError(fmt::format("{} at column {} in \"{}\"", msg, pos + 1, text), pos);
+}
+
+// Parsing, evaluation and the tree's destructor recurse once per level: a bounded height keeps
+// every one of them within a small, fixed stack whatever the input.
+[[noreturn]] void fail_depth(std::size_t pos) {
+  throw ExprError(fmt::format("expression too deep (limit {})", Expr::kMaxDepth), pos);
+}
+
+// Sets the node's height from its children; refuses a tree taller than Expr::kMaxDepth.
+void set_depth(ExprNode& n) {
+  std::size_t d = 0;
+  for (const auto& a : n.args) d = std::max(d, a->depth);
+  n.depth = d + 1;
+  if (n.depth > Expr::kMaxDepth) fail_depth(n.pos);
 }
 
 struct Token {
@@ -93,6 +108,16 @@ class Parser {
  public:
   explicit Parser(const std::string& text) : text_(text), toks_(tokenize(text)) {}
 
+  // Counts the recursion of parse_binary(0) (parentheses, call arguments) and of unary chains,
+  // which add parser frames without adding tree height.
+  struct Nest {
+    Parser& p;
+    explicit Nest(Parser& parser) : p(parser) {
+      if (++p.nest_ > Expr::kMaxDepth) fail_depth(p.peek().pos);
+    }
+    ~Nest() { --p.nest_; }
+  };
+
   NodePtr parse() {
     if (peek().kind == Token::Kind::end) fail(text_, "empty expression", 0);
     NodePtr n = parse_binary(0);
@@ -132,6 +157,7 @@ class Parser {
       n->pos = t.pos;
       n->name = t.text;
       n->args = {lhs, parse_binary(level + 1)};
+      set_depth(*n);
       lhs = n;
     }
   }
@@ -139,6 +165,7 @@ class Parser {
   NodePtr parse_unary() {
     if (is_op("-") || is_op("!") || is_op("+")) {
       const Token t = peek();
+      const Nest nest(*this);
       ++k_;
       NodePtr operand = parse_unary();
       if (t.text == "+") return operand;
@@ -147,6 +174,7 @@ class Parser {
       n->pos = t.pos;
       n->name = t.text;
       n->args = {operand};
+      set_depth(*n);
       return n;
     }
     return parse_primary();
@@ -183,6 +211,7 @@ class Parser {
         if (!fn) fail(text_, fmt::format("unknown function '{}'", t.text), t.pos);
         ++k_;  // '('
         n->kind = ExprNode::Kind::call;
+        const Nest nest(*this);
         if (!is_op(")")) {
           n->args.push_back(parse_binary(0));
           while (is_op(",")) {
@@ -197,10 +226,12 @@ class Parser {
                                                                   : fmt::format("{} to {}", fn->min_args, fn->max_args);
           fail(text_, fmt::format("{}() takes {} argument(s), got {}", t.text, want, n->args.size()), t.pos);
         }
+        set_depth(*n);
         return n;
       }
       case Token::Kind::op:
         if (t.text == "(") {
+          const Nest nest(*this);
           ++k_;
           NodePtr inner = parse_binary(0);
           expect(")");
@@ -216,7 +247,9 @@ class Parser {
   const std::string& text_;
   std::vector<Token> toks_;
   std::size_t k_ = 0;
+  std::size_t nest_ = 0;
 };
+
 
 class Evaluator {
  public:
@@ -401,6 +434,8 @@ void collect_facts(const ExprNode& n, std::vector<Expr::Fact>& out) {
 }  // namespace
 
 Expr Expr::parse(const std::string& text) {
+  if (text.size() > kMaxLength)
+    throw ExprError(fmt::format("expression too long ({} characters, limit {})", text.size(), kMaxLength), kMaxLength);
   Expr e;
   e.text_ = text;
   e.root_ = Parser(text).parse();

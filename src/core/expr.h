@@ -40,8 +40,16 @@ struct ExprNode;
 /// A parsed expression. Cheap to copy (shared immutable tree).
 class Expr {
  public:
+  /// Bounds on the source text and on the tree's height (nesting of parentheses, unary
+  /// operators and calls, and chains such as a+b+c): the task files come from contributors,
+  /// and parsing and evaluation recurse once per level. The longest expression of the pilot
+  /// tasks is ~640 characters and ~12 levels.
+  static constexpr std::size_t kMaxLength = 4096;
+  static constexpr std::size_t kMaxDepth = 128;
+
   Expr() = default;
-  /// Parses `text`; throws ExprError naming the offending position.
+  /// Parses `text`; throws ExprError naming the offending position, or "expression too long" /
+  /// "expression too deep (limit N)" beyond the bounds above.
   static Expr parse(const std::string& text);
   /// Evaluates with identifiers resolved from `env`; throws ExprError on an unknown name,
   /// division by zero or a bad function call.

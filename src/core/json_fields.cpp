@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "core/limits.h"
+
 namespace d2k::detail {
 
 std::string join_path(std::string_view base, std::string_view key) {
@@ -125,19 +127,41 @@ void FieldReader::known_keys(const ordered_json& obj, const std::string& path,
 }
 
 std::optional<std::string> read_text(const std::filesystem::path& path, Diagnostics& diag) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) {
     diag.error(path.string(), 0, "", "file is missing");
     return std::nullopt;
   }
+  if (!fs::is_regular_file(st)) {
+    diag.error(path.string(), 0, "", fs::is_directory(st) ? "is a folder, not a file" : "is not a regular file");
+    return std::nullopt;
+  }
+  const auto size = fs::file_size(path, ec);
+  if (!ec && size > limits::kMaxFileBytes) {
+    diag.error(path.string(), 0, "",
+               fmt::format("file too large ({} bytes, limit {})", size, limits::kMaxFileBytes));
+    return std::nullopt;
+  }
   std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (!in.good() && !in.eof()) {
+  if (!in) {
+    diag.error(path.string(), 0, "", "cannot open file");
+    return std::nullopt;
+  }
+  // Read at most one byte past the limit: the file may grow between the size check and here.
+  std::string text(limits::kMaxFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) {
     diag.error(path.string(), 0, "", "cannot read file");
     return std::nullopt;
   }
-  return ss.str();
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > limits::kMaxFileBytes) {
+    diag.error(path.string(), 0, "", fmt::format("file too large (limit {} bytes)", limits::kMaxFileBytes));
+    return std::nullopt;
+  }
+  return text;
 }
 
 std::optional<ordered_json> parse_json(const std::string& text, Diagnostics& diag, const std::string& file,
@@ -153,29 +177,33 @@ std::optional<ordered_json> parse_json(const std::string& text, Diagnostics& dia
   };
   std::vector<Frame> stack;
   std::vector<std::string> duplicates;
+  // Thrown from the callback to stop the parser before the DOM grows past a limit.
+  struct LimitExceeded {
+    std::string field, message;
+  };
+
   auto child_path = [&]() -> std::string {
     if (stack.empty()) return "";
     Frame& f = stack.back();
     if (f.is_array) return index_path(f.path, f.index++);
     return join_path(f.path, f.key);
   };
-  const ordered_json::parser_callback_t cb = [&](int, ordered_json::parse_event_t ev, ordered_json& parsed) {
+  auto open_frame = [&](bool is_array) {
+    std::string p = child_path();
+    if (stack.size() >= limits::kMaxJsonDepth)
+      throw LimitExceeded{p, fmt::format("JSON nested too deep (limit {} levels)", limits::kMaxJsonDepth)};
+    stack.push_back({is_array, std::move(p), {}, {}, 0});
+  };  const ordered_json::parser_callback_t cb = [&](int, ordered_json::parse_event_t ev, ordered_json& parsed) {
     switch (ev) {
-      case ordered_json::parse_event_t::object_start: {
-        std::string p = child_path();
-        stack.push_back({false, std::move(p), {}, {}, 0});
-        break;
-      }
-      case ordered_json::parse_event_t::array_start: {
-        std::string p = child_path();
-        stack.push_back({true, std::move(p), {}, {}, 0});
-        break;
-      }
+      case ordered_json::parse_event_t::object_start: open_frame(false); break;
+      case ordered_json::parse_event_t::array_start: open_frame(true); break;
       case ordered_json::parse_event_t::key:
         if (!stack.empty()) {
           Frame& f = stack.back();
           f.key = parsed.get<std::string>();
           if (!f.keys.insert(f.key).second) duplicates.push_back(join_path(f.path, f.key));
+          if (f.keys.size() > limits::kMaxObjectKeys)
+            throw LimitExceeded{f.path, fmt::format("object has too many keys (limit {})", limits::kMaxObjectKeys)};
         }
         break;
       case ordered_json::parse_event_t::value:
@@ -214,6 +242,16 @@ std::optional<ordered_json> parse_json(const std::string& text, Diagnostics& dia
     else
       diag.error(file, line, "", fmt::format("JSON syntax error at byte {} (line {}, column {}): {}", e.byte, line,
                                              column, what));
+    return std::nullopt;
+  } catch (const LimitExceeded& e) {
+    diag.error(file, jsonl_line, e.field, e.message);
+    return std::nullopt;
+  } catch (const ordered_json::exception& e) {
+    // Everything else the parser refuses, e.g. a number beyond double (1e309, out_of_range.406).
+    std::string what = e.what();
+    if (const auto b = what.find("] "); what.rfind("[json.exception", 0) == 0 && b != std::string::npos)
+      what = what.substr(b + 2);
+    diag.error(file, jsonl_line, "", fmt::format("invalid JSON: {}", what));
     return std::nullopt;
   }
 }

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/json_fields.h"
-#include "core/loader.h"
+#include "core/task_loader.h"
 #include "core/workload.h"
 
 namespace d2k {
@@ -24,44 +24,6 @@ using detail::join_path;
 bool is_identifier(const std::string& s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
   return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-}
-
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
-// ---- Generators ----
-
-struct GeneratorKind {
-  const char* kind;
-  std::vector<const char*> required, optional;
-};
-
-const std::vector<GeneratorKind>& generator_kinds() {
-  static const std::vector<GeneratorKind> kKinds = {
-      {"normal", {"mean", "std"}, {}},
-      {"uniform", {"low", "high"}, {}},
-      {"randint", {"low", "high"}, {}},
-      {"const", {"value"}, {}},
-      {"arange", {}, {"start", "step"}},
-      {"unique_keys", {"low", "high"}, {}},
-      {"join_probe_keys", {"build", "match_rate"}, {"low", "high"}},
-      {"zipf", {"n", "s"}, {}},
-      {"ragged_offsets", {"total"}, {"skew"}},
-      {"powerlaw_csr", {"part"}, {"alpha", "max_row", "cols", "offsets"}},
-      {"tpch_lineitem", {"column"}, {"scale_factor"}},
-  };
-  return kKinds;
-}
-
-const std::set<std::string>& lineitem_columns() {
-  static const std::set<std::string> kCols = {
-      "l_orderkey",   "l_partkey",    "l_suppkey",    "l_linenumber",  "l_quantity",
-      "l_extendedprice", "l_discount", "l_tax",       "l_returnflag",  "l_linestatus",
-      "l_shipdate",   "l_commitdate", "l_receiptdate", "l_shipinstruct", "l_shipmode"};
-  return kCols;
 }
 
 struct Checker {
@@ -88,114 +50,6 @@ struct Checker {
       }
       r.error(field, fmt::format("unknown name '{}' in \"{}\" (not an axis{})", id, e.text(),
                                  scalars_ok ? " or scalar" : ""));
-    }
-  }
-
-  // A number field, or an expression over axes and scalars given as a string.
-  void check_size_field(const ordered_json& p, const char* key, const FieldReader& r, const std::string& path) const {
-    auto it = p.find(key);
-    if (it == p.end()) return;
-    const std::string field = join_path(path, key);
-    if (it->is_number()) return;
-    if (!it->is_string()) {
-      r.error(field, "expected an integer or an expression over axes");
-      return;
-    }
-    try {
-      check_names(Expr::parse(it->get<std::string>()), true, r, field);
-    } catch (const ExprError& e) {
-      r.error(field, e.what());
-    }
-  }
-
-  void check_generator(const GeneratorSpec& g, const std::string& self, const FieldReader& r,
-                       const std::string& path) const {
-    const auto& kinds = generator_kinds();
-    auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const GeneratorKind& k) { return g.kind == k.kind; });
-    if (kind == kinds.end()) {
-      std::vector<std::string> names;
-      for (const auto& k : kinds) names.push_back(k.kind);
-      r.error(join_path(path, "kind"), fmt::format("unknown generator kind '{}' (one of {})", g.kind, join(names)));
-      return;
-    }
-    const auto& p = g.params;
-    for (const char* f : kind->required)
-      if (!p.contains(f)) r.error(join_path(path, f), fmt::format("missing required field of generator '{}'", g.kind));
-    for (auto it = p.begin(); it != p.end(); ++it) {
-      const auto& req = kind->required;
-      const auto& opt = kind->optional;
-      const bool known = std::find(req.begin(), req.end(), it.key()) != req.end() ||
-                         std::find(opt.begin(), opt.end(), it.key()) != opt.end();
-      if (!known) r.warning(join_path(path, it.key()), fmt::format("field not used by generator '{}'", g.kind));
-    }
-    auto num = [&](const char* key) -> std::optional<double> {
-      auto it = p.find(key);
-      if (it == p.end()) return std::nullopt;
-      if (!it->is_number()) {
-        r.error(join_path(path, key), fmt::format("expected a number, found {}", it->dump()));
-        return std::nullopt;
-      }
-      return it->get<double>();
-    };
-    auto integer = [&](const char* key) -> std::optional<std::int64_t> {
-      auto it = p.find(key);
-      if (it == p.end()) return std::nullopt;
-      auto v = detail::json_integer(*it);
-      if (!v) r.error(join_path(path, key), fmt::format("expected an integer, found {}", it->dump()));
-      return v;
-    };
-    auto str = [&](const char* key) -> std::optional<std::string> {
-      auto it = p.find(key);
-      if (it == p.end()) return std::nullopt;
-      if (!it->is_string()) {
-        r.error(join_path(path, key), fmt::format("expected a string, found {}", it->dump()));
-        return std::nullopt;
-      }
-      return it->get<std::string>();
-    };
-    auto other_input = [&](const char* key) {
-      auto name = str(key);
-      if (!name) return;
-      if (*name == self) r.error(join_path(path, key), fmt::format("'{}' must name another input, not itself", *name));
-      else if (!find_input(def, *name)) r.error(join_path(path, key), fmt::format("unknown input '{}'", *name));
-    };
-    auto ordered = [&](auto lo, auto hi) {
-      if (lo && hi && !(*lo < *hi)) r.error(join_path(path, "high"), fmt::format("high ({}) must exceed low ({})", *hi, *lo));
-    };
-    const std::string& k = g.kind;
-    if (k == "normal") {
-      num("mean");
-      if (auto s = num("std"); s && !(*s > 0)) r.error(join_path(path, "std"), "must be > 0");
-    } else if (k == "uniform") {
-      ordered(num("low"), num("high"));
-    } else if (k == "randint" || k == "unique_keys") {
-      ordered(integer("low"), integer("high"));
-    } else if (k == "const") {
-      num("value");
-    } else if (k == "arange") {
-      num("start");
-      num("step");
-    } else if (k == "join_probe_keys") {
-      other_input("build");
-      if (auto m = num("match_rate"); m && !(*m >= 0 && *m <= 1)) r.error(join_path(path, "match_rate"), "must be in [0, 1]");
-      ordered(integer("low"), integer("high"));
-    } else if (k == "zipf") {
-      check_size_field(p, "n", r, path);
-      if (auto s = num("s"); s && !(*s >= 0)) r.error(join_path(path, "s"), "must be >= 0");
-    } else if (k == "ragged_offsets") {
-      check_size_field(p, "total", r, path);
-      if (auto s = num("skew"); s && !(*s >= 0)) r.error(join_path(path, "skew"), "must be >= 0");
-    } else if (k == "powerlaw_csr") {
-      if (auto part = str("part"); part && *part != "row_offsets" && *part != "col_indices")
-        r.error(join_path(path, "part"), fmt::format("unknown part '{}' (row_offsets or col_indices)", *part));
-      if (auto a = num("alpha"); a && !(*a > 0)) r.error(join_path(path, "alpha"), "must be > 0");
-      check_size_field(p, "max_row", r, path);
-      check_size_field(p, "cols", r, path);
-      if (p.contains("offsets")) other_input("offsets");
-    } else if (k == "tpch_lineitem") {
-      if (auto c = str("column"); c && !lineitem_columns().count(*c))
-        r.error(join_path(path, "column"), fmt::format("unknown lineitem column '{}'", *c));
-      if (auto sf = num("scale_factor"); sf && !(*sf > 0)) r.error(join_path(path, "scale_factor"), "must be > 0");
     }
   }
 
@@ -325,8 +179,9 @@ struct Checker {
           }
         }
         if (inputs) {
+          // The generator's fields are checked against the one schema in src/data by the dry
+          // run of every workload (cli/dataset.cpp), where dtype and element count are known.
           if (!t.generator) r.error(join_path(path, "generator"), "missing: every input needs a generator");
-          else check_generator(*t.generator, t.name, r, join_path(path, "generator"));
         } else {
           if (!t.compare) r.error(join_path(path, "compare"), "missing: every output needs a compare rule");
           else check_compare(*t.compare, t.name, r, join_path(path, "compare"));
@@ -396,7 +251,7 @@ struct Checker {
 
   // ---- workloads.jsonl ----
 
-  void check_workloads() const {
+  void check_workloads(bool def_loaded) const {
     const std::string file = (task.dir / "workloads.jsonl").string();
     std::map<std::string, int> uuids;
     bool any_check = false, any_bench = false;
@@ -408,7 +263,7 @@ struct Checker {
         auto [it, fresh] = uuids.emplace(w.uuid, w.line);
         if (!fresh) r.error("uuid", fmt::format("duplicate uuid '{}' (first on line {})", w.uuid, it->second));
       }
-      check_workload(w, r);
+      if (def_loaded) check_workload(w, r);
     }
     std::error_code ec;
     if (task.workloads.empty() && std::filesystem::exists(task.dir / "workloads.jsonl", ec))
@@ -450,14 +305,8 @@ struct Checker {
       else if (!s->is_float && v != std::floor(v))
         r.error(join_path("scalars", name), fmt::format("scalar '{}' is an int; {} is not", name, v));
     }
-    for (const auto& [name, g] : w.generators) {
-      const std::string path = join_path(join_path("inputs", name), "generator");
-      const TensorSpec* t = find_input(def, name);
-      if (!t) r.error(join_path("inputs", name), fmt::format("unknown input '{}'", name));
-      else if (t->generator)
-        report_new(r, [&](const FieldReader& q) { check_generator(*t->generator, name, q, path); },
-                   [&](const FieldReader& q) { check_generator(merge_generator(*t->generator, g), name, q, path); });
-    }
+    for (const auto& [name, g] : w.generators)
+      if (!find_input(def, name)) r.error(join_path("inputs", name), fmt::format("unknown input '{}'", name));
     for (const auto& [name, c] : w.compare) {
       const std::string path = join_path("compare", name);
       const TensorSpec* t = find_output(def, name);
@@ -502,6 +351,11 @@ struct Checker {
           r.error(join_path(join_path(list == &def.inputs ? "inputs" : "outputs", t.name), "shape"), e.what());
         }
       }
+    }
+    try {
+      evaluate_cost(def, env);
+    } catch (const ExprError& e) {
+      r.error("cost", e.what());
     }
   }
 
@@ -598,8 +452,11 @@ struct Checker {
 
 void validate_task(const Task& task, const DesignLevels& levels, Diagnostics& diag) {
   const Checker c{task, task.def, diag, (task.dir / "definition.json").string()};
-  c.check_definition();
-  c.check_workloads();
+  // A definition that did not load (syntax error, missing file) was reported once by the loader;
+  // checking workloads against its empty shell would report every axis of every line again.
+  const bool def_loaded = task.def.raw.is_object();
+  if (def_loaded) c.check_definition();
+  c.check_workloads(def_loaded);
   c.check_design(levels);
   c.check_rubric();
   c.check_files();

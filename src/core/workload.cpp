@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <set>
 
@@ -76,44 +77,46 @@ AxisValues resolve_axes(const Definition& def, const Workload& w) {
       pending.push_back(&a);
     }
   }
-  // Expr axes may refer to each other: evaluate whichever has all its inputs, until none is left.
-  while (!pending.empty()) {
-    bool progress = false;
-    for (auto it = pending.begin(); it != pending.end();) {
-      const Axis& a = **it;
-      bool ready = true;
-      for (const auto& id : a.expr.identifiers()) {
-        if (!find_axis(def, id))
-          throw std::invalid_argument(fmt::format("axis '{}' refers to unknown axis '{}'", a.name, id));
-        ready = ready && values.count(id);
-      }
-      if (!ready) { ++it; continue; }
-      Value v;
-      try {
-        v = a.expr.eval(axis_env(values));
-      } catch (const ExprError& e) {
-        throw std::invalid_argument(fmt::format("{}: axis '{}': {}", who, a.name, e.what()));
-      }
-      auto iv = integral(v);
-      if (!iv)
-        throw std::invalid_argument(fmt::format("{}: axis '{}' = {} is not an integer (wrap it in floor() or ceil())",
-                                                who, a.name, v.as_double()));
-      values[a.name] = *iv;
-      it = pending.erase(it);
-      progress = true;
-    }
-    if (!progress) {
+  // Expr axes may refer to each other in any order: evaluate each once, depth first, after the
+  // axes it names (linear in axes and references; the recursion is at most kMaxAxes deep).
+  std::map<std::string_view, const Axis*> by_name;
+  for (const auto& a : def.axes) by_name.emplace(a.name, &a);
+  std::map<std::string, Value> env = axis_env(values);
+  std::set<std::string_view> visiting;
+  std::function<void(const Axis&)> eval_axis = [&](const Axis& a) {
+    if (env.count(a.name)) return;
+    if (!visiting.insert(a.name).second) {
       std::string names;
-      for (const Axis* a : pending) names += (names.empty() ? "" : ", ") + a->name;
+      for (const Axis* p : pending)
+        if (!env.count(p->name)) names += (names.empty() ? "" : ", ") + p->name;
       throw std::invalid_argument(fmt::format("expr axes depend on each other in a cycle: {}", names));
     }
-  }
+    for (const auto& id : a.expr.identifiers()) {
+      auto it = by_name.find(id);
+      if (it == by_name.end()) throw std::invalid_argument(fmt::format("axis '{}' refers to unknown axis '{}'", a.name, id));
+      if (it->second->kind == AxisKind::expr) eval_axis(*it->second);
+    }
+    Value v;
+    try {
+      v = a.expr.eval(env);
+    } catch (const ExprError& e) {
+      throw std::invalid_argument(fmt::format("{}: axis '{}': {}", who, a.name, e.what()));
+    }
+    auto iv = integral(v);
+    if (!iv)
+      throw std::invalid_argument(fmt::format("{}: axis '{}' = {} is not an integer (wrap it in floor() or ceil())",
+                                              who, a.name, v.as_double()));
+    values[a.name] = *iv;
+    env[a.name] = Value::of(*iv);
+    visiting.erase(a.name);
+  };
+  for (const Axis* a : pending) eval_axis(*a);
   return values;
 }
 
 std::vector<std::int64_t> resolve_shape(const TensorSpec& t, const AxisValues& axes) {
   std::vector<std::int64_t> dims;
-  const auto env = axis_env(axes);
+  std::optional<std::map<std::string, Value>> env;  // built only for an entry that is an expression
   for (std::size_t k = 0; k < t.shape.size(); ++k) {
     const std::string& entry = t.shape[k];
     std::optional<std::int64_t> d;
@@ -121,7 +124,8 @@ std::vector<std::int64_t> resolve_shape(const TensorSpec& t, const AxisValues& a
       d = it->second;
     } else {
       try {
-        d = integral(Expr::parse(entry).eval(env));
+        if (!env) env = axis_env(axes);
+        d = integral(Expr::parse(entry).eval(*env));
       } catch (const ExprError& e) {
         throw std::invalid_argument(fmt::format("tensor '{}' shape[{}]: {}", t.name, k, e.what()));
       }
@@ -130,6 +134,13 @@ std::vector<std::int64_t> resolve_shape(const TensorSpec& t, const AxisValues& a
     if (*d < 0)
       throw std::invalid_argument(fmt::format("tensor '{}' shape[{}] '{}' is negative ({})", t.name, k, entry, *d));
     dims.push_back(*d);
+  }
+  // Byte counts are element counts times up to 8: keep both within int64.
+  std::int64_t numel = 1;
+  for (const std::int64_t d : dims) {
+    if (__builtin_mul_overflow(numel, d, &numel) || numel > kMaxElements)
+      throw std::invalid_argument(fmt::format("tensor '{}': the element count of the shape overflows int64 "
+                                              "(limit {} elements)", t.name, kMaxElements));
   }
   return dims;
 }
@@ -216,9 +227,16 @@ int first_failed_constraint(const Definition& def, const std::map<std::string, V
 }
 
 CostAt evaluate_cost(const Definition& def, const std::map<std::string, Value>& env) {
+  // A cost is a count: a NaN, an infinity or a negative number would poison every score.
+  auto count = [&](const Expr& e, const std::string& field) {
+    const double v = e.eval(env).as_double();
+    if (!std::isfinite(v) || v < 0)
+      throw ExprError(fmt::format("{} = {} at this workload: a cost must be a finite number >= 0", field, v), 0);
+    return v;
+  };
   CostAt c;
-  for (const auto& [unit, e] : def.cost.flops) c.flops[unit] = e.eval(env).as_double();
-  if (!def.cost.bytes.empty()) c.bytes = def.cost.bytes.eval(env).as_double();
+  for (const auto& [unit, e] : def.cost.flops) c.flops[unit] = count(e, "cost.flops." + unit);
+  if (!def.cost.bytes.empty()) c.bytes = count(def.cost.bytes, "cost.bytes");
   return c;
 }
 

@@ -25,9 +25,12 @@ const ScalarSpec* find_scalar(const Definition& def, std::string_view name);
 /// or is not an integer, or expr axes form a cycle. Ranges and constraints are validate_task's.
 AxisValues resolve_axes(const Definition& def, const Workload& w);
 
+/// Most elements of one tensor: its byte count (elements times at most 8) stays within int64.
+inline constexpr std::int64_t kMaxElements = std::int64_t{1} << 59;
+
 /// Dimensions of `t` at `axes`; each shape entry (axis name, integer literal or expression over
-/// axes) is evaluated. Throws std::invalid_argument naming the tensor on an unknown axis or a
-/// negative dimension.
+/// axes) is evaluated. Throws std::invalid_argument naming the tensor on an unknown axis, a
+/// negative dimension, or an element count over kMaxElements.
 std::vector<std::int64_t> resolve_shape(const TensorSpec& t, const AxisValues& axes);
 
 /// The generator in effect for input `input`: the definition's, with the workload's override

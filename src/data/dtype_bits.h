@@ -1,8 +1,8 @@
 #pragma once
-/// Element loads, stores and floating-point format conversions shared by host and device.
-/// Narrow float formats are rounded from double in one round-to-nearest-even step, exactly as
-/// core's store_from_double (and, for float inputs, CUDA's conversion intrinsics). Decodes are
-/// exact.
+/// Element loads, stores and floating-point format conversions shared by host and device: the
+/// one dtype codec (core's load_as_double / store_from_double call it). Narrow float formats are
+/// rounded from double in one round-to-nearest-even step (for float inputs, the same bits as
+/// CUDA's conversion intrinsics). Decodes are exact.
 #include <cstddef>
 #include <cstdint>
 
@@ -196,7 +196,7 @@ D2K_HD double rint_even(double x) {
   return t;
 }
 
-/// Stores a real value exactly as core's store_from_double does: floats round to nearest even
+/// Stores a real value (core's store_from_double): floats round to nearest even
 /// in one step from double; integer types round to nearest even and saturate (NaN -> 0);
 /// bool is (v != 0), NaN included.
 D2K_HD void store_real(DType t, void* base, std::int64_t i, double v) {

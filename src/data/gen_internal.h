@@ -6,7 +6,7 @@
 namespace d2k::data {
 
 /// Validates `req` and digests it. Throws std::invalid_argument naming req.where and the field.
-GenPlan make_plan(const GenRequest& req);
+GenPlan make_gen_plan(const GenRequest& req);
 
 /// Largest group count (count - 1) ragged_offsets accepts: weights stay below 2^41 each, so
 /// their sum stays below 2^63.

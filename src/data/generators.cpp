@@ -6,20 +6,30 @@
 #include <stdexcept>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "data/gen_internal.h"
+#include "data/gen_schema.h"
 
 namespace d2k {
 
 using data::GenKind;
 using data::GenPlan;
+using data::Bound;
+using data::find_generator_schema;
+using data::find_param;
+using data::GeneratorSchema;
+using data::ParamSpec;
+using data::ParamType;
 
 std::uint64_t stream_id(std::string_view name, std::uint32_t position) {
   return data::input_stream_id(name, position);
 }
 
 std::vector<std::string> generator_kinds() {
-  return {"normal", "uniform", "randint", "const", "arange", "unique_keys", "join_probe_keys",
-          "zipf", "ragged_offsets", "powerlaw_csr", "tpch_lineitem"};
+  std::vector<std::string> out;
+  for (const auto& s : data::generator_schemas()) out.emplace_back(s.kind);
+  return out;
 }
 
 std::optional<std::string> generator_dependency(const GeneratorSpec& spec) {
@@ -31,80 +41,140 @@ std::optional<std::string> generator_dependency(const GeneratorSpec& spec) {
 
 namespace {
 
-/// Reads and checks the fields of one generator's params; every error names where and field.
+/// Reads the fields of one generator's params through its schema (data/gen_schema.h): the
+/// constructor checks kind, field names, types and ranges; num/integer fill in the defaults.
+/// Every error names `where` and the field.
 class Fields {
  public:
   Fields(const GeneratorSpec& spec, std::string_view where) : spec_(spec) {
     prefix_ = where.empty() ? "generator '" + spec.kind + "'" : std::string(where);
     if (!spec.params.is_object() && !spec.params.is_null()) fail("", "params must be a JSON object");
+    schema_ = find_generator_schema(spec.kind);
+    if (!schema_) {
+      std::string list;
+      for (const auto& n : generator_kinds()) list += (list.empty() ? "" : ", ") + n;
+      fail("kind", "unknown generator kind '" + spec.kind + "' (known: " + list + ")");
+    }
+    if (schema_->variant_field[0] != '\0') {
+      check_field(*find_param(*schema_, schema_->variant_field, ""));
+      variant_ = str(schema_->variant_field);
+    }
+    check_known_fields();
+    for (const auto& p : schema_->params)
+      if (p.when[0] == '\0' || variant_ == p.when) check_field(p);
   }
 
   [[noreturn]] void fail(std::string_view field, std::string_view msg) const {
-    std::string s = prefix_;
-    if (!field.empty()) s += ".";
-    s += field;
-    s += ": ";
-    s += msg;
-    throw std::invalid_argument(s);
+    std::string path = prefix_;
+    if (!field.empty()) path += ".";
+    path += field;
+    throw GeneratorError(path, std::string(msg));
   }
 
-  /// Rejects any field not in `allowed` (catches typos such as "stdev").
-  void only(std::initializer_list<std::string_view> allowed) const {
-    for (auto it = spec_.params.begin(); it != spec_.params.end(); ++it) {
-      if (it.key() == "kind") continue;
-      if (std::find(allowed.begin(), allowed.end(), it.key()) == allowed.end()) {
-        std::string list;
-        for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-        fail(it.key(), "unknown field for kind '" + spec_.kind + "' (allowed: " + (list.empty() ? "none" : list) + ")");
-      }
-    }
+  bool has(const char* f) const { return spec_.params.is_object() && spec_.params.contains(f); }
+
+  /// The field's value, or the schema's default when it is absent.
+  double num(const char* f) const {
+    if (!has(f)) return default_of(f);
+    return spec_.params.at(f).get<double>();
   }
 
-  bool has(const char* f) const { return spec_.params.contains(f); }
-
-  double num(const char* f, std::optional<double> def = std::nullopt) const {
-    if (!has(f)) {
-      if (def) return *def;
-      fail(f, "required field is missing");
-    }
-    const auto& v = spec_.params.at(f);
-    if (!v.is_number()) fail(f, "must be a number");
-    const double d = v.get<double>();
-    if (!std::isfinite(d)) fail(f, "must be finite");
-    return d;
-  }
-
-  std::int64_t integer(const char* f, std::optional<std::int64_t> def = std::nullopt) const {
-    if (!has(f)) {
-      if (def) return *def;
-      fail(f, "required field is missing");
-    }
-    const auto& v = spec_.params.at(f);
-    if (v.is_number_integer()) {
-      if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
-        fail(f, "is out of the int64 range");
-      return v.get<std::int64_t>();
-    }
-    if (v.is_number_float()) {
-      const double d = v.get<double>();
-      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.2e18) return static_cast<std::int64_t>(d);
-    }
-    fail(f, "must be an integer");
+  std::int64_t integer(const char* f) const {
+    if (!has(f)) return static_cast<std::int64_t>(default_of(f));
+    return *json_int(spec_.params.at(f));
   }
 
   bool is_integer(const char* f) const { return has(f) && spec_.params.at(f).is_number_integer(); }
 
   std::string str(const char* f) const {
     if (!has(f)) fail(f, "required field is missing");
-    const auto& v = spec_.params.at(f);
-    if (!v.is_string()) fail(f, "must be a string");
-    return v.get<std::string>();
+    return spec_.params.at(f).get<std::string>();
   }
 
   const std::string& prefix() const { return prefix_; }
 
  private:
+  static std::optional<std::int64_t> json_int(const ordered_json& v) {
+    if (v.is_number_integer()) {
+      if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) return std::nullopt;
+      return v.get<std::int64_t>();
+    }
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.2e18) return static_cast<std::int64_t>(d);
+    }
+    return std::nullopt;
+  }
+
+  double default_of(const char* f) const {
+    const ParamSpec* p = find_param(*schema_, f, variant_);
+    if (!p || !p->default_value) fail(f, "required field is missing");
+    return *p->default_value;
+  }
+
+  // Rejects any field the kind (and variant) does not have: catches typos such as "stdev".
+  void check_known_fields() const {
+    if (!spec_.params.is_object()) return;
+    for (auto it = spec_.params.begin(); it != spec_.params.end(); ++it) {
+      if (it.key() == "kind" || find_param(*schema_, it.key(), variant_)) continue;
+      std::string list;
+      for (const auto& p : schema_->params)
+        if (p.when[0] == '\0' || variant_ == p.when) list += (list.empty() ? "" : ", ") + std::string(p.name);
+      const std::string where = variant_.empty() ? "kind '" + spec_.kind + "'"
+                                                 : "kind '" + spec_.kind + "' with " + schema_->variant_field + " '" + variant_ + "'";
+      fail(it.key(), "unknown field for " + where + " (allowed: " + (list.empty() ? "none" : list) + ")");
+    }
+  }
+
+  void check_field(const ParamSpec& p) const {
+    if (!has(p.name)) {
+      if (p.required) fail(p.name, "required field is missing");
+      return;
+    }
+    const ordered_json& v = spec_.params.at(p.name);
+    double value = 0;
+    switch (p.type) {
+      case ParamType::number:
+        if (!v.is_number()) fail(p.name, "must be a number");
+        value = v.get<double>();
+        if (!std::isfinite(value)) fail(p.name, "must be finite");
+        break;
+      case ParamType::integer: {
+        const auto i = json_int(v);
+        if (!i) fail(p.name, v.is_number_unsigned() ? "is out of the int64 range" : "must be an integer");
+        value = static_cast<double>(*i);
+        break;
+      }
+      case ParamType::string:
+      case ParamType::input: {
+        if (!v.is_string()) fail(p.name, p.type == ParamType::input ? "must be the name of another input" : "must be a string");
+        const std::string text = v.get<std::string>();
+        if (p.choices.empty()) return;
+        std::string list;
+        for (const char* c : p.choices) {
+          if (text == c) return;
+          list += (list.empty() ? "" : ", ") + std::string(c);
+        }
+        fail(p.name, "'" + text + "' is not one of " + list);
+      }
+    }
+    const bool below = p.min && (p.min->inclusive ? value < p.min->value : value <= p.min->value);
+    const bool above = p.max && (p.max->inclusive ? value > p.max->value : value >= p.max->value);
+    if (below || above) {
+      auto bound = [](const Bound& b) { return fmt::format("{}", b.value); };
+      std::string range;
+      if (p.min && p.max)
+        range = fmt::format("must be in {}{}, {}{}", p.min->inclusive ? "[" : "(", bound(*p.min), bound(*p.max),
+                            p.max->inclusive ? "]" : ")");
+      else if (p.min) range = fmt::format("must be {} {}", p.min->inclusive ? ">=" : ">", bound(*p.min));
+      else range = fmt::format("must be {} {}", p.max->inclusive ? "<=" : "<", bound(*p.max));
+      fail(p.name, range);
+    }
+  }
+
   const GeneratorSpec& spec_;
+  const GeneratorSchema* schema_ = nullptr;
+  std::string variant_;
   std::string prefix_;
 };
 
@@ -150,9 +220,9 @@ data::FeistelPerm make_perm(data::PhiloxKey key, std::uint64_t domain) {
 
 /// unique_keys' domain [low, high) for a build of `count` keys.
 void unique_domain(const Fields& f, std::int64_t count, std::int64_t* low, std::int64_t* high) {
-  *low = f.integer("low", 0);
+  *low = f.integer("low");
   if (*low > INT64_MAX - count) f.fail("low", "low + count overflows int64");
-  *high = f.integer("high", *low + count);
+  *high = f.has("high") ? f.integer("high") : *low + count;
   if (*high <= *low) f.fail("high", "must be greater than low");
   const std::uint64_t domain = static_cast<std::uint64_t>(*high) - static_cast<std::uint64_t>(*low);
   if (domain > (std::uint64_t{1} << 63)) f.fail("high", "high - low must be at most 2^63");
@@ -182,7 +252,7 @@ std::optional<data::TpchColumn> tpch_column(std::string_view c) {
 
 namespace data {
 
-GenPlan make_plan(const GenRequest& req) {
+GenPlan make_gen_plan(const GenRequest& req) {
   const GeneratorSpec& spec = req.spec;
   Fields f(spec, req.where);
   if (req.count < 0) f.fail("", "element count " + std::to_string(req.count) + " is negative");
@@ -192,19 +262,15 @@ GenPlan make_plan(const GenRequest& req) {
   const bool int_out = !is_float_type(req.dtype);
 
   if (k == "normal") {
-    f.only({"mean", "std"});
     p.kind = GenKind::normal;
-    p.a = f.num("mean", 0.0);
-    p.b = f.num("std", 1.0);
-    if (p.b < 0) f.fail("std", "must be >= 0");
+    p.a = f.num("mean");
+    p.b = f.num("std");
   } else if (k == "uniform") {
-    f.only({"low", "high"});
     p.kind = GenKind::uniform;
-    p.a = f.num("low", 0.0);
-    p.b = f.num("high", 1.0);
+    p.a = f.num("low");
+    p.b = f.num("high");
     if (!(p.b >= p.a)) f.fail("high", "must be >= low");
   } else if (k == "randint") {
-    f.only({"low", "high"});
     p.kind = GenKind::randint;
     p.ia = f.integer("low");
     const std::int64_t high = f.integer("high");
@@ -213,7 +279,6 @@ GenPlan make_plan(const GenRequest& req) {
     if (req.dtype != DType::boolean) check_int_fits(f, "high", req.dtype, p.ia, high - 1);
     else if (p.ia < 0 || high > 2) f.fail("high", "bool inputs need 0 <= low < high <= 2");
   } else if (k == "const") {
-    f.only({"value"});
     p.kind = GenKind::constant;
     if (f.is_integer("value")) {
       p.int_valued = true;
@@ -222,12 +287,11 @@ GenPlan make_plan(const GenRequest& req) {
       p.a = f.num("value");
     }
   } else if (k == "arange") {
-    f.only({"start", "step"});
     p.kind = GenKind::arange;
     if ((!f.has("start") || f.is_integer("start")) && (!f.has("step") || f.is_integer("step"))) {
       p.int_valued = true;
-      p.ia = f.integer("start", 0);
-      p.ib = f.integer("step", 1);
+      p.ia = f.integer("start");
+      p.ib = f.integer("step");
       if (req.count > 0) {
         const long double last = static_cast<long double>(p.ia) + static_cast<long double>(p.ib) * (req.count - 1);
         if (last > 9.2e18L || last < -9.2e18L) f.fail("step", "start + step * (count - 1) overflows int64");
@@ -236,11 +300,10 @@ GenPlan make_plan(const GenRequest& req) {
                          std::max<std::int64_t>(p.ia, static_cast<std::int64_t>(last)));
       }
     } else {
-      p.a = f.num("start", 0.0);
-      p.b = f.num("step", 1.0);
+      p.a = f.num("start");
+      p.b = f.num("step");
     }
   } else if (k == "unique_keys") {
-    f.only({"low", "high"});
     p.kind = GenKind::unique_keys;
     std::int64_t low, high;
     unique_domain(f, req.count, &low, &high);
@@ -248,11 +311,9 @@ GenPlan make_plan(const GenRequest& req) {
     p.perm = make_perm(p.key, static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low));
     check_int_fits(f, "high", req.dtype, low, high - 1);
   } else if (k == "join_probe_keys") {
-    f.only({"build", "match_rate", "low", "high"});
     p.kind = GenKind::join_probe_keys;
     const std::string build = f.str("build");
     p.a = f.num("match_rate");
-    if (p.a < 0 || p.a > 1) f.fail("match_rate", "must be in [0, 1]");
     if (!req.ref) f.fail("build", "the request carries no referenced input '" + build + "' (GenRequest::ref)");
     if (req.ref->spec.kind != "unique_keys")
       f.fail("build", "input '" + build + "' must use the unique_keys generator, not '" + req.ref->spec.kind + "'");
@@ -273,39 +334,27 @@ GenPlan make_plan(const GenRequest& req) {
                                std::to_string(high) + ") is a build key: widen the build's high");
     check_int_fits(f, "build", req.dtype, low, high - 1);
   } else if (k == "zipf") {
-    f.only({"n", "s"});
     p.kind = GenKind::zipf;
     const std::int64_t n = f.integer("n");
-    if (n < 1) f.fail("n", "must be >= 1");
-    if (n > (std::int64_t{1} << 52)) f.fail("n", "must be at most 2^52");
-    const double s = f.num("s", 1.0);
-    if (!(s > 0) || s > 100) f.fail("s", "must be in (0, 100]");
+    const double s = f.num("s");
     p.zipf = zipf_plan(n, s);
     check_int_fits(f, "n", req.dtype, 0, n - 1);
   } else if (k == "ragged_offsets" || k == "powerlaw_csr") {
     p.kind = GenKind::ragged_offsets;
     bool offsets = true;
     if (k == "ragged_offsets") {
-      f.only({"total", "skew"});
       p.total = f.integer("total");
-      if (p.total < 0) f.fail("total", "must be >= 0");
-      p.skew = f.num("skew", 1.0);
-      if (p.skew < 0 || p.skew > 20) f.fail("skew", "must be in [0, 20]");
+      p.skew = f.num("skew");
     } else {
       const std::string part = f.str("part");
       if (part == "row_offsets") {
-        f.only({"part", "nnz", "alpha"});
         p.pareto = true;
         p.total = f.integer("nnz");
-        if (p.total < 0) f.fail("nnz", "must be >= 0");
-        p.alpha = f.num("alpha", 1.5);
-        if (!(p.alpha > 0.05)) f.fail("alpha", "must be > 0.05");
+        p.alpha = f.num("alpha");
       } else if (part == "col_indices") {
-        f.only({"part", "cols"});
         offsets = false;
         p.kind = GenKind::randint;
         const std::int64_t cols = f.integer("cols");
-        if (cols < 1) f.fail("cols", "must be >= 1");
         p.ia = 0;
         p.range = static_cast<std::uint64_t>(cols);
         check_int_fits(f, "cols", req.dtype, 0, cols - 1);
@@ -323,7 +372,6 @@ GenPlan make_plan(const GenRequest& req) {
       check_int_fits(f, k == "ragged_offsets" ? "total" : "nnz", req.dtype, 0, p.total);
     }
   } else if (k == "tpch_lineitem") {
-    f.only({"column", "sf", "table"});
     p.kind = GenKind::tpch_lineitem;
     const std::string col = f.str("column");
     auto c = tpch_column(col);
@@ -332,8 +380,7 @@ GenPlan make_plan(const GenRequest& req) {
                            "' (l_quantity, l_extendedprice, l_discount, l_tax, l_returnflag, l_linestatus, "
                            "l_shipdate, l_commitdate, l_receiptdate, l_orderdate, l_partkey)");
     p.column = *c;
-    const double sf = f.num("sf", 1.0);
-    if (!(sf > 0) || sf > 1e5) f.fail("sf", "must be in (0, 1e5]");
+    const double sf = f.num("sf");
     p.parts = std::max<std::int64_t>(1, std::llround(200000.0 * sf));
     const std::string table = f.has("table") ? f.str("table") : std::string("lineitem");
     // Every column of one table shares the table's stream, so that a row's columns agree.
@@ -364,6 +411,8 @@ GenPlan make_plan(const GenRequest& req) {
 
 }  // namespace data
 
+void validate_request(const GenRequest& req) { data::make_gen_plan(req); }
+
 void validate_generator(const GeneratorSpec& spec, DType dtype, std::string_view where) {
   GenRequest req;
   req.spec = spec;
@@ -372,18 +421,12 @@ void validate_generator(const GeneratorSpec& spec, DType dtype, std::string_view
   req.where = std::string(where);
   if (spec.kind == "join_probe_keys") {
     // The build side is checked where it is defined; here only this generator's own fields.
-    Fields f(spec, where);
-    f.only({"build", "match_rate", "low", "high"});
-    f.str("build");
-    const double m = f.num("match_rate");
-    if (m < 0 || m > 1) f.fail("match_rate", "must be in [0, 1]");
-    if (f.has("low")) f.integer("low");
-    if (f.has("high")) f.integer("high");
+    Fields f(spec, where);  // the schema's checks of names, types and ranges
     return;
   }
   if (spec.kind == "unique_keys" && !spec.params.contains("high")) req.count = 1;
   if (spec.kind == "ragged_offsets" || spec.kind == "powerlaw_csr") req.count = 2;
-  data::make_plan(req);
+  data::make_gen_plan(req);
 }
 
 namespace {
@@ -410,7 +453,7 @@ void parallel_for(std::int64_t n, F body) {
 }  // namespace
 
 void generate_host(const GenRequest& req, void* dst) {
-  const GenPlan p = data::make_plan(req);
+  const GenPlan p = data::make_gen_plan(req);
   const DType t = req.dtype;
   if (req.count == 0) return;
   if (p.kind == GenKind::ragged_offsets) {

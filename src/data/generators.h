@@ -3,20 +3,11 @@
 /// the host and the device produce the same bits and any element can be made on its own.
 /// docs/generators.md documents the stream layout and each kind.
 ///
-/// Kinds implemented (GeneratorSpec::kind, fields of GeneratorSpec::params):
-///   normal          {mean = 0, std = 1}
-///   uniform         {low = 0, high = 1}                 values in [low, high]
-///   randint         {low, high}                         integers in [low, high)
-///   const           {value}
-///   arange          {start = 0, step = 1}               start + i * step
-///   unique_keys     {low = 0, high = low + count}       distinct keys: low + perm(i) of [low, high)
-///   join_probe_keys {build, match_rate, low?, high?}    build: name of a unique_keys input
-///   zipf            {n, s = 1}                          ranks in [0, n), P(k) ~ (k + 1)^-s
-///   ragged_offsets  {total, skew = 1}                   count = groups + 1; 0 = o[0] <= ... <= o[G] = total
-///   powerlaw_csr    {part: "row_offsets", nnz, alpha = 1.5} | {part: "col_indices", cols}
-///   tpch_lineitem   {column, sf = 1, table = "lineitem"}
+/// The kinds and their fields: data/gen_schema.h, the one schema that generation, validation
+/// and docs/generators.md read.
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +40,14 @@ struct GenRequest {
   std::string where;                   ///< context for error messages, e.g. "hash_join: inputs.probe.generator"
 };
 
+/// A bad generator field. `field` is the full path (`where` and the field, e.g.
+/// inputs.x.generator.std), `message` what is wrong; what() is `field: message`.
+struct GeneratorError : std::invalid_argument {
+  std::string field, message;
+  GeneratorError(std::string f, std::string m)
+      : std::invalid_argument(f + ": " + m), field(std::move(f)), message(std::move(m)) {}
+};
+
 /// Stream id of the input `name` at `position` in the definition's input order:
 /// 64-bit FNV-1a over the name's bytes, continued over the position's 4 little-endian bytes.
 std::uint64_t stream_id(std::string_view name, std::uint32_t position);
@@ -56,9 +55,13 @@ std::uint64_t stream_id(std::string_view name, std::uint32_t position);
 /// Names of the implemented kinds.
 std::vector<std::string> generator_kinds();
 
-/// Checks a generator's kind, field names, field types and values for an input of type `dtype`;
-/// throws std::invalid_argument naming `where` and the field.
+/// Checks a generator's kind, field names, field types and values for an input of type `dtype`
+/// (count-independent checks only); throws GeneratorError naming `where` and the field.
 void validate_generator(const GeneratorSpec& spec, DType dtype, std::string_view where);
+
+/// Checks a whole request (kind, fields, ranges, the element count and dtype, the referenced
+/// input) exactly as generation does, without making data; throws GeneratorError.
+void validate_request(const GenRequest& req);
 
 /// The input a generator depends on (join_probe_keys: params.build), if any.
 std::optional<std::string> generator_dependency(const GeneratorSpec& spec);

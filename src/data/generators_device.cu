@@ -40,7 +40,7 @@ __global__ void ragged_offsets_kernel(std::int64_t total, const std::uint64_t* p
 }  // namespace
 
 void generate_device(const GenRequest& req, void* dptr, cudaStream_t stream) {
-  const data::GenPlan plan = data::make_plan(req);
+  const data::GenPlan plan = data::make_gen_plan(req);
   if (req.count == 0) return;
   if (plan.kind != data::GenKind::ragged_offsets) {
     gen_elements_kernel<<<grid_for(req.count), kThreads, 0, stream>>>(plan, req.dtype, dptr, req.count);

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "core/diagnostics.h"
-#include "core/loader.h"
+#include "core/task_loader.h"
 #include "score/suite.h"
 #include "tracks/track.h"
 

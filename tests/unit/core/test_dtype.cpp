@@ -11,6 +11,27 @@
 namespace d2k {
 namespace {
 
+// The narrow formats through the one codec (store_from_double / load_as_double, which are
+// data/dtype_bits.h): encode a float, decode bits.
+template <class Bits>
+Bits encode_as(DType t, float f) {
+  Bits b{};
+  store_from_double(t, &b, f);
+  return b;
+}
+template <class Bits>
+float decode_as(DType t, Bits b) {
+  return static_cast<float>(load_as_double(t, &b));
+}
+std::uint16_t float_to_bf16_bits(float f) { return encode_as<std::uint16_t>(DType::bf16, f); }
+float bf16_bits_to_float(std::uint16_t b) { return decode_as(DType::bf16, b); }
+std::uint16_t float_to_f16_bits(float f) { return encode_as<std::uint16_t>(DType::f16, f); }
+float f16_bits_to_float(std::uint16_t b) { return decode_as(DType::f16, b); }
+std::uint8_t float_to_e4m3_bits(float f) { return encode_as<std::uint8_t>(DType::f8e4m3, f); }
+float e4m3_bits_to_float(std::uint8_t b) { return decode_as(DType::f8e4m3, b); }
+std::uint8_t float_to_e5m2_bits(float f) { return encode_as<std::uint8_t>(DType::f8e5m2, f); }
+float e5m2_bits_to_float(std::uint8_t b) { return decode_as(DType::f8e5m2, b); }
+
 float bits_float(std::uint32_t u) {
   float f;
   std::memcpy(&f, &u, sizeof f);

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "core/expr.h"
 
 namespace d2k {
@@ -143,6 +145,55 @@ TEST(Expr, Facts) {
   EXPECT_TRUE(f[5].kind == K::multiple_of && f[5].name == "P" && f[5].value == 16);
   // A disjunction states nothing certain about either side.
   EXPECT_TRUE(Expr::parse("H % 8 == 0 || H == 4").facts().empty());
+}
+
+
+// Inputs that overflowed the stack before the bounds (parse_binary, parse_unary, eval,
+// collect_identifiers): each is now refused with a message, never a crash.
+std::string repeat(const std::string& s, std::size_t n) {
+  std::string out;
+  out.reserve(s.size() * n);
+  for (std::size_t k = 0; k < n; ++k) out += s;
+  return out;
+}
+
+std::string parse_error(const std::string& text) {
+  try {
+    Expr::parse(text);
+  } catch (const ExprError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ExprBounds, NestedParenthesesTooDeep) {
+  const std::string deep = repeat("(", 6000) + "1" + repeat(")", 6000);
+  EXPECT_NE(parse_error(deep).find("expression too long"), std::string::npos);
+  const std::string within_length = repeat("(", 1000) + "1" + repeat(")", 1000);
+  EXPECT_EQ(parse_error(within_length), fmt::format("expression too deep (limit {})", Expr::kMaxDepth));
+  const std::string ok = repeat("(", 50) + "N" + repeat(")", 50);
+  EXPECT_EQ(Expr::parse(ok).identifiers(), std::vector<std::string>{"N"});
+}
+
+TEST(ExprBounds, UnaryChainTooDeep) {
+  EXPECT_NE(parse_error(repeat("-", 30000) + "1").find("expression too long"), std::string::npos);
+  EXPECT_NE(parse_error(repeat("-", 3000) + "1").find("expression too deep"), std::string::npos);
+  EXPECT_NE(parse_error(repeat("!-", 1000) + "1").find("expression too deep"), std::string::npos);
+  EXPECT_EQ(ival(repeat("- ", 10) + "3"), 3);
+}
+
+TEST(ExprBounds, LongSumTooDeep) {
+  // A left-deep chain: the parser loops, but evaluation recursed once per term.
+  EXPECT_NE(parse_error("N" + repeat(" + N", 30000)).find("expression too long"), std::string::npos);
+  EXPECT_NE(parse_error("N" + repeat("+N", 1500)).find("expression too deep"), std::string::npos);
+  EXPECT_NE(parse_error(repeat("min(", 200) + "1" + repeat(")", 200)).find("expression too deep"), std::string::npos);
+  EXPECT_EQ(ival("1" + repeat("+1", 100)), 101);
+}
+
+TEST(ExprBounds, MillionTermSumRefusedBeforeParsing) {
+  std::string huge(1, 'a');
+  huge += repeat("+a", 1000000);
+  EXPECT_NE(parse_error(huge).find("expression too long (2000001 characters, limit 4096)"), std::string::npos);
 }
 
 }  // namespace

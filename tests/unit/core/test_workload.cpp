@@ -4,7 +4,7 @@
 #include <functional>
 #include <set>
 
-#include "core/loader.h"
+#include "core/task_loader.h"
 #include "core/workload.h"
 
 namespace d2k {

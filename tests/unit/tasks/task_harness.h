@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/loader.h"
+#include "core/task_loader.h"
 #include "core/workload.h"
 #include "engine/host_backend.h"
 #include "engine/judge.h"

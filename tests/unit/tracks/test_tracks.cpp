@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "core/loader.h"
+#include "core/task_loader.h"
 #include "tracks/track.h"
 
 namespace d2k {

@@ -17,7 +17,7 @@
 #include "check/compare.h"
 #include "core/diagnostics.h"
 #include "core/dtype.h"
-#include "core/loader.h"
+#include "core/task_loader.h"
 #include "core/workload.h"
 #include "engine/host_backend.h"
 #include "engine/plan.h"
@@ -37,6 +37,14 @@ enum class Variant {
   kNoMaxSubtract,  ///< exp(x) summed directly in fp32
   kIgnoreSkipped,  ///< ignore_index not honoured: every row computed as if its target were valid
 };
+
+// bf16 through the one dtype codec (core/dtype.h's store_from_double / load_as_double).
+std::uint16_t float_to_bf16_bits(float v) {
+  std::uint16_t b = 0;
+  store_from_double(DType::bf16, &b, v);
+  return b;
+}
+float bf16_bits_to_float(std::uint16_t b) { return static_cast<float>(load_as_double(DType::bf16, &b)); }
 
 float bf16_round(float v) { return bf16_bits_to_float(float_to_bf16_bits(v)); }
 

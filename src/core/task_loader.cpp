@@ -1,10 +1,11 @@
-#include "core/loader.h"
+#include "core/task_loader.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
 #include "core/json_fields.h"
+#include "core/limits.h"
 
 namespace d2k {
 
@@ -188,6 +189,12 @@ void parse_tracks(const ordered_json& j, Definition& d, const FieldReader& r) {
 
 void parse_definition(const ordered_json& j, Definition& d, const FieldReader& r) {
   if (!r.object(j, "")) return;
+  // Beyond the bound the definition is refused whole (raw stays unset, so validation does not
+  // report every axis reference of every workload as unknown).
+  if (auto a = j.find("axes"); a != j.end() && a->is_object() && a->size() > limits::kMaxAxes) {
+    r.error("axes", fmt::format("too many axes ({}, limit {})", a->size(), limits::kMaxAxes));
+    return;
+  }
   d.raw = j;
   r.known_keys(j, "", {"name", "op_type", "description", "axes", "constraints", "scalars", "inputs", "outputs",
                        "cost", "tracks"});
@@ -273,6 +280,10 @@ void load_workloads(const fs::path& file, Task& t, Diagnostics& diag) {
     const std::string content = text->substr(start, end - start);
     start = end + 1;
     if (content.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines are allowed
+    if (t.workloads.size() >= limits::kMaxWorkloads) {
+      diag.error(name, line, "", fmt::format("too many workloads (limit {})", limits::kMaxWorkloads));
+      return;
+    }
     auto j = detail::parse_json(content, diag, name, line);
     if (!j) continue;
     Workload w;
@@ -376,8 +387,13 @@ Task load_task(const fs::path& dir, Diagnostics& diag) {
 std::vector<Task> load_dataset(const fs::path& dataset_dir, Diagnostics& diag) {
   std::vector<fs::path> dirs;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dataset_dir, ec))
-    if (e.is_directory() && is_file(e.path() / "definition.json")) dirs.push_back(e.path());
+  // A folder whose definition.json is not a regular file (a folder, a dangling link) is a task
+  // that fails to load, not one to leave out silently.
+  for (const auto& e : fs::directory_iterator(dataset_dir, ec)) {
+    std::error_code ec2;
+    if (e.is_directory(ec2) && fs::exists(fs::symlink_status(e.path() / "definition.json", ec2)))
+      dirs.push_back(e.path());
+  }
   if (ec) diag.error(dataset_dir.string(), 0, "", fmt::format("cannot list folder: {}", ec.message()));
   std::sort(dirs.begin(), dirs.end());
   std::vector<Task> tasks;
