@@ -83,10 +83,13 @@ Watched watch_slab(const DevMem& slab, const BatchShape& b, const WorkloadPlan& 
                    std::uint64_t honest_last, Clock::time_point t0, double expect_s, double timeout_s, double idle_check_s,
                    cudaStream_t s) {
   Watched w;
-  // Start looking at 0.6 of the expected time (the worker's median), then look every
-  // expect/500: a late look lengthens the parent's figure.
-  std::this_thread::sleep_until(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(0.6 * expect_s)));
-  const auto every = std::chrono::duration<double>(std::clamp(expect_s / 500, 20e-6, 1e-3));
+  // Start looking at kFirstLook of the expected time (the worker's cold median; the batch runs
+  // cold too), then look every expect/1000: every look is a copy from another context, which the
+  // GPU time-slices against the worker's kernels, so looks are few and late. A late look only
+  // lengthens the parent's figure; a batch done before the first look gets a figure of
+  // kFirstLook x the worker's median, below which the worker's median is trusted anyway.
+  std::this_thread::sleep_until(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kFirstLook * expect_s)));
+  const auto every = std::chrono::duration<double>(std::clamp(expect_s / 1000, 20e-6, 1e-3));
   const std::size_t last = b.calls - 1;
   bool first_look = true;
   while (seconds_since(t0) < timeout_s) {

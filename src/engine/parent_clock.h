@@ -35,6 +35,10 @@ inline constexpr std::size_t kBatchInputBudgetBytes = std::size_t(8) << 30;  ///
 /// idle duration before the excess counts on the clock (work still running slows it).
 inline constexpr double kConfirmSlack = 1.2;
 
+/// The parent's first look at the batch, as a share of the expected time (the worker's median x
+/// calls); looks follow every 1/1000 of it.
+inline constexpr double kFirstLook = 0.9;
+
 /// How many calls (at the worker's median `median_s`) and how the outputs are laid out. The worker's
 /// median only sizes the batch: a forged one makes the batch longer or shorter, never the bound looser.
 BatchShape batch_shape(const WorkloadPlan& plan, double median_s);
