@@ -150,6 +150,15 @@ if ratios:
         rs.sort(); allr += rs
         print(f"  {sh}: {len(rs)} runs, min {rs[0]:.3f}, median {rs[len(rs)//2]:.3f}, max {rs[-1]:.3f}")
     allr.sort()
+    notes = {}
+    for label in labels:
+        if label.startswith("honest."):
+            for t in traces(label):
+                n = (t.get("performance") or {}).get("timer_note", "")
+                if "parent_clock:" in n:
+                    notes.setdefault(shape(t), n[n.index("parent_clock:"):])
+    for sh, n in sorted(notes.items()):
+        print(f"  {sh} batch: {n}")
     print(f"  all: {len(allr)} traces, min {allr[0]:.3f}, median {allr[len(allr)//2]:.3f}, max {allr[-1]:.3f}")
 skipped = [l.split()[0] for l in open(os.path.join(out, "runs.txt")) if "skipped" in l] if os.path.exists(os.path.join(out, "runs.txt")) else []
 if skipped:
