@@ -6,7 +6,10 @@
 //   X            = U / (||U||_F + eps), transposed when M > N    (X is S x L, S = min(M,N))
 //   5 times:  A = X X^T;  Bm = b*A + c*A*A;  X = a*X + Bm*X       (a, b, c = 3.4445, -4.7750, 2.0315)
 //   update       = sqrt(max(1, M/N)) * X, transposed back        (rounded once to bf16)
-//   param_out    = param*(1 - lr*weight_decay) - lr*update       (unrounded update; rounded once to fp32)
+//   param_out    = param*(1 - lr*weight_decay) - lr*update       (the bf16 update written; rounded once to fp32)
+// param_out uses the update as written (bf16), as the PyTorch Muon step does: a user can rebuild
+// param_out from the call's own outputs, and an optimizer that applies `update` later (or
+// another rank that receives it) lands on the same weights.
 // Plain C++: built by the host compiler, no CUDA.
 #include <algorithm>
 #include <cmath>
@@ -112,7 +115,8 @@ void muon_one(const muon::Args& g, int64_t off) {
       const double up = scale * (tall ? X[c * l + r] : X[r * l + c]);
       const int64_t i = off + r * N + c;
       g.update[i] = double_to_bf16(up);
-      g.param_out[i] = static_cast<float>(static_cast<double>(g.param[i]) * decay - g.lr * up);
+      const double up_written = bf16_to_double(g.update[i]);
+      g.param_out[i] = static_cast<float>(static_cast<double>(g.param[i]) * decay - g.lr * up_written);
     }
 }
 

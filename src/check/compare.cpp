@@ -70,13 +70,19 @@ std::string format_index(std::int64_t flat, const std::vector<std::int64_t>& sha
   return fmt::format("[{}]", fmt::join(idx, ", "));
 }
 
-bool is_dense_rule(const std::string& rule) { return rule == "allclose" || rule == "rel_l2" || rule == "exact"; }
+bool is_dense_rule(const std::string& rule) {
+  return rule == "allclose" || rule == "ulp" || rule == "rel_l2" || rule == "exact";
+}
 
 ElemParams dense_params(const CompareSpec& spec, DType et, DType at, int poison_variant) {
   ElemParams p;
-  p.rule = spec.rule == "exact" ? ElemRule::exact : spec.rule == "rel_l2" ? ElemRule::none : ElemRule::allclose;
+  p.rule = spec.rule == "exact"    ? ElemRule::exact
+           : spec.rule == "rel_l2" ? ElemRule::none
+           : spec.rule == "ulp"    ? ElemRule::ulp
+                                   : ElemRule::allclose;
   p.atol = spec.atol;
   p.rtol = spec.rtol;
+  p.ulps = spec.ulps;
   p.et = et;
   p.at = at;
   if (poison_variant >= 0) {
@@ -112,8 +118,20 @@ std::string rule_text(const CompareSpec& s) {
     if (s.max_error_cap > 0) t += fmt::format(", max_error_cap={:g}", s.max_error_cap);
     return t + ")";
   }
+  if (s.rule == "ulp") {
+    std::string t = fmt::format("ulp(ulps={:g}", s.ulps);
+    if (s.matched_ratio < 1) t += fmt::format(", matched_ratio={:g}", s.matched_ratio);
+    if (s.max_ulps >= 0) t += fmt::format(", max_ulps={:g}", s.max_ulps);
+    return t + ")";
+  }
   if (s.rule == "rel_l2") return fmt::format("rel_l2(tol={:g})", s.tol);
   return s.rule;
+}
+
+/// Elements a rule with `matched_ratio` lets fail: floor((1 - matched_ratio) * n).
+std::int64_t allowed_mismatches(double matched_ratio, std::int64_t n) {
+  const double allowed = std::floor((1.0 - matched_ratio) * static_cast<double>(n) + 1e-9);
+  return allowed > 0 ? static_cast<std::int64_t>(allowed) : 0;
 }
 
 }  // namespace
@@ -127,6 +145,7 @@ CompareResult finalize_dense(const CompareSpec& spec, const ElemStats& s, const 
   r.max_abs_error = s.max_abs;
   r.max_rel_error = s.max_rel;
   r.rel_l2 = s.sum_e2 > 0 ? std::sqrt(s.sum_d2 / s.sum_e2) : (s.sum_d2 == 0 ? 0.0 : INFINITY);
+  if (spec.rule == "ulp") r.max_ulp_error = s.max_ulps;
   if (s.unwritten > 0) {
     r.status = CheckStatus::incorrect_write;
     r.mismatches = static_cast<std::int64_t>(s.unwritten);
@@ -146,17 +165,24 @@ CompareResult finalize_dense(const CompareSpec& spec, const ElemStats& s, const 
       r.first_bad >= 0 ? fmt::format("; first at {}: expected {:.9g}, actual {:.9g}", format_index(r.first_bad, shape),
                                      first_e, first_a)
                        : std::string();
-  const std::string stats = fmt::format("max abs err {:.3g}, max rel err {:.3g}, rel_l2 {:.3g}", r.max_abs_error,
-                                        r.max_rel_error, r.rel_l2);
+  std::string stats = fmt::format("max abs err {:.3g}, max rel err {:.3g}, rel_l2 {:.3g}", r.max_abs_error,
+                                  r.max_rel_error, r.rel_l2);
+  if (spec.rule == "ulp") stats = fmt::format("max err {:g} ulp, {} elements beyond {:g} ulp; ", s.max_ulps, m.mismatches, spec.ulps) + stats;
   const bool all_zero = n > 0 && s.nonzero_actual == 0 && s.nonzero_expected > 0;
   std::string why;
   if (s.nonfinite_bad > 0) {
     why = fmt::format("{} non-finite values where the expected value differs (NaN/Inf){}", s.nonfinite_bad, first);
   } else if (all_zero) {
     why = "output is all zeros but the expected output is not";
+  } else if (spec.rule == "ulp") {
+    const std::int64_t allowed = allowed_mismatches(spec.matched_ratio, n);
+    if (r.mismatches > allowed)
+      why = fmt::format("{} of {} elements are off by more than {:g} ulp (allowed {}){}", r.mismatches, n, spec.ulps,
+                        allowed, first);
+    else if (spec.max_ulps >= 0 && s.max_ulps > spec.max_ulps)
+      why = fmt::format("an element is off by {:g} ulp, beyond max_ulps {:g}", s.max_ulps, spec.max_ulps);
   } else if (spec.rule == "allclose") {
-    const double allowed_d = std::floor((1.0 - spec.matched_ratio) * static_cast<double>(n) + 1e-9);
-    const std::int64_t allowed = allowed_d > 0 ? static_cast<std::int64_t>(allowed_d) : 0;
+    const std::int64_t allowed = allowed_mismatches(spec.matched_ratio, n);
     if (r.mismatches > allowed)
       why = fmt::format("{} of {} elements mismatch (allowed {}){}", r.mismatches, n, allowed, first);
     else if (spec.max_error_cap > 0 && r.max_abs_error > spec.max_error_cap)

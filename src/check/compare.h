@@ -1,5 +1,5 @@
 #pragma once
-/// Output comparison: allclose, rel_l2, exact, multiset, topk; and the write check against a
+/// Output comparison: allclose, ulp, rel_l2, exact, multiset, topk; and the write check against a
 /// poison pattern. Host versions here; device versions in check/compare_device.h give the same
 /// fields for the same data. docs/task-format.md defines the rules; docs/generators.md (section
 /// "Poison") the poison patterns.
@@ -31,6 +31,7 @@ struct CompareResult {
   double max_abs_error = 0;       ///< over finite pairs
   double max_rel_error = 0;       ///< |a-e|/|e| over finite pairs with e != 0
   double rel_l2 = std::numeric_limits<double>::quiet_NaN();  ///< ||a-e||2/||e||2 (fp64), NaN where not meaningful
+  double max_ulp_error = std::numeric_limits<double>::quiet_NaN();  ///< ulp rule: max |a-e| / ulp(e), else NaN
   std::int64_t first_bad = -1;    ///< first failing element (row), -1 if none
   double first_expected = std::numeric_limits<double>::quiet_NaN();
   double first_actual = std::numeric_limits<double>::quiet_NaN();
@@ -88,6 +89,10 @@ struct CompareOptions {
 /// Compares one output by spec.rule:
 ///  allclose: element fails only when |a-e| > atol and |a-e| > rtol*|e|; passes when at most
 ///            (1 - matched_ratio) * n elements fail and (max_error_cap > 0) max |a-e| <= cap;
+///  ulp:      element fails when |a-e| > ulps * ulp(e), ulp(e) the spacing of actual's type at
+///            the expected value (check/compare_core.h: ulp_of); passes when at most
+///            (1 - matched_ratio) * n elements fail and (max_ulps >= 0) no element is off by more
+///            than max_ulps;
 ///  rel_l2:   ||a-e||2 / ||e||2 <= tol (fp64 sums); mismatches counts elements with
 ///            |a-e| > tol * rms(e), for diagnosis;
 ///  exact:    equal values (integers compared as int64; -0 == 0; NaN matches NaN);

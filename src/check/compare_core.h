@@ -13,13 +13,33 @@ namespace d2k::check {
 enum class ElemRule : std::uint8_t {
   allclose,  ///< bad when |a-e| > atol and |a-e| > rtol*|e|
   exact,     ///< bad when values differ
+  ulp,       ///< bad when |a-e| > ulps units in the last place of the output type at e
   none,      ///< only non-finite mismatches are bad (rel_l2's first pass)
 };
+
+/// The spacing of the representable values of float type `t` at the magnitude of `v` (a unit in
+/// the last place): 2^(max(exponent(v), emin(t)) - mantissa_bits(t)). Below the smallest normal
+/// number it is the subnormal spacing; at 0 too. Exact (a power of two).
+D2K_HD double ulp_of(DType t, double v) {
+  int man = 23, emin = -126;
+  switch (t) {
+    case DType::bf16: man = 7; emin = -126; break;
+    case DType::f16: man = 10; emin = -14; break;
+    case DType::f64: man = 52; emin = -1022; break;
+    case DType::f8e4m3: man = 3; emin = -6; break;
+    case DType::f8e5m2: man = 2; emin = -14; break;
+    default: break;  // f32
+  }
+  const int biased = static_cast<int>((data::bits_of(v) >> 52) & 0x7FF);
+  const int e = biased == 0 ? -1023 : biased - 1023;  // zero and double subnormals: below every emin
+  return data::ldexp_exact(1.0, (e > emin ? e : emin) - man);
+}
 
 /// Parameters of one element pass.
 struct ElemParams {
   ElemRule rule = ElemRule::allclose;
   double atol = 0, rtol = 0;
+  double ulps = 0;  ///< ulp: the per-element bound, in units of the actual's type at the expected value
   DType et = DType::f32, at = DType::f32;
   bool check_poison = false;
   std::uint64_t poison = 0;  ///< actual's poison bits
@@ -31,6 +51,7 @@ struct ElemParams {
 struct ElemStats {
   std::uint64_t mismatches = 0, nonfinite_bad = 0, nonzero_actual = 0, nonzero_expected = 0, unwritten = 0;
   double max_abs = 0, max_rel = 0, sum_d2 = 0, sum_e2 = 0;
+  double max_ulps = 0;  ///< largest |a-e| / ulp(e) (ulp rule only)
   std::int64_t first_bad = -1, first_unwritten = -1;
 };
 
@@ -48,6 +69,7 @@ D2K_HD void merge(ElemStats& s, const ElemStats& o) {
   s.unwritten += o.unwritten;
   s.max_abs = s.max_abs > o.max_abs ? s.max_abs : o.max_abs;
   s.max_rel = s.max_rel > o.max_rel ? s.max_rel : o.max_rel;
+  s.max_ulps = s.max_ulps > o.max_ulps ? s.max_ulps : o.max_ulps;
   s.sum_d2 = (data::xd(s.sum_d2) + o.sum_d2).v;
   s.sum_e2 = (data::xd(s.sum_e2) + o.sum_e2).v;
   s.first_bad = min_index(s.first_bad, o.first_bad);
@@ -92,6 +114,12 @@ D2K_HD void accumulate(ElemStats& s, const ElemParams& p, const void* e, const v
       else
         bad = av != ev;
       break;
+    case ElemRule::ulp: {
+      const double u = (xd(diff) / ulp_of(p.at, ev)).v;  // exact: a division by a power of two
+      if (u > s.max_ulps) s.max_ulps = u;
+      bad = u > p.ulps;
+      break;
+    }
     case ElemRule::none: break;
   }
   if (bad) {

@@ -85,6 +85,21 @@ std::optional<std::int64_t> FieldReader::integer(const ordered_json& obj, std::s
   return v;
 }
 
+std::optional<bool> FieldReader::boolean(const ordered_json& obj, std::string_view key, const std::string& path,
+                                          bool required) const {
+  const std::string field = join_path(path, key);
+  auto it = obj.find(key);
+  if (it == obj.end()) {
+    if (required) error(field, "missing required field");
+    return std::nullopt;
+  }
+  if (!it->is_boolean()) {
+    error(field, fmt::format("expected true or false, found {}", type_word(*it)));
+    return std::nullopt;
+  }
+  return it->get<bool>();
+}
+
 std::optional<double> FieldReader::number(const ordered_json& obj, std::string_view key, const std::string& path,
                                           bool required) const {
   const std::string field = join_path(path, key);
@@ -219,6 +234,8 @@ CompareSpec parse_compare(const ordered_json& j, const FieldReader& r, const std
   if (auto v = r.string(j, "rule", path, !override_)) c.rule = *v;
   if (auto v = r.number(j, "atol", path, false)) c.atol = *v;
   if (auto v = r.number(j, "rtol", path, false)) c.rtol = *v;
+  if (auto v = r.number(j, "ulps", path, false)) c.ulps = *v;
+  if (auto v = r.number(j, "max_ulps", path, false)) c.max_ulps = *v;
   if (auto v = r.number(j, "matched_ratio", path, false)) c.matched_ratio = *v;
   if (auto v = r.number(j, "max_error_cap", path, false)) c.max_error_cap = *v;
   if (auto v = r.number(j, "tol", path, false)) c.tol = *v;

@@ -40,6 +40,8 @@ class FieldReader {
                                       bool required) const;
   std::optional<double> number(const ordered_json& obj, std::string_view key, const std::string& path,
                                bool required) const;
+  std::optional<bool> boolean(const ordered_json& obj, std::string_view key, const std::string& path,
+                              bool required) const;
   /// Warns about keys of `obj` not in `known` (typos would otherwise be ignored silently).
   void known_keys(const ordered_json& obj, const std::string& path, std::initializer_list<std::string_view> known) const;
 

@@ -55,7 +55,7 @@ void parse_axes(const ordered_json& j, Definition& d, const FieldReader& r) {
     a.name = it.key();
     const ordered_json& v = it.value();
     if (!r.object(v, path)) continue;
-    r.known_keys(v, path, {"type", "value", "min", "max", "hidden_max", "expr", "description"});
+    r.known_keys(v, path, {"type", "value", "min", "max", "hidden_max", "hidden_long", "expr", "description"});
     a.description = r.string(v, "description", path, false).value_or("");
     const auto type = r.string(v, "type", path, true);
     if (!type) continue;
@@ -67,6 +67,7 @@ void parse_axes(const ordered_json& j, Definition& d, const FieldReader& r) {
       a.min = r.integer(v, "min", path, false).value_or(1);
       a.max = r.integer(v, "max", path, false).value_or(0);
       a.hidden_max = r.integer(v, "hidden_max", path, false).value_or(0);
+      a.hidden_long = r.boolean(v, "hidden_long", path, false).value_or(false);
     } else if (*type == "expr") {
       a.kind = AxisKind::expr;
       if (auto t = expr_text(v, "expr", path, r, true)) a.expr = parse_expr(*t, r, join_path(path, "expr"));

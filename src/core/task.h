@@ -32,6 +32,7 @@ struct Axis {
   std::int64_t min = 1;            ///< var: smallest legal value
   std::int64_t max = 0;            ///< var: largest legal value (0 = unbounded)
   std::int64_t hidden_max = 0;     ///< var: largest value a hidden check workload may draw (0 = min(max, 4096))
+  bool hidden_long = false;        ///< var: one hidden workload draws this axis from its top quarter
   std::string description;
 };
 
@@ -44,9 +45,11 @@ struct GeneratorSpec {
 
 /// How an output is compared with the expected one. Unused fields keep their defaults.
 struct CompareSpec {
-  std::string rule = "allclose";   ///< allclose | rel_l2 | exact | multiset | topk | none
+  std::string rule = "allclose";   ///< allclose | ulp | rel_l2 | exact | multiset | topk | none
   double atol = 0, rtol = 0;
-  double matched_ratio = 1.0;      ///< allclose: share of elements that must match
+  double ulps = 0;                 ///< ulp: per-element bound in units in the last place of the output type
+  double max_ulps = -1;            ///< ulp: no element may be off by more (-1 = off)
+  double matched_ratio = 1.0;      ///< allclose, ulp: share of elements that must match
   double max_error_cap = 0;        ///< allclose: no element may exceed this abs error (0 = off)
   double tol = 0;                  ///< rel_l2: ||a-e|| / ||e|| bound
   std::string group;               ///< multiset: outputs with the same group form the columns of one row set

@@ -204,6 +204,7 @@ struct Checker {
   void check_compare(const CompareSpec& c, const std::string& self, const FieldReader& r, const std::string& path) const {
     static const std::map<std::string, std::vector<std::string>> kRules = {
         {"allclose", {"atol", "rtol", "matched_ratio", "max_error_cap"}},
+        {"ulp", {"ulps", "matched_ratio", "max_ulps"}},
         {"rel_l2", {"tol"}},
         {"exact", {}},
         {"multiset", {"group", "count"}},
@@ -213,7 +214,7 @@ struct Checker {
     auto rule = kRules.find(c.rule);
     if (rule == kRules.end()) {
       r.error(join_path(path, "rule"),
-              fmt::format("unknown rule '{}' (allclose, rel_l2, exact, multiset, topk or none)", c.rule));
+              fmt::format("unknown rule '{}' (allclose, ulp, rel_l2, exact, multiset, topk or none)", c.rule));
       return;
     }
     for (auto it = c.raw.begin(); it != c.raw.end(); ++it) {
@@ -235,6 +236,14 @@ struct Checker {
       if (c.rtol < 0) r.error(join_path(path, "rtol"), "must be >= 0");
       if (!(c.matched_ratio > 0 && c.matched_ratio <= 1)) r.error(join_path(path, "matched_ratio"), "must be in (0, 1]");
       if (c.max_error_cap < 0) r.error(join_path(path, "max_error_cap"), "must be >= 0");
+    } else if (c.rule == "ulp") {
+      if (!c.raw.contains("ulps")) r.error(path, "ulp needs ulps");
+      if (!(c.ulps >= 0)) r.error(join_path(path, "ulps"), "must be >= 0");
+      if (!(c.matched_ratio > 0 && c.matched_ratio <= 1)) r.error(join_path(path, "matched_ratio"), "must be in (0, 1]");
+      if (c.raw.contains("max_ulps") && !(c.max_ulps >= c.ulps))
+        r.error(join_path(path, "max_ulps"), "must be >= ulps");
+      if (const TensorSpec* o = find_output(def, self); o && !is_floating(o->dtype))
+        r.error(join_path(path, "rule"), "ulp compares float outputs only");
     } else if (c.rule == "rel_l2") {
       if (!(c.tol > 0)) r.error(join_path(path, "tol"), "rel_l2 needs tol > 0");
     } else if (c.rule == "multiset") {

@@ -154,6 +154,8 @@ ordered_json compare_json(const CompareSpec& c) {
   j["rule"] = c.rule;
   if (c.atol != d.atol) j["atol"] = c.atol;
   if (c.rtol != d.rtol) j["rtol"] = c.rtol;
+  if (c.ulps != d.ulps) j["ulps"] = c.ulps;
+  if (c.max_ulps != d.max_ulps) j["max_ulps"] = c.max_ulps;
   if (c.matched_ratio != d.matched_ratio) j["matched_ratio"] = c.matched_ratio;
   if (c.max_error_cap != d.max_error_cap) j["max_error_cap"] = c.max_error_cap;
   if (c.tol != d.tol) j["tol"] = c.tol;
@@ -352,8 +354,12 @@ std::vector<Workload> draw_hidden_workloads(const Definition& def, std::uint64_t
   Rng rng{secret_seed ^ fnv1a(def.name)};
   splitmix64(rng.state);
   std::vector<AxisPlan> plans;
+  std::vector<std::size_t> long_axes;  // plans of axes marked hidden_long, in definition order
   for (const auto& a : def.axes)
-    if (a.kind == AxisKind::var) plans.push_back(plan_axis(a, def));
+    if (a.kind == AxisKind::var) {
+      if (a.hidden_long) long_axes.push_back(plans.size());
+      plans.push_back(plan_axis(a, def));
+    }
 
   std::vector<Workload> out;
   std::set<std::map<std::string, std::int64_t>> seen;
@@ -364,7 +370,14 @@ std::vector<Workload> draw_hidden_workloads(const Definition& def, std::uint64_t
       Workload w;
       w.role = WorkloadRole::check;
       w.hidden = true;
-      for (const auto& p : plans) w.axes[p.name] = p.fixed ? p.value : draw_multiplier(rng, p) * p.step;
+      for (std::size_t q = 0; q < plans.size(); ++q) {
+        AxisPlan p = plans[q];
+        // Workload n draws the n-th hidden_long axis from its top quarter: a long extent is where
+        // accumulation precision and multi-pass tiling show (a row of 65536 in a normalisation).
+        if (static_cast<std::size_t>(n) < long_axes.size() && long_axes[static_cast<std::size_t>(n)] == q)
+          p.klo = std::max(p.klo, p.khi / 4);
+        w.axes[p.name] = p.fixed ? p.value : draw_multiplier(rng, p) * p.step;
+      }
       // Prefer distinct draws, but accept a repeat late on (a task may have few legal shapes).
       if (!plans.empty() && seen.count(w.axes) && attempt < kAttemptsPerWorkload / 2) continue;
       bool ok = true;
@@ -377,8 +390,14 @@ std::vector<Workload> draw_hidden_workloads(const Definition& def, std::uint64_t
       try {
         const AxisValues axes = resolve_axes(def, w);
         if (first_failed_constraint(def, expr_env(axes, scalars)) >= 0) continue;
+        bool small = true;  // hidden workloads are judged against the host reference: bound their size
         for (const auto* ts : {&def.inputs, &def.outputs})
-          for (const auto& t : *ts) resolve_shape(t, axes);
+          for (const auto& t : *ts) {
+            std::int64_t elems = 1;
+            for (auto d : resolve_shape(t, axes)) elems *= d;
+            small = small && elems <= kHiddenMaxElements;
+          }
+        if (!small) continue;
       } catch (const std::exception&) {
         continue;  // e.g. a negative dimension or a division by zero at this draw
       }

@@ -63,10 +63,16 @@ struct CostAt {
 /// Evaluates def.cost at `env` (see expr_env). Throws ExprError on an evaluation error.
 CostAt evaluate_cost(const Definition& def, const std::map<std::string, Value>& env);
 
+/// The most elements any tensor of a hidden workload may hold (they are judged on the host against
+/// the fp64 reference).
+inline constexpr std::int64_t kHiddenMaxElements = std::int64_t{1} << 25;
+
 /// Draws `count` hidden check workloads: var axes in [min, hidden_max] (hidden_max defaults to
 /// min(max, 4096)), biased to awkward sizes (small, odd, prime, one off a power of two, not a
 /// multiple of 8/16/64/128; for an axis a constraint forces to a multiple of m, a multiple of m
-/// that is not one of 64 or 128 where possible), each satisfying every constraint (rejection
+/// that is not one of 64 or 128 where possible; workload n draws the n-th axis marked hidden_long
+/// from [hidden_max / 4, hidden_max]), each satisfying every constraint and holding at most
+/// kHiddenMaxElements elements per tensor (rejection
 /// sampling with a cap). Deterministic for (definition name, secret_seed). role = check,
 /// hidden = true, uuid = hidden-<n>-<hash>. Returns fewer than `count` when the constraints
 /// reject every attempt within the cap.

@@ -74,6 +74,36 @@ void record_round(Trace& tr, const OutputsVerdict& v, const std::string& against
   if (v.status != Status::PASSED) fail(tr, v.status, fmt::format("round {}: {}", round + 1, v.message));
 }
 
+/// Where one check round's two calls run (host memory or device buffers): the inputs' checksum,
+/// a call on output set k after poisoning it, and the outputs as the judge reads them.
+class TwoCalls {
+ public:
+  virtual ~TwoCalls() = default;
+  virtual std::uint64_t input_checksum() = 0;
+  /// Poisons output set k (0 or 1) with `poison` and calls the target on it. False when the call
+  /// failed; the implementation has recorded why on the trace.
+  virtual bool call(int k, std::uint8_t poison) = 0;
+  virtual OutputsView outputs(int k) = 0;
+};
+
+/// One check round, the same for host and CUDA evaluation: two calls with different poison, the
+/// inputs' checksum around both, then the judge against `expected` (nullptr: the first run is
+/// the expectation of the second: all written, finite, deterministic).
+void judged_round(Trace& tr, const WorkloadPlan& plan, TwoCalls& calls, const OutputsView* expected,
+                  const std::string& against, int round) {
+  if (tr.status != Status::PASSED) return;
+  const std::uint64_t before = calls.input_checksum();
+  const std::uint8_t poisons[2] = {kPoisonA, kPoisonB};
+  for (int k = 0; k < 2; ++k)
+    if (!calls.call(k, poisons[k])) return;
+  if (calls.input_checksum() != before) {
+    tr.checks_fired.push_back("inputs_unchanged: an input changed during the call");
+    return fail(tr, Status::REWARD_HACK, "the implementation modified its inputs", "inputs_unchanged");
+  }
+  const OutputsView a = calls.outputs(0), b = calls.outputs(1);
+  record_round(tr, judge_outputs(plan, expected ? *expected : a, a, b), against, round);
+}
+
 std::vector<Workload> select_workloads(const Task& task, const EvalOptions& opt, WorkloadRole role) {
   std::vector<Workload> out;
   for (auto& w : task.workloads) {
@@ -233,38 +263,57 @@ class CudaEvaluation {
     const DeviceSet* device = nullptr;
   };
 
-  /// Two calls with different poison, the inputs' checksum around both, the thread count after
-  /// each, then the judge.
+  /// The target's calls on the device: the thread count after each, outputs dumped in round 0.
+  class DeviceCalls final : public TwoCalls {
+   public:
+    DeviceCalls(CudaEvaluation& ev, Trace& tr, TargetState& ts, const WorkloadPlan& plan, const DeviceSet& ins, int round)
+        : ev_(ev), tr_(tr), ts_(ts), plan_(plan), ins_(ins), round_(round),
+          outs_{DeviceSet::allocate(plan.outputs, ev.runner(ts)->memory_kind()),
+                DeviceSet::allocate(plan.outputs, ev.runner(ts)->memory_kind())} {}
+    std::uint64_t input_checksum() override { return device_checksum(ins_, ev_.stream_.get()); }
+    OutputsView outputs(int k) override { return OutputsView(outs_[k], ev_.stream_.get()); }
+    bool call(int k, std::uint8_t poison_byte) override {
+      poison(outs_[k], poison_byte, ev_.stream_.get());
+      D2K_CUDA_CHECK(cudaStreamSynchronize(ev_.stream_.get()));
+      TargetRunner* r = ev_.runner(ts_);
+      CallOutcome o = r->call(ins_, outs_[k]);
+      if (!o.ok) {
+        ev_.fail_call(tr_, ts_, o);
+        return false;
+      }
+      // Workers compare with their count before the library was loaded; in-process runs only
+      // around the second call (the first may start the driver's own threads).
+      if (k == 1 || ev_.opt_.isolate)
+        if (auto v = check_threads_after_call(o.threads_before, o.threads_after)) {
+          ev_.fail_with(tr_, *v);
+          return false;
+        }
+      if (auto v = ev_.check_slack(plan_, ins_, outs_[k])) {
+        ev_.fail_with(tr_, *v);
+        return false;
+      }
+      if (k == 0 && round_ == 0 && !ev_.opt_.dump_dir.empty())
+        dump_tensors(ev_.opt_, ev_.task_, plan_.workload, ts_.target.name,
+                     download(plan_.outputs, outs_[0], ev_.stream_.get()));
+      return true;
+    }
+
+   private:
+    CudaEvaluation& ev_;
+    Trace& tr_;
+    TargetState& ts_;
+    const WorkloadPlan& plan_;
+    const DeviceSet& ins_;
+    int round_;
+    DeviceSet outs_[2];
+  };
+
   void run_and_judge(Trace& tr, TargetState& ts, const WorkloadPlan& plan, const DeviceSet& ins, Expected expected,
                      const std::string& against, int round) {
     if (tr.status != Status::PASSED) return;
-    TargetRunner* r = runner(ts);
-    DeviceSet outs[2] = {DeviceSet::allocate(plan.outputs, r->memory_kind()),
-                         DeviceSet::allocate(plan.outputs, r->memory_kind())};
-    const std::uint64_t before = device_checksum(ins, stream_.get());
-    const std::uint8_t poisons[2] = {kPoisonA, kPoisonB};
-    for (int k = 0; k < 2; ++k) {
-      poison(outs[k], poisons[k], stream_.get());
-      D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-      CallOutcome o = r->call(ins, outs[k]);
-      if (!o.ok) return fail_call(tr, ts, o);
-      // Workers compare with their count before the library was loaded; in-process runs only
-      // around the second call (the first may start the driver's own threads).
-      if (k == 1 || opt_.isolate)
-        if (auto v = check_threads_after_call(o.threads_before, o.threads_after)) return fail_with(tr, *v);
-      if (auto v = check_slack(plan, ins, outs[k])) return fail_with(tr, *v);
-    }
-    if (round == 0 && !opt_.dump_dir.empty())
-      dump_tensors(opt_, task_, plan.workload, ts.target.name, download(plan.outputs, outs[0], stream_.get()));
-    if (device_checksum(ins, stream_.get()) != before) {
-      tr.checks_fired.push_back("inputs_unchanged: an input changed during the call");
-      return fail(tr, Status::REWARD_HACK, "the implementation modified its inputs", "inputs_unchanged");
-    }
-    OutputsVerdict v = expected.device
-                           ? judge_outputs_device(plan, *expected.device, outs[0], outs[1], stream_.get())
-                           : judge_outputs(plan, *expected.host, download(plan.outputs, outs[0], stream_.get()),
-                                           download(plan.outputs, outs[1], stream_.get()));
-    record_round(tr, v, against, round);
+    DeviceCalls calls(*this, tr, ts, plan, ins, round);
+    const OutputsView want = expected.device ? OutputsView(*expected.device, stream_.get()) : OutputsView(*expected.host);
+    judged_round(tr, plan, calls, &want, against, round);
   }
 
   /// out_of_bounds: the canary bytes after every input and output (DeviceSet::allocate wrote
@@ -360,7 +409,7 @@ class CudaEvaluation {
     if (device_checksum(fresh, stream_.get()) != device_checksum(ins, stream_.get()))
       throw RecheckFailed{"inputs_unchanged", "a timed call changed its inputs"};
     DeviceSet expected = naive_outputs(plan, fresh);
-    OutputsVerdict v = judge_single_device(plan, expected, outs, stream_.get());
+    OutputsVerdict v = judge_single(plan, OutputsView(expected, stream_.get()), OutputsView(outs, stream_.get()));
     scrub(expected);
     if (v.status != Status::PASSED) throw RecheckFailed{"timed_sample_recheck", "a timed sample's outputs were wrong: " + v.message};
   }
@@ -572,6 +621,30 @@ std::vector<Trace> evaluate_cuda(const Task& task, const std::vector<ImplTarget>
   return traces;
 }
 
+namespace {
+
+/// The target's calls on the host (no GPU): host tensors, the host checksum.
+class HostCalls final : public TwoCalls {
+ public:
+  HostCalls(const LoadedImpl& impl, const WorkloadPlan& plan, const std::vector<HostTensor>& ins)
+      : impl_(impl), plan_(plan), ins_(ins) {}
+  std::uint64_t input_checksum() override { return checksum(ins_); }
+  OutputsView outputs(int k) override { return OutputsView(outs[k]); }
+  bool call(int k, std::uint8_t poison_byte) override {
+    outs[k] = poisoned_outputs(plan_, poison_byte);
+    run_host(impl_, plan_, ins_, outs[k]);  // throws on failure: RUNTIME_ERROR
+    return true;
+  }
+  std::vector<HostTensor> outs[2];
+
+ private:
+  const LoadedImpl& impl_;
+  const WorkloadPlan& plan_;
+  const std::vector<HostTensor>& ins_;
+};
+
+}  // namespace
+
 std::vector<Trace> evaluate_host(const Task& task, const ImplTarget& target, const std::optional<ImplTarget>& golden,
                                  const EvalOptions& opt, const Progress& progress) {
   std::vector<Trace> out;
@@ -595,26 +668,17 @@ std::vector<Trace> evaluate_host(const Task& task, const ImplTarget& target, con
       for (int r = 0; r < opt.check_rounds; ++r) {
         if (progress) progress(fmt::format("{}: host {} round {}/{}", task.def.name, w.uuid, r + 1, opt.check_rounds));
         auto ins = generate_inputs_host(plan, round_seed(opt.secret_seed, w.uuid, r));
-        const std::uint64_t before = checksum(ins);
-        auto a = poisoned_outputs(plan, kPoisonA);
-        auto b = poisoned_outputs(plan, kPoisonB);
-        run_host(impl, plan, ins, a);
-        run_host(impl, plan, ins, b);
-        if (r == 0) {
-          dump_tensors(opt, task, w, "input", ins);
-          dump_tensors(opt, task, w, target.name, a);
-        }
-        if (checksum(ins) != before) {
-          fail(tr, Status::REWARD_HACK, "the implementation modified its inputs", "inputs_unchanged");
-          break;
-        }
-        // Without a golden, run A is the expectation of run B: all written, finite, deterministic.
-        std::vector<HostTensor> expected = a;
+        if (r == 0) dump_tensors(opt, task, w, "input", ins);
+        std::optional<std::vector<HostTensor>> expected;
         if (golden) {
           expected = poisoned_outputs(plan, kPoisonA);
-          run_host(gold, plan, ins, expected);
+          run_host(gold, plan, ins, *expected);
         }
-        record_round(tr, judge_outputs(plan, expected, a, b), golden ? "reference" : "self", r);
+        HostCalls calls(impl, plan, ins);
+        std::optional<OutputsView> want;
+        if (expected) want.emplace(*expected);
+        judged_round(tr, plan, calls, want ? &*want : nullptr, golden ? "reference" : "self", r);
+        if (r == 0) dump_tensors(opt, task, w, target.name, calls.outs[0]);
         if (tr.status != Status::PASSED) break;
       }
     } catch (const std::exception& e) {

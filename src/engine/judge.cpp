@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "check/compare.h"
 #include "check/compare_device.h"
@@ -35,20 +36,65 @@ std::size_t index_of(const WorkloadPlan& plan, const std::string& output) {
   throw std::runtime_error("compare: no output named '" + output + "'");
 }
 
+// ---- Reading one output of a view ----
+
+DeviceTensorView device_view(const OutputsView& v, const TensorPlan& t, std::size_t i) {
+  return {v.device()->bufs[i].get(), t.dtype, t.shape, t.name};
+}
+
+/// Output `i` of `v` on the host: a reference to a host view's tensor, or a copy of a device one.
+class HostOutput {
+ public:
+  HostOutput(const WorkloadPlan& plan, const OutputsView& v, std::size_t i) {
+    if (v.host()) ref_ = &(*v.host())[i];
+    else copy_ = download(device_view(v, plan.outputs[i], i), v.stream());
+  }
+  const HostTensor& get() const { return ref_ ? *ref_ : *copy_; }
+
+ private:
+  const HostTensor* ref_ = nullptr;
+  std::optional<HostTensor> copy_;
+};
+
+bool both_on_device(const OutputsView& a, const OutputsView& b) { return a.device() && b.device(); }
+
+std::int64_t count_of(const WorkloadPlan& plan, const OutputsView& v, const std::string& count) {
+  const std::size_t ci = index_of(plan, count);
+  return read_count(HostOutput(plan, v, ci).get());
+}
+
 /// Elements of output `i` that must be written: for a multiset column only the reported rows.
-std::int64_t must_write(const WorkloadPlan& plan, std::size_t i, const std::vector<HostTensor>& run) {
+std::int64_t must_write(const WorkloadPlan& plan, std::size_t i, const OutputsView& run) {
   const CompareSpec& c = plan.outputs[i].cmp;
   if (c.rule != "multiset" || c.count.empty()) return -1;
-  const HostTensor& col = run[i];
-  std::int64_t rows = std::clamp<std::int64_t>(read_count(run[index_of(plan, c.count)]), 0, col.shape.empty() ? 0 : col.shape[0]);
-  return col.shape.empty() ? rows : rows * (col.numel() / std::max<std::int64_t>(col.shape[0], 1));
+  const auto& shape = plan.outputs[i].shape;
+  const std::int64_t rows0 = shape.empty() ? 0 : shape[0];
+  const std::int64_t rows = std::clamp<std::int64_t>(count_of(plan, run, c.count), 0, rows0);
+  return shape.empty() ? rows : rows * (plan.outputs[i].numel / std::max<std::int64_t>(rows0, 1));
+}
+
+WriteCheck unwritten(const WorkloadPlan& plan, std::size_t i, const OutputsView& a, const OutputsView& b) {
+  const TensorPlan& t = plan.outputs[i];
+  const PoisonPattern pa = poison_from_byte(t.dtype, kPoisonA), pb = poison_from_byte(t.dtype, kPoisonB);
+  const std::int64_t limit = must_write(plan, i, a);
+  if (both_on_device(a, b))
+    return check_written_two_runs_device(pa, device_view(a, t, i), pb, device_view(b, t, i), limit, a.stream());
+  return check_written_two_runs(pa, HostOutput(plan, a, i).get(), pb, HostOutput(plan, b, i).get(), limit);
+}
+
+// ---- Comparing ----
+
+CompareResult compare_output(const WorkloadPlan& plan, std::size_t i, const OutputsView& e, const OutputsView& a) {
+  const TensorPlan& t = plan.outputs[i];
+  if (both_on_device(e, a)) return compare_device(t.cmp, device_view(e, t, i), device_view(a, t, i), a.stream());
+  return compare(t.cmp, HostOutput(plan, e, i).get(), HostOutput(plan, a, i).get());
 }
 
 /// Row sets this large are compared on the GPU (a sort of 1e8 rows on the host takes minutes).
 constexpr std::int64_t kDeviceMultisetRows = std::int64_t{1} << 20;
 
-CompareResult multiset(const CompareSpec& spec, const std::vector<const HostTensor*>& e,
-                       const std::vector<const HostTensor*>& a, std::int64_t ec, std::int64_t ac) {
+CompareResult multiset_on_host(const CompareSpec& spec, const std::vector<const HostTensor*>& e,
+                               const std::vector<const HostTensor*>& a, std::int64_t ec, std::int64_t ac) {
   if (std::max(ec, ac) < kDeviceMultisetRows || cuda_device_count() == 0) return compare_multiset(spec, e, a, ec, ac);
   Stream stream;
   std::vector<DeviceBuffer> bufs;
@@ -63,15 +109,49 @@ CompareResult multiset(const CompareSpec& spec, const std::vector<const HostTens
   return compare_multiset_device(spec, ev, av, ec, ac, stream.get());
 }
 
+CompareResult compare_group(const WorkloadPlan& plan, const std::vector<std::size_t>& cols, const OutputsView& e,
+                            const OutputsView& a) {
+  const CompareSpec& spec = plan.outputs[cols.front()].cmp;
+  std::int64_t ec = -1, ac = -1;
+  if (!spec.count.empty()) {
+    ec = count_of(plan, e, spec.count);
+    ac = count_of(plan, a, spec.count);
+  }
+  if (both_on_device(e, a)) {
+    std::vector<DeviceTensorView> ev, av;
+    for (auto i : cols) {
+      ev.push_back(device_view(e, plan.outputs[i], i));
+      av.push_back(device_view(a, plan.outputs[i], i));
+    }
+    return compare_multiset_device(spec, ev, av, ec, ac, a.stream());
+  }
+  std::vector<HostOutput> eh, ah;
+  eh.reserve(cols.size());
+  ah.reserve(cols.size());
+  std::vector<const HostTensor*> ep, ap;
+  for (auto i : cols) {
+    ep.push_back(&eh.emplace_back(plan, e, i).get());
+    ap.push_back(&ah.emplace_back(plan, a, i).get());
+  }
+  return multiset_on_host(spec, ep, ap, ec, ac);
+}
+
+/// Records one comparison of `name` (an output, or a multiset group: `what` says which); the
+/// first failure sets the verdict.
+void note(OutputsVerdict& v, const std::string& name, const char* what, const CompareResult& r) {
+  v.checks.push_back(to_check(name, r));
+  if (r.passed || v.status != Status::PASSED) return;
+  v.status = r.status == CheckStatus::incorrect_shape ? Status::INCORRECT_SHAPE : Status::INCORRECT_NUMERICAL;
+  v.message = fmt::format("{} {}: {}", what, name, r.message);
+}
+
 }  // namespace
 
-OutputsVerdict judge_outputs(const WorkloadPlan& plan, const std::vector<HostTensor>& expected,
-                             const std::vector<HostTensor>& run_a, const std::vector<HostTensor>& run_b) {
+OutputsVerdict judge_outputs(const WorkloadPlan& plan, const OutputsView& expected, const OutputsView& run_a,
+                             const OutputsView& run_b) {
   OutputsVerdict v;
   for (std::size_t i = 0; i < plan.outputs.size(); ++i) {
-    const DType t = plan.outputs[i].dtype;
-    WriteCheck w = check_written_two_runs(poison_from_byte(t, kPoisonA), run_a[i], poison_from_byte(t, kPoisonB),
-                                          run_b[i], must_write(plan, i, run_a));
+    const WriteCheck w = unwritten(plan, i, run_a, run_b);
     if (w.unwritten > 0) {
       v.status = Status::INCORRECT_WRITE;
       v.message = fmt::format("output {}: {} element(s) never written, the first at index {}", plan.outputs[i].name,
@@ -88,126 +168,15 @@ OutputsVerdict judge_outputs(const WorkloadPlan& plan, const std::vector<HostTen
   return b.status != Status::PASSED ? b : a;
 }
 
-OutputsVerdict judge_single(const WorkloadPlan& plan, const std::vector<HostTensor>& expected,
-                            const std::vector<HostTensor>& run) {
+OutputsVerdict judge_single(const WorkloadPlan& plan, const OutputsView& expected, const OutputsView& run) {
   OutputsVerdict v;
   std::map<std::string, std::vector<std::size_t>> groups;  // multiset group -> columns
   for (std::size_t i = 0; i < plan.outputs.size(); ++i) {
-    const CompareSpec& spec = plan.outputs[i].cmp;
-    if (spec.rule == "multiset") {
-      groups[spec.group.empty() ? plan.outputs[i].name : spec.group].push_back(i);
-      continue;
-    }
-    CompareResult r = compare(spec, expected[i], run[i]);
-    v.checks.push_back(to_check(plan.outputs[i].name, r));
-    if (!r.passed && v.status == Status::PASSED) {
-      v.status = r.status == CheckStatus::incorrect_shape ? Status::INCORRECT_SHAPE : Status::INCORRECT_NUMERICAL;
-      v.message = fmt::format("output {}: {}", plan.outputs[i].name, r.message);
-    }
-  }
-  for (auto& [group, cols] : groups) {
-    const CompareSpec& spec = plan.outputs[cols.front()].cmp;
-    std::vector<const HostTensor*> e, a;
-    for (auto i : cols) {
-      e.push_back(&expected[i]);
-      a.push_back(&run[i]);
-    }
-    std::int64_t ec = -1, ac = -1;
-    if (!spec.count.empty()) {
-      const std::size_t ci = index_of(plan, spec.count);
-      ec = read_count(expected[ci]);
-      ac = read_count(run[ci]);
-    }
-    CompareResult r = multiset(spec, e, a, ec, ac);
-    v.checks.push_back(to_check(group, r));
-    if (!r.passed && v.status == Status::PASSED) {
-      v.status = r.status == CheckStatus::incorrect_shape ? Status::INCORRECT_SHAPE : Status::INCORRECT_NUMERICAL;
-      v.message = fmt::format("rows of {}: {}", group, r.message);
-    }
-  }
-  return v;
-}
-
-namespace {
-
-DeviceTensorView view(const DeviceSet& set, const TensorPlan& t, std::size_t i) {
-  return {set.bufs[i].get(), t.dtype, t.shape, t.name};
-}
-
-/// The count output of a multiset group, read back (a scalar).
-std::int64_t device_count(const WorkloadPlan& plan, const DeviceSet& set, const std::string& count, cudaStream_t stream) {
-  const std::size_t ci = index_of(plan, count);
-  return read_count(download(view(set, plan.outputs[ci], ci), stream));
-}
-
-std::int64_t must_write_device(const WorkloadPlan& plan, std::size_t i, const DeviceSet& run, cudaStream_t stream) {
-  const CompareSpec& c = plan.outputs[i].cmp;
-  if (c.rule != "multiset" || c.count.empty()) return -1;
-  const auto& shape = plan.outputs[i].shape;
-  const std::int64_t rows0 = shape.empty() ? 0 : shape[0];
-  const std::int64_t rows = std::clamp<std::int64_t>(device_count(plan, run, c.count, stream), 0, rows0);
-  return shape.empty() ? rows : rows * (plan.outputs[i].numel / std::max<std::int64_t>(rows0, 1));
-}
-
-}  // namespace
-
-OutputsVerdict judge_outputs_device(const WorkloadPlan& plan, const DeviceSet& expected, const DeviceSet& run_a,
-                                    const DeviceSet& run_b, cudaStream_t stream) {
-  OutputsVerdict v;
-  for (std::size_t i = 0; i < plan.outputs.size(); ++i) {
     const TensorPlan& t = plan.outputs[i];
-    WriteCheck w = check_written_two_runs_device(poison_from_byte(t.dtype, kPoisonA), view(run_a, t, i),
-                                                 poison_from_byte(t.dtype, kPoisonB), view(run_b, t, i),
-                                                 must_write_device(plan, i, run_a, stream), stream);
-    if (w.unwritten > 0) {
-      v.status = Status::INCORRECT_WRITE;
-      v.message = fmt::format("output {}: {} element(s) never written, the first at index {}", t.name, w.unwritten, w.first);
-      return v;
-    }
+    if (t.cmp.rule == "multiset") groups[t.cmp.group.empty() ? t.name : t.cmp.group].push_back(i);
+    else note(v, t.name, "output", compare_output(plan, i, expected, run));
   }
-  OutputsVerdict a = judge_single_device(plan, expected, run_a, stream);
-  if (a.status != Status::PASSED) return a;
-  OutputsVerdict b = judge_single_device(plan, expected, run_b, stream);
-  if (b.status != Status::PASSED) b.message = "second run: " + b.message;
-  return b.status != Status::PASSED ? b : a;
-}
-
-OutputsVerdict judge_single_device(const WorkloadPlan& plan, const DeviceSet& expected, const DeviceSet& run,
-                                   cudaStream_t stream) {
-  OutputsVerdict v;
-  std::map<std::string, std::vector<std::size_t>> groups;
-  for (std::size_t i = 0; i < plan.outputs.size(); ++i) {
-    const TensorPlan& t = plan.outputs[i];
-    if (t.cmp.rule == "multiset") {
-      groups[t.cmp.group.empty() ? t.name : t.cmp.group].push_back(i);
-      continue;
-    }
-    CompareResult r = compare_device(t.cmp, view(expected, t, i), view(run, t, i), stream);
-    v.checks.push_back(to_check(t.name, r));
-    if (!r.passed && v.status == Status::PASSED) {
-      v.status = r.status == CheckStatus::incorrect_shape ? Status::INCORRECT_SHAPE : Status::INCORRECT_NUMERICAL;
-      v.message = fmt::format("output {}: {}", t.name, r.message);
-    }
-  }
-  for (auto& [group, cols] : groups) {
-    const CompareSpec& spec = plan.outputs[cols.front()].cmp;
-    std::vector<DeviceTensorView> e, a;
-    for (auto i : cols) {
-      e.push_back(view(expected, plan.outputs[i], i));
-      a.push_back(view(run, plan.outputs[i], i));
-    }
-    std::int64_t ec = -1, ac = -1;
-    if (!spec.count.empty()) {
-      ec = device_count(plan, expected, spec.count, stream);
-      ac = device_count(plan, run, spec.count, stream);
-    }
-    CompareResult r = compare_multiset_device(spec, e, a, ec, ac, stream);
-    v.checks.push_back(to_check(group, r));
-    if (!r.passed && v.status == Status::PASSED) {
-      v.status = r.status == CheckStatus::incorrect_shape ? Status::INCORRECT_SHAPE : Status::INCORRECT_NUMERICAL;
-      v.message = fmt::format("rows of {}: {}", group, r.message);
-    }
-  }
+  for (auto& [group, cols] : groups) note(v, group, "rows of", compare_group(plan, cols, expected, run));
   return v;
 }
 

@@ -1,5 +1,7 @@
 #pragma once
-/// Judging one call's outputs: every output written, then compared by its rule.
+/// Judging one call's outputs: every output written, then compared by its rule. One judge for
+/// outputs on the host and on the device (OutputsView); the comparators it calls are one rule
+/// from one source on both (check/compare_core.h).
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -18,29 +20,39 @@ inline constexpr std::uint8_t kPoisonA = 0xFF;  // NaN for every float type
 inline constexpr std::uint8_t kPoisonB = 0xA5;
 
 struct OutputsVerdict {
-  Status status = Status::PASSED;  ///< PASSED, INCORRECT_WRITE or INCORRECT_NUMERICAL
+  Status status = Status::PASSED;  ///< PASSED, INCORRECT_WRITE, INCORRECT_SHAPE or INCORRECT_NUMERICAL
   std::vector<OutputCheck> checks;
   std::string message;
+};
+
+struct DeviceSet;
+
+/// A plan's output tensors as the judge reads them: host tensors, or device buffers read on a
+/// stream. Not owning. Where both sides of a comparison are on the device the device
+/// comparators run (bench outputs are too large to copy); otherwise device tensors are copied
+/// to the host and the host comparators run.
+class OutputsView {
+ public:
+  OutputsView(const std::vector<HostTensor>& host) : host_(&host) {}  // NOLINT: implicit on purpose
+  OutputsView(const DeviceSet& device, cudaStream_t stream) : device_(&device), stream_(stream) {}
+
+  const std::vector<HostTensor>* host() const { return host_; }
+  const DeviceSet* device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  const std::vector<HostTensor>* host_ = nullptr;
+  const DeviceSet* device_ = nullptr;
+  cudaStream_t stream_ = nullptr;
 };
 
 /// Judges two runs of the same call (outputs poisoned with kPoisonA and kPoisonB) against
 /// `expected`: unwritten elements first (INCORRECT_WRITE), then each output's rule on both
 /// runs (INCORRECT_NUMERICAL), so that a run that differs from the other fails too.
-OutputsVerdict judge_outputs(const WorkloadPlan& plan, const std::vector<HostTensor>& expected,
-                             const std::vector<HostTensor>& run_a, const std::vector<HostTensor>& run_b);
+OutputsVerdict judge_outputs(const WorkloadPlan& plan, const OutputsView& expected, const OutputsView& run_a,
+                             const OutputsView& run_b);
 
 /// Judges a single run (timed-sample re-checks): the rules only.
-OutputsVerdict judge_single(const WorkloadPlan& plan, const std::vector<HostTensor>& expected,
-                            const std::vector<HostTensor>& run);
-
-struct DeviceSet;
-
-/// judge_outputs on device buffers (bench workloads, whose outputs are too large to copy and
-/// compare on the host): the same checks, run by the device comparators on `stream`.
-OutputsVerdict judge_outputs_device(const WorkloadPlan& plan, const DeviceSet& expected, const DeviceSet& run_a,
-                                    const DeviceSet& run_b, cudaStream_t stream);
-/// judge_single on device buffers.
-OutputsVerdict judge_single_device(const WorkloadPlan& plan, const DeviceSet& expected, const DeviceSet& run,
-                                   cudaStream_t stream);
+OutputsVerdict judge_single(const WorkloadPlan& plan, const OutputsView& expected, const OutputsView& run);
 
 }  // namespace d2k

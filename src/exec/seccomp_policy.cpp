@@ -74,7 +74,6 @@ void add_baseline(scmp_filter_ctx ctx) {
 
 }  // namespace
 
-const std::vector<std::string>& baseline_killed_syscalls() { return kKilled; }
 
 std::vector<std::uint8_t> baseline_seccomp_bpf() {
   Ctx ctx = make_ctx();

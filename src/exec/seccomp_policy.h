@@ -22,9 +22,6 @@ namespace d2k {
 /// prctl(PR_SET_SECCOMP) or bubblewrap's --seccomp. Throws std::runtime_error on failure.
 std::vector<std::uint8_t> baseline_seccomp_bpf();
 
-/// System calls the baseline filter kills the process on (for documentation and tests).
-const std::vector<std::string>& baseline_killed_syscalls();
-
 /// What lock_down_worker forbids on top of the baseline.
 struct LockdownOptions {
   bool deny_exec = true;            ///< execve, execveat: kill

@@ -27,6 +27,7 @@ expect_run.json fields:
   also_accept   optional list of "STATUS" or "STATUS(rule)" that also count as caught
   workloads     optional list of workload uuids (default: DEFAULT_WORKLOADS)
   caught_on     optional uuid: the expected verdict must appear on this workload
+  caught_on_every  optional true: the expected verdict must appear on every workload run
   targets       optional --targets value (default "solution"); with "others_pass": true every
                 trace of the other targets must pass (the evaluator survived the case)
   neutralised   optional true: a cheat expected to PASS because the harness defeats it
@@ -222,6 +223,10 @@ def judge(name, exp, traces, others):
     hits = [t for t in traces if matches(t, expected, exp.get("rule", ""))]
     if exp.get("caught_on"):
         hits = [t for t in hits if t["workload"] == exp["caught_on"]]
+    if exp.get("caught_on_every"):
+        missed = sorted({t["workload"] for t in traces} - {t["workload"] for t in hits})
+        if missed:
+            return "MISSED on " + ", ".join(missed), False
     if hits:
         return "caught", True
     for alt in exp.get("also_accept", []):

@@ -1,12 +1,12 @@
 // Exploit: fp16 arithmetic where the task asks for fp32 (half2-style math is cheaper in
 // registers and instructions): the add, the square-accumulate, the reduction and the scaling
 // all in __half.
-// Expected: INCORRECT_NUMERICAL on fused_add_rmsnorm-check-3x65528 only. The sum of squares of a
-// row is about 2H (x + residual ~ N(0, 2)), which passes fp16's largest value 65504 once H is
-// above ~32k: the row's norm becomes inf and its output 0. Below that the fp16 error stays
-// inside the tolerance (atol = rtol = 0.016: each thread sums <= 64 terms, about 1e-3 relative),
-// so the other pilot workloads, and every hidden shape (H <= 16384), pass: the tolerance alone
-// does not catch fp16 here, the wide-row check workload does.
+// Expected: INCORRECT_NUMERICAL on every check workload. At H=65528 the sum of squares of a row
+// (about 2H: x + residual ~ N(0, 2)) passes fp16's largest value 65504: the row's norm becomes
+// inf and its output 0. At the shorter rows the fp16 error (each thread sums <= 64 terms, about
+// 1e-3 relative) moves many outputs by one bf16 ulp, beyond what the ulp rule allows (0 ulp for
+// 99.9% of the elements). Under the former allclose rule (atol = rtol = 0.016) only the wide-row
+// workload caught it.
 #include "rmsnorm_case.cuh"
 #include <cuda_fp16.h>
 

@@ -65,6 +65,7 @@ void expect_same(const CompareSpec& spec, const HostTensor& e, const HostTensor&
   EXPECT_TRUE(same_or_both_nan(h.first_actual, d.first_actual));
   EXPECT_EQ(h.max_abs_error, d.max_abs_error);
   EXPECT_EQ(h.max_rel_error, d.max_rel_error);
+  EXPECT_TRUE(same_or_both_nan(h.max_ulp_error, d.max_ulp_error));
   if (std::isfinite(h.rel_l2)) EXPECT_NEAR(d.rel_l2, h.rel_l2, 1e-12 * std::max(1.0, h.rel_l2));
   else EXPECT_TRUE(same_or_both_nan(h.rel_l2, d.rel_l2));
 }
@@ -90,6 +91,24 @@ TEST(GpuCompare, AllcloseMatchesHost) {
     s.matched_ratio = 0.9999;
     s.max_error_cap = 0.5;
     expect_same(s, e, perturb(e, 0.001, 200, 0.75, 4));
+  }
+}
+
+// The ulp rule is evaluated by the same accumulate() on both sides (check/compare_core.h): the
+// device verdict, counts and largest ulp error equal the host's.
+TEST(GpuCompare, UlpMatchesHost) {
+  D2K_REQUIRE_GPU();
+  for (DType t : {DType::bf16, DType::f16, DType::f32}) {
+    const auto e = random_tensor(t, {1531, 2049}, 21);
+    for (double ulps : {0.0, 1.0}) {
+      auto s = spec("ulp");
+      s.ulps = ulps;
+      s.matched_ratio = 0.999;
+      s.max_ulps = 2;
+      expect_same(s, e, e);
+      expect_same(s, e, perturb(e, 0.004, 0, 0, 22));      // about one bf16 ulp everywhere
+      expect_same(s, e, perturb(e, 0, 2000, 0.01, 23));    // a few larger errors
+    }
   }
 }
 

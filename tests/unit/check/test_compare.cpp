@@ -6,6 +6,7 @@
 #include <random>
 
 #include "check/compare.h"
+#include "check/compare_core.h"
 #include "data/dtype_bits.h"
 
 using namespace d2k;
@@ -124,6 +125,67 @@ TEST(Allclose, AllZeroOutputFails) {
   EXPECT_FALSE(r.passed);
   EXPECT_NE(r.message.find("all zeros"), std::string::npos) << r.message;
   EXPECT_TRUE(compare(allclose(0, 0), z, z).passed);  // expected all zero too
+}
+
+CompareSpec ulp_rule(double ulps, double matched_ratio = 1, double max_ulps = -1) {
+  CompareSpec s;
+  s.rule = "ulp";
+  s.ulps = ulps;
+  s.matched_ratio = matched_ratio;
+  s.max_ulps = max_ulps;
+  return s;
+}
+
+TEST(Ulp, SpacingOfEachTypeAtTheExpectedValue) {
+  EXPECT_EQ(check::ulp_of(DType::bf16, 1.0), std::ldexp(1.0, -7));
+  EXPECT_EQ(check::ulp_of(DType::bf16, 1.99), std::ldexp(1.0, -7));
+  EXPECT_EQ(check::ulp_of(DType::bf16, -2.0), std::ldexp(1.0, -6));
+  EXPECT_EQ(check::ulp_of(DType::bf16, 0.0), std::ldexp(1.0, -133));  // subnormal spacing
+  EXPECT_EQ(check::ulp_of(DType::f16, 1.0), std::ldexp(1.0, -10));
+  EXPECT_EQ(check::ulp_of(DType::f16, 1e-6), std::ldexp(1.0, -24));   // below fp16's smallest normal
+  EXPECT_EQ(check::ulp_of(DType::f32, 3.0), std::ldexp(1.0, -22));
+  EXPECT_EQ(check::ulp_of(DType::f64, 1.0), std::ldexp(1.0, -52));
+  EXPECT_EQ(check::ulp_of(DType::f64, 0.0), std::ldexp(1.0, -1074));
+  EXPECT_EQ(check::ulp_of(DType::f8e4m3, 1.0), 0.125);
+}
+
+// bf16 values one and two ulps away: counted in units of the output type at the expected value.
+TEST(Ulp, CountsUlpsAndAppliesMatchedRatioAndMaxUlps) {
+  std::vector<double> e(1000), a(1000);
+  for (std::size_t i = 0; i < e.size(); ++i) e[i] = a[i] = 1.0 + static_cast<double>(i % 128) / 128.0;  // bf16 exact
+  auto r = compare(ulp_rule(0), tensor(DType::bf16, {1000}, e), tensor(DType::bf16, {1000}, a));
+  EXPECT_TRUE(r.passed) << r.message;
+  EXPECT_EQ(r.max_ulp_error, 0);
+  a[10] += std::ldexp(1.0, -7);  // one ulp
+  a[20] -= std::ldexp(1.0, -7);
+  r = compare(ulp_rule(0), tensor(DType::bf16, {1000}, e), tensor(DType::bf16, {1000}, a));
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.status, CheckStatus::incorrect_numerical);
+  EXPECT_EQ(r.mismatches, 2);
+  EXPECT_EQ(r.first_bad, 10);
+  EXPECT_EQ(r.max_ulp_error, 1);
+  EXPECT_NE(r.message.find("off by more than 0 ulp (allowed 0)"), std::string::npos) << r.message;
+  EXPECT_TRUE(compare(ulp_rule(0, 0.998), tensor(DType::bf16, {1000}, e), tensor(DType::bf16, {1000}, a)).passed);
+  EXPECT_FALSE(compare(ulp_rule(0, 0.999), tensor(DType::bf16, {1000}, e), tensor(DType::bf16, {1000}, a)).passed);
+  EXPECT_TRUE(compare(ulp_rule(1), tensor(DType::bf16, {1000}, e), tensor(DType::bf16, {1000}, a)).passed);
+  a[30] += 2 * std::ldexp(1.0, -7);  // two ulps: beyond max_ulps 1 even though the ratio allows it
+  r = compare(ulp_rule(0, 0.99, 1), tensor(DType::bf16, {1000}, e), tensor(DType::bf16, {1000}, a));
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.max_ulp_error, 2);
+  EXPECT_NE(r.message.find("beyond max_ulps 1"), std::string::npos) << r.message;
+  EXPECT_TRUE(compare(ulp_rule(0, 0.99, 2), tensor(DType::bf16, {1000}, e), tensor(DType::bf16, {1000}, a)).passed);
+}
+
+// An error of the same size counts as more ulps where the expected value is small: the rule sees
+// relative precision, which no single atol can.
+TEST(Ulp, ScalesWithTheExpectedMagnitudeAndRejectsNonFinite) {
+  const std::vector<double> e = {0.01, 100.0};
+  auto r = compare(ulp_rule(1), tensor(DType::f32, {2}, e), tensor(DType::f32, {2}, {0.01 + 1e-6, 100.0 + 1e-6}));
+  EXPECT_FALSE(r.passed);  // 1e-6 is ~ 1e-6 / 9.3e-10 ulp at 0.01, < 1 ulp (7.6e-6) at 100
+  EXPECT_EQ(r.first_bad, 0);
+  EXPECT_EQ(r.mismatches, 1);
+  r = compare(ulp_rule(0, 0.5), tensor(DType::f32, {2}, e), tensor(DType::f32, {2}, {NAN, 100.0}));
+  EXPECT_FALSE(r.passed);  // NaN fails regardless of the ratio
 }
 
 TEST(RelL2, PassFailAndValue) {

@@ -160,6 +160,9 @@ TEST(Loader, GeneratorAndCompareRules) {
   EXPECT_DIAG(d, f + "outputs.out.compare: allclose needs atol or rtol");
   EXPECT_DIAG(d, f + "outputs.out.compare.matched_ratio: must be in (0, 1]");
   EXPECT_DIAG(d, f + "outputs.rowsum.compare.tol: rel_l2 needs tol > 0");
+  EXPECT_DIAG(d, f + "outputs.ulps_bad.compare.max_ulps: must be >= ulps");
+  EXPECT_DIAG(d, f + "outputs.ulps_int.compare: ulp needs ulps");
+  EXPECT_DIAG(d, f + "outputs.ulps_int.compare.rule: ulp compares float outputs only");
   EXPECT_DIAG(d, f + "outputs.keys.compare.count: 'nrows' is not an output");
   EXPECT_DIAG(d, "expr axes form a cycle: A -> B -> A");
   EXPECT_DIAG(d, f + "cost.flops.fp33: unknown unit 'fp33'");

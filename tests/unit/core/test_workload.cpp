@@ -179,6 +179,26 @@ TEST(Hidden, DeterministicForASeed) {
   EXPECT_TRUE(differs);
 }
 
+// An axis marked hidden_long gets one draw from its top quarter whatever the seed (a long row is
+// where a normalisation's accumulation precision shows), and no hidden tensor exceeds the size
+// the host golden judges.
+TEST(Hidden, HiddenLongAxisDrawsALongExtentAndSizesStayBounded) {
+  const Definition d = def_from(R"J({"name": "norm", "op_type": "t", "description": "d",
+    "axes": {"T": {"type": "var", "min": 1, "max": 1048576, "hidden_max": 2048},
+             "H": {"type": "var", "min": 8, "max": 65536, "hidden_max": 65536, "hidden_long": true}},
+    "constraints": ["H % 8 == 0"],
+    "inputs": {"x": {"shape": ["T", "H"], "dtype": "bfloat16", "generator": {"kind": "normal", "mean": 0, "std": 1}}},
+    "outputs": {"y": {"shape": ["T", "H"], "dtype": "bfloat16", "compare": {"rule": "exact"}}},
+    "cost": {"bytes": "T * H"}})J");
+  for (std::uint64_t seed = 1; seed <= 64; ++seed) {
+    const auto hidden = draw_hidden_workloads(d, seed, 4);
+    ASSERT_EQ(hidden.size(), 4u);
+    EXPECT_GE(hidden[0].axes.at("H"), 16384) << "seed " << seed;
+    EXPECT_EQ(hidden[0].axes.at("H") % 8, 0);
+    for (const auto& w : hidden) EXPECT_LE(w.axes.at("T") * w.axes.at("H"), kHiddenMaxElements);
+  }
+}
+
 TEST(Hidden, CoupledFixedAndImpossibleConstraints) {
   const Definition d = def_from(R"J({"name": "gemm", "op_type": "t", "description": "d",
     "axes": {"M": {"type": "var", "min": 1, "max": 100000}, "N": {"type": "var", "min": 1, "hidden_max": 512},

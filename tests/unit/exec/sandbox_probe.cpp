@@ -133,6 +133,28 @@ int main(int argc, char** argv) {
     report(r);
     return 0;
   }
+  if (mode == "read") {  // read PATH...: the first bytes of each, or its errno
+    nlohmann::json r = {{"type", "read"}, {"results", nlohmann::json::object()}};
+    for (int i = 2; i < argc; ++i) {
+      int fd = open(argv[i], O_RDONLY);
+      if (fd < 0) {
+        r["results"][argv[i]] = errno;
+        continue;
+      }
+      char buf[256];
+      ssize_t n = read(fd, buf, sizeof(buf));
+      r["results"][argv[i]] = n < 0 ? std::string("read failed") : std::string(buf, static_cast<std::size_t>(n));
+      close(fd);
+    }
+    report(r);
+    return 0;
+  }
+  if (mode == "spew_lines") {  // spew_lines N: "line 1" ... "line N" to stdout
+    const long n = std::atol(arg(2, "1000").c_str());
+    for (long i = 1; i <= n; ++i) std::printf("line %ld\n", i);
+    std::fflush(stdout);
+    return 0;
+  }
   if (mode == "comm") {  // name this thread through /proc, as the CUDA driver does at cuInit
     std::string path = "/proc/self/task/" + std::to_string(gettid()) + "/comm";
     int fd = open(path.c_str(), O_WRONLY);
