@@ -21,13 +21,44 @@ struct BatchShape {
   std::vector<std::size_t> out_offsets;
 };
 
-inline constexpr double kBatchTarget_s = 0.1;               ///< a batch long enough to swamp the parent's overhead
+inline constexpr double kBatchTarget_s = 0.1;               ///< calls on the parent's clock, all batches together
 inline constexpr std::size_t kBatchMaxCalls = 20000;
 inline constexpr std::size_t kBatchBudgetBytes = std::size_t(16) << 30;  ///< device memory for the batch's outputs
+inline constexpr std::size_t kBatchMaxRepeats = 32;         ///< batches (each fully checked) whose times add up
+/// Cold batch: the input sets one rotation of the batch reads, plus the outputs it writes, cover
+/// at least this many L2 sizes, so that every call reads inputs the L2 no longer holds, as the
+/// worker's cold-L2 samples do (no flush inside the worker's graph: the worker could drop it).
+inline constexpr double kColdFootprintL2 = 3.0;
+inline constexpr std::size_t kBatchMaxInputSets = 256;
+inline constexpr std::size_t kBatchInputBudgetBytes = std::size_t(8) << 30;  ///< device memory for the batch's input sets
+/// The confirmation after the clock (a whole-slab poison count) may take this many times its
+/// idle duration before the excess counts on the clock (work still running slows it).
+inline constexpr double kConfirmSlack = 1.2;
+
+/// The parent's first look at the batch, as a share of the expected time (the worker's median x
+/// calls); looks follow every 1/1000 of it.
+inline constexpr double kFirstLook = 0.9;
 
 /// How many calls (at the worker's median `median_s`) and how the outputs are laid out. The worker's
 /// median only sizes the batch: a forged one makes the batch longer or shorter, never the bound looser.
 BatchShape batch_shape(const WorkloadPlan& plan, double median_s);
+
+/// Input sets the parent draws for the batch: `in_bytes` + `out_bytes` per call, enough sets that
+/// one rotation covers kColdFootprintL2 x `l2_bytes`, at least 2, within kBatchInputBudgetBytes
+/// and kBatchMaxInputSets.
+std::size_t batch_input_sets(std::size_t l2_bytes, std::size_t in_bytes, std::size_t out_bytes);
+
+/// How many batches of `calls` calls at `median_s` (the worker's median: it only sizes the work)
+/// add up to kBatchTarget_s, at least 1, at most kBatchMaxRepeats.
+std::size_t batch_repeats(std::size_t calls, double median_s);
+
+/// The clock's end of one batch: `seen_s`, when the parent saw the last call's slot written, plus
+/// whatever the confirming whole-slab count that followed took beyond kConfirmSlack x its idle
+/// duration `idle_s` (work still running when the clock stopped slows that count: it is charged).
+double batch_end_s(double seen_s, double confirm_s, double idle_s);
+
+/// The L2 size of the current device, read by the parent (cudaDevAttrL2CacheSize).
+std::size_t l2_cache_bytes();
 
 /// What the parent's batch came to.
 struct ParentClockResult {
@@ -38,8 +69,9 @@ struct ParentClockResult {
   std::optional<Violation> violation;  ///< batch_outputs, stream_join
 };
 
-/// Runs the batch on `runner` over the rotation input sets `ins`, whose naive outputs are
-/// `expected` (one per input set), and judges every call's outputs.
+/// Runs batch_repeats() batches on `runner` over the parent-drawn input sets `ins`, whose naive
+/// outputs are `expected` (one per input set), judges every call's outputs after each batch, and
+/// checks after the last that no input set changed (inputs_unchanged).
 ParentClockResult time_on_parent_clock(TargetRunner& runner, const WorkloadPlan& plan, const std::vector<DeviceSet>& ins,
                                        const std::vector<DeviceSet>& expected, double median_s, double timeout_s, cudaStream_t s);
 

@@ -111,9 +111,11 @@ inline constexpr double kBandAbs_s = 2e-6;
 
 /// What the parent's batch timing came to.
 struct ParentTiming {
-  double batch_s = 0;      ///< the parent's clock from the request to every output seen written
+  double batch_s = 0;      ///< the parent's clock, all batches: from each request to its last call seen written
   double check_s = 0;      ///< the parent's own checking time inside batch_s, measured by it
-  std::size_t calls = 0;   ///< calls in the batch, each into its own freshly poisoned outputs
+  std::size_t calls = 0;   ///< calls in all batches, each into its own freshly poisoned outputs
+  std::size_t batches = 0; ///< batches whose times add up to batch_s
+  double after_clock_s = 0;  ///< the parent's checking after the clock stopped (the confirming counts)
   double per_call_s() const;
 };
 

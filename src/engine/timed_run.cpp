@@ -88,6 +88,9 @@ BatchPrepared CapturedBatch::prepare(DeviceCall& call, std::vector<std::vector<v
   if (g && end == cudaSuccess && launch_error.empty() && cudaGraphInstantiate(&exec_, g, 0) == cudaSuccess) {
     graph_ = g;
     p.graph = true;
+    // The graph's upload to the device happens here, not inside the first timed batch (an
+    // honest worker's batch should carry no set-up on the parent's clock).
+    if (cudaGraphUpload(exec_, s) != cudaSuccess || cudaStreamSynchronize(s) != cudaSuccess) cudaGetLastError();
     return p;
   }
   if (g) cudaGraphDestroy(g);

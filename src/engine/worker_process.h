@@ -16,6 +16,9 @@ namespace d2k {
 /// PROT_WRITE and opening files for writing allowed in the lockdown, so that the exploit corpus can
 /// show the checks behind it (the GOT tripwire, the parent's clock).
 inline constexpr const char* kAllowProtectionChangesEnv = "D2K_TEST_LOCKDOWN_ALLOW_PROTECTION_CHANGES";
+/// Test knob (environment, read by the parent only): "1" skips the GOT tripwire (got_integrity),
+/// so that the exploit corpus can show what the parent's clock alone does with a forged timer.
+inline constexpr const char* kSkipGotCheckEnv = "D2K_TEST_SKIP_GOT_CHECK";
 
 /// The worker's main loop. Returns the process's exit code.
 int worker_main(const std::filesystem::path& impl, const std::string& track = "cuda",

@@ -45,5 +45,61 @@ TEST(BatchShape, ForgedMediansOnlyChangeTheLength) {
   EXPECT_EQ(batch_shape(p, 10.0).calls, 3u);               // a huge one: the floor
 }
 
+
+// Cold batch: one rotation's inputs + outputs cover kColdFootprintL2 L2 sizes.
+TEST(BatchInputSets, OneRotationCoversThreeL2Sizes) {
+  const std::size_t l2 = std::size_t(50) << 20;  // H100/H200-sized L2
+  const std::size_t in = 128 * 7168 * 2 * 2 + 7168 * 2, out = 128 * 7168 * 2 * 2;
+  const std::size_t n = batch_input_sets(l2, in, out);
+  EXPECT_GE(static_cast<double>(n * (in + out)), kColdFootprintL2 * static_cast<double>(l2));
+  EXPECT_LT(static_cast<double>((n - 1) * (in + out)), kColdFootprintL2 * static_cast<double>(l2));  // no more than needed
+  EXPECT_EQ(n, 22u);  // 3 x 50 MiB over 7.35 MB per call
+  // A larger L2 needs more sets: the count follows the L2 the parent reads.
+  EXPECT_GT(batch_input_sets(2 * l2, in, out), n);
+}
+
+TEST(BatchInputSets, AtLeastTwoWithinTheBudget) {
+  EXPECT_EQ(batch_input_sets(std::size_t(50) << 20, std::size_t(512) << 20, std::size_t(512) << 20), 2u);
+  // Tiny calls: the set cap, not the footprint, bounds the count.
+  EXPECT_EQ(batch_input_sets(std::size_t(50) << 20, 64, 64), kBatchMaxInputSets);
+  // Huge inputs: the input budget bounds it, never below 2.
+  EXPECT_EQ(batch_input_sets(std::size_t(50) << 20, std::size_t(6) << 30, 1), 2u);
+  const std::size_t in = std::size_t(100) << 20;
+  EXPECT_LE(batch_input_sets(std::size_t(4) << 30, in, 0) * in, kBatchInputBudgetBytes);
+}
+
+// Long batch: where the slab cap limits calls, batches add up to kBatchTarget_s.
+TEST(BatchRepeats, AddUpToTheTargetWhereTheSlabCapsCalls) {
+  const WorkloadPlan p = plan_with_outputs({std::size_t(4096) * 4096 * 2, std::size_t(4096) * 4096 * 2});
+  const BatchShape b = batch_shape(p, 58e-6);
+  EXPECT_EQ(b.calls, 256u);  // 16 GiB / 64 MiB
+  const std::size_t r = batch_repeats(b.calls, 58e-6);
+  EXPECT_GE(static_cast<double>(r * b.calls) * 58e-6, kBatchTarget_s);
+  EXPECT_LT(static_cast<double>((r - 1) * b.calls) * 58e-6, kBatchTarget_s);
+  // A call-count-bounded batch already long enough: one batch.
+  EXPECT_EQ(batch_repeats(batch_shape(plan_with_outputs({4096}), 22e-6).calls, 22e-6), 1u);
+  // A forged huge median: one batch; a forged tiny one: the cap.
+  EXPECT_EQ(batch_repeats(3, 10.0), 1u);
+  EXPECT_EQ(batch_repeats(3, 1e-12), kBatchMaxRepeats);
+}
+
+// The clock stops at the last slot seen; the confirming count runs after it and only its excess
+// over an idle count (work still running slows it) is charged.
+TEST(BatchClock, CheckingIsOutsideTheClockUnlessWorkStillRan) {
+  EXPECT_DOUBLE_EQ(batch_end_s(0.030, 0.013, 0.013), 0.030);          // honest: the count on an idle GPU
+  EXPECT_DOUBLE_EQ(batch_end_s(0.030, 0.015, 0.013), 0.030);          // within the slack
+  EXPECT_NEAR(batch_end_s(0.030, 0.040, 0.013), 0.030 + 0.040 - kConfirmSlack * 0.013, 1e-12);  // slowed by running work: charged
+  EXPECT_GT(batch_end_s(0.030, 0.040, 0.013), 0.050);
+}
+
+TEST(BatchClock, PerCallIsTheClockOverAllBatchesCalls) {
+  ParentTiming t;
+  t.batch_s = 7 * 0.0149;
+  t.calls = 7 * 256;
+  t.batches = 7;
+  t.after_clock_s = 7 * 0.013;  // after the clock: not in the figure
+  EXPECT_NEAR(t.per_call_s(), 0.0149 / 256, 1e-12);
+}
+
 }  // namespace
 }  // namespace d2k
