@@ -251,6 +251,7 @@ void Bridge::load(const std::filesystem::path& file, PyMode mode) {
   if (!handle || !err) throw std::runtime_error("d2k_shim.load returned no pair: " + fetch_error());
   if (err != api_.Py_None) throw ExecError(Status::INVALID_SUBMISSION, text(err));
   api_.Py_IncRef(handle);
+  if (loaded_) api_.Py_DecRef(loaded_);  // a second load replaces the first (tests load several)
   loaded_ = handle;
 }
 

@@ -34,7 +34,9 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-PythonInstall query(const std::string& python) {
+}  // namespace
+
+PythonInstall query_python(const std::string& python) {
   const std::string cmd = shell_quote(python) + " -c " + shell_quote(kQuery) + " 2>&1";
   FILE* f = popen(cmd.c_str(), "r");
   if (!f) throw std::runtime_error(fmt::format("cannot run '{}' to find Python", python));
@@ -61,8 +63,6 @@ PythonInstall query(const std::string& python) {
                                          python, p.version));
   return p;
 }
-
-}  // namespace
 
 nlohmann::json install_to_json(const PythonInstall& p) {
   std::vector<std::string> roots;
@@ -93,7 +93,7 @@ const PythonInstall& find_python() {
   std::call_once(once, [] {
     const char* env = std::getenv("D2K_PYTHON");
     try {
-      install = query(env && *env ? env : "python3");
+      install = query_python(env && *env ? env : "python3");
     } catch (const std::exception& e) {
       error = e.what();
     }

@@ -29,6 +29,8 @@ PythonInstall install_from_json(const nlohmann::json& j);
 /// naming the interpreter when there is none, it is older than 3.10, or it has no shared
 /// libpython (a static build cannot be embedded).
 const PythonInstall& find_python();
+/// What find_python does for the interpreter `python` (a path or a name on PATH), uncached.
+PythonInstall query_python(const std::string& python);
 
 /// The environment variable that carries an install (as JSON) from the parent to the worker.
 inline constexpr const char* kInstallEnv = "D2K_PYTHON_INSTALL";
