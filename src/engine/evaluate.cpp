@@ -586,6 +586,8 @@ void score_traces(std::vector<Trace>& traces) {
     }
     if (auto e = lookup("expert", t.workload_uuid)) t.roofline->speedup_vs_expert = *e / mine;
     if (auto l = lookup("library", t.workload_uuid)) t.roofline->speedup_vs_library = *l / mine;
+    if (auto e = lookup("torch_eager", t.workload_uuid)) t.roofline->speedup_vs_torch_eager = *e / mine;
+    if (auto c = lookup("torch_compile", t.workload_uuid)) t.roofline->speedup_vs_torch_compile = *c / mine;
   }
 }
 
