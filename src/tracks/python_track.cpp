@@ -16,24 +16,32 @@ namespace d2k {
 
 namespace {
 
-/// The import error of prepare(), reported by open() after the lockdown.
-std::string& load_error() {
-  static std::string e;
-  return e;
+/// What failed before the lockdown, reported by open() after it (as the worker's load
+/// failure): the candidate's import (INVALID_SUBMISSION) or the interpreter's start
+/// (RUNTIME_ERROR: the machine's Python, not the candidate).
+struct LoadFailure {
+  Status status = Status::PASSED;
+  std::string message;
+};
+LoadFailure& load_failure() {
+  static LoadFailure f;
+  return f;
 }
 
 /// Starts the bridge and loads `artifact` once per process (prepare and open both may come
-/// first: the in-process runner opens without preparing).
-py::Bridge& bridge_for(const std::filesystem::path& artifact, py::PyMode mode) {
-  py::Bridge& b = py::Bridge::start(worker_python_install(), py::shim_dir());
-  if (!b.loaded() && load_error().empty()) {
-    try {
-      b.load(artifact, mode);
-    } catch (const ExecError& e) {
-      load_error() = e.what();
-    }
+/// first: the in-process runner opens without preparing). nullptr when either failed.
+py::Bridge* bridge_for(const std::filesystem::path& artifact, py::PyMode mode) {
+  if (load_failure().status != Status::PASSED) return nullptr;
+  try {
+    py::Bridge& b = py::Bridge::start(worker_python_install(), py::shim_dir());
+    if (!b.loaded()) b.load(artifact, mode);
+    return &b;
+  } catch (const ExecError& e) {
+    load_failure() = {e.status, e.what()};
+  } catch (const std::exception& e) {
+    load_failure() = {Status::RUNTIME_ERROR, std::string("cannot start Python: ") + e.what()};
   }
-  return b;
+  return nullptr;
 }
 
 /// Caches that a Python worker writes go to its scratch folder (HOME), never to a shared one.
@@ -70,17 +78,22 @@ void PythonTrack::configure_worker(SandboxOptions& so) const {
 
 void PythonTrack::prepare(const std::filesystem::path& artifact, const std::vector<WorkloadShape>& shapes) const {
   point_caches_at_scratch();
-  py::Bridge& b = bridge_for(artifact, mode_);
-  if (!b.loaded() || shapes.empty()) return;
-  const std::string errors = b.prepare(shapes_to_json(shapes).dump());
+  py::Bridge* b = bridge_for(artifact, mode_);
+  if (!b || shapes.empty()) return;
+  std::string errors;
+  try {
+    errors = b->prepare(shapes_to_json(shapes).dump());
+  } catch (const std::exception& e) {
+    errors = e.what();
+  }
   // Not fatal: the checked calls report what fails; this keeps the first cause visible.
   if (!errors.empty()) std::fprintf(stderr, "d2k: %s prepare: %s\n", py::mode_name(mode_), errors.c_str());
 }
 
 LoadedImpl PythonTrack::open(const std::filesystem::path& artifact) const {
-  py::Bridge& b = bridge_for(artifact, mode_);
-  if (!load_error().empty()) throw ExecError(Status::INVALID_SUBMISSION, load_error());
-  return b.entry_points(artifact);
+  py::Bridge* b = bridge_for(artifact, mode_);
+  if (!b) throw ExecError(load_failure().status, load_failure().message);
+  return b->entry_points(artifact);
 }
 
 nlohmann::json python_abi_json(const Definition& def) {
