@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "core/loader.h"
 #include "tracks/track.h"
 
 namespace d2k {
@@ -46,6 +47,31 @@ TEST(TrackDefinition, ChecksNamesHeadersAndLinks) {
   EXPECT_TRUE(d.has_error("d.json", 0, "tracks.cutlass.link[0]")) << d.format();
   EXPECT_TRUE(d.contains("list it under headers")) << d.format();
   EXPECT_TRUE(d.has_error("d.json", 0, "tracks.cutlass.link[1]")) << d.format();
+}
+
+TEST(TrackDefinition, LoaderReadsHeadersLinkVendorKernelsAndRefusesLibraries) {
+  // definition.json's tracks section as core's loader reads it (the three fields), and the old
+  // single `libraries` list refused with a pointer to what replaced it.
+  auto parse = [](const char* tracks, Diagnostics& d) {
+    auto j = nlohmann::ordered_json::parse(std::string(R"({"name": "t", "op_type": "x", "description": "d",
+      "axes": {"N": {"type": "var"}}, "inputs": {"a": {"shape": ["N"], "dtype": "float32"}},
+      "outputs": {"b": {"shape": ["N"], "dtype": "float32"}}, "cost": {"bytes": "8 * N"}, "tracks": )") +
+                                               tracks + "}");
+    return definition_from_json(j, d, "d.json");
+  };
+  Diagnostics ok;
+  Definition def = parse(R"({"cutlass": {"headers": ["cutlass"], "link": ["cublas"], "vendor_kernels": true}})", ok);
+  const TrackSpec& spec = def.tracks.at("cutlass");
+  EXPECT_EQ(spec.headers, (std::vector<std::string>{"cutlass"}));
+  EXPECT_EQ(spec.link, (std::vector<std::string>{"cublas"}));
+  EXPECT_TRUE(spec.vendor_kernels);
+  Diagnostics old;
+  parse(R"({"cutlass": {"libraries": ["cutlass"]}})", old);
+  EXPECT_TRUE(old.has_error("d.json", 0, "tracks.cutlass.libraries")) << old.format();
+  EXPECT_TRUE(old.contains("replaced by headers, link and vendor_kernels")) << old.format();
+  Diagnostics bad;
+  parse(R"({"cuda": {"vendor_kernels": "yes"}})", bad);
+  EXPECT_TRUE(bad.has_error("d.json", 0, "tracks.cuda.vendor_kernels")) << bad.format();
 }
 
 TEST(TrackDefinition, EveryOfferedTrackHasAStarter) {

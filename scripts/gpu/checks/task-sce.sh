@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# softmax_cross_entropy on the H200 (issue #15): validation; d2k bench of every built-in target
+# (naive, expert; the task has no library target) with the table; the starter's verdict (must be
+# INCORRECT_*); the golden cross-check against PyTorch float64 on `d2k check --dump` inputs; PyTorch
+# eager F.cross_entropy fwd+bwd on the bench shapes; the expert's SASS counts. Fits the 150 s
+# deadline of scripts/gpu/run_checks.sh: each step gets what is left of a 140 s budget.
+# Extras after OUT (not run by run_checks.sh): `compile` adds torch.compile of the same program
+# (about 60 s of compilation); `variants` builds and runs task-sce/variants.cu (memcpy ceiling,
+# two-pass kernel, expert; about 45 s).
+# Helpers: scripts/gpu/checks/task-sce/{golden_check.py,torch_eager.py,variants.cu}.
+# Usage (repository root, build packed by scripts/gpu/pack.sh):
+#   scripts/gpu/checks/task-sce.sh CARRY OUT [compile] [variants]
+# Exit status: the number of FAIL lines.
+set -uo pipefail
+carry=$(cd "$1" && pwd); out=$2
+mkdir -p "$out"
+source "$(dirname "$0")/../env.sh" "$carry" "$out"
+d2k="$carry/d2k"
+task=softmax_cross_entropy
+helpers=scripts/gpu/checks/task-sce
+extras=" ${*:3} "
+budget=${SCE_BUDGET_S:-140}
+fails=0
+pass() { echo "PASS $*"; }
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+step() {  # step NAME SECONDS CMD... : runs with min(SECONDS, what is left of the budget), log in $out/NAME.log
+  local name=$1 secs=$2; shift 2
+  local left=$((budget - SECONDS))
+  [ "$left" -lt "$secs" ] && secs=$left
+  if [ "$secs" -lt 5 ]; then echo "== $name skipped: budget spent"; return 124; fi
+  local t0=$SECONDS
+  timeout "$secs" "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  echo "== $name rc=$rc wall_s=$((SECONDS - t0))"
+  return $rc
+}
+
+step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
+if step bench 75 "$d2k" bench --task $task --targets naive,expert,library --quiet --json "$out/bench_$task.jsonl" \
+    --markdown "$out/bench_$task.md"; then
+  pass "bench: every built-in target PASSED"
+else
+  fail "bench (see bench.log)"
+fi
+grep -v " check \|hidden:" "$out/bench.log" | cut -c1-200 | tail -14
+step starter 25 "$d2k" bench --task $task --targets solution --solution-dir dataset/$task/starter/cuda --quiet
+grep -q "INCORRECT_" "$out/starter.log" && pass "starter fails with INCORRECT_*" || fail "starter verdict (see starter.log)"
+if python3 -c "import torch" 2> /dev/null; then
+  step dump 15 "$d2k" check --task $task --impl expert --quiet --rounds 1 --dump "$out/dump"
+  step golden 15 python3 $helpers/golden_check.py "$out/dump" --dataset dataset \
+    && pass "golden cross-check" || fail "golden cross-check (see golden.log)"
+  tail -12 "$out/golden.log"
+  rm -rf "$out/dump"  # .npy of every check workload: large; golden.log keeps the errors
+  step torch 30 python3 $helpers/torch_eager.py --samples 20 --csv "$out/torch.csv"
+  grep -E "^\||kernels|torch " "$out/torch.log" | cut -c1-300
+  if [[ $extras == *" compile "* ]]; then
+    budget=$((SECONDS + 90))  # an extra: its own allowance beyond the default run's budget
+    step torch_compile 90 python3 $helpers/torch_eager.py --samples 20 --compile --csv "$out/torch_compile.csv"
+    grep -E "^\|.*torch_compile" "$out/torch_compile.log" | cut -c1-300
+  fi
+else
+  echo "SKIP golden cross-check and PyTorch timings: no torch on this machine"
+fi
+if [[ $extras == *" variants "* ]]; then
+  budget=$((SECONDS + 120))  # an extra: its own allowance
+  step variants_build 60 "$D2K_NVCC" -O3 -arch=sm_90a -std=c++20 --expt-relaxed-constexpr -Iinclude \
+    -I"$carry/dlpack-include" $helpers/variants.cu -o "$out/sce_variants"
+  step variants 60 "$out/sce_variants" 20
+  grep -E "^\|" "$out/variants.log"
+fi
+# SASS of the expert: what design.json's "recognise" fields name (16-byte accesses, MUFU.EX2,
+# shuffles, the cluster barrier).
+objdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+if [ -x "$objdump" ]; then
+  "$objdump" --dump-sass "$carry/impl/$task/expert.so" > "$out/expert.sass" 2>&1
+  echo "expert SASS:" $(grep -oE "(LDG|STG|LDS|STS)\.E?\.?[0-9A-Z.]*128[A-Z.]*|MUFU\.(EX2|LG2)|UCGABAR_[A-Z]+|SHFL\.BFLY" \
+    "$out/expert.sass" | sort | uniq -c | awk '{print $2"x"$1}')
+fi
+echo "task-sce: $fails failure(s)"
+exit "$fails"
