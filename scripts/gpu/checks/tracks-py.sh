@@ -41,8 +41,8 @@ verdict "triton bench: solution, expert, torch_eager, torch_compile all PASSED (
 grep -E "bench-|^task" "$out/triton_bench.log" | cut -c1-190 | head -12
 
 # 2. Every triton starter imports and fails correctness.
-for t in fused_add_rmsnorm muon_optimizer_step hash_join; do
-  run "starter_$t" 40 "$d2k" check --task "$t" --track triton --impl "dataset/$t/starter/triton" --rounds 1 --quiet \
+for t in fused_add_rmsnorm muon_optimizer_step hash_join softmax_cross_entropy; do
+  run "starter_$t" 35 "$d2k" check --task "$t" --track triton --impl "dataset/$t/starter/triton" --rounds 1 --quiet \
     --json "$out/starter_$t.jsonl"
   ninc=$(count '"status":"INCORRECT_' "$out/starter_$t.jsonl")
   nbad=$(grep -c -E '"status":"(RUNTIME_ERROR|COMPILE_ERROR|INVALID_SUBMISSION|TIMEOUT)"' "$out/starter_$t.jsonl" 2>/dev/null || echo 0)
