@@ -35,6 +35,7 @@ struct EvalArgs {
   double call_timeout_s = 30;
   std::string worker_impl, worker_track = "cuda", worker_shapes;
   bool no_sample_checks = false;
+  bool suite_torch = false;  ///< suite --torch: the torch_eager and torch_compile targets too
   int rounds = 3, bench_rounds = 2;
 };
 
@@ -199,7 +200,8 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
   auto* bench = app.add_subcommand("bench", "check, then time each target; table and JSON traces");
   bench->add_option("--task", a.task, "task name")->required();
   bench->add_option("--targets", a.targets,
-                    "comma-separated: naive, expert, expert:<variant>, library, solution (default naive,expert,library)");
+                    "comma-separated: naive, expert, expert:<variant>, library, torch_eager, torch_compile, solution "
+                    "(default naive,expert,library)");
   bench->add_option("--solution-dir", a.solution_dir, "folder with the candidate's sources");
   add_track_option(bench, a);
   bench->add_flag("--graph", a.graph, "also time CUDA-graph replay (launch-bound tasks)");
@@ -266,6 +268,8 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
 
   auto* suite = app.add_subcommand("suite", "naive, expert and library of every task: the suite report");
   suite->add_option("--tasks", a.tasks, "only these tasks (comma-separated)");
+  suite->add_flag("--torch", a.suite_torch,
+                  "also time each task's pytorch.py as torch_eager and torch_compile (needs torch on this machine)");
   add_common(suite, a);
   suite->callback([&] {
     run = [&] {
@@ -285,7 +289,10 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
       Diagnostics load_diag;
       for (const Task& task : load_all_tasks(g, load_diag)) {
         if (!only.empty() && std::find(only.begin(), only.end(), task.def.name) == only.end()) continue;
-        EvalRequest req = build_request(g, a, task.def.name, {"naive", "expert", "library"});
+        std::vector<std::string> targets{"naive", "expert", "library"};
+        if (a.suite_torch && std::filesystem::is_regular_file(task.dir / "pytorch.py"))
+          targets.insert(targets.end(), {"torch_eager", "torch_compile"});
+        EvalRequest req = build_request(g, a, task.def.name, targets);
         merge(sum, d2k::run(req, task, sink, ctx));
       }
       finish_progress(a.quiet);

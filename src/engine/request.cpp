@@ -87,7 +87,7 @@ RequestTarget target_from_json(const json& j, const std::string& path) {
     if (t.dir.empty()) FieldIn::fail(in.at("dir"), "a solution target needs the folder of its sources");
   } else if (!is_builtin_name(t.name)) {
     FieldIn::fail(in.at("name"), fmt::format("unknown target '{}' (naive, expert, expert:<variant>, library, "
-                                             "reference, solution)", t.name));
+                                             "reference, torch_eager, torch_compile, solution)", t.name));
   } else if (!t.dir.empty()) {
     FieldIn::fail(in.at("dir"), "only a solution target has a folder");
   }
@@ -250,7 +250,7 @@ ResolvedTargets resolve_targets(const EvalRequest& r, const Task& task, const st
       else emit(b.failure);
       continue;
     }
-    ImplTarget t = builtin_target(task.def.name, rt.name);
+    ImplTarget t = is_pytorch_target(rt.name) ? pytorch_target(task, rt.name) : builtin_target(task.def.name, rt.name);
     if (!std::filesystem::exists(t.so)) {
       if (rt.name == "library") continue;  // optional per task
       throw std::runtime_error(fmt::format("target {} of {} is not built ({})", rt.name, task.def.name, t.so.string()));

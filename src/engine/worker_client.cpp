@@ -23,6 +23,7 @@
 #include "engine/wire.h"
 #include "engine/worker_process.h"
 #include "exec/sandbox.h"
+#include "tracks/track.h"
 
 namespace d2k {
 
@@ -50,6 +51,7 @@ class WorkerRunner final : public TargetRunner {
       so.env[kAllowProtectionChangesEnv] = "1";
     so.ro_paths.push_back(std::filesystem::absolute(t.so).parent_path());
     so.ro_paths.push_back(std::filesystem::absolute(opt.exe).parent_path());
+    find_track(t.track).configure_worker(so);
     so.cancel = cancel_;
     so.on_message = [this](const json& msg, ParentChannel& ch) { handle(msg, ch); };
     std::vector<std::string> argv = {opt.exe.string(), "__worker", "--impl", std::filesystem::absolute(t.so).string(),

@@ -39,7 +39,18 @@ class LoadedImpl {
   /// Calls d2k_run.
   int32_t run(const d2k_args* args) const { return run_(args); }
   const std::filesystem::path& path() const { return path_; }
-  bool loaded() const { return handle_ != nullptr; }
+  bool loaded() const { return handle_ != nullptr || run_ != nullptr; }
+
+  /// Entry points that are not a shared library's (a Python track's bridge into its
+  /// interpreter): nothing is dlopened or closed.
+  static LoadedImpl from_entry_points(std::filesystem::path path, WorkspaceSizeFn workspace_size, RunFn run) {
+    LoadedImpl impl;
+    impl.path_ = std::move(path);
+    impl.abi_version_ = D2K_ABI_VERSION;
+    impl.workspace_size_ = workspace_size;
+    impl.run_ = run;
+    return impl;
+  }
 
  private:
   friend LoadedImpl load_impl(const std::filesystem::path& so);

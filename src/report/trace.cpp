@@ -90,6 +90,8 @@ json to_json(const Trace& t) {
     put_opt(rj, "speedup_vs_naive", r.speedup_vs_naive);
     put_opt(rj, "speedup_vs_expert", r.speedup_vs_expert);
     put_opt(rj, "speedup_vs_library", r.speedup_vs_library);
+    put_opt(rj, "speedup_vs_torch_eager", r.speedup_vs_torch_eager);
+    put_opt(rj, "speedup_vs_torch_compile", r.speedup_vs_torch_compile);
     put_opt(rj, "sol_score", r.sol_score);
     j["roofline"] = rj;
   }
@@ -132,6 +134,8 @@ Trace trace_from_json(const json& j) {
     r.speedup_vs_naive = get_opt<double>(rj, "speedup_vs_naive");
     r.speedup_vs_expert = get_opt<double>(rj, "speedup_vs_expert");
     r.speedup_vs_library = get_opt<double>(rj, "speedup_vs_library");
+    r.speedup_vs_torch_eager = get_opt<double>(rj, "speedup_vs_torch_eager");
+    r.speedup_vs_torch_compile = get_opt<double>(rj, "speedup_vs_torch_compile");
     r.sol_score = get_opt<double>(rj, "sol_score");
     t.roofline = r;
   }
@@ -215,7 +219,7 @@ std::string render(const std::vector<std::string>& header, const std::vector<Row
 
 std::string format_table(const std::vector<Trace>& traces, TableFormat f) {
   std::vector<std::string> header{"task", "target", "workload", "status", "time_us", "noise",
-                                  "%SOL", "vs_naive", "vs_expert", "vs_library", "S"};
+                                  "%SOL", "vs_naive", "vs_expert", "vs_library", "vs_eager", "vs_compile", "S"};
   std::vector<Row> rows;
   for (const Trace& t : traces) {
     std::vector<std::string> r{t.task, t.target, t.hidden ? "hidden:" + fmt_axes(t.axes) : t.workload_uuid,
@@ -233,9 +237,11 @@ std::string format_table(const std::vector<Trace>& traces, TableFormat f) {
       r.push_back(fmt_opt(t.roofline->speedup_vs_naive, "{:.2f}x"));
       r.push_back(fmt_opt(t.roofline->speedup_vs_expert, "{:.2f}x"));
       r.push_back(fmt_opt(t.roofline->speedup_vs_library, "{:.2f}x"));
+      r.push_back(fmt_opt(t.roofline->speedup_vs_torch_eager, "{:.2f}x"));
+      r.push_back(fmt_opt(t.roofline->speedup_vs_torch_compile, "{:.2f}x"));
       r.push_back(fmt_opt(t.roofline->sol_score, "{:.3f}"));
     } else {
-      r.insert(r.end(), {"-", "-", "-", "-", "-"});
+      r.insert(r.end(), {"-", "-", "-", "-", "-", "-", "-"});
     }
     rows.push_back({std::move(r), t.status == Status::PASSED ? std::string() : reason_line(t)});
   }

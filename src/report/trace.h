@@ -90,6 +90,8 @@ struct Roofline {
   std::string memory_model;     ///< "stream" (read/write rates, deferred write-back) or "copy" (docs/measurement.md)
   double pct_sol = 0;
   std::optional<double> speedup_vs_naive, speedup_vs_expert, speedup_vs_library;
+  /// vs the task's pytorch.py as written and under torch.compile (targets torch_eager, torch_compile)
+  std::optional<double> speedup_vs_torch_eager, speedup_vs_torch_compile;
   std::optional<double> sol_score;
   std::string ceilings_source;  ///< "calibrated" or "datasheet"
 };

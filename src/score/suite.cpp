@@ -45,6 +45,8 @@ void score_traces(std::vector<Trace>& traces) {
     }
     if (auto e = lookup("expert", t)) t.roofline->speedup_vs_expert = *e / mine;
     if (auto l = lookup("library", t)) t.roofline->speedup_vs_library = *l / mine;
+    if (auto e = lookup("torch_eager", t)) t.roofline->speedup_vs_torch_eager = *e / mine;
+    if (auto c = lookup("torch_compile", t)) t.roofline->speedup_vs_torch_compile = *c / mine;
   }
 }
 

@@ -6,6 +6,8 @@ namespace d2k::tracks_detail {
 
 const Track& cuda_track();
 const Track& cutlass_track();
-// The Triton track joins here (triton_track.cpp), and in registry().
+const Track& triton_track();         // python_track.h: the Python tracks
+const Track& torch_eager_track();
+const Track& torch_compile_track();
 
 }  // namespace d2k::tracks_detail

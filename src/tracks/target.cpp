@@ -25,7 +25,10 @@ const std::vector<std::string>& builtin_names() {
   return names;
 }
 
+bool is_pytorch_target(const std::string& name) { return name == "torch_eager" || name == "torch_compile"; }
+
 bool is_builtin_name(const std::string& name) {
+  if (is_pytorch_target(name)) return true;
   for (const auto& n : builtin_names())
     if (n == name) return true;
   return name.rfind(kVariantPrefix, 0) == 0 && valid_variant(std::string_view(name).substr(kVariantPrefix.size()));

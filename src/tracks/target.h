@@ -38,7 +38,10 @@ inline bool runs_on_host(const ImplTarget& t) { return t.name == "reference"; }
 
 /// The built-in implementations a target list may name (besides `expert:<variant>`).
 const std::vector<std::string>& builtin_names();
-/// reference, naive, expert, library, or expert:<variant> (a `// %VARIANT% name -DFLAGS`
+/// torch_eager or torch_compile: the task's pytorch.py, opened by the track of that name
+/// (python_track.h), timed and checked like every other target.
+bool is_pytorch_target(const std::string& name);
+/// reference, naive, expert, library, torch_eager, torch_compile, or expert:<variant> (a `// %VARIANT% name -DFLAGS`
 /// line of expert.cu, built as expert_<variant>.so).
 bool is_builtin_name(const std::string& name);
 

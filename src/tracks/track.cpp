@@ -15,7 +15,16 @@ namespace d2k {
 namespace {
 
 const std::vector<const Track*>& registry() {
-  static const std::vector<const Track*> tracks{&tracks_detail::cuda_track(), &tracks_detail::cutlass_track()};
+  static const std::vector<const Track*> tracks{&tracks_detail::cuda_track(), &tracks_detail::cutlass_track(),
+                                                &tracks_detail::triton_track()};
+  return tracks;
+}
+
+/// Tracks that open built-in targets only (a task's pytorch.py): found by name, never offered
+/// to solutions or listed.
+const std::vector<const Track*>& target_only() {
+  static const std::vector<const Track*> tracks{&tracks_detail::torch_eager_track(),
+                                                &tracks_detail::torch_compile_track()};
   return tracks;
 }
 
@@ -39,8 +48,15 @@ const Track* lookup_track(std::string_view name) {
   return nullptr;
 }
 
+const Track* lookup_target_track(std::string_view name) {
+  if (const Track* t = lookup_track(name)) return t;
+  for (const Track* t : target_only())
+    if (t->name() == name) return t;
+  return nullptr;
+}
+
 const Track& find_track(std::string_view name) {
-  if (const Track* t = lookup_track(name)) return *t;
+  if (const Track* t = lookup_target_track(name)) return *t;
   throw std::invalid_argument(fmt::format("unknown track '{}' ({})", name, fmt::join(track_names(), ", ")));
 }
 
@@ -89,10 +105,10 @@ void check_task_tracks(const Task& task, Diagnostics& diag) {
   const std::string file = (task.dir / "definition.json").string();
   check_definition_tracks(task.def, file, diag);
   for (const auto& [name, spec] : task.def.tracks)
-    if (const Track* t = lookup_track(name); t && !std::filesystem::is_regular_file(t->starter_dir(task.dir) / "solution.cu"))
+    if (const Track* t = lookup_track(name); t && !std::filesystem::is_regular_file(t->starter_dir(task.dir) / t->entry_file()))
       diag.error(file, 0, "tracks." + name,
                  fmt::format("the task offers the {} track but has no {}", name,
-                             (std::filesystem::path("starter") / name / "solution.cu").string()));
+                             (std::filesystem::path("starter") / name / t->entry_file()).string()));
 }
 
 }  // namespace d2k

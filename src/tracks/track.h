@@ -28,6 +28,8 @@
 
 namespace d2k {
 
+struct SandboxOptions;
+
 /// A solution folder after its track built it.
 struct BuiltSolution {
   std::optional<ImplTarget> target;  ///< set when it built and passed the track's checks
@@ -62,9 +64,14 @@ class Track {
   /// Worker side, before the lockdown filter: whatever the artifact needs done per shape while
   /// exec and the file system are still open (a JIT compile). cuda and cutlass need nothing.
   virtual void prepare(const std::filesystem::path& artifact, const std::vector<WorkloadShape>& shapes) const;
+  /// Parent side, before a worker for this track starts: what the sandbox must add (a Python
+  /// track exposes the machine's interpreter read-only and passes where it is).
+  virtual void configure_worker(SandboxOptions&) const {}
   /// Worker side, after the lockdown: opens the artifact into the ABI's entry points.
   virtual LoadedImpl open(const std::filesystem::path& artifact) const;
 
+  /// The file a solution folder of this track must hold (and its starter).
+  virtual std::string_view entry_file() const { return "solution.cu"; }
   /// The starter an implementer copies: <task_dir>/starter/<name>/.
   std::filesystem::path starter_dir(const std::filesystem::path& task_dir) const;
 
@@ -76,10 +83,17 @@ class Track {
 
 /// Every registered track's name, in registration order.
 std::vector<std::string> track_names();
-/// The track called `name`, or nullptr.
+/// The solution track called `name`, or nullptr.
 const Track* lookup_track(std::string_view name);
+/// lookup_track, or a track that only opens built-in targets (torch_eager, torch_compile).
+const Track* lookup_target_track(std::string_view name);
 /// The track called `name`; throws std::invalid_argument "unknown track 'x' (cuda, cutlass)".
 const Track& find_track(std::string_view name);
+
+/// The target torch_eager or torch_compile of `task`: its pytorch.py with the task's abi.json,
+/// copied into the compile cache (python_track.cpp). Throws std::runtime_error naming the file
+/// when the task has no pytorch.py.
+ImplTarget pytorch_target(const Task& task, const std::string& name);
 
 /// Checks a definition's tracks section against the registry: known track names, header
 /// packages the track knows, link names that are vendor libraries. Errors name

@@ -13,14 +13,14 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(TrackRegistry, KnowsCudaAndCutlassAndRefusesOthersWithTheList) {
-  EXPECT_EQ(track_names(), (std::vector<std::string>{"cuda", "cutlass"}));
+  EXPECT_EQ(track_names(), (std::vector<std::string>{"cuda", "cutlass", "triton"}));
   EXPECT_EQ(find_track("cutlass").name(), "cutlass");
   EXPECT_EQ(lookup_track("bogus"), nullptr);
   try {
     find_track("bogus");
     ADD_FAILURE() << "bogus accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "unknown track 'bogus' (cuda, cutlass)");
+    EXPECT_STREQ(e.what(), "unknown track 'bogus' (cuda, cutlass, triton)");
   }
 }
 
@@ -42,7 +42,7 @@ TEST(TrackDefinition, ChecksNamesHeadersAndLinks) {
   Diagnostics d;
   check_definition_tracks(def, "d.json", d);
   EXPECT_TRUE(d.has_error("d.json", 0, "tracks.bogus")) << d.format();
-  EXPECT_TRUE(d.contains("unknown track (cuda, cutlass)")) << d.format();
+  EXPECT_TRUE(d.contains("unknown track (cuda, cutlass, triton)")) << d.format();
   EXPECT_TRUE(d.has_error("d.json", 0, "tracks.cuda.headers[0]")) << d.format();
   EXPECT_TRUE(d.has_error("d.json", 0, "tracks.cutlass.link[0]")) << d.format();
   EXPECT_TRUE(d.contains("list it under headers")) << d.format();

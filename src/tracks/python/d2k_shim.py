@@ -1,0 +1,231 @@
+"""The Python side of d2k's Python tracks (triton, torch_eager, torch_compile).
+
+The d2k worker embeds the machine's interpreter and calls three functions of this module:
+load() once, prepare() once per workload shape before the sandbox's lockdown (Triton's JIT
+and autotuning, torch.compile), and call() for every timed or checked call. Tensors arrive
+as DLPack capsules over buffers the d2k parent owns (zero copy); the timer is d2k's, in C++,
+around call(). Every function returns an error string instead of raising: the C side turns it
+into the call's status message.
+"""
+
+import ctypes
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import traceback
+
+# ---- DLPack without torch: a view of the capsule's DLManagedTensor (used when torch is absent,
+# e.g. by the CPU tests, and for solutions that take raw pointers).
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+class DLView:
+    """What a DLPack capsule describes: data pointer, device, dtype, shape, strides (in elements)."""
+
+    __slots__ = ("data_ptr", "device", "dtype", "shape", "strides", "nbytes")
+
+    def __init__(self, capsule):
+        m = _DLManagedTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
+        t = m.dl_tensor
+        self.data_ptr = (t.data or 0) + t.byte_offset
+        self.device = (t.device.device_type, t.device.device_id)
+        self.dtype = (t.dtype.code, t.dtype.bits, t.dtype.lanes)
+        self.shape = tuple(t.shape[i] for i in range(t.ndim))
+        self.strides = tuple(t.strides[i] for i in range(t.ndim)) if t.strides else None
+        n = 1
+        for s in self.shape:
+            n *= s
+        self.nbytes = n * t.dtype.bits * t.dtype.lanes // 8
+
+    def __repr__(self):
+        return "DLView(ptr=0x%x, device=%s, dtype=%s, shape=%s, strides=%s)" % (
+            self.data_ptr, self.device, self.dtype, self.shape, self.strides)
+
+
+def _torch():
+    try:
+        import torch  # noqa: F401
+        return torch
+    except ImportError:
+        return None
+
+
+class Loaded:
+    """A solution (or a task's pytorch.py) loaded for one mode."""
+
+    def __init__(self, path, mode, fn, params, abi):
+        self.path, self.mode, self.fn, self.params, self.abi = path, mode, fn, params, abi
+        self.torch = _torch()
+        self.streams = {}
+
+
+def _import_file(path):
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path:
+        sys.path.insert(0, folder)  # a solution may import its sibling .py files
+    spec = importlib.util.spec_from_file_location("d2k_solution", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["d2k_solution"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _signature(fn):
+    """The keyword names `fn` takes, or None when it takes **kwargs (everything is passed)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    names = []
+    for p in sig.parameters.values():
+        if p.kind == p.VAR_KEYWORD:
+            return None
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            names.append(p.name)
+    return names
+
+
+def load(path, mode):
+    """Imports `path` and finds its run(). Returns (Loaded, None) or (None, error)."""
+    try:
+        abi_path = os.path.join(os.path.dirname(os.path.abspath(path)), "abi.json")
+        abi = None
+        if os.path.exists(abi_path):
+            with open(abi_path) as f:
+                abi = json.load(f)
+        module = _import_file(path)
+        fn = getattr(module, "run", None)
+        if fn is None or not callable(fn):
+            return None, "%s defines no callable run(...)" % os.path.basename(path)
+        params = _signature(fn)
+        if mode == "torch_compile":
+            torch = _torch()
+            if torch is None:
+                return None, "torch_compile: torch is not installed for %s" % sys.executable
+            fn = torch.compile(fn)
+        return Loaded(path, mode, fn, params, abi), None
+    except BaseException:  # noqa: B902 - a candidate's import may raise anything, SystemExit included
+        return None, "importing %s failed:\n%s" % (os.path.basename(path), traceback.format_exc(limit=8))
+
+
+def _as_tensor(loaded, capsule):
+    if loaded.torch is not None:
+        return loaded.torch.from_dlpack(capsule)
+    return DLView(capsule)
+
+
+def _kwargs(loaded, names, values, scalars):
+    """The call's keyword arguments: tensors and scalars by their definition.json names. Axis
+    values (also scalars in the ABI) are passed only where run() names them or takes **kwargs."""
+    kw = dict(zip(names, values))
+    task_scalars = set(loaded.abi["scalars"]) if loaded.abi else set(scalars)
+    for name, value in scalars.items():
+        if name in task_scalars or loaded.params is None or name in loaded.params:
+            kw[name] = value
+    if loaded.params is not None:
+        missing = [p for p in loaded.params if p not in kw]
+        extra = [k for k in kw if k not in loaded.params]
+        if missing:
+            raise TypeError("run() takes %s, which the task does not have (it passes: %s)" % (
+                ", ".join(missing), ", ".join(kw)))
+        for k in extra:
+            del kw[k]
+    return kw
+
+
+def _stream_context(loaded, stream):
+    torch = loaded.torch
+    if torch is None or not stream or not torch.cuda.is_available():
+        return None
+    s = loaded.streams.get(stream)
+    if s is None:
+        s = loaded.streams[stream] = torch.cuda.ExternalStream(stream)
+    return torch.cuda.stream(s)
+
+
+def call(loaded, inputs, outputs, scalars, stream):
+    """One call: inputs/outputs are [(name, capsule)] in the ABI's order, scalars {name: value},
+    stream the cudaStream_t as an int (0 on the host). Returns None or an error string."""
+    try:
+        names = [n for n, _ in inputs] + [n for n, _ in outputs]
+        tensors = [_as_tensor(loaded, c) for _, c in inputs] + [_as_tensor(loaded, c) for _, c in outputs]
+        kw = _kwargs(loaded, names, tensors, scalars)
+        ctx = _stream_context(loaded, stream)
+        if ctx is None:
+            loaded.fn(**kw)
+        else:
+            with ctx:
+                loaded.fn(**kw)
+        return None
+    except BaseException:  # noqa: B902
+        return traceback.format_exc(limit=8)
+
+
+def _dtype(torch, name):
+    return getattr(torch, {"bool": "bool"}.get(name, name))
+
+
+def _extent(expr, axes):
+    try:
+        return int(expr)
+    except ValueError:
+        return int(eval(expr, {"__builtins__": {}}, dict(axes)))  # the task's own definition
+
+
+def prepare(loaded, shapes_json):
+    """Calls run() once per workload shape on tensors of that shape (random values), so that
+    Triton compiles (and autotunes) and torch.compile traces before the lockdown. Returns None
+    or the errors seen (they are reported, not fatal: the checked calls will say what fails)."""
+    torch = loaded.torch
+    if torch is None or loaded.abi is None or not torch.cuda.is_available():
+        return None
+    errors = []
+    for shape in json.loads(shapes_json):
+        axes = shape["axes"]
+        try:
+            kw = {}
+            for spec in loaded.abi["inputs"] + loaded.abi["outputs"]:
+                dims = [_extent(d, axes) for d in spec["shape"]]
+                dt = _dtype(torch, spec["dtype"])
+                if dt.is_floating_point and dt.itemsize > 1:
+                    t = torch.randn(dims, device="cuda").to(dt)
+                elif dt == torch.bool:
+                    t = torch.zeros(dims, device="cuda", dtype=dt)
+                elif dt.is_floating_point:
+                    t = torch.zeros(dims, device="cuda").to(dt)
+                else:
+                    t = torch.randint(0, 1 << 10, dims, device="cuda", dtype=dt)
+                kw[spec["name"]] = t
+            scalars = dict(loaded.abi["scalars"])
+            scalars.update(axes)
+            names = list(kw)
+            kw = _kwargs(loaded, names, [kw[n] for n in names], scalars)
+            loaded.fn(**kw)
+            torch.cuda.synchronize()
+        except BaseException:  # noqa: B902
+            errors.append("workload %s: %s" % (shape.get("uuid", "?"), traceback.format_exc(limit=4)))
+    return "\n".join(errors) if errors else None
