@@ -2,12 +2,15 @@
 # softmax_cross_entropy on the H200 (issue #15): validation; d2k bench of every built-in target
 # (naive, expert; the task has no library target) with the table; the starter's verdict (must be
 # INCORRECT_*); the golden cross-check against PyTorch float64 on `d2k check --dump` inputs; PyTorch
-# eager F.cross_entropy fwd+bwd on the bench shapes; the expert's SASS counts. Fits the 150 s
-# deadline of scripts/gpu/run_checks.sh: each step gets what is left of a 140 s budget.
+# eager F.cross_entropy fwd+bwd on the bench shapes; the expert's SASS counts. Between the bench
+# and the starter, the sweep of the expert's variants (the `// %VARIANT%` lines of expert.cu, built
+# as impl/<task>/expert_<name>.so): checked and timed like the expert, one table of time and % of
+# SOL against the datasheet and the calibrated copy bandwidth (task-sce/variant_table.py). Fits
+# the 150 s deadline of scripts/gpu/run_checks.sh: each step gets what is left of a 140 s budget.
 # Extras after OUT (not run by run_checks.sh): `compile` adds torch.compile of the same program
 # (about 60 s of compilation); `variants` builds and runs task-sce/variants.cu (memcpy ceiling,
 # two-pass kernel, expert; about 45 s).
-# Helpers: scripts/gpu/checks/task-sce/{golden_check.py,torch_eager.py,variants.cu}.
+# Helpers: scripts/gpu/checks/task-sce/{golden_check.py,torch_eager.py,variant_table.py,variants.cu}.
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/task-sce.sh CARRY OUT [compile] [variants]
 # Exit status: the number of FAIL lines.
@@ -43,6 +46,39 @@ else
   fail "bench (see bench.log)"
 fi
 grep -v " check \|hidden:" "$out/bench.log" | cut -c1-200 | tail -14
+
+# The expert's variants. `--targets expert:<name>` where d2k resolves it; otherwise each variant's
+# library is benched as `expert` from its own implementation folder (D2K_IMPL_DIR), holding copies
+# of the task's libraries with expert.so replaced.
+variants=$(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//')
+if [ -n "$variants" ]; then
+  targets=$(for v in $variants; do printf 'expert:%s,' "$v"; done)
+  step variants_probe 10 "$d2k" bench --task $task --targets "expert:${variants%%$'\n'*}" --workloads none --quiet
+  if grep -q "unknown target" "$out/variants_probe.log"; then
+    echo "== variants: d2k has no expert:<name> targets; one implementation folder per variant"
+    vjson=()
+    for v in $variants; do
+      vdir="$out/impl_$v"; mkdir -p "$vdir/$task"
+      cp "$carry/impl/$task/"*.so "$vdir/$task/"
+      cp "$carry/impl/$task/expert_$v.so" "$vdir/$task/expert.so"
+      chmod -R o+rX "$vdir"
+      step "variant_$v" 30 env D2K_IMPL_DIR="$vdir" "$d2k" bench --task $task --targets expert --quiet \
+        --json "$out/variant_$v.jsonl" || fail "variant $v (see variant_$v.log)"
+      sed -i "s/\"target\":\"expert\"/\"target\":\"expert:$v\"/g" "$out/variant_$v.jsonl" 2> /dev/null
+      vjson+=("$out/variant_$v.jsonl")
+      rm -rf "$vdir"
+    done
+  else
+    step variants 60 "$d2k" bench --task $task --targets "${targets%,}" --quiet \
+      --json "$out/variants.jsonl" || fail "variants bench (see variants.log)"
+    vjson=("$out/variants.jsonl")
+  fi
+  python3 $helpers/variant_table.py "$out/bench_$task.jsonl" "${vjson[@]}" > "$out/variant_table.md" 2>&1 \
+    && pass "variants: every variant PASSED its checks" || fail "variants (see variant_table.md)"
+  cat "$out/variant_table.md"
+else
+  fail "no expert variants built under $carry/impl/$task"
+fi
 step starter 25 "$d2k" bench --task $task --targets solution --solution-dir dataset/$task/starter/cuda --quiet
 grep -q "INCORRECT_" "$out/starter.log" && pass "starter fails with INCORRECT_*" || fail "starter verdict (see starter.log)"
 if python3 -c "import torch" 2> /dev/null; then
