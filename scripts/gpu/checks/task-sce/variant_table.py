@@ -7,6 +7,7 @@ Targets that did not pass are listed with their status; the exit status counts t
 Usage: python3 variant_table.py FILE.jsonl...
 """
 import json
+import os
 import sys
 
 COPY_BW = 4.26e12  # bytes/s, the calibrated copy bandwidth
@@ -16,6 +17,9 @@ def main(paths):
     rows, bad = {}, []
     order = []
     for path in paths:
+        if not os.path.exists(path):
+            bad.append(f"{path}: missing (the bench did not finish)")
+            continue
         with open(path) as f:
             for line in f:
                 rec = json.loads(line)
