@@ -21,9 +21,11 @@
 // normaliser folded into the same FFMA in the gradient: ex2(fma(x - m, log2e, -log2 s)). Rows with V % 8 != 0 or a
 // misaligned tensor take the same kernel with 2-byte accesses.
 //
-// Variants considered (not yet measured on the H200: scripts/gpu/checks/task-sce/variants.cu
-// times (a) and (c) against a memcpy of the same bytes; the table goes to
-// docs/results/softmax_cross_entropy.md and here once a GPU session has run it):
+// Measured on the H200 (docs/results/softmax_cross_entropy.md, run 1): 69.7 / 60.6 / 71.3% of the
+// datasheet SOL on the Llama 3 / Qwen 2.5 / Gemma rows (78.6 / 68.3 / 80.3% of copy bandwidth),
+// limited by bytes in flight (four 16-byte loads per thread, serial with the arithmetic), no
+// read/write overlap inside a CTA, and Qwen's 38 KB slices; the build-time variants below the
+// includes address each. Designs considered:
 //   a. two-pass, a CTA per row, the second pass re-reading the row from global (L2 if it is still
 //      resident): 6TV bytes unless L2 holds every row in flight (132 SMs x 256-512 KB exceeds the
 //      50 MB L2 at two rows per SM); at most 2/3 of SOL when it misses.
@@ -34,9 +36,8 @@
 //      adapts to V, keeping 3-4 CTAs per SM for latency hiding.
 //   d. row staged in registers (512 threads x 64 registers of packed bf16 = 128 KB per SM): fits
 //      only V <= ~64K per CTA and caps occupancy at one CTA per SM; rejected in favour of (c).
-//   e. TMA bulk copies (cp.async.bulk) into shared memory: would free the registers used to stage
-//      the loads, but the statistics need the values in registers anyway; left for a measured
-//      follow-up.
+//   e. TMA bulk copies (cp.async.bulk) into shared memory: the whole slice in flight at once,
+//      no registers holding loads; the variants tma, tma_slice40k and tma_persist below.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -47,16 +48,50 @@
 
 #include "d2k/solution.h"
 
+// Build-time knobs, one per variant line (docs/results/softmax_cross_entropy.md has the sweep):
+//   %VARIANT% unroll8 -DSCE_UNROLL=8
+//   %VARIANT% tma -DSCE_TMA=1
+//   %VARIANT% tma_slice40k -DSCE_TMA=1 -DSCE_SLICE_TARGET=40960
+//   %VARIANT% tma_persist -DSCE_TMA=1 -DSCE_PERSIST=1 -DSCE_SLICE_TARGET=20480
+// unroll8: eight 16-byte loads in flight per thread instead of four (128 B, twice the bytes in
+//   flight per SM while a CTA is in phase 1).
+// tma: one thread issues the whole slice as kChunks bulk copies into shared memory, each
+//   completing an mbarrier; every thread then reduces chunk k as soon as it lands. The slice's
+//   64 KB are in flight at once (3 CTAs: 192 KB per SM, against the ~26-29 KB per SM that
+//   Little's law asks for at 4.3-4.8 TB/s and ~0.8 us latency), and no registers hold loads.
+// tma_slice40k: as tma, with slices up to 40960 elements: Qwen's V = 151936 then takes clusters of
+//   4 (76 KB slices, still 3 CTAs per SM) instead of 8, halving the CTAs, the cluster barriers
+//   and the per-CTA fixed cost per byte, and easing cluster placement in the GPCs.
+// tma_persist: as tma, with one resident wave of clusters looping over rows (grid from
+//   cudaOccupancyMaxActiveClusters) and two slice buffers: row r+G's bulk copies are issued
+//   before row r is reduced and written, so the reads of the next row overlap this row's
+//   gradient stores and cluster barriers, and no CTA launch sits between rows.
+#ifndef SCE_UNROLL
+#define SCE_UNROLL 4
+#endif
+#ifndef SCE_SLICE_TARGET
+#define SCE_SLICE_TARGET 32768
+#endif
+#ifndef SCE_TMA
+#define SCE_TMA 0
+#endif
+#ifndef SCE_PERSIST
+#define SCE_PERSIST 0
+#endif
+
 namespace sce {
 
 namespace cg = cooperative_groups;
 
 constexpr int kThreads = 256;           ///< threads per CTA (8 warps)
 constexpr int kWarps = kThreads / 32;
-constexpr int kUnroll = 4;              ///< 16-byte vectors per thread per batch (loads in flight)
+constexpr int kUnroll = SCE_UNROLL;     ///< 16-byte vectors per thread per batch (loads in flight)
 constexpr int kMaxCluster = 8;          ///< portable cluster size limit
-constexpr int64_t kSliceTarget = 32768; ///< elements per CTA (64 KB) the cluster size aims for
+constexpr int64_t kSliceTarget = SCE_SLICE_TARGET;  ///< elements per CTA the cluster size aims for
 constexpr int64_t kSliceMax = 49152;    ///< elements per CTA (96 KB) at the largest cluster
+constexpr bool kTma = SCE_TMA != 0;     ///< slices arrive by cp.async.bulk (16-byte path only)
+constexpr bool kPersist = SCE_PERSIST != 0;  ///< clusters loop over rows, two slice buffers
+constexpr int kChunks = 4;              ///< bulk copies (and mbarriers) per slice buffer
 constexpr float kLog2e = 1.4426950408889634f;
 
 __device__ __forceinline__ float ex2(float x) {
@@ -149,6 +184,82 @@ __device__ MaxSum stage_slice_vec(const uint4* __restrict__ src, uint4* dst, int
   return st;
 }
 
+// Bulk copies (TMA, cp.async.bulk) into shared memory, each completing a transaction-count mbarrier.
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void mbar_init(uint64_t* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bar)) : "memory");
+}
+/// Makes the initialised mbarriers visible to the async proxy that completes them.
+__device__ __forceinline__ void fence_mbar_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+/// Orders this CTA's earlier generic-proxy reads of a buffer before the bulk copies that overwrite it.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+          smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar))
+      : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred P1;\nLAB_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+      "@P1 bra DONE;\nbra LAB_WAIT;\nDONE:\n}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+
+/// Vectors per chunk: a multiple of the CTA size, so every thread has the same share of a chunk.
+__device__ __forceinline__ int chunk_vectors(int nvec) {
+  const int per = (nvec + kChunks - 1) / kChunks;
+  return (per + kThreads - 1) / kThreads * kThreads;
+}
+
+/// Issued by one thread: the slice's bulk copies, one per non-empty chunk.
+__device__ void issue_slice(const uint4* src, uint4* dst, int nvec, uint64_t* bars) {
+  const int cv = chunk_vectors(nvec);
+  for (int k = 0; k < kChunks; ++k) {
+    const int lo = k * cv, hi = min(nvec, lo + cv);
+    if (lo >= hi) break;
+    bulk_load(dst + lo, src + lo, static_cast<uint32_t>(hi - lo) * 16u, &bars[k]);
+  }
+}
+
+/// Phase 1, bulk-copy path: each chunk reduced from shared memory as soon as its mbarrier flips.
+__device__ MaxSum reduce_slice_tma(const uint4* staged, int nvec, uint64_t* bars, uint32_t parity) {
+  MaxSum st{-INFINITY, 0.f};
+  const int cv = chunk_vectors(nvec);
+  for (int k = 0; k < kChunks; ++k) {
+    const int lo = k * cv, hi = min(nvec, lo + cv);
+    if (lo >= hi) break;
+    mbar_wait(&bars[k], parity);
+    int i = lo + threadIdx.x;
+    for (; i + (kUnroll - 1) * kThreads < hi; i += kUnroll * kThreads) {
+      uint4 v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) v[u] = staged[i + u * kThreads];
+      float bm = vec_max(v[0]);
+#pragma unroll
+      for (int u = 1; u < kUnroll; ++u) bm = fmaxf(bm, vec_max(v[u]));
+      const float m = raise_max(st, bm);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) st.s += vec_sum_exp(v[u], m);
+    }
+    for (; i < hi; i += kThreads) {
+      const uint4 v = staged[i];
+      st.s += vec_sum_exp(v, raise_max(st, vec_max(v)));
+    }
+  }
+  return st;
+}
+
 /// Phase 1, 2-byte path (V % 8 != 0 or misaligned tensors).
 __device__ MaxSum stage_slice_scalar(const __nv_bfloat16* __restrict__ src, __nv_bfloat16* dst, int len) {
   MaxSum st{-INFINITY, 0.f};
@@ -222,48 +333,29 @@ __device__ __forceinline__ void cluster_wait_acquire() {
   asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
-/// One cluster of C = gridDim-cluster CTAs per row; CTA rank r owns elements [r*slice, min(V, (r+1)*slice)).
+/// One row in the cluster's CTAs: phases 1-3 of the header. `staged` holds the slice (already in
+/// flight when bulk copies are used: the wait is on `bars` with `parity`).
 template <bool kVec>
-__global__ void __launch_bounds__(kThreads, 3)
-    cross_entropy_cluster_staged(const __nv_bfloat16* __restrict__ logits, const int64_t* __restrict__ targets,
-                                 float* __restrict__ loss, __nv_bfloat16* __restrict__ dlogits, int64_t V,
-                                 int slice, int64_t ignore_index, float grad_scale) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  __shared__ MaxSum warp_partials[kWarps];
-  __shared__ MaxSum cta_partial;  // read by the cluster's peers over DSMEM
-  __shared__ float row_m, row_neg_log2_s;  // the row's max and -log2(sum 2^((x - m) log2e))
-
-  cg::cluster_group cluster = cg::this_cluster();
-  const int C = static_cast<int>(cluster.num_blocks());
-  const int rank = static_cast<int>(cluster.block_rank());
-  const int64_t row = blockIdx.x / C;
-  const int64_t begin = static_cast<int64_t>(rank) * slice;
-  const int len = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(V - begin, slice)));
-  const __nv_bfloat16* src = logits + row * V + begin;
-  __nv_bfloat16* dst = dlogits + row * V + begin;
-  auto* staged = reinterpret_cast<__nv_bfloat16*>(smem_raw);
-
-  const int64_t y = targets[row];
-  if (y == ignore_index) {  // uniform across the cluster: no barrier is skipped by only some CTAs
-    if (kVec) {
-      for (int i = threadIdx.x; i < len / 8; i += kThreads) reinterpret_cast<uint4*>(dst)[i] = make_uint4(0, 0, 0, 0);
-    } else {
-      for (int i = threadIdx.x; i < len; i += kThreads) dst[i] = __float2bfloat16_rn(0.f);
-    }
-    if (rank == 0 && threadIdx.x == 0) loss[row] = 0.f;
-    return;
-  }
-
+__device__ void process_row(const __nv_bfloat16* __restrict__ src, __nv_bfloat16* __restrict__ dst,
+                            __nv_bfloat16* staged, uint64_t* bars, uint32_t parity, float* __restrict__ loss,
+                            int64_t row, int64_t y, int64_t V, int slice, int64_t begin, int len, float grad_scale,
+                            cg::cluster_group& cluster, int C, int rank, MaxSum* warp_partials, MaxSum* cta_partial,
+                            float* row_stats) {
   // Phase 1: stage the slice and reduce its statistics.
-  MaxSum st = kVec ? stage_slice_vec(reinterpret_cast<const uint4*>(src), reinterpret_cast<uint4*>(staged), len / 8)
-                   : stage_slice_scalar(src, staged, len);
+  MaxSum st;
+  if constexpr (kVec && kTma)
+    st = reduce_slice_tma(reinterpret_cast<const uint4*>(staged), len / 8, bars, parity);
+  else if constexpr (kVec)
+    st = stage_slice_vec(reinterpret_cast<const uint4*>(src), reinterpret_cast<uint4*>(staged), len / 8);
+  else
+    st = stage_slice_scalar(src, staged, len);
   st = reduce_cta(st, warp_partials);
-  if (threadIdx.x == 0) cta_partial = st;
+  if (threadIdx.x == 0) *cta_partial = st;
   cluster.sync();  // every slice and partial is visible cluster-wide
 
   // Phase 2: merge the C partials over DSMEM; rank 0 writes the loss.
   if (threadIdx.x < 32) {
-    MaxSum p = threadIdx.x < static_cast<unsigned>(C) ? *cluster.map_shared_rank(&cta_partial, threadIdx.x)
+    MaxSum p = threadIdx.x < static_cast<unsigned>(C) ? *cluster.map_shared_rank(cta_partial, threadIdx.x)
                                                       : MaxSum{-INFINITY, 0.f};
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
@@ -274,8 +366,8 @@ __global__ void __launch_bounds__(kThreads, 3)
       // Accurate log2 (not lg2.approx): near s = 1, a confident row, its absolute error lands
       // directly in p - 1 of the target.
       const float log2_s = log2f(p.s);
-      row_m = p.m;
-      row_neg_log2_s = -log2_s;
+      row_stats[0] = p.m;
+      row_stats[1] = -log2_s;
       if (rank == 0 && (y < 0 || y >= V)) {
         loss[row] = __int_as_float(0x7fc00000);  // a target outside [0, V): NaN, as a failed assert would
       } else if (rank == 0) {
@@ -295,11 +387,83 @@ __global__ void __launch_bounds__(kThreads, 3)
   const int64_t y_rel = y - begin;
   const int y_local = (y_rel >= 0 && y_rel < len) ? static_cast<int>(y_rel) : -1;
   if (kVec)
-    write_grad_vec(reinterpret_cast<const uint4*>(staged), reinterpret_cast<uint4*>(dst), len / 8, row_m,
-                   row_neg_log2_s, grad_scale, y_local);
+    write_grad_vec(reinterpret_cast<const uint4*>(staged), reinterpret_cast<uint4*>(dst), len / 8, row_stats[0],
+                   row_stats[1], grad_scale, y_local);
   else
-    write_grad_scalar(staged, dst, len, row_m, row_neg_log2_s, grad_scale, y_local);
+    write_grad_scalar(staged, dst, len, row_stats[0], row_stats[1], grad_scale, y_local);
   cluster_wait_acquire();  // peers may still read this CTA's partial or slice until here
+}
+
+/// Slice buffers per CTA: two when clusters loop over rows (the next row's copies land in the other).
+constexpr int kBuffers = kPersist ? 2 : 1;
+
+/// Clusters of C CTAs; cluster g handles rows g, g + G, ... (G clusters in the grid: G = T unless
+/// persistent). CTA rank r owns elements [r*slice, min(V, (r+1)*slice)) of each row.
+template <bool kVec>
+__global__ void __launch_bounds__(kThreads, 3)
+    cross_entropy_cluster_staged(const __nv_bfloat16* __restrict__ logits, const int64_t* __restrict__ targets,
+                                 float* __restrict__ loss, __nv_bfloat16* __restrict__ dlogits, int64_t T, int64_t V,
+                                 int slice, int64_t ignore_index, float grad_scale) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  __shared__ MaxSum warp_partials[kWarps];
+  __shared__ MaxSum cta_partial;  // read by the cluster's peers over DSMEM
+  __shared__ float row_stats[2];  // the row's max and -log2(sum 2^((x - m) log2e))
+  __shared__ __align__(8) uint64_t bars[kBuffers][kChunks];
+  constexpr bool kBulk = kVec && kTma;
+  constexpr int kToggle = kBulk ? kBuffers - 1 : 0;  // the 2-byte path stages into one buffer
+
+  cg::cluster_group cluster = cg::this_cluster();
+  const int C = static_cast<int>(cluster.num_blocks());
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int64_t first = blockIdx.x / C, stride = gridDim.x / C;
+  const int64_t begin = static_cast<int64_t>(rank) * slice;
+  const int len = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(V - begin, slice)));
+  auto* buffers = reinterpret_cast<__nv_bfloat16*>(smem_raw);
+
+  if constexpr (kBulk) {
+    if (threadIdx.x == 0) {
+      for (int b = 0; b < kBuffers; ++b)
+        for (int k = 0; k < kChunks; ++k) mbar_init(&bars[b][k]);
+      fence_mbar_init();
+      if (first < T && targets[first] != ignore_index)
+        issue_slice(reinterpret_cast<const uint4*>(logits + first * V + begin), reinterpret_cast<uint4*>(buffers),
+                    len / 8, bars[0]);
+    }
+    __syncthreads();
+  }
+
+  uint32_t phases = 0;  // bit b: the parity buffer b's mbarriers complete next
+  int buf = 0;
+  for (int64_t row = first; row < T; row += stride, buf ^= kToggle) {
+    const int64_t next = row + stride;
+    // A buffer is reused two rows on (one row on with a single buffer): peers finished reading it
+    // before that row's closing cluster barrier, this CTA's threads (phase 3 runs past the
+    // arrive) by this barrier.
+    if constexpr (kPersist) __syncthreads();
+    if constexpr (kBulk && kPersist) {
+      if (threadIdx.x == 0 && next < T && targets[next] != ignore_index) {
+        fence_proxy_async();
+        issue_slice(reinterpret_cast<const uint4*>(logits + next * V + begin),
+                    reinterpret_cast<uint4*>(buffers + static_cast<int64_t>(buf ^ 1) * slice), len / 8, bars[buf ^ 1]);
+      }
+    }
+    __nv_bfloat16* dst = dlogits + row * V + begin;
+    const int64_t y = targets[row];
+    if (y == ignore_index) {  // uniform across the cluster: no barrier is skipped by only some CTAs
+      if (kVec) {
+        for (int i = threadIdx.x; i < len / 8; i += kThreads) reinterpret_cast<uint4*>(dst)[i] = make_uint4(0, 0, 0, 0);
+      } else {
+        for (int i = threadIdx.x; i < len; i += kThreads) dst[i] = __float2bfloat16_rn(0.f);
+      }
+      if (rank == 0 && threadIdx.x == 0) loss[row] = 0.f;
+      continue;
+    }
+    const uint32_t parity = (phases >> buf) & 1u;
+    phases ^= 1u << buf;
+    process_row<kVec>(logits + row * V + begin, dst, buffers + static_cast<int64_t>(buf) * slice, bars[buf], parity,
+                      loss, row, y, V, slice, begin, len, grad_scale, cluster, C, rank, warp_partials, &cta_partial,
+                      row_stats);
+  }
 }
 
 /// Cluster size and slice length for a row of V elements.
@@ -319,11 +483,22 @@ inline bool plan_for(int64_t V, Plan* plan) {
   return false;
 }
 
+/// Clusters resident at once for this launch shape (0 if the query fails): the persistent grid.
+inline int resident_clusters(const void* kernel, const cudaLaunchConfig_t& cfg) {
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
 template <bool kVec>
 cudaError_t launch(const Plan& plan, int64_t T, const __nv_bfloat16* logits, const int64_t* targets, float* loss,
                    __nv_bfloat16* dlogits, int64_t V, int64_t ignore_index, float grad_scale, cudaStream_t stream) {
   auto kernel = &cross_entropy_cluster_staged<kVec>;
-  const size_t smem = static_cast<size_t>(plan.slice) * sizeof(__nv_bfloat16);
+  const int buffers = (kVec && kTma) ? kBuffers : 1;
+  const size_t smem = static_cast<size_t>(buffers) * plan.slice * sizeof(__nv_bfloat16);
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e != cudaSuccess) return e;
   cudaLaunchConfig_t cfg = {};
@@ -338,7 +513,12 @@ cudaError_t launch(const Plan& plan, int64_t T, const __nv_bfloat16* logits, con
   attr[0].val.clusterDim.z = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  e = cudaLaunchKernelEx(&cfg, kernel, logits, targets, loss, dlogits, V, plan.slice, ignore_index, grad_scale);
+  if (kPersist) {
+    const int resident = resident_clusters(reinterpret_cast<const void*>(kernel), cfg);
+    if (resident <= 0) return cudaErrorInvalidConfiguration;  // the slice buffers do not fit an SM
+    cfg.gridDim.x = static_cast<unsigned>(std::min<int64_t>(T, resident) * plan.cluster);
+  }
+  e = cudaLaunchKernelEx(&cfg, kernel, logits, targets, loss, dlogits, T, V, plan.slice, ignore_index, grad_scale);
   if (e != cudaSuccess) return e;
   return cudaGetLastError();
 }
