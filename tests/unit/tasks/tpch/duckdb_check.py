@@ -74,7 +74,48 @@ def q6_compare(rows, meta):
     return engine == golden, f"duckdb {engine} golden {golden}"
 
 
-QUERIES = {"q6": (q6_query, q6_compare)}
+def q1_query(s):
+    delta = (datetime.date(1998, 12, 1) - EPOCH).days - s["shipdate_max"]
+    return "q1.sql", substitute((SQL_DIR / "q1.sql").read_text(), {"1": delta})
+
+
+Q1_FLAGS, Q1_STATUS = "ANR", "FO"
+AVG_RTOL = 1e-12
+
+
+def q1_compare(rows, meta):
+    """Row g of the golden is (flag g // 2, status g % 2); DuckDB lists only non-empty groups, in
+    ORDER BY order, which must be ascending g."""
+    gold = meta["golden"]
+    seen, problems, last = set(), [], -1
+    for r in rows:
+        g = 2 * Q1_FLAGS.index(r[0]) + Q1_STATUS.index(r[1])
+        if g <= last:
+            problems.append(f"row {r[0]}{r[1]} out of ORDER BY")
+        last = g
+        seen.add(g)
+        hi, lo = gold["sum_charge"][2 * g], gold["sum_charge"][2 * g + 1]
+        exact = {
+            "sum_qty": (int(r[2]), gold["sum_qty"][g]),
+            "sum_base_price": (int(r[3] * 100), gold["sum_base_price"][g]),
+            "sum_disc_price": (int(r[4] * 10**4), gold["sum_disc_price"][g]),
+            "sum_charge": (int(r[5] * 10**6), (hi << 64) + (lo % (1 << 64))),
+            "count_order": (int(r[9]), gold["count_order"][g]),
+        }
+        for k, (e, v) in exact.items():
+            if e != v:
+                problems.append(f"{r[0]}{r[1]} {k}: duckdb {e} golden {v}")
+        for k, e, scale in (("avg_qty", r[6], 1), ("avg_price", r[7], 100), ("avg_disc", r[8], 100)):
+            v = gold[k][g]
+            if abs(float(e) * scale - v) > AVG_RTOL * abs(v) * 10:  # DuckDB's average: its own rounding
+                problems.append(f"{r[0]}{r[1]} {k}: duckdb {float(e) * scale!r} golden {v!r}")
+    for g in range(6):
+        if g not in seen and gold["count_order"][g] != 0:
+            problems.append(f"group {g} missing in duckdb but has {gold['count_order'][g]} rows in the golden")
+    return not problems, "; ".join(problems) if problems else f"{len(rows)} groups equal"
+
+
+QUERIES = {"q6": (q6_query, q6_compare), "q1": (q1_query, q1_compare)}
 
 
 def main():
