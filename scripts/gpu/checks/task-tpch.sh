@@ -49,7 +49,7 @@ for task in tpch_q6 tpch_q1; do
   objdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
   if [ -x "$objdump" ]; then
     "$objdump" --dump-sass "$carry/impl/$task/expert.so" > "$out/expert_$task.sass" 2>&1
-    echo "$task expert SASS:" $(grep -oE "LDG\.E\.(128|64)[A-Z.]*|LDG\.E\.CONSTANT|RED\.E\.ADD[A-Z0-9.]*|ATOMG\.E\.ADD[A-Z0-9.]*|SHFL\.DOWN|BRA" \
+    echo "$task expert SASS:" $(grep -oE "LDG\.E\.(128|64)[A-Z.]*|LDG\.E\.CONSTANT|RED\.E\.ADD[A-Z0-9.]*|ATOMG\.E\.ADD[A-Z0-9.]*|SHFL\.DOWN|LDL[A-Z0-9.]*|STL[A-Z0-9.]*|BRA" \
       "$out/expert_$task.sass" | sort | uniq -c | awk '{print $2"x"$1}')
   fi
 done
