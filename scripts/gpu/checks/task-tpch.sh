@@ -13,7 +13,7 @@ carry=$(cd "$1" && pwd); out=$2
 mkdir -p "$out"
 source "$(dirname "$0")/../env.sh" "$carry" "$out"
 d2k="$carry/d2k"
-helpers=scripts/gpu/checks/task-tpch
+aux_dir=scripts/gpu/checks/task-tpch
 budget=${TPCH_BUDGET_S:-145}
 fails=0
 pass() { echo "PASS $*"; }
@@ -54,7 +54,7 @@ for task in tpch_q6 tpch_q1; do
   fi
 done
 if python3 -c "import torch" 2> /dev/null; then
-  step torch 30 python3 $helpers/torch_path.py --samples 10 --queries q6,q1 --csv "$out/torch.csv" \
+  step torch 30 python3 $aux_dir/torch_path.py --samples 10 --queries q6,q1 --csv "$out/torch.csv" \
     && pass "torch path timed" || fail "torch path (see torch.log)"
   grep -E "^\||torch " "$out/torch.log" | cut -c1-300
 else
