@@ -32,18 +32,18 @@ step() {  # step NAME SECONDS CMD... : runs with min(SECONDS, what is left of th
 
 for task in tpch_q6 tpch_q1; do
   [ -d "dataset/$task" ] || continue
-  step "validate_$task" 10 "$d2k" tasks validate $task && pass "validate $task" || fail "validate $task"
+  step "validate_$task" 5 "$d2k" tasks validate $task && pass "validate $task" || fail "validate $task"
   targets=naive,expert
   [ -f "$carry/impl/$task/library.so" ] && targets+=,library
   [ -f "$carry/impl/$task/expert_scalar.so" ] && targets+=,expert:scalar
-  if step "bench_$task" 45 "$d2k" bench --task $task --targets $targets --quiet --json "$out/bench_$task.jsonl" \
+  if step "bench_$task" 40 "$d2k" bench --task $task --targets $targets --quiet --json "$out/bench_$task.jsonl" \
       --markdown "$out/bench_$task.md"; then
     pass "bench $task: every built-in target PASSED"
   else
     fail "bench $task (see bench_$task.log)"
   fi
   grep -v " check \|hidden:" "$out/bench_$task.log" | cut -c1-200 | tail -14
-  step "starter_$task" 12 "$d2k" bench --task $task --targets solution --solution-dir dataset/$task/starter/cuda --quiet
+  step "starter_$task" 10 "$d2k" bench --task $task --targets solution --solution-dir dataset/$task/starter/cuda --quiet
   grep -q "INCORRECT_" "$out/starter_$task.log" && pass "starter $task fails with INCORRECT_*" ||
     fail "starter $task verdict (see starter_$task.log)"
   objdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
