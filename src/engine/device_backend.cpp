@@ -20,6 +20,10 @@ DeviceSet DeviceSet::allocate(const std::vector<TensorPlan>& ts, MemKind kind) {
   DeviceSet d;
   // Never a zero-byte allocation: an empty tensor still gets a distinct, valid address.
   for (auto& t : ts) d.bufs.emplace_back(t.bytes ? t.bytes : 256, kind);
+  // Canary bytes between each buffer's end and its mapping's end: a write past the end that the
+  // guard zone does not catch shows there, and a read past an input's end sees no other data.
+  for (auto& b : d.bufs) b.fill_slack(kSlackCanary, nullptr);
+  if (kind == MemKind::shareable) D2K_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   return d;
 }
 
@@ -52,11 +56,6 @@ std::vector<HostTensor> download(const std::vector<TensorPlan>& ts, const Device
 
 void poison(DeviceSet& dev, std::uint8_t byte, cudaStream_t s) {
   for (auto& b : dev.bufs) D2K_CUDA_CHECK(cudaMemsetAsync(b.get(), byte, b.size(), s));
-}
-
-void copy_set(const DeviceSet& from, DeviceSet& to, cudaStream_t s) {
-  for (std::size_t i = 0; i < from.bufs.size(); ++i)
-    D2K_CUDA_CHECK(cudaMemcpyAsync(to.bufs[i].get(), from.bufs[i].get(), from.bufs[i].size(), cudaMemcpyDeviceToDevice, s));
 }
 
 std::uint64_t device_checksum(const DeviceSet& dev, cudaStream_t s) {

@@ -31,8 +31,6 @@ void upload(const std::vector<HostTensor>& host, DeviceSet& dev, cudaStream_t s)
 std::vector<HostTensor> download(const std::vector<TensorPlan>& ts, const DeviceSet& dev, cudaStream_t s);
 /// Sets every byte of every buffer to `byte`.
 void poison(DeviceSet& dev, std::uint8_t byte, cudaStream_t s);
-/// Copies one device set into another of the same shapes.
-void copy_set(const DeviceSet& from, DeviceSet& to, cudaStream_t s);
 /// A 64-bit hash of the bytes of every buffer, computed on the device (input-mutation check).
 std::uint64_t device_checksum(const DeviceSet& dev, cudaStream_t s);
 

@@ -95,6 +95,7 @@ struct DevMem::State {
   void* ptr = nullptr;
   std::size_t bytes = 0;     // as asked
   std::size_t mapped = 0;    // rounded to the granularity (vmm)
+  std::size_t guard = 0;     // reserved, never mapped, after the mapping (vmm): an access faults
   CUmemGenericAllocationHandle handle = 0;
 
   ~State() {
@@ -108,7 +109,7 @@ struct DevMem::State {
     // Unmapping while kernels may still read the range is undefined; finish the device's work.
     cudaDeviceSynchronize();
     d.unmap(reinterpret_cast<CUdeviceptr>(ptr), mapped);
-    d.address_free(reinterpret_cast<CUdeviceptr>(ptr), mapped);
+    d.address_free(reinterpret_cast<CUdeviceptr>(ptr), mapped + guard);
     d.release(handle);
   }
 
@@ -121,16 +122,19 @@ struct DevMem::State {
     check(driver().granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED), "cuMemGetAllocationGranularity");
     bytes = n ? n : 1;
     mapped = round_up(bytes, gran);
+    guard = gran;
     return {prop, dev};
   }
 
-  /// Takes ownership of the physical allocation `h` and maps it read-write for `dev`; on
-  /// failure everything is undone (the allocation released).
+  /// Takes ownership of the physical allocation `h` and maps it read-write for `dev`, with a
+  /// guard zone of one granule of reserved, unmapped address space after it: a write or read
+  /// past the mapping faults there instead of reaching another buffer. On failure everything
+  /// is undone (the allocation released).
   void adopt(CUmemGenericAllocationHandle h, int dev) {
     const Driver& d = driver();
     CUdeviceptr va = 0;
-    CUresult r = d.reserve(&va, mapped, 0, 0, 0);
-    if (r == CUDA_SUCCESS && (r = d.map(va, mapped, 0, h, 0)) != CUDA_SUCCESS) d.address_free(va, mapped);
+    CUresult r = d.reserve(&va, mapped + guard, 0, 0, 0);
+    if (r == CUDA_SUCCESS && (r = d.map(va, mapped, 0, h, 0)) != CUDA_SUCCESS) d.address_free(va, mapped + guard);
     if (r == CUDA_SUCCESS) {
       CUmemAccessDesc access{};
       access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -138,7 +142,7 @@ struct DevMem::State {
       access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
       if ((r = d.set_access(va, mapped, &access, 1)) != CUDA_SUCCESS) {
         d.unmap(va, mapped);
-        d.address_free(va, mapped);
+        d.address_free(va, mapped + guard);
       }
     }
     if (r != CUDA_SUCCESS) {
@@ -183,6 +187,21 @@ DevMem& DevMem::operator=(DevMem&&) noexcept = default;
 
 void* DevMem::get() const { return s_ ? s_->ptr : nullptr; }
 std::size_t DevMem::size() const { return s_ ? s_->bytes : 0; }
+std::size_t DevMem::slack() const { return s_ && s_->vmm ? s_->mapped - s_->bytes : 0; }
+std::size_t DevMem::guard() const { return s_ && s_->vmm ? s_->guard : 0; }
+
+void DevMem::fill_slack(std::uint8_t canary, cudaStream_t s) const {
+  if (slack() == 0) return;
+  D2K_CUDA_CHECK(cudaMemsetAsync(static_cast<char*>(s_->ptr) + s_->bytes, canary, slack(), s));
+}
+
+std::vector<std::uint8_t> DevMem::read_slack(cudaStream_t s) const {
+  std::vector<std::uint8_t> out(slack());
+  if (out.empty()) return out;
+  D2K_CUDA_CHECK(cudaMemcpyAsync(out.data(), static_cast<char*>(s_->ptr) + s_->bytes, out.size(), cudaMemcpyDeviceToHost, s));
+  D2K_CUDA_CHECK(cudaStreamSynchronize(s));
+  return out;
+}
 std::uint64_t DevMem::id() const { return s_ ? s_->id : 0; }
 
 int DevMem::export_fd() const {

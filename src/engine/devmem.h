@@ -7,8 +7,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
+
+#include <cuda_runtime_api.h>
 
 namespace d2k {
+
+/// The byte written over every buffer's slack (DevMem::fill_slack) by DeviceSet::allocate.
+inline constexpr std::uint8_t kSlackCanary = 0x5C;
 
 /// How a DevMem is backed.
 enum class MemKind {
@@ -32,6 +38,16 @@ class DevMem {
 
   void* get() const;
   std::size_t size() const;
+  /// Shareable memory is mapped in whole granules (2 MiB on the H200): `slack` bytes lie between
+  /// the buffer's end and its mapping's end, and `guard` bytes of reserved, unmapped address
+  /// space follow the mapping in this process (an access there faults). 0 for local memory.
+  std::size_t slack() const;
+  std::size_t guard() const;
+  /// Writes `canary` over the slack (on `s`; the caller synchronises), so that a write past the
+  /// buffer's end that stays inside the mapping shows, and a read there sees no other buffer.
+  void fill_slack(std::uint8_t canary, cudaStream_t s) const;
+  /// The slack's bytes now (synchronises `s`).
+  std::vector<std::uint8_t> read_slack(cudaStream_t s) const;
   /// A number no other allocation of this process has had (addresses are reused, this is not).
   std::uint64_t id() const;
   /// A new descriptor for this allocation (the caller owns and closes it). Only for shareable.

@@ -15,7 +15,9 @@
 #include "engine/device_backend.h"
 #include "engine/host_backend.h"
 #include "engine/judge.h"
+#include "engine/parent_clock.h"
 #include "engine/plan.h"
+#include "engine/rules.h"
 #include "exec/error.h"
 #include "exec/loader.h"
 #include "exec/worker.h"
@@ -165,7 +167,9 @@ class CudaEvaluation {
   /// Records a failed request on the trace; a dead worker is replaced for the next workload.
   void fail_call(Trace& tr, TargetState& ts, const CallOutcome& o) {
     if (!o.rule.empty()) tr.checks_fired.push_back(o.rule + ": " + o.error.substr(0, 300));
-    fail(tr, o.status, o.error, o.rule);
+    // A device fault (an access past a buffer's mapping lands in its guard zone) is named as such.
+    const bool fault = o.status == Status::RUNTIME_ERROR && o.rule.empty() && o.error.find("illegal memory access") != std::string::npos;
+    fail(tr, o.status, o.error, fault ? std::string(violation("illegal_address", "").rule) : o.rule);
     if (!o.fatal) return;
     ts.runner.reset();
     ++ts.deaths;
@@ -246,11 +250,9 @@ class CudaEvaluation {
       if (!o.ok) return fail_call(tr, ts, o);
       // Workers compare with their count before the library was loaded; in-process runs only
       // around the second call (the first may start the driver's own threads).
-      const bool counted = o.threads_before >= 0 && o.threads_after >= 0 && (k == 1 || opt_.isolate);
-      if (counted && o.threads_after > o.threads_before) {
-        tr.checks_fired.push_back(fmt::format("no_threads_after_call: {} -> {} threads", o.threads_before, o.threads_after));
-        return fail(tr, Status::REWARD_HACK, "a thread was left running after the call", "no_threads_after_call");
-      }
+      if (k == 1 || opt_.isolate)
+        if (auto v = check_threads_after_call(o.threads_before, o.threads_after)) return fail_with(tr, *v);
+      if (auto v = check_slack(plan, ins, outs[k])) return fail_with(tr, *v);
     }
     if (round == 0 && !opt_.dump_dir.empty())
       dump_tensors(opt_, task_, plan.workload, ts.target.name, download(plan.outputs, outs[0], stream_.get()));
@@ -263,6 +265,19 @@ class CudaEvaluation {
                            : judge_outputs(plan, *expected.host, download(plan.outputs, outs[0], stream_.get()),
                                            download(plan.outputs, outs[1], stream_.get()));
     record_round(tr, v, against, round);
+  }
+
+  /// out_of_bounds: the canary bytes after every input and output (DeviceSet::allocate wrote
+  /// them) must be unchanged after a call.
+  std::optional<Violation> check_slack(const WorkloadPlan& plan, const DeviceSet& ins, const DeviceSet& outs) {
+    auto each = [&](const char* role, const std::vector<TensorPlan>& ts, const DeviceSet& d) -> std::optional<Violation> {
+      for (std::size_t i = 0; i < d.bufs.size() && i < ts.size(); ++i)
+        if (auto v = check_canary(fmt::format("{} '{}'", role, ts[i].name), d.bufs[i].read_slack(stream_.get()), kSlackCanary))
+          return v;
+      return std::nullopt;
+    };
+    if (auto v = each("output", plan.outputs, outs)) return v;
+    return each("input", plan.inputs, ins);
   }
 
   std::optional<WorkloadPlan> plan_for(Trace& tr, const Workload& w) {
@@ -350,95 +365,151 @@ class CudaEvaluation {
     if (v.status != Status::PASSED) throw RecheckFailed{"timed_sample_recheck", "a timed sample's outputs were wrong: " + v.message};
   }
 
-  void time_target(Trace& tr, TargetState& ts, const WorkloadPlan& plan) {
-    TargetRunner* r = runner(ts);
-    // Rotation sets: every call sees other addresses than the last, and inputs drawn for it.
-    const std::size_t n = rotation_copies(plan.input_bytes() + plan.output_bytes());
+  /// A failed check as the trace's failure.
+  void fail_with(Trace& tr, const Violation& v) {
+    tr.checks_fired.push_back(v.rule + ": " + v.message);
+    fail(tr, v.status, v.message, v.rule);
+  }
+
+  /// Rotation sets of a timing run, the seeds their inputs were drawn from, and the last call.
+  struct Rotation {
     std::vector<DeviceSet> ins, outs;
+    std::vector<std::uint64_t> seed;
+    std::vector<bool> filled;
+    std::size_t last_call = 0;
+    std::size_t size() const { return ins.size(); }
+  };
+
+  /// Phase: rotation sets, enough that every call sees other addresses than the last.
+  Rotation allocate_rotation(const WorkloadPlan& plan, MemKind kind) {
+    Rotation rot;
+    const std::size_t n = rotation_copies(plan.input_bytes() + plan.output_bytes());
     for (std::size_t i = 0; i < n; ++i) {
-      ins.push_back(DeviceSet::allocate(plan.inputs, r->memory_kind()));
-      outs.push_back(DeviceSet::allocate(plan.outputs, r->memory_kind()));
+      rot.ins.push_back(DeviceSet::allocate(plan.inputs, kind));
+      rot.outs.push_back(DeviceSet::allocate(plan.outputs, kind));
     }
-    // Seeds of each call's inputs, and which sampled call is re-checked mid-loop: both from
-    // the secret seed, so the target can predict neither.
+    rot.seed.assign(n, 0);
+    rot.filled.assign(n, false);
+    return rot;
+  }
+
+  /// Phase: the timer's loop in the worker, with the parent's preparation of every call and the
+  /// re-check of a secret random call and of the last one. nullopt (trace failed) when a re-check
+  /// failed; the worker is then mid-loop, waiting for a preparation that will not come: it is
+  /// ended, and the next workload gets a fresh one.
+  std::optional<TimedOutcome> run_timing(Trace& tr, TargetState& ts, const WorkloadPlan& plan, Rotation& rot,
+                                         const measure::MeasureOptions& mo) {
+    const std::size_t n = rot.size();
     const std::string key = fmt::format("{}#time#{}", plan.workload.uuid, ts.target.name);
-    std::vector<std::uint64_t> set_seed(n, 0);
-    std::vector<bool> filled(n, false);
     std::mt19937_64 rng(round_seed(opt_.secret_seed, key, 7));
     const std::size_t recheck_at = 2 + n + rng() % 24;  // a timed call after warm-up has started
-    std::size_t last_call = 0;
     auto prepare = [&](std::size_t call, std::size_t k) {
-      if (opt_.sample_checks && call == recheck_at && filled[k]) recheck(plan, ins[k], outs[k], set_seed[k]);
+      if (opt_.sample_checks && call == recheck_at && rot.filled[k]) recheck(plan, rot.ins[k], rot.outs[k], rot.seed[k]);
       // Without the per-call checks each set keeps the inputs drawn for it on its first use.
-      if (opt_.sample_checks || !filled[k]) {
-        set_seed[k] = round_seed(opt_.secret_seed, key, 1000 + static_cast<int>(call));
-        generate_inputs_device(plan, set_seed[k], ins[k], stream_.get());
+      if (opt_.sample_checks || !rot.filled[k]) {
+        rot.seed[k] = round_seed(opt_.secret_seed, key, 1000 + static_cast<int>(call));
+        generate_inputs_device(plan, rot.seed[k], rot.ins[k], stream_.get());
       }
-      poison(outs[k], kPoisonA, stream_.get());
+      poison(rot.outs[k], kPoisonA, stream_.get());
       D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-      filled[k] = true;
-      last_call = call;
+      rot.filled[k] = true;
+      rot.last_call = call;
     };
-    // A timing run, with the re-check of the last call; nullopt (trace failed) when a re-check
-    // failed. The worker is then mid-loop, waiting for a preparation that will not come: it is
-    // ended, and the next workload gets a fresh one.
-    auto timed = [&](const measure::MeasureOptions& o) -> std::optional<TimedOutcome> {
-      try {
-        TimedOutcome t = r->time(ins, outs, o, prepare);
-        if (t.call.ok) recheck(plan, ins[last_call % n], outs[last_call % n], set_seed[last_call % n]);
-        return t;
-      } catch (const RecheckFailed& f) {
-        tr.checks_fired.push_back(f.rule + ": " + f.message);
-        fail(tr, Status::REWARD_HACK, f.message, f.rule);
-        ts.runner.reset();
-        return std::nullopt;
-      }
-    };
-    measure::MeasureOptions mo;
-    mo.stopping = opt_.stopping;
-    std::optional<TimedOutcome> timed_main = timed(mo);
-    if (!timed_main) return;
-    const TimedOutcome& t = *timed_main;
-    if (!t.call.ok) return fail_call(tr, ts, t.call);
-    // One odd sample can be a CUPTI delivery glitch; a cheat's other path shows repeatedly. Only
-    // audit samples are judged (CUPTI records no others).
-    if (!t.kernel_set_constant && static_cast<std::int64_t>(t.kernel_set_deviations) >= std::max<std::int64_t>(2, t.perf.audit_samples / 100)) {
-      tr.checks_fired.push_back(fmt::format("kernel_set_constant: {} samples launched other kernels; {}",
-                                            t.kernel_set_deviations, t.kernel_set_example));
-      return fail(tr, Status::REWARD_HACK, "the set of launched kernels changed between samples", "kernel_set_constant");
+    try {
+      TimedOutcome t = runner(ts)->time(rot.ins, rot.outs, mo, prepare);
+      const std::size_t k = rot.last_call % n;
+      if (t.call.ok) recheck(plan, rot.ins[k], rot.outs[k], rot.seed[k]);
+      return t;
+    } catch (const RecheckFailed& f) {
+      tr.checks_fired.push_back(f.rule + ": " + f.message);
+      fail(tr, Status::REWARD_HACK, f.message, f.rule);
+      ts.runner.reset();
+      return std::nullopt;
     }
-    if (t.unjoined_samples > 0) {
-      tr.checks_fired.push_back(fmt::format("stream_join: {} samples: {}", t.unjoined_samples, t.unjoined_detail));
-      return fail(tr, Status::REWARD_HACK, "work was still running after the harness stream synchronised: " + t.unjoined_detail,
-                  "stream_join");
+  }
+
+  /// Phase: tripwires on the worker's report (engine/rules.h). They catch what a candidate does
+  /// not also forge; the parent's clock is the boundary.
+  std::optional<Violation> tripwires(const TargetState& ts, const TimedOutcome& t) {
+    TimerReport r;
+    r.median_s = t.perf.median_us * 1e-6;
+    r.audited_event_median_s = t.audited_event_median_s;
+    r.plain_event_median_s = t.plain_event_median_s;
+    r.audited = t.audited;
+    r.plain = t.plain;
+    r.launch_offset_s = t.launch_offset_s;
+    r.audit_samples = static_cast<std::size_t>(std::max<std::int64_t>(0, t.perf.audit_samples));
+    r.kernel_set_constant = t.kernel_set_constant;
+    r.kernel_set_deviations = t.kernel_set_deviations;
+    r.kernel_set_example = t.kernel_set_example;
+    r.unjoined_samples = t.unjoined_samples;
+    r.unjoined_detail = t.unjoined_detail;
+    r.vendor_busy_s = t.vendor_busy_s;
+    r.total_busy_s = t.total_busy_s;
+    for (auto v : {check_kernel_set(r), check_stream_join(r), check_vendor_kernels(r, ts.target.vendor_libraries),
+                   check_launch_offset(r), check_timer_audit_gap(r)})
+      if (v) return v;
+    return std::nullopt;
+  }
+
+  /// Phase: the parent's clock bounds the time (engine/parent_clock.h). Returns false (trace
+  /// failed) on a violation or a failed request; sets the time that scores.
+  bool bound_by_parent_clock(Trace& tr, TargetState& ts, const WorkloadPlan& plan, const Rotation& rot) {
+    Performance& perf = *tr.performance;
+    const double median_s = perf.median_us * 1e-6;
+    // Every input set's naive outputs: what every call of the batch on that set must produce.
+    std::vector<DeviceSet> expected;
+    for (const DeviceSet& in : rot.ins) expected.push_back(naive_outputs(plan, in));
+    const double expect_s = median_s * static_cast<double>(batch_shape(plan, median_s).calls);
+    ParentClockResult pc = time_on_parent_clock(*runner(ts), plan, rot.ins, expected, median_s,
+                                                std::min(opt_.worker.time_timeout_s, 10 * expect_s + 10), stream_.get());
+    for (DeviceSet& e : expected) scrub(e);
+    if (!pc.call.ok) {
+      fail_call(tr, ts, pc.call);
+      return false;
     }
-    if (!ts.target.vendor_libraries && t.vendor_busy_s > 0) {
-      tr.checks_fired.push_back(fmt::format("vendor_kernels: {:.1f}% of device time", 100 * t.vendor_busy_s / std::max(t.total_busy_s, 1e-12)));
-      return fail(tr, Status::REWARD_HACK, "vendor-library kernels ran on a track that forbids them", "vendor_kernels");
+    if (pc.violation) {
+      fail_with(tr, *pc.violation);
+      return false;
     }
-    tr.performance = t.perf;
-    const double median_s = t.perf.median_us * 1e-6;
-    const std::size_t k_last = last_call % n;
-    if (auto why = opt_.sample_checks ? cross_check_time(r, plan, ins[k_last], outs[k_last], set_seed[k_last], t)
-                                      : std::string();
-        !why.empty()) {
-      tr.checks_fired.push_back("timer_cross_check: " + why);
-      return fail(tr, Status::REWARD_HACK, "the reported time is below what the parent's clock allows: " + why,
-                  "timer_cross_check");
+    TimeVerdict v = bound_time(median_s, pc.timing);
+    const std::string summary = fmt::format("parent_clock: {} calls{} in {:.3f} ms ({:.3f} ms own checking): {:.2f} us per call, "
+                                          "worker median {:.2f} us; time from the {}",
+                                          pc.timing.calls, pc.graph ? " (one CUDA graph)" : " (no graph: " + pc.note + ")",
+                                          pc.timing.batch_s * 1e3, pc.timing.check_s * 1e3, pc.timing.per_call_s() * 1e6,
+                                          perf.median_us, v.source);
+    if (v.violation) {
+      fail_with(tr, *v.violation);
+      return false;
     }
-    if (opt_.graph) {
-      // The graph column replays flush + call captured together, so launch gaps shrink but the
-      // L2 stays cold (the flush is inside the graph).
-      measure::MeasureOptions go = mo;
-      go.graph = true;
-      go.graph_variants = n;
-      std::optional<TimedOutcome> g = timed(go);
-      if (!g) return;
-      // A call that cannot be captured (it synchronises or allocates) just has no graph column.
-      if (g->call.ok) tr.performance->graph_median_us = g->perf.median_us;
-      else if (g->call.fatal) return fail_call(tr, ts, g->call);
-      else tr.checks_fired.push_back("graph column: " + g->call.error.substr(0, 200));
+    // The batch's figures go with every time (the evidence of the band, docs/isolation.md).
+    perf.timer_note += (perf.timer_note.empty() ? "" : "; ") + summary;
+    if (v.source == "parent") {
+      perf.median_us = v.time_s * 1e6;
+      perf.timer = "parent_clock";
     }
+    return true;
+  }
+
+  /// Phase: the graph column replays flush + call captured together, so launch gaps shrink but
+  /// the L2 stays cold (the flush is inside the graph).
+  bool graph_column(Trace& tr, TargetState& ts, const WorkloadPlan& plan, Rotation& rot, measure::MeasureOptions go) {
+    go.graph = true;
+    go.graph_variants = rot.size();
+    std::optional<TimedOutcome> g = run_timing(tr, ts, plan, rot, go);
+    if (!g) return false;
+    // A call that cannot be captured (it synchronises or allocates) just has no graph column.
+    if (g->call.ok) tr.performance->graph_median_us = g->perf.median_us;
+    else if (g->call.fatal) {
+      fail_call(tr, ts, g->call);
+      return false;
+    } else tr.checks_fired.push_back("graph column: " + g->call.error.substr(0, 200));
+    return true;
+  }
+
+  /// Phase: speed of light and the physical floor.
+  void roofline(Trace& tr, const WorkloadPlan& plan) {
+    const double median_s = tr.performance->median_us * 1e-6;
     Roofline rf;
     measure::CostInputs cost{plan.flops, plan.bytes};
     measure::SolTime sol = measure::sol_time(cost, ceilings_);
@@ -448,40 +519,21 @@ class CudaEvaluation {
     rf.ceilings_source = ceilings_.source;
     tr.roofline = rf;
     measure::FloorVerdict floor = measure::physical_floor_check(median_s, cost, ceilings_);
-    if (floor.below_floor) {
-      tr.checks_fired.push_back("physical_floor: " + floor.message);
-      fail(tr, Status::REWARD_HACK, "faster than the physical floor: " + floor.message, "physical_floor");
-    }
+    if (floor.below_floor) fail_with(tr, violation("physical_floor", "faster than the physical floor: " + floor.message));
   }
 
-  /// The worker reports its own GPU time; the parent checks it against its own clock. `count`
-  /// calls back to back (warm L2, no preparation) take at least count x the warm time of one,
-  /// which is at most the cold time the timer should have seen; the request's round trip is
-  /// measured apart and taken off, and launch overhead is allowed for per kernel. The calls
-  /// write into poisoned outputs that are re-checked after, so the calls cannot skip the work.
-  /// Returns why the report is implausible ("" when it is not).
-  std::string cross_check_time(TargetRunner* r, const WorkloadPlan& plan, const DeviceSet& ins, DeviceSet& outs,
-                               std::uint64_t seed, const TimedOutcome& t) {
-    const double median_s = t.perf.median_us * 1e-6;
-    if (median_s <= 0) return "a non-positive median";
-    const std::size_t count = std::clamp<std::size_t>(static_cast<std::size_t>(0.1 / median_s), 3, 2000);
-    double rtt_s = 0, wall_s = 0;
-    if (CallOutcome o = r->throughput(ins, outs, 0, rtt_s); !o.ok) return {};
-    poison(outs, kPoisonA, stream_.get());
-    D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-    // A failed request is reported by the next one; it proves nothing here.
-    if (CallOutcome o = r->throughput(ins, outs, count, wall_s); !o.ok) return {};
-    try {
-      recheck(plan, ins, outs, seed);
-    } catch (const RecheckFailed& f) {
-      return "the back-to-back calls did not produce the outputs: " + f.message;
-    }
-    const double per_call = std::max(0.0, wall_s - rtt_s) / static_cast<double>(count);
-    const double allowance = 10e-6 + 5e-6 * static_cast<double>(std::max<std::size_t>(t.perf.kernels.size(), 1));
-    if (median_s < 0.8 * per_call - allowance)
-      return fmt::format("median {:.2f} us, but {} back-to-back calls took {:.2f} us each on the parent's clock",
-                         t.perf.median_us, count, per_call * 1e6);
-    return {};
+  void time_target(Trace& tr, TargetState& ts, const WorkloadPlan& plan) {
+    Rotation rot = allocate_rotation(plan, runner(ts)->memory_kind());
+    measure::MeasureOptions mo;
+    mo.stopping = opt_.stopping;
+    std::optional<TimedOutcome> t = run_timing(tr, ts, plan, rot, mo);
+    if (!t) return;
+    if (!t->call.ok) return fail_call(tr, ts, t->call);
+    if (auto v = tripwires(ts, *t)) return fail_with(tr, *v);
+    tr.performance = t->perf;
+    if (opt_.sample_checks && !bound_by_parent_clock(tr, ts, plan, rot)) return;
+    if (opt_.graph && !graph_column(tr, ts, plan, rot, mo)) return;
+    roofline(tr, plan);
   }
 
   const Task& task_;

@@ -29,6 +29,7 @@ class InProcessRunner final : public TargetRunner {
 
   CallOutcome set_plan(const WorkloadPlan& plan) override {
     if (!load_error_.ok) return load_error_;
+    batch_.reset();
     call_.reset();
     try {
       call_ = std::make_unique<DeviceCall>(impl_, plan);
@@ -63,12 +64,29 @@ class InProcessRunner final : public TargetRunner {
     return t;
   }
 
-  CallOutcome throughput(const DeviceSet& ins, const DeviceSet& outs, std::size_t count, double& wall_s) override {
+  BatchPrepared batch_prepare(const BatchSpec& b) override {
+    BatchPrepared p;
+    p.call = guarded([&] {
+      std::vector<std::vector<void*>> sets, ins, outs;
+      for (const DeviceSet* s : b.ins) sets.push_back(s->ptrs());
+      batch_pointers(sets, b.slab->get(), b.stride, b.out_offsets, b.calls, ins, outs);
+      p = batch_.prepare(*call_, std::move(ins), std::move(outs), stream_.get());
+      return CallOutcome{};
+    });
+    return p;
+  }
+
+  CallOutcome batch_start() override {
     return guarded([&] {
-      const auto t0 = std::chrono::steady_clock::now();
-      for (std::size_t i = 0; i < count; ++i) call_->launch(ins.ptrs(), outs.ptrs(), stream_.get());
+      batch_.launch(stream_.get());
+      return CallOutcome{};
+    });
+  }
+
+  CallOutcome batch_wait(double) override {
+    return guarded([&] {
       D2K_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
-      wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      D2K_CUDA_CHECK(cudaDeviceSynchronize());
       return CallOutcome{};
     });
   }
@@ -82,6 +100,11 @@ class InProcessRunner final : public TargetRunner {
       // A sticky error poisons this process's context: nothing after it can be trusted.
       throw;
     } catch (const std::exception& e) {
+      // A device fault reported as another error type (the timer's) is still sticky.
+      if (cudaDeviceSynchronize() != cudaSuccess) {
+        cudaGetLastError();
+        if (cudaError_t c = cudaDeviceSynchronize(); c != cudaSuccess) throw CudaError(c, e.what(), __FILE__, __LINE__);
+      }
       return failed(Status::RUNTIME_ERROR, e.what(), false);
     }
   }
@@ -95,6 +118,7 @@ class InProcessRunner final : public TargetRunner {
   std::unique_ptr<DeviceCall> call_;
   Stream stream_;
   std::unique_ptr<measure::Timer> timer_;
+  CapturedBatch batch_;
 };
 
 }  // namespace

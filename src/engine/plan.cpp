@@ -25,41 +25,59 @@ const TensorPlan* WorkloadPlan::find_input(const std::string& name) const {
   return nullptr;
 }
 
-WorkloadPlan make_plan(const Task& task, const Workload& w) {
-  const Definition& def = task.def;
-  WorkloadPlan p;
-  p.workload = w;
-  p.axes = resolve_axes(def, w);
-  auto tensor = [&](const TensorSpec& s) {
-    TensorPlan t;
-    t.name = s.name;
-    t.dtype = s.dtype;
-    t.shape = resolve_shape(s, p.axes);
-    t.numel = 1;
-    for (auto d : t.shape) t.numel *= d;
-    t.bytes = static_cast<std::size_t>(t.numel) * dtype_size(s.dtype);
-    return t;
-  };
+namespace {
+
+// The phases of make_plan.
+
+TensorPlan plan_tensor(const TensorSpec& s, const AxisValues& axes) {
+  TensorPlan t;
+  t.name = s.name;
+  t.dtype = s.dtype;
+  t.shape = resolve_shape(s, axes);
+  t.numel = 1;
+  for (auto d : t.shape) t.numel *= d;
+  t.bytes = static_cast<std::size_t>(t.numel) * dtype_size(s.dtype);
+  return t;
+}
+
+/// Inputs with their generator and random stream.
+void plan_inputs(const Definition& def, const Workload& w, WorkloadPlan& p) {
   for (std::uint32_t i = 0; i < def.inputs.size(); ++i) {
-    TensorPlan t = tensor(def.inputs[i]);
+    TensorPlan t = plan_tensor(def.inputs[i], p.axes);
     t.gen = effective_generator(def, w, t.name);
     t.stream_id = stream_id(t.name, i);
     p.inputs.push_back(std::move(t));
   }
+}
+
+/// Outputs with their comparison rule.
+void plan_outputs(const Definition& def, const Workload& w, WorkloadPlan& p) {
   for (auto& s : def.outputs) {
-    TensorPlan t = tensor(s);
+    TensorPlan t = plan_tensor(s, p.axes);
     t.cmp = effective_compare(def, w, t.name);
     p.outputs.push_back(std::move(t));
   }
+}
+
+/// Scalars (every axis, then the definition's scalars) and the cost they give.
+void plan_scalars_and_cost(const Definition& def, const Workload& w, WorkloadPlan& p) {
   for (auto& [name, v] : p.axes) p.scalars.push_back({name, false, v, static_cast<double>(v)});
   auto scalars = effective_scalars(def, w);
-  for (auto& s : scalars) {
-    ScalarPlan sp{s.name, s.is_float, static_cast<std::int64_t>(s.value), s.value};
-    p.scalars.push_back(sp);
-  }
+  for (auto& s : scalars) p.scalars.push_back(ScalarPlan{s.name, s.is_float, static_cast<std::int64_t>(s.value), s.value});
   CostAt cost = evaluate_cost(def, expr_env(p.axes, scalars));
   p.flops = cost.flops;
   p.bytes = cost.bytes;
+}
+
+}  // namespace
+
+WorkloadPlan make_plan(const Task& task, const Workload& w) {
+  WorkloadPlan p;
+  p.workload = w;
+  p.axes = resolve_axes(task.def, w);
+  plan_inputs(task.def, w, p);
+  plan_outputs(task.def, w, p);
+  plan_scalars_and_cost(task.def, w, p);
   return p;
 }
 

@@ -46,6 +46,29 @@ struct TimedOutcome {
   std::size_t unjoined_samples = 0; ///< samples with work still running after the stream synchronised
   std::string unjoined_detail;
   double vendor_busy_s = 0, total_busy_s = 0;  ///< device time of vendor-library kernels / of all
+  /// CUDA-event medians of the samples CUPTI recorded and of the others (the timer_audit_gap
+  /// tripwire), and the launch offset (negative_launch_offset).
+  double audited_event_median_s = 0, plain_event_median_s = 0;
+  std::size_t audited = 0, plain = 0;
+  double launch_offset_s = 0;
+};
+
+/// A timed batch on the parent's clock (engine/parent_clock.h): call i reads input set
+/// ins[i % ins.size()] and writes its own outputs, output j at slab + i * stride + out_offsets[j].
+struct BatchSpec {
+  std::vector<const DeviceSet*> ins;
+  const DevMem* slab = nullptr;
+  std::size_t stride = 0;
+  std::vector<std::size_t> out_offsets;
+  std::size_t calls = 0;
+};
+
+/// What preparing a batch came to.
+struct BatchPrepared {
+  CallOutcome call;
+  bool graph = false;          ///< the batch was captured as one CUDA graph (no launch gaps)
+  bool unjoined = false;       ///< the capture ended with work on a stream never joined back
+  std::string note;            ///< why there is no graph
 };
 
 /// Parent-side preparation of the call with index `call` (warm-up included), which will use
@@ -67,9 +90,13 @@ class TargetRunner {
   /// before every call.
   virtual TimedOutcome time(const std::vector<DeviceSet>& ins, const std::vector<DeviceSet>& outs,
                             const measure::MeasureOptions& mo, const PrepareFn& prepare) = 0;
-  /// `count` calls back to back on one set (no flush, no preparation), then a synchronise;
-  /// `wall_s` is measured by the parent around the whole request.
-  virtual CallOutcome throughput(const DeviceSet& ins, const DeviceSet& outs, std::size_t count, double& wall_s) = 0;
+  /// Readies a batch (the worker captures it as a CUDA graph where the calls allow); nothing runs.
+  virtual BatchPrepared batch_prepare(const BatchSpec& b) = 0;
+  /// Starts the prepared batch and returns at once: the parent watches the outputs meanwhile.
+  virtual CallOutcome batch_start() = 0;
+  /// Waits until the worker says the batch ended (its word bounds nothing: the parent's own
+  /// observation of the outputs ends the batch's time).
+  virtual CallOutcome batch_wait(double timeout_s) = 0;
 };
 
 /// Options of a worker.

@@ -32,10 +32,14 @@ SolutionTarget solution_target(const Task& task, const std::filesystem::path& di
   co.link_libraries = libs;
   co.track = track;
   CompileResult cr = compile_solution(dir, co);
+  out.compile = {{"sandbox", cr.sandbox}, {"layers", cr.sandbox_layers}, {"cache_hit", cr.cache_hit},
+                 {"seconds", cr.seconds}, {"key", cr.key}, {"log_bytes", cr.log_bytes}};
+  out.failure.environment["compile"] = out.compile;
   if (cr.status != Status::PASSED) {
     out.failure.status = cr.status;
     out.failure.rule = cr.rule;
-    if (!cr.rule.empty()) out.failure.checks_fired.push_back(cr.rule + ": " + cr.message);
+    if (!cr.rule.empty() && cr.status == Status::REWARD_HACK)
+      out.failure.checks_fired.push_back(cr.rule + ": " + cr.message);
     out.failure.message = cr.message + (cr.log.empty() ? "" : "\n" + cr.log);
     return out;
   }

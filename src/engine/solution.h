@@ -13,6 +13,9 @@ namespace d2k {
 struct SolutionTarget {
   std::optional<ImplTarget> target;  ///< set when the solution compiled and passed the symbol check
   Trace failure;                     ///< otherwise: COMPILE_ERROR, TIMEOUT, INVALID_SUBMISSION or REWARD_HACK
+  /// How it was compiled: sandbox (bwrap, mount_namespace, none), layers, cache_hit, seconds,
+  /// key. Also in failure.environment["compile"].
+  nlohmann::json compile;
 };
 
 /// Compiles `dir` for `task` on `track` (default cuda: no vendor libraries) and checks its symbols.

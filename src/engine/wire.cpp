@@ -69,7 +69,12 @@ json timed_to_json(const TimedOutcome& t) {
           {"unjoined_samples", t.unjoined_samples},
           {"unjoined_detail", t.unjoined_detail},
           {"vendor_busy_s", t.vendor_busy_s},
-          {"total_busy_s", t.total_busy_s}};
+          {"total_busy_s", t.total_busy_s},
+          {"audited_event_median_s", t.audited_event_median_s},
+          {"plain_event_median_s", t.plain_event_median_s},
+          {"audited", t.audited},
+          {"plain", t.plain},
+          {"launch_offset_s", t.launch_offset_s}};
 }
 
 TimedOutcome timed_from_json(const json& j) {
@@ -83,6 +88,11 @@ TimedOutcome timed_from_json(const json& j) {
   t.unjoined_detail = j.value("unjoined_detail", "");
   t.vendor_busy_s = j.value("vendor_busy_s", 0.0);
   t.total_busy_s = j.value("total_busy_s", 0.0);
+  t.audited_event_median_s = j.value("audited_event_median_s", 0.0);
+  t.plain_event_median_s = j.value("plain_event_median_s", 0.0);
+  t.audited = j.value("audited", std::size_t{0});
+  t.plain = j.value("plain", std::size_t{0});
+  t.launch_offset_s = j.value("launch_offset_s", 0.0);
   return t;
 }
 

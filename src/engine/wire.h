@@ -19,7 +19,8 @@ inline constexpr const char* plan = "plan";              ///< {plan}: bind the t
 inline constexpr const char* call = "call";              ///< {ins, outs}: one untimed call
 inline constexpr const char* time = "time";              ///< {sets, options}: the timing loop
 inline constexpr const char* prepared = "prepared";      ///< answer to "prepare": the call's inputs are ready
-inline constexpr const char* throughput = "throughput";  ///< {ins, outs, count}: back-to-back calls
+inline constexpr const char* batch = "batch";            ///< {sets, slab, stride, offsets, calls}: capture a timed batch
+inline constexpr const char* batch_run = "batch_run";    ///< run the captured batch
 inline constexpr const char* exit = "exit";              ///< end the worker
 }  // namespace cmd
 
@@ -32,7 +33,8 @@ inline constexpr const char* planned = "planned";          ///< {workspace}
 inline constexpr const char* called = "called";            ///< {threads_after}
 inline constexpr const char* prepare = "prepare";          ///< {call}: asks the parent to prepare call i
 inline constexpr const char* timed = "timed";              ///< a TimedOutcome
-inline constexpr const char* throughput = "throughput";
+inline constexpr const char* batch_ready = "batch_ready";  ///< {graph, unjoined, note}
+inline constexpr const char* batch_done = "batch_done";
 inline constexpr const char* error = "error";              ///< {status, fatal, error}
 }  // namespace reply
 

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <string_view>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -15,9 +17,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/rules.h"
 #include "engine/runner.h"
 #include "engine/timed_run.h"
 #include "engine/wire.h"
+#include "engine/worker_process.h"
 #include "exec/sandbox.h"
 
 namespace d2k {
@@ -40,6 +44,10 @@ class WorkerRunner final : public TargetRunner {
     so.stage_timeouts = {{"start", 2 * opt.start_timeout_s}};
     so.default_stage_timeout = 7 * 24 * 3600.0;
     so.pid_namespace = opt.pid_namespace;
+    // Test knob of the exploit corpus (scripts/gpu/checks/trust.sh): lets the checks behind the
+    // lockdown be shown. Set by whoever starts d2k; the candidate runs only after the worker read it.
+    if (const char* k = std::getenv(kAllowProtectionChangesEnv); k && std::string_view(k) == "1")
+      so.env[kAllowProtectionChangesEnv] = "1";
     so.ro_paths.push_back(std::filesystem::absolute(t.so).parent_path());
     so.ro_paths.push_back(std::filesystem::absolute(opt.exe).parent_path());
     so.cancel = cancel_;
@@ -70,6 +78,7 @@ class WorkerRunner final : public TargetRunner {
       start_error_ = protocol_violation(*first, wire::reply::ready);
     } else {
       baseline_threads_ = first->value("threads", -1);
+      relro_hash_ = first->value("relro_hash", std::uint64_t{0});
     }
   }
 
@@ -115,6 +124,11 @@ class WorkerRunner final : public TargetRunner {
       // earlier call started counts too.
       o.threads_before = baseline_threads_;
       o.threads_after = msg.value("threads_after", -1);
+      if (auto v = check_got(relro_hash_, msg.value("relro_hash", std::uint64_t{0}))) {
+        dead_ = true;
+        end_note_ = v->message;
+        return failed(v->status, v->message, true, v->rule);
+      }
     }
     return o;
   }
@@ -170,13 +184,43 @@ class WorkerRunner final : public TargetRunner {
     return t;
   }
 
-  CallOutcome throughput(const DeviceSet& ins, const DeviceSet& outs, std::size_t count, double& wall_s) override {
-    if (auto m = map({&ins, &outs}); !m.ok) return m;
-    const auto t0 = std::chrono::steady_clock::now();
-    auto r = request({{"cmd", wire::cmd::throughput}, {"ins", ids(ins)}, {"outs", ids(outs)}, {"count", count}}, {}, wire::reply::throughput,
-                     opt_.time_timeout_s);
-    wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return r.first;
+  BatchPrepared batch_prepare(const BatchSpec& b) override {
+    BatchPrepared p;
+    std::vector<const DevMem*> bufs{b.slab};
+    for (const DeviceSet* s : b.ins)
+      for (const DevMem& m : s->bufs) bufs.push_back(&m);
+    if (p.call = map_buffers(bufs); !p.call.ok) return p;
+    json sets = json::array();
+    for (const DeviceSet* s : b.ins) sets.push_back(ids(*s));
+    auto [o, msg] = request({{"cmd", wire::cmd::batch}, {"sets", sets}, {"slab", b.slab->id()}, {"stride", b.stride},
+                             {"offsets", b.out_offsets}, {"calls", b.calls}},
+                            {}, wire::reply::batch_ready, opt_.time_timeout_s);
+    p.call = o;
+    if (o.ok) {
+      p.graph = msg.value("graph", false);
+      p.unjoined = msg.value("unjoined", false);
+      p.note = msg.value("note", "");
+    }
+    return p;
+  }
+
+  CallOutcome batch_start() override {
+    if (!start_error_.ok) return start_error_;
+    if (dead_) return failed(Status::RUNTIME_ERROR, "the worker is gone: " + end_note_, true);
+    std::lock_guard lk(m_);
+    if (done_) return failed(Status::RUNTIME_ERROR, "the worker is gone", true);
+    out_ = Out{{{"cmd", wire::cmd::batch_run}}, {}};
+    cv_.notify_all();
+    return {};
+  }
+
+  CallOutcome batch_wait(double timeout_s) override {
+    auto msg = wait_incoming(after(timeout_s), wire::cmd::batch_run);
+    if (!msg) return ended();
+    const std::string type = msg->value("type", "");
+    if (type == wire::reply::error) return worker_error(*msg);
+    if (type != wire::reply::batch_done) return protocol_violation(*msg, wire::reply::batch_done);
+    return {};
   }
 
  private:
@@ -249,15 +293,21 @@ class WorkerRunner final : public TargetRunner {
 
   /// Sends the worker descriptors of every buffer it has not mapped yet.
   CallOutcome map(const std::vector<const DeviceSet*>& sets) {
+    std::vector<const DevMem*> bufs;
+    for (const DeviceSet* s : sets)
+      for (const DevMem& b : s->bufs) bufs.push_back(&b);
+    return map_buffers(bufs);
+  }
+
+  CallOutcome map_buffers(const std::vector<const DevMem*>& all) {
     json bufs = json::array();
     std::vector<int> fds;
-    for (const DeviceSet* s : sets)
-      for (const DevMem& b : s->bufs) {
-        if (mapped_.count(b.id())) continue;
-        mapped_.insert(b.id());
-        bufs.push_back({{"id", b.id()}, {"bytes", b.size()}});
-        fds.push_back(b.export_fd());
-      }
+    for (const DevMem* b : all) {
+      if (mapped_.count(b->id())) continue;
+      mapped_.insert(b->id());
+      bufs.push_back({{"id", b->id()}, {"bytes", b->size()}});
+      fds.push_back(b->export_fd());
+    }
     if (fds.empty()) return {};
     return request({{"cmd", wire::cmd::map}, {"buffers", bufs}}, std::move(fds), wire::reply::mapped, opt_.start_timeout_s).first;
   }
@@ -321,6 +371,7 @@ class WorkerRunner final : public TargetRunner {
   CallOutcome start_error_;
   std::string end_note_;
   int baseline_threads_ = -1;
+  std::uint64_t relro_hash_ = 0;  // the worker's GOT pages after the library loaded (a tripwire)
   std::string timeout_stage_;  // set when the parent's own deadline for a request passed
   std::set<std::uint64_t> mapped_;
 };

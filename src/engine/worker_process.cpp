@@ -4,6 +4,8 @@
 #include "engine/worker_process.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -38,10 +40,16 @@ class Worker {
     timer_ = std::make_unique<measure::Timer>();
     timer_->cupti_available();  // CUPTI's one-time set-up, before the lockdown too
     warm_up_harness();
-    const std::string lock = lock_down_worker();
+    LockdownOptions lo;
+    if (const char* k = std::getenv(kAllowProtectionChangesEnv); k && std::string_view(k) == "1")
+      lo.deny_protection_changes = lo.deny_open_for_write = false;
+    const std::string lock = lock_down_worker(lo);
     // Every thread the harness needs exists now (driver, CUPTI, NVML): any thread beyond this
     // count after a call is the candidate's.
     const int baseline_threads = count_threads();
+    // The harness's relocation-read-only pages before the candidate's constructors run: a GOT
+    // patched at load time differs from this at the first call.
+    const std::uint64_t relro0 = relro_hash();
     ch_.stage("load");
     try {
       impl_ = load_impl(impl_path);
@@ -52,7 +60,9 @@ class Worker {
       ch_.send({{"type", wire::reply::load_failed}, {"status", "INVALID_SUBMISSION"}, {"error", e.what()}});
       return 0;
     }
-    ch_.send({{"type", wire::reply::ready}, {"lockdown", lock.empty() ? std::string("on") : lock}, {"threads", baseline_threads}});
+    const std::string mode = lo.deny_protection_changes ? "on" : "on (protection changes allowed: test knob)";
+    ch_.send({{"type", wire::reply::ready}, {"lockdown", lock.empty() ? mode : lock}, {"threads", baseline_threads},
+              {"relro_hash", relro0}});
     for (;;) {
       auto msg = ch_.receive();
       if (!msg) return 3;  // the parent is gone
@@ -65,12 +75,25 @@ class Worker {
         ch_.send({{"type", wire::reply::error}, {"status", "RUNTIME_ERROR"}, {"fatal", true}, {"error", e.what()}});
         return 4;
       } catch (const std::exception& e) {
-        ch_.send({{"type", wire::reply::error}, {"status", "RUNTIME_ERROR"}, {"fatal", false}, {"error", e.what()}});
+        // The timer reports a device fault as its own error type: whatever was thrown, a sticky
+        // fault ends this worker (the next workload gets a fresh one, and no later failure is
+        // blamed on the wrong workload).
+        const bool fatal = context_broken();
+        ch_.send({{"type", wire::reply::error}, {"status", "RUNTIME_ERROR"}, {"fatal", fatal}, {"error", e.what()}});
+        if (fatal) return 4;
       }
     }
   }
 
  private:
+  /// Whether the context holds a sticky error (illegal address, trap): such an error survives
+  /// being read, so a second synchronise still reports it.
+  static bool context_broken() {
+    if (cudaDeviceSynchronize() == cudaSuccess) return false;
+    cudaGetLastError();
+    return cudaDeviceSynchronize() != cudaSuccess;
+  }
+
   /// One short measurement of a memset, so that the timer's threads and buffers (CUPTI, the
   /// NVML sampler, the flush buffer) exist before the thread baseline is taken.
   void warm_up_harness() {
@@ -95,6 +118,7 @@ class Worker {
       return {{"type", wire::reply::mapped}};
     }
     if (cmd == wire::cmd::plan) {
+      batch_.reset();
       call_.reset();
       mem_.clear();
       plan_ = std::make_unique<WorkloadPlan>(wire::plan_from_json(msg.at("plan")));
@@ -107,7 +131,7 @@ class Worker {
       call_->launch(ins, outs, stream_->get());
       D2K_CUDA_CHECK(cudaStreamSynchronize(stream_->get()));
       D2K_CUDA_CHECK(cudaDeviceSynchronize());
-      return {{"type", wire::reply::called}, {"threads_after", count_threads()}};
+      return {{"type", wire::reply::called}, {"threads_after", count_threads()}, {"relro_hash", relro_hash()}};
     }
     if (cmd == wire::cmd::time) {
       std::vector<std::vector<void*>> ins, outs;
@@ -125,13 +149,21 @@ class Worker {
       TimedOutcome t = run_timer(*timer_, *call_, ins, outs, mo, prepare, *stream_);
       return wire::timed_to_json(t);
     }
-    if (cmd == wire::cmd::throughput) {
-      auto ins = pointers(msg.at("ins")), outs = pointers(msg.at("outs"));
-      const std::size_t count = msg.at("count").get<std::size_t>();
-      for (std::size_t i = 0; i < count; ++i) call_->launch(ins, outs, stream_->get());
+    if (cmd == wire::cmd::batch) {
+      std::vector<std::vector<void*>> sets, ins, outs;
+      for (auto& s : msg.at("sets")) sets.push_back(pointers(s));
+      if (sets.empty()) throw std::runtime_error("batch: no input sets");
+      void* slab = pointers(json::array({msg.at("slab")})).at(0);
+      batch_pointers(sets, slab, msg.at("stride").get<std::size_t>(), msg.at("offsets").get<std::vector<std::size_t>>(),
+                     msg.at("calls").get<std::size_t>(), ins, outs);
+      BatchPrepared p = batch_.prepare(*call_, std::move(ins), std::move(outs), stream_->get());
+      return {{"type", wire::reply::batch_ready}, {"graph", p.graph}, {"unjoined", p.unjoined}, {"note", p.note}};
+    }
+    if (cmd == wire::cmd::batch_run) {
+      batch_.launch(stream_->get());
       D2K_CUDA_CHECK(cudaStreamSynchronize(stream_->get()));
       D2K_CUDA_CHECK(cudaDeviceSynchronize());
-      return {{"type", wire::reply::throughput}};
+      return {{"type", wire::reply::batch_done}};
     }
     throw std::runtime_error("unknown command '" + cmd + "'");
   }
@@ -153,6 +185,7 @@ class Worker {
   std::unique_ptr<WorkloadPlan> plan_;
   std::unique_ptr<DeviceCall> call_;
   std::map<std::uint64_t, DevMem> mem_;
+  CapturedBatch batch_;  // declared after mem_: destroyed before the memory it points into
 };
 
 }  // namespace

@@ -1,6 +1,10 @@
 #include "exec/compile.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <fnmatch.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -141,11 +145,20 @@ std::string include_fingerprint(const CompileOptions& opts, const fs::path& incl
   return h.hex_digest();
 }
 
-fs::path effective_include_dir(const CompileOptions& opts) {
-  return opts.include_dir.empty() ? fs::path(D2K_DEFAULT_INCLUDE_DIR) : opts.include_dir;
+/// A folder's canonical path where it exists (the sandbox binds canonical paths: a flag that
+/// named a link outside them would not resolve inside), else the path as given.
+fs::path canonical_or_same(const fs::path& p) {
+  std::error_code ec;
+  fs::path c = fs::canonical(p, ec);
+  return ec ? p : c;
 }
+
+fs::path solution_include_dir_or_given(const CompileOptions& opts);
+
+fs::path effective_include_dir(const CompileOptions& opts) { return canonical_or_same(solution_include_dir_or_given(opts)); }
 fs::path effective_cutlass_dir(const CompileOptions& opts) {
-  return opts.cutlass_include_dir.empty() ? fs::path(D2K_DEFAULT_CUTLASS_INCLUDE_DIR) : opts.cutlass_include_dir;
+  return canonical_or_same(opts.cutlass_include_dir.empty() ? fs::path(D2K_DEFAULT_CUTLASS_INCLUDE_DIR)
+                                                            : opts.cutlass_include_dir);
 }
 
 std::string random_suffix() {
@@ -183,7 +196,7 @@ bool is_instantiation_line(const std::string& line) {
 }  // namespace
 
 std::string trim_compiler_log(std::string_view log, std::size_t limit,
-                              const std::vector<std::string>& strip_prefixes) {
+                              const std::vector<std::string>& strip_prefixes, std::uint64_t full_bytes) {
   std::string text(log);
   // Longest prefixes first, so that a folder and its sub-folder both disappear.
   std::vector<std::string> prefixes = strip_prefixes;
@@ -192,7 +205,9 @@ std::string trim_compiler_log(std::string_view log, std::size_t limit,
     if (p.empty()) continue;
     for (std::size_t at; (at = text.find(p)) != std::string::npos;) text.erase(at, p.size());
   }
-  const std::size_t full_size = text.size();
+  // The size the reader is told: the whole output's (a log that is only its start says so).
+  const std::uint64_t full_size = std::max<std::uint64_t>(full_bytes, text.size());
+  const bool only_start = full_bytes > log.size();
 
   // Lines, each cut to a readable width.
   constexpr std::size_t kLineWidth = 400;
@@ -289,9 +304,10 @@ std::string trim_compiler_log(std::string_view log, std::size_t limit,
     if (keep[i])
       for (const auto& l : blocks[i].lines) out += l + "\n";
   for (const auto& t : trailer) out += t + "\n";
-  if (dropped_errors || dropped_other)
-    out += fmt::format("[log trimmed: {} more error(s) and {} other message(s) not shown; full log {} bytes]\n",
-                       dropped_errors, dropped_other, full_size);
+  if (dropped_errors || dropped_other || only_start)
+    out += fmt::format("[log trimmed: {} more error(s) and {} other message(s) not shown{}; full log {} bytes]\n",
+                       dropped_errors, dropped_other, only_start ? ", nor the output past its first MiB" : "",
+                       full_size);
   if (out.size() > limit) out = out.substr(0, limit > 32 ? limit - 32 : limit) + "\n[log cut at the size limit]\n";
   return out;
 }
@@ -354,49 +370,199 @@ fs::path default_compile_cache_dir() {
   return fs::temp_directory_path() / "d2k-cache" / "solutions";
 }
 
-SolutionFiles read_solution_files(const fs::path& solution_dir) {
-  auto invalid = [&](const std::string& what) {
-    return ExecError(Status::INVALID_SUBMISSION, fmt::format("{}: {}", solution_dir.string(), what));
-  };
-  std::error_code ec;
-  if (!fs::is_directory(solution_dir, ec)) throw invalid("not a folder");
-  if (!fs::is_regular_file(solution_dir / "solution.cu", ec) || fs::is_symlink(solution_dir / "solution.cu", ec))
-    throw invalid("no solution.cu in the folder");
-  SolutionFiles out;
-  std::size_t total = 0;
-  auto it = fs::recursive_directory_iterator(solution_dir, fs::directory_options::none, ec);
-  if (ec) throw invalid(fmt::format("cannot list: {}", ec.message()));
-  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) throw invalid(fmt::format("cannot list: {}", ec.message()));
-    const fs::path& p = it->path();
-    const std::string name = p.filename().string();
-    if (!name.empty() && name[0] == '.') {  // hidden files and folders (.git, editor state)
-      if (it->is_directory() && !it->is_symlink()) it.disable_recursion_pending();
-      continue;
-    }
-    if (it.depth() > 8) throw invalid("folders nested more than 8 deep");
-    const std::string rel = fs::relative(p, solution_dir).generic_string();
-    if (it->is_symlink()) {
-      if (is_header(p) || is_source(p) || it->is_directory())
-        throw invalid(fmt::format("{} is a symbolic link; links are not allowed", rel));
-      continue;
-    }
-    if (!it->is_regular_file()) continue;
-    const bool root_level = it.depth() == 0;
-    if (!(is_header(p) || is_source(p))) continue;  // notes, data: not part of the build
-    if (!safe_name(rel))
-      throw invalid(fmt::format("file name '{}' is not allowed (letters, digits, '_', '-', '.', '/' only; "
-                                "not starting with '-' or '.')", rel));
-    if (out.files.size() >= kMaxFiles) throw invalid(fmt::format("more than {} source files", kMaxFiles));
-    std::string content = read_file(p);
-    total += content.size();
-    if (total > kMaxBytes) throw invalid(fmt::format("sources larger than {} MiB in all", kMaxBytes >> 20));
-    if (root_level && is_source(p)) out.sources.push_back(rel);
-    out.files.emplace_back(rel, std::move(content));
+std::string escape_file_name(std::string_view name) {
+  std::string out;
+  out.reserve(name.size());
+  for (unsigned char c : name) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20 || c >= 0x7f) out += fmt::format("\\x{:02x}", c);
+    else out += static_cast<char>(c);
   }
-  std::sort(out.files.begin(), out.files.end());
-  std::sort(out.sources.begin(), out.sources.end());
   return out;
+}
+
+namespace {
+
+/// A descriptor closed when it goes out of scope.
+class UniqueFd {
+ public:
+  explicit UniqueFd(int fd = -1) : fd_(fd) {}
+  ~UniqueFd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+/// Reads a solution folder once, through descriptors: every entry is opened relative to its
+/// folder with O_NOFOLLOW and judged by fstat on what was opened, so no name is resolved twice
+/// and a link swapped in between is refused, not followed.
+class SolutionFolderReader {
+ public:
+  explicit SolutionFolderReader(const fs::path& dir) : shown_(escape_file_name(dir.string())) {}
+
+  SolutionFiles read(const fs::path& dir) {
+    // The folder itself may be reached through links (it is the user's own path); nothing in it.
+    UniqueFd root(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (root.get() < 0)
+      throw invalid(errno == ENOENT || errno == ENOTDIR ? "not a folder" : fmt::format("cannot open: {}", std::strerror(errno)));
+    struct stat st;
+    if (fstatat(root.get(), "solution.cu", &st, AT_SYMLINK_NOFOLLOW) != 0) throw invalid("no solution.cu in the folder");
+    if (S_ISLNK(st.st_mode)) throw invalid("solution.cu is a symbolic link; links are not allowed");
+    if (!S_ISREG(st.st_mode)) throw invalid("solution.cu is not a regular file");
+    walk(root.get(), "", 0);
+    std::sort(out_.files.begin(), out_.files.end());
+    std::sort(out_.sources.begin(), out_.sources.end());
+    return std::move(out_);
+  }
+
+ private:
+  ExecError invalid(const std::string& what) const {
+    return ExecError(Status::INVALID_SUBMISSION, fmt::format("{}: {}", shown_, what));
+  }
+  ExecError is_link(const std::string& rel) const {
+    return invalid(fmt::format("{} is a symbolic link; links are not allowed", escape_file_name(rel)));
+  }
+
+  static std::vector<std::string> names_in(int dirfd) {
+    std::vector<std::string> names;
+    int dup_fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+    if (dup_fd < 0) return names;
+    DIR* d = fdopendir(dup_fd);
+    if (!d) {
+      close(dup_fd);
+      return names;
+    }
+    while (const dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(std::move(n));
+    }
+    closedir(d);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  void walk(int dirfd, const std::string& prefix, int depth) {
+    for (const std::string& name : names_in(dirfd)) {
+      if (name[0] == '.') continue;  // hidden files and folders (.git, editor state)
+      const std::string rel = prefix + name;
+      if (depth > 8) throw invalid("folders nested more than 8 deep");
+      struct stat st;
+      if (fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+        throw invalid(fmt::format("cannot read {}: {}", escape_file_name(rel), std::strerror(errno)));
+      const fs::path p(name);
+      if (S_ISLNK(st.st_mode)) {
+        struct stat target;
+        if (is_header(p) || is_source(p) ||
+            (fstatat(dirfd, name.c_str(), &target, 0) == 0 && S_ISDIR(target.st_mode)))
+          throw is_link(rel);
+        continue;  // a link to notes or data: not part of the build, never read
+      }
+      if (S_ISDIR(st.st_mode)) {
+        UniqueFd sub(openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (sub.get() < 0) {
+          if (errno == ELOOP || errno == ENOTDIR) throw is_link(rel);
+          throw invalid(fmt::format("cannot open {}: {}", escape_file_name(rel), std::strerror(errno)));
+        }
+        walk(sub.get(), rel + "/", depth + 1);
+        continue;
+      }
+      if (!(is_header(p) || is_source(p))) continue;  // notes, data: not part of the build
+      if (!safe_name(rel))
+        throw invalid(fmt::format("file name '{}' is not allowed (letters, digits, '_', '-', '.', '/' only; "
+                                  "not starting with '-' or '.')", escape_file_name(rel)));
+      if (out_.files.size() >= kMaxFiles) throw invalid(fmt::format("more than {} source files", kMaxFiles));
+      std::string content = read_one(dirfd, name, rel);
+      total_ += content.size();
+      if (depth == 0 && is_source(p)) out_.sources.push_back(rel);
+      out_.files.emplace_back(rel, std::move(content));
+    }
+  }
+
+  /// One file: opened without following links, checked after the open, read up to the cap.
+  std::string read_one(int dirfd, const std::string& name, const std::string& rel) {
+    UniqueFd fd(openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    if (fd.get() < 0) {
+      if (errno == ELOOP) throw is_link(rel);
+      throw invalid(fmt::format("cannot read {}: {}", escape_file_name(rel), std::strerror(errno)));
+    }
+    struct stat st;
+    if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+      throw invalid(fmt::format("{} is not a regular file", escape_file_name(rel)));
+    const std::size_t room = kMaxBytes - std::min(kMaxBytes, total_);
+    if (static_cast<std::uint64_t>(st.st_size) > room) throw too_large();
+    std::string content;
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw invalid(fmt::format("cannot read {}: {}", escape_file_name(rel), std::strerror(errno)));
+      if (n == 0) break;
+      content.append(buf, static_cast<std::size_t>(n));
+      if (content.size() > room) throw too_large();  // it grew while being read
+    }
+    return content;
+  }
+
+  ExecError too_large() const { return invalid(fmt::format("sources larger than {} MiB in all", kMaxBytes >> 20)); }
+
+  std::string shown_;
+  SolutionFiles out_;
+  std::size_t total_ = 0;
+};
+
+}  // namespace
+
+SolutionFiles read_solution_files(const fs::path& solution_dir) {
+  return SolutionFolderReader(solution_dir).read(solution_dir);
+}
+
+namespace {
+/// nvcc_flags must not throw (it also serves messages and tests): where no folder is found,
+/// the one asked for; compile_solution checks it and reports the harness error.
+fs::path solution_include_dir_or_given(const CompileOptions& opts) {
+  try {
+    return solution_include_dir(opts.include_dir);
+  } catch (const std::exception&) {
+    return opts.include_dir.empty() ? fs::path(D2K_DEFAULT_INCLUDE_DIR) : opts.include_dir;
+  }
+}
+}  // namespace
+
+fs::path solution_include_dir(const fs::path& explicit_dir, const fs::path& exe_dir_in) {
+  std::vector<std::string> tried;
+  auto holds = [&](const fs::path& d) {
+    std::error_code ec;
+    if (d.empty()) return false;
+    tried.push_back(escape_file_name(d.string()));
+    return fs::is_regular_file(d / "d2k" / "solution.h", ec);
+  };
+  auto none = [&](const std::string& why) {
+    std::string list;
+    for (const std::string& t : tried) list += (list.empty() ? "" : ", ") + t;
+    return std::runtime_error(fmt::format("no d2k/solution.h in {} ({})", list, why));
+  };
+  if (!explicit_dir.empty()) {
+    if (holds(explicit_dir)) return explicit_dir;
+    throw none("the include folder asked for");
+  }
+  if (const std::string env = getenv_str("D2K_INCLUDE_DIR"); !env.empty()) {
+    if (holds(env)) return env;
+    throw none("$D2K_INCLUDE_DIR");
+  }
+  std::error_code ec;
+  const fs::path exe_dir = exe_dir_in.empty() ? fs::read_symlink("/proc/self/exe", ec).parent_path() : exe_dir_in;
+  // A packed build carries include/ beside the binary; an installed one has it beside bin/.
+  for (const fs::path& d : {exe_dir / "include", exe_dir.parent_path() / "include"})
+    if (!exe_dir.empty() && holds(d)) return d;
+  if (holds(D2K_DEFAULT_INCLUDE_DIR)) return D2K_DEFAULT_INCLUDE_DIR;
+  throw none("set $D2K_INCLUDE_DIR to the folder that holds d2k/solution.h");
 }
 
 std::vector<std::string> nvcc_flags(const CompileOptions& opts) {
@@ -408,8 +574,9 @@ std::vector<std::string> nvcc_flags(const CompileOptions& opts) {
       // the solution's runtime calls stay visible as imports to the symbol check.
       "--cudart", "shared",
       "-I" + effective_include_dir(opts).string()};
-  for (const fs::path& dir : opts.extra_include_dirs) f.push_back("-I" + dir.string());
-  if (opts.cutlass) f.push_back("-isystem" + effective_cutlass_dir(opts).string());
+  for (const fs::path& dir : opts.extra_include_dirs) f.push_back("-I" + canonical_or_same(dir).string());
+  // Two arguments: nvcc 13 rejects "-isystem/path" glued.
+  if (opts.cutlass) f.insert(f.end(), {"-isystem", effective_cutlass_dir(opts).string()});
   f.insert(f.end(), {"-Xlinker", "--no-undefined", "-Xlinker", std::string("--version-script=") + kVersionScriptToken});
   for (const std::string& lib : opts.link_libraries) f.push_back("-l" + lib);
   f.insert(f.end(), opts.extra_flags.begin(), opts.extra_flags.end());
@@ -461,12 +628,205 @@ std::string toolchain_version(const std::string& nvcc) {
   return v;
 }
 
+std::vector<std::string> evict_compile_cache(const fs::path& cache_dir, std::uint64_t budget_bytes,
+                                             const std::string& keep) {
+  struct Entry {
+    fs::file_time_type used;
+    std::string key;
+    std::uint64_t bytes = 0;
+  };
+  std::vector<Entry> entries;
+  std::uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& de : fs::directory_iterator(cache_dir, ec)) {
+    const std::string name = de.path().filename().string();
+    // Entries only: 64 hex digits (staging and build folders start with '.').
+    if (name.size() != 64 || !std::all_of(name.begin(), name.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); }))
+      continue;
+    if (!de.is_directory(ec) || de.is_symlink(ec)) continue;
+    Entry e{fs::last_write_time(de.path(), ec), name, 0};
+    for (const auto& f : fs::directory_iterator(de.path(), ec))
+      if (f.is_regular_file(ec) && !f.is_symlink(ec)) e.bytes += f.file_size(ec);
+    total += e.bytes;
+    entries.push_back(std::move(e));
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.used < b.used; });
+  std::vector<std::string> removed;
+  for (const Entry& e : entries) {
+    if (total <= budget_bytes) break;
+    if (e.key == keep) continue;
+    fs::remove_all(cache_dir / e.key, ec);
+    if (ec) continue;
+    total -= e.bytes;
+    removed.push_back(e.key);
+  }
+  return removed;
+}
+
+namespace {
+
+/// A size in MiB from the environment variable `name`, else `fallback` bytes.
+std::uint64_t mib_from_env(const char* name, std::uint64_t fallback) {
+  const std::string mb = getenv_str(name);
+  if (mb.empty()) return fallback;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(mb.c_str(), &end, 10);
+  if (end && *end == 0 && v > 0) return v << 20;
+  throw std::runtime_error(fmt::format("${}: '{}' is not a positive number of MiB", name, mb));
+}
+
+std::uint64_t cache_budget(const CompileOptions& opts) {
+  return opts.cache_budget_bytes ? opts.cache_budget_bytes : mib_from_env("D2K_CACHE_BUDGET_MB", 4ull << 30);
+}
+
+std::uint64_t memory_limit(const CompileOptions& opts) {
+  return opts.memory_limit_bytes ? opts.memory_limit_bytes : mib_from_env("D2K_COMPILE_MEMORY_MB", 8ull << 30);
+}
+
+std::string gib(std::uint64_t bytes) {
+  if (bytes % (1ull << 30) == 0) return fmt::format("{} GiB", bytes >> 30);
+  if (bytes % (1ull << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  return fmt::format("{} bytes", bytes);
+}
+
+/// The resource limit a failed compile ran into ("memory", "output_size", "processes",
+/// "cpu_time"), judged from how the compiler ended and the lines its tools print when an
+/// allocation, a write or a fork is refused; "" when none. Only whole lines written by the
+/// tools count (a diagnostic quoting the candidate's text starts with its file name).
+std::string resource_limit_hit(const ProcessResult& pr, std::string_view raw) {
+  if (pr.signal == SIGXFSZ) return "output_size";
+  if (pr.signal == SIGXCPU) return "cpu_time";
+  std::size_t start = 0;
+  while (start < raw.size()) {
+    std::size_t nl = raw.find('\n', start);
+    if (nl == std::string_view::npos) nl = raw.size();
+    const std::string_view line = raw.substr(start, nl - start);
+    start = nl + 1;
+    auto begins = [&](std::string_view p) { return line.substr(0, p.size()) == p; };
+    if (begins("cc1plus: out of memory") || begins("cc1: out of memory") || begins("virtual memory exhausted") ||
+        begins("terminate called after throwing an instance of 'std::bad_alloc'") ||
+        begins("LLVM ERROR: out of memory") || begins("LLVM ERROR: Cannot allocate memory") ||
+        begins("Out of memory") || line.find("): catastrophic error: out of memory") != std::string_view::npos ||
+        line.find("): catastrophic error: memory allocation failure") != std::string_view::npos)
+      return "memory";
+    if (begins("nvcc error   : '") && line.find("died due to signal 25") != std::string_view::npos) return "output_size";
+    if (begins("nvcc error   : '") && line.find("died due to signal 24") != std::string_view::npos) return "cpu_time";
+    if (begins("File size limit exceeded")) return "output_size";
+    if ((begins("nvcc fatal") || begins("gcc: fatal") || begins("g++: fatal")) &&
+        line.find("Resource temporarily unavailable") != std::string_view::npos)
+      return "processes";
+  }
+  return "";
+}
+
+/// A build folder outside the cache, so that bubblewrap's unprivileged user can reach it
+/// whatever the cache's parents allow (a 0700 home), holding exactly the bytes that were hashed.
+fs::path make_build_folder(const SolutionFiles& files) {
+  std::string tmpl = (fs::temp_directory_path() / "d2k-compile-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error(fmt::format("mkdtemp {}: {}", tmpl, std::strerror(errno)));
+  const fs::path build = tmpl;
+  const fs::path src = build / "src";
+  fs::create_directories(src);
+  for (const auto& [name, content] : files.files) {
+    fs::create_directories((src / name).parent_path());
+    write_file(src / name, content);
+  }
+  write_file(build / "exports.map", kVersionScript);
+  return build;
+}
+
+SandboxOptions compile_sandbox_options(const CompileOptions& opts, const fs::path& build,
+                                       const std::vector<fs::path>& ro_paths) {
+  SandboxOptions so;
+  so.scratch_dir = build;
+  so.keep_scratch = true;
+  so.working_dir = build / "src";
+  so.gpu_devices = false;
+  so.minimal_root = true;
+  so.fs = opts.sandbox_fs;
+  so.allow_fallback = opts.sandbox_fallback || getenv_str("D2K_SANDBOX_FALLBACK") == "1";
+  so.stage_timeouts = {{"start", opts.timeout_seconds}};
+  so.rlimits.processes = opts.max_processes;
+  so.rlimits.file_size_bytes = opts.file_size_limit_bytes;
+  so.rlimits.address_space_bytes = memory_limit(opts);
+  so.rlimits.data_bytes = memory_limit(opts);
+  so.rlimits.cpu_seconds = static_cast<std::uint64_t>(opts.timeout_seconds * 2 + 10);
+  // The first errors explain the rest: keep the start of the output (and its end, for the
+  // linker's and the driver's last words).
+  so.output_head_bytes = 1u << 20;
+  so.output_tail_bytes = 64u << 10;
+  so.ro_paths = ro_paths;
+  if (!opts.sandbox) {
+    so.pid_namespace = so.net_namespace = so.ipc_namespace = so.uts_namespace = so.mount_namespace = false;
+    so.fs = FsIsolation::none;
+    so.minimal_root = false;
+    so.drop_privileges = false;
+    so.seccomp = false;
+  } else if (geteuid() == 0) {
+    // nvcc runs as an unprivileged uid: it must be able to read what it compiles.
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(build, ec); it != fs::recursive_directory_iterator(); it.increment(ec))
+      if (lchown(it->path().c_str(), so.uid, so.gid) < 0) break;
+  }
+  return so;
+}
+
+/// The compiler's output as the log keeps it: the start of stdout and of stderr (their ends
+/// where no start was kept), and the full size.
+std::string compiler_output(const ProcessResult& pr, std::uint64_t& full_bytes) {
+  full_bytes = pr.stdout_bytes + pr.stderr_bytes;
+  const std::string& out = pr.stdout_head.empty() ? pr.stdout_tail : pr.stdout_head;
+  const std::string& err = pr.stderr_head.empty() ? pr.stderr_tail : pr.stderr_head;
+  return out + err;
+}
+
+/// A compile that produced no library: a resource limit, a vendor library the track does not
+/// link, or an ordinary compile error.
+void finish_failed_compile(CompileResult& res, const ProcessResult& pr, std::string_view raw, const CompileOptions& opts) {
+  if (const std::string limit = resource_limit_hit(pr, raw); !limit.empty()) {
+    std::string what;
+    if (limit == "memory")
+      what = fmt::format("the compiler ran out of its {} memory limit (RLIMIT_AS and RLIMIT_DATA, per process)",
+                         gib(memory_limit(opts)));
+    else if (limit == "output_size")
+      what = fmt::format("the compiler wrote a file over its {} limit (RLIMIT_FSIZE)", gib(opts.file_size_limit_bytes));
+    else if (limit == "processes")
+      what = fmt::format("the compiler could not start a process past its limit of {} (RLIMIT_NPROC)", opts.max_processes);
+    else
+      what = "the compiler used up its CPU time limit (RLIMIT_CPU)";
+    res.status = Status::COMPILE_ERROR;
+    res.rule = "resource_limit: " + limit;
+    res.message = what;
+    return;
+  }
+  // A link that failed on a vendor library the track does not link is an attempt to use what
+  // the track forbids (docs/design.md, "Anti-cheat rules"), not a mistake to fix: the same
+  // verdict the symbol check gives an import it sees. The log (with the undefined references)
+  // is kept.
+  if (const auto vendor = vendor_link_failures(raw, opts.link_libraries); !vendor.empty() && !pr.signal) {
+    std::string more;
+    if (vendor.size() > 1) more = fmt::format(" (and {} more vendor symbol(s))", vendor.size() - 1);
+    res.status = Status::REWARD_HACK;
+    res.rule = "vendor_library";
+    res.message = fmt::format("calls {}{}, from the {} library, which the {} track does not link (undefined "
+                              "reference at link time)",
+                              vendor.front().symbol, more, vendor.front().library,
+                              opts.track.empty() ? (opts.cutlass ? "cutlass" : "cuda") : opts.track);
+    return;
+  }
+  res.status = Status::COMPILE_ERROR;
+  res.message = pr.signal ? fmt::format("the compiler was {}", pr.cause) : fmt::format("compilation failed ({})", pr.cause);
+}
+
+}  // namespace
+
 CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOptions& opts) {
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   CompileResult res;
   const fs::path solution_dir = fs::absolute(solution_dir_in);
 
+  // ---- the folder, read once ----
   SolutionFiles files;
   try {
     files = read_solution_files(solution_dir);
@@ -478,16 +838,16 @@ CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOpt
   }
   if (files.sources.empty()) {
     res.status = Status::INVALID_SUBMISSION;
-    res.message = fmt::format("{}: no .cu or .cpp file in the folder root", solution_dir.string());
+    res.message = fmt::format("{}: no .cu or .cpp file in the folder root", escape_file_name(solution_dir.string()));
     return res;
   }
 
-  const std::string nvcc = resolve_nvcc(opts);
+  // ---- the toolchain and the include folders (harness faults throw) ----
+  std::string nvcc = resolve_nvcc(opts);
   if (nvcc.empty()) throw std::runtime_error("no nvcc: set D2K_NVCC or put nvcc on PATH");
-  const fs::path include_dir = effective_include_dir(opts);
+  nvcc = canonical_or_same(nvcc).string();
+  const fs::path include_dir = canonical_or_same(solution_include_dir(opts.include_dir));
   const fs::path cutlass_dir = effective_cutlass_dir(opts);
-  if (!fs::exists(include_dir / "d2k" / "solution.h"))
-    throw std::runtime_error(fmt::format("{}: no d2k/solution.h (set CompileOptions::include_dir)", include_dir.string()));
   if (opts.cutlass && !fs::exists(cutlass_dir / "cutlass" / "cutlass.h"))
     throw std::runtime_error(fmt::format("{}: no cutlass/cutlass.h (run scripts/setup.sh)", cutlass_dir.string()));
 
@@ -504,27 +864,24 @@ CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOpt
 
   std::error_code ec;
   if (opts.use_cache && fs::is_regular_file(lib, ec)) {
+    fs::last_write_time(entry, fs::file_time_type::clock::now(), ec);  // recently used (LRU)
     res.status = Status::PASSED;
     res.cache_hit = true;
     res.library = lib;
     res.log = read_file(entry / "build.log");
     res.message = "compiled (cache hit)";
+    // The sandbox the entry was built in.
+    const nlohmann::json meta = nlohmann::json::parse(read_file(entry / "meta.json"), nullptr, false);
+    if (meta.is_object() && meta.contains("sandbox") && meta["sandbox"].is_string()) res.sandbox = meta["sandbox"];
     res.seconds = elapsed();
     return res;
   }
-
-  // A private build folder: the exact bytes that were hashed, a version script, nothing else.
   fs::create_directories(cache, ec);
   if (ec) throw std::runtime_error(fmt::format("cannot create the compile cache {}: {}", cache.string(), ec.message()));
-  const fs::path build = cache / fmt::format(".build-{}-{}", res.key.substr(0, 16), random_suffix());
-  const fs::path src = build / "src";
-  fs::create_directories(src);
-  for (const auto& [name, content] : files.files) {
-    fs::create_directories((src / name).parent_path());
-    write_file(src / name, content);
-  }
-  write_file(build / "exports.map", kVersionScript);
 
+  // ---- the compile, sandboxed ----
+  const fs::path build = make_build_folder(files);
+  auto cleanup = [&] { fs::remove_all(build, ec); };
   std::vector<std::string> argv = {nvcc};
   for (const std::string& f : flags) {
     std::string a = f;
@@ -535,85 +892,74 @@ CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOpt
   argv.insert(argv.end(), files.sources.begin(), files.sources.end());
   argv.insert(argv.end(), {"-o", (build / "solution.so").string()});
 
-  SandboxOptions so;
-  so.scratch_dir = build;
-  so.keep_scratch = true;
-  so.working_dir = src;
-  so.gpu_devices = false;
-  so.stage_timeouts = {{"start", opts.timeout_seconds}};
-  so.rlimits.processes = 256;
-  so.rlimits.file_size_bytes = 4ull << 30;
-  so.rlimits.cpu_seconds = static_cast<std::uint64_t>(opts.timeout_seconds * 2 + 10);
-  so.output_tail_bytes = 1u << 20;
-  // nvcc's toolkit, and the one this build found (its headers may live elsewhere), stay visible.
-  so.ro_paths = {include_dir, fs::path(nvcc).parent_path().parent_path()};
+  // Visible read-only: nvcc's toolkit, the one this build found (its headers may live
+  // elsewhere), the include folders. Nothing else of the host.
+  std::vector<fs::path> ro_paths = {include_dir, fs::path(nvcc).parent_path().parent_path()};
   if (const fs::path cuda_inc = D2K_CUDA_INCLUDE_DIR; !cuda_inc.empty() && fs::exists(cuda_inc, ec))
-    so.ro_paths.push_back(fs::canonical(cuda_inc, ec));
-  if (opts.cutlass) so.ro_paths.push_back(cutlass_dir);
-  for (const fs::path& dir : opts.extra_include_dirs) so.ro_paths.push_back(dir);
-  if (!opts.sandbox) {
-    so.pid_namespace = so.net_namespace = so.ipc_namespace = so.uts_namespace = so.mount_namespace = false;
-    so.fs = FsIsolation::none;
-    so.drop_privileges = false;
-    so.seccomp = false;
-  } else if (geteuid() == 0) {
-    // nvcc runs as nobody: it must be able to read what it compiles.
-    for (auto it = fs::recursive_directory_iterator(build); it != fs::recursive_directory_iterator(); ++it)
-      if (chown(it->path().c_str(), so.uid, so.gid) < 0) break;
+    ro_paths.push_back(canonical_or_same(cuda_inc));
+  if (opts.cutlass) ro_paths.push_back(cutlass_dir);
+  for (const fs::path& dir : opts.extra_include_dirs) ro_paths.push_back(canonical_or_same(dir));
+  ProcessResult pr;
+  try {
+    pr = run_sandboxed(argv, compile_sandbox_options(opts, build, ro_paths));
+  } catch (...) {
+    cleanup();
+    throw;
   }
-  ProcessResult pr = run_sandboxed(argv, so);
+  res.sandbox = pr.sandbox;
   res.sandbox_layers = pr.layers;
   res.seconds = elapsed();
-  const std::string raw = pr.stdout_tail + pr.stderr_tail;
+  if (pr.setup_failed) {
+    cleanup();
+    const bool refused_fallback = pr.cause.find("is not allowed") != std::string::npos;
+    throw std::runtime_error(fmt::format("cannot run nvcc in its sandbox: {}{}", pr.cause,
+                                         refused_fallback ? " (set $D2K_SANDBOX_FALLBACK=1 to allow it)" : ""));
+  }
+  const std::string raw = compiler_output(pr, res.log_bytes);
   res.log = trim_compiler_log(raw, opts.log_limit_bytes,
-                              {(src / "").string(), (build / "").string(), (solution_dir / "").string()});
+                              {(build / "src" / "").string(), (build / "").string(), (solution_dir / "").string()},
+                              res.log_bytes);
 
-  auto cleanup = [&] { fs::remove_all(build, ec); };
   if (pr.status == Status::TIMEOUT) {
     res.status = Status::TIMEOUT;
     res.message = fmt::format("compilation exceeded its {:g} s deadline", opts.timeout_seconds);
     cleanup();
     return res;
   }
-  if (pr.setup_failed) {
+  const fs::path built = build / "solution.so";
+  if (pr.status != Status::PASSED || !fs::is_regular_file(built, ec)) {
+    finish_failed_compile(res, pr, raw, opts);
     cleanup();
-    throw std::runtime_error(fmt::format("cannot run nvcc: {}", pr.cause));
+    return res;
   }
-  if (pr.status != Status::PASSED || !fs::is_regular_file(build / "solution.so", ec)) {
-    // A link that failed on a vendor library the track does not link is an attempt to use what
-    // the track forbids (docs/design.md, "Anti-cheat rules"), not a mistake to fix: the same verdict the symbol check
-    // gives an import it sees. The log (with the undefined references) is kept.
-    if (const auto vendor = vendor_link_failures(raw, opts.link_libraries); !vendor.empty() && !pr.signal) {
-      std::string more;
-      if (vendor.size() > 1) more = fmt::format(" (and {} more vendor symbol(s))", vendor.size() - 1);
-      res.status = Status::REWARD_HACK;
-      res.rule = "vendor_library";
-      res.message = fmt::format("calls {}{}, from the {} library, which the {} track does not link (undefined "
-                                "reference at link time)",
-                                vendor.front().symbol, more, vendor.front().library,
-                                opts.track.empty() ? (opts.cutlass ? "cutlass" : "cuda") : opts.track);
-      cleanup();
-      return res;
-    }
+  if (const std::uint64_t size = fs::file_size(built, ec); size > opts.max_library_bytes) {
     res.status = Status::COMPILE_ERROR;
-    res.message = pr.signal ? fmt::format("the compiler was {}", pr.cause)
-                            : fmt::format("compilation failed ({})", pr.cause);
+    res.rule = "resource_limit: output_size";
+    res.message = fmt::format("the library is {} KiB, over the {} limit on a built library", size >> 10,
+                              gib(opts.max_library_bytes));
     cleanup();
     return res;
   }
 
-  // Publish atomically: a complete entry folder appears under its key, or nothing does.
+  // ---- publish atomically: a complete entry folder appears under its key, or nothing does ----
   const fs::path staged = cache / fmt::format(".entry-{}-{}", res.key.substr(0, 16), random_suffix());
   fs::create_directories(staged);
-  fs::rename(build / "solution.so", staged / "solution.so");
+  fs::copy_file(built, staged / "solution.so", ec);
+  if (ec) {
+    fs::remove_all(staged, ec);
+    cleanup();
+    throw std::runtime_error(fmt::format("cannot write the compile cache {}: {}", cache.string(), ec.message()));
+  }
   write_file(staged / "build.log", res.log);
   nlohmann::json meta = {{"key", res.key}, {"files", nlohmann::json::array()}, {"flags", flags},
-                         {"toolchain", toolchain_version(nvcc)}, {"seconds", res.seconds}};
+                         {"toolchain", toolchain_version(nvcc)}, {"seconds", res.seconds},
+                         {"sandbox", res.sandbox}, {"layers", res.sandbox_layers}};
   for (const auto& [name, content] : files.files) meta["files"].push_back({{"name", name}, {"bytes", content.size()}});
   write_file(staged / "meta.json", meta.dump(2));
   fs::rename(staged, entry, ec);
   if (ec) fs::remove_all(staged, ec);  // another process published the same key first
   cleanup();
+  evict_compile_cache(cache, cache_budget(opts), res.key);
   res.status = Status::PASSED;
   res.library = lib;
   res.message = "compiled";

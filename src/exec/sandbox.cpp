@@ -178,6 +178,12 @@ struct ChildPlan {
   const char* mask_opts = nullptr;
   const char* tmp_opts = nullptr;
   std::vector<KeepPath> keeps;
+  // B': a root built from nothing (minimal_root): keeps bound into a tmpfs at `newroot`,
+  // then pivoted into; plus links (path, target) and device nodes.
+  bool minimal_root = false;
+  const char* newroot = nullptr;
+  std::vector<std::pair<const char*, const char*>> links;
+  std::vector<const char*> devices;
 
   // C: credentials, limits, filter, exec
   const char* workdir = nullptr;
@@ -314,6 +320,118 @@ void child_setup_mounts(ChildPlan& p) {
   if (set_mount_attr("/proc", 0, &proc_rw) < 0) child_report(rep, '-', "proc_writable", errno);
 }
 
+constexpr std::size_t kMaxDevices = 64;
+
+/// "/proc/self/fd/N" into `buf` (the descriptor's own path, whatever its name has become).
+void fd_path(char* buf, std::size_t cap, int fd) {
+  copy_str(buf, cap, "/proc/self/fd/");
+  char digits[16];
+  int nd = 0;
+  do {
+    digits[nd++] = char('0' + fd % 10);
+    fd /= 10;
+  } while (fd);
+  std::size_t len = std::strlen(buf);
+  while (nd && len + 1 < cap) buf[len++] = digits[--nd];
+  buf[len] = 0;
+}
+
+/// `root` + `path` into `buf`.
+void under_root(char* buf, std::size_t cap, const char* root, const char* path) {
+  copy_str(buf, cap, root);
+  std::size_t len = std::strlen(buf);
+  copy_str(buf + len, cap - len, path);
+}
+
+/// B (minimal_root): a new root from nothing. Every needed path is opened (O_PATH) first, a
+/// tmpfs is mounted at `newroot`, each path is bound into it at its own name from its
+/// descriptor, and the process pivots into it, detaching the host's tree; then everything is
+/// made read-only but the scratch folder, the writable paths, the private tmpfs and /proc. A
+/// step that fails is fatal ('!'): a half-built root would show the host.
+void child_setup_minimal_root(ChildPlan& p) {
+  const int rep = p.report_fd;
+  auto fatal = [&](const char* step) {
+    child_report(rep, '!', step, errno);
+    _exit(127);
+  };
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) fatal("minimal_root: make-rprivate /");
+  for (KeepPath& k : p.keeps) {
+    k.fd = open(k.path, O_PATH | O_CLOEXEC);
+    struct stat st;
+    if (k.fd < 0 || fstat(k.fd, &st) != 0) fatal("minimal_root: open a bound path");
+    k.is_dir = S_ISDIR(st.st_mode);
+  }
+  int dev_fds[kMaxDevices];  // no allocation between fork and exec
+  const std::size_t n_dev = std::min(p.devices.size(), kMaxDevices);
+  for (std::size_t i = 0; i < n_dev; ++i) dev_fds[i] = open(p.devices[i], O_PATH | O_CLOEXEC);
+  if (mount("d2k-root", p.newroot, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755") < 0)
+    fatal("minimal_root: tmpfs");
+  char target[4096], src[64];
+  auto bind_into = [&](int fd, const char* path, bool is_dir) {
+    under_root(target, sizeof(target), p.newroot, path);
+    mkdir_parents(target, is_dir);
+    if (!is_dir) {
+      int f = open(target, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+      if (f >= 0) close(f);
+    }
+    fd_path(src, sizeof(src), fd);
+    return mount(src, target, nullptr, MS_BIND | MS_REC, nullptr) == 0;
+  };
+  // The private tmpfs first: a scratch folder under /tmp is bound inside it, not hidden by it.
+  for (const char* t : p.private_tmps) {
+    under_root(target, sizeof(target), p.newroot, t);
+    mkdir_parents(target, true);
+    if (mount("d2k-tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, p.tmp_opts) < 0) fatal("minimal_root: private tmp");
+  }
+  if (!p.private_tmps.empty()) child_report(rep, '+', "private_tmp");
+  for (KeepPath& k : p.keeps) {
+    // A read-only path inside another read-only one is already there (MS_REC).
+    bool inside = false;
+    for (const KeepPath& o : p.keeps)
+      inside |= !k.own_mount && !o.own_mount && &o != &k && is_under(k.path, o.path) && std::strcmp(k.path, o.path) != 0;
+    if (inside) continue;
+    if (!bind_into(k.fd, k.path, k.is_dir)) fatal("minimal_root: bind");
+    k.bound = true;
+  }
+  for (std::size_t i = 0; i < n_dev; ++i)
+    if (dev_fds[i] >= 0 && !bind_into(dev_fds[i], p.devices[i], false)) fatal("minimal_root: bind a device");
+  for (const auto& [path, to] : p.links) {
+    under_root(target, sizeof(target), p.newroot, path);
+    mkdir_parents(target, false);
+    if (symlink(to, target) < 0) fatal("minimal_root: symlink");
+  }
+  for (KeepPath& k : p.keeps)
+    if (k.fd >= 0) close(k.fd);
+  for (std::size_t i = 0; i < n_dev; ++i)
+    if (dev_fds[i] >= 0) close(dev_fds[i]);
+  under_root(target, sizeof(target), p.newroot, "/proc");
+  mkdir(target, 0555);
+  if (p.pid_ns) {
+    if (mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) < 0) fatal("minimal_root: proc");
+    child_report(rep, '+', "private_proc");
+  } else if (mount("/proc", target, nullptr, MS_BIND | MS_REC, nullptr) < 0) {
+    fatal("minimal_root: bind /proc");
+  }
+  if (chdir(p.newroot) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+    fatal("minimal_root: pivot_root");
+  child_report(rep, '+', "minimal_root");
+
+  mount_attr ro{};
+  ro.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
+  if (set_mount_attr("/", AT_RECURSIVE, &ro) < 0) fatal("fs_readonly");
+  child_report(rep, '+', "fs_readonly");
+  mount_attr rw{};
+  rw.attr_clr = MOUNT_ATTR_RDONLY;
+  rw.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+  for (const char* t : p.private_tmps)
+    if (set_mount_attr(t, 0, &rw) < 0) fatal("minimal_root: private tmp writable");
+  for (const KeepPath& k : p.keeps)
+    if (k.writable && set_mount_attr(k.path, 0, &rw) < 0) fatal("minimal_root: scratch writable");
+  mount_attr proc_rw{};
+  proc_rw.attr_clr = MOUNT_ATTR_RDONLY;
+  if (set_mount_attr("/proc", 0, &proc_rw) < 0) child_report(rep, '-', "proc_writable", errno);
+}
+
 [[noreturn]] void child_exec(ChildPlan& p) {
   const int rep = p.report_fd;
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -393,7 +511,10 @@ void child_setup_mounts(ChildPlan& p) {
 [[noreturn]] void child_init(ChildPlan& p) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (!p.pid_ns) prctl(PR_SET_CHILD_SUBREAPER, 1);
-  if (p.fs_native) child_setup_mounts(p);
+  if (p.minimal_root)
+    child_setup_minimal_root(p);
+  else if (p.fs_native)
+    child_setup_mounts(p);
   pid_t c = fork();
   if (c < 0) {
     child_report(p.report_fd, '!', "fork", errno);
@@ -524,16 +645,23 @@ int high_fd(int fd) {
   return h;
 }
 
+/// The first head_cap and the last cap bytes of a stream, and its full size.
 struct Tail {
+  Tail(std::size_t tail_bytes = 0, std::size_t head_bytes = 0) : cap(tail_bytes), head_cap(head_bytes) {}
   std::string buf;
   std::size_t cap;
+  std::size_t head_cap;
+  std::string head;
   std::uint64_t total = 0;
   void add(const char* p, std::size_t n) {
     total += n;
+    if (head.size() < head_cap) head.append(p, std::min(n, head_cap - head.size()));
     buf.append(p, n);
     if (buf.size() > 2 * cap + 4096) buf.erase(0, buf.size() - cap);
   }
   std::string str() const { return buf.size() > cap ? buf.substr(buf.size() - cap) : buf; }
+  /// The start of the stream, as far as it was kept.
+  std::string first_bytes() const { return head_cap ? head : total == buf.size() ? buf : std::string(); }
 };
 
 std::string signal_cause(int sig) {
@@ -557,8 +685,18 @@ std::string signal_cause(int sig) {
 
 void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
 
-std::vector<std::string> bwrap_system_binds() {
+std::vector<std::string> bwrap_system_binds(bool minimal) {
   std::vector<std::string> args;
+  if (minimal) {
+    for (const std::filesystem::path& p : minimal_root_system_paths()) {
+      std::error_code ec;
+      if (std::filesystem::is_symlink(std::filesystem::symlink_status(p, ec)))
+        args.insert(args.end(), {"--symlink", std::filesystem::read_symlink(p, ec).string(), p.string()});
+      else
+        args.insert(args.end(), {"--ro-bind", p.string(), p.string()});
+    }
+    return args;
+  }
   for (const char* d : {"/usr", "/etc", "/opt", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin"}) {
     std::error_code ec;
     auto st = std::filesystem::symlink_status(d, ec);
@@ -674,319 +812,439 @@ std::uint32_t next_unique_uid() {
 }
 }  // namespace
 
-ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxOptions& opts_in) {
-  if (argv.empty()) throw std::runtime_error("run_sandboxed: empty argv");
-  ProcessResult res;
-  const auto t0 = Clock::now();
-  const bool root = geteuid() == 0;
-  SandboxOptions opts = opts_in;
-  if (opts.unique_uid && root && opts.drop_privileges) opts.uid = next_unique_uid();
-
-  // ---- scratch ----
-  namespace fs = std::filesystem;
-  bool own_scratch = false;
-  fs::path scratch = opts.scratch_dir;
-  if (scratch.empty()) {
-    std::string tmpl = (fs::path(getenv_str("TMPDIR").empty() ? "/tmp" : getenv_str("TMPDIR")) /
-                        "d2k-sandbox-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error(fmt::format("mkdtemp {}: {}", tmpl, std::strerror(errno)));
-    scratch = tmpl;
-    own_scratch = true;
-  } else {
-    fs::create_directories(scratch);
+std::vector<std::filesystem::path> minimal_root_system_paths() {
+  std::vector<std::filesystem::path> out;
+  // The toolchain and the C library (or their merged-/usr links), and what the dynamic loader
+  // and the compiler driver read from /etc (the loader cache; alternatives for cc/c++).
+  for (const char* d : {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache",
+                        "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives"}) {
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::symlink_status(d, ec))) out.emplace_back(d);
   }
-  scratch = fs::canonical(scratch);
-  res.scratch_dir = scratch;
-  if (opts.drop_privileges && root) {
-    // The unprivileged child must be able to write its scratch folder.
-    if (chown(scratch.c_str(), opts.uid, opts.gid) < 0)
-      res.layers_skipped.push_back(fmt::format("scratch_owner: chown: {}", std::strerror(errno)));
-    chmod(scratch.c_str(), 0700);
+  return out;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* fs_isolation_name(FsIsolation m) {
+  switch (m) {
+    case FsIsolation::automatic: return "automatic";
+    case FsIsolation::bwrap: return "bwrap";
+    case FsIsolation::mount_namespace: return "mount_namespace";
+    case FsIsolation::none: return "none";
   }
-  const fs::path workdir = opts.working_dir.empty() ? scratch : fs::absolute(opts.working_dir);
+  return "?";
+}
 
-  // ---- environment ----
-  std::map<std::string, std::string> env;
-  for (const std::string& name : opts.inherit_env)
-    if (const char* v = std::getenv(name.c_str())) env[name] = v;
-  if (!env.count("PATH")) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
-  env["HOME"] = scratch.string();
-  env["TMPDIR"] = scratch.string();
-  env["LANG"] = "C";
-  env[kChannelFdEnv] = "3";
-  for (const auto& [k, v] : opts.env) env[k] = v;
+/// The canonical form of an existing path (symbolic links followed: bubblewrap refuses to bind
+/// onto a link, and a mount lands on the link's target anyway); "" where it does not exist.
+std::string canonical_or_empty(const fs::path& p) {
+  std::error_code ec;
+  fs::path c = fs::canonical(p, ec);
+  return ec ? std::string() : c.string();
+}
 
-  // Read-only paths: those asked for, and the inherited library path (the program and the
-  // libraries it loads must stay reachable under masks and bubblewrap's minimal root).
-  std::vector<fs::path> ro_paths = opts.ro_paths;
-  {
-    const std::string lib_path = env.count("LD_LIBRARY_PATH") ? env["LD_LIBRARY_PATH"] : "";
+/// One run of run_sandboxed, in phases: scratch, environment, layers (file system, namespaces,
+/// filter), limits (and credentials), descriptors, watch, report.
+class SandboxRun {
+ public:
+  SandboxRun(const std::vector<std::string>& argv, const SandboxOptions& opts) : argv_(argv), opts_(opts) {
+    root_ = geteuid() == 0;
+    if (opts_.unique_uid && root_ && opts_.drop_privileges) opts_.uid = next_unique_uid();
+    drop_ = opts_.drop_privileges && root_;
+  }
+
+  ProcessResult run() {
+    prepare_scratch();
+    build_environment();
+    if (!choose_file_system() || !find_program() || !plan_layers()) return finish_setup_failure();
+    plan_limits();
+    start_child();
+    watch();
+    report();
+    if (own_scratch_ && !opts_.keep_scratch) {
+      std::error_code ec;
+      fs::remove_all(scratch_, ec);
+    }
+    return std::move(res_);
+  }
+
+ private:
+  const char* keep(std::string s) {
+    strings_.push_back(std::move(s));
+    return strings_.back().c_str();
+  }
+
+  /// A set-up failure found before the fork: no program runs.
+  bool setup_failure(std::string cause) {
+    res_.setup_failed = true;
+    res_.cause = std::move(cause);
+    return false;
+  }
+  ProcessResult finish_setup_failure() {
+    res_.status = Status::RUNTIME_ERROR;
+    res_.layers.clear();
+    res_.sandbox = "none";
+    if (own_scratch_ && !opts_.keep_scratch) {
+      std::error_code ec;
+      fs::remove_all(scratch_, ec);
+    }
+    return std::move(res_);
+  }
+
+  // ---- scratch: the one writable folder, owned by the unprivileged user ----
+  void prepare_scratch() {
+    scratch_ = opts_.scratch_dir;
+    if (scratch_.empty()) {
+      std::string tmpl = (fs::path(getenv_str("TMPDIR").empty() ? "/tmp" : getenv_str("TMPDIR")) /
+                          "d2k-sandbox-XXXXXX").string();
+      if (!mkdtemp(tmpl.data())) throw std::runtime_error(fmt::format("mkdtemp {}: {}", tmpl, std::strerror(errno)));
+      scratch_ = tmpl;
+      own_scratch_ = true;
+    } else {
+      fs::create_directories(scratch_);
+    }
+    scratch_ = fs::canonical(scratch_);
+    res_.scratch_dir = scratch_;
+    if (drop_) {
+      // The unprivileged child must be able to write its scratch folder.
+      if (chown(scratch_.c_str(), opts_.uid, opts_.gid) < 0)
+        res_.layers_skipped.push_back(fmt::format("scratch_owner: chown: {}", std::strerror(errno)));
+      chmod(scratch_.c_str(), 0700);
+    }
+    workdir_ = opts_.working_dir.empty() ? scratch_ : fs::absolute(opts_.working_dir);
+    if (std::string c = canonical_or_empty(workdir_); !c.empty()) workdir_ = c;
+  }
+
+  // ---- environment: cleared, then the few variables the program needs ----
+  void build_environment() {
+    for (const std::string& name : opts_.inherit_env)
+      if (const char* v = std::getenv(name.c_str())) env_[name] = v;
+    if (!env_.count("PATH")) env_["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+    env_["HOME"] = scratch_.string();
+    env_["TMPDIR"] = scratch_.string();
+    env_["LANG"] = "C";
+    env_[kChannelFdEnv] = "3";
+    for (const auto& [k, v] : opts_.env) env_[k] = v;
+
+    // Read-only paths: those asked for, and the inherited library path (the program and the
+    // libraries it loads must stay reachable under masks and a minimal root). All canonical.
+    std::vector<fs::path> ro = opts_.ro_paths;
+    const std::string lib_path = env_.count("LD_LIBRARY_PATH") ? env_["LD_LIBRARY_PATH"] : "";
     for (std::size_t start = 0; start < lib_path.size();) {
       std::size_t end = lib_path.find(':', start);
       if (end == std::string::npos) end = lib_path.size();
       std::error_code ec;
       fs::path dir = lib_path.substr(start, end - start);
-      if (!dir.empty() && dir.is_absolute() && fs::is_directory(dir, ec)) ro_paths.push_back(dir);
+      if (!dir.empty() && dir.is_absolute() && fs::is_directory(dir, ec)) ro.push_back(dir);
       start = end + 1;
     }
+    for (const fs::path& p : ro)
+      if (std::string c = canonical_or_empty(p); !c.empty()) ro_paths_.push_back(c);
+    for (const fs::path& p : opts_.rw_paths)
+      if (std::string c = canonical_or_empty(p); !c.empty()) rw_paths_.push_back(c);
   }
 
-  // ---- decide the layers ----
-  FsIsolation fsmode = opts.fs;
-  if (fsmode == FsIsolation::automatic) fsmode = bwrap_available() ? FsIsolation::bwrap : FsIsolation::mount_namespace;
-  if (fsmode == FsIsolation::bwrap && !bwrap_available()) {
-    res.layers_skipped.push_back("bwrap: not on PATH or cannot create namespaces here; using a mount namespace");
-    fsmode = FsIsolation::mount_namespace;
+  // ---- layers: which file-system isolation; never a weaker one unless allowed ----
+  bool fall_back(const std::string& why, FsIsolation to) {
+    if (!opts_.allow_fallback)
+      return setup_failure(fmt::format("sandbox: {}; falling back to {} is not allowed", why, fs_isolation_name(to)));
+    res_.layers_skipped.push_back(fmt::format("{}: {}; using {}", fs_isolation_name(fsmode_), why, fs_isolation_name(to)));
+    fsmode_ = to;
+    return true;
   }
-  const bool drop = opts.drop_privileges && root;
-  if (fsmode == FsIsolation::bwrap && drop) {
-    // bubblewrap runs as the unprivileged user, so it must reach every folder it binds.
-    std::vector<std::string> sources = {scratch.string(), fs::absolute(workdir).string()};
-    for (const fs::path& p : ro_paths) sources.push_back(fs::absolute(p).string());
-    for (const fs::path& p : opts.rw_paths) sources.push_back(fs::absolute(p).string());
-    if (std::string bad = first_unreachable(sources, opts.uid, opts.gid); !bad.empty()) {
-      res.layers_skipped.push_back(fmt::format(
-          "bwrap: uid {} cannot reach {}; using a mount namespace instead", opts.uid, bad));
-      fsmode = FsIsolation::mount_namespace;
+
+  bool choose_file_system() {
+    fsmode_ = opts_.fs;
+    const bool installed = !find_on_path("bwrap", getenv_str("PATH")).empty();
+    if (fsmode_ == FsIsolation::automatic) fsmode_ = installed ? FsIsolation::bwrap : FsIsolation::mount_namespace;
+    if (fsmode_ == FsIsolation::bwrap && !bwrap_available() &&
+        !fall_back(installed ? "bwrap cannot create its namespaces here" : "bwrap is not on PATH",
+                   FsIsolation::mount_namespace))
+      return false;
+    if (fsmode_ == FsIsolation::bwrap && drop_) {
+      // bubblewrap runs as the unprivileged user, so it must reach every folder it binds.
+      std::vector<std::string> sources = {scratch_.string(), workdir_.string()};
+      for (const fs::path& p : ro_paths_) sources.push_back(p.string());
+      for (const fs::path& p : rw_paths_) sources.push_back(p.string());
+      if (std::string bad = first_unreachable(sources, opts_.uid, opts_.gid); !bad.empty())
+        return fall_back(fmt::format("uid {} cannot reach {}", opts_.uid, bad), FsIsolation::mount_namespace);
     }
-  }
-  const int permitted = probe_namespaces_mask();
-  ChildPlan plan;
-  plan.parent_pid = getpid();
-  std::deque<std::string> strings_keepalive;  // owns what plan's char* point to (stable addresses)
-  auto keep = [&](std::string s) -> const char* {
-    strings_keepalive.push_back(std::move(s));
-    return strings_keepalive.back().c_str();
-  };
-
-  std::vector<std::string> exec_argv;
-  std::string exe = find_on_path(argv[0], env["PATH"]);
-  if (exe.empty() || access(exe.c_str(), X_OK) != 0) {
-    res.setup_failed = true;
-    res.cause = exe.empty() ? fmt::format("sandbox: program '{}' not found on PATH", argv[0])
-                            : fmt::format("sandbox: cannot execute {}: {}", exe, std::strerror(errno));
-    res.layers.clear();
-    if (own_scratch && !opts.keep_scratch) fs::remove_all(scratch);
-    return res;
+    return true;
   }
 
-  if (fsmode == FsIsolation::bwrap) {
+  bool find_program() {
+    exe_ = find_on_path(argv_[0], env_["PATH"]);
+    if (exe_.empty()) return setup_failure(fmt::format("sandbox: program '{}' not found on PATH", argv_[0]));
+    if (access(exe_.c_str(), X_OK) != 0)
+      return setup_failure(fmt::format("sandbox: cannot execute {}: {}", exe_, std::strerror(errno)));
+    if (std::string c = canonical_or_empty(exe_); !c.empty()) exe_ = c;
+    return true;
+  }
+
+  bool plan_layers() {
+    plan_.parent_pid = getpid();
+    plan_.workdir = keep(workdir_.string());
+    plan_.nnp = opts_.no_new_privs;
+    return fsmode_ == FsIsolation::bwrap ? plan_bwrap() : plan_native();
+  }
+
+  /// bubblewrap builds the namespaces and the root; the program runs under it.
+  bool plan_bwrap() {
     const std::string bwrap = find_on_path("bwrap", getenv_str("PATH"));
-    exec_argv = {bwrap, "--die-with-parent", "--unshare-user", "--cap-drop", "ALL"};
-    res.layers.push_back("bwrap");
-    res.layers.push_back("user_namespace");
-    res.layers.push_back("drop_capabilities");  // --cap-drop ALL
+    auto& a = exec_argv_;
+    a = {bwrap, "--die-with-parent", "--unshare-user", "--cap-drop", "ALL"};
+    res_.sandbox = "bwrap";
+    res_.layers.insert(res_.layers.end(), {"bwrap", "user_namespace", "drop_capabilities"});  // --cap-drop ALL
     auto ns = [&](bool want, const char* flag, const char* layer) {
       if (want) {
-        exec_argv.push_back(flag);
-        res.layers.push_back(layer);
+        a.push_back(flag);
+        res_.layers.push_back(layer);
       }
     };
-    ns(opts.pid_namespace, "--unshare-pid", "pid_namespace");
-    ns(opts.net_namespace, "--unshare-net", "net_namespace");
-    ns(opts.ipc_namespace, "--unshare-ipc", "ipc_namespace");
-    ns(opts.uts_namespace, "--unshare-uts", "uts_namespace");
-    exec_argv.push_back("--unshare-cgroup-try");
-    res.layers.push_back("mount_namespace");
-    res.layers.push_back("fs_readonly");
-    for (auto& a : bwrap_system_binds()) exec_argv.push_back(a);
-    exec_argv.insert(exec_argv.end(), {"--dev", "/dev"});
-    if (opts.gpu_devices)
-      for (const std::string& dev : gpu_device_nodes()) exec_argv.insert(exec_argv.end(), {"--dev-bind", dev, dev});
+    ns(opts_.pid_namespace, "--unshare-pid", "pid_namespace");
+    ns(opts_.net_namespace, "--unshare-net", "net_namespace");
+    ns(opts_.ipc_namespace, "--unshare-ipc", "ipc_namespace");
+    ns(opts_.uts_namespace, "--unshare-uts", "uts_namespace");
+    a.push_back("--unshare-cgroup-try");
+    res_.layers.insert(res_.layers.end(), {"mount_namespace", "fs_readonly"});
+    if (opts_.minimal_root) res_.layers.push_back("minimal_root");
+    for (auto& b : bwrap_system_binds(opts_.minimal_root)) a.push_back(b);
+    a.insert(a.end(), {"--dev", "/dev"});
+    if (opts_.gpu_devices)
+      for (const std::string& dev : gpu_device_nodes()) a.insert(a.end(), {"--dev-bind", dev, dev});
     // A writable /proc, as in the mount-namespace mode: CUDA writes its threads' names there.
-    exec_argv.insert(exec_argv.end(), {"--proc", "/proc"});
-    for (const fs::path& t : opts.private_tmp_paths)
-      exec_argv.insert(exec_argv.end(), {"--size", std::to_string(opts.private_tmp_bytes), "--tmpfs", t.string()});
-    res.layers.push_back("private_tmp");
-    for (const fs::path& p : ro_paths)
-      if (fs::exists(p)) exec_argv.insert(exec_argv.end(), {"--ro-bind", fs::absolute(p).string(), fs::absolute(p).string()});
-    exec_argv.insert(exec_argv.end(), {"--ro-bind", exe, exe});
-    exec_argv.insert(exec_argv.end(), {"--bind", scratch.string(), scratch.string()});
-    for (const fs::path& p : opts.rw_paths)
-      if (fs::exists(p)) exec_argv.insert(exec_argv.end(), {"--bind", fs::absolute(p).string(), fs::absolute(p).string()});
-    exec_argv.insert(exec_argv.end(), {"--chdir", workdir.string()});
-    if (opts.seccomp) {
-      exec_argv.insert(exec_argv.end(), {"--seccomp", "4"});
-      res.layers.push_back("seccomp");
+    a.insert(a.end(), {"--proc", "/proc"});
+    for (const fs::path& t : opts_.private_tmp_paths)
+      a.insert(a.end(), {"--size", std::to_string(opts_.private_tmp_bytes), "--tmpfs", t.string()});
+    res_.layers.push_back("private_tmp");
+    for (const fs::path& p : ro_paths_) a.insert(a.end(), {"--ro-bind", p.string(), p.string()});
+    a.insert(a.end(), {"--ro-bind", exe_, exe_});
+    a.insert(a.end(), {"--bind", scratch_.string(), scratch_.string()});
+    for (const fs::path& p : rw_paths_) a.insert(a.end(), {"--bind", p.string(), p.string()});
+    // A working folder of its own is read-only, also inside the scratch folder (the compile's
+    // copied sources), as in the mount-namespace mode.
+    if (workdir_ != scratch_ && fs::exists(workdir_))
+      a.insert(a.end(), {"--ro-bind", workdir_.string(), workdir_.string()});
+    a.insert(a.end(), {"--chdir", workdir_.string()});
+    if (opts_.seccomp) {
+      a.insert(a.end(), {"--seccomp", "4"});
+      res_.layers.push_back("seccomp");
     }
-    exec_argv.push_back("--");
-    exec_argv.push_back(exe);
-    exec_argv.insert(exec_argv.end(), argv.begin() + 1, argv.end());
-    plan.exe = keep(bwrap);
-  } else {
-    // Native namespaces: those asked for that the kernel allows here.
+    a.push_back("--");
+    a.push_back(exe_);
+    a.insert(a.end(), argv_.begin() + 1, argv_.end());
+    plan_.exe = keep(bwrap);
+    return true;
+  }
+
+  /// Namespaces made here (those asked for that the kernel allows), the file system set up by
+  /// the namespace's first process.
+  bool plan_native() {
+    const int permitted = probe_namespaces_mask();
     int flags = 0;
     auto want = [&](bool asked, int flag, const char* layer) {
       if (!asked) return;
-      int needed = flag | ((!root && opts.user_namespace_if_unprivileged) ? CLONE_NEWUSER : 0);
+      int needed = flag | ((!root_ && opts_.user_namespace_if_unprivileged) ? CLONE_NEWUSER : 0);
       if ((permitted & needed) == needed) {
         flags |= needed;
-        res.layers.push_back(layer);
+        res_.layers.push_back(layer);
       } else {
-        res.layers_skipped.push_back(fmt::format("{}: the kernel refuses to create it for this user", layer));
+        res_.layers_skipped.push_back(fmt::format("{}: the kernel refuses to create it for this user", layer));
       }
     };
-    want(opts.pid_namespace, CLONE_NEWPID, "pid_namespace");
-    want(opts.net_namespace, CLONE_NEWNET, "net_namespace");
-    want(opts.ipc_namespace, CLONE_NEWIPC, "ipc_namespace");
-    want(opts.uts_namespace, CLONE_NEWUTS, "uts_namespace");
-    const bool fs_native = fsmode == FsIsolation::mount_namespace;
-    want(opts.mount_namespace || fs_native, CLONE_NEWNS, "mount_namespace");
-    plan.unshare_flags = flags;
-    plan.pid_ns = flags & CLONE_NEWPID;
+    want(opts_.pid_namespace, CLONE_NEWPID, "pid_namespace");
+    want(opts_.net_namespace, CLONE_NEWNET, "net_namespace");
+    want(opts_.ipc_namespace, CLONE_NEWIPC, "ipc_namespace");
+    want(opts_.uts_namespace, CLONE_NEWUTS, "uts_namespace");
+    const bool fs_native = fsmode_ == FsIsolation::mount_namespace;
+    want(opts_.mount_namespace || fs_native, CLONE_NEWNS, "mount_namespace");
+    plan_.unshare_flags = flags;
+    plan_.pid_ns = flags & CLONE_NEWPID;
     if (flags & CLONE_NEWUSER) {
-      plan.user_ns = true;
-      plan.uid_map = keep(fmt::format("0 {} 1", geteuid()));
-      plan.gid_map = keep(fmt::format("0 {} 1", getegid()));
-      res.layers.push_back("user_namespace");
+      plan_.user_ns = true;
+      plan_.uid_map = keep(fmt::format("0 {} 1", geteuid()));
+      plan_.gid_map = keep(fmt::format("0 {} 1", getegid()));
+      res_.layers.push_back("user_namespace");
     }
-    if (fs_native) {
-      if (flags & CLONE_NEWNS) {
-        plan.fs_native = true;
-        for (const fs::path& m : opts.masked_paths) plan.masks.push_back(keep(m.string()));
-        for (const fs::path& t : opts.private_tmp_paths) plan.private_tmps.push_back(keep(t.string()));
-        plan.mask_opts = keep("size=64k,mode=0755");
-        plan.tmp_opts = keep(fmt::format("size={},mode=1777", opts.private_tmp_bytes));
-        plan.keeps.push_back({keep(scratch.string()), true, true});
-        for (const fs::path& p : opts.rw_paths)
-          if (fs::exists(p)) plan.keeps.push_back({keep(fs::canonical(p).string()), true, true});
-        for (const fs::path& p : ro_paths)
-          if (fs::exists(p)) plan.keeps.push_back({keep(fs::canonical(p).string()), false, false});
-        plan.keeps.push_back({keep(fs::canonical(exe).string()), false, false});
-        if (workdir != scratch && fs::exists(workdir))
-          plan.keeps.push_back({keep(fs::canonical(workdir).string()), false, false});
-      } else {
-        res.layers_skipped.push_back("fs_readonly: no mount namespace");
-      }
+    if (fs_native && !(flags & CLONE_NEWNS)) {
+      if (!fall_back("no mount namespace", FsIsolation::none)) return false;
+    } else if (fs_native) {
+      res_.sandbox = "mount_namespace";
+      plan_native_file_system();
     }
-    if (opts.seccomp) {
+    if (opts_.seccomp) {
       try {
-        plan.bpf = baseline_seccomp_bpf();
+        plan_.bpf = baseline_seccomp_bpf();
       } catch (const std::exception& e) {
-        res.layers_skipped.push_back(fmt::format("seccomp: {}", e.what()));
+        res_.layers_skipped.push_back(fmt::format("seccomp: {}", e.what()));
       }
     }
-    plan.exe = keep(exe);
-    exec_argv = argv;
-    exec_argv[0] = argv[0];
+    plan_.exe = keep(exe_);
+    exec_argv_ = argv_;
+    return true;
   }
-  plan.workdir = keep(workdir.string());
-  plan.nnp = opts.no_new_privs;
+
+  void plan_native_file_system() {
+    plan_.fs_native = true;
+    for (const fs::path& t : opts_.private_tmp_paths) plan_.private_tmps.push_back(keep(t.string()));
+    plan_.tmp_opts = keep(fmt::format("size={},mode=1777", opts_.private_tmp_bytes));
+    if (opts_.minimal_root) {
+      plan_.minimal_root = true;
+      plan_.newroot = "/tmp";
+      for (const fs::path& p : minimal_root_system_paths()) {
+        std::error_code ec;
+        if (fs::is_symlink(fs::symlink_status(p, ec)))
+          plan_.links.emplace_back(keep(p.string()), keep(fs::read_symlink(p, ec).string()));
+        else
+          plan_.keeps.push_back({keep(p.string()), false, false});
+      }
+      for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"})
+        plan_.devices.push_back(dev);
+      if (opts_.gpu_devices)
+        for (const std::string& dev : gpu_device_nodes()) plan_.devices.push_back(keep(dev));
+      plan_.links.emplace_back("/dev/fd", "/proc/self/fd");
+      plan_.links.emplace_back("/dev/stdin", "/proc/self/fd/0");
+      plan_.links.emplace_back("/dev/stdout", "/proc/self/fd/1");
+      plan_.links.emplace_back("/dev/stderr", "/proc/self/fd/2");
+    } else {
+      for (const fs::path& m : opts_.masked_paths) plan_.masks.push_back(keep(m.string()));
+      plan_.mask_opts = keep("size=64k,mode=0755");
+    }
+    plan_.keeps.push_back({keep(scratch_.string()), true, true});
+    for (const fs::path& p : rw_paths_) plan_.keeps.push_back({keep(p.string()), true, true});
+    for (const fs::path& p : ro_paths_) plan_.keeps.push_back({keep(p.string()), false, false});
+    plan_.keeps.push_back({keep(exe_), false, false});
+    if (workdir_ != scratch_ && fs::exists(workdir_)) plan_.keeps.push_back({keep(workdir_.string()), false, false});
+    if (opts_.minimal_root) {
+      // Parents before what lies inside them: a folder bound later would cover the mounts
+      // inside it (a read-only parent of the scratch folder would hide it).
+      std::stable_sort(plan_.keeps.begin(), plan_.keeps.end(), [](const KeepPath& a, const KeepPath& b) {
+        return std::strlen(a.path) < std::strlen(b.path);
+      });
+    }
+  }
 
   // ---- limits and credentials ----
-  auto lim = [&](int res_id, std::uint64_t v) {
-    if (v) plan.rlimits.push_back({res_id, rlimit{v, v}});
-  };
-  lim(RLIMIT_CPU, opts.rlimits.cpu_seconds);
-  lim(RLIMIT_FSIZE, opts.rlimits.file_size_bytes);
-  lim(RLIMIT_NOFILE, opts.rlimits.open_files);
-  lim(RLIMIT_DATA, opts.rlimits.data_bytes);
-  lim(RLIMIT_AS, opts.rlimits.address_space_bytes);
-  if (opts.rlimits.no_core_dumps) plan.rlimits.push_back({RLIMIT_CORE, rlimit{0, 0}});
-  if (opts.rlimits.processes) {
-    lim(RLIMIT_NPROC, opts.rlimits.processes);
-    if (root && !drop && fsmode != FsIsolation::bwrap)
-      res.layers_skipped.push_back("rlimit_nproc: ignored for root (drop_privileges is off)");
+  void plan_limits() {
+    auto lim = [&](int res_id, std::uint64_t v) {
+      if (v) plan_.rlimits.push_back({res_id, rlimit{v, v}});
+    };
+    lim(RLIMIT_CPU, opts_.rlimits.cpu_seconds);
+    lim(RLIMIT_FSIZE, opts_.rlimits.file_size_bytes);
+    lim(RLIMIT_NOFILE, opts_.rlimits.open_files);
+    lim(RLIMIT_DATA, opts_.rlimits.data_bytes);
+    lim(RLIMIT_AS, opts_.rlimits.address_space_bytes);
+    if (opts_.rlimits.no_core_dumps) plan_.rlimits.push_back({RLIMIT_CORE, rlimit{0, 0}});
+    if (opts_.rlimits.processes) {
+      lim(RLIMIT_NPROC, opts_.rlimits.processes);
+      if (root_ && !drop_ && fsmode_ != FsIsolation::bwrap)
+        res_.layers_skipped.push_back("rlimit_nproc: ignored for root (drop_privileges is off)");
+    }
+    if (drop_) {
+      plan_.drop = true;
+      plan_.uid = opts_.uid;
+      plan_.gid = opts_.gid;
+      plan_.groups.push_back(opts_.gid);
+      // Keep the GPU device group if the device nodes are not open to everyone.
+      struct stat st;
+      if (opts_.gpu_devices && stat("/dev/nvidiactl", &st) == 0 && (st.st_mode & 0006) != 0006 &&
+          st.st_gid != opts_.gid)
+        plan_.groups.push_back(st.st_gid);
+    } else if (opts_.drop_privileges && !root_) {
+      res_.layers_skipped.push_back("drop_privileges: not root (already unprivileged)");
+    }
+    // Whoever stays uid 0 (no drop, or root of a user namespace) gives up its capabilities.
+    // Under bubblewrap, its --cap-drop ALL does this.
+    plan_.drop_caps = opts_.drop_capabilities && fsmode_ != FsIsolation::bwrap && !drop_ && (root_ || plan_.user_ns);
+
+    for (const std::string& a : exec_argv_) plan_.argv.push_back(const_cast<char*>(keep(a)));
+    plan_.argv.push_back(nullptr);
+    for (const auto& [k, v] : env_) plan_.envp.push_back(const_cast<char*>(keep(k + "=" + v)));
+    plan_.envp.push_back(nullptr);
   }
-  if (drop) {
-    plan.drop = true;
-    plan.uid = opts.uid;
-    plan.gid = opts.gid;
-    plan.groups.push_back(opts.gid);
-    // Keep the GPU device group if the device nodes are not open to everyone.
-    struct stat st;
-    if (opts.gpu_devices && stat("/dev/nvidiactl", &st) == 0 && (st.st_mode & 0006) != 0006 &&
-        st.st_gid != opts.gid)
-      plan.groups.push_back(st.st_gid);
-  } else if (opts.drop_privileges && !root) {
-    res.layers_skipped.push_back("drop_privileges: not root (already unprivileged)");
+
+  // ---- descriptors, then the fork ----
+  void start_child() {
+    int out_pipe[2], err_pipe[2], rep_pipe[2], chan[2];
+    if (pipe2(out_pipe, O_CLOEXEC) < 0 || pipe2(err_pipe, O_CLOEXEC) < 0 || pipe2(rep_pipe, O_CLOEXEC) < 0 ||
+        socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, chan) < 0)
+      throw std::runtime_error(fmt::format("run_sandboxed: pipes: {}", std::strerror(errno)));
+    plan_.out_fd = high_fd(out_pipe[1]);
+    plan_.err_fd = high_fd(err_pipe[1]);
+    plan_.report_fd = high_fd(rep_pipe[1]);
+    plan_.chan_fd = high_fd(chan[1]);
+    plan_.null_fd = high_fd(open("/dev/null", O_RDWR | O_CLOEXEC));
+    if (fsmode_ == FsIsolation::bwrap && opts_.seccomp) {
+      std::vector<std::uint8_t> bpf = baseline_seccomp_bpf();
+      int mfd = memfd_create("d2k-seccomp", MFD_CLOEXEC);
+      if (mfd < 0 || write(mfd, bpf.data(), bpf.size()) != static_cast<ssize_t>(bpf.size()))
+        throw std::runtime_error("run_sandboxed: cannot stage the seccomp filter");
+      lseek(mfd, 0, SEEK_SET);
+      plan_.bpf_fd = high_fd(mfd);
+    }
+    out_r_ = out_pipe[0];
+    err_r_ = err_pipe[0];
+    rep_r_ = rep_pipe[0];
+    chan_p_ = chan[0];
+
+    pid_ = fork();
+    if (pid_ < 0) throw std::runtime_error(fmt::format("run_sandboxed: fork: {}", std::strerror(errno)));
+    if (pid_ == 0) child_main(plan_);
+    setpgid(pid_, pid_);  // also done in the child; whichever runs first wins the race
+    for (int fd : {plan_.out_fd, plan_.err_fd, plan_.report_fd, plan_.chan_fd, plan_.null_fd, plan_.bpf_fd})
+      if (fd >= 0) close(fd);
+    for (int fd : {out_r_, err_r_, rep_r_, chan_p_}) set_nonblocking(fd);
   }
-  // Whoever stays uid 0 (no drop, or root of a user namespace) gives up its capabilities.
-  // Under bubblewrap, its --cap-drop ALL does this.
-  plan.drop_caps = opts.drop_capabilities && fsmode != FsIsolation::bwrap && !drop && (root || plan.user_ns);
 
-  // ---- argv / envp as C arrays ----
-  for (const std::string& a : exec_argv) plan.argv.push_back(const_cast<char*>(keep(a)));
-  plan.argv.push_back(nullptr);
-  for (const auto& [k, v] : env) plan.envp.push_back(const_cast<char*>(keep(k + "=" + v)));
-  plan.envp.push_back(nullptr);
+  // ---- watch: output, the channel, stage deadlines, until the child is gone ----
+  void kill_group() { kill(-pid_, SIGKILL); }
 
-  // ---- descriptors ----
-  int out_pipe[2], err_pipe[2], rep_pipe[2], chan[2];
-  if (pipe2(out_pipe, O_CLOEXEC) < 0 || pipe2(err_pipe, O_CLOEXEC) < 0 || pipe2(rep_pipe, O_CLOEXEC) < 0 ||
-      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, chan) < 0)
-    throw std::runtime_error(fmt::format("run_sandboxed: pipes: {}", std::strerror(errno)));
-  plan.out_fd = high_fd(out_pipe[1]);
-  plan.err_fd = high_fd(err_pipe[1]);
-  plan.report_fd = high_fd(rep_pipe[1]);
-  plan.chan_fd = high_fd(chan[1]);
-  plan.null_fd = high_fd(open("/dev/null", O_RDWR | O_CLOEXEC));
-  if (fsmode == FsIsolation::bwrap && opts.seccomp) {
-    std::vector<std::uint8_t> bpf = baseline_seccomp_bpf();
-    int mfd = memfd_create("d2k-seccomp", MFD_CLOEXEC);
-    if (mfd < 0 || write(mfd, bpf.data(), bpf.size()) != static_cast<ssize_t>(bpf.size()))
-      throw std::runtime_error("run_sandboxed: cannot stage the seccomp filter");
-    lseek(mfd, 0, SEEK_SET);
-    plan.bpf_fd = high_fd(mfd);
+  void kill_for(std::string reason) {
+    killed_by_us_ = true;
+    kill_reason_ = std::move(reason);
+    kill_group();
   }
-  const int out_r = out_pipe[0], err_r = err_pipe[0], rep_r = rep_pipe[0], chan_p = chan[0];
 
-  pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(fmt::format("run_sandboxed: fork: {}", std::strerror(errno)));
-  if (pid == 0) child_main(plan);
-  setpgid(pid, pid);  // also done in the child; whichever runs first wins the race
-  for (int fd : {plan.out_fd, plan.err_fd, plan.report_fd, plan.chan_fd, plan.null_fd, plan.bpf_fd})
-    if (fd >= 0) close(fd);
-  for (int fd : {out_r, err_r, rep_r, chan_p}) set_nonblocking(fd);
-  int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  double stage_limit(const std::string& s) const {
+    auto it = opts_.stage_timeouts.find(s);
+    return it != opts_.stage_timeouts.end() ? it->second : opts_.default_stage_timeout;
+  }
 
-  // ---- the watch loop ----
-  Tail out_tail{{}, opts.output_tail_bytes}, err_tail{{}, opts.output_tail_bytes};
-  std::string rep_buf, chan_buf;
-  std::uint64_t chan_total = 0;
-  ParentChannel pchan(chan_p);
-  std::string stage = "start";
-  auto stage_limit = [&](const std::string& s) {
-    auto it = opts.stage_timeouts.find(s);
-    return it != opts.stage_timeouts.end() ? it->second : opts.default_stage_timeout;
-  };
-  auto to_dur = [](double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); };
-  Clock::time_point stage_deadline = Clock::now() + to_dur(stage_limit(stage));
-  const bool has_total = opts.total_timeout > 0;
-  const Clock::time_point total_deadline = t0 + to_dur(opts.total_timeout);
-  bool open_out = true, open_err = true, open_rep = true, open_chan = true;
-  bool exited = false, killed_by_us = false;
-  std::string kill_reason;
+  static Clock::duration to_dur(double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  }
 
-  auto kill_group = [&] { kill(-pid, SIGKILL); };
-  auto handle_chan_lines = [&] {
+  void handle_chan_lines(ParentChannel& pchan) {
     std::size_t nl;
-    while ((nl = chan_buf.find('\n')) != std::string::npos) {
-      std::string line = chan_buf.substr(0, nl);
-      chan_buf.erase(0, nl + 1);
+    while ((nl = chan_buf_.find('\n')) != std::string::npos) {
+      std::string line = chan_buf_.substr(0, nl);
+      chan_buf_.erase(0, nl + 1);
       if (line.empty()) continue;
       nlohmann::json msg = nlohmann::json::parse(line, nullptr, false);
       if (msg.is_discarded() || !msg.is_object())
         msg = nlohmann::json{{"type", "invalid"}, {"text", line.substr(0, 256)}};
       if (msg.value("type", "") == "stage" && msg.contains("name") && msg["name"].is_string()) {
-        stage = msg["name"].get<std::string>();
-        res.stages.push_back(stage);
-        stage_deadline = Clock::now() + to_dur(stage_limit(stage));
+        stage_ = msg["name"].get<std::string>();
+        res_.stages.push_back(stage_);
+        stage_deadline_ = Clock::now() + to_dur(stage_limit(stage_));
         continue;
       }
-      res.messages.push_back(msg);
-      if (opts.on_message && !killed_by_us) {
+      res_.messages.push_back(msg);
+      if (opts_.on_message && !killed_by_us_) {
         try {
-          opts.on_message(res.messages.back(), pchan);
+          opts_.on_message(res_.messages.back(), pchan);
         } catch (const std::exception& e) {
-          killed_by_us = true;
-          kill_reason = fmt::format("the parent's message handler failed: {}", e.what());
-          kill_group();
+          kill_for(fmt::format("the parent's message handler failed: {}", e.what()));
         }
       }
     }
-  };
-  auto drain = [&](int fd, bool& open, auto&& sink) {
+  }
+
+  template <class Sink>
+  static void drain(int fd, bool& open, Sink&& sink) {
     char buf[65536];
     for (;;) {
       ssize_t n = read(fd, buf, sizeof(buf));
@@ -998,101 +1256,108 @@ ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxO
       if (n < 0 && errno == EINTR) continue;
       break;
     }
-  };
-  auto drain_all = [&] {
-    if (open_out) drain(out_r, open_out, [&](const char* p, std::size_t n) { out_tail.add(p, n); });
-    if (open_err) drain(err_r, open_err, [&](const char* p, std::size_t n) { err_tail.add(p, n); });
-    if (open_rep) drain(rep_r, open_rep, [&](const char* p, std::size_t n) { rep_buf.append(p, n); });
-    if (open_chan)
-      drain(chan_p, open_chan, [&](const char* p, std::size_t n) {
-        chan_total += n;
-        if (chan_total > opts.channel_limit_bytes) {
-          if (!killed_by_us) {
-            killed_by_us = true;
-            kill_reason = fmt::format("the child sent more than {} bytes over the channel", opts.channel_limit_bytes);
-            kill_group();
-          }
+  }
+
+  void drain_all(ParentChannel& pchan) {
+    if (open_out_) drain(out_r_, open_out_, [&](const char* p, std::size_t n) { out_.add(p, n); });
+    if (open_err_) drain(err_r_, open_err_, [&](const char* p, std::size_t n) { err_.add(p, n); });
+    if (open_rep_) drain(rep_r_, open_rep_, [&](const char* p, std::size_t n) { rep_buf_.append(p, n); });
+    if (open_chan_)
+      drain(chan_p_, open_chan_, [&](const char* p, std::size_t n) {
+        chan_total_ += n;
+        if (chan_total_ > opts_.channel_limit_bytes) {
+          if (!killed_by_us_)
+            kill_for(fmt::format("the child sent more than {} bytes over the channel", opts_.channel_limit_bytes));
           return;
         }
-        chan_buf.append(p, n);
-        handle_chan_lines();
+        chan_buf_.append(p, n);
+        handle_chan_lines(pchan);
       });
-  };
+  }
 
-  while (!exited) {
-    auto now = Clock::now();
-    if (!killed_by_us) {
-      if (now >= stage_deadline) {
-        killed_by_us = true;
-        res.timed_out = true;
-        res.timeout_stage = stage;
-        kill_reason = fmt::format("stage '{}' exceeded its {:g} s deadline", stage, stage_limit(stage));
-        kill_group();
-      } else if (opts.cancel && opts.cancel->load()) {
-        killed_by_us = true;
-        kill_reason = "cancelled by the parent";
-        kill_group();
-      } else if (has_total && now >= total_deadline) {
-        killed_by_us = true;
-        res.timed_out = true;
-        res.timeout_stage = "total";
-        kill_reason = fmt::format("the run exceeded its total deadline of {:g} s (in stage '{}')", opts.total_timeout, stage);
-        kill_group();
-      }
+  /// Fires the first deadline that passed (or the cancel flag).
+  void check_deadlines(Clock::time_point now, Clock::time_point total_deadline) {
+    if (killed_by_us_) return;
+    if (now >= stage_deadline_) {
+      res_.timed_out = true;
+      res_.timeout_stage = stage_;
+      kill_for(fmt::format("stage '{}' exceeded its {:g} s deadline", stage_, stage_limit(stage_)));
+    } else if (opts_.cancel && opts_.cancel->load()) {
+      kill_for("cancelled by the parent");
+    } else if (opts_.total_timeout > 0 && now >= total_deadline) {
+      res_.timed_out = true;
+      res_.timeout_stage = "total";
+      kill_for(fmt::format("the run exceeded its total deadline of {:g} s (in stage '{}')", opts_.total_timeout, stage_));
     }
-    Clock::time_point next = stage_deadline;
-    if (has_total) next = std::min(next, total_deadline);
-    auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1;
-    int timeout_ms = static_cast<int>(std::clamp<long long>(wait_ms, 0, pidfd >= 0 ? 1000 : 20));
-    if (killed_by_us) timeout_ms = 20;
-    pollfd pfds[5];
-    int n = 0;
-    if (open_out) pfds[n++] = {out_r, POLLIN, 0};
-    if (open_err) pfds[n++] = {err_r, POLLIN, 0};
-    if (open_rep) pfds[n++] = {rep_r, POLLIN, 0};
-    if (open_chan) pfds[n++] = {chan_p, POLLIN, 0};
-    if (pidfd >= 0) pfds[n++] = {pidfd, POLLIN, 0};
-    int pr = poll(pfds, static_cast<nfds_t>(n), timeout_ms);
-    if (pr < 0 && errno != EINTR) break;
-    drain_all();
-    // Exited but not reaped: the process group id cannot be reused yet, so killing the group
-    // (stragglers that outlived A) is safe.
-    siginfo_t si{};
-    if (waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid) exited = true;
   }
-  kill_group();
-  int a_status = 0;
-  while (waitpid(pid, &a_status, 0) < 0 && errno == EINTR) {
-  }
-  if (pidfd >= 0) close(pidfd);
-  // Everything in the group is dead; collect what is still buffered (bounded wait in case a
-  // process escaped the group and holds a pipe).
-  const auto drain_end = Clock::now() + std::chrono::milliseconds(500);
-  while ((open_out || open_err || open_rep || open_chan) && Clock::now() < drain_end) {
-    pollfd pfds[4];
-    int n = 0;
-    if (open_out) pfds[n++] = {out_r, POLLIN, 0};
-    if (open_err) pfds[n++] = {err_r, POLLIN, 0};
-    if (open_rep) pfds[n++] = {rep_r, POLLIN, 0};
-    if (open_chan) pfds[n++] = {chan_p, POLLIN, 0};
-    poll(pfds, static_cast<nfds_t>(n), 50);
-    drain_all();
-  }
-  if (!chan_buf.empty()) {
-    chan_buf += "\n";
-    handle_chan_lines();
-  }
-  for (int fd : {out_r, err_r, rep_r, chan_p}) close(fd);
 
-  // ---- the report ----
-  int prog_status = -1;
-  std::string fatal;
-  {
+  void watch() {
+    const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
+    out_ = Tail(opts_.output_tail_bytes, opts_.output_head_bytes);
+    err_ = Tail(opts_.output_tail_bytes, opts_.output_head_bytes);
+    ParentChannel pchan(chan_p_);
+    stage_deadline_ = Clock::now() + to_dur(stage_limit(stage_));
+    const bool has_total = opts_.total_timeout > 0;
+    const Clock::time_point total_deadline = t0_ + to_dur(opts_.total_timeout);
+    bool exited = false;
+    while (!exited) {
+      auto now = Clock::now();
+      check_deadlines(now, total_deadline);
+      Clock::time_point next = stage_deadline_;
+      if (has_total) next = std::min(next, total_deadline);
+      auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1;
+      int timeout_ms = static_cast<int>(std::clamp<long long>(wait_ms, 0, pidfd >= 0 ? 1000 : 20));
+      if (killed_by_us_) timeout_ms = 20;
+      pollfd pfds[5];
+      int n = 0;
+      if (open_out_) pfds[n++] = {out_r_, POLLIN, 0};
+      if (open_err_) pfds[n++] = {err_r_, POLLIN, 0};
+      if (open_rep_) pfds[n++] = {rep_r_, POLLIN, 0};
+      if (open_chan_) pfds[n++] = {chan_p_, POLLIN, 0};
+      if (pidfd >= 0) pfds[n++] = {pidfd, POLLIN, 0};
+      int pr = poll(pfds, static_cast<nfds_t>(n), timeout_ms);
+      if (pr < 0 && errno != EINTR) break;
+      drain_all(pchan);
+      // Exited but not reaped: the process group id cannot be reused yet, so killing the group
+      // (stragglers that outlived A) is safe.
+      siginfo_t si{};
+      if (waitid(P_PID, static_cast<id_t>(pid_), &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid_)
+        exited = true;
+    }
+    kill_group();
+    while (waitpid(pid_, &a_status_, 0) < 0 && errno == EINTR) {
+    }
+    if (pidfd >= 0) close(pidfd);
+    // Everything in the group is dead; collect what is still buffered (bounded wait in case a
+    // process escaped the group and holds a pipe).
+    const auto drain_end = Clock::now() + std::chrono::milliseconds(500);
+    while ((open_out_ || open_err_ || open_rep_ || open_chan_) && Clock::now() < drain_end) {
+      pollfd pfds[4];
+      int n = 0;
+      if (open_out_) pfds[n++] = {out_r_, POLLIN, 0};
+      if (open_err_) pfds[n++] = {err_r_, POLLIN, 0};
+      if (open_rep_) pfds[n++] = {rep_r_, POLLIN, 0};
+      if (open_chan_) pfds[n++] = {chan_p_, POLLIN, 0};
+      poll(pfds, static_cast<nfds_t>(n), 50);
+      drain_all(pchan);
+    }
+    if (!chan_buf_.empty()) {
+      chan_buf_ += "\n";
+      handle_chan_lines(pchan);
+    }
+    for (int fd : {out_r_, err_r_, rep_r_, chan_p_}) close(fd);
+  }
+
+  // ---- report: the layers the child applied, how the program ended ----
+  /// Reads the child's report lines; returns the program's wait status (-1: none) and sets
+  /// `fatal` for a set-up step that failed.
+  int read_child_report(std::string& fatal) {
+    int prog_status = -1;
     std::size_t start = 0;
-    while (start < rep_buf.size()) {
-      std::size_t nl = rep_buf.find('\n', start);
+    while (start < rep_buf_.size()) {
+      std::size_t nl = rep_buf_.find('\n', start);
       if (nl == std::string::npos) break;
-      std::string line = rep_buf.substr(start, nl - start);
+      std::string line = rep_buf_.substr(start, nl - start);
       start = nl + 1;
       if (line.empty()) continue;
       const char kind = line[0];
@@ -1103,76 +1368,131 @@ ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxO
         body.resize(tab);
       }
       if (kind == '+') {
-        if (std::find(res.layers.begin(), res.layers.end(), body) == res.layers.end()) res.layers.push_back(body);
+        if (std::find(res_.layers.begin(), res_.layers.end(), body) == res_.layers.end()) res_.layers.push_back(body);
       } else if (kind == '-') {
-        res.layers_skipped.push_back(fmt::format("{}: {}", body, describe_errno(err)));
+        res_.layers_skipped.push_back(fmt::format("{}: {}", body, describe_errno(err)));
       } else if (kind == '!') {
         fatal = fmt::format("sandbox set-up failed at {}: {}", body, describe_errno(err));
         if (body == "exec")
-          fatal += fmt::format(" (running {}{})", plan.exe, drop ? fmt::format(" as uid {}", opts.uid) : "");
+          fatal += fmt::format(" (running {}{})", plan_.exe, drop_ ? fmt::format(" as uid {}", opts_.uid) : "");
       } else if (kind == '=') {
         prog_status = std::atoi(body.c_str());
       }
     }
     // A layer reported skipped after a partial success is not applied.
-    for (const std::string& s : res.layers_skipped) {
+    for (const std::string& s : res_.layers_skipped) {
       std::string name = s.substr(0, s.find(':'));
-      if (name == "fs_readonly" || name == "seccomp" || name == "no_new_privs") {
-        res.layers.erase(std::remove(res.layers.begin(), res.layers.end(), name), res.layers.end());
-      }
+      if (name == "fs_readonly" || name == "seccomp" || name == "no_new_privs")
+        res_.layers.erase(std::remove(res_.layers.begin(), res_.layers.end(), name), res_.layers.end());
     }
+    if (res_.sandbox == "mount_namespace" &&
+        std::find(res_.layers.begin(), res_.layers.end(), "fs_readonly") == res_.layers.end())
+      res_.sandbox = "none";
+    return prog_status;
   }
 
-  res.stdout_tail = out_tail.str();
-  res.stderr_tail = err_tail.str();
-  res.stdout_bytes = out_tail.total;
-  res.stderr_bytes = err_tail.total;
-  res.last_stage = stage;
-  res.wall_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  /// bubblewrap that fails to build the sandbox exits with 1 and a "bwrap: " line before the
+  /// program ever ran (the program's own output cannot come first).
+  bool bwrap_refused(int code) const {
+    return fsmode_ == FsIsolation::bwrap && code == 1 && err_.first_bytes().rfind("bwrap: ", 0) == 0;
+  }
 
-  if (res.timed_out) {
-    res.status = Status::TIMEOUT;
-    res.cause = kill_reason;
-  } else if (killed_by_us) {
-    res.status = Status::RUNTIME_ERROR;
-    res.cause = kill_reason;
-  } else if (!fatal.empty()) {
-    res.status = Status::RUNTIME_ERROR;
-    res.setup_failed = true;
-    res.cause = fatal;
-  } else {
+  void report() {
+    std::string fatal;
+    const int prog_status = read_child_report(fatal);
+    res_.stdout_tail = out_.str();
+    res_.stderr_tail = err_.str();
+    res_.stdout_head = out_.head;
+    res_.stderr_head = err_.head;
+    res_.stdout_bytes = out_.total;
+    res_.stderr_bytes = err_.total;
+    res_.last_stage = stage_;
+    res_.wall_seconds = std::chrono::duration<double>(Clock::now() - t0_).count();
+
+    if (res_.timed_out) {
+      res_.status = Status::TIMEOUT;
+      res_.cause = kill_reason_;
+      return;
+    }
+    if (killed_by_us_) {
+      res_.status = Status::RUNTIME_ERROR;
+      res_.cause = kill_reason_;
+      return;
+    }
+    if (!fatal.empty()) {
+      res_.status = Status::RUNTIME_ERROR;
+      res_.setup_failed = true;
+      res_.cause = fatal;
+      return;
+    }
     int code = -1, sig = 0;
     if (prog_status >= 0) {
       if (WIFEXITED(prog_status)) code = WEXITSTATUS(prog_status);
       else if (WIFSIGNALED(prog_status)) sig = WTERMSIG(prog_status);
-    } else if (WIFEXITED(a_status)) {
-      int c = WEXITSTATUS(a_status);
+    } else if (WIFEXITED(a_status_)) {
+      int c = WEXITSTATUS(a_status_);
       if (c > 128 && c < 128 + 65) sig = c - 128;
       else code = c;
-    } else if (WIFSIGNALED(a_status)) {
-      sig = WTERMSIG(a_status);
+    } else if (WIFSIGNALED(a_status_)) {
+      sig = WTERMSIG(a_status_);
     }
     // bubblewrap reports a signal death as exit code 128 + signal.
-    if (fsmode == FsIsolation::bwrap && code > 128 && code < 128 + 65) {
+    if (fsmode_ == FsIsolation::bwrap && code > 128 && code < 128 + 65) {
       sig = code - 128;
       code = -1;
     }
+    if (bwrap_refused(code)) {
+      const std::string first = err_.first_bytes();
+      res_.status = Status::RUNTIME_ERROR;
+      res_.setup_failed = true;
+      res_.cause = fmt::format("sandbox set-up failed: {}", first.substr(0, first.find('\n')));
+      return;
+    }
     if (sig) {
-      res.signal = sig;
-      res.signal_name = signal_name(sig);
-      res.status = Status::RUNTIME_ERROR;
-      res.cause = signal_cause(sig);
+      res_.signal = sig;
+      res_.signal_name = signal_name(sig);
+      res_.status = Status::RUNTIME_ERROR;
+      res_.cause = signal_cause(sig);
     } else {
-      res.exit_code = code;
-      res.status = code == 0 ? Status::PASSED : Status::RUNTIME_ERROR;
-      res.cause = fmt::format("exited with code {}", code);
+      res_.exit_code = code;
+      res_.status = code == 0 ? Status::PASSED : Status::RUNTIME_ERROR;
+      res_.cause = fmt::format("exited with code {}", code);
     }
   }
-  if (own_scratch && !opts.keep_scratch) {
-    std::error_code ec;
-    fs::remove_all(scratch, ec);
-  }
-  return res;
+
+  const std::vector<std::string>& argv_;
+  SandboxOptions opts_;
+  ProcessResult res_;
+  const Clock::time_point t0_ = Clock::now();
+  bool root_ = false, drop_ = false;
+  fs::path scratch_, workdir_;
+  bool own_scratch_ = false;
+  std::map<std::string, std::string> env_;
+  std::vector<fs::path> ro_paths_, rw_paths_;
+  FsIsolation fsmode_ = FsIsolation::none;
+  std::string exe_;
+  std::vector<std::string> exec_argv_;
+  ChildPlan plan_;
+  std::deque<std::string> strings_;  // owns what plan_'s char* point to (stable addresses)
+
+  pid_t pid_ = -1;
+  int a_status_ = 0;
+  int out_r_ = -1, err_r_ = -1, rep_r_ = -1, chan_p_ = -1;
+  bool open_out_ = true, open_err_ = true, open_rep_ = true, open_chan_ = true;
+  Tail out_, err_;
+  std::string rep_buf_, chan_buf_;
+  std::uint64_t chan_total_ = 0;
+  std::string stage_ = "start";
+  Clock::time_point stage_deadline_;
+  bool killed_by_us_ = false;
+  std::string kill_reason_;
+};
+
+}  // namespace
+
+ProcessResult run_sandboxed(const std::vector<std::string>& argv, const SandboxOptions& opts) {
+  if (argv.empty()) throw std::runtime_error("run_sandboxed: empty argv");
+  return SandboxRun(argv, opts).run();
 }
 
 }  // namespace d2k

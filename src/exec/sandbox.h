@@ -85,8 +85,9 @@ struct SandboxOptions {
   std::filesystem::path scratch_dir;
   bool keep_scratch = false;
   std::filesystem::path working_dir;                ///< empty: scratch_dir
-  /// Paths the child must see read-only. With mount_namespace everything is visible read-only
-  /// anyway, except under masked_paths; with bwrap only system folders and these are.
+  /// Paths the child must see read-only (bound at their canonical path: a symbolic link such as
+  /// /usr/local/cuda -> cuda-13.0 is followed first). Without minimal_root, under
+  /// mount_namespace everything is visible read-only anyway, except under masked_paths.
   std::vector<std::filesystem::path> ro_paths;
   std::vector<std::filesystem::path> rw_paths;      ///< extra writable paths (also under masks)
   /// Replaced by an empty read-only tmpfs (paths needed by the child are re-exposed inside).
@@ -95,6 +96,17 @@ struct SandboxOptions {
   std::vector<std::filesystem::path> private_tmp_paths{"/tmp", "/dev/shm"};
   std::uint64_t private_tmp_bytes = 256ull << 20;
   bool gpu_devices = true;                          ///< bwrap: bind /dev/nvidia*
+  /// Build the child's root from nothing: the system folders (minimal_root_system_paths()),
+  /// ro_paths, rw_paths, the scratch folder, the program, a few device nodes (null, zero, full,
+  /// random, urandom), /proc and the private tmpfs folders; nothing else of the host exists
+  /// inside, whichever of bwrap and mount_namespace builds it. Off: the host's whole tree,
+  /// read-only, with masked_paths hidden (what a CUDA worker needs).
+  bool minimal_root = false;
+  /// Where the chosen file-system isolation cannot be built (bwrap installed but refused here,
+  /// or no mount namespace), use the next weaker one and record why in layers_skipped. Off:
+  /// the run fails as a set-up failure (setup_failed) instead. Never silent: ProcessResult::
+  /// sandbox names what ran.
+  bool allow_fallback = true;
 
   // ---- credentials and system calls ----
   /// When root: switch to uid/gid before exec (keeps the group of /dev/nvidiactl if the
@@ -128,6 +140,9 @@ struct SandboxOptions {
 
   // ---- output and channel ----
   std::size_t output_tail_bytes = 64 * 1024;        ///< kept from the end of stdout and stderr each
+  /// Kept from the start of stdout and stderr each (0: none). A compiler's first errors are
+  /// the ones that explain the rest.
+  std::size_t output_head_bytes = 0;
   std::size_t channel_limit_bytes = 64ull << 20;    ///< more than this from the child kills it
   /// Called for every message other than a stage report, on the calling thread, while the
   /// child runs; may answer through the channel.
@@ -150,8 +165,11 @@ struct ProcessResult {
   std::vector<std::string> stages;           ///< stage names in the order reported
   std::vector<nlohmann::json> messages;      ///< every non-stage message, in order
   std::string stdout_tail, stderr_tail;      ///< last output_tail_bytes of each
+  std::string stdout_head, stderr_head;      ///< first output_head_bytes of each
   std::uint64_t stdout_bytes = 0, stderr_bytes = 0;
   double wall_seconds = 0;
+  /// The file-system isolation that ran: "bwrap", "mount_namespace" or "none".
+  std::string sandbox = "none";
   std::vector<std::string> layers;           ///< applied: "pid_namespace", "seccomp", ...
   std::vector<std::string> layers_skipped;   ///< "layer: reason"
   std::filesystem::path scratch_dir;         ///< where it ran (removed unless keep_scratch)
@@ -168,6 +186,11 @@ std::vector<std::string> permitted_namespaces();
 
 /// Whether bubblewrap is on PATH and can build a sandbox here (probed once, cached).
 bool bwrap_available();
+
+/// The host paths a minimal_root sandbox starts from: the system folders that hold the
+/// toolchain and the C library (/usr, /bin, /lib... or their merged-/usr links) and the dynamic
+/// loader's configuration in /etc. Nothing else of /etc (no passwd, no hosts).
+std::vector<std::filesystem::path> minimal_root_system_paths();
 
 /// "SIGSEGV" for 11, etc.; "signal N" for unknown numbers.
 std::string signal_name(int sig);

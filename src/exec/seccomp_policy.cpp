@@ -74,7 +74,6 @@ void add_baseline(scmp_filter_ctx ctx) {
 
 }  // namespace
 
-const std::vector<std::string>& baseline_killed_syscalls() { return kKilled; }
 
 std::vector<std::uint8_t> baseline_seccomp_bpf() {
   Ctx ctx = make_ctx();
@@ -128,6 +127,24 @@ std::string install_lockdown_filter(const LockdownOptions& opts) {
       scmp_arg_cmp anon_exec[2] = {SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, PROT_EXEC),
                                    SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, MAP_ANONYMOUS)};
       rule(ctx.get(), SCMP_ACT_ERRNO(EPERM), "mmap", 2, anon_exec);
+    }
+    if (opts.deny_protection_changes) {
+      for (int bit : {PROT_WRITE, PROT_EXEC}) {
+        scmp_arg_cmp asks = SCMP_A2(SCMP_CMP_MASKED_EQ, static_cast<scmp_datum_t>(bit), static_cast<scmp_datum_t>(bit));
+        rule(ctx.get(), SCMP_ACT_ERRNO(EPERM), "mprotect", 1, &asks);
+        rule(ctx.get(), SCMP_ACT_ERRNO(EPERM), "pkey_mprotect", 1, &asks);
+      }
+      rule(ctx.get(), SCMP_ACT_ERRNO(EPERM), "mseal");
+    }
+    if (opts.deny_open_for_write) {
+      for (int mode : {O_WRONLY, O_RDWR}) {
+        scmp_arg_cmp open_mode = SCMP_A1(SCMP_CMP_MASKED_EQ, static_cast<scmp_datum_t>(O_ACCMODE), static_cast<scmp_datum_t>(mode));
+        scmp_arg_cmp openat_mode = SCMP_A2(SCMP_CMP_MASKED_EQ, static_cast<scmp_datum_t>(O_ACCMODE), static_cast<scmp_datum_t>(mode));
+        rule(ctx.get(), SCMP_ACT_ERRNO(EACCES), "open", 1, &open_mode);
+        rule(ctx.get(), SCMP_ACT_ERRNO(EACCES), "openat", 1, &openat_mode);
+      }
+      // openat2 passes its flags in memory, which a filter cannot read.
+      rule(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), "openat2");
     }
     int rc = seccomp_load(ctx.get());
     if (rc < 0) return fmt::format("seccomp_load: {}", std::strerror(-rc));

@@ -22,15 +22,22 @@ namespace d2k {
 /// prctl(PR_SET_SECCOMP) or bubblewrap's --seccomp. Throws std::runtime_error on failure.
 std::vector<std::uint8_t> baseline_seccomp_bpf();
 
-/// System calls the baseline filter kills the process on (for documentation and tests).
-const std::vector<std::string>& baseline_killed_syscalls();
-
 /// What lock_down_worker forbids on top of the baseline.
 struct LockdownOptions {
   bool deny_exec = true;            ///< execve, execveat: kill
   bool deny_fork = true;            ///< fork, vfork, clone without CLONE_THREAD: kill
   bool deny_sockets = true;         ///< socket, socketpair: EACCES
   bool deny_exec_memory = false;    ///< mprotect(PROT_EXEC), anonymous mmap(PROT_EXEC): EPERM
+  /// mprotect/pkey_mprotect asking for PROT_WRITE or PROT_EXEC, and mseal: EPERM. A filter cannot
+  /// see which mapping an address belongs to, so this refuses every such change: it is what keeps
+  /// the candidate from making the GOT or the code of d2k, CUDA or CUPTI writable (issue #24).
+  /// glibc copes: malloc falls back to brk or plain mmap when an arena cannot grow by mprotect,
+  /// and new threads reuse cached stacks (the worker starts and joins threads before the lockdown).
+  bool deny_protection_changes = true;
+  /// open/openat for writing (O_WRONLY, O_RDWR): EACCES. A filter cannot read the path; this is
+  /// what keeps /proc/self/mem from being opened for writing. CUDA opens its device files at
+  /// initialisation, before the lockdown.
+  bool deny_open_for_write = true;
 };
 
 /// Installs the lockdown filter on every thread of the calling process (TSYNC). Returns an

@@ -6,6 +6,7 @@
 /// too (it is an inherited descriptor and its number is in the environment). The channel is
 /// private against everything outside the sandbox, not against the candidate: the parent
 /// must not take the worker's word for correctness or time; it cross-checks (docs/isolation.md).
+#include <cstdint>
 #include <deque>
 #include <optional>
 #include <vector>
@@ -53,7 +54,15 @@ int count_threads();
 
 /// Installs the lockdown filter (seccomp_policy.h) on every thread of the worker. Call it once
 /// CUDA is initialised (the driver's threads exist and it has opened its devices) and before
-/// candidate code is loaded or called. Returns "" on success, else why it failed.
+/// candidate code is loaded or called. Returns "" on success, else why it failed. Before the
+/// filter it starts and joins a few threads, so that glibc's stack cache holds stacks that later
+/// threads reuse without the mprotect the filter refuses.
 std::string lock_down_worker(const LockdownOptions& opts = {});
+
+/// A hash of every loaded object's relocation-read-only pages (PT_GNU_RELRO: the GOT among
+/// them), which nothing may change once loading is done. Measured inside the worker, so a
+/// tripwire: the seccomp lockdown refuses making those pages writable; this catches a way round
+/// the filter that does not also forge the hash.
+std::uint64_t relro_hash();
 
 }  // namespace d2k

@@ -256,7 +256,8 @@ std::string format_table(const std::vector<Trace>& traces, TableFormat f) {
   for (const Trace& t : traces) {
     std::vector<std::string> r{t.task, t.target, t.hidden ? "hidden:" + fmt_axes(t.axes) : t.workload_uuid,
                                std::string(status_name(t.status))};
-    if (t.status == Status::REWARD_HACK && !t.rule.empty()) r[3] += "(" + t.rule + ")";
+    if ((t.status == Status::REWARD_HACK || t.status == Status::COMPILE_ERROR) && !t.rule.empty())
+      r[3] += "(" + t.rule + ")";
     if (t.performance && t.status == Status::PASSED) {
       r.push_back(fmt::format("{:.2f}", t.performance->median_us));
       r.push_back(fmt::format("{:.2f}%", 100 * t.performance->rel_noise));

@@ -62,7 +62,7 @@ struct Trace {
   bool hidden = false;
   std::map<std::string, std::int64_t> axes;
   Status status = Status::SKIPPED;
-  std::string rule;             ///< REWARD_HACK: the rule that fired
+  std::string rule;             ///< REWARD_HACK: the rule that fired; COMPILE_ERROR: a resource limit
   std::string message;          ///< why, in a sentence; compile log excerpt for COMPILE_ERROR
   std::vector<std::string> checks_fired;  ///< named anti-cheat checks that fired (with detail)
   std::optional<Correctness> correctness;

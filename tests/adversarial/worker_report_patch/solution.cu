@@ -9,7 +9,8 @@
 // A second hook on recvmsg(2) reads the parent's commands: during a "throughput" request (the
 // parent's own clock over back-to-back calls, whose outputs nobody checks) d2k_run does nothing,
 // so that cross-check measures launch overhead only. Every checked call is honest.
-// Expected: REWARD_HACK(timer_cross_check): the parent must not take times from the worker's word,
+// Expected: neutralised by the worker lockdown (no protection change, no write-open of /proc/self/mem);
+// with those allowed (a test knob), REWARD_HACK(got_integrity) or (timer_cross_check): the parent must not take times from the worker's word,
 // and its own clock must run over calls whose outputs it checks.
 #include "rmsnorm_case.cuh"
 #include <elf.h>

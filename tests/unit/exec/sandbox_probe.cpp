@@ -4,12 +4,15 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -130,6 +133,28 @@ int main(int argc, char** argv) {
     report(r);
     return 0;
   }
+  if (mode == "read") {  // read PATH...: the first bytes of each, or its errno
+    nlohmann::json r = {{"type", "read"}, {"results", nlohmann::json::object()}};
+    for (int i = 2; i < argc; ++i) {
+      int fd = open(argv[i], O_RDONLY);
+      if (fd < 0) {
+        r["results"][argv[i]] = errno;
+        continue;
+      }
+      char buf[256];
+      ssize_t n = read(fd, buf, sizeof(buf));
+      r["results"][argv[i]] = n < 0 ? std::string("read failed") : std::string(buf, static_cast<std::size_t>(n));
+      close(fd);
+    }
+    report(r);
+    return 0;
+  }
+  if (mode == "spew_lines") {  // spew_lines N: "line 1" ... "line N" to stdout
+    const long n = std::atol(arg(2, "1000").c_str());
+    for (long i = 1; i <= n; ++i) std::printf("line %ld\n", i);
+    std::fflush(stdout);
+    return 0;
+  }
   if (mode == "comm") {  // name this thread through /proc, as the CUDA driver does at cuInit
     std::string path = "/proc/self/task/" + std::to_string(gettid()) + "/comm";
     int fd = open(path.c_str(), O_WRONLY);
@@ -207,6 +232,36 @@ int main(int argc, char** argv) {
       pid_t p = fork();  // the filter kills the process here
       if (p == 0) _exit(0);
       report({{"type", "fork"}, {"errno", p < 0 ? errno : 0}});
+      return 0;
+    }
+    if (what == "mprotect") {  // a read-only page made writable by a raw system call, as the #24 exploit did
+      void* page = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      const long rw = syscall(SYS_mprotect, page, 4096, PROT_READ | PROT_WRITE);
+      const int rw_errno = rw < 0 ? errno : 0;
+      const long ro = syscall(SYS_mprotect, page, 4096, PROT_NONE);  // taking rights away stays allowed
+      report({{"type", "mprotect"}, {"write_errno", rw_errno}, {"none_rc", ro}});
+      return 0;
+    }
+    if (what == "procmem") {  // /proc/self/mem opened for writing
+      const int fd = open("/proc/self/mem", O_RDWR);
+      const int err = fd < 0 ? errno : 0;
+      const int rd = open("/proc/self/maps", O_RDONLY);
+      report({{"type", "procmem"}, {"errno", err}, {"read_ok", rd >= 0}});
+      return 0;
+    }
+    if (what == "malloc") {  // threads and their allocations still work (glibc falls back from mprotect)
+      std::size_t got = 0;
+      std::vector<std::thread> ts;
+      std::atomic<std::size_t> sum{0};
+      for (int i = 0; i < 3; ++i)
+        ts.emplace_back([&] {
+          std::vector<std::vector<char>> v;
+          for (int k = 0; k < 200; ++k) v.emplace_back(std::size_t(64) << 10, 'x');
+          sum += v.size();
+        });
+      for (auto& t : ts) t.join();
+      got = sum;
+      report({{"type", "malloc"}, {"blocks", got}});
       return 0;
     }
     if (what == "exec") {

@@ -1,8 +1,13 @@
 #include <algorithm>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <fstream>
+#include <thread>
 
 #include "exec/compile.h"
 #include "exec/error.h"
@@ -69,6 +74,15 @@ TEST(CompileKey, StableForSameInputsAndSensitiveToEachInput) {
   CompileOptions c = options();
   c.cutlass = true;
   EXPECT_NE(nvcc_flags(c), flags);
+  // -isystem and its folder are two arguments: nvcc 13 rejects "-isystem/path" glued.
+  const auto cf = nvcc_flags(c);
+  auto at = std::find(cf.begin(), cf.end(), std::string("-isystem"));
+  ASSERT_NE(at, cf.end());
+  ASSERT_NE(at + 1, cf.end());
+  EXPECT_TRUE(fs::exists(fs::path(*(at + 1)) / "cute" / "tensor.hpp")) << *(at + 1);
+  for (const auto& fl : cf) {
+    EXPECT_FALSE(fl.rfind("-isystem", 0) == 0 && fl.size() > 8) << fl;
+  }
 }
 
 TEST(CompileLayout, RejectsBadFolders) {
@@ -254,6 +268,20 @@ TEST(Compile, DeadlineKillsTheCompiler) {
   EXPECT_LT(r.seconds, 5.0);
 }
 
+TEST(CompileLog, TrimKeepsTheFirstErrorsAndReportsTheRealSize) {
+  // 10,000 errors; the sandbox keeps the output's first MiB (here: its first 64 KiB).
+  std::string log;
+  for (int e = 1; e <= 10000; ++e)
+    log += "/scratch/src/solution.cu(" + std::to_string(e) + "): error: identifier \"u" + std::to_string(e) + "\" is undefined\n";
+  const std::string head = log.substr(0, 64 << 10);
+  std::string t = trim_compiler_log(head, 4096, {"/scratch/src/"}, log.size());
+  EXPECT_LE(t.size(), 4096u);
+  EXPECT_EQ(t.rfind("solution.cu(1): error", 0), 0u) << t.substr(0, 200);
+  EXPECT_NE(t.find("solution.cu(2): error"), std::string::npos);
+  EXPECT_EQ(t.find("solution.cu(9496)"), std::string::npos);
+  EXPECT_NE(t.find("full log " + std::to_string(log.size()) + " bytes"), std::string::npos) << t.substr(t.size() - 300);
+}
+
 TEST(CompileLog, TrimKeepsErrorsFirstAndCutsInstantiationChains) {
   std::string log;
   log += "/scratch/src/solution.cu(3): warning #177-D: variable \"x\" was declared but never referenced\n";
@@ -278,6 +306,250 @@ TEST(CompileLog, TrimKeepsErrorsFirstAndCutsInstantiationChains) {
   // A short log passes through (paths stripped) unchanged otherwise.
   std::string small = "/b/solution.cu(2): error: expected a \";\"\n";
   EXPECT_EQ(trim_compiler_log(small, 8192, {"/b/"}), "solution.cu(2): error: expected a \";\"\n");
+}
+
+
+/// A solution folder whose solution.cu is `source`.
+fs::path write_solution(const fs::path& root, const std::string& name, const std::string& source) {
+  const fs::path dir = root / name;
+  fs::create_directories(dir);
+  std::ofstream(dir / "solution.cu") << source;
+  return dir;
+}
+
+TEST(CompileLayout, NamesAreEscapedAndLinksNamedNotFollowed) {
+  test::TempDir tmp;
+  // A newline in a header name once forged an "OK: compiled ..." line in the output.
+  copy_folder(test::fixture_solution("vector_add"), tmp.path() / "newline");
+  std::ofstream(tmp.path() / "newline" / "a\nOK: compiled x.h") << "// header\n";
+  try {
+    read_solution_files(tmp.path() / "newline");
+    ADD_FAILURE() << "a name with a newline must be refused";
+  } catch (const ExecError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    EXPECT_NE(m.find("a\\nOK: compiled x.h"), std::string::npos) << m;
+  }
+  EXPECT_EQ(escape_file_name("a\tb\x01\xff\\"), "a\\tb\\x01\\xff\\\\");
+
+  // solution.cu -> /etc/passwd names the link, not its target, and never reads it.
+  fs::create_directories(tmp.path() / "link");
+  fs::create_symlink("/etc/passwd", tmp.path() / "link" / "solution.cu");
+  try {
+    read_solution_files(tmp.path() / "link");
+    ADD_FAILURE() << "a linked solution.cu must be refused";
+  } catch (const ExecError& e) {
+    EXPECT_NE(std::string(e.what()).find("solution.cu is a symbolic link"), std::string::npos) << e.what();
+  }
+  // A linked sub-folder is refused too; a device node named like a header is not read.
+  copy_folder(test::fixture_solution("vector_add"), tmp.path() / "dirlink");
+  fs::create_directory_symlink("/etc", tmp.path() / "dirlink" / "inc");
+  EXPECT_THROW(read_solution_files(tmp.path() / "dirlink"), ExecError);
+}
+
+/// A header swapped between a regular file and a link to a secret, in a tight loop, while the
+/// folder is read: the secret's bytes never enter the copy (the race won on attempt 216 before
+/// the folder was read through descriptors with O_NOFOLLOW).
+TEST(CompileLayout, SymlinkSwapRaceNeverCopiesTheTarget) {
+  test::TempDir tmp;
+  const fs::path secret = tmp.path() / "secret.txt";
+  std::ofstream(secret) << "TOP-SECRET-BYTES";
+  const fs::path dir = tmp.path() / "sol";
+  copy_folder(test::fixture_solution("vector_add"), dir);
+  std::ofstream(dir / "leak.cuh") << "// regular\n";
+  std::atomic<bool> stop{false};
+  std::thread swapper([&] {
+    const fs::path leak = dir / "leak.cuh", as_link = dir / ".swap-link", as_file = dir / ".swap-file";
+    while (!stop.load()) {
+      std::error_code ec;
+      fs::create_symlink(secret, as_link, ec);
+      fs::rename(as_link, leak, ec);
+      std::ofstream(as_file) << "// regular\n";
+      fs::rename(as_file, leak, ec);
+    }
+  });
+  int links_seen = 0, read_ok = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(8);
+  for (int i = 0; i < 50000 && std::chrono::steady_clock::now() < until; ++i) {
+    try {
+      SolutionFiles f = read_solution_files(dir);
+      ++read_ok;
+      for (const auto& [name, content] : f.files)
+        ASSERT_EQ(content.find("TOP-SECRET"), std::string::npos) << "attempt " << i << " copied the link's target";
+    } catch (const ExecError& e) {
+      const std::string m = e.what();
+      EXPECT_TRUE(m.find("symbolic link") != std::string::npos || m.find("cannot read") != std::string::npos) << m;
+      links_seen += m.find("leak.cuh is a symbolic link") != std::string::npos;
+    }
+  }
+  stop = true;
+  swapper.join();
+  std::cout << read_ok << " reads, " << links_seen << " refused as links\n";
+  EXPECT_GT(read_ok + links_seen, 100);
+}
+
+TEST(CompileInclude, FoundFromTheEnvironmentAndBesideTheBinary) {
+  test::TempDir tmp;
+  const fs::path carry = tmp.path() / "carry";
+  fs::create_directories(carry / "include" / "d2k");
+  std::ofstream(carry / "include" / "d2k" / "solution.h") << "// packed\n";
+  // A packed build: include/ beside the binary.
+  EXPECT_EQ(solution_include_dir({}, carry), carry / "include");
+  // An installed one: bin/d2k and include/.
+  fs::create_directories(carry / "bin");
+  EXPECT_EQ(solution_include_dir({}, carry / "bin"), carry / "include");
+  // $D2K_INCLUDE_DIR wins over the binary's folder; a wrong one is an error naming it.
+  const fs::path other = tmp.path() / "other";
+  fs::create_directories(other / "d2k");
+  std::ofstream(other / "d2k" / "solution.h") << "// env\n";
+  setenv("D2K_INCLUDE_DIR", other.c_str(), 1);
+  EXPECT_EQ(solution_include_dir({}, carry), other);
+  setenv("D2K_INCLUDE_DIR", (tmp.path() / "nowhere").c_str(), 1);
+  try {
+    solution_include_dir({}, carry);
+    ADD_FAILURE() << "a wrong $D2K_INCLUDE_DIR must be an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("nowhere"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("D2K_INCLUDE_DIR"), std::string::npos) << e.what();
+  }
+  unsetenv("D2K_INCLUDE_DIR");
+  // An explicit folder is used as given.
+  EXPECT_EQ(solution_include_dir(other, carry), other);
+}
+
+TEST(CompileCache, LeastRecentlyUsedEntriesGoPastTheBudget) {
+  test::TempDir tmp;
+  auto entry = [&](char c, std::size_t bytes, int age_s) {
+    const std::string key(64, c);
+    fs::create_directories(tmp.path() / key);
+    std::ofstream(tmp.path() / key / "solution.so") << std::string(bytes, 'x');
+    fs::last_write_time(tmp.path() / key, fs::file_time_type::clock::now() - std::chrono::seconds(age_s));
+    return key;
+  };
+  const std::string oldest = entry('a', 4000, 300), old = entry('b', 4000, 200), fresh = entry('c', 4000, 100);
+  const std::string kept = entry('d', 4000, 400);  // the oldest, but the one in use
+  fs::create_directories(tmp.path() / ".build-x");  // not an entry: never counted nor removed
+  auto removed = evict_compile_cache(tmp.path(), 9000, kept);
+  EXPECT_EQ(removed, (std::vector<std::string>{oldest, old}));
+  EXPECT_TRUE(fs::exists(tmp.path() / fresh));
+  EXPECT_TRUE(fs::exists(tmp.path() / kept));
+  EXPECT_TRUE(fs::exists(tmp.path() / ".build-x"));
+  EXPECT_TRUE(evict_compile_cache(tmp.path(), 9000, kept).empty());
+}
+
+TEST(CompileLimits, LibraryOverItsSizeCapIsRefusedAndNotCached) {
+  test::TempDir cache("d2k-exec-cache-cap");
+  CompileOptions o = options();
+  o.cache_dir = cache.path();
+  o.max_library_bytes = 4096;
+  CompileResult r = compile_solution(test::fixture_solution("vector_add"), o);
+  EXPECT_EQ(r.status, Status::COMPILE_ERROR) << r.message << "\n" << r.log;
+  EXPECT_EQ(r.rule, "resource_limit: output_size");
+  EXPECT_NE(r.message.find("library"), std::string::npos) << r.message;
+  EXPECT_FALSE(fs::exists(cache.path() / r.key)) << "a refused library is not cached";
+}
+
+/// The compile's memory limit stops `source` within seconds, as the compile's own error.
+void expect_memory_limit(const std::string& name, const std::string& source) {
+  test::TempDir tmp;
+  CompileOptions o = options();
+  o.use_cache = false;
+  o.memory_limit_bytes = 2ull << 30;  // the default (8 GiB) behaves the same, four times slower
+  CompileResult r = compile_solution(write_solution(tmp.path(), name, source), o);
+  EXPECT_EQ(r.status, Status::COMPILE_ERROR) << r.message << "\n" << r.log;
+  EXPECT_EQ(r.rule, "resource_limit: memory") << r.message << "\n" << r.log;
+  EXPECT_NE(r.message.find("2 GiB memory limit"), std::string::npos) << r.message;
+  EXPECT_LT(r.seconds, 90.0);
+  std::cout << name << ": stopped after " << r.seconds << " s: " << r.message << "\n";
+}
+
+TEST(CompileLimits, DevZeroIncludeIsStoppedByTheMemoryLimit) {
+  expect_memory_limit("dev_zero", "#include \"/dev/zero\"\n");
+}
+
+TEST(CompileLimits, MacroDoublingBombIsStoppedByTheMemoryLimit) {
+  // Each level doubles its argument twice, and arguments are expanded in memory before they
+  // are substituted: 2^(2^8) tokens.
+  std::string bomb = "#define D0(x) x x\n";
+  for (int i = 1; i <= 8; ++i) bomb += "#define D" + std::to_string(i) + "(x) D" + std::to_string(i - 1) + "(D" + std::to_string(i - 1) + "(x))\n";
+  bomb += "D8(y)\n";
+  expect_memory_limit("macro_bomb", bomb);
+}
+
+/// The file-system isolation modes this machine can build.
+std::vector<FsIsolation> compile_modes() {
+  std::vector<FsIsolation> m{FsIsolation::mount_namespace};
+  if (bwrap_available()) m.push_back(FsIsolation::bwrap);
+  return m;
+}
+
+class CompileSandbox : public ::testing::TestWithParam<FsIsolation> {};
+
+/// An include of a host file fails, and its bytes never reach the log, in every sandbox mode:
+/// the compile sees its own copied folder, the toolchain and the include folders only.
+TEST_P(CompileSandbox, HostFilesCannotBeIncluded) {
+  // World-readable, outside /tmp (a private tmpfs in every mode), beside the test binary.
+  const fs::path host_file = test::exe_dir() / "d2k-host-secret.h";
+  std::ofstream(host_file) << "int host_secret_marker = HOST_SECRET_UNDECLARED_42;\n";
+  fs::permissions(host_file, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                                 fs::perms::others_read);
+  const fs::path readme = test::source_dir() / "README.md";
+  test::TempDir tmp;
+  CompileOptions o = options();
+  o.use_cache = false;
+  o.sandbox_fs = GetParam();
+  for (const fs::path& target : {host_file, fs::path("/etc/passwd"), readme}) {
+    CompileResult r = compile_solution(
+        write_solution(tmp.path(), "inc_" + target.filename().string(), "#include \"" + target.string() + "\"\n"), o);
+    EXPECT_EQ(r.status, Status::COMPILE_ERROR) << target << ": " << r.message << "\n" << r.log;
+    EXPECT_EQ(r.sandbox, GetParam() == FsIsolation::bwrap ? "bwrap" : "mount_namespace") << r.sandbox;
+    EXPECT_EQ(r.log.find("HOST_SECRET_UNDECLARED_42"), std::string::npos) << r.log;
+    EXPECT_EQ(r.log.find("root:x:0"), std::string::npos) << r.log;
+    EXPECT_EQ(r.log.find("D2K-Bench"), std::string::npos) << r.log;
+    // The preprocessor did not find it (gcc's words, or EDG's where cudafe++ looks first).
+    EXPECT_TRUE(r.log.find("No such file or directory") != std::string::npos ||
+                r.log.find("cannot open source file") != std::string::npos)
+        << r.log;
+  }
+  fs::remove(host_file);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, CompileSandbox, ::testing::ValuesIn(compile_modes()),
+                         [](const auto& info) { return info.param == FsIsolation::bwrap ? std::string("bwrap") : std::string("mount_namespace"); });
+
+TEST(CompileSandboxSetup, UnreachableFolderIsAHarnessErrorUnlessFallbackIsAsked) {
+  if (!bwrap_available() || geteuid() != 0) GTEST_SKIP() << "needs root and a usable bwrap";
+  // An include folder only root can enter: bubblewrap (unprivileged) cannot bind it.
+  test::TempDir locked("d2k-locked");
+  fs::create_directories(locked.path() / "inc");
+  chmod(locked.path().c_str(), 0700);
+  CompileOptions o = options();
+  o.use_cache = false;
+  o.extra_include_dirs.push_back(locked.path() / "inc");
+  try {
+    compile_solution(test::fixture_solution("vector_add"), o);
+    ADD_FAILURE() << "a sandbox that cannot be built must not fall back silently";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot reach"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Compile, CuteSolutionCompilesOnTheCutlassTrack) {
+  test::TempDir tmp;
+  const fs::path dir = tmp.path() / "cute";
+  copy_folder(test::fixture_solution("vector_add"), dir);
+  // CuTe's layout algebra on the host side of the library: enough to pull in its headers.
+  std::ofstream(dir / "cute_use.cu") << "#include <cute/tensor.hpp>\n"
+                                        "int cute_layout_size() {\n"
+                                        "  auto layout = cute::make_layout(cute::make_shape(cute::Int<8>{}, cute::Int<4>{}));\n"
+                                        "  return int(cute::size(layout));\n"
+                                        "}\n";
+  CompileOptions o = options();
+  o.cutlass = true;
+  o.track = "cutlass";
+  CompileResult r = compile_solution(dir, o);
+  ASSERT_EQ(r.status, Status::PASSED) << r.message << "\n" << r.log;
+  std::cout << "CuTe compile: " << r.seconds << " s under the default memory limit\n";
 }
 
 }  // namespace

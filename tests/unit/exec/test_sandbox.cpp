@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 #include <errno.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 
 #include "exec/sandbox.h"
@@ -258,6 +260,68 @@ TEST_P(SandboxFs, OutputTailIsBounded) {
   EXPECT_EQ(r.stdout_tail.size(), 1000u);
 }
 
+TEST_P(SandboxFs, OutputHeadKeepsTheFirstBytes) {
+  auto o = opts();
+  o.output_tail_bytes = 100;
+  o.output_head_bytes = 64;
+  ProcessResult r = run_sandboxed({kProbe, "spew_lines", "100000"}, o);
+  ASSERT_EQ(r.status, Status::PASSED) << describe(r);
+  EXPECT_EQ(r.stdout_head.rfind("line 1\nline 2\n", 0), 0u) << r.stdout_head;
+  EXPECT_EQ(r.stdout_head.size(), 64u);
+  EXPECT_NE(r.stdout_tail.find("line 100000\n"), std::string::npos) << r.stdout_tail;
+  EXPECT_GT(r.stdout_bytes, 100000u);
+}
+
+/// A minimal root shows the program, the system folders, the read-only and scratch paths, and
+/// nothing else of the host: not a world-readable file beside them, not /etc/passwd, not /home.
+TEST_P(SandboxFs, MinimalRootShowsOnlyWhatWasBound) {
+  const fs::path outside_dir = test::exe_dir() / "d2k-minimal-root-test";
+  fs::create_directories(outside_dir / "bound");
+  std::ofstream(outside_dir / "bound" / "visible.txt") << "visible-ok";
+  std::ofstream(outside_dir / "secret.txt") << "secret-host-bytes";
+  fs::permissions(outside_dir / "secret.txt", fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  auto o = opts();
+  o.minimal_root = true;
+  o.allow_fallback = false;
+  o.ro_paths = {outside_dir / "bound"};
+  const std::string secret = (outside_dir / "secret.txt").string();
+  const std::string visible = (outside_dir / "bound" / "visible.txt").string();
+  ProcessResult r = run_sandboxed({kProbe, "read", secret, visible, "/etc/passwd", "/usr/include/stdio.h"}, o);
+  fs::remove_all(outside_dir);
+  ASSERT_EQ(r.status, Status::PASSED) << describe(r);
+  EXPECT_TRUE(has(r.layers, "minimal_root")) << describe(r);
+  EXPECT_EQ(r.sandbox, GetParam() == FsIsolation::bwrap ? "bwrap" : "mount_namespace");
+  const nlohmann::json* m = find_message(r, "read");
+  ASSERT_NE(m, nullptr) << describe(r);
+  EXPECT_EQ((*m)["results"][secret], ENOENT) << m->dump();
+  EXPECT_EQ((*m)["results"]["/etc/passwd"], ENOENT) << m->dump();
+  EXPECT_EQ((*m)["results"][visible], "visible-ok") << m->dump();
+  EXPECT_TRUE((*m)["results"]["/usr/include/stdio.h"].is_string()) << "the toolchain stays visible: " << m->dump();
+}
+
+/// A read-only path reached through a symbolic link inside another bound folder (as
+/// /usr/local/cuda -> cuda-13.0 inside /usr) is bound at its canonical path: bubblewrap
+/// refused to bind onto the link ("Can't bind mount").
+TEST_P(SandboxFs, ReadOnlyPathsThroughLinksAreCanonicalised) {
+  const fs::path dir = test::exe_dir() / "d2k-link-test";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "toolkit-13.0");
+  std::ofstream(dir / "toolkit-13.0" / "version.txt") << "13.0";
+  // An absolute link, as /usr/local/cuda's: bubblewrap then refused "Can't bind mount".
+  fs::create_directory_symlink(dir / "toolkit-13.0", dir / "toolkit");
+  auto o = opts();
+  o.minimal_root = true;
+  o.allow_fallback = false;
+  o.ro_paths = {dir, dir / "toolkit"};
+  const std::string through_link = (dir / "toolkit" / "version.txt").string();
+  ProcessResult r = run_sandboxed({kProbe, "read", through_link}, o);
+  fs::remove_all(dir);
+  ASSERT_EQ(r.status, Status::PASSED) << describe(r);
+  const nlohmann::json* m = find_message(r, "read");
+  ASSERT_NE(m, nullptr) << describe(r);
+  EXPECT_EQ((*m)["results"][through_link], "13.0") << m->dump();
+}
+
 TEST_P(SandboxFs, OrphansDoNotHoldTheRunOpen) {
   ProcessResult r = run_sandboxed({kProbe, "orphan"}, opts());
   EXPECT_EQ(r.status, Status::PASSED) << describe(r);
@@ -277,10 +341,78 @@ TEST_P(SandboxFs, WorkerLockdownAllowsThreadsButNotProcesses) {
   EXPECT_EQ(e.signal, SIGSYS) << describe(e);
 }
 
+// Issue #24: the candidate made the worker's GOT writable with a raw mprotect and could have
+// written it through /proc/self/mem. After the lockdown neither works; threads and malloc still do.
+TEST_P(SandboxFs, WorkerLockdownRefusesWritableProtectionAndProcMemWrites) {
+  ProcessResult m = run_sandboxed({kProbe, "lockdown", "mprotect"}, opts());
+  ASSERT_EQ(m.status, Status::PASSED) << describe(m);
+  const nlohmann::json* mp = find_message(m, "mprotect");
+  ASSERT_NE(mp, nullptr);
+  EXPECT_EQ((*mp)["write_errno"], EPERM) << mp->dump();
+  EXPECT_EQ((*mp)["none_rc"], 0) << mp->dump();
+
+  ProcessResult p = run_sandboxed({kProbe, "lockdown", "procmem"}, opts());
+  ASSERT_EQ(p.status, Status::PASSED) << describe(p);
+  const nlohmann::json* pm = find_message(p, "procmem");
+  ASSERT_NE(pm, nullptr);
+  EXPECT_EQ((*pm)["errno"], EACCES) << pm->dump();
+  EXPECT_EQ((*pm)["read_ok"], true) << pm->dump();
+
+  ProcessResult a = run_sandboxed({kProbe, "lockdown", "malloc"}, opts());
+  ASSERT_EQ(a.status, Status::PASSED) << describe(a);
+  const nlohmann::json* am = find_message(a, "malloc");
+  ASSERT_NE(am, nullptr);
+  EXPECT_EQ((*am)["blocks"], 600);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, SandboxFs, ::testing::ValuesIn(fs_modes()),
                          [](const ::testing::TestParamInfo<FsIsolation>& i) {
                            return i.param == FsIsolation::bwrap ? std::string("bwrap") : std::string("mount_namespace");
                          });
+
+TEST(Sandbox, BwrapRefusalIsASetupFailureNotTheProgramsExit) {
+  if (!bwrap_available()) GTEST_SKIP() << "bwrap is not usable here";
+  SandboxOptions o;
+  o.fs = FsIsolation::bwrap;
+  o.allow_fallback = false;
+  // A tmpfs where bubblewrap must create a folder inside read-only /usr: it exits 1 with
+  // "bwrap: Can't mkdir ..." before the program runs.
+  o.private_tmp_paths = {"/usr/d2k-no-such-folder"};
+  ProcessResult r = run_sandboxed({kProbe, "exit", "0"}, o);
+  EXPECT_TRUE(r.setup_failed) << describe(r);
+  EXPECT_NE(r.cause.find("bwrap: "), std::string::npos) << r.cause;
+  // The program's own exit code 1 stays the program's.
+  SandboxOptions fine;
+  fine.fs = FsIsolation::bwrap;
+  ProcessResult one = run_sandboxed({kProbe, "exit", "1"}, fine);
+  EXPECT_FALSE(one.setup_failed) << describe(one);
+  EXPECT_EQ(one.exit_code, 1);
+}
+
+TEST(Sandbox, NoSilentFallbackFromBwrap) {
+  if (!bwrap_available() || geteuid() != 0) GTEST_SKIP() << "needs root and a usable bwrap";
+  // bubblewrap runs as the unprivileged uid; a folder only root can enter cannot be bound.
+  test::TempDir locked("d2k-locked");
+  fs::create_directories(locked.path() / "inc");
+  chmod(locked.path().c_str(), 0700);
+  SandboxOptions o;
+  o.fs = FsIsolation::automatic;
+  o.minimal_root = true;
+  o.allow_fallback = false;
+  o.ro_paths = {locked.path() / "inc"};
+  ProcessResult r = run_sandboxed({kProbe, "exit", "0"}, o);
+  EXPECT_TRUE(r.setup_failed) << describe(r);
+  EXPECT_NE(r.cause.find("cannot reach"), std::string::npos) << r.cause;
+  EXPECT_NE(r.cause.find("not allowed"), std::string::npos) << r.cause;
+  // Asked for, the fallback happens, and the result says so.
+  o.allow_fallback = true;
+  ProcessResult fb = run_sandboxed({kProbe, "exit", "0"}, o);
+  EXPECT_EQ(fb.status, Status::PASSED) << describe(fb);
+  EXPECT_EQ(fb.sandbox, "mount_namespace");
+  bool said = false;
+  for (const auto& s : fb.layers_skipped) said |= s.rfind("bwrap: ", 0) == 0 && s.find("using mount_namespace") != std::string::npos;
+  EXPECT_TRUE(said) << describe(fb);
+}
 
 TEST(Sandbox, MissingProgramIsASetupFailure) {
   ProcessResult r = run_sandboxed({"/nonexistent/program"}, SandboxOptions{});

@@ -1,0 +1,196 @@
+// The rules table and each cheat check: every check fires on the pattern it names and stays
+// quiet on an honest one; the table, docs/isolation.md and the corpus agree.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "engine/rules.h"
+
+namespace d2k {
+namespace {
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(Rules, TableIsComplete) {
+  std::set<std::string_view> names;
+  for (const Rule& r : rules_table()) {
+    EXPECT_TRUE(names.insert(r.name).second) << "duplicate rule " << r.name;
+    EXPECT_FALSE(r.meaning.empty()) << r.name;
+    EXPECT_NE(r.status, Status::PASSED) << r.name;
+  }
+  for (const char* n : {"timer_cross_check", "batch_outputs", "timer_audit_gap", "negative_launch_offset", "stream_join",
+                        "got_integrity", "out_of_bounds", "illegal_address"})
+    EXPECT_NE(find_rule(n), nullptr) << n;
+  EXPECT_THROW(violation("no_such_rule", "x"), std::logic_error);
+  EXPECT_EQ(violation("out_of_bounds", "x").status, Status::INCORRECT_WRITE);
+}
+
+TEST(Rules, EveryRuleIsDocumentedAndShown) {
+  const std::filesystem::path src = D2K_SOURCE_DIR;
+  const std::string doc = read_text(src / "docs" / "isolation.md");
+  ASSERT_FALSE(doc.empty());
+  for (const Rule& r : rules_table()) {
+    EXPECT_NE(doc.find("`" + std::string(r.name) + "`"), std::string::npos) << r.name << " is not in docs/isolation.md";
+    const std::string_view by = r.shown_by;
+    if (by.starts_with("unit:")) continue;
+    EXPECT_TRUE(std::filesystem::is_directory(src / "tests" / "adversarial" / std::string(by)))
+        << r.name << ": corpus case " << by << " does not exist";
+  }
+}
+
+TEST(Rules, CorpusExpectationsNameRulesOfTheTable) {
+  const std::filesystem::path dir = std::filesystem::path(D2K_SOURCE_DIR) / "tests" / "adversarial";
+  int seen = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const auto f = e.path() / "expect_run.json";
+    if (!std::filesystem::exists(f)) continue;
+    const std::string text = read_text(f);
+    const auto k = text.find("\"rule\"");
+    if (k == std::string::npos) continue;
+    const auto a = text.find('"', text.find(':', k) + 1), b = text.find('"', a + 1);
+    const std::string rule = text.substr(a + 1, b - a - 1);
+    ++seen;
+    EXPECT_NE(find_rule(rule), nullptr) << f << " expects rule '" << rule << "', which the table lacks";
+  }
+  EXPECT_GT(seen, 3);
+}
+
+TEST(Rules, ThreadsAfterCall) {
+  EXPECT_FALSE(check_threads_after_call(5, 5));
+  EXPECT_FALSE(check_threads_after_call(-1, 9));
+  auto v = check_threads_after_call(5, 6);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->rule, "no_threads_after_call");
+}
+
+TEST(Rules, CanaryNamesTheBufferAndTheOffset) {
+  std::vector<std::uint8_t> slack(4096, 0x5C);
+  EXPECT_FALSE(check_canary("out", slack, 0x5C));
+  slack[512] = 0;
+  auto v = check_canary("outputs[0] 'out'", slack, 0x5C);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->status, Status::INCORRECT_WRITE);
+  EXPECT_EQ(v->rule, "out_of_bounds");
+  EXPECT_NE(v->message.find("'out'"), std::string::npos);
+  EXPECT_NE(v->message.find("512 B"), std::string::npos);
+}
+
+TimerReport honest_report() {
+  TimerReport r;
+  r.median_s = 22.8e-6;
+  r.audited_event_median_s = 24.0e-6;  // CUPTI adds a little to the samples it records
+  r.plain_event_median_s = 23.5e-6;
+  r.audited = 40;
+  r.plain = 120;
+  r.audit_samples = 40;
+  r.launch_offset_s = 1.2e-6;
+  return r;
+}
+
+TEST(Rules, AuditGapFiresOnForgeryOfPlainSamplesOnly) {
+  EXPECT_FALSE(check_timer_audit_gap(honest_report()));
+  TimerReport r = honest_report();
+  r.plain_event_median_s = 0.5 * r.audited_event_median_s;  // x0.5 where CUPTI does not look
+  auto v = check_timer_audit_gap(r);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->rule, "timer_audit_gap");
+  TimerReport cupti_overhead = honest_report();
+  cupti_overhead.audited_event_median_s = 14e-6;  // CUPTI's recording lengthens audited samples
+  cupti_overhead.plain_event_median_s = 11e-6;
+  EXPECT_FALSE(check_timer_audit_gap(cupti_overhead));
+  r.plain = 3;  // too few samples to say
+  EXPECT_FALSE(check_timer_audit_gap(r));
+}
+
+TEST(Rules, NegativeLaunchOffset) {
+  EXPECT_FALSE(check_launch_offset(honest_report()));
+  TimerReport r = honest_report();
+  r.launch_offset_s = -0.5e-6;  // within the timestamp conversion's tolerance
+  EXPECT_FALSE(check_launch_offset(r));
+  r.launch_offset_s = -9.9e-6;  // the audit-aware forgery of issue #24
+  auto v = check_launch_offset(r);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->rule, "negative_launch_offset");
+  r.audit_samples = 0;  // no CUPTI: no offset measured
+  EXPECT_FALSE(check_launch_offset(r));
+}
+
+TEST(Rules, StreamJoinFiresAlsoWhenTheSideWorkEndedEarly) {
+  EXPECT_FALSE(check_stream_join(honest_report()));
+  TimerReport r = honest_report();
+  r.early_side_samples = 3;
+  r.unjoined_detail = "side_kernel";
+  auto v = check_stream_join(r);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->rule, "stream_join");
+  EXPECT_NE(v->message.find("before the join"), std::string::npos);
+  r.early_side_samples = 0;
+  r.unjoined_samples = 1;
+  EXPECT_TRUE(check_stream_join(r));
+}
+
+TEST(Rules, KernelSetNeedsRepeatedDeviations) {
+  TimerReport r = honest_report();
+  r.kernel_set_constant = false;
+  r.kernel_set_deviations = 1;  // one CUPTI glitch
+  EXPECT_FALSE(check_kernel_set(r));
+  r.kernel_set_deviations = 2;
+  EXPECT_TRUE(check_kernel_set(r));
+}
+
+TEST(Rules, VendorKernels) {
+  TimerReport r = honest_report();
+  r.vendor_busy_s = 1e-3;
+  r.total_busy_s = 2e-3;
+  EXPECT_TRUE(check_vendor_kernels(r, false));
+  EXPECT_FALSE(check_vendor_kernels(r, true));
+}
+
+TEST(Rules, BoundTimeTakesTheWorkerOnlyWithinTheBand) {
+  ParentTiming p{0.2, 0.0, 10000};  // 20 us per call on the parent's clock
+  TimeVerdict honest = bound_time(22.85e-6, p);  // cold median above the warm batch
+  EXPECT_EQ(honest.source, "worker");
+  EXPECT_DOUBLE_EQ(honest.time_s, 22.85e-6);
+  EXPECT_FALSE(honest.violation);
+  EXPECT_EQ(bound_time(18.0e-6, p).source, "worker");  // 10 % below: within the band and its 2 us
+  TimeVerdict slight = bound_time(16.0e-6, p);  // 20 % below: the parent's figure scores
+  EXPECT_EQ(slight.source, "parent");
+  EXPECT_DOUBLE_EQ(slight.time_s, 20e-6);
+  EXPECT_FALSE(slight.violation);
+  TimeVerdict launch_bound = bound_time(2.0e-6, ParentTiming{0.0045, 0.0, 1000});  // 4.5 us per call in the graph
+  EXPECT_EQ(launch_bound.source, "parent");  // 2 us is within the per-call allowance of REWARD_HACK
+  EXPECT_FALSE(launch_bound.violation);
+  TimeVerdict forged = bound_time(10.1e-6, p);  // x0.5
+  ASSERT_TRUE(forged.violation);
+  EXPECT_EQ(forged.violation->rule, "timer_cross_check");
+  EXPECT_EQ(forged.source, "parent");
+}
+
+TEST(Rules, ParentCheckTimeIsTakenOffButNotBelowZero) {
+  ParentTiming p{0.2, 0.05, 1000};
+  EXPECT_DOUBLE_EQ(p.per_call_s(), 150e-6);
+  p.check_s = 1.0;
+  EXPECT_DOUBLE_EQ(p.per_call_s(), 0.0);
+  EXPECT_EQ(bound_time(5e-6, p).source, "worker");  // no usable batch: nothing to bound with
+}
+
+TEST(Rules, BatchOutputsAndGot) {
+  EXPECT_FALSE(check_batch_outputs({}, 100));
+  auto v = check_batch_outputs({3, 7}, 100);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->rule, "batch_outputs");
+  EXPECT_NE(v->message.find("2 of 100"), std::string::npos);
+  EXPECT_FALSE(check_got(42, 42));
+  EXPECT_TRUE(check_got(42, 43));
+}
+
+}  // namespace
+}  // namespace d2k
