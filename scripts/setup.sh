@@ -28,20 +28,23 @@ fi
 # Header-only pieces from PyPI, unpacked into the third-party folder (ignored by git):
 #   nvidia-cutlass  CUTLASS/CuTe headers for expert kernels
 #   nvidia-nvml-dev nvml.h for clock and throttle sampling
+#   duckdb          the independent SQL engine of the TPC-H tasks' golden check (a binary wheel for
+#                   this machine's Python, used through PYTHONPATH=<third-party>/duckdb)
 here="$(cd "$(dirname "$0")/.." && pwd)"
 tp="${1:-${D2K_THIRD_PARTY:-$here/third_party}}"
 mkdir -p "$tp"
 tp="$(cd "$tp" && pwd)"
-py_pkgs=("nvidia-cutlass==4.2.0.0" "nvidia-nvml-dev==13.0.87")
+py_pkgs=("nvidia-cutlass==4.2.0.0" "nvidia-nvml-dev==13.0.87" "duckdb==2.0.1")
 if [ ! -f "$tp/.py-done" ] || [ "$(cat "$tp/.py-done")" != "${py_pkgs[*]}" ]; then
   rm -rf "$tp/wheels" && mkdir -p "$tp/wheels"
   python3 -m pip download -q --no-deps -d "$tp/wheels" "${py_pkgs[@]}"
-  rm -rf "$tp/cutlass" "$tp/nvml"
-  mkdir -p "$tp/cutlass" "$tp/nvml"
+  rm -rf "$tp/cutlass" "$tp/nvml" "$tp/duckdb"
+  mkdir -p "$tp/cutlass" "$tp/nvml" "$tp/duckdb"
   for w in "$tp"/wheels/*.whl; do
     case "$(basename "$w")" in
       nvidia_cutlass-*) python3 -m zipfile -e "$w" "$tp/cutlass/whl" ;;
       nvidia_nvml_dev-*) python3 -m zipfile -e "$w" "$tp/nvml/whl" ;;
+      duckdb-*) python3 -m zipfile -e "$w" "$tp/duckdb" ;;
     esac
   done
   echo "${py_pkgs[*]}" > "$tp/.py-done"

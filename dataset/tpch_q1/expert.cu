@@ -1,0 +1,188 @@
+// tpch_q1 — expert: one fused pass; the 6 possible groups indexed directly, their aggregates in
+// registers.
+//
+// Each thread takes 4 consecutive rows per step: 4-byte loads of the two flag columns (4 x int8),
+// a 16-byte load of l_shipdate (4 x int32) and two 16-byte loads of each int64 column. The group
+// of a row is 2 * (flag index) + (status index), computed with compares, no table; the WHERE clause
+// and the group become 0/1 masks, and every row adds its values, masked, into each of the 6
+// groups' register accumulators (a fully unrolled loop over the groups keeps them in registers:
+// 6 groups x 5 int64 sums + count). At the end: warp shuffle trees, a shared-memory step across
+// warps, and one atomicAdd per block per aggregate (36), the 128-bit sum_charge as a 64-bit
+// atomicAdd on the low word whose returned old value tells whether to carry into the high word
+// (every term is non-negative). A last one-block kernel turns the sums into the averages.
+// Per thread, sum_charge stays below 2^63: a row adds at most 1.14e11, and a thread sees at most
+// N / (grid x threads) rows (under 10^4 at SF100 on the H200), and a block at most N / grid rows
+// (2.6e17 at SF100, 4.6e17 at the axis maximum 2^30, with the grid of at least one block per SM).
+//
+// Variants tried (H200 median at SF10 / SF100; filled by scripts/gpu/checks/task-tpch.sh, see
+// docs/results/tpch_q1.md): this file only so far.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "d2k/solution.h"
+#include "q1_args.h"
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kSums = 6;  ///< per group: qty, base price, disc price, charge, discount, count
+constexpr int kAggs = q1::kGroups * kSums;
+
+struct Acc {
+  int64_t v[q1::kGroups][kSums];
+};
+
+__device__ __forceinline__ void add_row(Acc& a, int32_t maxd, int8_t flag, int8_t status, int32_t ship, int64_t qty,
+                                        int64_t price, int64_t disc, int64_t tax) {
+  const int64_t keep = ship <= maxd;
+  const int g = 2 * ((flag == 'N') + 2 * (flag == 'R')) + (status == 'O');
+  const int64_t dp = price * (100 - disc);
+  const int64_t ch = dp * (100 + tax);
+#pragma unroll
+  for (int k = 0; k < q1::kGroups; ++k) {
+    const int64_t m = keep & static_cast<int64_t>(g == k);
+    a.v[k][0] += m * qty;
+    a.v[k][1] += m * price;
+    a.v[k][2] += m * dp;
+    a.v[k][3] += m * ch;
+    a.v[k][4] += m * disc;
+    a.v[k][5] += m;
+  }
+}
+
+/// Sums `a` over the block into shared memory and adds it to the global accumulators (one atomic
+/// per aggregate; the charge with a carry into its high word).
+__device__ void flush_block(Acc& a, unsigned long long* sums, unsigned long long* charge) {
+  __shared__ int64_t part[kThreads / 32][kAggs];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int k = 0; k < q1::kGroups; ++k)
+#pragma unroll
+    for (int j = 0; j < kSums; ++j) {
+      int64_t v = a.v[k][j];
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+      if (lane == 0) part[warp][k * kSums + j] = v;
+    }
+  __syncthreads();
+  if (threadIdx.x < kAggs) {
+    int64_t v = 0;
+#pragma unroll
+    for (int w = 0; w < kThreads / 32; ++w) v += part[w][threadIdx.x];
+    const int k = threadIdx.x / kSums, j = threadIdx.x % kSums;
+    if (v == 0) return;
+    if (j == 3) {
+      const unsigned long long lo = static_cast<unsigned long long>(v);
+      const unsigned long long old = atomicAdd(&charge[2 * k + 1], lo);
+      if (old + lo < old) atomicAdd(&charge[2 * k], 1ull);  // carry out of the low word
+    } else {
+      atomicAdd(&sums[k * kSums + j], static_cast<unsigned long long>(v));
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) q1_fused(q1::Columns c, int64_t vec_begin, int64_t groups,
+                                                     unsigned long long* sums, unsigned long long* charge) {
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  Acc a{};
+  const char4* f4 = reinterpret_cast<const char4*>(c.flag + vec_begin);
+  const char4* s4 = reinterpret_cast<const char4*>(c.status + vec_begin);
+  const int4* d4 = reinterpret_cast<const int4*>(c.shipdate + vec_begin);
+  const longlong2* q2 = reinterpret_cast<const longlong2*>(c.quantity + vec_begin);
+  const longlong2* p2 = reinterpret_cast<const longlong2*>(c.price + vec_begin);
+  const longlong2* x2 = reinterpret_cast<const longlong2*>(c.discount + vec_begin);
+  const longlong2* t2 = reinterpret_cast<const longlong2*>(c.tax + vec_begin);
+  for (int64_t g = tid; g < groups; g += stride) {
+    const char4 f = __ldg(f4 + g), s = __ldg(s4 + g);
+    const int4 d = __ldg(d4 + g);
+    const longlong2 qa = __ldg(q2 + 2 * g), qb = __ldg(q2 + 2 * g + 1);
+    const longlong2 pa = __ldg(p2 + 2 * g), pb = __ldg(p2 + 2 * g + 1);
+    const longlong2 xa = __ldg(x2 + 2 * g), xb = __ldg(x2 + 2 * g + 1);
+    const longlong2 ta = __ldg(t2 + 2 * g), tb = __ldg(t2 + 2 * g + 1);
+    add_row(a, c.shipdate_max, f.x, s.x, d.x, qa.x, pa.x, xa.x, ta.x);
+    add_row(a, c.shipdate_max, f.y, s.y, d.y, qa.y, pa.y, xa.y, ta.y);
+    add_row(a, c.shipdate_max, f.z, s.z, d.z, qb.x, pb.x, xb.x, tb.x);
+    add_row(a, c.shipdate_max, f.w, s.w, d.w, qb.y, pb.y, xb.y, tb.y);
+  }
+  // Scalar rows: the head before vec_begin and the tail after the last whole group.
+  const int64_t tail = vec_begin + 4 * groups;
+  for (int64_t i = tid; i < vec_begin + (c.n - tail); i += stride) {
+    const int64_t r = i < vec_begin ? i : tail + (i - vec_begin);
+    add_row(a, c.shipdate_max, c.flag[r], c.status[r], c.shipdate[r], c.quantity[r], c.price[r], c.discount[r],
+            c.tax[r]);
+  }
+  flush_block(a, sums, charge);
+}
+
+/// Sums to outputs: a thread per group.
+__global__ void q1_finish(const unsigned long long* sums, q1::Outputs o) {
+  const int k = threadIdx.x;
+  if (k >= q1::kGroups) return;
+  const int64_t* s = reinterpret_cast<const int64_t*>(sums) + k * kSums;
+  const int64_t n = s[5];
+  o.sum_qty[k] = s[0];
+  o.sum_base_price[k] = s[1];
+  o.sum_disc_price[k] = s[2];
+  o.count_order[k] = n;
+  const double dn = static_cast<double>(n);
+  o.avg_qty[k] = n ? static_cast<double>(s[0]) / dn : 0.0;
+  o.avg_price[k] = n ? static_cast<double>(s[1]) / dn : 0.0;
+  o.avg_disc[k] = n ? static_cast<double>(s[4]) / dn : 0.0;
+}
+
+/// First row from which every column is aligned for its vector load (0 for the harness's
+/// allocations); n when none within 4 rows (every row then goes through the scalar path).
+int64_t aligned_begin(const q1::Columns& c) {
+  for (int64_t r = 0; r < 4 && r < c.n; ++r) {
+    auto al = [](const void* p, uintptr_t b) { return reinterpret_cast<uintptr_t>(p) % b == 0; };
+    if (al(c.flag + r, 4) && al(c.status + r, 4) && al(c.shipdate + r, 16) && al(c.quantity + r, 16) &&
+        al(c.price + r, 16) && al(c.discount + r, 16) && al(c.tax + r, 16))
+      return r;
+  }
+  return c.n;
+}
+
+unsigned long long* carve(d2k::Workspace& ws) { return ws.take<unsigned long long>(kAggs); }
+
+}  // namespace
+
+extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
+
+extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
+  D2K_ENTRY(args, {
+    d2k::Workspace ws;
+    carve(ws);
+    *bytes = ws.bytes();
+    return D2K_OK;
+  });
+}
+
+extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
+  D2K_ENTRY(args, {
+    const q1::Columns c = q1::read_columns(args, kDLCUDA);
+    const q1::Outputs o = q1::read_outputs(args, kDLCUDA);
+    d2k::Workspace ws(args);
+    unsigned long long* sums = carve(ws);
+    auto* charge = reinterpret_cast<unsigned long long*>(o.sum_charge);
+    cudaStream_t st = static_cast<cudaStream_t>(args->stream);
+    D2K_CUDA_TRY(args, cudaMemsetAsync(sums, 0, kAggs * sizeof(unsigned long long), st));
+    D2K_CUDA_TRY(args, cudaMemsetAsync(charge, 0, 2 * q1::kGroups * sizeof(int64_t), st));
+    if (c.n > 0) {
+      const int64_t begin = aligned_begin(c);
+      const int64_t groups = (c.n - begin) / 4;
+      int dev = 0, sms = 0, per_sm = 0;
+      D2K_CUDA_TRY(args, cudaGetDevice(&dev));
+      D2K_CUDA_TRY(args, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+      D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q1_fused, kThreads, 0));
+      const int64_t work = groups + (c.n - 4 * groups);
+      const int64_t want = (work + kThreads - 1) / kThreads;
+      const int64_t cap = static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
+      q1_fused<<<static_cast<unsigned>(want < cap ? want : cap), kThreads, 0, st>>>(c, begin, groups, sums, charge);
+    }
+    q1_finish<<<1, 32, 0, st>>>(sums, o);
+    D2K_CUDA_TRY(args, cudaGetLastError());
+    return D2K_OK;
+  });
+}

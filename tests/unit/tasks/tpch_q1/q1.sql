@@ -1,0 +1,25 @@
+-- TPC-H/TPC-R Pricing Summary Report Query (Q1)
+-- Functional Query Definition (TPC-H 3.0, queries/1.sql), qgen's substitution parameter kept:
+-- :1 DELTA (days). The text's interval precision "day (3)" is written "day": DuckDB does not
+-- parse the SQL-92 precision, and DELTA is at most 3 digits in qgen's range anyway.
+select
+	l_returnflag,
+	l_linestatus,
+	sum(l_quantity) as sum_qty,
+	sum(l_extendedprice) as sum_base_price,
+	sum(l_extendedprice * (1 - l_discount)) as sum_disc_price,
+	sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) as sum_charge,
+	avg(l_quantity) as avg_qty,
+	avg(l_extendedprice) as avg_price,
+	avg(l_discount) as avg_disc,
+	count(*) as count_order
+from
+	lineitem
+where
+	l_shipdate <= date '1998-12-01' - interval ':1' day
+group by
+	l_returnflag,
+	l_linestatus
+order by
+	l_returnflag,
+	l_linestatus;

@@ -1,0 +1,246 @@
+// tpch_q6: the exact rule of definition.json checked both ways on the public check workloads (and
+// hidden draws). Host emulations of an implementation are compared with the golden (the task's
+// reference.so, inputs from the task's generators) under the workload's effective rule: the exact
+// int64 sum with the expert's unsigned range compares passes; a float accumulation, each
+// predicate off by one at its boundary, and a vector path that drops the last N mod 4 rows fail.
+// The check workloads must hold the rows that make those variants differ; that is asserted too.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "check/compare.h"
+#include "core/diagnostics.h"
+#include "core/loader.h"
+#include "core/workload.h"
+#include "engine/host_backend.h"
+#include "engine/plan.h"
+#include "exec/loader.h"
+
+namespace fs = std::filesystem;
+using namespace d2k;
+
+namespace {
+
+enum class Variant {
+  kExactUnsigned,      ///< the expert's arithmetic: (uint)(v - lo) range compares, int64 sum
+  kFloatSum,           ///< price x discount in dollars summed in a float, rounded to 1e-4 at the end
+  kDateHiInclusive,    ///< l_shipdate <= date_hi
+  kDateLoExclusive,    ///< l_shipdate > date_lo
+  kDiscountExclusive,  ///< discount_lo < l_discount < discount_hi
+  kQuantityLe,         ///< l_quantity <= quantity_lt
+  kDropTail,           ///< rows past the last whole group of 4 ignored
+};
+
+const Task& task() {
+  static const Task t = [] {
+    Diagnostics diag;
+    Task loaded = load_task(fs::path(D2K_SOURCE_DIR) / "dataset/tpch_q6", diag);
+    if (!diag.ok()) throw std::runtime_error("tpch_q6 does not load");
+    return loaded;
+  }();
+  return t;
+}
+
+std::int64_t scalar(const WorkloadPlan& p, const std::string& name) {
+  for (const auto& s : p.scalars)
+    if (s.name == name) return s.i;
+  throw std::runtime_error("no scalar " + name);
+}
+
+struct Rows {
+  std::int64_t n;
+  const std::int32_t* date;
+  const std::int64_t *disc, *qty, *price;
+};
+Rows rows(const std::vector<HostTensor>& in) {
+  return {in.at(0).numel(), in.at(0).as<std::int32_t>(), in.at(1).as<std::int64_t>(), in.at(2).as<std::int64_t>(),
+          in.at(3).as<std::int64_t>()};
+}
+
+struct Params {
+  std::int64_t date_lo, date_hi, disc_lo, disc_hi, qty_lt;
+};
+Params params(const WorkloadPlan& p) {
+  return {scalar(p, "date_lo"), scalar(p, "date_hi"), scalar(p, "discount_lo"), scalar(p, "discount_hi"),
+          scalar(p, "quantity_lt")};
+}
+
+bool keeps(Variant v, const Params& q, std::int32_t d, std::int64_t x, std::int64_t qty) {
+  switch (v) {
+    case Variant::kExactUnsigned: {
+      const std::uint32_t span = q.date_hi > q.date_lo ? static_cast<std::uint32_t>(q.date_hi - q.date_lo) : 0u;
+      const bool date = static_cast<std::uint32_t>(d) - static_cast<std::uint32_t>(q.date_lo) < span;
+      const bool disc = q.disc_hi >= q.disc_lo && static_cast<std::uint64_t>(x) - static_cast<std::uint64_t>(q.disc_lo) <=
+                                                      static_cast<std::uint64_t>(q.disc_hi) - static_cast<std::uint64_t>(q.disc_lo);
+      return date && disc && qty < q.qty_lt;
+    }
+    case Variant::kDateHiInclusive: return d >= q.date_lo && d <= q.date_hi && x >= q.disc_lo && x <= q.disc_hi && qty < q.qty_lt;
+    case Variant::kDateLoExclusive: return d > q.date_lo && d < q.date_hi && x >= q.disc_lo && x <= q.disc_hi && qty < q.qty_lt;
+    case Variant::kDiscountExclusive: return d >= q.date_lo && d < q.date_hi && x > q.disc_lo && x < q.disc_hi && qty < q.qty_lt;
+    case Variant::kQuantityLe: return d >= q.date_lo && d < q.date_hi && x >= q.disc_lo && x <= q.disc_hi && qty <= q.qty_lt;
+    default: return d >= q.date_lo && d < q.date_hi && x >= q.disc_lo && x <= q.disc_hi && qty < q.qty_lt;
+  }
+}
+
+HostTensor emulate(Variant v, const WorkloadPlan& p, const std::vector<HostTensor>& in) {
+  const Rows r = rows(in);
+  const Params q = params(p);
+  HostTensor out("revenue", DType::i64, {1});
+  const std::int64_t end = v == Variant::kDropTail ? r.n - r.n % 4 : r.n;
+  std::int64_t sum = 0;
+  float fsum = 0.f;
+  for (std::int64_t i = 0; i < end; ++i) {
+    if (!keeps(v, q, r.date[i], r.disc[i], r.qty[i])) continue;
+    if (v == Variant::kFloatSum)
+      fsum += static_cast<float>(r.price[i]) / 100.f * (static_cast<float>(r.disc[i]) / 100.f);
+    else
+      sum += r.price[i] * r.disc[i];
+  }
+  if (v == Variant::kFloatSum) sum = static_cast<std::int64_t>(static_cast<double>(fsum) * 1e4 + 0.5);
+  out.as<std::int64_t>()[0] = sum;
+  return out;
+}
+
+class TpchQ6Tolerance : public ::testing::Test {
+ protected:
+  struct Case {
+    WorkloadPlan plan;
+    std::vector<HostTensor> inputs, golden;
+  };
+
+  static void SetUpTestSuite() {
+    LoadedImpl ref = load_impl(fs::path(D2K_BINARY_DIR) / "impl/tpch_q6/reference.so");
+    cases_ = new std::vector<Case>;
+    for (const Workload& w : task().workloads) {
+      if (w.role != WorkloadRole::check) continue;
+      Case c{make_plan(task(), w), {}, {}};
+      c.inputs = generate_inputs_host(c.plan, kSeed);
+      c.golden = poisoned_outputs(c.plan, 0xA5);
+      run_host(ref, c.plan, c.inputs, c.golden);
+      cases_->push_back(std::move(c));
+    }
+  }
+  static void TearDownTestSuite() {
+    delete cases_;
+    cases_ = nullptr;
+  }
+  static CompareResult judge(Variant v, const Case& c) {
+    return compare(c.plan.outputs.at(0).cmp, c.golden.at(0), emulate(v, c.plan, c.inputs));
+  }
+  static const Case& by_uuid(const std::string& suffix) {
+    for (const Case& c : *cases_)
+      if (c.plan.workload.uuid == "tpch_q6-" + suffix) return c;
+    throw std::runtime_error("no check workload " + suffix);
+  }
+  /// Rows of `c` with a non-zero product that `v` keeps or drops unlike the exact predicate (a
+  /// row with discount 0 adds nothing either way, so it cannot tell the two apart).
+  static std::int64_t rows_judged_differently(Variant v, const Case& c) {
+    const Rows r = rows(c.inputs);
+    const Params q = params(c.plan);
+    const std::int64_t tail = v == Variant::kDropTail ? r.n - r.n % 4 : r.n;
+    std::int64_t n = 0;
+    for (std::int64_t i = 0; i < r.n; ++i) {
+      const bool exact = keeps(Variant::kExactUnsigned, q, r.date[i], r.disc[i], r.qty[i]);
+      const bool other = i < tail && keeps(v, q, r.date[i], r.disc[i], r.qty[i]);
+      n += exact != other && r.disc[i] != 0;
+    }
+    return n;
+  }
+
+  static constexpr std::uint64_t kSeed = 1;
+  static std::vector<Case>* cases_;
+};
+
+std::vector<TpchQ6Tolerance::Case>* TpchQ6Tolerance::cases_ = nullptr;
+
+TEST_F(TpchQ6Tolerance, CheckWorkloadsCoverTheEdges) {
+  ASSERT_EQ(cases_->size(), 7u);  // every check workload of workloads.jsonl
+  auto kept = [](const Case& c) {
+    const Rows r = rows(c.inputs);
+    std::int64_t k = 0;
+    for (std::int64_t i = 0; i < r.n; ++i) k += keeps(Variant::kExactUnsigned, params(c.plan), r.date[i], r.disc[i], r.qty[i]);
+    return k;
+  };
+  EXPECT_EQ(kept(by_uuid("check-n1")), 1);
+  const Case& all = by_uuid("check-n65537-all-match");
+  EXPECT_EQ(kept(all), rows(all.inputs).n);
+  EXPECT_EQ(kept(by_uuid("check-n65521-none-match")), 0);
+  EXPECT_EQ(by_uuid("check-n65521-none-match").golden.at(0).as<std::int64_t>()[0], 0);
+  EXPECT_GT(kept(by_uuid("check-n30011-one-day-one-discount")), 0);
+  EXPECT_GT(kept(by_uuid("check-n100003-default")), 1000);
+}
+
+TEST_F(TpchQ6Tolerance, GeneratedColumnsFollowTpchDomains) {
+  for (const Case& c : *cases_) {
+    const Rows r = rows(c.inputs);
+    for (std::int64_t i = 0; i < r.n; ++i) {
+      ASSERT_GE(r.date[i], 8036) << c.plan.workload.uuid;  // 1992-01-01 + 1
+      ASSERT_LE(r.date[i], 10591 - 151 + 121) << c.plan.workload.uuid;
+      ASSERT_GE(r.disc[i], 0);
+      ASSERT_LE(r.disc[i], 10);
+      ASSERT_GE(r.qty[i], 1);
+      ASSERT_LE(r.qty[i], 50);
+      ASSERT_EQ(r.price[i] % r.qty[i], 0) << "extendedprice = quantity x retail price";
+      ASSERT_GE(r.price[i] / r.qty[i], 90000);
+      ASSERT_LE(r.price[i] / r.qty[i], 209900);
+    }
+  }
+}
+
+TEST_F(TpchQ6Tolerance, ExactSumPassesEveryCheckWorkload) {
+  for (const Case& c : *cases_) {
+    const CompareResult r = judge(Variant::kExactUnsigned, c);
+    std::printf("%-44s revenue %lld\n", c.plan.workload.uuid.c_str(),
+                static_cast<long long>(c.golden.at(0).as<std::int64_t>()[0]));
+    EXPECT_TRUE(r.passed) << c.plan.workload.uuid << ": " << r.message;
+  }
+}
+
+TEST_F(TpchQ6Tolerance, FloatAccumulationFails) {
+  int failed = 0, large = 0;
+  for (const Case& c : *cases_) {
+    if (c.golden.at(0).as<std::int64_t>()[0] < (std::int64_t{1} << 26)) continue;  // float is exact there
+    ++large;
+    failed += !judge(Variant::kFloatSum, c).passed;
+  }
+  EXPECT_GE(large, 4);
+  EXPECT_EQ(failed, large) << "a float revenue passed the exact rule";
+}
+
+TEST_F(TpchQ6Tolerance, EachPredicateOffByOneAndADroppedTailFail) {
+  // A variant must fail exactly where the check workload holds a row it judges differently, and
+  // the check workloads must hold such rows for every variant (the edges are there on purpose).
+  for (Variant v : {Variant::kDateHiInclusive, Variant::kDateLoExclusive, Variant::kDiscountExclusive,
+                    Variant::kQuantityLe, Variant::kDropTail}) {
+    int failed = 0;
+    for (const Case& c : *cases_) {
+      const std::int64_t differs = rows_judged_differently(v, c);
+      const bool passed = judge(v, c).passed;
+      EXPECT_EQ(passed, differs == 0) << c.plan.workload.uuid << " variant " << static_cast<int>(v);
+      failed += !passed;
+    }
+    std::printf("variant %d fails %d of %zu check workloads\n", static_cast<int>(v), failed, cases_->size());
+    EXPECT_GE(failed, v == Variant::kDropTail ? 1 : 2) << "variant " << static_cast<int>(v);
+  }
+}
+
+}  // namespace
+
+TEST(TpchQ6Hidden, DrawsAreValidAndExactPasses) {
+  LoadedImpl ref = load_impl(fs::path(D2K_BINARY_DIR) / "impl/tpch_q6/reference.so");
+  const std::vector<Workload> hidden = draw_hidden_workloads(task().def, 12345, 6);
+  ASSERT_FALSE(hidden.empty());
+  for (const Workload& w : hidden) {
+    const WorkloadPlan plan = make_plan(task(), w);
+    const std::vector<HostTensor> inputs = generate_inputs_host(plan, 3);
+    std::vector<HostTensor> golden = poisoned_outputs(plan, 0xA5);
+    ASSERT_NO_THROW(run_host(ref, plan, inputs, golden)) << w.uuid;
+    EXPECT_TRUE(compare(plan.outputs.at(0).cmp, golden.at(0), emulate(Variant::kExactUnsigned, plan, inputs)).passed)
+        << w.uuid;
+  }
+}
