@@ -8,7 +8,9 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64; do
   [ -d "$d" ] && LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
 done
 export LD_LIBRARY_PATH="$carry/lib:${LD_LIBRARY_PATH:-}"
-export D2K_IMPL_DIR="$carry/impl" D2K_CACHE_DIR="$out/cache" D2K_DATASET="$PWD/dataset"
+# D2K_SESSION_CACHE: one cache (calibration, compiled solutions) shared by every script of a
+# session, so that one `d2k calibrate` serves them all; else a cache per output folder.
+export D2K_IMPL_DIR="$carry/impl" D2K_CACHE_DIR="${D2K_SESSION_CACHE:-$out/cache}" D2K_DATASET="$PWD/dataset"
 # Candidates compile against the carried include/ (solution.h, and dlpack.h, which is not installed
 # there); GPU tests read their fixtures from the carry (CARRY/tests/fixtures, CARRY/include).
 export D2K_INCLUDE_DIR="$carry/include" D2K_EXTRA_INCLUDE_DIRS="$carry/include" D2K_SOURCE_DIR="$carry"

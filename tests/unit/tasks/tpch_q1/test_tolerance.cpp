@@ -14,7 +14,7 @@
 
 #include "check/compare.h"
 #include "core/diagnostics.h"
-#include "core/loader.h"
+#include "core/task_loader.h"
 #include "core/workload.h"
 #include "engine/host_backend.h"
 #include "engine/plan.h"
