@@ -3,6 +3,7 @@
 # itself is too large to send). Everything the scripts in scripts/gpu/ use comes from here:
 #   d2k                     the binary
 #   impl/<task>/*.so        every built-in implementation and expert variant
+#   cutlass-include/        the CUTLASS/CuTe headers (the cutlass track)
 #   include/                solution.h and dlpack/dlpack.h: what candidate solutions compile
 #                           against (d2k looks for include/ beside itself; $D2K_INCLUDE_DIR wins)
 #   tests/fixtures/         the fixture tasks and solutions the GPU tests read (D2K_SOURCE_DIR=CARRY)
@@ -21,6 +22,11 @@ cp -r "$build/impl" "$dest/impl"
 cp -r include "$dest/include"
 mkdir -p "$dest/include/dlpack"
 cp /usr/include/dlpack/dlpack.h "$dest/include/dlpack/"
+# The CUTLASS/CuTe headers of the cutlass track (d2k looks for cutlass-include/ beside itself;
+# $D2K_CUTLASS_INCLUDE_DIR wins): the folder this build was configured with.
+third_party=$(sed -n 's/^D2K_THIRD_PARTY:[A-Z]*=//p' "$build/CMakeCache.txt")
+cutlass_inc="${third_party:-third_party}/cutlass/whl/cutlass_library/source/include"
+[ -f "$cutlass_inc/cutlass/version.h" ] && cp -rL "$cutlass_inc" "$dest/cutlass-include"
 cp -r tests/fixtures "$dest/tests/fixtures"
 
 copy_if_built() {  # copy_if_built DEST_SUBDIR BUILD_RELATIVE_PATH...

@@ -97,12 +97,13 @@ std::optional<Violation> check_vendor_kernels(const TimerReport& r, bool vendor_
 // ---------------------------------------------------------------- the parent's clock
 
 /// The band within which the worker's median is taken as the score's time: it may be below the
-/// parent's per-call figure by at most kTrustBand (the parent's batch runs warm: its per-call
-/// time is at most the cold time, plus what remains of its overhead). Evidence: docs/isolation.md
-/// ("The timing boundary").
-inline constexpr double kTrustBand = 0.05;
+/// parent's per-call figure by at most kTrustBand. Back-to-back calls pay for the write-back the
+/// previous call left in L2, which an isolated cold sample does not: honest ratios on the H200
+/// were 0.908-0.986 (12 traces, cold 0.1 s batches). Evidence: docs/isolation.md ("The timing
+/// boundary").
+inline constexpr double kTrustBand = 0.12;
 /// Below the parent's figure by more than this share, no honest run has been seen: REWARD_HACK.
-inline constexpr double kCheatBand = 0.15;
+inline constexpr double kCheatBand = 0.22;
 /// Per call, on top of both shares: what a graph's launch of one node can add to a call that the
 /// worker's corrected events do not count (a constant, not the worker's kernel count, which it
 /// could forge). It loosens the bound only for calls of a few microseconds, where the physical

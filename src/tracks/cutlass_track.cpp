@@ -1,10 +1,26 @@
 // The cutlass track: CUDA C++ with the CUTLASS and CuTe headers (header-only templates compiled
 // into the solution; nothing is linked).
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
 #include "tracks/registered.h"
 
 namespace d2k::tracks_detail {
 
 namespace {
+namespace fs = std::filesystem;
+
+/// Where the CUTLASS/CuTe headers are: $D2K_CUTLASS_INCLUDE_DIR, else `cutlass-include/` beside
+/// the d2k binary (a packed or installed build on another machine), else the build's own copy.
+fs::path cutlass_include_dir() {
+  if (const char* env = std::getenv("D2K_CUTLASS_INCLUDE_DIR"); env && *env) return env;
+  std::error_code ec;
+  const fs::path beside = fs::read_symlink("/proc/self/exe", ec).parent_path() / "cutlass-include";
+  if (!ec && fs::exists(beside / "cutlass" / "version.h", ec)) return beside;
+  return D2K_CUTLASS_INCLUDE_DIR;
+}
+
 class CutlassTrack final : public Track {
  public:
   std::string_view name() const override { return "cutlass"; }
@@ -17,7 +33,7 @@ class CutlassTrack final : public Track {
     // The CUTLASS tree holds cute/ beside cutlass/; its version header stands for both in the
     // compile cache's key.
     for (const std::string& h : spec.headers)
-      if (h == "cutlass") co.system_headers.push_back({D2K_CUTLASS_INCLUDE_DIR, "cutlass/version.h"});
+      if (h == "cutlass") co.system_headers.push_back({cutlass_include_dir(), "cutlass/version.h"});
     return co;
   }
 };

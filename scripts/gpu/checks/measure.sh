@@ -69,14 +69,16 @@ def traces(path):
         return []
     return [json.loads(l) for l in open(path) if l.strip()]
 ok = True
+rows = 0
 print("\n%SOL and graph vs eager (fused_add_rmsnorm, bench rows):")
 print(f"{'target':8} {'workload':34} {'eager us':>10} {'graph us':>10} {'graph/eager':>11} {'%SOL':>7} model  timer")
 for t in traces(f"{out}/bench_rmsnorm_graph.jsonl"):
-    if t.get("role") != "bench" or t.get("status") != "PASSED":
-        if t.get("role") == "bench":
+    if (t.get("role") or (t.get("workload") or {}).get("role")) != "bench" or t.get("status") != "PASSED":
+        if (t.get("role") or (t.get("workload") or {}).get("role")) == "bench":
             print(f"{t['target']:8} {t.get('workload_uuid', '')[:34]:34} {t.get('status')} {t.get('rule', '')}")
             ok = False
         continue
+    rows += 1
     p, r = t["performance"], t.get("roofline") or {}
     g = p.get("graph_median_us")
     ratio = g / p["median_us"] if g else float("nan")
@@ -89,13 +91,14 @@ for t in traces(f"{out}/bench_rmsnorm_graph.jsonl"):
         print(f"FAIL %SOL above 100 for {t['target']} {axes}"); ok = False
     if g and ratio > 1.02:
         print(f"FAIL graph slower than eager beyond noise for {t['target']} {axes}"); ok = False
+ok = ok and rows > 0  # no row read: nothing shown
 print("PASS rmsnorm %SOL <= 100 and graph <= eager" if ok else "FAIL rmsnorm %SOL or graph column")
 honest_ok = True
 
 hacks, fallbacks, lost, timed, viol = 0, 0, 0, 0, 0
 for path in sorted(glob.glob(f"{out}/honest_*.jsonl")):
     for t in traces(path):
-        if t.get("role") != "bench":
+        if (t.get("role") or (t.get("workload") or {}).get("role")) != "bench":
             continue
         if t.get("status") == "REWARD_HACK":
             hacks += 1
@@ -114,7 +117,8 @@ for path in sorted(glob.glob(f"{out}/honest_*.jsonl")):
         viol += len(p.get("violations", {}))
 print(f"\nhonest runs: {timed} timed rows, {hacks} REWARD_HACK, {fallbacks} timer fallbacks with the lost-record signature, "
       f"{viol} tripwire violations, {lost} audit samples with a lost record (missing data)")
-honest_ok = hacks == 0 and fallbacks == 0 and viol == 0
+# No timed row means the traces were not read: that proves nothing.
+honest_ok = timed > 0 and hacks == 0 and fallbacks == 0 and viol == 0
 print("PASS honest runs" if honest_ok else "FAIL honest runs")
 sys.exit((0 if ok else 1) + (0 if honest_ok else 1))
 PY

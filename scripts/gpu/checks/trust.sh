@@ -87,7 +87,7 @@ def ratio(t):
     return (float(m.group(2)) / float(m.group(1))) if m and float(m.group(1)) > 0 else None
 # The trusted band of engine/rules.h (kTrustBand): a forgery is neutralised when its reported
 # time stays within it of the honest median at that shape.
-TRUST_BAND = 0.05
+TRUST_BAND = 0.12
 def shape(t):
     w = t.get("workload")
     return (w.get("uuid", "?") if isinstance(w, dict) else "?").replace("fused_add_rmsnorm-bench-", "")
@@ -144,7 +144,7 @@ if not rows:
     print("\nFAIL: no rows (no run produced a trace)")
     bad += 1
 if ratios:
-    print("\nhonest worker median / parent per-call time (the band's evidence; trusted at >= 0.95, REWARD_HACK below 0.85):")
+    print("\nhonest worker median / parent per-call time (the band's evidence; trusted at >= 0.88, REWARD_HACK below 0.78):")
     allr = []
     for sh, rs in sorted(ratios.items()):
         rs.sort(); allr += rs
