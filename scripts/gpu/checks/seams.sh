@@ -32,7 +32,7 @@ verdict "cutlass track: rmsnorm_cute passes every workload ($npass/$nall PASSED,
 grep -E " bench " "$out/cute_bench.log" | cut -c1-160 | head -6
 
 # 2. Only what was asked is timed: no naive record when naive is not a target.
-nnaive=$(grep -c '"target":"naive"' "$out/cute_bench.jsonl" 2>/dev/null || echo 0)
+nnaive=$(grep -c '"target":"naive"' "$out/cute_bench.jsonl" 2>/dev/null); nnaive=${nnaive:-0}
 verdict "--targets solution records no naive trace (found $nnaive)" $([ "$nnaive" -eq 0 ]; echo $?) "naive was timed"
 
 # 3. d2k run of a request JSON.
