@@ -46,8 +46,10 @@ bool is_task_dir(const fs::path& dir) {
 
 void check_task(const Task& t, const DesignLevels& levels, Diagnostics& diag) {
   validate_task(t, levels, diag);
-  check_task_tracks(t, diag);
   dry_run_workloads(t, diag);
+  // After the dry run: a missing starter is reported against the definition, which would make
+  // the dry run skip every workload as if the definition could not be read.
+  check_task_tracks(t, diag);
 }
 
 }  // namespace

@@ -142,8 +142,8 @@ struct Scratch {
     std::error_code ec;
     fs::remove_all(dir, ec);
     fs::create_directories(dir);
-    for (const auto& e : fs::directory_iterator(base))
-      if (e.is_regular_file()) fs::copy_file(e.path(), dir / e.path().filename());
+    // Starters live in sub-folders (starter/<track>/): the copy is recursive.
+    fs::copy(base, dir, fs::copy_options::recursive);
     return dir;
   }
 };
