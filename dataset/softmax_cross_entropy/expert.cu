@@ -21,11 +21,19 @@
 // normaliser folded into the same FFMA in the gradient: ex2(fma(x - m, log2e, -log2 s)). Rows with V % 8 != 0 or a
 // misaligned tensor take the same kernel with 2-byte accesses.
 //
-// Measured on the H200 (docs/results/softmax_cross_entropy.md, run 1): 69.7 / 60.6 / 71.3% of the
-// datasheet SOL on the Llama 3 / Qwen 2.5 / Gemma rows (78.6 / 68.3 / 80.3% of copy bandwidth),
-// limited by bytes in flight (four 16-byte loads per thread, serial with the arithmetic), no
-// read/write overlap inside a CTA, and Qwen's 38 KB slices; the build-time variants below the
-// includes address each. Designs considered:
+// Measured on the H200 (2026-12-01, one run, %SOL of the calibrated memory floor; the command in
+// docs/results/softmax_cross_entropy.md), Llama 3 / Qwen 2.5 / Gemma bench rows, µs (%SOL):
+//   register loads, 32K-element slices (the first expert)  630.4 (78.3)  1726.1 (67.7)  315.5 (79.9)
+//   unroll8                                                  652.5 (75.6)  1673.9 (69.8)  303.6 (83.1)
+//   tma, 32K-element slices                                  592.0 (83.4)  1724.9 (67.8)  309.6 (81.4)
+//   tma, 40K-element slices (the default now)                592.1 (83.3)  1406.2 (83.1)  309.6 (81.4)
+//   tma_persist, 20K-element slices                          721.7 (68.4)  1657.9 (70.5)  406.4 (62.1)
+// Register loads were limited by bytes in flight (four 16-byte loads per thread, serial with the
+// arithmetic); TMA puts the whole slice in flight. Qwen's V = 151936 at 32K-element slices takes
+// clusters of 8 with 38 KB slices; at 40K it takes clusters of 4 (76 KB, still 3 CTAs per SM),
+// halving the CTAs, the cluster barriers and the fixed cost per byte: 1.23x on that row. The
+// persistent variant lost: its smaller slices and the loop's barriers cost more than the overlap
+// of one row's reads with the last row's stores gained. Designs considered:
 //   a. two-pass, a CTA per row, the second pass re-reading the row from global (L2 if it is still
 //      resident): 6TV bytes unless L2 holds every row in flight (132 SMs x 256-512 KB exceeds the
 //      50 MB L2 at two rows per SM); at most 2/3 of SOL when it misses.
@@ -49,31 +57,23 @@
 #include "d2k/solution.h"
 
 // Build-time knobs, one per variant line (docs/results/softmax_cross_entropy.md has the sweep):
-//   %VARIANT% unroll8 -DSCE_UNROLL=8
-//   %VARIANT% tma -DSCE_TMA=1
-//   %VARIANT% tma_slice40k -DSCE_TMA=1 -DSCE_SLICE_TARGET=40960
-//   %VARIANT% tma_persist -DSCE_TMA=1 -DSCE_PERSIST=1 -DSCE_SLICE_TARGET=20480
-// unroll8: eight 16-byte loads in flight per thread instead of four (128 B, twice the bytes in
-//   flight per SM while a CTA is in phase 1).
-// tma: one thread issues the whole slice as kChunks bulk copies into shared memory, each
-//   completing an mbarrier; every thread then reduces chunk k as soon as it lands. The slice's
-//   64 KB are in flight at once (3 CTAs: 192 KB per SM, against the ~26-29 KB per SM that
-//   Little's law asks for at 4.3-4.8 TB/s and ~0.8 us latency), and no registers hold loads.
-// tma_slice40k: as tma, with slices up to 40960 elements: Qwen's V = 151936 then takes clusters of
-//   4 (76 KB slices, still 3 CTAs per SM) instead of 8, halving the CTAs, the cluster barriers
-//   and the per-CTA fixed cost per byte, and easing cluster placement in the GPCs.
-// tma_persist: as tma, with one resident wave of clusters looping over rows (grid from
-//   cudaOccupancyMaxActiveClusters) and two slice buffers: row r+G's bulk copies are issued
-//   before row r is reduced and written, so the reads of the next row overlap this row's
-//   gradient stores and cluster barriers, and no CTA launch sits between rows.
+//   %VARIANT% registers -DSCE_TMA=0 -DSCE_SLICE_TARGET=32768
+//   %VARIANT% tma_slice32k -DSCE_SLICE_TARGET=32768
+// The default is TMA with 40K-element slices: one thread issues the whole slice as kChunks bulk
+//   copies into shared memory, each completing an mbarrier; every thread reduces chunk k as soon
+//   as it lands, so the slice is in flight at once and no registers hold loads.
+// registers: the first expert (16-byte register loads, SCE_UNROLL in flight per thread, 32K
+//   slices), kept as the baseline of the sweep; tma_slice32k: TMA at the first slice size.
+// SCE_PERSIST=1 (a resident wave of clusters looping over rows, two slice buffers) and
+//   SCE_UNROLL=8 lost (table above) and are no longer built.
 #ifndef SCE_UNROLL
 #define SCE_UNROLL 4
 #endif
 #ifndef SCE_SLICE_TARGET
-#define SCE_SLICE_TARGET 32768
+#define SCE_SLICE_TARGET 40960
 #endif
 #ifndef SCE_TMA
-#define SCE_TMA 0
+#define SCE_TMA 1
 #endif
 #ifndef SCE_PERSIST
 #define SCE_PERSIST 0
