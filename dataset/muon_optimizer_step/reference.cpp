@@ -17,39 +17,14 @@
 #include <cstring>
 #include <vector>
 
+#include "d2k/reference_bf16.h"
 #include "d2k/solution.h"
 #include "muon_args.h"
 
 namespace {
 
-double bf16_to_double(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-/// Rounds a double to the nearest bf16 (ties to even) in one step (no double rounding through
-/// float); handles subnormals and overflow to infinity.
-uint16_t double_to_bf16(double v) {
-  if (std::isnan(v)) return 0x7FC0;
-  const bool neg = std::signbit(v);
-  const double a = std::fabs(v);
-  double q = 0.0;
-  if (a != 0.0) {
-    int e = 0;
-    std::frexp(a, &e);                           // a = m * 2^e, m in [0.5, 1)
-    const int ulp_exp = std::max(e - 8, -133);   // 8 significant bits; -133: bf16 subnormal spacing
-    q = std::ldexp(std::nearbyint(std::ldexp(a, -ulp_exp)), ulp_exp);
-  }
-  float f = static_cast<float>(q);               // exact: q has at most 8 significant bits
-  if (q > 3.3895313892515355e38) f = INFINITY;
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  uint16_t b = static_cast<uint16_t>(u >> 16);
-  if (neg) b |= 0x8000;
-  return b;
-}
+using d2k::ref::bf16_to_double;
+using d2k::ref::double_to_bf16;
 
 /// One matrix: everything above, for rows M and columns N starting at element offset `off`.
 void muon_one(const muon::Args& g, int64_t off) {
