@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "check/compare.h"
@@ -132,6 +133,133 @@ HostTensor emulate(Variant v, const WorkloadPlan& p, const std::vector<HostTenso
   return y;
 }
 
+
+// ---- the expert kernel's dataflow, lane by lane --------------------------------------------------
+// expert.cu feeds mma.sync m16n8k16 with a k order of its own (pairs (q_j, q_{j+4}) of a word in
+// slots (2t, 2t+1) and (2t+8, 2t+9), x permuted alike by byte_perm) and reduces split-K over warps.
+// This emulation builds every lane's registers with the kernel's expressions, places them in the
+// A/B/C matrices by the fragment layouts of the PTX ISA (mma.m16n8k16 .bf16), and runs the warps'
+// group loops and the shared-memory reduction as the kernel does: a wrong slot, pair, selector or
+// row mapping gives gross errors under the task's rule.
+
+std::uint32_t byte_perm(std::uint32_t x, std::uint32_t y, std::uint32_t sel) {  // __byte_perm
+  const std::uint64_t v = (static_cast<std::uint64_t>(y) << 32) | x;
+  std::uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) r |= static_cast<std::uint32_t>((v >> (8 * ((sel >> (4 * i)) & 7))) & 0xFF) << (8 * i);
+  return r;
+}
+float lo_bf16(std::uint32_t r) { return bf16_bits_to_float(static_cast<std::uint16_t>(r & 0xFFFF)); }
+float hi_bf16(std::uint32_t r) { return bf16_bits_to_float(static_cast<std::uint16_t>(r >> 16)); }
+/// code_pair: ((w >> 4j) & 0x000F000F) | 0x43004300, then fma.rn.bf16x2(v, 1, -136) (exact).
+std::uint32_t code_pair(std::uint32_t w, int j) {
+  const std::uint32_t v = ((w >> (4 * j)) & 0x000F000Fu) | 0x43004300u;
+  const float lo = lo_bf16(v) - 136.f, hi = hi_bf16(v) - 136.f;
+  return float_to_bf16_bits(lo) | (static_cast<std::uint32_t>(float_to_bf16_bits(hi)) << 16);
+}
+
+HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTensor>& in, int warps, int mtiles) {
+  const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K"), G = K / kGroup;
+  const int NB = B <= 8 ? 1 : 2, rows_per_cta = 16 * mtiles;
+  warps = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(warps, G)));
+  const auto* x = in.at(0).as<std::uint16_t>();
+  const auto* q = in.at(1).as<std::uint32_t>();
+  const auto* sc = in.at(2).as<std::uint16_t>();
+  HostTensor y("y", DType::bf16, {B, N});
+  auto* yp = y.as<std::uint16_t>();
+  for (std::int64_t row0 = 0; row0 < N; row0 += rows_per_cta) {
+    // red[warp][row][col], as the kernel's shared memory
+    std::vector<float> red(static_cast<std::size_t>(warps * rows_per_cta * NB * 8), 0.f);
+    for (int warp = 0; warp < warps; ++warp) {
+      std::vector<float> acc(static_cast<std::size_t>(mtiles * NB * 32 * 4), 0.f);  // [mt][nb][lane][i]
+      auto A = [&](int mt, int nb, int lane, int i) -> float& {
+        return acc[static_cast<std::size_t>(((mt * NB + nb) * 32 + lane) * 4 + i)];
+      };
+      for (std::int64_t gi = warp; gi < G; gi += warps) {
+        // x fragments per lane: b[nb][lane][u][4]
+        std::vector<std::uint32_t> xb(static_cast<std::size_t>(NB * 32 * 16), 0u);
+        for (int nb = 0; nb < NB; ++nb)
+          for (int lane = 0; lane < 32; ++lane) {
+            const int g = lane >> 2, t = lane & 3, bi = nb * 8 + g;
+            for (int u = 0; u < 4; ++u) {
+              std::uint32_t v[4] = {0, 0, 0, 0};
+              if (bi < B)
+                for (int e = 0; e < 4; ++e) {
+                  const std::int64_t k = gi * kGroup + 32 * t + 8 * u + 2 * e;
+                  v[e] = x[bi * K + k] | (static_cast<std::uint32_t>(x[bi * K + k + 1]) << 16);
+                }
+              std::uint32_t* b = &xb[static_cast<std::size_t>(((nb * 32 + lane) * 4 + u) * 4)];
+              b[0] = byte_perm(v[0], v[2], 0x5410);
+              b[1] = byte_perm(v[0], v[2], 0x7632);
+              b[2] = byte_perm(v[1], v[3], 0x5410);
+              b[3] = byte_perm(v[1], v[3], 0x7632);
+            }
+          }
+        for (int mt = 0; mt < mtiles; ++mt) {
+          float part[2][32][4] = {};  // [nb][lane][i]
+          for (int u = 0; u < 4; ++u)
+            for (int half = 0; half < 2; ++half) {
+              float Am[16][16], Bm[2][16][8];
+              for (int lane = 0; lane < 32; ++lane) {
+                const int g = lane >> 2, t = lane & 3;
+                const std::int64_t r_lo = std::min<std::int64_t>(row0 + mt * 16 + g, N - 1);
+                const std::int64_t r_hi = std::min<std::int64_t>(row0 + mt * 16 + 8 + g, N - 1);
+                const std::uint32_t w_lo = q[r_lo * (K / 8) + gi * 16 + 4 * t + u];
+                const std::uint32_t w_hi = q[r_hi * (K / 8) + gi * 16 + 4 * t + u];
+                const std::uint32_t a[4] = {code_pair(w_lo, 2 * half), code_pair(w_hi, 2 * half),
+                                            code_pair(w_lo, 2 * half + 1), code_pair(w_hi, 2 * half + 1)};
+                // A (row-major 16x16): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..)
+                Am[g][2 * t] = lo_bf16(a[0]), Am[g][2 * t + 1] = hi_bf16(a[0]);
+                Am[g + 8][2 * t] = lo_bf16(a[1]), Am[g + 8][2 * t + 1] = hi_bf16(a[1]);
+                Am[g][2 * t + 8] = lo_bf16(a[2]), Am[g][2 * t + 9] = hi_bf16(a[2]);
+                Am[g + 8][2 * t + 8] = lo_bf16(a[3]), Am[g + 8][2 * t + 9] = hi_bf16(a[3]);
+                for (int nb = 0; nb < NB; ++nb) {
+                  const std::uint32_t* b = &xb[static_cast<std::size_t>(((nb * 32 + lane) * 4 + u) * 4)];
+                  // B (16x8, col): b0 (k 2t..2t+1, n g), b1 (k 2t+8..2t+9, n g)
+                  Bm[nb][2 * t][g] = lo_bf16(b[2 * half]), Bm[nb][2 * t + 1][g] = hi_bf16(b[2 * half]);
+                  Bm[nb][2 * t + 8][g] = lo_bf16(b[2 * half + 1]), Bm[nb][2 * t + 9][g] = hi_bf16(b[2 * half + 1]);
+                }
+              }
+              for (int nb = 0; nb < NB; ++nb)
+                for (int lane = 0; lane < 32; ++lane) {
+                  const int g = lane >> 2, t = lane & 3;
+                  for (int i = 0; i < 4; ++i) {  // C: c0 (g, 2t), c1 (g, 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1)
+                    const int m = g + (i >> 1) * 8, n = 2 * t + (i & 1);
+                    float d = 0.f;
+                    for (int k = 0; k < 16; ++k) d += Am[m][k] * Bm[nb][k][n];
+                    part[nb][lane][i] += d;
+                  }
+                }
+            }
+          for (int nb = 0; nb < NB; ++nb)
+            for (int lane = 0; lane < 32; ++lane)
+              for (int i = 0; i < 4; ++i) {
+                const int g = lane >> 2;
+                const std::int64_t r = std::min<std::int64_t>(row0 + mt * 16 + (i >> 1) * 8 + g, N - 1);
+                A(mt, nb, lane, i) = std::fmaf(bf16_bits_to_float(sc[r * G + gi]), part[nb][lane][i], A(mt, nb, lane, i));
+              }
+        }
+      }
+      for (int mt = 0; mt < mtiles; ++mt)
+        for (int nb = 0; nb < NB; ++nb)
+          for (int lane = 0; lane < 32; ++lane)
+            for (int i = 0; i < 4; ++i) {
+              const int g = lane >> 2, t = lane & 3;
+              const int r = mt * 16 + g + (i >> 1) * 8, c = nb * 8 + 2 * t + (i & 1);
+              red[static_cast<std::size_t>((warp * rows_per_cta + r) * NB * 8 + c)] = A(mt, nb, lane, i);
+            }
+    }
+    for (int e = 0; e < B * rows_per_cta; ++e) {
+      const int b = e / rows_per_cta, r = e % rows_per_cta;
+      const std::int64_t n = row0 + r;
+      if (n >= N) continue;
+      float s = 0.f;
+      for (int w = 0; w < warps; ++w) s += red[static_cast<std::size_t>((w * rows_per_cta + r) * NB * 8 + b)];
+      yp[b * N + n] = float_to_bf16_bits(s);
+    }
+  }
+  return y;
+}
+
 struct Case {
   WorkloadPlan plan;
   std::vector<HostTensor> inputs, golden;
@@ -196,6 +324,17 @@ TEST_F(W4A16Tolerance, ExpertAndNaiveArithmeticPass) {
     }
 }
 
+TEST_F(W4A16Tolerance, ExpertLaneEmulationPasses) {
+  // The default build (8 warps, two m16 tiles per warp) and the variants' shapes (16 warps; one tile).
+  for (const Case& c : *cases_)
+    for (auto [warps, mtiles] : {std::pair{8, 2}, std::pair{16, 2}, std::pair{8, 1}}) {
+      const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.golden.at(0), emulate_expert_lanes(c.plan, c.inputs, warps, mtiles));
+      report("expert lanes", c, r);
+      EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " warps " << warps << " mtiles " << mtiles << ": " << r.message;
+      EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid;  // fp32 sums: far inside
+    }
+}
+
 TEST_F(W4A16Tolerance, Bf16RunningSumFails) {
   for (const Case& c : *cases_) {
     if (axis(c.plan, "K") < 1024 || axis(c.plan, "B") * axis(c.plan, "N") < 32) continue;  // short sums: bf16 can be lucky
@@ -224,7 +363,9 @@ TEST_F(W4A16Tolerance, WrongPackingFormatsFail) {
   }
   // All codes 15: the signed reading gives -1 instead of +7.
   for (const Case& c : *cases_) {
-    if (c.plan.workload.uuid.find("allmax") != std::string::npos) EXPECT_FALSE(judge(Variant::kSignedCodes, c).passed);
+    if (c.plan.workload.uuid.find("allmax") != std::string::npos) {
+      EXPECT_FALSE(judge(Variant::kSignedCodes, c).passed);
+    }
   }
 }
 
