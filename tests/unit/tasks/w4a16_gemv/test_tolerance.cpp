@@ -371,6 +371,29 @@ TEST_F(W4A16Tolerance, WrongPackingFormatsFail) {
 
 }  // namespace
 
+// Bench workloads are judged against naive, not the golden: the expert's output (fp32, exact
+// weights) against naive's (bf16-rounded weights) under a bench workload's rule, on a slice of
+// Llama 3 70B o_proj at B = 16 (384 of its 8192 rows: 6144 outputs).
+TEST(W4A16Bench, ExpertPassesAgainstNaiveUnderTheBenchRule) {
+  Workload w;
+  for (const Workload& b : task().workloads)
+    if (b.uuid == "w4a16_gemv-bench-16x8192x8192") w = b;
+  ASSERT_EQ(w.uuid, "w4a16_gemv-bench-16x8192x8192");
+  w.axes["N"] = 384;
+  const WorkloadPlan plan = make_plan(task(), w);
+  const std::vector<HostTensor> inputs = generate_inputs_host(plan, 7);
+  const HostTensor naive = emulate(Variant::kNaive, plan, inputs);
+  const HostTensor expert = emulate(Variant::kExpert, plan, inputs);
+  const CompareResult r = compare(plan.outputs.at(0).cmp, naive, expert);
+  std::printf("expert vs naive, B 16 N 384 K 8192: max|err| %.4g rel_l2 %.3g mismatches %lld/%lld (atol %.4g)\n",
+              r.max_abs_error, r.rel_l2, static_cast<long long>(r.mismatches), static_cast<long long>(r.checked),
+              plan.outputs.at(0).cmp.atol);
+  EXPECT_TRUE(r.passed) << r.message;
+  EXPECT_EQ(r.mismatches, 0);
+  // and a bf16-within-group expert would not pass against naive either
+  EXPECT_FALSE(compare(plan.outputs.at(0).cmp, naive, emulate(Variant::kBf16GroupSum, plan, inputs)).passed);
+}
+
 // Hidden draws (odd N, K up to hidden_max, B up to 16) under the definition's default rule: the
 // honest arithmetic passes there too.
 TEST(W4A16Hidden, ExpertAndNaivePassHiddenDraws) {
