@@ -25,8 +25,11 @@
 //      both) and all of K; its warps split K by groups (warp w takes groups w, w + W, ...: split-K
 //      inside the CTA, so every N gets enough warps without a global reduction), reduce their
 //      fp32 sums through shared memory in a fixed order, and write y once. The next group's
-//      weights and scales are loaded (ld.global.nc.L1::no_allocate, 16 bytes) before the current
-//      group's arithmetic: two groups of loads in flight per warp.
+//      weights and scales (and for B <= 8 its x) are loaded (weights with 16-byte
+//      ld.global.nc.L1::no_allocate) before the current group's arithmetic: two groups of loads
+//      in flight per warp, ~2 KB, ~32 KB per SM at 16 warps (Little's law at 4.8 TB/s and
+//      ~0.8 us under load asks ~29 KB per SM). ptxas: 109 registers (B <= 8), 122 (B <= 16),
+//      no spills: 2 CTAs of 256 threads per SM.
 // Batch: B <= 8 uses one n8 tile (rows of x beyond B are zero fragments), B <= 16 two.
 //
 // Variants considered:
@@ -108,12 +111,21 @@ struct WeightFrag {
   float s[kMTiles][2];   // the group's scale of each row
 };
 
-/// x fragments of one group for NB n8 tiles: per word u (0..3) of the thread's 4 words, the
-/// B registers of steps 2u and 2u+1, pairs permuted to (x_j, x_{j+4}) as the weight pairs are.
+/// x of one group for NB n8 tiles as loaded: per word u (0..3) of the thread's 4 words, eight
+/// consecutive bf16 (x0 x1) (x2 x3) (x4 x5) (x6 x7) of batch row nb·8 + g.
 template <int NB>
-struct XFrag {
-  uint32_t b[NB][4][4];
+struct XRaw {
+  uint4 v[NB][4];
 };
+
+/// The B registers of steps 2u and 2u+1 from word u's eight x values, pairs permuted to
+/// (x_j, x_{j+4}) as the weight pairs are: slot pairs (2t, 2t+1) and (2t+8, 2t+9) of each step.
+__device__ __forceinline__ void x_pairs(const uint4& v, uint32_t (&b)[4]) {
+  b[0] = __byte_perm(v.x, v.z, 0x5410);  // (x0, x4)  step 2u
+  b[1] = __byte_perm(v.x, v.z, 0x7632);  // (x1, x5)  step 2u
+  b[2] = __byte_perm(v.y, v.w, 0x5410);  // (x2, x6)  step 2u+1
+  b[3] = __byte_perm(v.y, v.w, 0x7632);  // (x3, x7)  step 2u+1
+}
 
 // ---- the kernel ------------------------------------------------------------------------------
 
@@ -147,30 +159,40 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
         f.s[mt][h] = bf16_bits_to_float(__ldg(srow[mt][h] + gi));
       }
   };
-  auto load_x = [&](XFrag<NB>& xf, int gi) {
+  auto load_x = [&](XRaw<NB>& xr, int gi) {
 #pragma unroll
     for (int nb = 0; nb < NB; ++nb) {
       const int bi = nb * 8 + g;
       const uint4* xp = reinterpret_cast<const uint4*>(x + static_cast<size_t>(bi) * K + gi * kGroup + 32 * t);
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const uint4 v = bi < B ? __ldg(xp + u) : make_uint4(0, 0, 0, 0);  // (x0 x1) (x2 x3) (x4 x5) (x6 x7)
-        xf.b[nb][u][0] = __byte_perm(v.x, v.z, 0x5410);  // (x0, x4)  step 2u,   slots 2t, 2t+1
-        xf.b[nb][u][1] = __byte_perm(v.x, v.z, 0x7632);  // (x1, x5)  step 2u,   slots 2t+8, 2t+9
-        xf.b[nb][u][2] = __byte_perm(v.y, v.w, 0x5410);  // (x2, x6)  step 2u+1, slots 2t, 2t+1
-        xf.b[nb][u][3] = __byte_perm(v.y, v.w, 0x7632);  // (x3, x7)  step 2u+1, slots 2t+8, 2t+9
-      }
+      for (int u = 0; u < 4; ++u) xr.v[nb][u] = bi < B ? __ldg(xp + u) : make_uint4(0, 0, 0, 0);
     }
   };
 
+  // With one n8 tile the next group's x is prefetched with its weights (16 more registers); with
+  // two, x is loaded at the top of the iteration (prefetching it would pass 128 registers).
+  constexpr bool kPrefetchX = NB == 1;
   float acc[kMTiles][NB][4] = {};
   WeightFrag cur, nxt;
+  XRaw<NB> xc, xn;
   int gi = warp;
-  if (gi < G) load_weights(cur, gi);
+  if (gi < G) {
+    load_weights(cur, gi);
+    if constexpr (kPrefetchX) load_x(xc, gi);
+  }
   for (; gi < G; gi += warps) {
-    if (gi + warps < G) load_weights(nxt, gi + warps);  // next group in flight during this one
-    XFrag<NB> xf;
-    load_x(xf, gi);
+    const bool more = gi + warps < G;
+    if (more) load_weights(nxt, gi + warps);  // the next group in flight during this one
+    if constexpr (kPrefetchX) {
+      if (more) load_x(xn, gi + warps);
+    } else {
+      load_x(xc, gi);
+    }
+    uint32_t xb[NB][4][4];
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+      for (int u = 0; u < 4; ++u) x_pairs(xc.v[nb][u], xb[nb][u]);
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
       float p[NB][4] = {};
@@ -184,7 +206,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
           const uint32_t a2 = code_pair(w_lo[u], 2 * half + 1), a3 = code_pair(w_hi[u], 2 * half + 1);
 #pragma unroll
           for (int nb = 0; nb < NB; ++nb)
-            mma_bf16(p[nb], a0, a1, a2, a3, xf.b[nb][u][2 * half], xf.b[nb][u][2 * half + 1]);
+            mma_bf16(p[nb], a0, a1, a2, a3, xb[nb][u][2 * half], xb[nb][u][2 * half + 1]);
         }
 #pragma unroll
       for (int nb = 0; nb < NB; ++nb) {  // c0, c1: row g; c2, c3: row g + 8
@@ -195,6 +217,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       }
     }
     cur = nxt;
+    if constexpr (kPrefetchX) xc = xn;
   }
 
   // Split-K reduction over the warps in a fixed order (deterministic), one bf16 rounding.
