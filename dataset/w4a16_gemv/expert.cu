@@ -96,7 +96,7 @@ __device__ __forceinline__ uint32_t code_pair(uint32_t w, int j) {
 /// d = a · b + d on the tensor cores: A 16x16 (row), B 16x8 (col), bf16; D fp32.
 __device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                          uint32_t b0, uint32_t b1) {
-  asm volatile(
+  asm(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%0, %1, %2, %3};"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
@@ -180,6 +180,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     load_weights(cur, gi);
     if constexpr (kPrefetchX) load_x(xc, gi);
   }
+#pragma unroll 2  // two copies of the body let cur/nxt swap roles instead of being copied
   for (; gi < G; gi += warps) {
     const bool more = gi + warps < G;
     if (more) load_weights(nxt, gi + warps);  // the next group in flight during this one
