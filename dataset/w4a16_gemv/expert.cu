@@ -28,14 +28,14 @@
 //      weights and scales (and for B <= 8 its x) are loaded (weights with 16-byte
 //      ld.global.nc.L1::no_allocate) before the current group's arithmetic: two groups of loads
 //      in flight per warp, ~2 KB, ~32 KB per SM at 16 warps (Little's law at 4.8 TB/s and
-//      ~0.8 us under load asks ~29 KB per SM). ptxas: 109 registers (B <= 8), 122 (B <= 16),
+//      ~0.8 us under load asks ~29 KB per SM). ptxas: 102 registers (B <= 8), 128 (B <= 16),
 //      no spills: 2 CTAs of 256 threads per SM.
 // Batch: B <= 8 uses one n8 tile (rows of x beyond B are zero fragments), B <= 16 two.
 //
 // Variants considered:
 //   a. CUDA-core GEMV, a warp per row, fp32 FFMA per weight after a magic-number conversion:
 //      ~3 instructions per weight, issue-bound near 75% of SOL at B = 1 and 16x the FFMAs at
-//      B = 16; rejected for the tensor-core form (d2k's naive-to-expert path keeps it as design a).
+//      B = 16; rejected for the tensor-core form.
 //   b. bf16 HFMA2 accumulation within a group (the classic fast GEMV): half the instructions but
 //      bf16 sums, which the task's rule rejects (tests/unit/tasks/w4a16_gemv).
 //   c. dequantise into shared memory then mma (Marlin without its offline weight shuffle): an
@@ -44,7 +44,12 @@
 //   d. (chosen) registers only, split-K over the CTA's warps, 32 rows per CTA.
 //   e. grid-level split-K with fp32 atomics: one more launch (zeroing) or a counter per tile;
 //      only needed where N/32 CTAs cannot fill the GPU, which the in-CTA split covers.
-// Variants built (`// %VARIANT%` lines; measured by scripts/gpu/checks/task-w4a16.sh):
+//   f. x staged in shared memory: with K split over the CTA's warps a CTA needs all of x
+//      (B·K·2 bytes, up to 917 KB), so only a K-slice per iteration would fit, with a barrier
+//      per slice; x's 16-byte read-only loads hit L1 (every CTA on an SM reads the same x) and
+//      land directly in fragment registers, so no staging and no barriers.
+// Times on the H200: pending (docs/results/w4a16_gemv.md holds the table to fill).
+// Variants built (`// %VARIANT%` lines; measured by scripts/gpu/checks/t-w4a16.sh):
 //   %VARIANT% warps16 -DW4A16_WARPS=16
 //   %VARIANT% rows16 -DW4A16_MTILES=1
 // warps16: 16 warps split K (one CTA per SM, fewer CTAs for the tail); rows16: 16 rows per CTA
