@@ -5,8 +5,8 @@
 //                         w = bf16((q - 8) · scale), the same rounding as naive's scale_groups;
 //   2. cublasGemmEx       y = x · wᵀ, bf16 in and out, fp32 accumulation (CUBLAS_COMPUTE_32F).
 // Traffic: 0.5 B per weight read + 2 B written + 2 B re-read by the GEMM, against 0.5 B for a
-// kernel that dequantises in registers. cuBLAS has no int4-weight GEMM (cuBLASLt's mixed-input
-// kernels take fp8/int8, not packed int4 with group scales), so this is the library's best.
+// kernel that dequantises in registers. cuBLAS offers no GEMM over packed int4 weights with bf16
+// group scales, so the dequantisation is ours and the GEMM is the library's.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
