@@ -259,19 +259,7 @@ __global__ void __launch_bounds__(kThreads) stats_kernel(Params P) {
   Stats s;
   for_slice(P.x + row * P.V, beg, end, [&](float x, int64_t) {
     hist_add(h, topk::digit(topk::order_key(x), 0));
-    if (x > s.m) {  // a new running maximum: rescale what was summed against the old one
-      if (s.z > 0) {
-        const double d = (static_cast<double>(s.m) - x) * c;
-        const double f = exp2(d);
-        s.w = f * (s.w - d * s.z);
-        s.z *= f;
-      }
-      s.m = x;
-    }
-    const float t = (x - s.m) * c;
-    const float e = exp2f(t);
-    s.z += e;
-    s.w += static_cast<double>(e) * -t;
+    topk::accumulate(s, x, c);
   });
   s = block_stats(s, c, scratch);
   if (threadIdx.x == 0) P.part[row * P.S + slice] = s;

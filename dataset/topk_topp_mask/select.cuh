@@ -132,6 +132,24 @@ TOPK_HD Stats merge(Stats a, Stats b, float c) {
   return r;
 }
 
+/// Adds logit x to a thread's running statistics (online maximum: what was summed against an
+/// older maximum is rescaled in fp64 when a larger logit arrives).
+TOPK_HD void accumulate(Stats& s, float x, float c) {
+  if (x > s.m) {
+    if (s.z > 0) {
+      const double d = (static_cast<double>(s.m) - x) * c;  // < 0
+      const double f = exp2(d);
+      s.w = f * (s.w - d * s.z);
+      s.z *= f;
+    }
+    s.m = x;
+  }
+  const float t = (x - s.m) * c;
+  const float e = exp2f(t);
+  s.z += e;
+  s.w += static_cast<double>(e) * -t;
+}
+
 /// What the threshold decision needs about a row.
 struct RowInput {
   std::int64_t k_eff;  ///< min(k, V)
