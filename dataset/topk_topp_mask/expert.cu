@@ -184,12 +184,13 @@ __device__ Stats block_stats(Stats s, float c, StatsScratch& scratch) {
 }
 
 /// Whether this CTA is the last of the row's S to arrive at ticket `t` (all of them when S = 1).
-/// The fence makes this CTA's global writes visible before the count says it is done.
+/// Every thread fences its own global writes (histogram slots, candidates) before the count says
+/// the CTA is done; the last CTA fences again before it reads the others'.
 __device__ bool last_to_arrive(const Params& P, int64_t row, int t) {
   __shared__ bool last;
+  __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
-    __threadfence();
     last = P.S == 1 || atomicAdd(&P.counters[row * kTickets + t], 1u) == static_cast<unsigned>(P.S - 1);
     if (last) __threadfence();
   }
