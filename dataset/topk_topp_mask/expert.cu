@@ -11,19 +11,18 @@
 //               shared-memory histogram of the keys' first 12 bits, warp-aggregated
 //               (__match_any_sync) so that a warp adds once per distinct bin. The last CTA of the
 //               row to finish merges the partial statistics and histograms and picks the bin
-//               holding the k-th largest key (a warp scan over the bins from the top).
-//   2. refine   x2, only for rows whose bin holds more than kCap keys (heavy ties, tightly
-//               clustered logits): the next 10-bit digit among the keys of the bin. Other rows'
-//               CTAs return at once.
-//   3. collect  a second read: the keys in and above the bin are appended (warp-aggregated
+//               holding the k-th largest key (a warp scan over the bins from the top). Only when
+//               that bin holds more than kCap keys (heavy ties, tightly clustered logits) does
+//               that CTA read the row again for the next 10-bit digit, at most twice.
+//   2. collect  a second read: the keys in and above the bin are appended (warp-aggregated
 //               atomics) to the row's candidate list; the row's last CTA sorts the list in shared
 //               memory (bitonic) and decides tau: the k-th largest candidate, then the tie groups
 //               from the top while the mass above the group is < top_p * Z. Near top_p the fp32
 //               statistics cannot decide exactly; such a row (about 0.5% at these shapes) is
 //               flagged.
-//   4. recheck  a fixed grid that decides the flagged rows in fp64 (Z re-summed from fp64
+//   3. recheck  a fixed grid that decides the flagged rows in fp64 (Z re-summed from fp64
 //               exponentials, split over the row); returns at once when none is flagged.
-//   5. output   one write of the row: zeros, then the kept values stored by index from the sorted
+//   4. output   one write of the row: zeros, then the kept values stored by index from the sorted
 //               candidates (no third read). Only a row whose kept set includes a tie group too
 //               large to list reads the row again.
 //
@@ -36,6 +35,9 @@
 //   b. three histogram passes (12+10+10 bits) to find the k-th largest exactly, then a pass to
 //      collect the keys above it for top-p: 5 reads; rejected for (c)'s bounded candidate list,
 //      which replaces passes 2-3 for every row of the bench data.
+//   b'. (c) with the further digits as two launches over all rows' CTAs: two launches of CTAs
+//      that return at once on the bench data (a few microseconds against the Gemma row's 24 us
+//      SOL); the row's last CTA refines instead.
 //   c. (chosen) one histogram pass, a collecting pass, on-chip sort of the candidates; further
 //      digit passes only for rows whose bin overflows the candidate buffer.
 //   d. one-pass streaming filter (a running threshold raised as candidates arrive): saves the
@@ -67,7 +69,8 @@ constexpr int kThreads = 512;
 constexpr int kWarps = kThreads / 32;
 constexpr int kCtaTarget = 1024;         ///< CTAs per launch the row split aims at
 constexpr int64_t kMinSlice = 4096;      ///< logits per CTA at least
-constexpr int kTickets = 8;              ///< per-row arrival counters, one per stage
+constexpr int kTickets = 4;              ///< per-row arrival counters, one per stage:
+constexpr int kTicketStats = 0, kTicketCollect = 1, kTicketRecheck = 2;
 constexpr int kRecheckCtas = 264;        ///< the recheck grid (two per SM of an H200)
 constexpr int64_t kRecheckSlice = 8192;  ///< logits per recheck work item
 
@@ -199,12 +202,12 @@ __device__ bool last_to_arrive(const Params& P, int64_t row, int t) {
 }
 
 /// Publishes this CTA's histogram (S > 1) and, in the last CTA, sums the row's histograms into h.
-__device__ bool merge_hist(const Params& P, int64_t row, int slice, int nbins, int ticket, std::uint32_t* h) {
+__device__ bool merge_hist(const Params& P, int64_t row, int slice, int nbins, std::uint32_t* h) {
   if (P.S > 1) {
     std::uint32_t* mine = P.slots + (row * P.S + slice) * kMaxBins;
     for (int i = threadIdx.x; i < nbins; i += kThreads) mine[i] = h[i];
   }
-  if (!last_to_arrive(P, row, ticket)) return false;
+  if (!last_to_arrive(P, row, kTicketStats)) return false;
   if (P.S > 1)
     for (int i = threadIdx.x; i < nbins; i += kThreads) {
       std::uint32_t s = 0;
@@ -245,6 +248,29 @@ __device__ void warp_pick(const std::uint32_t* h, int nbins, std::uint32_t need,
   }
 }
 
+/// Further digits for a row whose bin of the k-th largest key holds more than kCap keys (heavy
+/// ties, tightly clustered logits): this CTA alone reads the whole row once per digit and
+/// histograms the next 10 bits of the keys in the bin. The bench data never needs it, so the rare
+/// rows that do pay it on one CTA instead of every row paying two more launches.
+__device__ void refine_row(const Params& P, int64_t row, std::uint32_t* h, std::uint32_t* pick, Bucket& bucket) {
+  for (int level = 1; level < kLevels; ++level) {
+    if (bucket.next_level != level) return;  // uniform: `bucket` is shared, written before a barrier
+    const Bucket b = bucket;
+    const int nbins = 1 << topk::level_bits(level);
+    for (int i = threadIdx.x; i < nbins; i += kThreads) h[i] = 0;
+    __syncthreads();
+    for_slice(P.x + row * P.V, 0, P.V, [&](float x, int64_t) {
+      const std::uint32_t key = topk::order_key(x);
+      if (topk::in_bucket(key, b.lo, b.hi)) hist_add(h, topk::digit(key, level));
+    });
+    __syncthreads();
+    if (threadIdx.x < 32) warp_pick(h, nbins, static_cast<std::uint32_t>(P.k_eff) - b.above, pick);
+    __syncthreads();
+    if (threadIdx.x == 0) topk::advance(bucket, level, pick[0], pick[1], pick[2]);
+    __syncthreads();
+  }
+}
+
 // ---- 1. statistics and the first digit -------------------------------------------------------
 
 __global__ void __launch_bounds__(kThreads) stats_kernel(Params P) {
@@ -264,7 +290,11 @@ __global__ void __launch_bounds__(kThreads) stats_kernel(Params P) {
   });
   s = block_stats(s, c, scratch);
   if (threadIdx.x == 0) P.part[row * P.S + slice] = s;
-  if (!merge_hist(P, row, slice, kMaxBins, 0, h)) return;
+  if (!merge_hist(P, row, slice, kMaxBins, h)) return;
+  // The row's last CTA: its statistics, then the bin of the k-th largest key. (Raw storage: a
+  // __shared__ object cannot have initialisers.)
+  __shared__ alignas(Bucket) unsigned char bucket_raw[sizeof(Bucket)];
+  Bucket& bucket = *reinterpret_cast<Bucket*>(bucket_raw);
   if (threadIdx.x < 32) warp_pick(h, kMaxBins, static_cast<std::uint32_t>(P.k_eff), pick);
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -276,42 +306,17 @@ __global__ void __launch_bounds__(kThreads) stats_kernel(Params P) {
       pq.w = __ldcg(&P.part[row * P.S + q].w);
       all = topk::merge(all, pq, c);
     }
+    P.rows[row].stats = all;
     Bucket b;
     topk::advance(b, 0, pick[0], pick[1], pick[2]);
-    P.rows[row].stats = all;
-    P.rows[row].bucket = b;
+    bucket = b;
   }
+  __syncthreads();
+  refine_row(P, row, h, pick, bucket);
+  if (threadIdx.x == 0) P.rows[row].bucket = bucket;
 }
 
-// ---- 2. further digits for rows whose bin overflows the candidate buffer ---------------------
-
-__global__ void __launch_bounds__(kThreads) refine_kernel(Params P, int level) {
-  __shared__ std::uint32_t h[kMaxBins];
-  __shared__ std::uint32_t pick[3];
-  const int64_t row = blockIdx.x / P.S;
-  const int slice = static_cast<int>(blockIdx.x % P.S);
-  const Bucket b = P.rows[row].bucket;
-  if (b.next_level != level) return;
-  const int nbins = 1 << topk::level_bits(level);
-  for (int i = threadIdx.x; i < nbins; i += kThreads) h[i] = 0;
-  __syncthreads();
-  const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
-  for_slice(P.x + row * P.V, beg, end, [&](float x, int64_t) {
-    const std::uint32_t key = topk::order_key(x);
-    if (topk::in_bucket(key, b.lo, b.hi)) hist_add(h, topk::digit(key, level));
-  });
-  __syncthreads();
-  if (!merge_hist(P, row, slice, nbins, level, h)) return;
-  if (threadIdx.x < 32) warp_pick(h, nbins, static_cast<std::uint32_t>(P.k_eff) - b.above, pick);
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    Bucket nb = b;
-    topk::advance(nb, level, pick[0], pick[1], pick[2]);
-    P.rows[row].bucket = nb;
-  }
-}
-
-// ---- 3. candidates, their sort and the threshold ---------------------------------------------
+// ---- 2. candidates, their sort and the threshold ---------------------------------------------
 
 /// Sorts s[0, n2) descending (n2 a power of two) with the whole block.
 __device__ void bitonic_sort_desc(unsigned long long* s, int n2) {
@@ -358,7 +363,7 @@ __global__ void __launch_bounds__(kThreads) collect_kernel(Params P) {
         list[pos] = (static_cast<unsigned long long>(key) << 32) | static_cast<std::uint32_t>(i);
     }
   });
-  if (!last_to_arrive(P, row, 3)) return;
+  if (!last_to_arrive(P, row, kTicketCollect)) return;
   const int n = static_cast<int>(lmin(__ldcg(count), kCap));
   int n2 = 1;
   while (n2 < n) n2 <<= 1;
@@ -380,7 +385,7 @@ __global__ void __launch_bounds__(kThreads) collect_kernel(Params P) {
   }
 }
 
-// ---- 4. fp64 decision of the rows near top_p -------------------------------------------------
+// ---- 3. fp64 decision of the rows near top_p -------------------------------------------------
 
 __global__ void __launch_bounds__(kThreads) recheck_kernel(Params P) {
   __shared__ double scratch[kWarps];
@@ -406,7 +411,7 @@ __global__ void __launch_bounds__(kThreads) recheck_kernel(Params P) {
     __shared__ bool last;
     if (threadIdx.x == 0) {
       __threadfence();
-      last = atomicAdd(&P.counters[row * kTickets + 4], 1u) == static_cast<unsigned>(P.recheck_slices - 1);
+      last = atomicAdd(&P.counters[row * kTickets + kTicketRecheck], 1u) == static_cast<unsigned>(P.recheck_slices - 1);
       if (last) __threadfence();
     }
     __syncthreads();
@@ -425,7 +430,7 @@ __global__ void __launch_bounds__(kThreads) recheck_kernel(Params P) {
   }
 }
 
-// ---- 5. the output row -------------------------------------------------------------------------
+// ---- 4. the output row -------------------------------------------------------------------------
 
 __global__ void __launch_bounds__(kThreads) output_kernel(Params P) {
   const int64_t row = blockIdx.x / P.S;
@@ -555,7 +560,6 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     auto stream = static_cast<cudaStream_t>(args->stream);
     D2K_CUDA_TRY(args, cudaMemsetAsync(buf.counters, 0, sizeof(std::uint32_t) * (B * kTickets + B + B + 1), stream));
     stats_kernel<<<grid, kThreads, 0, stream>>>(P);
-    for (int level = 1; level < kLevels; ++level) refine_kernel<<<grid, kThreads, 0, stream>>>(P, level);
     collect_kernel<<<grid, kThreads, 0, stream>>>(P);
     recheck_kernel<<<kRecheckCtas, kThreads, 0, stream>>>(P);
     output_kernel<<<grid, kThreads, 0, stream>>>(P);

@@ -171,7 +171,7 @@ size_t cub_sort_bytes(int64_t B, int64_t V) {
                                                      static_cast<float*>(nullptr), static_cast<const int*>(nullptr),
                                                      static_cast<int*>(nullptr), static_cast<int>(B * V),
                                                      static_cast<int>(B), static_cast<const int*>(nullptr),
-                                                     static_cast<const int*>(nullptr) + 1);
+                                                     static_cast<const int*>(nullptr));
   return bytes;
 }
 
