@@ -127,7 +127,6 @@ void fit_axes(const PlotSpec& s, Axis& x, Axis& y) {
         if (y.valid(ly) && lx >= xmn && lx <= xmx) ymn = std::min(ymn, ly), ymx = std::max(ymx, ly);
   x.fit(xmn, xmx);
   y.fit(ymn, ymx);
-  if (y.log && std::isfinite(ymx)) y.hi = std::max(y.hi, ymx * 2);
 }
 
 }  // namespace
