@@ -1,6 +1,7 @@
 #include "report/html.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
