@@ -41,7 +41,7 @@ E page_head(const std::string& title) {
 <style>
 body{{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:1.5em auto;max-width:1200px;color:#222;padding:0 1em}}
 h1{{font-size:1.6em}} h2{{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:1.8em}} h3{{margin-top:1.4em}}
-table{{border-collapse:collapse;margin:.6em 0;font-size:.88em}}
+table{{border-collapse:collapse;margin:.6em 0;font-size:.88em}} #compare-table{{font-size:.78em}}
 th,td{{border:1px solid #ccc;padding:.25em .55em;text-align:right}} th{{background:#f3f3f3}}
 td.l,th.l{{text-align:left}} tr.changed td{{background:#fff3cd}}
 .st.ok{{color:#1a7f37}} .st.bad{{color:#c62828;font-weight:bold}}
@@ -107,13 +107,14 @@ E section_summary(const std::vector<Run>& runs, const std::vector<TargetSummary>
   PlotSpec plot{"fast-p", "fast_p: share of records at least p x faster than naive", "p (speed-up over naive)",
                 "fast_p", false, false, 640, 300, {}, {}};
   const std::vector<double> ps = fast_p_grid();
-  for (const Run& run : runs) {
+  for (std::size_t ri = 0; ri < runs.size(); ++ri) {
+    const Run& run = runs[ri];
     std::set<std::string> targets;
     for (const Trace& t : run.traces)
       if (t.target != "naive" && t.roofline && t.roofline->speedup_vs_naive) targets.insert(t.target);
     for (const std::string& target : targets) {
       const std::vector<double> ys = fast_p_curve(run.traces, target, ps);
-      PlotLine curve{{}, "", runs.size() > 1 ? run.name + ":" + target : target};
+      PlotLine curve{{}, "", runs.size() > 1 ? run.name + ":" + target : target, ri % 2 == 1};
       for (std::size_t i = 0; i < ps.size(); ++i) curve.xy.push_back({ps[i], ys[i]});
       plot.lines.push_back(std::move(curve));
     }

@@ -52,13 +52,14 @@ std::string roofline_svg(const std::string& task, const std::vector<Run>& runs) 
   double xmin = std::numeric_limits<double>::infinity(), xmax = 0;
   std::map<std::string, double> peaks;  // ceiling label -> value, first seen
   std::map<std::string, double> bws;
-  for (const Run& run : runs)
-    for (const Trace& t : run.traces) {
+  for (std::size_t ri = 0; ri < runs.size(); ++ri)
+    for (const Trace& t : runs[ri].traces) {
+      const Run& run = runs[ri];
       if (t.task != task || !plottable(t)) continue;
       const Roofline& r = *t.roofline;
       const double s = t.performance->median_us * 1e-6, ops = total_ops(r);
       if (by_ops && ops <= 0) {
-        plot.points.push_back({std::nan(""), std::nan(""), t.target, ""});  // counted as dropped
+        plot.points.push_back({std::nan(""), std::nan(""), t.target, "", false});  // counted as dropped
         continue;
       }
       const double x = by_ops ? ops / r.bytes : r.bytes, y = by_ops ? ops / s : r.bytes / s;
@@ -68,7 +69,8 @@ std::string roofline_svg(const std::string& task, const std::vector<Run>& runs) 
       plot.points.push_back({x, y, runs.size() > 1 ? run.name + ":" + t.target : t.target,
                              fmt::format("{} {} [{}]: {:.2f} us, {:.1f}% of SOL, {}", run.name, t.target, axes,
                                          t.performance->median_us, r.pct_sol,
-                                         by_ops ? rate(y, "op/s") : rate(y, "B/s"))});
+                                         by_ops ? rate(y, "op/s") : rate(y, "B/s")),
+                             ri % 2 == 1});
       if (r.copy_bw > 0) bws.emplace(fmt::format("copy {}", rate(r.copy_bw, "B/s")), r.copy_bw);
       for (auto& [unit, peak] : r.peaks)
         if (peak > 0) peaks.emplace(fmt::format("{} {}", unit, rate(peak, "op/s")), peak);
@@ -78,7 +80,7 @@ std::string roofline_svg(const std::string& task, const std::vector<Run>& runs) 
   const double lo = xmin / 10, hi = xmax * 10;
   // The points' own x range is sampled too, so that the axes stretch to show each ceiling there.
   auto line = [&](const std::string& label, auto y_of) {
-    plot.lines.push_back({{{lo, y_of(lo)}, {xmin, y_of(xmin)}, {xmax, y_of(xmax)}, {hi, y_of(hi)}}, label, ""});
+    plot.lines.push_back({{{lo, y_of(lo)}, {xmin, y_of(xmin)}, {xmax, y_of(xmax)}, {hi, y_of(hi)}}, label, "", false});
   };
   for (auto& [label, bw] : bws) {
     if (by_ops) line(label, [bw = bw](double x) { return bw * x; });

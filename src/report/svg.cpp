@@ -30,9 +30,10 @@ std::string series_colour(const std::string& series) {
   static const std::map<std::string, std::string> fixed{
       {"naive", "#d62728"},       {"expert", "#1f77b4"},        {"library", "#2ca02c"},
       {"torch_eager", "#ff7f0e"}, {"torch_compile", "#9467bd"}, {"solution", "#17becf"}};
-  if (auto it = fixed.find(series); it != fixed.end()) return it->second;
+  const std::string target = series.substr(series.find(':') + 1);  // npos + 1 == 0: the whole name
+  if (auto it = fixed.find(target); it != fixed.end()) return it->second;
   static const char* spare[] = {"#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#393b79", "#637939", "#843c39", "#7b4173"};
-  return spare[std::hash<std::string>{}(series) % std::size(spare)];
+  return spare[std::hash<std::string>{}(target) % std::size(spare)];
 }
 
 namespace {
@@ -78,6 +79,7 @@ std::string tick_label(double v, bool log) {
     static const char* prefix[] = {"", "k", "M", "G", "T", "P", "E"};
     const int e = int(std::lround(std::log10(v)));
     if (e >= 0 && e / 3 < int(std::size(prefix))) return fmt::format("{:g}{}", std::pow(10, e % 3), prefix[e / 3]);
+    if (e >= -3) return fmt::format("{:g}", std::pow(10, e));
     return fmt::format("1e{}", e);
   }
   return fmt::format("{:g}", std::abs(v) < 1e-12 ? 0.0 : v);
@@ -176,18 +178,22 @@ std::string render_svg(const PlotSpec& s) {
     }
     if (pts.empty()) continue;
     const bool curve = !l.series.empty();
+    const char* dash = !curve ? R"( stroke-dasharray="6 3")" : l.dashed ? R"( stroke-dasharray="4 3")" : "";
     body += fmt::format(R"(<polyline class="{}" points="{}" fill="none" stroke="{}" stroke-width="{}"{}/>)",
-                        curve ? "curve" : "ceiling", pts, curve ? series_colour(l.series) : "#777",
-                        curve ? 2 : 1.5, curve ? "" : R"( stroke-dasharray="6 3")");
+                        curve ? "curve" : "ceiling", pts, curve ? series_colour(l.series) : "#777", curve ? 2 : 1.5,
+                        dash);
+    // Inside the frame, right-aligned above the line's right end: the legend owns the margin.
     if (!l.label.empty())
-      body += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="10" fill="#555">{}</text>)", lx + 4, ly + 3,
-                          html_escape(l.label));
+      body += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" font-size="10" fill="#555" text-anchor="end">{}</text>)",
+                          lx - 4, ly - 4, html_escape(l.label));
   }
 
   // Points, then the legend of every series seen.
   std::vector<std::string> series;
-  auto note_series = [&](const std::string& name) {
+  std::map<std::string, bool> ring;  // series drawn hollow or dashed
+  auto note_series = [&](const std::string& name, bool hollow) {
     if (!name.empty() && std::find(series.begin(), series.end(), name) == series.end()) series.push_back(name);
+    ring[name] = hollow;
   };
   for (const PlotPoint& p : s.points) {
     if (!x.valid(p.x) || !y.valid(p.y)) {
@@ -195,16 +201,19 @@ std::string render_svg(const PlotSpec& s) {
       continue;
     }
     ++drawn;
-    note_series(p.series);
-    body += fmt::format(R"(<circle class="point" cx="{:.1f}" cy="{:.1f}" r="4.5" fill="{}" stroke="#000" stroke-width="0.5"><title>{}</title></circle>)",
-                        x.px(p.x), y.px(p.y), series_colour(p.series), html_escape(p.tooltip));
+    note_series(p.series, p.hollow);
+    const std::string c = series_colour(p.series);
+    body += fmt::format(R"(<circle class="point" cx="{:.1f}" cy="{:.1f}" r="4.5" fill="{}" stroke="{}" stroke-width="{}"><title>{}</title></circle>)",
+                        x.px(p.x), y.px(p.y), p.hollow ? "none" : c, p.hollow ? c : "#000", p.hollow ? 2 : 0.5,
+                        html_escape(p.tooltip));
   }
-  for (const PlotLine& l : s.lines) note_series(l.series);
+  for (const PlotLine& l : s.lines) note_series(l.series, l.dashed);
   for (std::size_t i = 0; i < series.size(); ++i) {
     const double ly = top + 10 + 16 * i, lx = x.p1 + 12;
-    body += fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="10" height="10" fill="{}"/>)"
+    const std::string c = series_colour(series[i]);
+    body += fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="10" height="10" fill="{}" stroke="{}" stroke-width="2"/>)"
                         R"(<text x="{:.1f}" y="{:.1f}" font-size="11">{}</text>)",
-                        lx, ly - 9, series_colour(series[i]), lx + 14, ly, html_escape(series[i]));
+                        lx, ly - 9, ring[series[i]] ? "#fff" : c, c, lx + 14, ly, html_escape(series[i]));
   }
   return fmt::format(R"(<svg id="{}" class="plot" xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" )"
                      R"(viewBox="0 0 {} {}" data-points="{}" data-dropped="{}" role="img" aria-label="{}">{}</svg>)",

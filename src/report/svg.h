@@ -14,6 +14,7 @@ struct PlotPoint {
   double x = 0, y = 0;
   std::string series;   ///< legend entry; the colour follows it
   std::string tooltip;  ///< <title> of the marker
+  bool hollow = false;  ///< drawn as a ring (a second run's points beside the first's)
 };
 
 /// A line through data-space points (drawn clipped to the plot area).
@@ -21,6 +22,7 @@ struct PlotLine {
   std::vector<std::pair<double, double>> xy;
   std::string label;    ///< written at the line's right end
   std::string series;   ///< when set, the series' colour (a curve); else grey dashed (a ceiling)
+  bool dashed = false;  ///< a curve drawn dashed (a second run's curve beside the first's)
 };
 
 struct PlotSpec {
@@ -40,7 +42,7 @@ struct PlotSpec {
 std::string render_svg(const PlotSpec& spec);
 
 /// A colour per series name, the same in every chart: fixed for the built-in targets, from a
-/// hash of the name otherwise.
+/// hash of the name otherwise. "run:target" takes the target's colour (runs differ by marker).
 std::string series_colour(const std::string& series);
 
 }  // namespace d2k::report

@@ -36,7 +36,7 @@ TEST(Svg, LogAxesPlacePointsAtTheDecades) {
   PlotSpec s;
   s.id = "t";
   s.log_x = s.log_y = true;
-  s.points = {{1, 1, "a", ""}, {100, 100, "b", ""}};
+  s.points = {{1, 1, "a", "", false}, {100, 100, "b", "", false}};
   const std::string svg = render_svg(s);
   // Default 640x360 with margins left 70, right 150, top 30, bottom 45: the decades 1 and 100 are
   // the axis ends.
@@ -49,7 +49,7 @@ TEST(Svg, NonPositiveOnLogAxesIsDroppedAndCounted) {
   PlotSpec s;
   s.id = "t";
   s.log_x = s.log_y = true;
-  s.points = {{1, 1, "a", ""}, {0, 5, "a", ""}, {std::nan(""), 1, "a", ""}};
+  s.points = {{1, 1, "a", "", false}, {0, 5, "a", "", false}, {std::nan(""), 1, "a", "", false}};
   const std::string svg = render_svg(s);
   EXPECT_EQ(data_points(svg), 1);
   EXPECT_NE(svg.find("data-dropped=\"2\""), std::string::npos);
