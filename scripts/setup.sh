@@ -13,6 +13,7 @@ apt_packages=(
   libdlpack-dev libseccomp-dev bubblewrap libcap2-bin
   libsqlite3-dev libcurl4-openssl-dev libcpp-httplib-dev
   python3 python3-pip
+  chromium  # the browser test of the HTML report (tests/browser, headless)
 )
 
 missing=()

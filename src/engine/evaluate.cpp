@@ -611,6 +611,11 @@ class CudaEvaluation {
     rf.memory_model = sol.memory_model;
     rf.pct_sol = score::percent_of_sol(median_s, sol.t_sol_s);
     rf.ceilings_source = ceilings_.source;
+    rf.flops = plan.flops;  // the cost and ceilings behind T_SOL, for the report's roofline plot
+    rf.bytes = plan.bytes;
+    rf.copy_bw = ceilings_.copy_bw;
+    for (const auto& [unit, ops] : plan.flops)
+      if (ops > 0) rf.peaks[unit] = ceilings_.peak_of(unit);
     tr.roofline = rf;
     score::FloorVerdict floor = score::physical_floor_check(median_s, cost, ceilings_);
     if (floor.below_floor) fail_with(tr, violation("physical_floor", "faster than the physical floor: " + floor.message));

@@ -93,6 +93,10 @@ json to_json(const Trace& t) {
     put_opt(rj, "speedup_vs_torch_eager", r.speedup_vs_torch_eager);
     put_opt(rj, "speedup_vs_torch_compile", r.speedup_vs_torch_compile);
     put_opt(rj, "sol_score", r.sol_score);
+    if (!r.flops.empty()) rj["flops"] = r.flops;
+    if (r.bytes > 0) rj["bytes"] = r.bytes;
+    if (r.copy_bw > 0) rj["copy_bw"] = r.copy_bw;
+    if (!r.peaks.empty()) rj["peaks"] = r.peaks;
     j["roofline"] = rj;
   }
   if (!t.environment.is_null()) j["environment"] = t.environment;
@@ -137,6 +141,10 @@ Trace trace_from_json(const json& j) {
     r.speedup_vs_torch_eager = get_opt<double>(rj, "speedup_vs_torch_eager");
     r.speedup_vs_torch_compile = get_opt<double>(rj, "speedup_vs_torch_compile");
     r.sol_score = get_opt<double>(rj, "sol_score");
+    if (rj.contains("flops")) r.flops = rj["flops"].get<std::map<std::string, double>>();
+    r.bytes = rj.value("bytes", 0.0);
+    r.copy_bw = rj.value("copy_bw", 0.0);
+    if (rj.contains("peaks")) r.peaks = rj["peaks"].get<std::map<std::string, double>>();
     t.roofline = r;
   }
   if (j.contains("environment")) t.environment = j["environment"];

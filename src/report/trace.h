@@ -94,6 +94,13 @@ struct Roofline {
   std::optional<double> speedup_vs_torch_eager, speedup_vs_torch_compile;
   std::optional<double> sol_score;
   std::string ceilings_source;  ///< "calibrated" or "datasheet"
+  /// The workload's cost and the ceilings T_SOL was computed from, for the roofline plot
+  /// (docs/report.md): operations per unit (cost model), compulsory DRAM bytes, copy bandwidth
+  /// (bytes/s) and the peak rate (ops/s) of each unit with operations. Empty/0 in older traces.
+  std::map<std::string, double> flops;
+  double bytes = 0;
+  double copy_bw = 0;
+  std::map<std::string, double> peaks;
 };
 
 /// One (target, workload) record.
