@@ -24,34 +24,41 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void cast_bf16_to_f32(const __nv_bfloat16* __restrict__ in, float* __restrict__ out, int64_t n) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+// Index arithmetic in 32 bits where the tensor allows it (all bench shapes), 64 bits otherwise, as
+// PyTorch's TensorIterator splits to 32-bit indexing: a 64-bit division per element would make the
+// conv and bias kernels instruction-bound, which eager's kernels are not.
+template <typename Index>
+__global__ void cast_bf16_to_f32(const __nv_bfloat16* __restrict__ in, float* __restrict__ out, Index n) {
+  const Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) out[i] = __bfloat162float(in[i]);
 }
 
-__global__ void cast_f32_to_bf16(const float* __restrict__ in, __nv_bfloat16* __restrict__ out, int64_t n) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+template <typename Index>
+__global__ void cast_f32_to_bf16(const float* __restrict__ in, __nv_bfloat16* __restrict__ out, Index n) {
+  const Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) out[i] = __float2bfloat16_rn(in[i]);
 }
 
 /// y[r, l] for rows r = b*D + d of length L; the channel is r % D.
+template <typename Index>
 __global__ void depthwise_causal_conv(const float* __restrict__ x, const float* __restrict__ w,
-                                      float* __restrict__ y, int64_t n, int64_t D, int64_t L, int W) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+                                      float* __restrict__ y, Index n, Index D, Index L, int W) {
+  const Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  const int64_t row = i / L, l = i - row * L;
+  const Index row = i / L, l = i - row * L;
   const float* wd = w + (row % D) * W;
   float acc = 0.f;
   for (int k = 0; k < W; ++k) {
-    const int64_t src = l - (W - 1) + k;
-    if (src >= 0) acc += wd[k] * x[row * L + src];
+    // src = l - (W-1) + k, kept unsigned: valid when l + k >= W - 1
+    if (l + k >= static_cast<Index>(W - 1)) acc += wd[k] * x[row * L + l + k - (W - 1)];
   }
   y[i] = acc;
 }
 
+template <typename Index>
 __global__ void bias_silu(const float* __restrict__ y, const float* __restrict__ bias, float* __restrict__ z,
-                          int64_t n, int64_t D, int64_t L) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+                          Index n, Index D, Index L) {
+  const Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const float v = y[i] + bias[(i / L) % D];
   z[i] = v / (1.f + expf(-v));
@@ -81,6 +88,25 @@ Shape shape_of(const d2k_args* args) {
 
 unsigned blocks_for(int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
 
+/// The four launches, every index of type Index.
+template <typename Index>
+int32_t launch(const d2k_args* args, cudaStream_t stream, const DLTensor& x, const DLTensor& weight,
+               const DLTensor& bias, const DLTensor& out, const Buffers& buf, const Shape& s) {
+  const Index n = static_cast<Index>(s.B * s.D * s.L), D = static_cast<Index>(s.D), L = static_cast<Index>(s.L);
+  const unsigned blocks = blocks_for(static_cast<int64_t>(n));
+  if (static_cast<int64_t>(n) > int64_t{2147483647} * kThreads) throw d2k::abi_error("naive: B*D*L exceeds the 1-D grid");
+  cast_bf16_to_f32<Index><<<blocks, kThreads, 0, stream>>>(d2k::data<const __nv_bfloat16>(x), buf.x32, n);
+  D2K_CUDA_TRY(args, cudaGetLastError());
+  depthwise_causal_conv<Index><<<blocks, kThreads, 0, stream>>>(buf.x32, d2k::data<const float>(weight), buf.y32, n,
+                                                                D, L, static_cast<int>(s.W));
+  D2K_CUDA_TRY(args, cudaGetLastError());
+  bias_silu<Index><<<blocks, kThreads, 0, stream>>>(buf.y32, d2k::data<const float>(bias), buf.x32, n, D, L);
+  D2K_CUDA_TRY(args, cudaGetLastError());
+  cast_f32_to_bf16<Index><<<blocks, kThreads, 0, stream>>>(buf.x32, d2k::data<__nv_bfloat16>(out), n);
+  D2K_CUDA_TRY(args, cudaGetLastError());
+  return D2K_OK;
+}
+
 }  // namespace
 
 extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
@@ -108,15 +134,8 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     if (n == 0) return D2K_OK;
 
     auto stream = static_cast<cudaStream_t>(args->stream);
-    cast_bf16_to_f32<<<blocks_for(n), kThreads, 0, stream>>>(d2k::data<const __nv_bfloat16>(x), buf.x32, n);
-    D2K_CUDA_TRY(args, cudaGetLastError());
-    depthwise_causal_conv<<<blocks_for(n), kThreads, 0, stream>>>(buf.x32, d2k::data<const float>(weight), buf.y32,
-                                                                  n, s.D, s.L, static_cast<int>(s.W));
-    D2K_CUDA_TRY(args, cudaGetLastError());
-    bias_silu<<<blocks_for(n), kThreads, 0, stream>>>(buf.y32, d2k::data<const float>(bias), buf.x32, n, s.D, s.L);
-    D2K_CUDA_TRY(args, cudaGetLastError());
-    cast_f32_to_bf16<<<blocks_for(n), kThreads, 0, stream>>>(buf.x32, d2k::data<__nv_bfloat16>(out), n);
-    D2K_CUDA_TRY(args, cudaGetLastError());
-    return D2K_OK;
+    if (n < (int64_t{1} << 32) - kThreads)
+      return launch<uint32_t>(args, stream, x, weight, bias, out, buf, s);
+    return launch<int64_t>(args, stream, x, weight, bias, out, buf, s);
   });
 }

@@ -4,6 +4,10 @@ tail cut, SiLU, one cast back to bf16. Measured as the targets torch_eager and t
 import torch
 import torch.nn.functional as F
 
+# The task states fp32 arithmetic; PyTorch's default lets cuDNN run fp32 convolutions in TF32 (10-bit
+# mantissa products), which the task's rule rejects. The program asks for fp32 convolutions.
+torch.backends.cudnn.allow_tf32 = False
+
 
 def run(x, weight, bias, out):
     L = x.shape[-1]
