@@ -26,12 +26,16 @@
 //      a warp shuffle can pass between neighbouring lanes.
 //   c. (chosen) register tiles along L with the halo passed by shuffle: no shared memory, no
 //      barrier; one 16-byte load and one 16-byte store per 8 outputs.
-//   d. several short rows per warp (rows shorter than a warp's 256 positions leave lanes idle):
-//      only the check shapes have such rows (the bench rows are 512-65536 long); not built.
+//   d. (variant flat) tiles over the flattened [B*D*L] tensor instead of per row: every warp tile is
+//      full whatever L is (rows of 512 give a row-tiled warp only 2 steps of loads in flight), at the
+//      cost of per-lane taps (reloaded from L1 when a lane's vector crosses into the next row) and a
+//      zero halo at every row start.
 //   The tile depth kSteps trades bytes in flight per thread against the number of warps for short
-//   rows; the variants below sweep it (times pending the H200 run: docs/results/causal_conv1d.md).
+//   rows; the variants below sweep it and the flat tiling (times pending the H200 run:
+//   docs/results/causal_conv1d.md).
 //   %VARIANT% steps2 -DCONV_STEPS=2
 //   %VARIANT% steps8 -DCONV_STEPS=8
+//   %VARIANT% flat -DCONV_FLAT=1
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -41,6 +45,9 @@
 
 #ifndef CONV_STEPS
 #define CONV_STEPS 4
+#endif
+#ifndef CONV_FLAT
+#define CONV_FLAT 0
 #endif
 
 namespace {
@@ -167,6 +174,62 @@ __global__ void __launch_bounds__(kThreads) causal_conv1d_silu_vec(const __nv_bf
   }
 }
 
+#if CONV_FLAT
+/// Variant flat, the 16-byte path over the flattened tensor: warp w owns vectors
+/// [w * 32 * kSteps, (w + 1) * 32 * kSteps) of the B*D*L/8 vectors (L % 8 == 0, so a vector never
+/// straddles two rows). A vector at a row start takes zeros as its halo; each lane tracks its row and
+/// channel incrementally (32 vectors per step) and reloads its taps when the row changes.
+__global__ void __launch_bounds__(kThreads) causal_conv1d_silu_flat(const __nv_bfloat16* __restrict__ x,
+                                                                    const float* __restrict__ weight,
+                                                                    const float* __restrict__ bias,
+                                                                    __nv_bfloat16* __restrict__ out,
+                                                                    int64_t total_vecs, int64_t D, int64_t row_vecs) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warp = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
+  const int64_t warp_begin = warp * (32 * kSteps);
+  if (warp_begin >= total_vecs) return;  // warp-uniform
+  const uint4* src = reinterpret_cast<const uint4*>(x);
+  uint4* dst = reinterpret_cast<uint4*>(out);
+
+  uint4 v[kSteps];
+#pragma unroll
+  for (int u = 0; u < kSteps; ++u) {
+    const int64_t i = warp_begin + u * 32 + lane;
+    v[u] = i < total_vecs ? load_stream(src + i) : make_uint4(0, 0, 0, 0);
+  }
+  uint4 halo = make_uint4(0, 0, 0, 0);
+  if (lane == 0 && warp_begin % row_vecs != 0) halo = __ldg(src + warp_begin - 1);
+  int64_t row = (warp_begin + lane) / row_vecs;
+  int64_t col = warp_begin + lane - row * row_vecs;  // the lane's vector within its row
+  int64_t d = row % D;
+  Taps t = load_taps(weight, bias, d);
+
+  uint32_t carry_z = halo.z, carry_w = halo.w;
+#pragma unroll
+  for (int u = 0; u < kSteps; ++u) {
+    const uint32_t rz = __shfl_sync(0xFFFFFFFFu, v[u].z, (lane + 31) & 31);
+    const uint32_t rw = __shfl_sync(0xFFFFFFFFu, v[u].w, (lane + 31) & 31);
+    uint32_t pz = lane == 0 ? carry_z : rz;
+    uint32_t pw = lane == 0 ? carry_w : rw;
+    carry_z = rz;
+    carry_w = rw;
+    if (u > 0) {  // advance 32 vectors: the row (and channel) may change, possibly several times
+      col += 32;
+      bool moved = false;
+      while (col >= row_vecs) {
+        col -= row_vecs;
+        d = d + 1 == D ? 0 : d + 1;
+        moved = true;
+      }
+      if (moved) t = load_taps(weight, bias, d);
+    }
+    if (col == 0) pz = pw = 0;  // the row's first vector: the causal padding
+    const int64_t i = warp_begin + u * 32 + lane;
+    if (i < total_vecs) dst[i] = conv_vector(t, pz, pw, v[u]);
+  }
+}
+#endif  // CONV_FLAT
+
 /// The 2-byte path for any L and alignment: a thread per 8 consecutive outputs of one row, from
 /// 11 scalar loads (the 3 before its first output overlap its neighbour's, served by L1).
 __global__ void __launch_bounds__(kThreads) causal_conv1d_silu_scalar(const __nv_bfloat16* __restrict__ x,
@@ -233,7 +296,16 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     auto* out = d2k::data<__nv_bfloat16>(ot);
     auto stream = static_cast<cudaStream_t>(args->stream);
 
+#if CONV_FLAT
     if (s.L % kVec == 0 && aligned16(x) && aligned16(out)) {
+      const int64_t total_vecs = rows * (s.L / kVec);
+      const int64_t warps = (total_vecs + 32 * kSteps - 1) / (32 * kSteps);
+      if (warps > int64_t{2147483647} * kWarpsPerBlock) throw d2k::abi_error("expert: too many tiles for the grid");
+      causal_conv1d_silu_flat<<<blocks_for(warps, kWarpsPerBlock), kThreads, 0, stream>>>(x, w, b, out, total_vecs,
+                                                                                          s.D, s.L / kVec);
+    } else
+#endif
+        if (s.L % kVec == 0 && aligned16(x) && aligned16(out)) {
       // Rows shorter than kSteps warp spans get fewer steps, so no warp holds only idle steps.
       const int64_t spans = (s.L + kWarpSpan - 1) / kWarpSpan;
       const int steps = static_cast<int>(spans < kSteps ? spans : kSteps);

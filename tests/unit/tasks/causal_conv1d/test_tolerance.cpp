@@ -1,7 +1,8 @@
 // causal_conv1d, tolerances checked both ways: variants of the kernel emulated on the host as a GPU
 // computes them, judged against the fp64 golden under the task's own rule on every check workload
 // and on hidden draws. The fp32 arithmetic of naive.cu and expert.cu passes, and so does a host
-// replay of the expert's tiling (warps, 16-byte vectors, the halo passed by shuffle); cheaper
+// replay of the expert's tilings (per-row and flat warp tiles, 16-byte vectors, the halo passed by
+// shuffle); cheaper
 // precision (the bf16 pre-activation of a bf16 F.conv1d, bf16 accumulation, bf16 parameters) and
 // wrong indexing (rows that read the previous row's tail, a halo dropped at tile boundaries, a
 // non-causal window) fail.
@@ -134,6 +135,64 @@ std::vector<HostTensor> run_expert_tiling(const Case& c, int max_steps) {
   return outs;
 }
 
+/// The expert's flat variant (CONV_FLAT) replayed on the host: warp w owns 32 * steps consecutive
+/// vectors of the flattened tensor; lane 0's halo is the vector before the warp's (zeros at a row
+/// start), later steps take lane 31's; every lane tracks its row's channel incrementally and zeroes
+/// the halo of a row's first vector.
+std::vector<HostTensor> run_expert_flat(const Case& c, int steps) {
+  constexpr int kVec = 8;
+  const std::int64_t B = c.axis("B"), D = c.axis("D"), L = c.axis("L");
+  const HostTensor& x = c.in("x");
+  const auto* wp = c.in("weight").as<float>();
+  const auto* bp = c.in("bias").as<float>();
+  std::vector<HostTensor> outs = c.outputs();
+  HostTensor& out = outs[c.out_index("out")];
+  EXPECT_EQ(L % kVec, 0) << "the 16-byte path needs L % 8 == 0";
+  const std::int64_t row_vecs = L / kVec, total_vecs = B * D * row_vecs;
+  const Arith honest;
+  auto vec = [&](std::int64_t i, float* v) {  // 8 inputs of flat vector i, zeros past the tensor
+    for (int e = 0; e < kVec; ++e) v[e] = i < total_vecs ? bf16_at(x, i * kVec + e) : 0.f;
+  };
+  for (std::int64_t warp_begin = 0; warp_begin < total_vecs; warp_begin += 32 * steps) {
+    std::vector<float> v(32 * kVec), carry(3, 0.f);
+    if (warp_begin % row_vecs != 0) {
+      float h[kVec];
+      vec(warp_begin - 1, h);
+      carry = {h[5], h[6], h[7]};
+    }
+    std::int64_t col[32], d[32];
+    for (int lane = 0; lane < 32; ++lane) {
+      const std::int64_t row = (warp_begin + lane) / row_vecs;
+      col[lane] = warp_begin + lane - row * row_vecs;
+      d[lane] = row % D;
+    }
+    for (int u = 0; u < steps; ++u) {
+      for (int lane = 0; lane < 32; ++lane) vec(warp_begin + u * 32 + lane, &v[lane * kVec]);
+      for (int lane = 0; lane < 32; ++lane) {
+        if (u > 0) {
+          col[lane] += 32;
+          while (col[lane] >= row_vecs) {
+            col[lane] -= row_vecs;
+            d[lane] = d[lane] + 1 == D ? 0 : d[lane] + 1;
+          }
+        }
+        float xs[3 + kVec];
+        const float* prev = lane == 0 ? carry.data() : &v[(lane - 1) * kVec + 5];
+        for (int e = 0; e < 3; ++e) xs[e] = col[lane] == 0 ? 0.f : prev[e];
+        for (int e = 0; e < kVec; ++e) xs[3 + e] = v[lane * kVec + e];
+        const std::int64_t i = warp_begin + u * 32 + lane;
+        if (i >= total_vecs) continue;
+        float w[kW];
+        for (int k = 0; k < kW; ++k) w[k] = wp[d[lane] * kW + k];
+        const bool valid[kW] = {true, true, true, true};
+        for (int e = 0; e < kVec; ++e) set_bf16(out, i * kVec + e, conv_silu(honest, w, bp[d[lane]], &xs[e], valid));
+      }
+      carry = {v[31 * kVec + 5], v[31 * kVec + 6], v[31 * kVec + 7]};
+    }
+  }
+  return outs;
+}
+
 struct Variant {
   const char* name;
   Arith arith;
@@ -212,13 +271,16 @@ TEST(ToleranceCausalConv1d, CheaperOrWrongVariantsFailAndHonestPass) {
 TEST(ToleranceCausalConv1d, ExpertTilingReplayPassesOnTheSixteenByteShapes) {
   const LoadedImpl ref = load_reference("causal_conv1d");
   int replayed = 0;
-  for (const Workload& w : check_workloads(task(), {shape("tiles-2x3x3080", {{"B", 2}, {"D", 3}, {"L", 3080}})})) {
+  for (const Workload& w : check_workloads(task(), {shape("tiles-2x3x3080", {{"B", 2}, {"D", 3}, {"L", 3080}}),
+                                                    shape("rows-of-one-vector-3x5x8", {{"B", 3}, {"D", 5}, {"L", 8}})})) {
     if (w.axes.at("L") % 8 != 0) continue;
     const Case c = make_case(task(), ref, w, 7);
     for (int steps : {2, 4, 8}) {  // the expert's default and its two variants (CONV_STEPS)
       const OutputsVerdict verdict = judge(c, run_expert_tiling(c, steps));
       EXPECT_EQ(verdict.status, Status::PASSED) << "steps " << steps << " at " << w.uuid << ": " << verdict.message;
     }
+    const OutputsVerdict flat = judge(c, run_expert_flat(c, 4));  // the flat variant (CONV_FLAT)
+    EXPECT_EQ(flat.status, Status::PASSED) << "flat at " << w.uuid << ": " << flat.message;
     ++replayed;
   }
   EXPECT_GE(replayed, 3);
