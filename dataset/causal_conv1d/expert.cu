@@ -20,7 +20,8 @@
 //
 // Designs considered:
 //   a. a thread per output reading its 4 inputs (naive's conv without the materialised fp32 casts):
-//      4 loads per output, served by L1/L2 after the first; the instruction count, not DRAM, limits.
+//      4 loads per output, served by L1/L2 after the first: load instructions and L1 traffic, rather
+//      than DRAM, would set its speed (not built: naive's conv kernel is this form, in fp32).
 //   b. a CTA tile staged in shared memory with a halo of 3 (cp.async or TMA, then reads from smem):
 //      one DRAM read per input, but a shared-memory round trip and a barrier per tile for data that
 //      a warp shuffle can pass between neighbouring lanes.
