@@ -18,7 +18,7 @@ mkdir -p "$out"
 source "$(dirname "$0")/../env.sh" "$carry" "$out"
 d2k="$carry/d2k"
 task=causal_conv1d
-helpers=scripts/gpu/checks/t-conv
+aux=scripts/gpu/checks/t-conv
 budget=${CONV_BUDGET_S:-140}
 fails=0
 pass() { echo "PASS $*"; }
@@ -79,7 +79,7 @@ else
   step dump 15 "$d2k" check --task $task --impl expert --quiet --rounds 1 --workloads "$checks" --dump "$out/dump"
 fi
 if [ $have_torch = 1 ]; then
-  step golden 15 "$py" $helpers/golden_check.py "$out/dump" --dataset dataset \
+  step golden 15 "$py" $aux/golden_check.py "$out/dump" --dataset dataset \
     && pass "golden cross-check" || fail "golden cross-check (see golden.log)"
   tail -$((nchecks + 1)) "$out/golden.log"
 else
