@@ -1,0 +1,73 @@
+"""Independent cross-check of causal_conv1d's fp64 golden (reference.cpp) with PyTorch float64 on
+the inputs `d2k check --dump DIR` wrote: for every dumped workload, the causal-conv1d package's
+reference program (depthwise F.conv1d with W-1 zeros of left padding, cut to L, SiLU) in float64 is
+rounded to bf16 and compared with expected.out under the task's rule (definition.json, with the
+workload's overrides from workloads.jsonl). Prints one line per workload with the largest error;
+exit status 1 if any workload disagrees.
+Usage: python3 golden_check.py DUMP_DIR [--dataset dataset]
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+TASK = "causal_conv1d"
+
+
+def rules(dataset):
+    d = json.load(open(os.path.join(dataset, TASK, "definition.json")))
+    base = d["outputs"]["out"]["compare"]
+    per = {}
+    for line in open(os.path.join(dataset, TASK, "workloads.jsonl")):
+        if line.strip():
+            w = json.loads(line)
+            per[w["uuid"]] = dict(base, **w.get("compare", {}).get("out", {}))
+    return per, base
+
+
+def bf16_round(t64):
+    # float64 -> float32 -> bf16 can round twice; a double rounding moves a value by at most one bf16
+    # step, which the rule (rtol 2^-7) covers, and the report shows the error.
+    return t64.to(torch.float32).to(torch.bfloat16).to(torch.float64)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dump")
+    ap.add_argument("--dataset", default="dataset")
+    a = ap.parse_args()
+    per, base = rules(a.dataset)
+    root = os.path.join(a.dump, TASK)
+    bad_workloads, n = 0, 0
+    for uuid in sorted(os.listdir(root)):
+        d = os.path.join(root, uuid)
+        if not os.path.exists(os.path.join(d, "expected.out.npy")):
+            continue
+        cmp = per.get(uuid, base)
+        x = torch.from_numpy(np.load(os.path.join(d, "input.x.npy"))).to(torch.float64)
+        w = torch.from_numpy(np.load(os.path.join(d, "input.weight.npy"))).to(torch.float64)
+        b = torch.from_numpy(np.load(os.path.join(d, "input.bias.npy"))).to(torch.float64)
+        L = x.shape[-1]
+        D, W = w.shape
+        z = F.conv1d(x, w.unsqueeze(1), b, padding=W - 1, groups=D)[..., :L]
+        ours = bf16_round(F.silu(z))
+        exp = torch.from_numpy(np.load(os.path.join(d, "expected.out.npy"))).to(torch.float64)
+        err = (ours - exp).abs()
+        over = (err > cmp["atol"]) & (err > cmp["rtol"] * exp.abs())
+        nbad = int(over.sum())
+        exact = float((err == 0).double().mean()) if err.numel() else 1.0
+        ok = nbad == 0
+        bad_workloads += 0 if ok else 1
+        n += 1
+        print(f"{'PASS' if ok else 'FAIL'} {uuid}: max|err| {float(err.max()):.3g}, {100 * exact:.3f}% bit-equal, "
+              f"{nbad} over tol")
+    print(f"golden cross-check: {n - bad_workloads}/{n} workloads agree with PyTorch float64")
+    sys.exit(1 if bad_workloads or n == 0 else 0)
+
+
+if __name__ == "__main__":
+    main()
