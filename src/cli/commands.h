@@ -19,6 +19,7 @@ void add_tasks(CLI::App& app, Globals& g, Runner& run);
 void add_eval(CLI::App& app, Globals& g, Runner& run);      // check, bench, suite
 void add_calibrate(CLI::App& app, Globals& g, Runner& run);
 void add_validate(CLI::App& app, Globals& g, Runner& run);   // validate submission DIR
+void add_service(CLI::App& app, Globals& g, Runner& run);    // serve, worker, submit
 
 /// The dataset folder after defaults.
 std::filesystem::path dataset_dir(const Globals& g);
