@@ -6,6 +6,8 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -189,6 +191,26 @@ void ApiServer::routes() {
     } else {
       send_json(res, s, {{"code", s < 500 ? "BAD_REQUEST" : "INTERNAL"}, {"message", fmt::format("HTTP {}", s)}});
     }
+  });
+
+  // A declared body over the limit is refused before it is read: httplib itself would read and
+  // discard all of it (a gigabyte) before answering 413.
+  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    const std::string cl = req.get_header_value("Content-Length");
+    if (cl.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    errno = 0;
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(cl.c_str(), &end, 10);
+    if (errno == 0 && end && *end == '\0' && n <= cfg_.limits.max_body_bytes) return httplib::Server::HandlerResponse::Unhandled;
+    {
+      std::lock_guard lock(st_->mu);
+      ++st_->counters.rejected;
+    }
+    res.set_header("Connection", "close");
+    send_json(res, 413, {{"code", "PAYLOAD_TOO_LARGE"},
+                         {"message", fmt::format("Content-Length: {}, the limit is {} bytes", cl.substr(0, 32),
+                                                 cfg_.limits.max_body_bytes)}});
+    return httplib::Server::HandlerResponse::Handled;
   });
 
   http_->Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
