@@ -11,7 +11,7 @@ apt_packages=(
   build-essential cmake ninja-build pkg-config
   libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libgmock-dev
   libdlpack-dev libseccomp-dev bubblewrap libcap2-bin
-  libsqlite3-dev libcurl4-openssl-dev libcpp-httplib-dev
+  libsqlite3-dev libcurl4-openssl-dev libcpp-httplib-dev libssl-dev prometheus-cpp-dev libpqxx-dev
   python3 python3-pip
 )
 

@@ -125,8 +125,15 @@ class SqliteStore final : public Store {
 
   std::optional<Claim> claim(const std::string& worker, double lease_s) override {
     std::lock_guard lock(mu_);
-    Tx tx(*this);
     const double now = now_s();
+    {
+      // An idle worker polls: look without the write lock first, so that polling never queues
+      // behind (or in front of) submissions.
+      Stmt any(db_, "SELECT EXISTS (SELECT 1 FROM jobs WHERE state = 'queued' OR (state = 'running' AND lease_until < ?1))");
+      any.bind(1, now).step();
+      if (any.integer(0) == 0) return std::nullopt;
+    }
+    Tx tx(*this);
     reap_locked(now);
     Stmt pick(db_,
               "SELECT id, spec, attempts FROM jobs WHERE state = 'queued' OR (state = 'running' AND lease_until < ?1)"

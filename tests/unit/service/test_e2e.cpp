@@ -63,7 +63,8 @@ std::string body() {
 /// Submits `per_client` jobs from each of `clients` threads, each with its own Idempotency-Key,
 /// retrying a POST that got no answer (same key) until it gets one. Returns key -> id.
 std::map<std::string, std::string> submit_all(int port, const std::string& token, int clients, int per_client,
-                                              std::vector<double>& latencies_ms) {
+                                              std::vector<double>& latencies_ms, int* failed_posts = nullptr) {
+  std::atomic<int> failed{0};
   std::mutex mu;
   std::map<std::string, std::string> ids;
   std::vector<std::thread> threads;
@@ -86,11 +87,13 @@ std::map<std::string, std::string> submit_all(int port, const std::string& token
             latencies_ms.push_back(ms);
             break;
           }
+          ++failed;
           std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
       }
     });
   for (auto& t : threads) t.join();
+  if (failed_posts) *failed_posts = failed;
   return ids;
 }
 
@@ -141,7 +144,9 @@ TEST(ServiceE2E, ThousandJobsFromFiftyClients) {
   svc.start_worker("0,1,2,3");
   std::vector<double> lat;
   const auto t0 = std::chrono::steady_clock::now();
-  auto ids = submit_all(svc.port, svc.token, 50, 20, lat);
+  int failed_posts = 0;
+  auto ids = submit_all(svc.port, svc.token, 50, 20, lat, &failed_posts);
+  EXPECT_EQ(failed_posts, 0) << "POSTs without a 202 while nothing was killed";
   const double submit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   auto store = open_sqlite_store(svc.db);
   ASSERT_TRUE(wait_all_done(*store, 1000, 240)) << svc.log("worker.log");
