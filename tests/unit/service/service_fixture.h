@@ -1,6 +1,9 @@
 #pragma once
 // Shared by the service tests: a temp folder, child processes (d2k serve/worker), tokens, HTTP.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -79,9 +82,17 @@ struct Child {
 
 /// A free loopback port (bound and released; good enough for a test).
 inline int free_port() {
-  httplib::Server s;
-  const int p = s.bind_to_any_port("127.0.0.1");
-  return p;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
 }
 
 inline bool wait_healthy(int port, double seconds) {

@@ -200,7 +200,7 @@ void kill_run(int clients, int per_client, int kills, double stub_sleep) {
   EXPECT_GE(q.retries, 1) << "no kill hit a running job: the test proved nothing";
 }
 
-TEST(ServiceE2E, KillNineOfServerAndWorkerMidJob) { kill_run(10, 20, 6, 0.3); }
+TEST(ServiceE2E, KillNineOfServerAndWorkerMidJob) { kill_run(10, 12, 6, 0.3); }
 
 TEST(ServiceE2E, SoakKillNine) {
   if (!std::getenv("D2K_SOAK")) GTEST_SKIP() << "the long kill run: ctest -L '^soak$' (sets D2K_SOAK=1)";
