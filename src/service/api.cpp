@@ -12,6 +12,8 @@
 #include <mutex>
 #include <thread>
 
+#include <sys/socket.h>
+
 #include "service/auth.h"
 #include "service/codec.h"
 #include "service/metrics.h"
@@ -29,6 +31,13 @@ struct ApiServer::State {
 };
 
 namespace {
+
+/// httplib listens with a backlog of 5 (fixed when the library was built): fifty clients
+/// connecting at once lose SYNs and wait a second for the retransmit. Linux takes a second
+/// listen() on the socket as a new backlog.
+struct ListeningServer : httplib::Server {
+  void widen_backlog(int backlog) { ::listen(svr_sock_, backlog); }
+};
 
 void send_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
@@ -123,7 +132,7 @@ json task_list(const std::string& dataset) {
 }  // namespace
 
 ApiServer::ApiServer(Store& store, ServerConfig cfg)
-    : store_(store), cfg_(std::move(cfg)), http_(std::make_unique<httplib::Server>()), st_(std::make_unique<State>()) {
+    : store_(store), cfg_(std::move(cfg)), http_(std::make_unique<ListeningServer>()), st_(std::make_unique<State>()) {
   const int threads = cfg_.threads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
   // httplib refuses a larger Content-Length with 413 before reading the body.
@@ -135,13 +144,15 @@ ApiServer::ApiServer(Store& store, ServerConfig cfg)
 ApiServer::~ApiServer() { stop(); }
 
 int ApiServer::bind(const std::string& host, int port) {
+  int bound = port;
   if (port == 0) {
-    const int p = http_->bind_to_any_port(host);
-    if (p <= 0) throw std::runtime_error(fmt::format("--listen {}: cannot bind", host));
-    return p;
+    bound = http_->bind_to_any_port(host);
+    if (bound <= 0) throw std::runtime_error(fmt::format("--listen {}: cannot bind", host));
+  } else if (!http_->bind_to_port(host, port)) {
+    throw std::runtime_error(fmt::format("--listen {}:{}: cannot bind", host, port));
   }
-  if (!http_->bind_to_port(host, port)) throw std::runtime_error(fmt::format("--listen {}:{}: cannot bind", host, port));
-  return port;
+  static_cast<ListeningServer*>(http_.get())->widen_backlog(1024);
+  return bound;
 }
 
 bool ApiServer::serve() { return http_->listen_after_bind(); }
