@@ -19,6 +19,7 @@
 #include "service/auth.h"
 #include "service/client.h"
 #include "service/codec.h"
+#include "service/slurm.h"
 #include "service/worker.h"
 
 namespace d2k::cli {
@@ -57,6 +58,8 @@ struct ServiceArgs {
   std::string dir, task, track = "cuda", targets = "solution", workloads, server, token, key;
   double timeout_s = 3600, max_time_s = 0;
   bool no_time = false, quiet = false;
+  bool slurm_mode = false;
+  SlurmConfig slurm;
 };
 
 void add_worker_options(CLI::App* s, ServiceArgs& a) {
@@ -139,6 +142,22 @@ int serve_main(const Globals& g, ServiceArgs& a) {
   return ok ? 0 : 2;
 }
 
+std::atomic<bool> g_slurm_stop{false};
+
+int slurm_main(ServiceArgs& a) {
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { g_slurm_stop = true; };
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  auto store = open_store(a.db);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string id = fmt::format("{}:{}:slurm", host, ::getpid());
+  fmt::print(stderr, "d2k worker {}: placing evaluations from {} on Slurm\n", id, a.db);
+  slurm_loop(*store, a.worker, a.slurm, id, g_slurm_stop);
+  return 0;
+}
+
 std::string read_token(const ServiceArgs& a) {
   if (!a.token.empty()) return a.token;
   if (const char* t = std::getenv("D2K_TOKEN"); t && *t) return t;
@@ -172,11 +191,16 @@ void add_service(CLI::App& app, Globals& g, Runner& run) {
 
   auto* worker = app.add_subcommand("worker", "claim evaluations from the queue: one process per GPU, each job a `d2k run`");
   worker->add_option("--db", a.db, "the queue (as d2k serve --db)");
-  worker->add_option("--gpus", a.gpus, "all, or the CUDA_VISIBLE_DEVICES value of each worker process: 0,1,...")->required();
+  worker->add_option("--gpus", a.gpus, "all, or the CUDA_VISIBLE_DEVICES value of each worker process: 0,1,...");
+  worker->add_flag("--slurm", a.slurm_mode, "place each evaluation as a Slurm job (--gres=gpu:1) instead of running it here");
+  worker->add_option("--slurm-max", a.slurm.max_in_flight, "with --slurm: evaluations placed at once (default 16)");
+  worker->add_option("--sbatch-arg", a.slurm.sbatch_args, "with --slurm: an extra sbatch argument (repeatable), e.g. --partition=gpu");
   add_worker_options(worker, a);
   worker->callback([&] {
     run = [&] {
       finish_worker_config(g, a);
+      if (a.slurm_mode) return slurm_main(a);
+      if (a.gpus.empty()) throw std::runtime_error("worker: --gpus is required (or --slurm)");
       a.worker.gpus = gpu_list(a.gpus);
       return run_workers(a.worker);
     };

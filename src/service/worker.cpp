@@ -18,6 +18,7 @@
 #include <map>
 #include <sstream>
 #include <thread>
+#include <variant>
 
 #include "service/job_spec.h"
 #include "service/verdict.h"
@@ -69,12 +70,16 @@ std::string tail(const fs::path& p, std::size_t n) {
 }
 
 /// The last complete non-empty line of the evaluator's log: its progress line.
+}  // namespace
+
 std::string last_line(const fs::path& log) {
   std::string t = tail(log, 512);
   while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
   const auto nl = t.find_last_of("\r\n");
   return nl == std::string::npos ? t : t.substr(nl + 1);
 }
+
+namespace {
 
 pid_t spawn_evaluator(const WorkerConfig& cfg, const fs::path& dir, const std::string& gpu) {
   const pid_t parent = ::getpid();
@@ -123,10 +128,7 @@ json read_traces(const fs::path& p, std::size_t max_bytes, std::vector<std::stri
 
 }  // namespace
 
-std::optional<JobOutcome> run_job(const Claim& c, const WorkerConfig& cfg, const std::string& gpu,
-                                  const std::function<bool(const std::string&)>& heartbeat) {
-  using clock = std::chrono::steady_clock;
-  const auto t0 = clock::now();
+std::variant<fs::path, JobOutcome> prepare_job(const Claim& c, const WorkerConfig& cfg) {
   const Limits lim;
   const fs::path dir = fs::path(cfg.work_dir) / c.id / fmt::format("a{}", c.attempt);
   fs::remove_all(dir);
@@ -141,6 +143,33 @@ std::optional<JobOutcome> run_job(const Claim& c, const WorkerConfig& cfg, const
     return JobOutcome{"ERROR", {{"verdict", "ERROR"}, {"message", fmt::format("the stored job is invalid: {}", e.what())}}};
   }
   std::ofstream(dir / "request.json") << eval_request(spec, cfg.dataset, fs::absolute(dir / "solution").string()).dump(2);
+  return dir;
+}
+
+JobOutcome collect_job(const fs::path& dir, const Claim& c, const WorkerConfig& cfg, std::optional<int> exit_code,
+                       int signal, bool timed_out, double seconds, std::vector<std::string> notes) {
+  json traces = read_traces(dir / "traces.jsonl", cfg.max_traces_bytes, notes);
+  const std::string verdict = timed_out ? "TIMEOUT" : verdict_for_exit(exit_code ? *exit_code : -signal);
+  json result = {{"verdict", verdict},
+                 {"exit_code", exit_code ? json(*exit_code) : json(nullptr)},
+                 {"attempt", c.attempt},
+                 {"seconds", seconds},
+                 {"traces", traces},
+                 {"log_tail", tail(dir / "log.txt", 4096)}};
+  if (!exit_code) result["signal"] = signal;
+  if (timed_out) notes.push_back(fmt::format("killed after {} s (the job's wall-time limit)", cfg.job_timeout_s));
+  if (!notes.empty()) result["notes"] = notes;
+  if (!cfg.keep_jobs) fs::remove_all(dir);
+  return JobOutcome{verdict, result};
+}
+
+std::optional<JobOutcome> run_job(const Claim& c, const WorkerConfig& cfg, const std::string& gpu,
+                                  const std::function<bool(const std::string&)>& heartbeat) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  auto prepared = prepare_job(c, cfg);
+  if (auto* failed = std::get_if<JobOutcome>(&prepared)) return *failed;
+  const fs::path dir = std::get<fs::path>(prepared);
 
   const pid_t pid = spawn_evaluator(cfg, dir, gpu);
   int status = 0;
@@ -165,22 +194,9 @@ std::optional<JobOutcome> run_job(const Claim& c, const WorkerConfig& cfg, const
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   if (lease_lost || (g_stop && !timed_out)) return std::nullopt;
-
-  std::vector<std::string> notes;
-  json traces = read_traces(dir / "traces.jsonl", cfg.max_traces_bytes, notes);
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-  std::string verdict = timed_out ? "TIMEOUT" : verdict_for_exit(code);
-  json result = {{"verdict", verdict},
-                 {"exit_code", WIFEXITED(status) ? json(code) : json(nullptr)},
-                 {"attempt", c.attempt},
-                 {"seconds", std::chrono::duration<double>(clock::now() - t0).count()},
-                 {"traces", traces},
-                 {"log_tail", tail(dir / "log.txt", 4096)}};
-  if (!WIFEXITED(status)) result["signal"] = WTERMSIG(status);
-  if (timed_out) notes.push_back(fmt::format("killed after {} s (the job's wall-time limit)", cfg.job_timeout_s));
-  if (!notes.empty()) result["notes"] = notes;
-  if (!cfg.keep_jobs) fs::remove_all(dir);
-  return JobOutcome{verdict, result};
+  const double seconds = std::chrono::duration<double>(clock::now() - t0).count();
+  return collect_job(dir, c, cfg, WIFEXITED(status) ? std::optional<int>(WEXITSTATUS(status)) : std::nullopt,
+                     WIFSIGNALED(status) ? WTERMSIG(status) : 0, timed_out, seconds, {});
 }
 
 void worker_loop(Store& store, const WorkerConfig& cfg, const std::string& gpu, const std::string& worker_id,

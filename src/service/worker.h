@@ -2,6 +2,8 @@
 /// `d2k worker`: one process per GPU, each claiming jobs from the queue and running every job as
 /// a `d2k run` child with CUDA_VISIBLE_DEVICES set to its GPU, in a fresh folder per attempt.
 #include <atomic>
+#include <filesystem>
+#include <variant>
 #include <functional>
 #include <optional>
 #include <string>
@@ -31,6 +33,17 @@ struct JobOutcome {
   std::string verdict;
   nlohmann::json result;
 };
+
+/// The attempt's folder WORK/<id>/a<attempt>/ with solution/ and request.json, or the outcome
+/// when the stored job cannot be set up (ERROR).
+std::variant<std::filesystem::path, JobOutcome> prepare_job(const Claim& c, const WorkerConfig& cfg);
+/// The outcome of a finished evaluator: its traces (bounded), log tail, verdict; removes the
+/// folder unless keep_jobs. exit_code absent: killed by `signal`.
+JobOutcome collect_job(const std::filesystem::path& dir, const Claim& c, const WorkerConfig& cfg,
+                       std::optional<int> exit_code, int signal, bool timed_out, double seconds,
+                       std::vector<std::string> notes);
+/// The last non-empty line of a log (the evaluator's progress line).
+std::string last_line(const std::filesystem::path& log);
 
 /// Writes the job folder, runs the evaluator and collects its traces. `heartbeat(progress)` is
 /// called every lease/3 s; when it returns false the evaluator is killed and nullopt returned.
