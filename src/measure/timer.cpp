@@ -588,15 +588,7 @@ class MeasureRun {
     res_.time = at.time;
     res_.launch_offset_s = at.launch_offset_s;
     res_.outside_events_samples = at.outside;
-    if (at.use_span && opts_.graph && !plain_events_.empty()) {
-      // A captured call cannot leave a side stream unjoined, so the graph's own event nodes hold
-      // all its work: uncorrected, they read at most the offset high, where the instrumented
-      // spans read many-block kernels ~7 % high.
-      res_.time = res_.events;
-      res_.timer = "events";
-      res_.timer_note = "graph replays: " + at.why.substr(0, at.why.find(':')) +
-                        "; the graph's event nodes, uncorrected, are the time";
-    } else if (at.use_span) {
+    if (at.use_span) {
       res_.timer_note = at.why;
     } else if (audit_spans_.empty()) {
       res_.timer = "events";
