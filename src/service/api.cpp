@@ -138,6 +138,7 @@ ApiServer::ApiServer(Store& store, ServerConfig cfg)
   // httplib refuses a larger Content-Length with 413 before reading the body.
   http_->set_payload_max_length(cfg_.limits.max_body_bytes);
   http_->set_read_timeout(30, 0);
+  guards();
   routes();
 }
 
@@ -162,20 +163,8 @@ void ApiServer::stop() {
   http_->stop();
 }
 
-void ApiServer::routes() {
-  auto guarded = [this](auto handler) {
-    return [this, handler](const httplib::Request& req, httplib::Response& res) {
-      try {
-        handler(req, res);
-      } catch (const ApiError& e) {
-        if (e.http >= 400 && e.http < 500 && req.method == "POST") {
-          std::lock_guard lock(st_->mu);
-          ++st_->counters.rejected;
-        }
-        send_error(res, e);
-      }
-    };
-  };
+/// What answers when no route does: exceptions, httplib's own statuses, oversized bodies.
+void ApiServer::guards() {
   // Whatever a handler did not expect (the queue unreachable, a bug) is a 500 in the same shape.
   http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "unknown error";
@@ -223,7 +212,22 @@ void ApiServer::routes() {
                                                  cfg_.limits.max_body_bytes)}});
     return httplib::Server::HandlerResponse::Handled;
   });
+}
 
+void ApiServer::routes() {
+  auto guarded = [this](auto handler) {
+    return [this, handler](const httplib::Request& req, httplib::Response& res) {
+      try {
+        handler(req, res);
+      } catch (const ApiError& e) {
+        if (e.http >= 400 && e.http < 500 && req.method == "POST") {
+          std::lock_guard lock(st_->mu);
+          ++st_->counters.rejected;
+        }
+        send_error(res, e);
+      }
+    };
+  };
   http_->Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     store_.active_jobs("");  // a query that fails (500) when the queue is unreachable
     send_json(res, 200, {{"ok", true}});

@@ -33,6 +33,7 @@ class ApiServer {
   void stop();
 
  private:
+  void guards();
   void routes();
   Store& store_;
   ServerConfig cfg_;
