@@ -19,6 +19,7 @@ endfunction()
 #   adversarial  the exploit corpus, offline stage
 #   build        the build itself (labels, CI selection, read-only source tree)
 #   gpu          needs a GPU: run on the GPU machine, never in CI
+#   soak         long reliability runs (the service's kill -9 soak): `ctest -L '^soak$'`, not in CI
 
 # d2k_add_test(NAME name SOURCES ... LIBS ... [GPU])
 function(d2k_add_test)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything D2K-Bench needs to build and test on a Debian 12 machine, except the CUDA 13
 # toolkit (nvcc, CUDA runtime, CUPTI, cuBLAS), which must already be installed.
-# Idempotent: packages already present are left alone.
+# Idempotent: packages already present are left alone. postgresql, slurm* and munge are for the
+# service's tests only (each starts its own server in a temp folder; no system service is used).
 # Usage: scripts/setup.sh [THIRD_PARTY_DIR]
 #   Header-only dependencies go to THIRD_PARTY_DIR, else $D2K_THIRD_PARTY, else <checkout>/third_party.
 #   For a read-only checkout: scripts/setup.sh /elsewhere, then cmake -DD2K_THIRD_PARTY=/elsewhere.
@@ -11,9 +12,10 @@ apt_packages=(
   build-essential cmake ninja-build pkg-config
   libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libgmock-dev
   libdlpack-dev libseccomp-dev bubblewrap libcap2-bin
-  libsqlite3-dev libcurl4-openssl-dev libcpp-httplib-dev
+  libsqlite3-dev libcurl4-openssl-dev libcpp-httplib-dev libssl-dev prometheus-cpp-dev libpqxx-dev
   python3 python3-pip
   chromium  # the browser test of the HTML report (tests/browser, headless)
+  postgresql slurmctld slurmd slurm-client munge
 )
 
 missing=()

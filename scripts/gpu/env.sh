@@ -8,6 +8,14 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64; do
   [ -d "$d" ] && LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}"
 done
 export LD_LIBRARY_PATH="$carry/lib:${LD_LIBRARY_PATH:-}"
+# Libraries d2k needs that this machine lacks come from the carry's fallback copies (pack.sh).
+if [ -d "$carry/lib/fallback" ] && [ -x "$carry/d2k" ]; then
+  for pass in 1 2 3; do  # a library found now may need others (ldd lists those only once it is found)
+    for name in $(ldd "$carry/d2k" 2>/dev/null | awk '/=> not found/{print $1}'); do
+      [ -f "$carry/lib/fallback/$name" ] && ln -sf "fallback/$name" "$carry/lib/$name"
+    done
+  done
+fi
 # D2K_SESSION_CACHE: one cache (calibration, compiled solutions) shared by every script of a
 # session, so that one `d2k calibrate` serves them all; else a cache per output folder.
 export D2K_IMPL_DIR="$carry/impl" D2K_CACHE_DIR="${D2K_SESSION_CACHE:-$out/cache}" D2K_DATASET="$PWD/dataset"

@@ -11,7 +11,8 @@
 #   d2k_measure_probe       calibrate() alone, printing the ceilings as JSON
 #   exec/                   exec's GPU test and sandbox test with the helper programs they start
 #   d2k_fidelity            the timing-fidelity tool, when the build has it (-DD2K_BUILD_TOOLS=ON)
-#   lib/                    the Debian libraries the GPU machine's image lacks (libfmt, libseccomp)
+#   lib/                    the Debian libraries the GPU machine's image lacks (libfmt, libseccomp);
+#                           lib/fallback/ the rest of d2k's, linked in by env.sh only where missing
 # Usage (repository root): scripts/gpu/pack.sh BUILD_DIR CARRY
 set -euo pipefail
 build=$1; dest=$2
@@ -45,5 +46,14 @@ copy_if_built exec tests/gpu/exec/exec_gpu_test tests/gpu/exec/exec_gpu_worker \
 for lib in $(ldd "$dest/d2k" "$dest"/gpu_tests/* "$dest"/exec/* $(ls "$dest/d2k_fidelity" 2>/dev/null) |
              awk '/=> \//{print $3}' | grep -E 'libfmt|libseccomp' | sort -u); do
   cp -L "$lib" "$dest/lib/"
+done
+# Every other library d2k links that is not the C/C++ runtime or CUDA (the service's httplib,
+# SQLite, PostgreSQL client, prometheus-cpp and what they pull in) goes to lib/fallback/: env.sh
+# links in only those the GPU machine lacks, so none shadows a library of its own.
+mkdir -p "$dest/lib/fallback"
+for lib in $(ldd "$dest/d2k" | awk '/=> \//{print $3}' |
+             grep -vE '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libgcc_s|libstdc\+\+|libcuda|libcudart|libcupti|libcublas[^/]*|libnvidia[^/]*)\.so' |
+             grep -vE 'libfmt|libseccomp' | sort -u); do
+  cp -L "$lib" "$dest/lib/fallback/"
 done
 du -sh "$dest"
