@@ -30,7 +30,9 @@
 //      Qwen3-8B, and fused_add_rmsnorm's sweep showed grid-stride loops losing 3-5% on this GPU.
 // Variants (built as expert_<name>.so; the sweep runs in scripts/gpu/checks/task-rope.sh):
 // %VARIANT% tpc1 -DRQN_TPC_MAX=1
-// %VARIANT% tpc4 -DRQN_TPC_MAX=4
+// %VARIANT% occ4 -DRQN_MIN_BLOCKS=4
+//   tpc1: one token per CTA at every T; occ4: registers capped at 64 for four CTAs (1024 threads)
+//   per SM, at the price of 16 bytes of spills (ptxas), against three CTAs at 79 registers.
 // Measured on the H200: see docs/results/rope_qk_norm.md (not yet run when this was written).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -43,6 +45,9 @@
 
 #ifndef RQN_TPC_MAX
 #define RQN_TPC_MAX 2  // tokens per CTA at large T
+#endif
+#ifndef RQN_MIN_BLOCKS
+#define RQN_MIN_BLOCKS 3  // CTAs per SM the register budget must allow: 79 registers, no spills (ptxas)
 #endif
 
 namespace rqn {
@@ -111,14 +116,12 @@ __device__ __forceinline__ void norm_rope_chunk(float (&x)[8], const float (&w)[
   }
 }
 
-__global__ void __launch_bounds__(kThreads) rope_qk_norm_fused(const Params p) {
+__global__ void __launch_bounds__(kThreads, RQN_MIN_BLOCKS) rope_qk_norm_fused(const Params p) {
   const int slot = threadIdx.x % kLanes;  // lane slot: elements 8 slot .. 8 slot + 7 of every head
   const int group = threadIdx.x / kLanes;
   const int H = p.Hq + 2 * p.Hkv;
   const float sign = slot < kLanes / 2 ? -1.f : 1.f;
-  float qw[8], kw[8];
-  unpack8(__ldg(p.q_gain + slot), qw);
-  unpack8(__ldg(p.k_gain + slot), kw);
+  const uint4 q_gain = __ldg(p.q_gain + slot), k_gain = __ldg(p.k_gain + slot);  // packed: 8 registers, not 16
   const int rot = 8 * (slot % (kLanes / 2));  // index into the cos and sin halves of a cache row
 
   const int64_t first = static_cast<int64_t>(blockIdx.x) * p.tokens_per_cta;
@@ -152,7 +155,9 @@ __global__ void __launch_bounds__(kThreads) rope_qk_norm_fused(const Params p) {
         float x[8];
         unpack8(raw[m], x);
         const bool is_k = head >= p.Hq;
-        norm_rope_chunk(x, is_k ? kw : qw, c, s, sign, p.eps);
+        float w[8];
+        unpack8(is_k ? k_gain : q_gain, w);
+        norm_rope_chunk(x, w, c, s, sign, p.eps);
         if (head < p.Hq) {
           p.q[(t * p.Hq + head) * kLanes + slot] = pack8(x);
         } else if (head < p.Hq + p.Hkv) {
@@ -167,10 +172,10 @@ __global__ void __launch_bounds__(kThreads) rope_qk_norm_fused(const Params p) {
 
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
 
-/// Tokens per CTA: 1 until the grid holds about eight waves of CTAs (8 x 132 SMs x 8 resident CTAs
-/// of 256 threads), then up to RQN_TPC_MAX, amortising the gains' loads and the CTA start.
+/// Tokens per CTA: 1 until the grid holds about eight waves of CTAs (8 x 132 SMs x RQN_MIN_BLOCKS
+/// resident CTAs), then up to RQN_TPC_MAX, amortising the gains' loads and the CTA start.
 int tokens_per_cta(int64_t T) {
-  constexpr int64_t kWaveTokens = 8 * 132 * 8;
+  constexpr int64_t kWaveTokens = 8 * 132 * RQN_MIN_BLOCKS;
   return static_cast<int>(std::clamp<int64_t>(T / kWaveTokens, 1, RQN_TPC_MAX));
 }
 
