@@ -28,7 +28,7 @@
 //      first half-warp anyway, so (a) loads it from global directly.
 //   d. a persistent grid looping over tokens: the per-CTA work is already 24 KB per token at
 //      Qwen3-8B, and fused_add_rmsnorm's sweep showed grid-stride loops losing 3-5% on this GPU.
-// Variants (built as expert_<name>.so; the sweep runs in scripts/gpu/checks/task-rope.sh):
+// Variants (built as expert_<name>.so; the sweep runs in scripts/gpu/checks/t-rope.sh):
 // %VARIANT% tpc1 -DRQN_TPC_MAX=1
 // %VARIANT% occ4 -DRQN_MIN_BLOCKS=4
 //   tpc1: one token per CTA at every T; occ4: registers capped at 64 for four CTAs (1024 threads)
