@@ -72,7 +72,7 @@ grep -q "INCORRECT_" "$out/starter.log" && pass "starter fails with INCORRECT_*"
 
 if [ $has_torch = 1 ]; then
   step dump 10 "$d2k" check --task $task --impl expert --quiet --rounds 1 --dump "$out/dump"
-  step golden 10 python3 $helpers/golden_check.py "$out/dump" --dataset dataset \
+  step golden 10 python3 $helpers/golden_check.py "$out/dump" --dataset dataset --pytorch \
     && pass "golden cross-check" || fail "golden cross-check (see golden.log)"
   tail -9 "$out/golden.log"
   rm -rf "$out/dump"  # .npy of every check workload; golden.log keeps the errors

@@ -4,7 +4,9 @@ the neox rotation are recomputed in float64 with torch ops (a different program 
 reference.cpp's loops) and compared with expected.q / expected.k / expected.v under the task's
 rules (definition.json). Prints one line per workload with the largest errors; exit status 1 if
 any workload disagrees.
-Usage: python3 golden_check.py DUMP_DIR [--dataset dataset]
+With --pytorch, the task's pytorch.py (what the torch_eager target runs) is judged on the same
+inputs too, on the GPU where there is one.
+Usage: python3 golden_check.py DUMP_DIR [--dataset dataset] [--pytorch]
 """
 import argparse
 import json
@@ -23,8 +25,27 @@ def load(d, name):
 
 
 def bf16_round(t64):
-    # Through float32 (one extra rounding: the rule's step of one bf16 spacing covers it).
-    return t64.to(torch.float32).to(torch.bfloat16).to(torch.float64)
+    """Round float64 to bf16 values once (8 significant bits, ties to even), without the double
+    rounding of a pass through float32. Normal range only, which covers every output here."""
+    m, e = torch.frexp(t64)
+    return torch.ldexp(torch.round(torch.ldexp(m, torch.full_like(e, 8))), e - 8)
+
+
+def run_pytorch_program(dataset, w, device):
+    """The task's pytorch.py on the dumped inputs (bf16 tensors as d2k passes them): its q, k, v."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("rope_pytorch", os.path.join(dataset, TASK, "pytorch.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    t = lambda name, dt: load(w, f"input.{name}.npy").to(dt).to(device)
+    qkv = t("qkv", torch.bfloat16)
+    q = torch.empty(load(w, "expected.q.npy").shape, dtype=torch.bfloat16, device=device)
+    k = torch.empty(load(w, "expected.k.npy").shape, dtype=torch.bfloat16, device=device)
+    v = torch.empty_like(k)
+    pos = torch.from_numpy(np.load(os.path.join(w, "input.positions.npy"))).to(torch.int64).to(device)
+    mod.run(qkv, t("q_norm_weight", torch.bfloat16), t("k_norm_weight", torch.bfloat16), pos,
+            t("cos_sin_cache", torch.float32), q, k, v, 1e-6)
+    return {"q": q.cpu().double(), "k": k.cpu().double(), "v": v.cpu().double()}
 
 
 def judge(actual, expected, cmp):
@@ -53,7 +74,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dump")
     ap.add_argument("--dataset", default="dataset")
+    ap.add_argument("--pytorch", action="store_true",
+                    help="also judge the task's pytorch.py (the torch targets' program) against the golden")
     a = ap.parse_args()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
     d = json.load(open(os.path.join(a.dataset, TASK, "definition.json")))
     cmp = {k: v["compare"] for k, v in d["outputs"].items()}
     eps = float(d["scalars"]["eps"]["value"])
@@ -81,6 +105,12 @@ def main():
             ok, bad, err = judge(got[o], exp[o], cmp[o])
             ok_all &= ok
             parts.append(f"{o} max|err| {err:.3g} ({bad} over tol)")
+        if a.pytorch:
+            prog = run_pytorch_program(a.dataset, w, device)
+            for o in ("q", "k", "v"):
+                ok, bad, err = judge(prog[o], exp[o], cmp[o])
+                ok_all &= ok
+                parts.append(f"pytorch.py {o} max|err| {err:.3g} ({bad} over tol)")
         fails += 0 if ok_all else 1
         n += 1
         print(f"{'PASS' if ok_all else 'FAIL'} {uuid}: " + ", ".join(parts))
