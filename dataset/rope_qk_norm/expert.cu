@@ -15,7 +15,9 @@
 //   - the thread's 8 cos and 8 sin values (cache[pos, 8 (c & 7) ..] and cache[pos, 64 + 8 (c & 7) ..])
 //     are loaded once per token and reused for every head it rotates; the q and k gains once per CTA;
 //   - v heads take the same loads and are stored unchanged (the split is free: only the store
-//     address differs); every chunk of a token is loaded before any is used (up to kChunks in flight).
+//     address differs); every chunk of a token is loaded before any is used (up to kChunks in flight),
+//     and before the cache loads, which wait for the position; the positions of all the CTA's tokens
+//     are loaded at the start, so the position -> cache row chain costs one round trip per CTA.
 // Tokens per CTA: 1 while the grid would not fill the GPU several times over, up to RQN_TPC_MAX
 // (kept in registers: the gains and the loop, no shared memory) at large T.
 // Designs considered:
@@ -30,9 +32,10 @@
 //      Qwen3-8B, and fused_add_rmsnorm's sweep showed grid-stride loops losing 3-5% on this GPU.
 // Variants (built as expert_<name>.so; the sweep runs in scripts/gpu/checks/t-rope.sh):
 // %VARIANT% tpc1 -DRQN_TPC_MAX=1
-// %VARIANT% occ4 -DRQN_MIN_BLOCKS=4
-//   tpc1: one token per CTA at every T; occ4: registers capped at 64 for four CTAs (1024 threads)
-//   per SM, at the price of 16 bytes of spills (ptxas), against three CTAs at 79 registers.
+// %VARIANT% occ3 -DRQN_MIN_BLOCKS=3
+//   tpc1: one token per CTA at every T; occ3: three CTAs per SM at 79 registers (what ptxas picks
+//   under a bound of 3) against the default four at 64 (1024 threads per SM, no spills either way:
+//   the default keeps a third more loads in flight per SM).
 // Measured on the H200: see docs/results/rope_qk_norm.md (not yet run when this was written).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -47,7 +50,7 @@
 #define RQN_TPC_MAX 2  // tokens per CTA at large T
 #endif
 #ifndef RQN_MIN_BLOCKS
-#define RQN_MIN_BLOCKS 3  // CTAs per SM the register budget must allow: 79 registers, no spills (ptxas)
+#define RQN_MIN_BLOCKS 4  // CTAs per SM the register budget must allow: 64 registers, no spills (ptxas)
 #endif
 
 namespace rqn {
@@ -116,48 +119,66 @@ __device__ __forceinline__ void norm_rope_chunk(float (&x)[8], const float (&w)[
   }
 }
 
+/// Issues the loads of one pass: chunk m of this thread is head base + group + 16 m (zeros past the row).
+__device__ __forceinline__ void load_pass(const uint4* src, int base, int group, int slot, int H,
+                                          uint4 (&raw)[kChunks]) {
+#pragma unroll
+  for (int m = 0; m < kChunks; ++m) {
+    const int head = base + group + m * kHeadsPerPass;
+    raw[m] = head < H ? __ldg(src + head * kLanes + slot) : make_uint4(0, 0, 0, 0);
+  }
+}
+
+/// This thread's 8 cosines and 8 sines of the cache row at pos (NaN for a position outside [0, P):
+/// an invalid position writes NaN, never reads outside the cache).
+__device__ __forceinline__ void load_cos_sin(const Params& p, int64_t pos, int rot, float (&c)[8], float (&s)[8]) {
+  if (pos >= 0 && pos < p.P) {
+    const float4* row = reinterpret_cast<const float4*>(p.cache + pos * kD + rot);
+    const float4 c0 = __ldg(row), c1 = __ldg(row + 1), s0 = __ldg(row + kD / 8), s1 = __ldg(row + kD / 8 + 1);
+    c[0] = c0.x; c[1] = c0.y; c[2] = c0.z; c[3] = c0.w; c[4] = c1.x; c[5] = c1.y; c[6] = c1.z; c[7] = c1.w;
+    s[0] = s0.x; s[1] = s0.y; s[2] = s0.z; s[3] = s0.w; s[4] = s1.x; s[5] = s1.y; s[6] = s1.z; s[7] = s1.w;
+  } else {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) c[e] = s[e] = __int_as_float(0x7FC00000);
+  }
+}
+
 __global__ void __launch_bounds__(kThreads, RQN_MIN_BLOCKS) rope_qk_norm_fused(const Params p) {
   const int slot = threadIdx.x % kLanes;  // lane slot: elements 8 slot .. 8 slot + 7 of every head
   const int group = threadIdx.x / kLanes;
   const int H = p.Hq + 2 * p.Hkv;
   const float sign = slot < kLanes / 2 ? -1.f : 1.f;
-  const uint4 q_gain = __ldg(p.q_gain + slot), k_gain = __ldg(p.k_gain + slot);  // packed: 8 registers, not 16
   const int rot = 8 * (slot % (kLanes / 2));  // index into the cos and sin halves of a cache row
-
   const int64_t first = static_cast<int64_t>(blockIdx.x) * p.tokens_per_cta;
   const int64_t last = min(first + p.tokens_per_cta, p.T);
-  for (int64_t t = first; t < last; ++t) {
-    // Loads first: the token's position and cache row, and every chunk this thread owns.
-    const int64_t pos = __ldg(p.pos + t);
-    const bool pos_ok = pos >= 0 && pos < p.P;  // an invalid position writes NaN, never reads outside
-    float c[8], s[8];
-    if (pos_ok) {
-      const float4* row = reinterpret_cast<const float4*>(p.cache + pos * kD + rot);
-      const float4 c0 = __ldg(row), c1 = __ldg(row + 1), s0 = __ldg(row + kD / 8), s1 = __ldg(row + kD / 8 + 1);
-      c[0] = c0.x; c[1] = c0.y; c[2] = c0.z; c[3] = c0.w; c[4] = c1.x; c[5] = c1.y; c[6] = c1.z; c[7] = c1.w;
-      s[0] = s0.x; s[1] = s0.y; s[2] = s0.z; s[3] = s0.w; s[4] = s1.x; s[5] = s1.y; s[6] = s1.z; s[7] = s1.w;
-    } else {
+  // The positions of all this CTA's tokens at once: the cache loads depend on them, so they must
+  // not wait a DRAM round trip per token.
+  int64_t pos[RQN_TPC_MAX];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) c[e] = s[e] = __int_as_float(0x7FC00000);
-    }
+  for (int i = 0; i < RQN_TPC_MAX; ++i) pos[i] = first + i < last ? __ldg(p.pos + first + i) : 0;
+  const uint4 q_gain = __ldg(p.q_gain + slot), k_gain = __ldg(p.k_gain + slot);  // packed: 8 registers, not 16
+
+#pragma unroll
+  for (int i = 0; i < RQN_TPC_MAX; ++i) {
+    const int64_t t = first + i;
+    if (t >= last) break;  // uniform over the CTA
+    // The row's chunks are issued before the cache loads, which wait for the position.
     const uint4* src = p.qkv + t * H * kLanes;
+    uint4 raw[kChunks];
+    load_pass(src, 0, group, slot, H, raw);
+    float c[8], s[8];
+    load_cos_sin(p, pos[i], rot, c, s);
     for (int base = 0; base < H; base += kHeadsPerPass * kChunks) {  // one pass at H <= 64
-      uint4 raw[kChunks];
-#pragma unroll
-      for (int m = 0; m < kChunks; ++m) {
-        const int head = base + group + m * kHeadsPerPass;
-        raw[m] = head < H ? __ldg(src + head * kLanes + slot) : make_uint4(0, 0, 0, 0);
-      }
+      if (base > 0) load_pass(src, base, group, slot, H, raw);
 #pragma unroll
       for (int m = 0; m < kChunks; ++m) {
         const int head = base + group + m * kHeadsPerPass;
         if (base + m * kHeadsPerPass >= H) break;  // uniform over the CTA: no head of this m exists
         float x[8];
         unpack8(raw[m], x);
-        const bool is_k = head >= p.Hq;
         float w[8];
-        unpack8(is_k ? k_gain : q_gain, w);
-        norm_rope_chunk(x, w, c, s, sign, p.eps);
+        unpack8(head >= p.Hq ? k_gain : q_gain, w);
+        norm_rope_chunk(x, w, c, s, sign, p.eps);  // every lane: the shuffles need the whole warp
         if (head < p.Hq) {
           p.q[(t * p.Hq + head) * kLanes + slot] = pack8(x);
         } else if (head < p.Hq + p.Hkv) {
