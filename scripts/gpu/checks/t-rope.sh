@@ -41,7 +41,7 @@ python3 -c "import torch" 2> /dev/null && has_torch=1
 step validate 8 "$d2k" tasks validate $task && pass validate || fail validate
 targets=naive,expert
 [ $has_torch = 1 ] && targets=$targets,torch_eager || echo "SKIP torch_eager: no torch on this machine"
-if step bench 50 "$d2k" bench --task $task --targets $targets --quiet --json "$out/bench.jsonl" \
+if step bench 45 "$d2k" bench --task $task --targets $targets --quiet --json "$out/bench.jsonl" \
     --markdown "$out/bench.md"; then
   pass "bench: every target PASSED ($targets)"
 else
@@ -50,14 +50,14 @@ fi
 grep -v " check \|hidden:" "$out/bench.log" | cut -c1-220 | tail -10
 
 decode=rope_qk_norm-bench-256x32x8-qwen3-8b-decode
-step graph 15 "$d2k" bench --task $task --targets naive,expert --graph --workloads $decode --quiet \
+step graph 12 "$d2k" bench --task $task --targets naive,expert --graph --workloads $decode --quiet \
   --json "$out/graph.jsonl" && pass "graph: decode row timed with CUDA-graph replay" || fail "graph (see graph.log)"
 grep -i "graph\|expert\|naive" "$out/graph.log" | cut -c1-220 | tail -4
 
 variants=$(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//')
 if [ -n "$variants" ]; then
   vt=$(for v in $variants; do printf 'expert:%s,' "$v"; done)
-  step variants 25 "$d2k" bench --task $task --targets "${vt%,}" --quiet --json "$out/variants.jsonl" \
+  step variants 20 "$d2k" bench --task $task --targets "${vt%,}" --quiet --json "$out/variants.jsonl" \
     --workloads rope_qk_norm-bench-8192x32x8-qwen3-8b-prefill,rope_qk_norm-bench-32768x32x8-qwen3-8b-prefill \
     || fail "variants bench (see variants.log)"
   python3 $helpers/variant_table.py "$out/bench.jsonl" "$out/graph.jsonl" "$out/variants.jsonl" \
@@ -67,11 +67,12 @@ else
   fail "no expert variants built under $carry/impl/$task"
 fi
 
-step starter 10 "$d2k" bench --task $task --targets solution --solution-dir dataset/$task/starter/cuda --quiet
+step starter 15 "$d2k" bench --task $task --targets solution --solution-dir dataset/$task/starter/cuda --quiet \
+  --workloads rope_qk_norm-check-7x32x8-qwen3-8b
 grep -q "INCORRECT_" "$out/starter.log" && pass "starter fails with INCORRECT_*" || fail "starter verdict (see starter.log)"
 
 if [ $has_torch = 1 ]; then
-  step dump 10 "$d2k" check --task $task --impl expert --quiet --rounds 1 --dump "$out/dump"
+  step dump 12 "$d2k" check --task $task --impl expert --quiet --rounds 1 --dump "$out/dump"
   step golden 10 python3 $helpers/golden_check.py "$out/dump" --dataset dataset --pytorch \
     && pass "golden cross-check" || fail "golden cross-check (see golden.log)"
   tail -9 "$out/golden.log"
