@@ -1,0 +1,62 @@
+"""rope_qk_norm's targets and expert variants as one table, from `d2k bench --json` files.
+
+Each bench workload's row: time and % of SOL per target, against both memory ceilings (an
+uncalibrated d2k scores against the datasheet, 4.8 TB/s on the H200, while a copy measures about
+4.26 TB/s: docs/results/calibrate-2026-11-29.md). Bytes are the task's cost model (definition.json,
+recomputed here from the workload's axes). Graph-mode times, where the trace has them, get their own
+column. Targets that did not pass are listed with their status; the exit status counts them.
+Usage: python3 variant_table.py FILE.jsonl...
+"""
+import json
+import os
+import sys
+
+COPY_BW = 4.26e12  # bytes/s, the calibrated copy bandwidth
+D = 128
+
+
+def cost_bytes(ax):
+    T, Hq, Hkv, P = ax["T"], ax["Hq"], ax["Hkv"], ax["P"]
+    return 4 * T * (Hq + 2 * Hkv) * D + 4 * D + 8 * T + 4 * D * min(T, P)
+
+
+def main(paths):
+    rows, bad, order = {}, [], []
+    for path in paths:
+        if not os.path.exists(path):
+            bad.append(f"{path}: missing (the bench did not finish)")
+            continue
+        for line in open(path):
+            rec = json.loads(line)
+            wl, target = rec["workload"], rec["target"]
+            if rec["status"] != "PASSED":
+                bad.append(f"{target} {wl['uuid']}: {rec['status']} {rec.get('message', '')[:160]}")
+                continue
+            if wl["role"] != "bench" or not rec.get("performance"):
+                continue
+            if target not in order:
+                order.append(target)
+            perf = rec["performance"]
+            t_us = perf["median_us"]
+            pct_copy = 100 * cost_bytes(wl["axes"]) / COPY_BW / (t_us * 1e-6)
+            graph = perf.get("graph_median_us")
+            rows.setdefault(wl["uuid"], {})[target] = (t_us, rec["roofline"]["pct_sol"], pct_copy, graph)
+    print("| workload | " + " | ".join(order) + " |")
+    print("| --- |" + " --- |" * len(order))
+    for uuid, per in rows.items():
+        cells = []
+        for t in order:
+            if t not in per:
+                cells.append("-")
+                continue
+            t_us, sheet, copy, graph = per[t]
+            g = f", graph {graph:.1f} us" if graph else ""
+            cells.append(f"{t_us:.1f} us {sheet:.1f}% ({copy:.1f}% of copy){g}")
+        print(f"| {uuid.replace('rope_qk_norm-bench-', '')} | " + " | ".join(cells) + " |")
+    for b in bad:
+        print("NOT PASSED", b)
+    return len(bad)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
