@@ -17,8 +17,10 @@
 //   6. the kept values scattered into shared memory at their tile rank, then copied to
 //      out[exclusive + i] by consecutive threads: 128 contiguous bytes per warp store, whatever
 //      the selection pattern;
-//   7. the last tile writes the count (its inclusive prefix).
-// The status words and the tile counter are the workspace, zeroed by one memset per call
+//   7. the CTA that finishes last (a second counter, after a fence behind its stores) writes the
+//      count, read from the last tile's inclusive prefix: the count is the call's last write, so
+//      a reader that sees it written sees every row written.
+// The status words and the two counters are the workspace, zeroed by one memset per call
 // (8 bytes per tile: 3.9 MB at 1e9 rows, about 1 us).
 //
 // Variants considered (the H200 table is in docs/results/stream_compaction.md):
@@ -124,12 +126,12 @@ __global__ void __launch_bounds__(kThreads)
     sc_select_tiles(const int32_t* __restrict__ shipdate, const float* __restrict__ price,
                     const int32_t* __restrict__ partkey, int64_t n, int32_t date_lt, int32_t* __restrict__ out_shipdate,
                     float* __restrict__ out_price, int32_t* __restrict__ out_partkey, int64_t* __restrict__ count,
-                    StatusWord* __restrict__ status, unsigned long long* __restrict__ tile_counter, int64_t num_tiles) {
+                    StatusWord* __restrict__ status, unsigned long long* __restrict__ counters, int64_t num_tiles) {
   __shared__ Shared s;
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
 
   // 1. Tile id in order of arrival.
-  if (t == 0) s.tile = atomicAdd(tile_counter, 1ull);
+  if (t == 0) s.tile = atomicAdd(&counters[0], 1ull);
   __syncthreads();
   const int64_t tile = static_cast<int64_t>(s.tile);
   const int64_t base = tile * kTile;
@@ -182,10 +184,7 @@ __global__ void __launch_bounds__(kThreads)
   // 5. The tile's first output row.
   if (warp == 0) {
     const int64_t exclusive = look_back(status, tile, tile_count, lane);
-    if (lane == 0) {
-      s.exclusive = exclusive;
-      if (tile == num_tiles - 1) *count = exclusive + tile_count;
-    }
+    if (lane == 0) s.exclusive = exclusive;
   }
 
 #if SC_STAGE
@@ -226,17 +225,26 @@ __global__ void __launch_bounds__(kThreads)
       }
   }
 #endif
+
+  // 7. The count, by the CTA that finishes last: every CTA's stores are fenced before it counts
+  // itself done, so the last one's count is written after every row of the call.
+  __threadfence();
+  __syncthreads();
+  if (t == 0 && atomicAdd(&counters[1], 1ull) == static_cast<unsigned long long>(num_tiles - 1)) {
+    __threadfence();
+    *count = static_cast<int64_t>(load_status(status + num_tiles - 1) & kValueMask);
+  }
 }
 
 struct Buffers {
-  StatusWord* status;  ///< [num_tiles + 1]: the tiles' status words, then the tile counter
+  StatusWord* status;  ///< [num_tiles + 2]: the tiles' status words, the tile counter, the done counter
   int64_t num_tiles;
 };
 
 Buffers carve(d2k::Workspace& ws, const sc::Params& p) {
   Buffers b{};
   b.num_tiles = (p.n + kTile - 1) / kTile;
-  b.status = ws.take<StatusWord>(static_cast<uint64_t>(b.num_tiles) + 1);
+  b.status = ws.take<StatusWord>(static_cast<uint64_t>(b.num_tiles) + 2);
   return b;
 }
 
@@ -264,7 +272,7 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     d2k::Workspace ws(args);
     const Buffers b = carve(ws, p);
     cudaStream_t st = static_cast<cudaStream_t>(args->stream);
-    D2K_CUDA_TRY(args, cudaMemsetAsync(b.status, 0, (static_cast<size_t>(b.num_tiles) + 1) * sizeof(StatusWord), st));
+    D2K_CUDA_TRY(args, cudaMemsetAsync(b.status, 0, (static_cast<size_t>(b.num_tiles) + 2) * sizeof(StatusWord), st));
     sc_select_tiles<<<static_cast<unsigned>(b.num_tiles), kThreads, 0, st>>>(
         c.shipdate, c.price, c.partkey, p.n, p.date_lt, c.out_shipdate, c.out_price, c.out_partkey, c.count, b.status,
         b.status + b.num_tiles, b.num_tiles);
