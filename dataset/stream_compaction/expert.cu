@@ -17,10 +17,11 @@
 //   6. the kept values scattered into shared memory at their tile rank, then copied to
 //      out[exclusive + i] by consecutive threads: 128 contiguous bytes per warp store, whatever
 //      the selection pattern;
-//   7. the CTA that finishes last (a second counter, after a fence behind its stores) writes the
-//      count, read from the last tile's inclusive prefix: the count is the call's last write, so
-//      a reader that sees it written sees every row written.
-// The status words and the two counters are the workspace, zeroed by one memset per call
+//   7. a one-thread kernel after it writes the count from the last tile's inclusive prefix: the
+//      count is the call's last write (stream order), so a reader that sees it written sees every
+//      row written. (The last CTA to finish could write it instead, but that needs a fence behind
+//      every CTA's stores, which lengthens every CTA; the extra launch costs about a microsecond.)
+// The status words and the tile counter are the workspace, zeroed by one memset per call
 // (8 bytes per tile: 3.9 MB at 1e9 rows, about 1 us).
 //
 // Variants considered (the H200 table is in docs/results/stream_compaction.md):
@@ -31,10 +32,13 @@
 //   - eager_payload: all three columns loaded before the predicate is known (one round trip less
 //     per tile, but the payload columns are read in full: 8 B per row more than the cost model at
 //     1% selectivity);
+//   - blocks6: registers cut for 6 resident CTAs per SM instead of 5 (more loads in flight, a few
+//     spilled registers);
 //   - CUB's three-call composition (library.cu): reads l_shipdate three times;
 //   - the flag / scan / scatter chain (naive.cu): materialises a mask and positions.
 // %VARIANT% direct_store -DSC_STAGE=0
 // %VARIANT% eager_payload -DSC_LATE=0
+// %VARIANT% blocks6 -DSC_MIN_BLOCKS=6
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -48,6 +52,11 @@
 #endif
 #ifndef SC_LATE
 #define SC_LATE 1  // 1: payload columns loaded only for groups with a kept row; 0: always
+#endif
+#ifndef SC_MIN_BLOCKS
+// Resident CTAs per SM the register budget is cut for: 5 fits in 48 registers without spills
+// (the unbounded build takes 64, 4 CTAs); 6 needs 40 and spills 24 bytes.
+#define SC_MIN_BLOCKS 5
 #endif
 
 namespace {
@@ -122,16 +131,16 @@ struct Shared {
   unsigned long long tile;
 };
 
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
     sc_select_tiles(const int32_t* __restrict__ shipdate, const float* __restrict__ price,
                     const int32_t* __restrict__ partkey, int64_t n, int32_t date_lt, int32_t* __restrict__ out_shipdate,
-                    float* __restrict__ out_price, int32_t* __restrict__ out_partkey, int64_t* __restrict__ count,
-                    StatusWord* __restrict__ status, unsigned long long* __restrict__ counters, int64_t num_tiles) {
+                    float* __restrict__ out_price, int32_t* __restrict__ out_partkey,
+                    StatusWord* __restrict__ status, unsigned long long* __restrict__ tile_counter) {
   __shared__ Shared s;
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
 
   // 1. Tile id in order of arrival.
-  if (t == 0) s.tile = atomicAdd(&counters[0], 1ull);
+  if (t == 0) s.tile = atomicAdd(tile_counter, 1ull);
   __syncthreads();
   const int64_t tile = static_cast<int64_t>(s.tile);
   const int64_t base = tile * kTile;
@@ -225,26 +234,22 @@ __global__ void __launch_bounds__(kThreads)
       }
   }
 #endif
+}
 
-  // 7. The count, by the CTA that finishes last: every CTA's stores are fenced before it counts
-  // itself done, so the last one's count is written after every row of the call.
-  __threadfence();
-  __syncthreads();
-  if (t == 0 && atomicAdd(&counters[1], 1ull) == static_cast<unsigned long long>(num_tiles - 1)) {
-    __threadfence();
-    *count = static_cast<int64_t>(load_status(status + num_tiles - 1) & kValueMask);
-  }
+/// 7. The count: the last tile's inclusive prefix, written after every row (stream order).
+__global__ void sc_write_count(const StatusWord* __restrict__ last_status, int64_t* __restrict__ count) {
+  *count = static_cast<int64_t>(*last_status & kValueMask);
 }
 
 struct Buffers {
-  StatusWord* status;  ///< [num_tiles + 2]: the tiles' status words, the tile counter, the done counter
+  StatusWord* status;  ///< [num_tiles + 1]: the tiles' status words, then the tile counter
   int64_t num_tiles;
 };
 
 Buffers carve(d2k::Workspace& ws, const sc::Params& p) {
   Buffers b{};
   b.num_tiles = (p.n + kTile - 1) / kTile;
-  b.status = ws.take<StatusWord>(static_cast<uint64_t>(b.num_tiles) + 2);
+  b.status = ws.take<StatusWord>(static_cast<uint64_t>(b.num_tiles) + 1);
   return b;
 }
 
@@ -272,10 +277,11 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     d2k::Workspace ws(args);
     const Buffers b = carve(ws, p);
     cudaStream_t st = static_cast<cudaStream_t>(args->stream);
-    D2K_CUDA_TRY(args, cudaMemsetAsync(b.status, 0, (static_cast<size_t>(b.num_tiles) + 2) * sizeof(StatusWord), st));
+    D2K_CUDA_TRY(args, cudaMemsetAsync(b.status, 0, (static_cast<size_t>(b.num_tiles) + 1) * sizeof(StatusWord), st));
     sc_select_tiles<<<static_cast<unsigned>(b.num_tiles), kThreads, 0, st>>>(
-        c.shipdate, c.price, c.partkey, p.n, p.date_lt, c.out_shipdate, c.out_price, c.out_partkey, c.count, b.status,
-        b.status + b.num_tiles, b.num_tiles);
+        c.shipdate, c.price, c.partkey, p.n, p.date_lt, c.out_shipdate, c.out_price, c.out_partkey, b.status,
+        b.status + b.num_tiles);
+    sc_write_count<<<1, 1, 0, st>>>(b.status + b.num_tiles - 1, c.count);
     D2K_CUDA_TRY(args, cudaGetLastError());
     return D2K_OK;
   });
