@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # stream_compaction on the H200 (issue #17): validation; d2k bench of every built-in target (naive,
 # expert, library) and PyTorch eager on the check workloads and the three 1e8-row bench workloads,
-# with the table; the expert's variants (`// %VARIANT%` lines of expert.cu) on the 1e8 rows; the
+# with the table; the expert's variants (`// %VARIANT%` lines of expert.cu) on the 1e8 rows at 1%
+# and 50%; the
 # starter's verdict (must be INCORRECT_*); the golden cross-check against PyTorch boolean indexing
 # on `d2k check --dump` inputs (t-compact/golden_check.py); the expert under compute-sanitizer
 # memcheck on the check workloads; the expert's SASS counts (design.json's "recognise" fields).
@@ -42,11 +43,12 @@ uuids() {  # uuids ROLE SUBSTRING : comma-separated workload uuids of workloads.
 checks=$(uuids check "")
 small=$(uuids bench n1e8)
 big=$(uuids bench n1e9)
+variant_rows=$(uuids bench "n1e8-[15]0*pct")  # 1%: late materialisation matters; 50%: the SOL target
 torch=""
 python3 -c "import torch" 2> /dev/null && torch=",torch_eager"
 
 step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
-if step bench 60 "$d2k" bench --task $task --targets naive,expert,library$torch --workloads "$checks,$small" --quiet \
+if step bench 70 "$d2k" bench --task $task --targets naive,expert,library$torch --workloads "$checks,$small" --quiet \
     --json "$out/bench_$task.jsonl" --markdown "$out/bench_$task.md"; then
   pass "bench: every target PASSED (check workloads and the 1e8-row bench workloads)"
 else
@@ -58,7 +60,7 @@ grep -v " check \|hidden:" "$out/bench.log" | cut -c1-200 | tail -16
 variants=$(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//')
 if [ -n "$variants" ]; then
   targets=$(for v in $variants; do printf 'expert:%s,' "$v"; done)
-  step variants 30 "$d2k" bench --task $task --targets "${targets%,}" --workloads "$small" --quiet \
+  step variants 30 "$d2k" bench --task $task --targets "${targets%,}" --workloads "$variant_rows" --quiet \
     --json "$out/variants.jsonl" --markdown "$out/variants.md" && pass "variants: every variant PASSED" ||
     fail "variants (see variants.log)"
   grep -v " check \|hidden:" "$out/variants.log" | cut -c1-200 | tail -8
@@ -66,13 +68,13 @@ else
   fail "no expert variants built under $carry/impl/$task"
 fi
 
-step starter 10 "$d2k" bench --task $task --targets solution --solution-dir dataset/$task/starter/cuda \
+step starter 8 "$d2k" bench --task $task --targets solution --solution-dir dataset/$task/starter/cuda \
   --workloads "$checks" --quiet
 grep -q "INCORRECT_" "$out/starter.log" && pass "starter fails with INCORRECT_*" || fail "starter verdict (see starter.log)"
 
 if [ -n "$torch" ]; then
-  step dump 15 "$d2k" check --task $task --impl expert --workloads "$checks" --quiet --rounds 1 --dump "$out/dump"
-  step golden 15 python3 $helpers/golden_check.py "$out/dump" --dataset dataset \
+  step dump 8 "$d2k" check --task $task --impl expert --workloads "$checks" --quiet --rounds 1 --dump "$out/dump"
+  step golden 8 python3 $helpers/golden_check.py "$out/dump" --dataset dataset \
     && pass "golden cross-check vs PyTorch boolean indexing" || fail "golden cross-check (see golden.log)"
   tail -12 "$out/golden.log"
   rm -rf "$out/dump"  # .npy of every check workload; golden.log keeps the verdicts
@@ -82,7 +84,7 @@ fi
 
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ -x "$sanitizer" ]; then
-  step memcheck 30 "$sanitizer" --tool memcheck --error-exitcode 99 "$d2k" check --task $task --impl expert \
+  step memcheck 20 "$sanitizer" --tool memcheck --error-exitcode 99 "$d2k" check --task $task --impl expert \
     --isolation none --workloads "$checks" --quiet --rounds 1
   mrc=$?
   grep -E "ERROR SUMMARY|Invalid|PASSED|FAILED" "$out/memcheck.log" | sort | uniq -c | head -6
