@@ -60,7 +60,7 @@ struct Checker {
         {"allclose", {"atol", "rtol", "matched_ratio", "max_error_cap"}},
         {"ulp", {"ulps", "matched_ratio", "max_ulps"}},
         {"rel_l2", {"tol"}},
-        {"exact", {}},
+        {"exact", {"count"}},
         {"multiset", {"group", "count"}},
         {"topk", {"k", "k_axis", "values", "count"}},
         {"none", {}},
@@ -100,7 +100,7 @@ struct Checker {
         r.error(join_path(path, "rule"), "ulp compares float outputs only");
     } else if (c.rule == "rel_l2") {
       if (!(c.tol > 0)) r.error(join_path(path, "tol"), "rel_l2 needs tol > 0");
-    } else if (c.rule == "multiset") {
+    } else if (c.rule == "multiset" || c.rule == "exact") {
       count_output();
     } else if (c.rule == "topk") {
       const bool has_k = c.raw.contains("k"), has_axis = !c.k_axis.empty();

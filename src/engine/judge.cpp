@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <optional>
 
@@ -63,10 +64,14 @@ std::int64_t count_of(const WorkloadPlan& plan, const OutputsView& v, const std:
   return read_count(HostOutput(plan, v, ci).get());
 }
 
-/// Elements of output `i` that must be written: for a multiset column only the reported rows.
+/// An output whose valid rows are the first `count` (multiset, or exact with a count): the rows
+/// past the count are capacity, never read.
+bool has_row_count(const CompareSpec& c) { return (c.rule == "multiset" || c.rule == "exact") && !c.count.empty(); }
+
+/// Elements of output `i` that must be written: for an output with a row count only the reported rows.
 std::int64_t must_write(const WorkloadPlan& plan, std::size_t i, const OutputsView& run) {
   const CompareSpec& c = plan.outputs[i].cmp;
-  if (c.rule != "multiset" || c.count.empty()) return -1;
+  if (!has_row_count(c)) return -1;
   const auto& shape = plan.outputs[i].shape;
   const std::int64_t rows0 = shape.empty() ? 0 : shape[0];
   const std::int64_t rows = std::clamp<std::int64_t>(count_of(plan, run, c.count), 0, rows0);
@@ -84,8 +89,42 @@ WriteCheck unwritten(const WorkloadPlan& plan, std::size_t i, const OutputsView&
 
 // ---- Comparing ----
 
+/// The first `rows` rows of a host tensor (a copy: host outputs are small check workloads).
+HostTensor first_rows(const HostTensor& t, std::int64_t rows) {
+  std::vector<std::int64_t> shape = t.shape;
+  const std::int64_t rows0 = shape.empty() ? 1 : shape[0];
+  if (!shape.empty()) shape[0] = rows;
+  HostTensor r(t.name, t.dtype, shape);
+  std::memcpy(r.data(), t.data(), rows0 > 0 ? t.nbytes() / rows0 * rows : 0);
+  return r;
+}
+
+/// exact with a count: the rows are ordered, so the first `count` rows are compared element by
+/// element, in place (no sort); the counts must agree (the count output has its own rule too,
+/// but a column must not pass on rows the other side does not have).
+CompareResult compare_counted_rows(const WorkloadPlan& plan, std::size_t i, const OutputsView& e, const OutputsView& a) {
+  const TensorPlan& t = plan.outputs[i];
+  const std::int64_t rows0 = t.shape.empty() ? 1 : t.shape[0];
+  const std::int64_t ec = count_of(plan, e, t.cmp.count), ac = count_of(plan, a, t.cmp.count);
+  if (ec != ac || ec < 0 || ec > rows0) {
+    CompareResult r;
+    r.rule = t.cmp.rule;
+    r.passed = false;
+    r.status = CheckStatus::incorrect_numerical;
+    r.message = fmt::format("exact: {} row(s) reported by '{}', {} expected (capacity {})", ac, t.cmp.count, ec, rows0);
+    return r;
+  }
+  if (both_on_device(e, a)) {
+    DeviceTensorView ev = device_view(e, t, i), av = device_view(a, t, i);
+    if (!ev.shape.empty()) ev.shape[0] = av.shape[0] = ec;
+    return compare_device(t.cmp, ev, av, a.stream());
+  }
+  return compare(t.cmp, first_rows(HostOutput(plan, e, i).get(), ec), first_rows(HostOutput(plan, a, i).get(), ec));
+}
+
 CompareResult compare_output(const WorkloadPlan& plan, std::size_t i, const OutputsView& e, const OutputsView& a) {
   const TensorPlan& t = plan.outputs[i];
+  if (has_row_count(t.cmp)) return compare_counted_rows(plan, i, e, a);
   if (both_on_device(e, a)) return compare_device(t.cmp, device_view(e, t, i), device_view(a, t, i), a.stream());
   return compare(t.cmp, HostOutput(plan, e, i).get(), HostOutput(plan, a, i).get());
 }

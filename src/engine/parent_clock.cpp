@@ -66,22 +66,48 @@ struct Watched {
   std::uint64_t poison_left = 0;
 };
 
-/// The last 16-bit word of each output of call i, read through the copy engine (it does not
-/// time-slice the worker's kernels the way a kernel of this context would).
-bool last_words_written(const DevMem& slab, const BatchShape& b, const WorkloadPlan& plan, std::size_t i, cudaStream_t s) {
+/// Byte offset of the last 16-bit word of output j inside its buffer.
+std::size_t last_word_offset(const WorkloadPlan& plan, std::size_t j) {
+  return std::max<std::size_t>(plan.outputs[j].bytes, 2) / 2 * 2 - 2;
+}
+
+/// The outputs whose last word tells that a call has finished: those whose last word naive wrote
+/// on the input set `expected` came from. An output with a row count (rows past the count are
+/// capacity, never written) ends with the poison in every honest run; watching it would leave only
+/// the slow fallback of watch_slab.
+std::vector<char> watched_outputs(const WorkloadPlan& plan, const DeviceSet& expected, cudaStream_t s) {
+  std::vector<unsigned short> host(plan.outputs.size(), 0);
+  for (std::size_t j = 0; j < plan.outputs.size(); ++j)
+    D2K_CUDA_CHECK(cudaMemcpyAsync(&host[j], static_cast<const char*>(expected.bufs[j].get()) + last_word_offset(plan, j), 2,
+                                   cudaMemcpyDeviceToHost, s));
+  D2K_CUDA_CHECK(cudaStreamSynchronize(s));
+  std::vector<char> watched(plan.outputs.size());
+  for (std::size_t j = 0; j < host.size(); ++j) watched[j] = host[j] != kPoisonWord;
+  return watched;
+}
+
+/// The last 16-bit word of each watched output of call i, read through the copy engine (it does
+/// not time-slice the worker's kernels the way a kernel of this context would). False when no
+/// output is watched.
+bool last_words_written(const DevMem& slab, const BatchShape& b, const WorkloadPlan& plan, const std::vector<char>& watched,
+                        std::size_t i, cudaStream_t s) {
   static thread_local std::vector<unsigned short> host;
   host.assign(plan.outputs.size(), 0);
+  bool any = false;
   for (std::size_t j = 0; j < plan.outputs.size(); ++j) {
-    const std::size_t end = b.out_offsets[j] + std::max<std::size_t>(plan.outputs[j].bytes, 2) / 2 * 2 - 2;
-    D2K_CUDA_CHECK(cudaMemcpyAsync(&host[j], static_cast<const char*>(slab.get()) + i * b.stride + end, 2,
-                                   cudaMemcpyDeviceToHost, s));
+    if (!watched[j]) continue;
+    any = true;
+    D2K_CUDA_CHECK(cudaMemcpyAsync(&host[j], static_cast<const char*>(slab.get()) + i * b.stride + b.out_offsets[j] +
+                                                 last_word_offset(plan, j),
+                                   2, cudaMemcpyDeviceToHost, s));
   }
+  if (!any) return false;
   D2K_CUDA_CHECK(cudaStreamSynchronize(s));
   return std::none_of(host.begin(), host.end(), [](unsigned short w) { return w == kPoisonWord; });
 }
 
-Watched watch_slab(const DevMem& slab, const BatchShape& b, const WorkloadPlan& plan, std::uint64_t honest_poison,
-                   std::uint64_t honest_last, Clock::time_point t0, double expect_s, double timeout_s, double idle_check_s,
+Watched watch_slab(const DevMem& slab, const BatchShape& b, const WorkloadPlan& plan, const std::vector<char>& watched,
+                   std::uint64_t honest_poison, std::uint64_t honest_last, Clock::time_point t0, double expect_s, double timeout_s, double idle_check_s,
                    cudaStream_t s) {
   Watched w;
   // Start looking at kFirstLook of the expected time (the worker's cold median; the batch runs
@@ -94,9 +120,10 @@ Watched watch_slab(const DevMem& slab, const BatchShape& b, const WorkloadPlan& 
   const std::size_t last = b.calls - 1;
   bool first_look = true;
   while (seconds_since(t0) < timeout_s) {
-    // Honest batches run in order: the last call's last words come last. A naive output whose
-    // last word is the poison word itself falls back to counting the slot, after 2x the expected time.
-    const bool last_done = last_words_written(slab, b, plan, last, s) ||
+    // Honest batches run in order: the last call's last words come last. Outputs whose last word
+    // naive leaves as the poison word are not watched; with none watched, the slot is counted
+    // instead, after 2x the expected time.
+    const bool last_done = last_words_written(slab, b, plan, watched, last, s) ||
                            (seconds_since(t0) > 2 * expect_s &&
                             count_poison(static_cast<const char*>(slab.get()) + last * b.stride, b.stride, s) <= honest_last);
     if (last_done) {
@@ -205,7 +232,7 @@ namespace {
 /// One batch: poison the slab, start, watch, wait for the worker, judge every call. Adds the
 /// batch's clock to `res.timing`; returns false when `res` holds a failure.
 bool one_batch(TargetRunner& runner, const WorkloadPlan& plan, const BatchShape& b, const DevMem& slab,
-               const std::vector<std::uint64_t>& honest, std::uint64_t honest_all, const std::vector<DeviceSet>& expected,
+               const std::vector<char>& watched, const std::vector<std::uint64_t>& honest, std::uint64_t honest_all, const std::vector<DeviceSet>& expected,
                double median_s, double timeout_s, cudaStream_t s, ParentClockResult& res) {
   // Poisoned after the capture and before every batch (work a capture let run, or the last
   // batch's outputs, are wiped); the 16 GiB-scale memset also leaves the L2 without inputs.
@@ -219,7 +246,7 @@ bool one_batch(TargetRunner& runner, const WorkloadPlan& plan, const BatchShape&
     res.call = o;
     return false;
   }
-  const Watched w = watch_slab(slab, b, plan, honest_all, honest[(b.calls - 1) % honest.size()], t0,
+  const Watched w = watch_slab(slab, b, plan, watched, honest_all, honest[(b.calls - 1) % honest.size()], t0,
                                median_s * static_cast<double>(b.calls), timeout_s, idle_check_s, s);
   if (CallOutcome o = runner.batch_wait(timeout_s); !o.ok) {
     res.call = o;
@@ -249,6 +276,7 @@ ParentClockResult time_on_parent_clock(TargetRunner& runner, const WorkloadPlan&
   const std::vector<std::uint64_t> honest = honest_poison_per_set(plan, b, expected, s);
   std::uint64_t honest_all = 0;
   for (std::size_t i = 0; i < b.calls; ++i) honest_all += honest[i % honest.size()];
+  const std::vector<char> watched = watched_outputs(plan, expected[(b.calls - 1) % expected.size()], s);
   std::vector<std::uint64_t> in_sums;
   for (const DeviceSet& d : ins) in_sums.push_back(device_checksum(d, s));
 
@@ -274,7 +302,7 @@ ParentClockResult time_on_parent_clock(TargetRunner& runner, const WorkloadPlan&
   // Phase 3: the batches, each timed on the parent's clock and fully judged; their times add up.
   const std::size_t repeats = batch_repeats(b.calls, median_s);
   for (std::size_t r = 0; r < repeats; ++r)
-    if (!one_batch(runner, plan, b, slab, honest, honest_all, expected, median_s, timeout_s, s, res)) return res;
+    if (!one_batch(runner, plan, b, slab, watched, honest, honest_all, expected, median_s, timeout_s, s, res)) return res;
 
   // Phase 4: the input sets, unchanged by every call of every batch.
   for (std::size_t k = 0; k < ins.size(); ++k)

@@ -117,3 +117,47 @@ TEST(Judge, MultisetGroupIsOneRowSetWithItsCount) {
   EXPECT_EQ(v.status, Status::INCORRECT_NUMERICAL);
   EXPECT_EQ(v.message.rfind("rows of pairs:", 0), 0u) << v.message;
 }
+
+TEST(Judge, ExactWithCountComparesTheFirstRowsInOrder) {
+  CompareSpec col;
+  col.rule = "exact";
+  col.count = "n";
+  CompareSpec exact;
+  exact.rule = "exact";
+  WorkloadPlan plan;
+  plan.outputs = {output("k", DType::i32, {4}, col), output("n", DType::i64, {1}, exact)};
+  using Outs = std::vector<HostTensor>;
+  auto run = [](std::vector<std::int32_t> v, std::int64_t n) {
+    HostTensor k("k", DType::i32, {4}), c("n", DType::i64, {1});
+    std::memcpy(k.bytes.data(), v.data(), 16);
+    std::memcpy(c.bytes.data(), &n, 8);
+    return Outs{k, c};
+  };
+  std::int32_t pa, pb;  // the integer poison of the two runs
+  std::memset(&pa, kPoisonA, 4);
+  std::memset(&pb, kPoisonB, 4);
+  const Outs want = run({1, 2, 3, 0}, 3);
+  // The rows past the count are capacity: anything there passes, poison included.
+  Outs a = run({1, 2, 3, pa}, 3), b = run({1, 2, 3, pb}, 3);
+  EXPECT_EQ(judge_outputs(plan, want, a, b).status, Status::PASSED);
+  // The same rows in another order: fails (a multiset would pass).
+  a = run({3, 1, 2, 0}, 3);
+  OutputsVerdict v = judge_single(plan, want, a);
+  EXPECT_EQ(v.status, Status::INCORRECT_NUMERICAL);
+  EXPECT_EQ(v.message.rfind("output k:", 0), 0u) << v.message;
+  // A row inside the count left unwritten: INCORRECT_WRITE.
+  a = run({1, pa, 3, 0}, 3);
+  b = run({1, pb, 3, 0}, 3);
+  v = judge_outputs(plan, want, a, b);
+  EXPECT_EQ(v.status, Status::INCORRECT_WRITE) << v.message;
+  // A count the other side does not have: the column fails too, whatever its rows hold.
+  a = run({1, 2, 3, 0}, 4);
+  v = judge_single(plan, want, a);
+  EXPECT_EQ(v.status, Status::INCORRECT_NUMERICAL);
+  EXPECT_NE(v.message.find("4 row(s) reported by 'n', 3 expected"), std::string::npos) << v.message;
+  // An empty selection: nothing to compare, nothing must be written.
+  const Outs none = run({0, 0, 0, 0}, 0);
+  a = run({pa, pa, pa, pa}, 0);
+  b = run({pb, pb, pb, pb}, 0);
+  EXPECT_EQ(judge_outputs(plan, none, a, b).status, Status::PASSED);
+}

@@ -170,6 +170,36 @@ TEST(Loader, GeneratorAndCompareRules) {
   EXPECT_DIAG(d, f + "cost.bytes: unknown name 'alpha_typo'");
 }
 
+// `exact` takes a row count (ordered rows of data-dependent length): stream_compaction's columns
+// use it without a warning, and a count that is not an integer output is an error.
+TEST(Loader, ExactRuleTakesARowCount) {
+  Diagnostics ok;
+  load_and_validate_task(fs::path(D2K_SOURCE_DIR) / "dataset/stream_compaction", levels(), ok);
+  EXPECT_TRUE(ok.ok()) << ok.format();
+  EXPECT_EQ(ok.warning_count(), 0u) << ok.format();
+
+  const fs::path dir = fs::path(testing::TempDir()) / "exact_count" / "stream_compaction";
+  fs::remove_all(dir);
+  fs::create_directories(dir.parent_path());
+  fs::copy(fs::path(D2K_SOURCE_DIR) / "dataset/stream_compaction", dir, fs::copy_options::recursive);
+  std::ifstream in(dir / "definition.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  const std::string from = R"("compare": {"rule": "exact", "count": "count"}
+    },
+    "out_extendedprice")";
+  const auto at = text.find(from);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, from.size(), R"("compare": {"rule": "exact", "count": "out_extendedprice"}
+    },
+    "out_extendedprice")");
+  std::ofstream(dir / "definition.json") << text;
+  Diagnostics bad;
+  load_and_validate_task(dir, levels(), bad);
+  EXPECT_DIAG(bad, "outputs.out_shipdate.compare.count: output 'out_extendedprice' is not an integer");
+  fs::remove_all(dir.parent_path());
+}
+
 TEST(Loader, DesignValidation) {
   const Diagnostics d = check("broken_design");
   const std::string f = "broken_design/design.json: ";
