@@ -7,16 +7,23 @@
 //   3. layer_norm_grad_input   dx32 = rstd * (g - (b + xhat * a) / H)          a block per row, two
 //                              passes over the row (the sums a, b; then dx), as aten's
 //                              layer_norm_grad_input_kernel
-//   4. gamma_beta_backward     dgamma = sum_t dy * xhat, dbeta = sum_t dy      a block per 32
-//                              columns looping over every row, a shared-memory tree over the
-//                              block's 16 row lanes, as aten's GammaBetaBackwardCUDAKernel
-//   5. cast_f32_to_bf16        dx = bf16(dx32)                                 elementwise
+//   4. gamma_beta_partial      per band of rows, partial dgamma = sum dy * xhat and dbeta =
+//                              sum dy: a block per 32 columns x band, 16 row lanes and a
+//                              shared-memory tree, as aten's GammaBetaBackwardCUDAKernelTemplate
+//                              with a 2D grid over (columns, row bands) for tall inputs
+//   5. sum_bands               dgamma, dbeta = the bands' partials summed per column (aten: a
+//                              sum over dim 0 of the partial buffer)
+//   6. cast_f32_to_bf16        dx = bf16(dx32)                                 elementwise
 //
-// Five launches, fp32 intermediates materialised (workspace 12*T*H bytes). Each kernel is the
-// plain textbook form, not slowed on purpose: coalesced accesses, fp32 arithmetic.
+// Six launches, fp32 intermediates materialised (workspace 12*T*H bytes plus the band partials).
+// Each kernel is the plain textbook form, not slowed on purpose: coalesced accesses, fp32
+// arithmetic. The fp32 path is the honest eager baseline for fp32 parameters; aten's all-bf16
+// kernel (bf16 dgamma/dbeta, less than the task asks) is timed beside it by the GPU check's
+// aten extra.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "d2k/solution.h"
@@ -74,18 +81,21 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
-/// dgamma and dbeta for 32 columns per block: 16 row lanes stride over all T rows, then a tree.
+/// Partial dgamma and dbeta of 32 columns over one band of rows (blockIdx.y): 16 row lanes stride
+/// over the band, then a shared-memory tree; written to the band's partial row.
 __global__ void __launch_bounds__(kColTile * kRowLanes)
-    gamma_beta_backward(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ mean,
-                        const float* __restrict__ rstd, float* __restrict__ dgamma, float* __restrict__ dbeta,
-                        int64_t T, int64_t H) {
+    gamma_beta_partial(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ mean,
+                       const float* __restrict__ rstd, float* __restrict__ part_g, float* __restrict__ part_b,
+                       int64_t T, int64_t H, int64_t rows_per_band) {
   __shared__ float sg[kRowLanes][kColTile + 1];
   __shared__ float sb[kRowLanes][kColTile + 1];
   const int col = threadIdx.x % kColTile, lane = threadIdx.x / kColTile;
   const int64_t h = static_cast<int64_t>(blockIdx.x) * kColTile + col;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * rows_per_band;
+  const int64_t r1 = r0 + rows_per_band < T ? r0 + rows_per_band : T;
   float dg = 0.f, db = 0.f;
   if (h < H)
-    for (int64_t t = lane; t < T; t += kRowLanes) {
+    for (int64_t t = r0 + lane; t < r1; t += kRowLanes) {
       const float d = dy[t * H + h];
       dg += d * ((x[t * H + h] - mean[t]) * rstd[t]);
       db += d;
@@ -101,18 +111,48 @@ __global__ void __launch_bounds__(kColTile * kRowLanes)
     __syncthreads();
   }
   if (lane == 0 && h < H) {
-    dgamma[h] = sg[0][col];
-    dbeta[h] = sb[0][col];
+    part_g[blockIdx.y * H + h] = sg[0][col];
+    part_b[blockIdx.y * H + h] = sb[0][col];
   }
 }
 
-/// The workspace: fp32 copies of dy and x and the fp32 dx (one carve-up for both entry points).
+/// dgamma[h], dbeta[h] = the sums of the bands' partials (a thread per column).
+__global__ void sum_bands(const float* __restrict__ part_g, const float* __restrict__ part_b,
+                          float* __restrict__ dgamma, float* __restrict__ dbeta, int64_t bands, int64_t H) {
+  const int64_t h = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (h >= H) return;
+  float g = 0.f, b = 0.f;
+  for (int64_t p = 0; p < bands; ++p) {
+    g += part_g[p * H + h];
+    b += part_b[p * H + h];
+  }
+  dgamma[h] = g;
+  dbeta[h] = b;
+}
+
+/// Row bands of the gamma/beta reduction: enough (columns x bands) blocks to fill the GPU (about
+/// 512), each band at least 16 rows (one per row lane). From the shapes only.
+int64_t row_bands(int64_t T, int64_t H) {
+  const int64_t col_blocks = (H + kColTile - 1) / kColTile;
+  const int64_t want = std::max<int64_t>(1, 512 / col_blocks);
+  return std::max<int64_t>(1, std::min<int64_t>(want, (T + kRowLanes - 1) / kRowLanes));
+}
+
+/// The workspace: fp32 copies of dy and x, the fp32 dx, the band partials (one carve-up for both
+/// entry points).
 struct Buffers {
-  float *dy32, *x32, *dx32;
+  float *dy32, *x32, *dx32, *part_g, *part_b;
 };
 Buffers carve(d2k::Workspace& ws, int64_t T, int64_t H) {
   const uint64_t n = static_cast<uint64_t>(T) * static_cast<uint64_t>(H);
-  return {ws.take<float>(n), ws.take<float>(n), ws.take<float>(n)};
+  const uint64_t p = static_cast<uint64_t>(row_bands(T, H)) * static_cast<uint64_t>(H);
+  Buffers b;
+  b.dy32 = ws.take<float>(n);
+  b.x32 = ws.take<float>(n);
+  b.dx32 = ws.take<float>(n);
+  b.part_g = ws.take<float>(p);
+  b.part_b = ws.take<float>(p);
+  return b;
 }
 
 unsigned blocks_for(int64_t n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
@@ -166,8 +206,14 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
       D2K_CUDA_TRY(args, cudaGetLastError());
     }
     // T = 0 still writes dgamma = dbeta = 0 (the sums over no rows).
-    gamma_beta_backward<<<blocks_for(H, kColTile), kColTile * kRowLanes, 0, stream>>>(
-        buf.dy32, buf.x32, mp, rp, d2k::data<float>(dgamma), d2k::data<float>(dbeta), T, H);
+    const int64_t bands = row_bands(T, H);
+    const int64_t rows_per_band = (T + bands - 1) / bands;
+    const dim3 grid(blocks_for(H, kColTile), static_cast<unsigned>(bands));
+    gamma_beta_partial<<<grid, kColTile * kRowLanes, 0, stream>>>(buf.dy32, buf.x32, mp, rp, buf.part_g, buf.part_b,
+                                                                  T, H, rows_per_band);
+    D2K_CUDA_TRY(args, cudaGetLastError());
+    sum_bands<<<blocks_for(H, kElementwiseThreads), kElementwiseThreads, 0, stream>>>(
+        buf.part_g, buf.part_b, d2k::data<float>(dgamma), d2k::data<float>(dbeta), bands, H);
     D2K_CUDA_TRY(args, cudaGetLastError());
     if (n > 0) {
       cast_f32_to_bf16<<<blocks_for(n, kElementwiseThreads), kElementwiseThreads, 0, stream>>>(
