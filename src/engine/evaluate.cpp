@@ -118,10 +118,12 @@ std::vector<Workload> select_workloads(const Task& task, const EvalOptions& opt,
 
 /// Number of rotating input copies: enough distinct addresses that no sample reuses the previous
 /// one's buffers, bounded by memory.
-std::size_t rotation_copies(std::size_t input_bytes) {
+/// Where device memory holds fewer than two, one (its inputs are still redrawn for every call).
+std::size_t rotation_copies(std::size_t input_bytes, std::size_t free_bytes) {
   const std::size_t budget = std::size_t(8) << 30;
   if (input_bytes == 0) return 2;
-  return std::clamp<std::size_t>(budget / input_bytes, 2, 4);
+  const std::size_t fit = sets_that_fit(input_bytes, free_bytes, "rotation set of the timing loop");
+  return std::min(fit, std::clamp<std::size_t>(budget / input_bytes, 2, 4));
 }
 
 /// Writes `ts` as <dump_dir>/<task>/<workload>/<label>.<tensor>.npy when dumping is on.
@@ -375,20 +377,7 @@ class CudaEvaluation {
     auto plan = plan_for(tr, w);
     if (!plan || !begin(tr, ts, *plan)) return tr;
     try {
-      DeviceSet ins = DeviceSet::allocate(plan->inputs, runner(ts)->memory_kind());
-      for (int r = 0; r < opt_.bench_rounds && tr.status == Status::PASSED; ++r) {
-        say(fmt::format("{} {}: bench {}/{} {} check round {}/{}", task_.def.name, ts.target.name, wi + 1, nw, w.uuid,
-                        r + 1, opt_.bench_rounds));
-        generate_inputs_device(*plan, round_seed(opt_.secret_seed, w.uuid, 100 + r), ins, stream_.get());
-        DeviceSet expected = naive_outputs(*plan, ins);
-        if (r == 0 && !opt_.dump_dir.empty() && !dumped_.count(w.uuid)) {
-          dumped_.insert(w.uuid);
-          dump_tensors(opt_, task_, w, "input", download(plan->inputs, ins, stream_.get()));
-          dump_tensors(opt_, task_, w, "expected", download(plan->outputs, expected, stream_.get()));
-        }
-        run_and_judge(tr, ts, *plan, ins, Expected{nullptr, &expected}, "naive", r);
-        scrub(expected);
-      }
+      check_rounds(tr, ts, *plan, w, wi, nw);
       if (opt_.time && tr.status == Status::PASSED) {
         say(fmt::format("{} {}: bench {}/{} {} timing", task_.def.name, ts.target.name, wi + 1, nw, w.uuid));
         time_target(tr, ts, *plan);
@@ -400,6 +389,26 @@ class CudaEvaluation {
       fail(tr, Status::RUNTIME_ERROR, e.what());
     }
     return tr;
+  }
+
+  /// Phase: the bench workload's check rounds. Its input set is freed before the timing, whose
+  /// rotation and batch sets need the memory (a 23 GB TPC-H SF100 lineitem, held three times).
+  void check_rounds(Trace& tr, TargetState& ts, const WorkloadPlan& plan, const Workload& w, std::size_t wi,
+                    std::size_t nw) {
+    DeviceSet ins = DeviceSet::allocate(plan.inputs, runner(ts)->memory_kind());
+    for (int r = 0; r < opt_.bench_rounds && tr.status == Status::PASSED; ++r) {
+      say(fmt::format("{} {}: bench {}/{} {} check round {}/{}", task_.def.name, ts.target.name, wi + 1, nw, w.uuid,
+                      r + 1, opt_.bench_rounds));
+      generate_inputs_device(plan, round_seed(opt_.secret_seed, w.uuid, 100 + r), ins, stream_.get());
+      DeviceSet expected = naive_outputs(plan, ins);
+      if (r == 0 && !opt_.dump_dir.empty() && !dumped_.count(w.uuid)) {
+        dumped_.insert(w.uuid);
+        dump_tensors(opt_, task_, w, "input", download(plan.inputs, ins, stream_.get()));
+        dump_tensors(opt_, task_, w, "expected", download(plan.outputs, expected, stream_.get()));
+      }
+      run_and_judge(tr, ts, plan, ins, Expected{nullptr, &expected}, "naive", r);
+      scrub(expected);
+    }
   }
 
   /// Thrown from the preparation hook when a re-checked sample was wrong; ends the timing.
@@ -438,7 +447,7 @@ class CudaEvaluation {
   /// Phase: rotation sets, enough that every call sees other addresses than the last.
   Rotation allocate_rotation(const WorkloadPlan& plan, MemKind kind) {
     Rotation rot;
-    const std::size_t n = rotation_copies(plan.input_bytes() + plan.output_bytes());
+    const std::size_t n = rotation_copies(plan.input_bytes() + plan.output_bytes(), device_free_bytes());
     for (std::size_t i = 0; i < n; ++i) {
       rot.ins.push_back(DeviceSet::allocate(plan.inputs, kind));
       rot.outs.push_back(DeviceSet::allocate(plan.outputs, kind));
@@ -512,11 +521,14 @@ class CudaEvaluation {
   bool bound_by_parent_clock(Trace& tr, TargetState& ts, const WorkloadPlan& plan) {
     Performance& perf = *tr.performance;
     const double median_s = perf.median_us * 1e-6;
-    const std::size_t calls = batch_shape(plan, median_s).calls;
+    const BatchShape shape = batch_shape(plan, median_s);
+    const std::size_t calls = shape.calls;
     // The batch's own input sets, drawn here (the parent's secret seeds), enough to keep the
-    // batch's L2 cold (engine/parent_clock.h, kColdFootprintL2); never more sets than calls.
-    const std::size_t n_sets =
-        std::min(calls, batch_input_sets(l2_cache_bytes(), plan.input_bytes(), plan.output_bytes()));
+    // batch's L2 cold (engine/parent_clock.h, kColdFootprintL2); never more sets than calls, and
+    // what the device holds beside the rotation sets and the batch's output slab.
+    const std::size_t slab = calls * shape.stride, free_b = device_free_bytes();
+    const std::size_t n_sets = std::min(
+        calls, batch_input_sets(l2_cache_bytes(), plan.input_bytes(), plan.output_bytes(), free_b > slab ? free_b - slab : 0));
     const std::string key = fmt::format("{}#batch#{}", plan.workload.uuid, ts.target.name);
     std::vector<DeviceSet> ins, expected;
     for (std::size_t k = 0; k < n_sets; ++k) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <chrono>
+#include <stdexcept>
 #include <thread>
 
 #include "core/cuda_util.h"
@@ -151,12 +152,36 @@ BatchShape batch_shape(const WorkloadPlan& plan, double median_s) {
   return b;
 }
 
-std::size_t batch_input_sets(std::size_t l2_bytes, std::size_t in_bytes, std::size_t out_bytes) {
+std::size_t sets_that_fit(std::size_t set_bytes, std::size_t free_bytes, const char* what) {
+  const std::size_t usable = free_bytes > kDeviceReserveBytes ? free_bytes - kDeviceReserveBytes : 0;
+  const std::size_t n = usable / std::max<std::size_t>(set_bytes, 1);
+  if (n == 0)
+    throw std::runtime_error(fmt::format("device memory: one {} needs {:.2f} GB; {:.2f} GB are free, of which "
+                                         "{:.2f} GB stay reserved for the worker and the candidate",
+                                         what, set_bytes / 1e9, free_bytes / 1e9, kDeviceReserveBytes / 1e9));
+  return n;
+}
+
+std::size_t batch_input_sets(std::size_t l2_bytes, std::size_t in_bytes, std::size_t out_bytes, std::size_t free_bytes) {
   const std::size_t per_call = std::max<std::size_t>(in_bytes + out_bytes, 1);
-  const double need = std::ceil(kColdFootprintL2 * static_cast<double>(l2_bytes) / static_cast<double>(per_call));
+  const double footprint = kColdFootprintL2 * static_cast<double>(l2_bytes);
+  const double need = std::ceil(footprint / static_cast<double>(per_call));
   const std::size_t by_budget = in_bytes == 0 ? kBatchMaxInputSets : kBatchInputBudgetBytes / in_bytes;
-  const std::size_t cap = std::max<std::size_t>(2, std::min(kBatchMaxInputSets, by_budget));
-  return std::clamp<std::size_t>(static_cast<std::size_t>(need), 2, cap);
+  // Each set holds its inputs and its naive outputs (what every call on it must produce).
+  const std::size_t by_memory = sets_that_fit(per_call, free_bytes, "input set of the parent's batch");
+  const std::size_t floor = by_memory < 2 && static_cast<double>(per_call) >= footprint ? 1 : 2;
+  const std::size_t cap = std::min(by_memory, std::max<std::size_t>(floor, std::min(kBatchMaxInputSets, by_budget)));
+  if (cap < floor)
+    throw std::runtime_error(fmt::format("device memory: the parent's batch needs 2 input sets of {:.2f} GB (one "
+                                         "does not cover {} L2 sizes); {:.2f} GB are free",
+                                         per_call / 1e9, kColdFootprintL2, free_bytes / 1e9));
+  return std::clamp<std::size_t>(static_cast<std::size_t>(need), floor, cap);
+}
+
+std::size_t device_free_bytes() {
+  std::size_t free_b = 0, total_b = 0;
+  D2K_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  return free_b;
 }
 
 std::size_t batch_repeats(std::size_t calls, double median_s) {

@@ -43,10 +43,22 @@ inline constexpr double kFirstLook = 0.9;
 /// median only sizes the batch: a forged one makes the batch longer or shorter, never the bound looser.
 BatchShape batch_shape(const WorkloadPlan& plan, double median_s);
 
+/// Device memory the parent leaves free when it sizes input sets: the worker's and the
+/// candidate's own allocations (scratch, workspaces) and the comparators need it.
+inline constexpr std::size_t kDeviceReserveBytes = std::size_t(4) << 30;
+
+/// How many sets of `set_bytes` fit in `free_bytes` beyond kDeviceReserveBytes. Throws
+/// std::runtime_error naming the sizes when not even one does (`what` names the sets).
+std::size_t sets_that_fit(std::size_t set_bytes, std::size_t free_bytes, const char* what);
+
 /// Input sets the parent draws for the batch: `in_bytes` + `out_bytes` per call, enough sets that
-/// one rotation covers kColdFootprintL2 x `l2_bytes`, at least 2, within kBatchInputBudgetBytes
-/// and kBatchMaxInputSets.
-std::size_t batch_input_sets(std::size_t l2_bytes, std::size_t in_bytes, std::size_t out_bytes);
+/// one rotation covers kColdFootprintL2 x `l2_bytes`, at least 2, within kBatchInputBudgetBytes,
+/// kBatchMaxInputSets and the device memory `free_bytes` (sets_that_fit). Where memory holds only
+/// one set and that set alone covers the footprint (a 23 GB TPC-H SF100 lineitem), one set.
+std::size_t batch_input_sets(std::size_t l2_bytes, std::size_t in_bytes, std::size_t out_bytes, std::size_t free_bytes);
+
+/// Free device memory as the parent sees it (cudaMemGetInfo: every process's allocations count).
+std::size_t device_free_bytes();
 
 /// How many batches of `calls` calls at `median_s` (the worker's median: it only sizes the work)
 /// add up to kBatchTarget_s, at least 1, at most kBatchMaxRepeats.

@@ -128,8 +128,15 @@ def load(path, mode):
                 return None, "torch_compile: torch is not installed for %s" % sys.executable
             fn = torch.compile(fn)
         return Loaded(path, mode, fn, params, abi), None
-    except BaseException:  # noqa: B902 - a candidate's import may raise anything, SystemExit included
-        return None, "importing %s failed:\n%s" % (os.path.basename(path), traceback.format_exc(limit=8))
+    except BaseException as e:  # noqa: B902 - a candidate's import may raise anything, SystemExit included
+        return None, _failure("importing %s (%s) failed" % (os.path.basename(path), mode), e)
+
+
+def _failure(what, exc):
+    """`what: ExcType: message` on the first line (the line tables print under a failed row), the
+    traceback after it."""
+    head = "%s: %s" % (type(exc).__name__, exc) if str(exc) else type(exc).__name__
+    return "%s: %s\n%s" % (what, head, traceback.format_exc(limit=8))
 
 
 def _as_tensor(loaded, capsule):
@@ -181,8 +188,8 @@ def call(loaded, inputs, outputs, scalars, stream):
             with ctx:
                 loaded.fn(**kw)
         return None
-    except BaseException:  # noqa: B902
-        return traceback.format_exc(limit=8)
+    except BaseException as e:  # noqa: B902
+        return _failure("run() raised", e)
 
 
 def _dtype(torch, name):

@@ -2,6 +2,9 @@
 // outputs, within the memory budget; a forged median changes only the batch's length.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+#include <string>
+
 #include "engine/parent_clock.h"
 
 namespace d2k {
@@ -46,26 +49,48 @@ TEST(BatchShape, ForgedMediansOnlyChangeTheLength) {
 }
 
 
+constexpr std::size_t kFree = std::size_t(140) << 30;  // an idle H200
+
 // Cold batch: one rotation's inputs + outputs cover kColdFootprintL2 L2 sizes.
 TEST(BatchInputSets, OneRotationCoversThreeL2Sizes) {
   const std::size_t l2 = std::size_t(50) << 20;  // H100/H200-sized L2
   const std::size_t in = 128 * 7168 * 2 * 2 + 7168 * 2, out = 128 * 7168 * 2 * 2;
-  const std::size_t n = batch_input_sets(l2, in, out);
+  const std::size_t n = batch_input_sets(l2, in, out, kFree);
   EXPECT_GE(static_cast<double>(n * (in + out)), kColdFootprintL2 * static_cast<double>(l2));
   EXPECT_LT(static_cast<double>((n - 1) * (in + out)), kColdFootprintL2 * static_cast<double>(l2));  // no more than needed
   EXPECT_EQ(n, 22u);  // 3 x 50 MiB over 7.35 MB per call
   // A larger L2 needs more sets: the count follows the L2 the parent reads.
-  EXPECT_GT(batch_input_sets(2 * l2, in, out), n);
+  EXPECT_GT(batch_input_sets(2 * l2, in, out, kFree), n);
 }
 
 TEST(BatchInputSets, AtLeastTwoWithinTheBudget) {
-  EXPECT_EQ(batch_input_sets(std::size_t(50) << 20, std::size_t(512) << 20, std::size_t(512) << 20), 2u);
+  EXPECT_EQ(batch_input_sets(std::size_t(50) << 20, std::size_t(512) << 20, std::size_t(512) << 20, kFree), 2u);
   // Tiny calls: the set cap, not the footprint, bounds the count.
-  EXPECT_EQ(batch_input_sets(std::size_t(50) << 20, 64, 64), kBatchMaxInputSets);
+  EXPECT_EQ(batch_input_sets(std::size_t(50) << 20, 64, 64, kFree), kBatchMaxInputSets);
   // Huge inputs: the input budget bounds it, never below 2.
-  EXPECT_EQ(batch_input_sets(std::size_t(50) << 20, std::size_t(6) << 30, 1), 2u);
+  EXPECT_EQ(batch_input_sets(std::size_t(50) << 20, std::size_t(6) << 30, 1, kFree), 2u);
   const std::size_t in = std::size_t(100) << 20;
-  EXPECT_LE(batch_input_sets(std::size_t(4) << 30, in, 0) * in, kBatchInputBudgetBytes);
+  EXPECT_LE(batch_input_sets(std::size_t(4) << 30, in, 0, kFree) * in, kBatchInputBudgetBytes);
+}
+
+// Device memory bounds the sets: a TPC-H SF100 lineitem (22.8 GB) covers the footprint alone, so
+// one set where two do not fit; a set that does not cover it needs two or a clear error; and a
+// set that does not fit at all is an error naming the sizes, not an allocation failure later.
+TEST(BatchInputSets, DeviceMemoryBoundsTheSets) {
+  const std::size_t l2 = std::size_t(50) << 20, sf100 = 22'800'000'000;
+  EXPECT_EQ(batch_input_sets(l2, sf100, 96, kFree), 2u);
+  EXPECT_EQ(batch_input_sets(l2, sf100, 96, std::size_t(40) << 30), 1u);
+  EXPECT_THROW(batch_input_sets(l2, sf100, 96, std::size_t(20) << 30), std::runtime_error);
+  // 100 MB sets (three L2 sizes need two): 5 GB free beyond the reserve hold at most that many.
+  const std::size_t in = 100'000'000;
+  EXPECT_EQ(batch_input_sets(l2, in, 0, kDeviceReserveBytes + 2 * in + in / 2), 2u);
+  EXPECT_THROW(batch_input_sets(l2, in, 0, kDeviceReserveBytes + in + in / 2), std::runtime_error);
+  try {
+    sets_that_fit(sf100, std::size_t(20) << 30, "input set of the parent's batch");
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("22.80 GB"), std::string::npos) << e.what();
+  }
 }
 
 // Long batch: where the slab cap limits calls, batches add up to kBatchTarget_s.
