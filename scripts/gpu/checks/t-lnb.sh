@@ -4,7 +4,7 @@
 # expert's variants (`// %VARIANT%` lines of expert.cu); the starter's verdict (must be INCORRECT_*);
 # the golden cross-check against PyTorch float64 on `d2k check --dump` inputs; compute-sanitizer
 # memcheck of the expert on check workloads of both paths; the expert's SASS counts. Each step gets
-# what is left of a 140 s budget (run_checks.sh kills a script at 150 s).
+# what is left of a 140 s budget (run_checks.sh kills a script at 150 s), the variants last.
 # Extras after OUT (not run by run_checks.sh): `aten` times aten::native_layer_norm_backward in bf16
 # and pytorch.py's fp32 program outside d2k (about 30 s); `compile` adds torch_compile to a second
 # d2k bench (about 60 s of compilation).
@@ -41,26 +41,13 @@ python3 -c "import torch" 2> /dev/null && have_torch=1
 step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
 targets=naive,expert
 [ $have_torch = 1 ] && targets=$targets,torch_eager
-if step bench 60 "$d2k" bench --task $task --targets $targets --quiet --json "$out/bench.jsonl" \
+if step bench 70 "$d2k" bench --task $task --targets $targets --quiet --json "$out/bench.jsonl" \
     --markdown "$out/bench.md"; then
   pass "bench ($targets): every target PASSED"
 else
   fail "bench (see bench.log)"
 fi
 grep -v " check \|hidden:" "$out/bench.log" | cut -c1-220 | tail -16
-
-variants=$(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//')
-if [ -n "$variants" ]; then
-  vt=$(for v in $variants; do printf 'expert:%s,' "$v"; done)
-  step variants 30 "$d2k" bench --task $task --targets "${vt%,}" --quiet --json "$out/variants.jsonl" \
-    || fail "variants bench (see variants.log)"
-else
-  fail "no expert variants built under $carry/impl/$task"
-fi
-python3 $helpers/bench_table.py "$out/bench.jsonl" "$out/variants.jsonl" > "$out/bench_table.md" 2>&1 \
-  && pass "bars: expert >= 80% of SOL and >= 2x naive and torch_eager on every bench workload" \
-  || fail "bars or statuses (see bench_table.md)"
-cat "$out/bench_table.md"
 
 step starter 20 "$d2k" bench --task $task --targets solution --solution-dir dataset/$task/starter/cuda --quiet
 grep -q "INCORRECT_" "$out/starter.log" && pass "starter fails with INCORRECT_*" || fail "starter verdict (see starter.log)"
@@ -80,7 +67,7 @@ fi
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 wls=$task-check-300x768,$task-check-64x4104,$task-check-33x1001
 if [ -x "$sanitizer" ]; then
-  step memcheck 40 "$sanitizer" --tool memcheck --error-exitcode 99 "$d2k" check --task $task --impl expert \
+  step memcheck 30 "$sanitizer" --tool memcheck --error-exitcode 99 "$d2k" check --task $task --impl expert \
     --isolation none --workloads $wls --rounds 1 --quiet
   rc=$?
   if [ $rc = 0 ] && grep -q "ERROR SUMMARY: 0 errors" "$out/memcheck.log"; then
@@ -92,6 +79,22 @@ if [ -x "$sanitizer" ]; then
 else
   fail "no compute-sanitizer"
 fi
+
+# The expert's variants last: the bars and the correctness steps above come first in the budget.
+variants=$(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//')
+vjson=()
+if [ -n "$variants" ]; then
+  vt=$(for v in $variants; do printf 'expert:%s,' "$v"; done)
+  step variants 40 "$d2k" bench --task $task --targets "${vt%,}" --quiet --json "$out/variants.jsonl" \
+    || fail "variants bench (see variants.log)"
+  [ -f "$out/variants.jsonl" ] && vjson=("$out/variants.jsonl")
+else
+  fail "no expert variants built under $carry/impl/$task"
+fi
+python3 $helpers/bench_table.py "$out/bench.jsonl" "${vjson[@]}" > "$out/bench_table.md" 2>&1 \
+  && pass "bars: expert >= 80% of SOL and >= 2x naive and torch_eager on every bench workload; variants PASSED" \
+  || fail "bars or statuses (see bench_table.md)"
+cat "$out/bench_table.md"
 
 if [[ $extras == *" aten "* ]] && [ $have_torch = 1 ]; then
   budget=$((SECONDS + 60))  # an extra: its own allowance
