@@ -28,10 +28,12 @@
 // Designs considered:
 //   a. aten's structure (a block per row for dx, a separate column-reduction kernel re-reading dy
 //      and x for dgamma/dbeta): 10TH bytes plus fp32 casts around it in the mixed-dtype case.
-//   b. one pass with global atomicAdd of the column partials: non-deterministic dgamma/dbeta and
-//      T*H/8 atomics per column set; rejected (the task asks for a deterministic result).
+//   b. one pass with global atomicAdd of the column partials: dgamma/dbeta that change in the last
+//      bits from run to run and T*H/8 atomics per column set; rejected (issue #15 asks for a
+//      deterministic second stage: reproducible parameter gradients).
 //   c. (chosen) persistent bands with register-resident column partials: partials cost 8 B per
-//      column per CTA (a few hundred CTAs: 1-4% of the traffic, in L2), one extra small launch.
+//      column per CTA (a few hundred CTAs: written and read back, 1-9% of the bytes, in L2), one
+//      extra small launch.
 //   d. a thread-block cluster reducing partials over DSMEM instead of stage 2: saves the launch
 //      and the L2 round trip of the partials, at the cost of cluster scheduling; kept for later.
 // Not yet measured on the H200: docs/results/layernorm_backward.md holds the command.
