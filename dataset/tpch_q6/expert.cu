@@ -1,20 +1,27 @@
-// tpch_q6 — expert: one fused pass over the four columns, nothing materialised.
+// tpch_q6 — expert: one pass over the columns, nothing materialised, later columns loaded only
+// where an earlier predicate kept a row (late materialisation at sector granularity).
 //
-// Each thread takes 4 consecutive rows per step: one 16-byte load of l_shipdate (4 x int32) and
-// two 16-byte loads of each int64 column (2 x int64 each), all seven issued before any is used.
-// The predicate is branch-free (two unsigned range compares and one signed compare, combined with
-// &, turned into a 0/1 multiplier), the products are summed in a per-thread int64, then a warp
-// shuffle tree, a shared-memory step across warps, and one atomicAdd per block into revenue
-// (cleared by a memset first). Integer addition is associative, so the result is exact and the
-// same on every run whatever order the blocks finish in. Rows past the last whole group of 4 (and
-// any misaligned start) go through a scalar path. Grid: enough blocks to fill every SM at full
-// occupancy, striding over the rows (the loop is memory-bound; more blocks only add atomics).
+// Each thread takes 4 consecutive rows per step: one 16-byte load of l_shipdate (4 x int32). The
+// four rows' int64 values of a later column are one 32-byte sector (two 16-byte loads), loaded
+// only when one of the four rows passed every earlier predicate: discount, then quantity, then
+// extendedprice (the cheapest order at Q6's selectivities; shipdate keeps ~15 % of the rows, so
+// most discount sectors and nearly all price sectors are never fetched; docs/results/tpch_q6.md
+// measures 13.3 DRAM bytes a row against 28 for a full scan). The products are summed in a
+// per-thread int64, then a warp shuffle tree, a shared-memory step across warps, and one
+// atomicAdd per block into revenue (cleared by a memset first). Integer addition is associative,
+// so the result is exact and the same on every run whatever order the blocks finish in. Rows past
+// the last whole group of 4 (and any misaligned start) go through a scalar path. Grid: enough
+// blocks to fill every SM at full occupancy, striding over the rows.
 //
-// Variants tried (H200 median at SF10 / SF100; filled by scripts/gpu/checks/task-tpch.sh, see
-// docs/results/tpch_q6.md):
-//   vec4 (this file): 16-byte loads, 4 rows per thread per step.
-//   scalar (-DQ6_SCALAR_LOADS=1): one row per thread per step, 4/8-byte loads; kept as a variant
-//     to show what the vector loads buy.
+// Variants (H200 medians in docs/results/tpch_q6.md, from scripts/gpu/checks/task-tpch.sh):
+//   ordered (this file): predicate-ordered sector loads as above.
+//   full (-DQ6_FULL_READ=1): all seven 16-byte loads issued before any predicate, branch-free
+//     (the expert before late materialisation; 28 bytes a row).
+//   fetch32 (-DQ6_FETCH32=1): ordered, with the L2 fetch granularity limit lowered to 32 bytes
+//     (the default 64 fetches a neighbouring sector with every skipped one).
+//   scalar (-DQ6_SCALAR_LOADS=1): one row per thread per step, 4/8-byte loads, full read.
+// %VARIANT% full -DQ6_FULL_READ=1
+// %VARIANT% fetch32 -DQ6_FETCH32=1
 // %VARIANT% scalar -DQ6_SCALAR_LOADS=1
 #include <cuda_runtime.h>
 
@@ -25,6 +32,12 @@
 
 #ifndef Q6_SCALAR_LOADS
 #define Q6_SCALAR_LOADS 0
+#endif
+#ifndef Q6_FULL_READ
+#define Q6_FULL_READ 0
+#endif
+#ifndef Q6_FETCH32
+#define Q6_FETCH32 0
 #endif
 
 namespace {
@@ -44,6 +57,31 @@ __device__ __forceinline__ int64_t kept_product(const Pred& q, int32_t d, int64_
                     (static_cast<uint64_t>(disc) - q.disc_lo <= q.disc_span) & (qty < q.quantity_lt);
   return static_cast<int64_t>(keep) * (price * disc);
 }
+
+#if !Q6_FULL_READ
+/// The row's predicates one column at a time, for the predicate-ordered loads.
+__device__ __forceinline__ bool date_ok(const Pred& q, int32_t d) { return static_cast<uint32_t>(d) - q.date_lo < q.date_span; }
+__device__ __forceinline__ bool disc_ok(const Pred& q, int64_t x) {
+  return static_cast<uint64_t>(x) - q.disc_lo <= q.disc_span;
+}
+
+/// Four consecutive rows (one 16-byte shipdate load, one 32-byte sector per int64 column): each
+/// later column's sector is loaded only when a row of the four is still kept.
+__device__ __forceinline__ int64_t ordered_group(const Pred& q, int4 d, const longlong2* x2, const longlong2* q2,
+                                                 const longlong2* p2, int64_t g) {
+  bool k0 = date_ok(q, d.x), k1 = date_ok(q, d.y), k2 = date_ok(q, d.z), k3 = date_ok(q, d.w);
+  if (!(k0 | k1 | k2 | k3)) return 0;
+  const longlong2 xa = __ldg(x2 + 2 * g), xb = __ldg(x2 + 2 * g + 1);
+  k0 &= disc_ok(q, xa.x), k1 &= disc_ok(q, xa.y), k2 &= disc_ok(q, xb.x), k3 &= disc_ok(q, xb.y);
+  if (!(k0 | k1 | k2 | k3)) return 0;
+  const longlong2 qa = __ldg(q2 + 2 * g), qb = __ldg(q2 + 2 * g + 1);
+  k0 &= qa.x < q.quantity_lt, k1 &= qa.y < q.quantity_lt, k2 &= qb.x < q.quantity_lt, k3 &= qb.y < q.quantity_lt;
+  if (!(k0 | k1 | k2 | k3)) return 0;
+  const longlong2 pa = __ldg(p2 + 2 * g), pb = __ldg(p2 + 2 * g + 1);
+  return static_cast<int64_t>(k0) * (pa.x * xa.x) + static_cast<int64_t>(k1) * (pa.y * xa.y) +
+         static_cast<int64_t>(k2) * (pb.x * xb.x) + static_cast<int64_t>(k3) * (pb.y * xb.y);
+}
+#endif
 
 __device__ __forceinline__ int64_t block_sum(int64_t v) {
   __shared__ int64_t warp_sums[kThreads / 32];
@@ -77,6 +115,7 @@ __global__ void __launch_bounds__(kThreads) q6_fused(const int32_t* __restrict__
   const longlong2* p2 = reinterpret_cast<const longlong2*>(price + vec_begin);
   for (int64_t g = tid; g < groups; g += stride) {
     const int4 d = __ldg(d4 + g);
+#if Q6_FULL_READ
     const longlong2 xa = __ldg(x2 + 2 * g), xb = __ldg(x2 + 2 * g + 1);
     const longlong2 qa = __ldg(q2 + 2 * g), qb = __ldg(q2 + 2 * g + 1);
     const longlong2 pa = __ldg(p2 + 2 * g), pb = __ldg(p2 + 2 * g + 1);
@@ -84,6 +123,9 @@ __global__ void __launch_bounds__(kThreads) q6_fused(const int32_t* __restrict__
     acc += kept_product(q, d.y, xa.y, qa.y, pa.y);
     acc += kept_product(q, d.z, xb.x, qb.x, pb.x);
     acc += kept_product(q, d.w, xb.y, qb.y, pb.y);
+#else
+    acc += ordered_group(q, d, x2, q2, p2, g);
+#endif
   }
   // Scalar rows: the head before vec_begin and the tail after the last whole group.
   const int64_t tail = vec_begin + 4 * groups;
@@ -132,6 +174,11 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     q.disc_lo = static_cast<uint64_t>(p.discount_lo);
     q.disc_span = static_cast<uint64_t>(p.discount_hi) - static_cast<uint64_t>(p.discount_lo);
     q.quantity_lt = disc_empty ? INT64_MIN : p.quantity_lt;  // INT64_MIN: no quantity is below it
+#if Q6_FETCH32
+    // Once per worker: a skipped sector is not fetched along with a kept neighbour.
+    static const cudaError_t limit = cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, 32);
+    D2K_CUDA_TRY(args, limit);
+#endif
     const int64_t begin = Q6_SCALAR_LOADS ? p.n : aligned_begin(c, p.n);
     const int64_t groups = (p.n - begin) / 4;
     int dev = 0, sms = 0, per_sm = 0;

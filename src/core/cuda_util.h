@@ -17,7 +17,17 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-    if (bytes) D2K_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+    if (!bytes) return;
+    if (cudaError_t e = cudaMalloc(&ptr_, bytes); e != cudaSuccess) {
+      (void)cudaGetLastError();
+      // Out of memory names the request and what was free: which allocation did not fit.
+      std::size_t free_b = 0, total_b = 0;
+      const bool known = e == cudaErrorMemoryAllocation && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess;
+      throw CudaError(e, "cudaMalloc of " + std::to_string(bytes) + " bytes" +
+                             (known ? " (" + std::to_string(free_b) + " of " + std::to_string(total_b) +
+                                          " bytes of device memory free)"
+                                    : ""));
+    }
   }
   ~DeviceBuffer() { reset(); }
   DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}

@@ -926,6 +926,9 @@ class SandboxRun {
     env_["HOME"] = scratch_.string();
     env_["TMPDIR"] = scratch_.string();
     env_["LANG"] = "C";
+    // The sandbox's uid has no passwd entry: programs that ask for the user's name (Python's
+    // getpass, which torch.compile reaches) read these first, and fail on getpwuid() without them.
+    env_["USER"] = env_["LOGNAME"] = "d2k-sandbox";
     env_[kChannelFdEnv] = "3";
     for (const auto& [k, v] : opts_.env) env_[k] = v;
 

@@ -56,7 +56,6 @@ AuditedTime combine_audited(std::span<const double> plain_events, std::span<cons
   const Summary off = summarize(offsets);
   const Summary span = summarize(audit_spans);
   a.launch_offset_s = off.median;
-  a.launch_offset_min_s = off.min;
   auto spans = [&](std::string why) {
     a.use_span = true;
     a.why = std::move(why);

@@ -24,7 +24,6 @@ namespace d2k::measure {
 struct AuditedTime {
   Summary time;                    ///< the primary time (see use_span)
   double launch_offset_s = 0;      ///< median over audit samples of (events - span)
-  double launch_offset_min_s = 0;  ///< smallest (events - span) over the audit samples kept
   std::size_t outside = 0;         ///< audit samples whose span exceeded their events (by > slack)
   bool use_span = false;           ///< time is the audit samples' spans, not corrected events
   std::string why;                 ///< when use_span: the reason

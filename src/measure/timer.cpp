@@ -588,21 +588,7 @@ class MeasureRun {
     res_.time = at.time;
     res_.launch_offset_s = at.launch_offset_s;
     res_.outside_events_samples = at.outside;
-    if (at.use_span && opts_.graph && !plain_events_.empty()) {
-      // A captured call cannot leave a side stream unjoined, so the graph's own event nodes hold
-      // all its work, where the instrumented spans read many-block kernels ~7 % high. The offset
-      // varies too much to subtract its median, but never less than its smallest seen value:
-      // subtracting that keeps every sample at or above what the audit samples' spans allow,
-      // where uncorrected event nodes read a 3 us call ~70 % high.
-      const double off = std::max(0.0, at.launch_offset_min_s);
-      std::vector<double> corrected(plain_events_.begin(), plain_events_.end());
-      for (double& t : corrected) t -= off;
-      res_.time = summarize(corrected);
-      res_.timer = "events_min_offset";
-      res_.timer_note = "graph replays: " + at.why.substr(0, at.why.find(':')) +
-                        "; the graph's event nodes less the smallest audited offset (" +
-                        std::to_string(off * 1e6) + " us) are the time";
-    } else if (at.use_span) {
+    if (at.use_span) {
       res_.timer_note = at.why;
     } else if (audit_spans_.empty()) {
       res_.timer = "events";

@@ -116,9 +116,8 @@ struct OriginTime {
 struct MeasureResult {
   /// What `time` summarises: "events_corrected" (events of the samples run without CUPTI, minus
   /// the launch offset measured on audit samples), "cupti" (CUPTI spans: every sample audited, or
-  /// work outside the harness stream's events), "events_min_offset" (graph replays whose offset
-  /// varies: events minus the smallest audited offset) or "events" (CUPTI unavailable or not
-  /// requested).
+  /// work outside the harness stream's events, or an offset that cannot be subtracted) or
+  /// "events" (CUPTI unavailable or not requested).
   std::string timer;
   std::string timer_note;     ///< why the time is CUPTI spans when audit sampling was asked for
   std::string cupti_status;   ///< "ok" or why CUPTI was not used

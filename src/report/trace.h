@@ -31,7 +31,7 @@ struct Correctness {
 /// trace carries it. Filled from measure::MeasureResult by score::performance_record(); its JSON
 /// names are listed once, in visit_fields() below (to_json and performance_from_json use it).
 struct Performance {
-  std::string timer;            ///< "events_corrected", "events_min_offset", "cupti", "events" or "parent_clock" (measure::MeasureResult::timer)
+  std::string timer;            ///< "events_corrected", "cupti", "events" or "parent_clock" (measure::MeasureResult::timer)
   std::string timer_note;       ///< why the time is not events_corrected, when it was asked for
   double launch_offset_us = 0;  ///< subtracted from the events (median events - CUPTI span on audit samples)
   std::int64_t audit_samples = 0;  ///< samples CUPTI recorded

@@ -7,10 +7,10 @@
 # SOL against the datasheet and the calibrated copy bandwidth (task-sce/variant_table.py). Fits
 # the 150 s deadline of scripts/gpu/run_checks.sh: each step gets what is left of a 140 s budget.
 # Extras after OUT (not run by run_checks.sh): `pytorch` runs the golden cross-check against
-# PyTorch float64 on `d2k check --dump` inputs and PyTorch eager F.cross_entropy fwd+bwd timings (about 35 s; `compile` adds torch.compile of the same program, about 60 s
-# of compilation); `variants` builds and runs task-sce/variants.cu (memcpy ceiling, two-pass
+# PyTorch float64 on `d2k check --dump` inputs and the task's pytorch.py as the torch_eager
+# target (about 60 s; `compile` adds the torch_compile target, about 60 s of compilation); `variants` builds and runs task-sce/variants.cu (memcpy ceiling, two-pass
 # kernel, expert; about 45 s).
-# Helpers: scripts/gpu/checks/task-sce/{golden_check.py,torch_eager.py,variant_table.py,variants.cu}.
+# Helpers: scripts/gpu/checks/task-sce/{golden_check.py,variant_table.py,variants.cu}.
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/task-sce.sh CARRY OUT [pytorch [compile]] [variants]
 # Exit status: the number of FAIL lines.
@@ -92,13 +92,14 @@ elif python3 -c "import torch" 2> /dev/null; then
     && pass "golden cross-check" || fail "golden cross-check (see golden.log)"
   tail -12 "$out/golden.log"
   rm -rf "$out/dump"  # .npy of every check workload: large; golden.log keeps the errors
-  step torch 30 python3 $helpers/torch_eager.py --samples 20 --csv "$out/torch.csv"
-  grep -E "^\||kernels|torch " "$out/torch.log" | cut -c1-300
+  # The task's pytorch.py as targets (F.cross_entropy fwd + bwd), timed like every other target.
+  torch_targets=torch_eager
   if [[ $extras == *" compile "* ]]; then
-    budget=$((SECONDS + 90))  # an extra: its own allowance beyond the default run's budget
-    step torch_compile 90 python3 $helpers/torch_eager.py --samples 20 --compile --csv "$out/torch_compile.csv"
-    grep -E "^\|.*torch_compile" "$out/torch_compile.log" | cut -c1-300
+    budget=$((budget + 90))  # an extra: its own allowance for torch.compile's compilation
+    torch_targets+=,torch_compile
   fi
+  step torch 120 "$d2k" bench --task $task --targets naive,$torch_targets --quiet --json "$out/torch.jsonl"
+  grep -E "torch_" "$out/torch.log" | grep -v " check " | cut -c1-200
 else
   echo "SKIP golden cross-check and PyTorch timings: no torch on this machine"
 fi

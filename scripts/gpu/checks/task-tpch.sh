@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The TPC-H tasks on the H200 (issue #17): validation; d2k bench of every built-in target (naive,
 # expert, library, the expert's scalar-load variant) with the table; the starter's verdict (must be
-# INCORRECT_*); the PyTorch eager path (masks + gather + sum on int64 columns) on the bench sizes
-# for the naive-vs-eager ratio; the expert's SASS (what design.json's "recognise" fields name).
+# INCORRECT_*); the PyTorch program (dataset/<task>/pytorch.py) as the torch_eager target; the expert's SASS (what design.json's "recognise" fields name).
 # The goldens' independent check is the CPU tests task_tpch_q{6,1}_duckdb_test (DuckDB), not run here.
 # Fits the 150 s deadline of scripts/gpu/run_checks.sh: each step gets what is left of a 145 s budget
 # (TPCH_BUDGET_S); run alone with TPCH_BUDGET_S=300 for the full PyTorch timings if they are cut.
@@ -35,8 +34,12 @@ for task in tpch_q6 tpch_q1; do
   step "validate_$task" 5 "$d2k" tasks validate $task && pass "validate $task" || fail "validate $task"
   targets=naive,expert
   [ -f "$carry/impl/$task/library.so" ] && targets+=,library
-  [ -f "$carry/impl/$task/expert_scalar.so" ] && targets+=,expert:scalar
-  if step "bench_$task" 40 "$d2k" bench --task $task --targets $targets --quiet --json "$out/bench_$task.jsonl" \
+  for v in $(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//'); do
+    targets+=,expert:$v
+  done
+  # The task's pytorch.py (masks, index_add_), checked and timed like every target.
+  python3 -c "import torch" 2> /dev/null && [ -f "dataset/$task/pytorch.py" ] && targets+=,torch_eager
+  if step "bench_$task" 60 "$d2k" bench --task $task --targets $targets --quiet --json "$out/bench_$task.jsonl" \
       --markdown "$out/bench_$task.md"; then
     pass "bench $task: every built-in target PASSED"
   else
@@ -53,12 +56,5 @@ for task in tpch_q6 tpch_q1; do
       "$out/expert_$task.sass" | sort | uniq -c | awk '{print $2"x"$1}')
   fi
 done
-if python3 -c "import torch" 2> /dev/null; then
-  step torch 30 python3 $aux_dir/torch_path.py --samples 10 --queries q6,q1 --csv "$out/torch.csv" \
-    && pass "torch path timed" || fail "torch path (see torch.log)"
-  grep -E "^\||torch " "$out/torch.log" | cut -c1-300
-else
-  echo "SKIP PyTorch timings: no torch on this machine"
-fi
 echo "task-tpch: $fails failure(s)"
 exit "$fails"

@@ -126,6 +126,15 @@ def load(path, mode):
             torch = _torch()
             if torch is None:
                 return None, "torch_compile: torch is not installed for %s" % sys.executable
+            # Inductor keeps a low-precision cast's fp32 value unless told to round it: the task's
+            # program rounds intermediates (e.g. rmsnorm's bf16 residual) and so must its compiled
+            # form, or the comparison is of another program (measured: 20 % of elements 1 ulp off).
+            try:
+                import torch._inductor.config as inductor_config
+                if hasattr(inductor_config, "emulate_precision_casts"):
+                    inductor_config.emulate_precision_casts = True
+            except ImportError:
+                pass
             fn = torch.compile(fn)
         return Loaded(path, mode, fn, params, abi), None
     except BaseException as e:  # noqa: B902 - a candidate's import may raise anything, SystemExit included

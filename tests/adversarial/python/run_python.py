@@ -4,7 +4,8 @@ was caught, with the verdict rules of ../run_runtime.py (caught, caught (alt), M
 neutralised, FALSE POSITIVE, wrong verdict).
 
 Every folder here with an expect_run.json is a solution.py that cheats in one way (honest_* are
-controls); common/*.py is staged beside it. Prints a Markdown table and exits non-zero when a
+controls); the task's Triton expert (dataset/fused_add_rmsnorm/expert_triton/solution.py) is
+staged beside it as rmsnorm_triton.py, the honest kernel the cases wrap. Prints a Markdown table and exits non-zero when a
 case was missed, got the wrong verdict, or a control was flagged. Needs a GPU, torch and Triton.
 Python 3 standard library only.
 """
@@ -44,8 +45,8 @@ def main():
         staged = os.path.join(work, name)
         shutil.rmtree(staged, ignore_errors=True)
         shutil.copytree(os.path.join(HERE, name), staged)
-        for c in os.listdir(os.path.join(HERE, "common")):
-            shutil.copy(os.path.join(HERE, "common", c), staged)
+        shutil.copy(os.path.join(a.dataset, "fused_add_rmsnorm", "expert_triton", "solution.py"),
+                    os.path.join(staged, "rmsnorm_triton.py"))
         os.remove(os.path.join(staged, "expect_run.json"))
         jsonl = os.path.join(work, name + ".jsonl")
         cmd = [a.d2k, "--dataset", a.dataset, "bench", "--task", exp["task"], "--track", "triton",

@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
     while (!capeff.empty() && (capeff.front() == '\t' || capeff.front() == ' ')) capeff.erase(0, 1);
     report({{"type", "ids"}, {"uid", getuid()}, {"gid", getgid()}, {"pid", getpid()}, {"capeff", capeff},
             {"hostname", u.nodename}, {"cwd", cwd}, {"home", home ? home : ""},
+            {"user", std::getenv("USER") ? std::getenv("USER") : ""},
             {"threads", d2k::count_threads()}});
     return 0;
   }

@@ -122,6 +122,8 @@ TEST_P(SandboxFs, IdentityHomeAndScratch) {
   }
   EXPECT_EQ((*ids)["capeff"], "0000000000000000") << "no capabilities inside: " << ids->dump();
   EXPECT_EQ((*ids)["home"], r.scratch_dir.string());
+  // A user name for programs that ask (the uid has no passwd entry; torch.compile asks).
+  EXPECT_EQ((*ids)["user"], "d2k-sandbox");
   EXPECT_EQ((*ids)["cwd"], r.scratch_dir.string());
   if (has(r.layers, "pid_namespace") && GetParam() == FsIsolation::mount_namespace) {
     EXPECT_LE((*ids)["pid"].get<int>(), 3) << "a fresh PID namespace numbers from 1";
