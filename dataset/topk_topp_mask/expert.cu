@@ -1,0 +1,569 @@
+// topk_topp_mask — expert: radix select on order-preserving float keys, no sort of the row.
+//
+// Per row of V fp32 logits the kept set is {x >= tau}; finding tau needs the k-th largest logit
+// and, for top-p, the probability mass above each of the few values at the top. Neither needs the
+// row sorted: a radix select on the 32-bit order-preserving key of each logit finds the bin that
+// holds the k-th largest, and only the keys in and above that bin (a few dozen to a few hundred
+// for language-model logits) are sorted, on chip.
+//
+//   1. stats    (S CTAs per row) one read of the row: online maximum and sum of exponentials (fp32
+//               terms summed in fp64, with the weight of their argument errors), and a 4096-bin
+//               shared-memory histogram of the keys' first 12 bits, warp-aggregated
+//               (__match_any_sync) so that a warp adds once per distinct bin. The last CTA of the
+//               row to finish merges the partial statistics and histograms and picks the bin
+//               holding the k-th largest key (a warp scan over the bins from the top). Only when
+//               that bin holds more than kCap keys (heavy ties, tightly clustered logits) does
+//               that CTA read the row again for the next 10-bit digit, at most twice.
+//   2. collect  a second read: the keys in and above the bin are appended (warp-aggregated
+//               atomics) to the row's candidate list; the row's last CTA sorts the list in shared
+//               memory (bitonic) and decides tau: the k-th largest candidate, then the tie groups
+//               from the top while the mass above the group is < top_p * Z. Near top_p the fp32
+//               statistics cannot decide exactly; such a row (about one in a thousand for these
+//               logits; none of the 1312 bench rows in the CPU tests' host emulation) is flagged.
+//   3. recheck  a fixed grid that decides the flagged rows in fp64 (Z re-summed from fp64
+//               exponentials, split over the row); returns at once when none is flagged.
+//   4. output   one write of the row: zeros, then the kept values stored by index from the sorted
+//               candidates (no third read). Only a row whose kept set includes a tie group too
+//               large to list reads the row again.
+//
+// DRAM: 2 reads + 1 write per element (definition.json's cost model); the select's later stages
+// touch only the candidates.
+//
+// Variants considered:
+//   a. full segmented sort + cumulative sum (naive.cu): log2(V)/8 radix passes of keys and values,
+//      each reading and writing the row; 10-20x the traffic of (c).
+//   b. three histogram passes (12+10+10 bits) to find the k-th largest exactly, then a pass to
+//      collect the keys above it for top-p: 5 reads; rejected for (c)'s bounded candidate list,
+//      which replaces passes 2-3 for every row of the bench data.
+//   b'. (c) with the further digits as two launches over all rows' CTAs: two launches of CTAs
+//      that return at once on the bench data (a few microseconds against the Gemma row's 24 us
+//      SOL); the row's last CTA refines instead.
+//   c. (chosen) one histogram pass, a collecting pass, on-chip sort of the candidates; further
+//      digit passes only for rows whose bin overflows the candidate buffer.
+//   d. one-pass streaming filter (a running threshold raised as candidates arrive): saves the
+//      second read but needs a data-dependent buffer policy that must stay exact under ties;
+//      left for later.
+//   Several CTAs per row when B is small (S = ceil(1024 / B), slices of at least 4096 logits), so
+//   the 32-row Gemma batch still fills the GPU; one CTA per row at B >= 1024.
+//
+// %VARIANT% plainatomics -DTOPK_PLAIN_SHARED_ATOMICS
+//   (shared-memory histogram with one atomic per logit, no warp aggregation: measures the match)
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "d2k/solution.h"
+#include "select.cuh"
+
+namespace topk_expert {
+
+using topk::Bucket;
+using topk::kCap;
+using topk::kLevels;
+using topk::kMaxBins;
+using topk::RowDecision;
+using topk::Stats;
+
+constexpr int kThreads = 512;
+constexpr int kWarps = kThreads / 32;
+constexpr int kCtaTarget = 1024;         ///< CTAs per launch the row split aims at
+constexpr int64_t kMinSlice = 4096;      ///< logits per CTA at least
+constexpr int kTickets = 4;              ///< per-row arrival counters, one per stage:
+constexpr int kTicketStats = 0, kTicketCollect = 1, kTicketRecheck = 2;
+constexpr int kRecheckCtas = 264;        ///< the recheck grid (two per SM of an H200)
+constexpr int64_t kRecheckSlice = 8192;  ///< logits per recheck work item
+
+/// Everything a row carries between the stages.
+struct RowState {
+  Stats stats;
+  Bucket bucket;
+  RowDecision decision;
+  std::uint32_t n_cand;
+};
+
+struct Params {
+  const float* x;
+  float* out;
+  int64_t B, V;
+  int S;          ///< CTAs per row
+  int64_t chunk;  ///< logits per CTA (a multiple of 4)
+  int64_t k_eff;
+  double top_p, inv_t;
+  float c;  ///< log2(e) / temperature
+  RowState* rows;
+  Stats* part;                 ///< [B * S] partial statistics
+  std::uint32_t* slots;        ///< [B * S * kMaxBins] per-CTA histograms (S > 1)
+  unsigned long long* cand;    ///< [B * kCap] (key << 32 | index)
+  std::uint32_t* counters;     ///< [B * kTickets] arrival tickets, then [B] candidate counts
+  std::uint32_t* flagged;      ///< [B] rows to decide in fp64, then the count
+  double* part64;              ///< [B * recheck slices] fp64 partial sums
+  int64_t recheck_slices;
+};
+
+__host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+__host__ __device__ inline int64_t lmin(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// ---- slices of a row, with 16-byte accesses where the alignment allows ----------------------
+
+/// Calls f(x, i) for every logit i in [beg, end) of the row at `rowp` (unaligned head and tail
+/// scalar, the body as float4, four loads in flight per thread).
+template <class F>
+__device__ __forceinline__ void for_slice(const float* rowp, int64_t beg, int64_t end, F&& f) {
+  const float* p = rowp + beg;
+  const int64_t n = end - beg;
+  const int64_t head = lmin(n, (16 - (reinterpret_cast<uintptr_t>(p) & 15)) / 4 & 3);
+  for (int64_t i = threadIdx.x; i < head; i += blockDim.x) f(p[i], beg + i);
+  const int64_t nv = (n - head) / 4;
+  const float4* pv = reinterpret_cast<const float4*>(p + head);
+  constexpr int kUnroll = 4;
+  int64_t v = threadIdx.x;
+  for (; v + (kUnroll - 1) * kThreads < nv; v += kUnroll * kThreads) {
+    float4 q[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) q[u] = __ldcs(pv + v + u * kThreads);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t i = beg + head + 4 * (v + u * kThreads);
+      f(q[u].x, i);
+      f(q[u].y, i + 1);
+      f(q[u].z, i + 2);
+      f(q[u].w, i + 3);
+    }
+  }
+  for (; v < nv; v += kThreads) {
+    const float4 q = __ldcs(pv + v);
+    const int64_t i = beg + head + 4 * v;
+    f(q.x, i);
+    f(q.y, i + 1);
+    f(q.z, i + 2);
+    f(q.w, i + 3);
+  }
+  for (int64_t i = head + 4 * nv + threadIdx.x; i < n; i += blockDim.x) f(p[i], beg + i);
+}
+
+/// Adds one to bin `bin` of the shared histogram: the lanes of a warp that share a bin add once
+/// (MATCH + one ATOMS per distinct bin), which matters because logits crowd a few dozen bins.
+__device__ __forceinline__ void hist_add(std::uint32_t* h, std::uint32_t bin) {
+#ifdef TOPK_PLAIN_SHARED_ATOMICS
+  atomicAdd(&h[bin], 1u);
+#else
+  const unsigned active = __activemask();
+  const unsigned peers = __match_any_sync(active, bin);
+  if ((threadIdx.x & 31) == static_cast<unsigned>(__ffs(peers) - 1)) atomicAdd(&h[bin], __popc(peers));
+#endif
+}
+
+/// Shared scratch of block_stats (plain arrays: a __shared__ object cannot have initialisers).
+struct StatsScratch {
+  float m[kWarps];
+  double z[kWarps], w[kWarps];
+};
+
+/// Block-wide merge of per-thread statistics; the result in thread 0.
+__device__ Stats block_stats(Stats s, float c, StatsScratch& scratch) {
+  for (int o = 16; o > 0; o >>= 1) {
+    Stats t;
+    t.m = __shfl_down_sync(0xFFFFFFFFu, s.m, o);
+    t.z = __shfl_down_sync(0xFFFFFFFFu, s.z, o);
+    t.w = __shfl_down_sync(0xFFFFFFFFu, s.w, o);
+    s = topk::merge(s, t, c);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    scratch.m[threadIdx.x / 32] = s.m;
+    scratch.z[threadIdx.x / 32] = s.z;
+    scratch.w[threadIdx.x / 32] = s.w;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int w = 1; w < kWarps; ++w) {
+      Stats t;
+      t.m = scratch.m[w];
+      t.z = scratch.z[w];
+      t.w = scratch.w[w];
+      s = topk::merge(s, t, c);
+    }
+  return s;
+}
+
+/// Whether this CTA is the last of the row's S to arrive at ticket `t` (all of them when S = 1).
+/// Every thread fences its own global writes (histogram slots, candidates) before the count says
+/// the CTA is done; the last CTA fences again before it reads the others'.
+__device__ bool last_to_arrive(const Params& P, int64_t row, int t) {
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = P.S == 1 || atomicAdd(&P.counters[row * kTickets + t], 1u) == static_cast<unsigned>(P.S - 1);
+    if (last) __threadfence();
+  }
+  __syncthreads();
+  return last;
+}
+
+/// Publishes this CTA's histogram (S > 1) and, in the last CTA, sums the row's histograms into h.
+__device__ bool merge_hist(const Params& P, int64_t row, int slice, int nbins, std::uint32_t* h) {
+  if (P.S > 1) {
+    std::uint32_t* mine = P.slots + (row * P.S + slice) * kMaxBins;
+    for (int i = threadIdx.x; i < nbins; i += kThreads) mine[i] = h[i];
+  }
+  if (!last_to_arrive(P, row, kTicketStats)) return false;
+  if (P.S > 1)
+    for (int i = threadIdx.x; i < nbins; i += kThreads) {
+      std::uint32_t s = 0;
+      for (int q = 0; q < P.S; ++q) s += __ldcg(P.slots + (row * P.S + q) * kMaxBins + i);
+      h[i] = s;
+    }
+  __syncthreads();
+  return true;
+}
+
+/// The warp form of topk::pick_bin over h[0, nbins) (the first warp; result in warp lane 0's
+/// out[0..2]): each lane sums nbins/32 bins from the top, a warp scan finds the lane where the
+/// running count reaches `need`, that lane walks its bins.
+__device__ void warp_pick(const std::uint32_t* h, int nbins, std::uint32_t need, std::uint32_t* out) {
+  const int lane = threadIdx.x & 31, per = nbins / 32;
+  const int top = nbins - 1 - lane * per;  // this lane's bins: top, top-1, ..., top-per+1
+  std::uint32_t sum = 0;
+  for (int i = 0; i < per; ++i) sum += h[top - i];
+  std::uint32_t incl = sum;
+  for (int o = 1; o < 32; o <<= 1) {
+    const std::uint32_t t = __shfl_up_sync(0xFFFFFFFFu, incl, o);
+    if (lane >= o) incl += t;
+  }
+  const std::uint32_t excl = incl - sum;
+  const unsigned reach = __ballot_sync(0xFFFFFFFFu, incl >= need);
+  if (lane == __ffs(reach) - 1) {
+    std::uint32_t a = excl;
+    for (int i = 0; i < per; ++i) {
+      const std::uint32_t c = h[top - i];
+      if (a + c >= need) {
+        out[0] = static_cast<std::uint32_t>(top - i);
+        out[1] = a;
+        out[2] = c;
+        break;
+      }
+      a += c;
+    }
+  }
+}
+
+/// Further digits for a row whose bin of the k-th largest key holds more than kCap keys (heavy
+/// ties, tightly clustered logits): this CTA alone reads the whole row once per digit and
+/// histograms the next 10 bits of the keys in the bin. The bench data never needs it, so the rare
+/// rows that do pay it on one CTA instead of every row paying two more launches.
+__device__ void refine_row(const Params& P, int64_t row, std::uint32_t* h, std::uint32_t* pick, Bucket& bucket) {
+  for (int level = 1; level < kLevels; ++level) {
+    if (bucket.next_level != level) return;  // uniform: `bucket` is shared, written before a barrier
+    const Bucket b = bucket;
+    const int nbins = 1 << topk::level_bits(level);
+    for (int i = threadIdx.x; i < nbins; i += kThreads) h[i] = 0;
+    __syncthreads();
+    for_slice(P.x + row * P.V, 0, P.V, [&](float x, int64_t) {
+      const std::uint32_t key = topk::order_key(x);
+      if (topk::in_bucket(key, b.lo, b.hi)) hist_add(h, topk::digit(key, level));
+    });
+    __syncthreads();
+    if (threadIdx.x < 32) warp_pick(h, nbins, static_cast<std::uint32_t>(P.k_eff) - b.above, pick);
+    __syncthreads();
+    if (threadIdx.x == 0) topk::advance(bucket, level, pick[0], pick[1], pick[2]);
+    __syncthreads();
+  }
+}
+
+// ---- 1. statistics and the first digit -------------------------------------------------------
+
+__global__ void __launch_bounds__(kThreads) stats_kernel(Params P) {
+  __shared__ std::uint32_t h[kMaxBins];
+  __shared__ StatsScratch scratch;
+  __shared__ std::uint32_t pick[3];
+  const int64_t row = blockIdx.x / P.S;
+  const int slice = static_cast<int>(blockIdx.x % P.S);
+  for (int i = threadIdx.x; i < kMaxBins; i += kThreads) h[i] = 0;
+  __syncthreads();
+  const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
+  const float c = P.c;
+  Stats s;
+  for_slice(P.x + row * P.V, beg, end, [&](float x, int64_t) {
+    hist_add(h, topk::digit(topk::order_key(x), 0));
+    topk::accumulate(s, x, c);
+  });
+  s = block_stats(s, c, scratch);
+  if (threadIdx.x == 0) P.part[row * P.S + slice] = s;
+  if (!merge_hist(P, row, slice, kMaxBins, h)) return;
+  // The row's last CTA: its statistics, then the bin of the k-th largest key. (Raw storage: a
+  // __shared__ object cannot have initialisers.)
+  __shared__ alignas(Bucket) unsigned char bucket_raw[sizeof(Bucket)];
+  Bucket& bucket = *reinterpret_cast<Bucket*>(bucket_raw);
+  if (threadIdx.x < 32) warp_pick(h, kMaxBins, static_cast<std::uint32_t>(P.k_eff), pick);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    Stats all;
+    for (int q = 0; q < P.S; ++q) {
+      Stats pq;
+      pq.m = __ldcg(&P.part[row * P.S + q].m);
+      pq.z = __ldcg(&P.part[row * P.S + q].z);
+      pq.w = __ldcg(&P.part[row * P.S + q].w);
+      all = topk::merge(all, pq, c);
+    }
+    P.rows[row].stats = all;
+    Bucket b;
+    topk::advance(b, 0, pick[0], pick[1], pick[2]);
+    bucket = b;
+  }
+  __syncthreads();
+  refine_row(P, row, h, pick, bucket);
+  if (threadIdx.x == 0) P.rows[row].bucket = bucket;
+}
+
+// ---- 2. candidates, their sort and the threshold ---------------------------------------------
+
+/// Sorts s[0, n2) descending (n2 a power of two) with the whole block.
+__device__ void bitonic_sort_desc(unsigned long long* s, int n2) {
+  for (int k = 2; k <= n2; k <<= 1)
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int i = threadIdx.x; i < n2; i += kThreads) {
+        const int ixj = i ^ j;
+        if (ixj > i) {
+          const unsigned long long a = s[i], b = s[ixj];
+          const bool desc = (i & k) == 0;
+          if (desc ? a < b : a > b) {
+            s[i] = b;
+            s[ixj] = a;
+          }
+        }
+      }
+      __syncthreads();
+    }
+}
+
+__global__ void __launch_bounds__(kThreads) collect_kernel(Params P) {
+  __shared__ unsigned long long cs[kCap];
+  __shared__ std::uint32_t keys[kCap];
+  const int64_t row = blockIdx.x / P.S;
+  const int slice = static_cast<int>(blockIdx.x % P.S);
+  const Bucket b = P.rows[row].bucket;
+  const std::uint32_t from = b.listed ? b.lo : b.hi + 1u;  // keys >= from are listed
+  std::uint32_t* count = P.counters + P.B * kTickets + row;
+  unsigned long long* list = P.cand + row * kCap;
+  const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
+  for_slice(P.x + row * P.V, beg, end, [&](float x, int64_t i) {
+    const std::uint32_t key = topk::order_key(x);
+    const bool take = key >= from;
+    const unsigned active = __activemask();
+    const unsigned want = __ballot_sync(active, take);
+    if (!want) return;
+    const int lane = threadIdx.x & 31, leader = __ffs(want) - 1;
+    std::uint32_t base = 0;
+    if (lane == leader) base = atomicAdd(count, static_cast<unsigned>(__popc(want)));
+    base = __shfl_sync(active, base, leader);
+    if (take) {
+      const std::uint32_t pos = base + __popc(want & ((1u << lane) - 1u));
+      if (pos < static_cast<std::uint32_t>(kCap))
+        list[pos] = (static_cast<unsigned long long>(key) << 32) | static_cast<std::uint32_t>(i);
+    }
+  });
+  if (!last_to_arrive(P, row, kTicketCollect)) return;
+  const int n = static_cast<int>(lmin(__ldcg(count), kCap));
+  int n2 = 1;
+  while (n2 < n) n2 <<= 1;
+  for (int i = threadIdx.x; i < n2; i += kThreads) cs[i] = i < n ? __ldcg(list + i) : 0ull;
+  __syncthreads();
+  bitonic_sort_desc(cs, n2);
+  for (int i = threadIdx.x; i < n; i += kThreads) {
+    list[i] = cs[i];
+    keys[i] = static_cast<std::uint32_t>(cs[i] >> 32);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const Stats st = P.rows[row].stats;
+    const topk::RowInput in{P.k_eff, P.top_p, st.m, P.c, st.z, st.w, b};
+    const RowDecision d = topk::decide(in, keys, n, false, 0.0, P.inv_t);
+    P.rows[row].decision = d;
+    P.rows[row].n_cand = static_cast<std::uint32_t>(n);
+    if (d.uncertain) P.flagged[atomicAdd(P.flagged + P.B, 1u)] = static_cast<std::uint32_t>(row);
+  }
+}
+
+// ---- 3. fp64 decision of the rows near top_p -------------------------------------------------
+
+__global__ void __launch_bounds__(kThreads) recheck_kernel(Params P) {
+  __shared__ double scratch[kWarps];
+  __shared__ std::uint32_t keys[kCap];
+  const std::uint32_t nflag = P.flagged[P.B];
+  const int64_t items = static_cast<int64_t>(nflag) * P.recheck_slices;
+  for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
+    const int64_t f = w / P.recheck_slices, r = w % P.recheck_slices;
+    const int64_t row = P.flagged[f];
+    const float m = P.rows[row].stats.m;
+    const int64_t beg = r * kRecheckSlice, end = lmin(P.V, beg + kRecheckSlice);
+    const float* rowp = P.x + row * P.V;
+    double z = 0;
+    for (int64_t i = beg + threadIdx.x; i < end; i += kThreads) z += exp((static_cast<double>(rowp[i]) - m) * P.inv_t);
+    for (int o = 16; o > 0; o >>= 1) z += __shfl_down_sync(0xFFFFFFFFu, z, o);
+    if ((threadIdx.x & 31) == 0) scratch[threadIdx.x / 32] = z;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int q = 1; q < kWarps; ++q) z += scratch[q];
+      P.part64[f * P.recheck_slices + r] = z;
+    }
+    __syncthreads();
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+      __threadfence();
+      last = atomicAdd(&P.counters[row * kTickets + kTicketRecheck], 1u) == static_cast<unsigned>(P.recheck_slices - 1);
+      if (last) __threadfence();
+    }
+    __syncthreads();
+    if (!last) continue;
+    const int n = static_cast<int>(P.rows[row].n_cand);
+    for (int i = threadIdx.x; i < n; i += kThreads) keys[i] = static_cast<std::uint32_t>(P.cand[row * kCap + i] >> 32);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      double z64 = 0;  // the fixed order of the slices: the same sum every call
+      for (int64_t q = 0; q < P.recheck_slices; ++q) z64 += __ldcg(P.part64 + f * P.recheck_slices + q);
+      const Stats st = P.rows[row].stats;
+      const topk::RowInput in{P.k_eff, P.top_p, st.m, P.c, st.z, st.w, P.rows[row].bucket};
+      P.rows[row].decision = topk::decide(in, keys, n, true, z64, P.inv_t);
+    }
+    __syncthreads();
+  }
+}
+
+// ---- 4. the output row -------------------------------------------------------------------------
+
+__global__ void __launch_bounds__(kThreads) output_kernel(Params P) {
+  const int64_t row = blockIdx.x / P.S;
+  const int slice = static_cast<int>(blockIdx.x % P.S);
+  const RowDecision d = P.rows[row].decision;
+  const float m = P.rows[row].stats.m, c = P.c, inv_s = d.inv_s;
+  const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
+  float* o = P.out + row * P.V;
+  if (d.tie_kept) {  // the kept set is not all listed: read the row and mask it
+    const float* rowp = P.x + row * P.V;
+    for (int64_t i = beg + threadIdx.x; i < end; i += kThreads) {
+      const std::uint32_t key = topk::order_key(rowp[i]);
+      o[i] = key >= d.tau_key ? topk::term(key, m, c) * inv_s : 0.f;
+    }
+    return;
+  }
+  // Zeros with 16-byte stores where aligned, then the kept candidates of this slice by index.
+  float* p = o + beg;
+  const int64_t n = end - beg;
+  const int64_t head = lmin(n, (16 - (reinterpret_cast<uintptr_t>(p) & 15)) / 4 & 3);
+  for (int64_t i = threadIdx.x; i < head; i += kThreads) p[i] = 0.f;
+  const int64_t nv = (n - head) / 4;
+  float4* pv = reinterpret_cast<float4*>(p + head);
+  for (int64_t v = threadIdx.x; v < nv; v += kThreads) __stcs(pv + v, make_float4(0.f, 0.f, 0.f, 0.f));
+  for (int64_t i = head + 4 * nv + threadIdx.x; i < n; i += kThreads) p[i] = 0.f;
+  __syncthreads();  // the zeros before the kept values (same addresses, other threads)
+  const unsigned long long* list = P.cand + row * kCap;
+  for (int q = threadIdx.x; q < d.n_keep; q += kThreads) {
+    const unsigned long long e = list[q];
+    const int64_t i = static_cast<std::uint32_t>(e);
+    if (i >= beg && i < end) o[i] = topk::term(static_cast<std::uint32_t>(e >> 32), m, c) * inv_s;
+  }
+}
+
+// ---- host side ----------------------------------------------------------------------------------
+
+struct Layout {
+  int S;
+  int64_t chunk, recheck_slices;
+};
+inline Layout layout(int64_t B, int64_t V) {
+  Layout L;
+  const int64_t by_rows = ceil_div(kCtaTarget, B > 0 ? B : 1);
+  const int64_t by_len = V / kMinSlice > 1 ? V / kMinSlice : 1;
+  const int64_t S0 = by_rows < by_len ? by_rows : by_len;
+  L.chunk = ceil_div(ceil_div(V, S0), 4) * 4;
+  L.S = static_cast<int>(ceil_div(V, L.chunk));  // every slice non-empty
+  L.recheck_slices = ceil_div(V, kRecheckSlice);
+  return L;
+}
+
+struct Buffers {
+  RowState* rows;
+  Stats* part;
+  std::uint32_t* slots;
+  unsigned long long* cand;
+  std::uint32_t* counters;  ///< tickets, candidate counts, flagged rows and their count: zeroed per call
+  double* part64;
+};
+inline Buffers carve(d2k::Workspace& ws, int64_t B, const Layout& L) {
+  Buffers b;
+  b.rows = ws.take<RowState>(B);
+  b.part = ws.take<Stats>(B * L.S);
+  b.slots = ws.take<std::uint32_t>(L.S > 1 ? B * L.S * kMaxBins : 0);
+  b.cand = ws.take<unsigned long long>(B * kCap);
+  b.counters = ws.take<std::uint32_t>(B * kTickets + B + B + 1);
+  b.part64 = ws.take<double>(B * L.recheck_slices);
+  return b;
+}
+
+}  // namespace topk_expert
+
+extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
+
+extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
+  D2K_ENTRY(args, {
+    const int64_t B = d2k::scalar_i(args, "B");
+    const int64_t V = d2k::scalar_i(args, "V");
+    if (B < 0 || V < 1) throw d2k::abi_error("expert: need B >= 0 and V >= 1");
+    d2k::Workspace ws;
+    topk_expert::carve(ws, B, topk_expert::layout(B, V));
+    *bytes = ws.bytes();
+    return D2K_OK;
+  });
+}
+
+extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
+  using namespace topk_expert;
+  D2K_ENTRY(args, {
+    const int64_t B = d2k::scalar_i(args, "B");
+    const int64_t V = d2k::scalar_i(args, "V");
+    const int64_t k = d2k::scalar_i(args, "k");
+    const double top_p = d2k::scalar_f(args, "top_p");
+    const double temperature = d2k::scalar_f(args, "temperature");
+    if (B < 0 || V < 1) throw d2k::abi_error("expert: need B >= 0 and V >= 1");
+    if (V > 0xFFFFFFFFll) throw d2k::abi_error("expert: V must fit 32-bit indices");
+    if (k < 1 || k > topk::kMaxK) throw d2k::abi_error("expert: k must be in [1, 1024]");
+    if (!(top_p > 0.0 && top_p <= 1.0)) throw d2k::abi_error("expert: top_p must be in (0, 1]");
+    if (!(temperature > 0.0)) throw d2k::abi_error("expert: temperature must be > 0");
+    const DLTensor& logits = d2k::input(args, "logits", kDLCUDA, d2k::dl::f32, {B, V});
+    const DLTensor& probs = d2k::output(args, "probs", kDLCUDA, d2k::dl::f32, {B, V});
+    if (B == 0) return D2K_OK;
+    const Layout L = layout(B, V);
+    d2k::Workspace ws(args);
+    const Buffers buf = carve(ws, B, L);
+    Params P{};
+    P.x = d2k::data<const float>(logits);
+    P.out = d2k::data<float>(probs);
+    P.B = B;
+    P.V = V;
+    P.S = L.S;
+    P.chunk = L.chunk;
+    P.k_eff = k < V ? k : V;
+    P.top_p = top_p;
+    P.inv_t = 1.0 / temperature;
+    P.c = static_cast<float>(1.4426950408889634 / temperature);
+    P.rows = buf.rows;
+    P.part = buf.part;
+    P.slots = buf.slots;
+    P.cand = buf.cand;
+    P.counters = buf.counters;
+    P.flagged = buf.counters + B * kTickets + B;
+    P.part64 = buf.part64;
+    P.recheck_slices = L.recheck_slices;
+    if (B * L.S > 2147483647) throw d2k::abi_error("expert: B * CTAs per row exceeds the grid limit");
+    const unsigned grid = static_cast<unsigned>(B * L.S);
+    auto stream = static_cast<cudaStream_t>(args->stream);
+    D2K_CUDA_TRY(args, cudaMemsetAsync(buf.counters, 0, sizeof(std::uint32_t) * (B * kTickets + B + B + 1), stream));
+    stats_kernel<<<grid, kThreads, 0, stream>>>(P);
+    collect_kernel<<<grid, kThreads, 0, stream>>>(P);
+    recheck_kernel<<<kRecheckCtas, kThreads, 0, stream>>>(P);
+    output_kernel<<<grid, kThreads, 0, stream>>>(P);
+    D2K_CUDA_TRY(args, cudaGetLastError());
+    return D2K_OK;
+  });
+}

@@ -1,0 +1,224 @@
+// topk_topp_mask — the per-row decisions of the expert (expert.cu), shared with the host
+// emulation in tests/unit/tasks/topk_topp_mask/ so that the CPU tests run this exact code:
+// the order-preserving key, the radix digit levels, the choice of the bin that holds the k-th
+// largest key, and the threshold decision over the sorted candidates (top-k, top-p by tie group,
+// and the band in which fp32 statistics cannot decide top-p and the row is decided in fp64).
+// Plain C++ with __host__ __device__ under nvcc.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define TOPK_HD __host__ __device__ __forceinline__
+#else
+#define TOPK_HD inline
+#endif
+
+namespace topk {
+
+/// Candidates a row may list on chip (keys of the bin that holds the k-th largest, and above).
+constexpr int kCap = 2048;
+/// Largest k the task allows (definition.json's constraint): a row can always list the keys
+/// strictly above a tie group.
+constexpr int kMaxK = 1024;
+static_assert(kMaxK <= kCap, "keys above the k-th largest must fit the candidate buffer");
+
+/// Radix digits, most significant first: 12 + 10 + 10 bits of the 32-bit key.
+constexpr int kLevels = 3;
+constexpr int kMaxBins = 1 << 12;
+/// Level 0 reads key bits 31..20, level 1 bits 19..10, level 2 bits 9..0.
+TOPK_HD int level_shift(int level) { return level == 0 ? 20 : level == 1 ? 10 : 0; }
+TOPK_HD int level_bits(int level) { return level == 0 ? 12 : 10; }
+
+/// Error of one fp32 term e = exp2f(t), t = (x - m) * c with c = log2(e) / temperature rounded to
+/// fp32: exp2f is within 2 ulp (2^-22 relative), and t carries three fp32 roundings (x - m, c,
+/// the product), 3 * 2^-24 * |t|, which exp2 turns into ln(2) * 3 * 2^-24 * |t| relative. Both
+/// bounds doubled for margin.
+constexpr double kTermRel = 4.8e-7;
+constexpr double kTermRelPerT = 2.5e-7;
+
+/// Order-preserving map of a float to uint32: a < b (as floats) iff key(a) < key(b); -0 maps to +0's
+/// key so that the two zeros are one value, as they compare equal.
+TOPK_HD std::uint32_t order_key(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if (u == 0x80000000u) u = 0;
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+TOPK_HD float key_value(std::uint32_t key) {
+  const std::uint32_t u = (key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key;
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+TOPK_HD std::uint32_t digit(std::uint32_t key, int level) {
+  return (key >> level_shift(level)) & ((1u << level_bits(level)) - 1u);
+}
+/// Whether `key` lies in the bucket [lo, hi] that level `level` refines.
+TOPK_HD bool in_bucket(std::uint32_t key, std::uint32_t lo, std::uint32_t hi) { return key >= lo && key <= hi; }
+
+/// Where the select stands for one row after a histogram level.
+struct Bucket {
+  std::uint32_t lo = 0, hi = 0xFFFFFFFFu;  ///< key range holding the k-th largest
+  std::uint32_t above = 0;                  ///< keys > hi
+  std::uint32_t in = 0;                     ///< keys in [lo, hi]
+  int next_level = 0;                       ///< next level to histogram; kLevels when resolved
+  bool listed = false;                      ///< resolved: the keys in [lo, hi] are collected too
+};
+
+/// After level `level`'s histogram of the keys in b.lo..b.hi: moves b to the bin holding the
+/// k_eff-th largest key of the row and decides whether the row is resolved (its candidates fit
+/// kCap, or the bin is a single value) or needs the next level. `acc` counts the keys in the
+/// level's bins above `bin`, `count` those in it.
+TOPK_HD void advance(Bucket& b, int level, std::uint32_t bin, std::uint32_t acc, std::uint32_t count) {
+  const std::uint32_t width = 1u << level_shift(level);
+  b.lo = b.lo + bin * width;  // b.lo's bits below the previous level's digit are 0
+  b.hi = b.lo + (width - 1u);
+  b.above += acc;
+  b.in = count;
+  if (b.above + b.in <= static_cast<std::uint32_t>(kCap)) {
+    b.listed = true;
+    b.next_level = kLevels;
+  } else if (level + 1 == kLevels) {
+    b.listed = false;  // a single value (lo == hi) tied more than kCap - above times
+    b.next_level = kLevels;
+  } else {
+    b.next_level = level + 1;
+  }
+}
+
+/// The serial form of the bin choice (the device does it with a warp scan): scanning bins from
+/// the top, the first whose running count reaches `need` (= k_eff - keys above the bucket).
+TOPK_HD void pick_bin(const std::uint32_t* hist, int nbins, std::uint32_t need, std::uint32_t* bin,
+                      std::uint32_t* acc, std::uint32_t* count) {
+  std::uint32_t a = 0;
+  for (int i = nbins - 1; i >= 0; --i) {
+    if (a + hist[i] >= need) {
+      *bin = static_cast<std::uint32_t>(i);
+      *acc = a;
+      *count = hist[i];
+      return;
+    }
+    a += hist[i];
+  }
+  *bin = 0;  // unreachable when the histogram holds >= need keys
+  *acc = a;
+  *count = 0;
+}
+
+/// Softmax statistics of (part of) a row relative to its maximum m, in log2 units
+/// t = (x - m) * c: z = sum 2^t, w = sum 2^t * (-t) (the weight of the argument errors).
+struct Stats {
+  float m = -INFINITY;
+  double z = 0, w = 0;
+};
+/// Combines two partial statistics (either may be empty).
+TOPK_HD Stats merge(Stats a, Stats b, float c) {
+  if (b.z == 0) return a;
+  if (a.z == 0) return b;
+  if (a.m < b.m) {
+    const Stats t = a;
+    a = b;
+    b = t;
+  }
+  const double d = (static_cast<double>(b.m) - a.m) * c;  // <= 0
+  const double f = exp2(d);
+  Stats r;
+  r.m = a.m;
+  r.z = a.z + f * b.z;
+  r.w = a.w + f * (b.w - d * b.z);
+  return r;
+}
+
+/// Adds logit x to a thread's running statistics (online maximum: what was summed against an
+/// older maximum is rescaled in fp64 when a larger logit arrives).
+TOPK_HD void accumulate(Stats& s, float x, float c) {
+  if (x > s.m) {
+    if (s.z > 0) {
+      const double d = (static_cast<double>(s.m) - x) * c;  // < 0
+      const double f = exp2(d);
+      s.w = f * (s.w - d * s.z);
+      s.z *= f;
+    }
+    s.m = x;
+  }
+  const float t = (x - s.m) * c;
+  const float e = exp2f(t);
+  s.z += e;
+  s.w += static_cast<double>(e) * -t;
+}
+
+/// What the threshold decision needs about a row.
+struct RowInput {
+  std::int64_t k_eff;  ///< min(k, V)
+  double top_p;        ///< 1 disables top-p
+  float m, c;          ///< row maximum, log2(e) / temperature
+  double z, w;         ///< statistics of the whole row (fp32 terms summed in fp64)
+  Bucket bucket;       ///< the resolved bucket
+};
+/// The decision: kept = {x : key(x) >= tau_key}.
+struct RowDecision {
+  std::uint32_t tau_key = 0;
+  int n_keep = 0;         ///< listed candidates kept (a prefix of the sorted list)
+  bool tie_kept = false;  ///< the unlisted tie group is kept too (output needs a read pass)
+  float inv_s = 0;        ///< 1 / sum of the kept terms
+  bool uncertain = false; ///< top-p mass within the fp32 error of top_p * z: decide in fp64
+};
+
+TOPK_HD float term(std::uint32_t key, float m, float c) { return exp2f((key_value(key) - m) * c); }
+TOPK_HD double term64(std::uint32_t key, float m, double inv_t) {
+  return exp((static_cast<double>(key_value(key)) - m) * inv_t);
+}
+
+/// The threshold over `n` candidate keys sorted descending (the row's keys >= bucket.lo when
+/// listed, else > bucket.hi with the tie group (bucket.lo, bucket.in) after them). With `exact`,
+/// the terms, z and the top-p comparison are fp64 (z64 = the row's fp64 sum of exp((x-m)/T)).
+TOPK_HD RowDecision decide(const RowInput& r, const std::uint32_t* keys, int n, bool exact, double z64,
+                           double inv_t) {
+  RowDecision d;
+  const bool listed = r.bucket.listed;
+  const std::uint32_t tk = listed ? keys[r.k_eff - 1] : r.bucket.lo;  // the k_eff-th largest key
+  const double z = exact ? z64 : r.z;
+  const double pz = r.top_p * z;
+  const double z_err = exact ? 0 : r.top_p * (kTermRel * r.z + kTermRelPerT * r.w);
+  const bool use_p = r.top_p < 1.0;
+  double above = 0, above_err = 0, s = 0;  // mass of the groups kept so far, its error bound
+  int i = 0;
+  while (i < n && keys[i] >= tk) {
+    int j = i;
+    while (j < n && keys[j] == keys[i]) ++j;
+    const double e = exact ? term64(keys[i], r.m, inv_t) : static_cast<double>(term(keys[i], r.m, r.c));
+    if (use_p) {
+      if (!exact && fabs(above - pz) <= above_err + z_err) d.uncertain = true;
+      if (!(above < pz)) break;
+    }
+    d.tau_key = keys[i];
+    d.n_keep = j;
+    above += (j - i) * e;
+    const double t = -static_cast<double>((key_value(keys[i]) - r.m) * r.c);
+    above_err += (j - i) * e * (kTermRel + kTermRelPerT * t);
+    i = j;
+  }
+  if (!listed) {  // the tie group at the k-th largest key, below every listed key
+    const double e = exact ? term64(r.bucket.lo, r.m, inv_t) : static_cast<double>(term(r.bucket.lo, r.m, r.c));
+    bool keep = i == n;  // every listed group above it was kept
+    if (keep && use_p) {
+      if (!exact && fabs(above - pz) <= above_err + z_err) d.uncertain = true;
+      keep = above < pz;
+    }
+    if (keep) {
+      d.tie_kept = true;
+      d.tau_key = r.bucket.lo;
+      above += r.bucket.in * e;
+    }
+  }
+  // The renormaliser from the fp32 terms the output will hold (fp64 sum).
+  for (int q = 0; q < d.n_keep; ++q) s += term(keys[q], r.m, r.c);
+  if (d.tie_kept) s += static_cast<double>(r.bucket.in) * term(r.bucket.lo, r.m, r.c);
+  d.inv_s = static_cast<float>(1.0 / s);
+  return d;
+}
+
+}  // namespace topk

@@ -1,0 +1,411 @@
+// w4a16_gemv: the comparison rule of definition.json checked both ways on the public check
+// workloads and on hidden draws. Host emulations of an implementation's arithmetic are compared
+// with the fp64 golden (the task's reference.so, inputs from the task's generators) under each
+// workload's effective rule:
+//   pass: the expert's order (exact (q - 8) codes, fp32 partial per group of 128 in steps of 16 as
+//         mma.sync accumulates, fp32 FMA with the scale, groups split over warps and the warps'
+//         sums added in order); the naive's (each weight rounded to bf16 as the dequantise kernel
+//         stores it, then one fp32 running sum over K, the least accurate fp32 order);
+//   fail: a bf16 running sum; bf16 sums within each group of 128 (fp32 across groups); AWQ's
+//         interleaved nibble order read as sequential; signed two's-complement codes instead of
+//         offset 8.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "check/compare.h"
+#include "core/diagnostics.h"
+#include "core/dtype.h"
+#include "core/task_loader.h"
+#include "core/workload.h"
+#include "engine/host_backend.h"
+#include "engine/plan.h"
+#include "exec/loader.h"
+
+namespace fs = std::filesystem;
+using namespace d2k;
+
+namespace {
+
+enum class Variant {
+  kExpert,         ///< exact codes; fp32 group partials in k16 steps; fp32 FMA with the scale; 8 warps
+  kNaive,          ///< w rounded to bf16, one fp32 running sum over K
+  kBf16Sum,        ///< the running sum rounded to bf16 after every addition
+  kBf16GroupSum,   ///< bf16 running sum within each group of 128, fp32 across groups
+  kAwqOrder,       ///< nibbles read in AWQ's interleaved order (0, 2, 4, 6, 1, 3, 5, 7)
+  kSignedCodes,    ///< codes as two's-complement int4 (q >= 8 ? q - 16 : q) instead of q - 8
+};
+
+constexpr std::int64_t kGroup = 128;
+
+float bf16_bits_to_float(std::uint16_t b) { return static_cast<float>(load_as_double(DType::bf16, &b)); }
+std::uint16_t float_to_bf16_bits(float v) {
+  std::uint16_t b = 0;
+  store_from_double(DType::bf16, &b, v);
+  return b;
+}
+float bf16_round(float v) { return bf16_bits_to_float(float_to_bf16_bits(v)); }
+
+const Task& task() {
+  static const Task t = [] {
+    Diagnostics diag;
+    Task loaded = load_task(fs::path(D2K_SOURCE_DIR) / "dataset/w4a16_gemv", diag);
+    if (!diag.ok()) throw std::runtime_error("w4a16_gemv does not load: " + diag.format());
+    return loaded;
+  }();
+  return t;
+}
+
+std::int64_t axis(const WorkloadPlan& p, const std::string& name) { return p.axes.at(name); }
+
+/// The weight code of (n, k) as variant `v` reads it, as a float (exact).
+float code(Variant v, const std::uint32_t* qrow, std::int64_t k) {
+  static constexpr int kAwq[8] = {0, 4, 1, 5, 2, 6, 3, 7};  // AWQ stores k = j at nibble kAwq[j]
+  const int j = static_cast<int>(k % 8);
+  const int nib = v == Variant::kAwqOrder ? kAwq[j] : j;
+  const int q = static_cast<int>((qrow[k / 8] >> (4 * nib)) & 15u);
+  if (v == Variant::kSignedCodes) return static_cast<float>(q >= 8 ? q - 16 : q);
+  return static_cast<float>(q - 8);
+}
+
+/// One output y[b, n] in fp32 by variant `v`'s arithmetic.
+float dot(Variant v, const std::uint16_t* xr, const std::uint32_t* qrow, const std::uint16_t* srow, std::int64_t K) {
+  const std::int64_t G = K / kGroup;
+  switch (v) {
+    case Variant::kExpert: {
+      constexpr int kWarps = 8;
+      float warp_acc[kWarps] = {};
+      for (std::int64_t g = 0; g < G; ++g) {
+        float p = 0.f;  // the mma accumulator of this group: 8 steps of 16 products
+        for (std::int64_t k0 = g * kGroup; k0 < (g + 1) * kGroup; k0 += 16) {
+          float step = 0.f;
+          for (std::int64_t k = k0; k < k0 + 16; ++k) step += bf16_bits_to_float(xr[k]) * code(v, qrow, k);
+          p += step;
+        }
+        float& acc = warp_acc[g % kWarps];
+        acc = std::fmaf(bf16_bits_to_float(srow[g]), p, acc);
+      }
+      float y = 0.f;
+      for (float a : warp_acc) y += a;
+      return y;
+    }
+    case Variant::kBf16GroupSum: {
+      float y = 0.f;
+      for (std::int64_t g = 0; g < G; ++g) {
+        float p = 0.f;
+        for (std::int64_t k = g * kGroup; k < (g + 1) * kGroup; ++k)
+          p = bf16_round(p + bf16_bits_to_float(xr[k]) * code(v, qrow, k));
+        y = std::fmaf(bf16_bits_to_float(srow[g]), p, y);
+      }
+      return y;
+    }
+    default: {
+      float y = 0.f;
+      for (std::int64_t k = 0; k < K; ++k) {
+        float w = code(v, qrow, k) * bf16_bits_to_float(srow[k / kGroup]);
+        if (v == Variant::kNaive || v == Variant::kBf16Sum) w = bf16_round(w);
+        y += bf16_bits_to_float(xr[k]) * w;
+        if (v == Variant::kBf16Sum) y = bf16_round(y);
+      }
+      return y;
+    }
+  }
+}
+
+HostTensor emulate(Variant v, const WorkloadPlan& p, const std::vector<HostTensor>& in) {
+  const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K");
+  HostTensor y("y", DType::bf16, {B, N});
+  const auto* x = in.at(0).as<std::uint16_t>();
+  const auto* q = in.at(1).as<std::uint32_t>();
+  const auto* s = in.at(2).as<std::uint16_t>();
+  auto* yp = y.as<std::uint16_t>();
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t b = 0; b < B; ++b)
+      yp[b * N + n] = float_to_bf16_bits(dot(v, x + b * K, q + n * (K / 8), s + n * (K / kGroup), K));
+  return y;
+}
+
+
+// ---- the expert kernel's dataflow, lane by lane --------------------------------------------------
+// expert.cu feeds mma.sync m16n8k16 with a k order of its own (pairs (q_j, q_{j+4}) of a word in
+// slots (2t, 2t+1) and (2t+8, 2t+9), x permuted alike by byte_perm) and reduces split-K over warps.
+// This emulation builds every lane's registers with the kernel's expressions, places them in the
+// A/B/C matrices by the fragment layouts of the PTX ISA (mma.m16n8k16 .bf16), and runs the warps'
+// group loops and the shared-memory reduction as the kernel does: a wrong slot, pair, selector or
+// row mapping gives gross errors under the task's rule.
+
+std::uint32_t byte_perm(std::uint32_t x, std::uint32_t y, std::uint32_t sel) {  // __byte_perm
+  const std::uint64_t v = (static_cast<std::uint64_t>(y) << 32) | x;
+  std::uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) r |= static_cast<std::uint32_t>((v >> (8 * ((sel >> (4 * i)) & 7))) & 0xFF) << (8 * i);
+  return r;
+}
+float lo_bf16(std::uint32_t r) { return bf16_bits_to_float(static_cast<std::uint16_t>(r & 0xFFFF)); }
+float hi_bf16(std::uint32_t r) { return bf16_bits_to_float(static_cast<std::uint16_t>(r >> 16)); }
+/// code_pair: ((w >> 4j) & 0x000F000F) | 0x43004300, then fma.rn.bf16x2(v, 1, -136) (exact).
+std::uint32_t code_pair(std::uint32_t w, int j) {
+  const std::uint32_t v = ((w >> (4 * j)) & 0x000F000Fu) | 0x43004300u;
+  const float lo = lo_bf16(v) - 136.f, hi = hi_bf16(v) - 136.f;
+  return float_to_bf16_bits(lo) | (static_cast<std::uint32_t>(float_to_bf16_bits(hi)) << 16);
+}
+
+HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTensor>& in, int warps, int mtiles) {
+  const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K"), G = K / kGroup;
+  const int NB = B <= 8 ? 1 : 2, rows_per_cta = 16 * mtiles;
+  warps = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(warps, G)));
+  const auto* x = in.at(0).as<std::uint16_t>();
+  const auto* q = in.at(1).as<std::uint32_t>();
+  const auto* sc = in.at(2).as<std::uint16_t>();
+  HostTensor y("y", DType::bf16, {B, N});
+  auto* yp = y.as<std::uint16_t>();
+  for (std::int64_t row0 = 0; row0 < N; row0 += rows_per_cta) {
+    // red[warp][row][col], as the kernel's shared memory
+    std::vector<float> red(static_cast<std::size_t>(warps * rows_per_cta * NB * 8), 0.f);
+    for (int warp = 0; warp < warps; ++warp) {
+      std::vector<float> acc(static_cast<std::size_t>(mtiles * NB * 32 * 4), 0.f);  // [mt][nb][lane][i]
+      auto A = [&](int mt, int nb, int lane, int i) -> float& {
+        return acc[static_cast<std::size_t>(((mt * NB + nb) * 32 + lane) * 4 + i)];
+      };
+      for (std::int64_t gi = warp; gi < G; gi += warps) {
+        // x fragments per lane: b[nb][lane][u][4]
+        std::vector<std::uint32_t> xb(static_cast<std::size_t>(NB * 32 * 16), 0u);
+        for (int nb = 0; nb < NB; ++nb)
+          for (int lane = 0; lane < 32; ++lane) {
+            const int g = lane >> 2, t = lane & 3, bi = nb * 8 + g;
+            for (int u = 0; u < 4; ++u) {
+              std::uint32_t v[4] = {0, 0, 0, 0};
+              if (bi < B)
+                for (int e = 0; e < 4; ++e) {
+                  const std::int64_t k = gi * kGroup + 32 * t + 8 * u + 2 * e;
+                  v[e] = x[bi * K + k] | (static_cast<std::uint32_t>(x[bi * K + k + 1]) << 16);
+                }
+              std::uint32_t* b = &xb[static_cast<std::size_t>(((nb * 32 + lane) * 4 + u) * 4)];
+              b[0] = byte_perm(v[0], v[2], 0x5410);
+              b[1] = byte_perm(v[0], v[2], 0x7632);
+              b[2] = byte_perm(v[1], v[3], 0x5410);
+              b[3] = byte_perm(v[1], v[3], 0x7632);
+            }
+          }
+        for (int mt = 0; mt < mtiles; ++mt) {
+          float part[2][32][4] = {};  // [nb][lane][i]
+          for (int u = 0; u < 4; ++u)
+            for (int half = 0; half < 2; ++half) {
+              float Am[16][16], Bm[2][16][8];
+              for (int lane = 0; lane < 32; ++lane) {
+                const int g = lane >> 2, t = lane & 3;
+                const std::int64_t r_lo = std::min<std::int64_t>(row0 + mt * 16 + g, N - 1);
+                const std::int64_t r_hi = std::min<std::int64_t>(row0 + mt * 16 + 8 + g, N - 1);
+                const std::uint32_t w_lo = q[r_lo * (K / 8) + gi * 16 + 4 * t + u];
+                const std::uint32_t w_hi = q[r_hi * (K / 8) + gi * 16 + 4 * t + u];
+                const std::uint32_t a[4] = {code_pair(w_lo, 2 * half), code_pair(w_hi, 2 * half),
+                                            code_pair(w_lo, 2 * half + 1), code_pair(w_hi, 2 * half + 1)};
+                // A (row-major 16x16): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..)
+                Am[g][2 * t] = lo_bf16(a[0]), Am[g][2 * t + 1] = hi_bf16(a[0]);
+                Am[g + 8][2 * t] = lo_bf16(a[1]), Am[g + 8][2 * t + 1] = hi_bf16(a[1]);
+                Am[g][2 * t + 8] = lo_bf16(a[2]), Am[g][2 * t + 9] = hi_bf16(a[2]);
+                Am[g + 8][2 * t + 8] = lo_bf16(a[3]), Am[g + 8][2 * t + 9] = hi_bf16(a[3]);
+                for (int nb = 0; nb < NB; ++nb) {
+                  const std::uint32_t* b = &xb[static_cast<std::size_t>(((nb * 32 + lane) * 4 + u) * 4)];
+                  // B (16x8, col): b0 (k 2t..2t+1, n g), b1 (k 2t+8..2t+9, n g)
+                  Bm[nb][2 * t][g] = lo_bf16(b[2 * half]), Bm[nb][2 * t + 1][g] = hi_bf16(b[2 * half]);
+                  Bm[nb][2 * t + 8][g] = lo_bf16(b[2 * half + 1]), Bm[nb][2 * t + 9][g] = hi_bf16(b[2 * half + 1]);
+                }
+              }
+              for (int nb = 0; nb < NB; ++nb)
+                for (int lane = 0; lane < 32; ++lane) {
+                  const int g = lane >> 2, t = lane & 3;
+                  for (int i = 0; i < 4; ++i) {  // C: c0 (g, 2t), c1 (g, 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1)
+                    const int m = g + (i >> 1) * 8, n = 2 * t + (i & 1);
+                    float d = 0.f;
+                    for (int k = 0; k < 16; ++k) d += Am[m][k] * Bm[nb][k][n];
+                    part[nb][lane][i] += d;
+                  }
+                }
+            }
+          for (int nb = 0; nb < NB; ++nb)
+            for (int lane = 0; lane < 32; ++lane)
+              for (int i = 0; i < 4; ++i) {
+                const int g = lane >> 2;
+                const std::int64_t r = std::min<std::int64_t>(row0 + mt * 16 + (i >> 1) * 8 + g, N - 1);
+                A(mt, nb, lane, i) = std::fmaf(bf16_bits_to_float(sc[r * G + gi]), part[nb][lane][i], A(mt, nb, lane, i));
+              }
+        }
+      }
+      for (int mt = 0; mt < mtiles; ++mt)
+        for (int nb = 0; nb < NB; ++nb)
+          for (int lane = 0; lane < 32; ++lane)
+            for (int i = 0; i < 4; ++i) {
+              const int g = lane >> 2, t = lane & 3;
+              const int r = mt * 16 + g + (i >> 1) * 8, c = nb * 8 + 2 * t + (i & 1);
+              red[static_cast<std::size_t>((warp * rows_per_cta + r) * NB * 8 + c)] = A(mt, nb, lane, i);
+            }
+    }
+    for (int e = 0; e < B * rows_per_cta; ++e) {
+      const int b = e / rows_per_cta, r = e % rows_per_cta;
+      const std::int64_t n = row0 + r;
+      if (n >= N) continue;
+      float s = 0.f;
+      for (int w = 0; w < warps; ++w) s += red[static_cast<std::size_t>((w * rows_per_cta + r) * NB * 8 + b)];
+      yp[b * N + n] = float_to_bf16_bits(s);
+    }
+  }
+  return y;
+}
+
+struct Case {
+  WorkloadPlan plan;
+  std::vector<HostTensor> inputs, golden;
+};
+
+std::vector<Case> make_cases(const std::vector<Workload>& workloads, std::uint64_t seed) {
+  LoadedImpl ref = load_impl(fs::path(D2K_BINARY_DIR) / "impl/w4a16_gemv/reference.so");
+  std::vector<Case> out;
+  for (const Workload& w : workloads) {
+    Case c{make_plan(task(), w), {}, {}};
+    c.inputs = generate_inputs_host(c.plan, seed);
+    c.golden = poisoned_outputs(c.plan, 0xA5);
+    run_host(ref, c.plan, c.inputs, c.golden);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+CompareResult judge(Variant v, const Case& c) {
+  return compare(c.plan.outputs.at(0).cmp, c.golden.at(0), emulate(v, c.plan, c.inputs));
+}
+
+class W4A16Tolerance : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::vector<Workload> checks;
+    for (const Workload& w : task().workloads)
+      if (w.role == WorkloadRole::check) checks.push_back(w);
+    cases_ = new std::vector<Case>(make_cases(checks, kSeed));
+  }
+  static void TearDownTestSuite() {
+    delete cases_;
+    cases_ = nullptr;
+  }
+  static constexpr std::uint64_t kSeed = 1;
+  static std::vector<Case>* cases_;
+};
+std::vector<Case>* W4A16Tolerance::cases_ = nullptr;
+
+void report(const char* what, const Case& c, const CompareResult& r) {
+  std::printf("%-14s %-40s max|err| %.4g  rel_l2 %.3g  mismatches %lld/%lld\n", what, c.plan.workload.uuid.c_str(),
+              r.max_abs_error, r.rel_l2, static_cast<long long>(r.mismatches), static_cast<long long>(r.checked));
+}
+
+TEST_F(W4A16Tolerance, CheckWorkloadsCoverTheEdges) {
+  ASSERT_EQ(cases_->size(), 7u);
+  bool odd_n = false, k_long = false, b_max = false;
+  for (const Case& c : *cases_) {
+    odd_n |= axis(c.plan, "N") % 16 != 0;
+    k_long |= axis(c.plan, "K") >= 28672;
+    b_max |= axis(c.plan, "B") == 16;
+  }
+  EXPECT_TRUE(odd_n && k_long && b_max);
+}
+
+TEST_F(W4A16Tolerance, ExpertAndNaiveArithmeticPass) {
+  for (const Case& c : *cases_)
+    for (Variant v : {Variant::kExpert, Variant::kNaive}) {
+      const CompareResult r = judge(v, c);
+      report(v == Variant::kExpert ? "expert" : "naive", c, r);
+      EXPECT_TRUE(r.passed) << c.plan.workload.uuid << ": " << r.message;
+    }
+}
+
+TEST_F(W4A16Tolerance, ExpertLaneEmulationPasses) {
+  // The default build (8 warps, two m16 tiles per warp) and the variants' shapes (16 warps; one tile).
+  for (const Case& c : *cases_)
+    for (auto [warps, mtiles] : {std::pair{8, 2}, std::pair{16, 2}, std::pair{8, 1}}) {
+      const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.golden.at(0), emulate_expert_lanes(c.plan, c.inputs, warps, mtiles));
+      report("expert lanes", c, r);
+      EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " warps " << warps << " mtiles " << mtiles << ": " << r.message;
+      EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid;  // fp32 sums: far inside
+    }
+}
+
+TEST_F(W4A16Tolerance, Bf16RunningSumFails) {
+  for (const Case& c : *cases_) {
+    if (axis(c.plan, "K") < 1024 || axis(c.plan, "B") * axis(c.plan, "N") < 32) continue;  // short sums: bf16 can be lucky
+    const CompareResult r = judge(Variant::kBf16Sum, c);
+    report("bf16 sum", c, r);
+    EXPECT_FALSE(r.passed) << c.plan.workload.uuid << " accepted a bf16 running sum";
+  }
+}
+
+TEST_F(W4A16Tolerance, Bf16SumsWithinGroupsFail) {
+  for (const Case& c : *cases_) {
+    if (axis(c.plan, "B") * axis(c.plan, "N") < 32) continue;
+    const CompareResult r = judge(Variant::kBf16GroupSum, c);
+    report("bf16 group", c, r);
+    EXPECT_FALSE(r.passed) << c.plan.workload.uuid << " accepted bf16 sums within groups";
+  }
+}
+
+TEST_F(W4A16Tolerance, WrongPackingFormatsFail) {
+  for (const Case& c : *cases_) {
+    if (c.plan.workload.uuid.find("allmax") != std::string::npos) continue;  // every code equal: order-blind
+    for (Variant v : {Variant::kAwqOrder, Variant::kSignedCodes}) {
+      const CompareResult r = judge(v, c);
+      EXPECT_FALSE(r.passed) << c.plan.workload.uuid << " accepted variant " << static_cast<int>(v);
+    }
+  }
+  // All codes 15: the signed reading gives -1 instead of +7.
+  for (const Case& c : *cases_) {
+    if (c.plan.workload.uuid.find("allmax") != std::string::npos) {
+      EXPECT_FALSE(judge(Variant::kSignedCodes, c).passed);
+    }
+  }
+}
+
+}  // namespace
+
+// Bench workloads are judged against naive, not the golden: the expert's output (fp32, exact
+// weights) against naive's (bf16-rounded weights) under a bench workload's rule, on a slice of
+// Llama 3 70B o_proj at B = 16 (384 of its 8192 rows: 6144 outputs).
+TEST(W4A16Bench, ExpertPassesAgainstNaiveUnderTheBenchRule) {
+  Workload w;
+  for (const Workload& b : task().workloads)
+    if (b.uuid == "w4a16_gemv-bench-16x8192x8192") w = b;
+  ASSERT_EQ(w.uuid, "w4a16_gemv-bench-16x8192x8192");
+  w.axes["N"] = 384;
+  const WorkloadPlan plan = make_plan(task(), w);
+  const std::vector<HostTensor> inputs = generate_inputs_host(plan, 7);
+  const HostTensor naive = emulate(Variant::kNaive, plan, inputs);
+  const HostTensor expert = emulate(Variant::kExpert, plan, inputs);
+  const CompareResult r = compare(plan.outputs.at(0).cmp, naive, expert);
+  std::printf("expert vs naive, B 16 N 384 K 8192: max|err| %.4g rel_l2 %.3g mismatches %lld/%lld (atol %.4g)\n",
+              r.max_abs_error, r.rel_l2, static_cast<long long>(r.mismatches), static_cast<long long>(r.checked),
+              plan.outputs.at(0).cmp.atol);
+  EXPECT_TRUE(r.passed) << r.message;
+  EXPECT_EQ(r.mismatches, 0);
+  // and a bf16-within-group expert would not pass against naive either
+  EXPECT_FALSE(compare(plan.outputs.at(0).cmp, naive, emulate(Variant::kBf16GroupSum, plan, inputs)).passed);
+}
+
+// Hidden draws (odd N, K up to hidden_max, B up to 16) under the definition's default rule: the
+// honest arithmetic passes there too.
+TEST(W4A16Hidden, ExpertAndNaivePassHiddenDraws) {
+  const std::vector<Workload> hidden = draw_hidden_workloads(task().def, 12345, 6);
+  ASSERT_FALSE(hidden.empty());
+  for (const Case& c : make_cases(hidden, 3)) {
+    std::printf("%s: B %lld N %lld K %lld\n", c.plan.workload.uuid.c_str(), static_cast<long long>(axis(c.plan, "B")),
+                static_cast<long long>(axis(c.plan, "N")), static_cast<long long>(axis(c.plan, "K")));
+    for (Variant v : {Variant::kExpert, Variant::kNaive}) {
+      const CompareResult r = judge(v, c);
+      report(v == Variant::kExpert ? "expert" : "naive", c, r);
+      EXPECT_TRUE(r.passed) << c.plan.workload.uuid << ": " << r.message;
+    }
+  }
+}
