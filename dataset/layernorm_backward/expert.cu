@@ -1,0 +1,478 @@
+// layernorm_backward — expert: one pass over dy and x in a persistent grid whose CTAs each own a
+// band of rows; dx written from registers; per-CTA column partials of dgamma and dbeta reduced by a
+// small deterministic second kernel (no atomics).
+//
+//   xhat = (x - mean) * rstd;  g = gamma * dy;  a = sum_h g * xhat;  b = sum_h g
+//   dx = bf16(rstd * (g - (b + xhat * a) / H));  dgamma = sum_t dy * xhat;  dbeta = sum_t dy
+//
+// Compulsory traffic is 6TH + 8T + 12H bytes (dy, x read once, dx written once). The row needs its
+// sums a and b before dx, so every element is used twice: the row is held in registers between
+// the two uses, never re-read from memory.
+//   stage 1  ln_bwd_rows_vec: G CTAs (the resident count, about two per SM), CTA c owns rows
+//            [c*B, (c+1)*B). A team of TW threads (32..256, the smallest whose 16-byte vectors,
+//            at most kMaxVec per thread, span the row) takes one row per iteration: the thread
+//            loads its vectors of dy and x with streaming 16-byte loads, forms xhat and g, reduces
+//            (a, b) over the team (warp shuffles, then one shared-memory exchange across the team's
+//            warps), writes dx with 16-byte stores. A thread owns the same columns in every row, so
+//            its dgamma/dbeta partials for those columns accumulate in registers over the band;
+//            at the end the CTA's teams are summed in shared memory in team order and the CTA
+//            writes one partial row of dgamma and of dbeta (2 x 4H bytes, staying in L2).
+//   stage 2  ln_bwd_reduce_partials: a thread per (column, slice) sums the G partials of its
+//            column in a fixed order, a shared-memory tree over 8 slices: deterministic, run to
+//            run and across GPUs with the same SM count.
+// gamma (fp32) is staged in shared memory once per CTA. Rows with H % 8 != 0, H above
+// 256 * kMaxVec * 8 = 8192, or tensors not 16-byte aligned take the generic path: a CTA per row
+// re-reading the row from global (L1/L2) for dx, a column kernel writing band partials, the same
+// stage 2.
+//
+// Designs considered:
+//   a. aten's structure (a block per row for dx, a separate column-reduction kernel re-reading dy
+//      and x for dgamma/dbeta): 10TH bytes plus fp32 casts around it in the mixed-dtype case.
+//   b. one pass with global atomicAdd of the column partials: dgamma/dbeta that change in the last
+//      bits from run to run and T*H/8 atomics per column set; rejected (issue #15 asks for a
+//      deterministic second stage: reproducible parameter gradients).
+//   c. (chosen) persistent bands with register-resident column partials: partials cost 8 B per
+//      column per CTA (a few hundred CTAs: written and read back, 1-9% of the bytes, in L2), one
+//      extra small launch.
+//   d. a thread-block cluster reducing partials over DSMEM instead of stage 2: saves the launch
+//      and the L2 round trip of the partials, at the cost of cluster scheduling; kept for later.
+// Not yet measured on the H200: docs/results/layernorm_backward.md holds the command.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "d2k/solution.h"
+
+// Build-time knobs, one per variant line:
+//   %VARIANT% occ1 -DLNB_MIN_BLOCKS=1
+//   %VARIANT% plain_loads -DLNB_STREAMING=0
+//   %VARIANT% no_pdl -DLNB_PDL=0
+// LNB_MIN_BLOCKS: the __launch_bounds__ minimum CTAs per SM of stage 1 (2 caps registers at 128,
+//   keeping 16 warps per SM to hide DRAM latency; 1 gives the compiler 255 and halves residency).
+// LNB_STREAMING: evict-first loads and stores (ld.global.cs / st.global.cs) for the single-use
+//   dy, x and dx, so that L2 keeps the partials and gamma; 0 uses plain accesses.
+// LNB_PDL: stage 2 is launched as a programmatic dependent launch (sm_90): stage 1's CTAs signal
+//   griddepcontrol.launch_dependents as they start, so stage 2 is launched while stage 1 runs and
+//   its CTAs wait in griddepcontrol.wait for stage 1's completion and memory flush; the launch
+//   gap between the two kernels (a few us, 2-5% of a bench workload) leaves the critical path.
+#ifndef LNB_PDL
+#define LNB_PDL 1
+#endif
+#ifndef LNB_MIN_BLOCKS
+#define LNB_MIN_BLOCKS 2
+#endif
+#ifndef LNB_STREAMING
+#define LNB_STREAMING 1
+#endif
+
+namespace lnb {
+
+constexpr int kThreads = 256;                   ///< threads per CTA of stage 1 and the fallback
+constexpr int kWarps = kThreads / 32;
+constexpr int kMaxVec = 4;                      ///< 16-byte vectors per thread per tensor (8 bf16 each)
+constexpr int64_t kMaxVecH = int64_t{kThreads} * kMaxVec * 8;  ///< longest row of the vector path
+constexpr int64_t kMaxParts = 1024;             ///< most partial rows (CTAs of stage 1)
+constexpr int kFallbackParts = 256;             ///< row bands of the generic column kernel
+constexpr int kReduceCols = 32;                 ///< stage 2: columns per CTA
+constexpr int kReduceSlices = 8;                ///< stage 2: partial slices per column
+
+__device__ __forceinline__ uint4 load_stream(const uint4* p) {
+#if LNB_STREAMING
+  return __ldcs(p);
+#else
+  return *p;
+#endif
+}
+__device__ __forceinline__ void store_stream(uint4* p, uint4 v) {
+#if LNB_STREAMING
+  __stcs(p, v);
+#else
+  *p = v;
+#endif
+}
+
+__device__ __forceinline__ float bf16_lo(uint32_t u) { return __uint_as_float(u << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t u) { return __uint_as_float(u & 0xFFFF0000u); }
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&h);
+}
+/// Element j (0..7) of a 16-byte vector of bf16.
+__device__ __forceinline__ float bf16_at(const uint4& v, int j) {
+  const uint32_t w = j < 2 ? v.x : j < 4 ? v.y : j < 6 ? v.z : v.w;
+  return (j & 1) ? bf16_hi(w) : bf16_lo(w);
+}
+
+/// PDL: stage 1 lets the dependent grid (stage 2) launch; stage 2 waits for the primary grid's
+/// completion and memory flush. Both are no-ops for a kernel launched without the PDL attribute.
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if LNB_PDL
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait_primary() {
+#if LNB_PDL
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+/// Where stage 1 runs: row bands and team shape, the same in workspace sizing and launch.
+struct Plan {
+  int team_width;        ///< threads per row (32..256)
+  int64_t rows_per_cta;  ///< B
+  int64_t ctas;          ///< G = number of partial rows
+};
+
+/// Stage 1 (vector path). See the file comment.
+__global__ void __launch_bounds__(kThreads, LNB_MIN_BLOCKS)
+    ln_bwd_rows_vec(const uint4* __restrict__ dy, const uint4* __restrict__ x, const float* __restrict__ mean,
+                    const float* __restrict__ rstd, const float* __restrict__ gamma, uint4* __restrict__ dx,
+                    float* __restrict__ part_g, float* __restrict__ part_b, int64_t T, int H, int team_width,
+                    int64_t rows_per_cta) {
+  extern __shared__ float4 smem_v[];  // gamma[H], then (when the CTA has several teams) sum[H];
+  float* smem = reinterpret_cast<float*>(smem_v);  // float4: 16-byte aligned for the vector reads
+  __shared__ float2 red[2][kWarps];  // (a, b) per warp, double-buffered across iterations
+  float* s_gamma = smem;
+  float* s_sum = smem + H;
+  const int nvec = H / 8;
+  const int teams = kThreads / team_width;
+  const int team = threadIdx.x / team_width, tl = threadIdx.x % team_width;
+  const int warp = threadIdx.x / 32;
+  const int warps_per_team = team_width / 32;
+  const float inv_h = 1.0f / static_cast<float>(H);
+  pdl_launch_dependents();  // stage 2 may launch now; it waits for this grid's completion
+
+  for (int i = threadIdx.x; i < H; i += kThreads) s_gamma[i] = gamma[i];
+  __syncthreads();
+
+  float acc_g[kMaxVec][8], acc_b[kMaxVec][8];
+#pragma unroll
+  for (int k = 0; k < kMaxVec; ++k)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc_g[k][j] = acc_b[k][j] = 0.f;
+
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * rows_per_cta;
+  const int64_t row_end = min(T, row0 + rows_per_cta);
+  const int64_t iters = row_end > row0 ? (row_end - row0 + teams - 1) / teams : 0;
+  for (int64_t it = 0; it < iters; ++it) {
+    const int64_t row = row0 + it * teams + team;
+    const bool active = row < row_end;  // uniform within a team; every thread reaches the barrier
+    uint4 vdy[kMaxVec], vx[kMaxVec];
+    float mu = 0.f, rs = 0.f;
+    if (active) {
+      mu = mean[row];
+      rs = rstd[row];
+#pragma unroll
+      for (int k = 0; k < kMaxVec; ++k) {
+        const int v = tl + k * team_width;
+        if (v < nvec) {
+          vdy[k] = load_stream(dy + row * nvec + v);
+          vx[k] = load_stream(x + row * nvec + v);
+        }
+      }
+    }
+    // Row sums and the register-resident column partials.
+    float a = 0.f, b = 0.f;
+    if (active) {
+#pragma unroll
+      for (int k = 0; k < kMaxVec; ++k) {
+        const int v = tl + k * team_width;
+        if (v >= nvec) continue;
+        const float4 g0 = reinterpret_cast<const float4*>(s_gamma)[2 * v];
+        const float4 g1 = reinterpret_cast<const float4*>(s_gamma)[2 * v + 1];
+        const float gam[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const float d = bf16_at(vdy[k], j);
+          const float xh = (bf16_at(vx[k], j) - mu) * rs;
+          const float g = gam[j] * d;
+          a = fmaf(g, xh, a);
+          b += g;
+          acc_g[k][j] = fmaf(d, xh, acc_g[k][j]);
+          acc_b[k][j] += d;
+        }
+      }
+    }
+    a = warp_sum(a);
+    b = warp_sum(b);
+    if (warps_per_team > 1) {  // uniform over the CTA
+      float2* buf = red[it & 1];
+      if ((threadIdx.x & 31) == 0) buf[warp] = make_float2(a, b);
+      __syncthreads();
+      a = b = 0.f;
+      for (int w = team * warps_per_team; w < (team + 1) * warps_per_team; ++w) {
+        a += buf[w].x;
+        b += buf[w].y;
+      }
+    }
+    if (!active) continue;
+    const float ca = rs * a * inv_h, cb = rs * b * inv_h;
+#pragma unroll
+    for (int k = 0; k < kMaxVec; ++k) {
+      const int v = tl + k * team_width;
+      if (v >= nvec) continue;
+      const float4 g0 = reinterpret_cast<const float4*>(s_gamma)[2 * v];
+      const float4 g1 = reinterpret_cast<const float4*>(s_gamma)[2 * v + 1];
+      const float gam[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+      float o[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float xh = (bf16_at(vx[k], j) - mu) * rs;
+        o[j] = fmaf(rs, gam[j] * bf16_at(vdy[k], j), -fmaf(xh, ca, cb));
+      }
+      store_stream(dx + row * nvec + v,
+                   make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]), pack_bf16x2(o[4], o[5]),
+                              pack_bf16x2(o[6], o[7])));
+    }
+  }
+
+  // The CTA's partial rows: teams summed in team order through shared memory (deterministic).
+  float* pg = part_g + static_cast<int64_t>(blockIdx.x) * H;
+  float* pb = part_b + static_cast<int64_t>(blockIdx.x) * H;
+  if (teams == 1) {
+#pragma unroll
+    for (int k = 0; k < kMaxVec; ++k) {
+      const int v = tl + k * team_width;
+      if (v >= nvec) continue;
+      reinterpret_cast<float4*>(pg)[2 * v] = make_float4(acc_g[k][0], acc_g[k][1], acc_g[k][2], acc_g[k][3]);
+      reinterpret_cast<float4*>(pg)[2 * v + 1] = make_float4(acc_g[k][4], acc_g[k][5], acc_g[k][6], acc_g[k][7]);
+      reinterpret_cast<float4*>(pb)[2 * v] = make_float4(acc_b[k][0], acc_b[k][1], acc_b[k][2], acc_b[k][3]);
+      reinterpret_cast<float4*>(pb)[2 * v + 1] = make_float4(acc_b[k][4], acc_b[k][5], acc_b[k][6], acc_b[k][7]);
+    }
+    return;
+  }
+  for (int q = 0; q < 2; ++q) {
+    for (int t = 0; t < teams; ++t) {
+      if (team == t) {
+#pragma unroll
+        for (int k = 0; k < kMaxVec; ++k) {
+          const int v = tl + k * team_width;
+          if (v >= nvec) continue;
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const float add = q == 0 ? acc_g[k][j] : acc_b[k][j];
+            s_sum[v * 8 + j] = t == 0 ? add : s_sum[v * 8 + j] + add;
+          }
+        }
+      }
+      __syncthreads();
+    }
+    float* dst = q == 0 ? pg : pb;
+    for (int i = threadIdx.x; i < H; i += kThreads) dst[i] = s_sum[i];
+    __syncthreads();  // s_sum is rewritten for dbeta
+  }
+}
+
+/// Generic path, dx: a CTA per row; pass 1 the sums, pass 2 re-reads the row (L1/L2) for dx.
+__global__ void __launch_bounds__(kThreads)
+    ln_bwd_rows_generic(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x,
+                        const float* __restrict__ mean, const float* __restrict__ rstd,
+                        const float* __restrict__ gamma, __nv_bfloat16* __restrict__ dx, int64_t H) {
+  __shared__ float2 red[kWarps];
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * H;
+  const float mu = mean[blockIdx.x], rs = rstd[blockIdx.x];
+  float a = 0.f, b = 0.f;
+  for (int64_t h = threadIdx.x; h < H; h += kThreads) {
+    const float g = gamma[h] * __bfloat162float(dy[base + h]);
+    a = fmaf(g, (__bfloat162float(x[base + h]) - mu) * rs, a);
+    b += g;
+  }
+  a = warp_sum(a);
+  b = warp_sum(b);
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x / 32] = make_float2(a, b);
+  __syncthreads();
+  a = b = 0.f;
+  for (int w = 0; w < kWarps; ++w) {
+    a += red[w].x;
+    b += red[w].y;
+  }
+  const float inv_h = 1.0f / static_cast<float>(H);
+  const float ca = rs * a * inv_h, cb = rs * b * inv_h;
+  for (int64_t h = threadIdx.x; h < H; h += kThreads) {
+    const float xh = (__bfloat162float(x[base + h]) - mu) * rs;
+    dx[base + h] = __float2bfloat16_rn(fmaf(rs, gamma[h] * __bfloat162float(dy[base + h]), -fmaf(xh, ca, cb)));
+  }
+}
+
+/// Generic path, column partials: blockIdx.y is a band of rows, a thread one column of it.
+__global__ void __launch_bounds__(kThreads)
+    ln_bwd_columns_generic(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x,
+                           const float* __restrict__ mean, const float* __restrict__ rstd,
+                           float* __restrict__ part_g, float* __restrict__ part_b, int64_t T, int64_t H,
+                           int64_t rows_per_band) {
+  const int64_t h = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (h >= H) return;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * rows_per_band;
+  const int64_t r1 = min(T, r0 + rows_per_band);
+  float dg = 0.f, db = 0.f;
+  for (int64_t t = r0; t < r1; ++t) {
+    const float d = __bfloat162float(dy[t * H + h]);
+    dg = fmaf(d, (__bfloat162float(x[t * H + h]) - mean[t]) * rstd[t], dg);
+    db += d;
+  }
+  part_g[blockIdx.y * H + h] = dg;
+  part_b[blockIdx.y * H + h] = db;
+}
+
+/// Stage 2: dgamma[h] = sum_p part_g[p][h] in a fixed order (strided slices, then a tree).
+__global__ void __launch_bounds__(kReduceCols * kReduceSlices)
+    ln_bwd_reduce_partials(const float* __restrict__ part_g, const float* __restrict__ part_b,
+                           float* __restrict__ dgamma, float* __restrict__ dbeta, int64_t parts, int64_t H) {
+  __shared__ float sg[kReduceSlices][kReduceCols + 1];
+  __shared__ float sb[kReduceSlices][kReduceCols + 1];
+  const int col = threadIdx.x % kReduceCols, slice = threadIdx.x / kReduceCols;
+  const int64_t h = static_cast<int64_t>(blockIdx.x) * kReduceCols + col;
+  pdl_wait_primary();  // every partial row of stage 1 written and visible
+  float g = 0.f, b = 0.f;
+  if (h < H)
+    for (int64_t p = slice; p < parts; p += kReduceSlices) {
+      g += part_g[p * H + h];
+      b += part_b[p * H + h];
+    }
+  sg[slice][col] = g;
+  sb[slice][col] = b;
+  __syncthreads();
+  for (int s = kReduceSlices / 2; s > 0; s >>= 1) {
+    if (slice < s) {
+      sg[slice][col] += sg[slice + s][col];
+      sb[slice][col] += sb[slice + s][col];
+    }
+    __syncthreads();
+  }
+  if (slice == 0 && h < H) {
+    dgamma[h] = sg[0][col];
+    dbeta[h] = sb[0][col];
+  }
+}
+
+/// The smallest team (a power of two from 32 to kThreads) whose vectors span a row of nvec.
+int team_width_for(int64_t nvec) {
+  int tw = 32;
+  while (tw < kThreads && int64_t{tw} * kMaxVec < nvec) tw *= 2;
+  return tw;
+}
+
+/// Partial rows the workspace holds, from shapes only: the vector path's at most kMaxParts CTAs,
+/// the generic path's kFallbackParts bands, never more than T.
+int64_t max_parts(int64_t T) { return std::max<int64_t>(1, std::min<int64_t>(T, kMaxParts)); }
+
+struct Buffers {
+  float *part_g, *part_b;
+};
+Buffers carve(d2k::Workspace& ws, int64_t T, int64_t H) {
+  const uint64_t n = static_cast<uint64_t>(max_parts(T)) * static_cast<uint64_t>(H);
+  return {ws.take<float>(n), ws.take<float>(n)};
+}
+
+size_t vec_smem_bytes(int64_t H, int team_width) {
+  return static_cast<size_t>(H) * sizeof(float) * (team_width < kThreads ? 2 : 1);
+}
+
+/// Bands for stage 1: G = min(resident CTAs, kMaxParts, rows / teams), B = ceil(T / G).
+Plan plan_vec(int64_t T, int64_t H, int resident) {
+  Plan p;
+  p.team_width = team_width_for(H / 8);
+  const int64_t teams = kThreads / p.team_width;
+  const int64_t want = std::max<int64_t>(1, std::min<int64_t>({int64_t{resident}, kMaxParts, (T + teams - 1) / teams}));
+  p.rows_per_cta = (T + want - 1) / want;
+  p.ctas = (T + p.rows_per_cta - 1) / p.rows_per_cta;
+  return p;
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+}  // namespace lnb
+
+extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
+
+extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
+  D2K_ENTRY(args, {
+    const int64_t T = d2k::scalar_i(args, "T");
+    const int64_t H = d2k::scalar_i(args, "H");
+    if (T < 0 || H < 1) throw d2k::abi_error("expert: need T >= 0 and H >= 1");
+    d2k::Workspace ws;
+    lnb::carve(ws, T, H);
+    *bytes = ws.bytes();
+    return D2K_OK;
+  });
+}
+
+extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
+  D2K_ENTRY(args, {
+    using namespace lnb;
+    const int64_t T = d2k::scalar_i(args, "T");
+    const int64_t H = d2k::scalar_i(args, "H");
+    if (T < 0 || H < 1) throw d2k::abi_error("expert: need T >= 0 and H >= 1");
+    if (T > 2147483647) throw d2k::abi_error("expert: T above 2^31-1 is not supported");
+    const DLTensor& dy = d2k::input(args, "dy", kDLCUDA, d2k::dl::bf16, {T, H});
+    const DLTensor& x = d2k::input(args, "x", kDLCUDA, d2k::dl::bf16, {T, H});
+    const DLTensor& mean = d2k::input(args, "mean", kDLCUDA, d2k::dl::f32, {T});
+    const DLTensor& rstd = d2k::input(args, "rstd", kDLCUDA, d2k::dl::f32, {T});
+    const DLTensor& gamma = d2k::input(args, "gamma", kDLCUDA, d2k::dl::f32, {H});
+    const DLTensor& dx = d2k::output(args, "dx", kDLCUDA, d2k::dl::bf16, {T, H});
+    const DLTensor& dgamma = d2k::output(args, "dgamma", kDLCUDA, d2k::dl::f32, {H});
+    const DLTensor& dbeta = d2k::output(args, "dbeta", kDLCUDA, d2k::dl::f32, {H});
+    d2k::Workspace ws(args);
+    const Buffers buf = carve(ws, T, H);
+    auto stream = static_cast<cudaStream_t>(args->stream);
+
+    const auto* dyp = d2k::data<const __nv_bfloat16>(dy);
+    const auto* xp = d2k::data<const __nv_bfloat16>(x);
+    const auto* mp = d2k::data<const float>(mean);
+    const auto* rp = d2k::data<const float>(rstd);
+    const auto* gp = d2k::data<const float>(gamma);
+    auto* dxp = d2k::data<__nv_bfloat16>(dx);
+    const bool vec = H % 8 == 0 && H <= kMaxVecH && aligned16(dyp) && aligned16(xp) && aligned16(gp) &&
+                     aligned16(dxp);
+    int64_t parts = 0;
+    if (T > 0 && vec) {
+      const int tw = team_width_for(H / 8);
+      const size_t smem = vec_smem_bytes(H, tw);
+      D2K_CUDA_TRY(args, cudaFuncSetAttribute(ln_bwd_rows_vec, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              static_cast<int>(smem)));
+      int dev = 0, sms = 0, per_sm = 0;
+      D2K_CUDA_TRY(args, cudaGetDevice(&dev));
+      D2K_CUDA_TRY(args, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+      D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ln_bwd_rows_vec, kThreads, smem));
+      const Plan p = plan_vec(T, H, std::max(1, sms * per_sm));
+      ln_bwd_rows_vec<<<static_cast<unsigned>(p.ctas), kThreads, smem, stream>>>(
+          reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
+          reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width,
+          p.rows_per_cta);
+      D2K_CUDA_TRY(args, cudaGetLastError());
+      parts = p.ctas;
+    } else if (T > 0) {
+      ln_bwd_rows_generic<<<static_cast<unsigned>(T), kThreads, 0, stream>>>(dyp, xp, mp, rp, gp, dxp, H);
+      D2K_CUDA_TRY(args, cudaGetLastError());
+      const int64_t bands = std::min<int64_t>({T, kFallbackParts, max_parts(T)});
+      const int64_t rows_per_band = (T + bands - 1) / bands;
+      parts = (T + rows_per_band - 1) / rows_per_band;
+      const dim3 grid(static_cast<unsigned>((H + kThreads - 1) / kThreads), static_cast<unsigned>(parts));
+      ln_bwd_columns_generic<<<grid, kThreads, 0, stream>>>(dyp, xp, mp, rp, buf.part_g, buf.part_b, T, H,
+                                                            rows_per_band);
+      D2K_CUDA_TRY(args, cudaGetLastError());
+    }
+    // T = 0: no partials, dgamma = dbeta = 0.
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(static_cast<unsigned>((H + kReduceCols - 1) / kReduceCols));
+    cfg.blockDim = dim3(kReduceCols * kReduceSlices);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = LNB_PDL && vec ? 1 : 0;  // the generic path's kernels do not signal early
+    D2K_CUDA_TRY(args, cudaLaunchKernelEx(&cfg, ln_bwd_reduce_partials, static_cast<const float*>(buf.part_g),
+                                          static_cast<const float*>(buf.part_b), d2k::data<float>(dgamma),
+                                          d2k::data<float>(dbeta), parts, H));
+    return D2K_OK;
+  });
+}

@@ -1,0 +1,368 @@
+// layernorm_backward: the comparison rules of definition.json checked both ways on the public
+// check workloads and hidden draws. Host emulations of an implementation's arithmetic are compared
+// with the fp64 golden (the task's reference.so, inputs from the task's generators) under the
+// workload's effective rules: the expert's fp32 arithmetic in its own order (team sums, band
+// partials, the fixed-order second stage) and aten's order (sequential sums) pass; cheaper variants
+// (bf16 or fp16 intermediates, a truncating dx store, bf16 column accumulation or storage, a
+// dropped correction term, no mean subtraction, a skipped row) fail.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "../task_harness.h"
+#include "check/compare.h"
+
+namespace fs = std::filesystem;
+using namespace d2k;
+using namespace d2k::tolerance_test;
+
+namespace {
+
+/// How an emulated implementation computes.
+enum class Variant {
+  kExpert,          ///< expert.cu's fp32 arithmetic and summation order (vector or generic path)
+  kSequential,      ///< fp32, every sum in index order (aten's per-row and per-column loops)
+  kBf16Products,    ///< g = gamma * dy rounded to bf16 before use (bf16 arithmetic)
+  kBf16Xhat,        ///< xhat rounded to bf16 before use
+  kFp16Xhat,        ///< xhat and g rounded to fp16 (fp16 storage of intermediates)
+  kTruncatedDx,     ///< dx stored by truncation (round toward zero) instead of to nearest
+  kBf16ColumnSums,  ///< dgamma and dbeta running sums rounded to bf16 after every addition
+  kBf16ParamGrads,  ///< dgamma and dbeta rounded to bf16 once (aten's dtype for a bf16 weight)
+  kNoCorrection,    ///< dx = rstd * g: the (b + xhat * a) / H term dropped
+  kNoMeanSubtract,  ///< xhat = x * rstd
+  kSkipLastRow,     ///< the last row: dx left 0 and not added to the column sums
+};
+
+constexpr int kThreads = 256;
+constexpr int kMaxVec = 4;
+constexpr std::int64_t kMaxParts = 1024;
+constexpr int kFallbackParts = 256;
+constexpr int kResident = 264;  // the H200: 132 SMs x 2 CTAs of stage 1
+
+struct Inputs {
+  const HostTensor *dy, *x, *mean, *rstd, *gamma;
+  std::int64_t T, H;
+};
+
+float rnd(Variant v, float f, Variant when, float (*round)(float)) { return v == when ? round(f) : f; }
+
+/// The xor-butterfly of 32 lanes as warp_sum computes it; returns lane 0's value.
+float warp_butterfly(std::vector<float> lanes) {
+  for (int o = 16; o > 0; o >>= 1) {
+    std::vector<float> next(32);
+    for (int l = 0; l < 32; ++l) next[l] = lanes[l] + lanes[l ^ o];
+    lanes = next;
+  }
+  return lanes[0];
+}
+
+struct Emulator {
+  Variant v;
+  Inputs in;
+
+  float bf(const HostTensor& t, std::int64_t i) const { return bf16_at(t, i); }
+  float mean(std::int64_t t) const { return in.mean->as<float>()[t]; }
+  float rstd(std::int64_t t) const { return in.rstd->as<float>()[t]; }
+  float gamma(std::int64_t h) const { return in.gamma->as<float>()[h]; }
+
+  float xhat(std::int64_t t, std::int64_t h) const {
+    const float xv = bf(*in.x, t * in.H + h);
+    float xh = v == Variant::kNoMeanSubtract ? xv * rstd(t) : (xv - mean(t)) * rstd(t);
+    xh = rnd(v, xh, Variant::kBf16Xhat, bf16_rn);
+    return rnd(v, xh, Variant::kFp16Xhat, f16_rn);
+  }
+  float g(std::int64_t t, std::int64_t h) const {
+    float gv = gamma(h) * bf(*in.dy, t * in.H + h);
+    gv = rnd(v, gv, Variant::kBf16Products, bf16_rn);
+    return rnd(v, gv, Variant::kFp16Xhat, f16_rn);
+  }
+  bool vector_path() const { return in.H % 8 == 0 && in.H <= std::int64_t{kThreads} * kMaxVec * 8; }
+  int team_width() const {
+    int tw = 32;
+    while (tw < kThreads && std::int64_t{tw} * kMaxVec < in.H / 8) tw *= 2;
+    return tw;
+  }
+
+  /// (a, b) of row t: per-thread partials over the thread's columns, warp butterflies, then the
+  /// team's warps in order (expert); or index order (sequential).
+  std::pair<float, float> row_sums(std::int64_t t) const {
+    const std::int64_t H = in.H;
+    if (v == Variant::kSequential) {
+      float a = 0.f, b = 0.f;
+      for (std::int64_t h = 0; h < H; ++h) {
+        a = std::fma(g(t, h), xhat(t, h), a);
+        b += g(t, h);
+      }
+      return {a, b};
+    }
+    const bool vec = vector_path();
+    const int tw = vec ? team_width() : kThreads;
+    std::vector<float> ta(tw, 0.f), tb(tw, 0.f);
+    for (int l = 0; l < tw; ++l) {
+      if (vec) {
+        for (int k = 0; k < kMaxVec; ++k) {
+          const std::int64_t vi = l + std::int64_t{k} * tw;
+          if (vi >= H / 8) continue;
+          for (int j = 0; j < 8; ++j) {
+            const std::int64_t h = vi * 8 + j;
+            ta[l] = std::fma(g(t, h), xhat(t, h), ta[l]);
+            tb[l] += g(t, h);
+          }
+        }
+      } else {
+        for (std::int64_t h = l; h < H; h += kThreads) {
+          ta[l] = std::fma(g(t, h), xhat(t, h), ta[l]);
+          tb[l] += g(t, h);
+        }
+      }
+    }
+    float a = 0.f, b = 0.f;
+    for (int w = 0; w < tw / 32; ++w) {
+      a += warp_butterfly(std::vector<float>(ta.begin() + w * 32, ta.begin() + (w + 1) * 32));
+      b += warp_butterfly(std::vector<float>(tb.begin() + w * 32, tb.begin() + (w + 1) * 32));
+    }
+    return {a, b};
+  }
+
+  void dx_row(std::int64_t t, HostTensor& dx) const {
+    const auto [a, b] = row_sums(t);
+    const float rs = rstd(t), inv_h = 1.0f / static_cast<float>(in.H);
+    const float ca = rs * a * inv_h, cb = rs * b * inv_h;
+    for (std::int64_t h = 0; h < in.H; ++h) {
+      float o = v == Variant::kNoCorrection ? rs * g(t, h) : std::fma(rs, g(t, h), -std::fma(xhat(t, h), ca, cb));
+      if (v == Variant::kTruncatedDx) o = bf16_rz(o);
+      set_bf16(dx, t * in.H + h, o);  // exact for a truncated value
+    }
+  }
+
+  /// Column partials of rows [r0, r1) (every `step`-th row from r0), by the variant's accumulation.
+  void add_rows(std::int64_t r0, std::int64_t r1, std::int64_t step, std::int64_t h, float& dg, float& db) const {
+    for (std::int64_t t = r0; t < r1; t += step) {
+      if (v == Variant::kSkipLastRow && t == in.T - 1) continue;
+      const float d = bf(*in.dy, t * in.H + h);
+      dg = std::fma(d, xhat(t, h), dg);
+      db += d;
+      if (v == Variant::kBf16ColumnSums) {
+        dg = bf16_rn(dg);
+        db = bf16_rn(db);
+      }
+    }
+  }
+
+  /// dgamma, dbeta of column h: the expert's bands and stage 2, or one sequential sum.
+  std::pair<float, float> column(std::int64_t h) const {
+    const std::int64_t T = in.T;
+    if (v == Variant::kSequential || v == Variant::kBf16ColumnSums) {
+      float dg = 0.f, db = 0.f;
+      add_rows(0, T, 1, h, dg, db);
+      return {dg, db};
+    }
+    std::vector<float> pg, pb;
+    if (vector_path()) {
+      const std::int64_t teams = kThreads / team_width();
+      const std::int64_t want =
+          std::max<std::int64_t>(1, std::min<std::int64_t>({std::int64_t{kResident}, kMaxParts, (T + teams - 1) / teams}));
+      const std::int64_t rows = (T + want - 1) / want;
+      for (std::int64_t r0 = 0; r0 < T; r0 += rows) {
+        float sg = 0.f, sb = 0.f;
+        for (std::int64_t team = 0; team < teams; ++team) {  // each team's registers, then summed in team order
+          float dg = 0.f, db = 0.f;
+          add_rows(r0 + team, std::min(T, r0 + rows), teams, h, dg, db);
+          sg = team == 0 ? dg : sg + dg;
+          sb = team == 0 ? db : sb + db;
+        }
+        pg.push_back(sg);
+        pb.push_back(sb);
+      }
+    } else {
+      const std::int64_t bands = std::min<std::int64_t>({T, kFallbackParts, std::min<std::int64_t>(T, kMaxParts)});
+      const std::int64_t rows = (T + bands - 1) / bands;
+      for (std::int64_t r0 = 0; r0 < T; r0 += rows) {
+        float dg = 0.f, db = 0.f;
+        add_rows(r0, std::min(T, r0 + rows), 1, h, dg, db);
+        pg.push_back(dg);
+        pb.push_back(db);
+      }
+    }
+    // Stage 2: 8 slices p = s, s + 8, ..., then the tree (s += s + 4, + 2, + 1).
+    float sg[8] = {}, sb[8] = {};
+    for (std::size_t p = 0; p < pg.size(); ++p) {
+      sg[p % 8] += pg[p];
+      sb[p % 8] += pb[p];
+    }
+    for (int w = 4; w > 0; w /= 2)
+      for (int s = 0; s < w; ++s) {
+        sg[s] += sg[s + w];
+        sb[s] += sb[s + w];
+      }
+    return {sg[0], sb[0]};
+  }
+
+  std::vector<HostTensor> run(const Case& c) const {
+    std::vector<HostTensor> out = c.outputs();
+    HostTensor& dx = out[c.out_index("dx")];
+    for (std::int64_t t = 0; t < in.T; ++t)
+      if (!(v == Variant::kSkipLastRow && t == in.T - 1)) dx_row(t, dx);
+    auto* dg = out[c.out_index("dgamma")].as<float>();
+    auto* db = out[c.out_index("dbeta")].as<float>();
+    for (std::int64_t h = 0; h < in.H; ++h) {
+      auto [g, b] = column(h);
+      if (v == Variant::kBf16ParamGrads) {
+        g = bf16_rn(g);
+        b = bf16_rn(b);
+      }
+      dg[h] = g;
+      db[h] = b;
+    }
+    return out;
+  }
+};
+
+struct Verdict {
+  CompareResult dx, dgamma, dbeta;
+};
+
+Verdict judge_variant(Variant v, const Case& c) {
+  const Inputs in{&c.in("dy"), &c.in("x"), &c.in("mean"), &c.in("rstd"), &c.in("gamma"), c.axis("T"), c.axis("H")};
+  const std::vector<HostTensor> out = Emulator{v, in}.run(c);
+  auto cmp = [&](const std::string& name) {
+    const std::size_t i = c.out_index(name);
+    return compare(c.plan.outputs.at(i).cmp, c.expected.at(i), out.at(i));
+  };
+  return {cmp("dx"), cmp("dgamma"), cmp("dbeta")};
+}
+
+class LayerNormBackwardTolerance : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const Task& t = task();
+    LoadedImpl ref = load_reference("layernorm_backward");
+    cases_ = new std::vector<Case>;
+    for (const Workload& w : check_workloads(t)) cases_->push_back(make_case(t, ref, w, kSeed));
+  }
+  static void TearDownTestSuite() {
+    delete cases_;
+    cases_ = nullptr;
+  }
+  static const Task& task() {
+    static const Task t = load_pilot("layernorm_backward");
+    return t;
+  }
+  static const Case& by_uuid(const std::string& suffix) {
+    for (const Case& c : *cases_)
+      if (c.plan.workload.uuid == "layernorm_backward-" + suffix) return c;
+    throw std::runtime_error("no check workload " + suffix);
+  }
+  static void print(const char* what, const Case& c, const Verdict& r) {
+    std::printf("%-14s %-44s dx mism %lld max|err| %.3g | dgamma rel_l2 %.3g | dbeta rel_l2 %.3g\n", what,
+                c.plan.workload.uuid.c_str(), static_cast<long long>(r.dx.mismatches), r.dx.max_abs_error,
+                r.dgamma.rel_l2, r.dbeta.rel_l2);
+  }
+
+  static constexpr std::uint64_t kSeed = 1;
+  static std::vector<Case>* cases_;
+};
+
+std::vector<Case>* LayerNormBackwardTolerance::cases_ = nullptr;
+
+TEST_F(LayerNormBackwardTolerance, CheckWorkloadsCoverBothPaths) {
+  ASSERT_EQ(cases_->size(), 9u);  // every check workload of workloads.jsonl
+  int vec = 0, generic = 0;
+  for (const Case& c : *cases_) {
+    const std::int64_t H = c.axis("H");
+    (H % 8 == 0 && H <= 8192 ? vec : generic) += 1;
+  }
+  EXPECT_GE(vec, 4);      // team widths 32 (H <= 1024), 64, 256 among them
+  EXPECT_GE(generic, 3);  // H = 1, odd H, H above 8192
+}
+
+TEST_F(LayerNormBackwardTolerance, HonestFp32PassesEveryCheckWorkload) {
+  for (Variant v : {Variant::kExpert, Variant::kSequential})
+    for (const Case& c : *cases_) {
+      const Verdict r = judge_variant(v, c);
+      print(v == Variant::kExpert ? "expert" : "sequential", c, r);
+      EXPECT_TRUE(r.dx.passed) << c.plan.workload.uuid << ": " << r.dx.message;
+      EXPECT_TRUE(r.dgamma.passed) << c.plan.workload.uuid << ": " << r.dgamma.message;
+      EXPECT_TRUE(r.dbeta.passed) << c.plan.workload.uuid << ": " << r.dbeta.message;
+    }
+}
+
+/// Cheaper dx arithmetic is rejected on every workload large enough to show it (H = 1 and H = 8
+/// rows are a handful of elements; the vector of 8 can be lucky).
+TEST_F(LayerNormBackwardTolerance, NarrowIntermediatesFailDx) {
+  for (Variant v : {Variant::kBf16Products, Variant::kFp16Xhat, Variant::kTruncatedDx})
+    for (const Case& c : *cases_) {
+      if (c.axis("T") * c.axis("H") < 1000) continue;
+      const Verdict r = judge_variant(v, c);
+      print("narrow", c, r);
+      EXPECT_FALSE(r.dx.passed) << c.plan.workload.uuid << " accepted variant " << static_cast<int>(v);
+    }
+}
+
+TEST_F(LayerNormBackwardTolerance, Bf16XhatFailsDgamma) {
+  for (const Case& c : *cases_) {
+    if (c.axis("H") < 64) continue;
+    const Verdict r = judge_variant(Variant::kBf16Xhat, c);
+    EXPECT_FALSE(r.dgamma.passed) << c.plan.workload.uuid << " accepted a bf16 xhat";
+  }
+}
+
+TEST_F(LayerNormBackwardTolerance, Bf16ColumnSumsAndStorageFail) {
+  for (Variant v : {Variant::kBf16ColumnSums, Variant::kBf16ParamGrads})
+    for (const Case& c : *cases_) {
+      if (c.axis("H") < 64) continue;  // a few columns can land next to bf16 values
+      const Verdict r = judge_variant(v, c);
+      print("bf16 columns", c, r);
+      EXPECT_FALSE(r.dgamma.passed) << c.plan.workload.uuid << " accepted variant " << static_cast<int>(v);
+      EXPECT_FALSE(r.dbeta.passed) << c.plan.workload.uuid << " accepted variant " << static_cast<int>(v);
+    }
+}
+
+TEST_F(LayerNormBackwardTolerance, DroppedCorrectionFailsDx) {
+  for (const Case& c : *cases_) {
+    if (c.axis("H") < 8) continue;
+    EXPECT_FALSE(judge_variant(Variant::kNoCorrection, c).dx.passed) << c.plan.workload.uuid;
+  }
+}
+
+TEST_F(LayerNormBackwardTolerance, NoMeanSubtractionFailsShiftedRows) {
+  const Verdict r = judge_variant(Variant::kNoMeanSubtract, by_uuid("check-16x2048-shifted"));
+  EXPECT_FALSE(r.dx.passed);
+  EXPECT_FALSE(r.dgamma.passed);
+  EXPECT_EQ(r.dx.status, CheckStatus::incorrect_numerical);
+}
+
+/// One skipped row of 2053 (0.05% of dx, under the matched_ratio's 0.1%) is still caught: by the
+/// max_error_cap in dx and by rel_l2 in the column sums.
+TEST_F(LayerNormBackwardTolerance, SkippedRowFails) {
+  const Verdict r = judge_variant(Variant::kSkipLastRow, by_uuid("check-2053x64"));
+  EXPECT_FALSE(r.dx.passed);
+  EXPECT_FALSE(r.dgamma.passed);
+  EXPECT_FALSE(r.dbeta.passed);
+}
+
+/// Hidden draws (odd and long H, up to 300 rows): the golden accepts them and the expert's
+/// arithmetic passes there too.
+TEST(LayerNormBackwardHidden, DrawsAreValidAndExpertPasses) {
+  const Task t = load_pilot("layernorm_backward");
+  LoadedImpl ref = load_reference("layernorm_backward");
+  const std::vector<Workload> hidden = draw_hidden_workloads(t.def, 12345, 6);
+  ASSERT_FALSE(hidden.empty());
+  for (const Workload& w : hidden) {
+    const Case c = make_case(t, ref, w, 3);
+    std::printf("%s: T %lld, H %lld\n", w.uuid.c_str(), static_cast<long long>(c.axis("T")),
+                static_cast<long long>(c.axis("H")));
+    const Verdict r = judge_variant(Variant::kExpert, c);
+    EXPECT_TRUE(r.dx.passed) << w.uuid << ": " << r.dx.message;
+    EXPECT_TRUE(r.dgamma.passed) << w.uuid << ": " << r.dgamma.message;
+    EXPECT_TRUE(r.dbeta.passed) << w.uuid << ": " << r.dbeta.message;
+  }
+}
+
+}  // namespace
