@@ -13,16 +13,18 @@
 // the last whole group of 4 (and any misaligned start) go through a scalar path. Grid: enough
 // blocks to fill every SM at full occupancy, striding over the rows.
 //
-// Variants (H200 medians in docs/results/tpch_q6.md, from scripts/gpu/checks/task-tpch.sh):
-//   ordered (this file): predicate-ordered sector loads as above.
-//   full (-DQ6_FULL_READ=1): all seven 16-byte loads issued before any predicate, branch-free
-//     (the expert before late materialisation; 28 bytes a row).
-//   fetch32 (-DQ6_FETCH32=1): ordered, with the L2 fetch granularity limit lowered to 32 bytes
-//     (the default 64 fetches a neighbouring sector with every skipped one).
-//   scalar (-DQ6_SCALAR_LOADS=1): one row per thread per step, 4/8-byte loads, full read.
-// %VARIANT% full -DQ6_FULL_READ=1
-// %VARIANT% fetch32 -DQ6_FETCH32=1
-// %VARIANT% scalar -DQ6_SCALAR_LOADS=1
+// The L2 fetch granularity limit is lowered to 32 bytes (once per process, cudaDeviceSetLimit):
+// at the default 64 every skipped sector comes along with a kept neighbour.
+//
+// Variants, H200 2026-12-01 (docs/results/tpch_q6.md; SF10 / SF100 medians, % of the least-work SOL):
+//   ordered + 32-byte fetch (this file, measured as expert:fetch32): 182.1 / 1795.8 us, 71.9 / 72.8 %
+//   fetch64 (-DQ6_FETCH32=0): ordered at the default granularity: 204.9 / 2015.0 us, 63.8 / 64.9 %
+//   full (-DQ6_FULL_READ=1 -DQ6_FETCH32=0): all seven 16-byte loads issued before any predicate,
+//     branch-free (the expert before late materialisation): 375.5 / 4038.5 us, 34.8 / 32.4 %
+//   scalar (-DQ6_SCALAR_LOADS=1 -DQ6_FETCH32=0): one row per thread per step, full read.
+// %VARIANT% fetch64 -DQ6_FETCH32=0
+// %VARIANT% full -DQ6_FULL_READ=1 -DQ6_FETCH32=0
+// %VARIANT% scalar -DQ6_SCALAR_LOADS=1 -DQ6_FETCH32=0
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -37,7 +39,7 @@
 #define Q6_FULL_READ 0
 #endif
 #ifndef Q6_FETCH32
-#define Q6_FETCH32 0
+#define Q6_FETCH32 1
 #endif
 
 namespace {

@@ -10,11 +10,17 @@ done
 export LD_LIBRARY_PATH="$carry/lib:${LD_LIBRARY_PATH:-}"
 # Libraries d2k needs that this machine lacks come from the carry's fallback copies (pack.sh).
 if [ -d "$carry/lib/fallback" ] && [ -x "$carry/d2k" ]; then
-  for pass in 1 2 3; do  # a library found now may need others (ldd lists those only once it is found)
+  # A library found now may need others (ldd lists those only once it is found): repeat until a
+  # pass links nothing new (libpq -> libldap -> liblber is three deep).
+  for pass in 1 2 3 4 5 6 7 8; do
+    linked=0
     for name in $(ldd "$carry/d2k" 2>/dev/null | awk '/=> not found/{print $1}'); do
-      [ -f "$carry/lib/fallback/$name" ] && ln -sf "fallback/$name" "$carry/lib/$name"
+      [ -f "$carry/lib/fallback/$name" ] && [ ! -e "$carry/lib/$name" ] && ln -sf "fallback/$name" "$carry/lib/$name" && linked=1
     done
+    [ "$linked" = 0 ] && break
   done
+  missing=$(ldd "$carry/d2k" 2>/dev/null | awk '/=> not found/{print $1}' | tr '\n' ' ')
+  [ -n "$missing" ] && echo "env.sh: d2k still lacks: $missing" >&2
 fi
 # D2K_SESSION_CACHE: one cache (calibration, compiled solutions) shared by every script of a
 # session, so that one `d2k calibrate` serves them all; else a cache per output folder.
