@@ -17,20 +17,7 @@ mkdir -p "$out"
 source "$(dirname "$0")/../env.sh" "$carry" "$out"
 d2k="$carry/d2k"
 budget=${ENGINE_BUDGET_S:-280}
-fails=0
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-step() {  # step NAME SECONDS CMD...
-  local name=$1 secs=$2; shift 2
-  local left=$((budget - SECONDS))
-  [ "$left" -lt "$secs" ] && secs=$left
-  if [ "$secs" -lt 5 ]; then echo "== $name skipped: budget spent"; return 124; fi
-  local t0=$SECONDS
-  timeout "$secs" "$@" > "$out/$name.log" 2>&1
-  local rc=$?
-  echo "== $name rc=$rc wall_s=$((SECONDS - t0))"
-  return $rc
-}
+source "$(dirname "$0")/lib/steps.sh"
 
 step timer 60 "$carry/gpu_tests/measure_gpu_tests" --gtest_filter='TimerGpu.*' \
   && pass "measure GPU tests (TimerGpu.*)" || fail "measure GPU tests (see timer.log)"

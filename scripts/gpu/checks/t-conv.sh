@@ -20,20 +20,7 @@ d2k="$carry/d2k"
 task=causal_conv1d
 aux=scripts/gpu/checks/t-conv
 budget=${CONV_BUDGET_S:-140}
-fails=0
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-step() {  # step NAME SECONDS CMD... : runs with min(SECONDS, what is left of the budget), log in $out/NAME.log
-  local name=$1 secs=$2; shift 2
-  local left=$((budget - SECONDS))
-  [ "$left" -lt "$secs" ] && secs=$left
-  if [ "$secs" -lt 5 ]; then echo "== $name skipped: budget spent"; return 124; fi
-  local t0=$SECONDS
-  timeout "$secs" "$@" > "$out/$name.log" 2>&1
-  local rc=$?
-  echo "== $name rc=$rc wall_s=$((SECONDS - t0))"
-  return $rc
-}
+source "$(dirname "$0")/lib/steps.sh"
 # The machine's Python with torch (the PyTorch targets and the golden cross-check).
 [ -x /opt/torch/.venv/bin/python3 ] && export D2K_PYTHON=/opt/torch/.venv/bin/python3
 export D2K_PYTHON_SHIM_DIR="$PWD/src/tracks/python"

@@ -17,20 +17,7 @@ d2k="$carry/d2k"
 task=topk_topp_mask
 helpers=scripts/gpu/checks/t-topk
 budget=${TOPK_BUDGET_S:-145}
-fails=0
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-step() {  # step NAME SECONDS CMD... : runs with min(SECONDS, what is left of the budget), log in $out/NAME.log
-  local name=$1 secs=$2; shift 2
-  local left=$((budget - SECONDS))
-  [ "$left" -lt "$secs" ] && secs=$left
-  if [ "$secs" -lt 5 ]; then echo "== $name skipped: budget spent"; return 124; fi
-  local t0=$SECONDS
-  timeout "$secs" "$@" > "$out/$name.log" 2>&1
-  local rc=$?
-  echo "== $name rc=$rc wall_s=$((SECONDS - t0))"
-  return $rc
-}
+source "$(dirname "$0")/lib/steps.sh"
 have_torch=0
 python3 -c "import torch" 2> /dev/null && have_torch=1
 

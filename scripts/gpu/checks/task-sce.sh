@@ -23,20 +23,7 @@ task=softmax_cross_entropy
 helpers=scripts/gpu/checks/task-sce
 extras=" ${*:3} "
 budget=${SCE_BUDGET_S:-140}
-fails=0
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-step() {  # step NAME SECONDS CMD... : runs with min(SECONDS, what is left of the budget), log in $out/NAME.log
-  local name=$1 secs=$2; shift 2
-  local left=$((budget - SECONDS))
-  [ "$left" -lt "$secs" ] && secs=$left
-  if [ "$secs" -lt 5 ]; then echo "== $name skipped: budget spent"; return 124; fi
-  local t0=$SECONDS
-  timeout "$secs" "$@" > "$out/$name.log" 2>&1
-  local rc=$?
-  echo "== $name rc=$rc wall_s=$((SECONDS - t0))"
-  return $rc
-}
+source "$(dirname "$0")/lib/steps.sh"
 
 step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
 if step bench 75 "$d2k" bench --task $task --targets naive,expert,library --quiet --json "$out/bench_$task.jsonl" \
