@@ -46,8 +46,12 @@
 //   Several CTAs per row when B is small (S = ceil(1024 / B), slices of at least 4096 logits), so
 //   the 32-row Gemma batch still fills the GPU; one CTA per row at B >= 1024.
 //
-// %VARIANT% plainatomics -DTOPK_PLAIN_SHARED_ATOMICS
-//   (shared-memory histogram with one atomic per logit, no warp aggregation: measures the match)
+// Histogram updates: one shared-memory atomic per logit. The warp-aggregated form (MATCH.ANY,
+// one atomic per distinct bin in a warp) was the first choice, since logits crowd a few dozen
+// bins; on the H200 it was slower on every bench row (2026-12-01, docs/results/topk_topp_mask.md:
+// the plain atomics 1.36x / 1.76x / 1.07x faster), so it is the variant now.
+// %VARIANT% matchany -DTOPK_WARP_AGGREGATED_ATOMICS
+//   (warp-aggregated histogram: MATCH.ANY + one ATOMS per distinct bin; measures the match)
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -142,15 +146,15 @@ __device__ __forceinline__ void for_slice(const float* rowp, int64_t beg, int64_
   for (int64_t i = head + 4 * nv + threadIdx.x; i < n; i += blockDim.x) f(p[i], beg + i);
 }
 
-/// Adds one to bin `bin` of the shared histogram: the lanes of a warp that share a bin add once
-/// (MATCH + one ATOMS per distinct bin), which matters because logits crowd a few dozen bins.
+/// Adds one to bin `bin` of the shared histogram: one atomic per logit, or (the matchany
+/// variant) once per distinct bin of a warp (MATCH + one ATOMS per distinct bin).
 __device__ __forceinline__ void hist_add(std::uint32_t* h, std::uint32_t bin) {
-#ifdef TOPK_PLAIN_SHARED_ATOMICS
-  atomicAdd(&h[bin], 1u);
-#else
+#ifdef TOPK_WARP_AGGREGATED_ATOMICS
   const unsigned active = __activemask();
   const unsigned peers = __match_any_sync(active, bin);
   if ((threadIdx.x & 31) == static_cast<unsigned>(__ffs(peers) - 1)) atomicAdd(&h[bin], __popc(peers));
+#else
+  atomicAdd(&h[bin], 1u);
 #endif
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # topk_topp_mask on the H200 (issue #15): validation; d2k bench of naive, expert, the expert's
-# plainatomics variant and torch_eager (where torch is installed) with the table; the starter's
+# matchany variant and torch_eager (where torch is installed) with the table; the starter's
 # verdict (must be INCORRECT_*); the golden cross-check against PyTorch float64 (the task's
 # pytorch.py on the CPU) on `d2k check --dump` inputs; the expert under compute-sanitizer memcheck
 # on small check workloads (in-process: --isolation none); the expert's SASS counts (what
@@ -23,7 +23,7 @@ python3 -c "import torch" 2> /dev/null && have_torch=1
 
 step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
 targets=naive,expert
-[ -f "$carry/impl/$task/expert_plainatomics.so" ] && targets+=,expert:plainatomics
+[ -f "$carry/impl/$task/expert_matchany.so" ] && targets+=,expert:matchany
 [ "$have_torch" = 1 ] && targets+=,torch_eager
 if step bench 75 "$d2k" bench --task $task --targets $targets --quiet --json "$out/bench.jsonl" \
     --markdown "$out/bench.md"; then
