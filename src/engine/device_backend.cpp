@@ -74,12 +74,16 @@ std::uint64_t device_checksum(const DeviceSet& dev, cudaStream_t s) {
   return x;
 }
 
-DeviceCall::DeviceCall(const LoadedImpl& impl, const WorkloadPlan& plan) : impl_(impl), frame_(plan, kDLCUDA) {
+std::uint64_t workspace_bytes(const LoadedImpl& impl, const WorkloadPlan& plan) {
+  CallFrame frame(plan, kDLCUDA);
   std::uint64_t bytes = 0;
-  if (int32_t rc = impl_.workspace_size(frame_.shape_only_args(), &bytes); rc != D2K_OK)
-    throw std::runtime_error("d2k_workspace_size returned " + std::to_string(rc) + ": " + frame_.error());
-  ws_ = DeviceBuffer(bytes);
+  if (int32_t rc = impl.workspace_size(frame.shape_only_args(), &bytes); rc != D2K_OK)
+    throw std::runtime_error("d2k_workspace_size returned " + std::to_string(rc) + ": " + frame.error());
+  return bytes;
 }
+
+DeviceCall::DeviceCall(const LoadedImpl& impl, const WorkloadPlan& plan)
+    : impl_(impl), frame_(plan, kDLCUDA), ws_(d2k::workspace_bytes(impl, plan)) {}
 
 void DeviceCall::launch(const DeviceSet& ins, const DeviceSet& outs, cudaStream_t s) { launch(ins.ptrs(), outs.ptrs(), s); }
 

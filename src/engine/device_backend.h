@@ -34,6 +34,10 @@ void poison(DeviceSet& dev, std::uint8_t byte, cudaStream_t s);
 /// A 64-bit hash of the bytes of every buffer, computed on the device (input-mutation check).
 std::uint64_t device_checksum(const DeviceSet& dev, cudaStream_t s);
 
+/// The workspace `impl` asks for at `plan`'s shapes (d2k_workspace_size), nothing allocated.
+/// Throws std::runtime_error with the implementation's message on a non-zero status.
+std::uint64_t workspace_bytes(const LoadedImpl& impl, const WorkloadPlan& plan);
+
 /// A loaded implementation bound to a plan: its frame and workspace.
 class DeviceCall {
  public:

@@ -449,10 +449,17 @@ class CudaEvaluation {
     std::size_t size() const { return ins.size(); }
   };
 
+  /// Free device memory less the workspace naive_outputs() allocates while sets are held (a TPC-H
+  /// SF100 naive asks for 32 GB): what the parent may spend on input sets.
+  std::size_t free_beside_naive(const WorkloadPlan& plan) {
+    const std::size_t free_b = device_free_bytes(), ws = workspace_bytes(naive_, plan);
+    return free_b > ws ? free_b - ws : 0;
+  }
+
   /// Phase: rotation sets, enough that every call sees other addresses than the last.
   Rotation allocate_rotation(const WorkloadPlan& plan, MemKind kind) {
     Rotation rot;
-    const std::size_t n = rotation_copies(plan.input_bytes() + plan.output_bytes(), device_free_bytes());
+    const std::size_t n = rotation_copies(plan.input_bytes() + plan.output_bytes(), free_beside_naive(plan));
     for (std::size_t i = 0; i < n; ++i) {
       rot.ins.push_back(DeviceSet::allocate(plan.inputs, kind));
       rot.outs.push_back(DeviceSet::allocate(plan.outputs, kind));
@@ -532,7 +539,7 @@ class CudaEvaluation {
     // batch's L2 cold (engine/parent_clock.h, kColdFootprintL2); never more sets than calls, and
     // what the device holds beside the batch's output slab. The rotation's input sets are
     // redrawn and reused first (a 23 GB TPC-H SF100 lineitem is not held twice).
-    const std::size_t slab = calls * shape.stride, free_b = device_free_bytes() + rot.size() * plan.input_bytes();
+    const std::size_t slab = calls * shape.stride, free_b = free_beside_naive(plan) + rot.size() * plan.input_bytes();
     const std::size_t n_sets = std::min(
         calls, batch_input_sets(l2_cache_bytes(), plan.input_bytes(), plan.output_bytes(), free_b > slab ? free_b - slab : 0));
     const std::string key = fmt::format("{}#batch#{}", plan.workload.uuid, ts.target.name);

@@ -16,6 +16,7 @@
 #include "core/diagnostics.h"
 #include "core/task_loader.h"
 #include "core/workload.h"
+#include "engine/device_backend.h"
 #include "engine/host_backend.h"
 #include "engine/plan.h"
 #include "exec/loader.h"
@@ -236,4 +237,19 @@ TEST(TpchQ1Hidden, DrawsAreValidAndExactPasses) {
     for (std::size_t k = 0; k < got.size(); ++k)
       EXPECT_TRUE(compare(plan.outputs.at(k).cmp, golden.at(k), got[k]).passed) << w.uuid << " " << got[k].name;
   }
+}
+
+// The parent sizes its input sets beside the workspace naive_outputs() allocates while they are
+// held (engine/evaluate.cpp, free_beside_naive): workspace_bytes() reads it from the naive at the
+// plan's shapes without allocating (no GPU here). The H200 reported the same request when it did
+// not fit at SF100: "cudaMalloc of 32400000768 bytes" (docs/results/engine-faults-2026-12-01.md).
+TEST(TpchQ1Memory, NaiveWorkspaceIsReadWithoutAllocating) {
+  LoadedImpl naive = load_impl(fs::path(D2K_BINARY_DIR) / "impl/tpch_q1/naive.so");
+  for (const Workload& w : task().workloads) {
+    if (w.uuid != "tpch_q1-bench-sf100") continue;
+    const WorkloadPlan plan = make_plan(task(), w);
+    EXPECT_EQ(workspace_bytes(naive, plan), 32400000768u);
+    return;
+  }
+  FAIL() << "no tpch_q1-bench-sf100 workload";
 }
