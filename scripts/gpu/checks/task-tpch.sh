@@ -21,7 +21,7 @@ for task in tpch_q6 tpch_q1; do
   step "validate_$task" 5 "$d2k" tasks validate $task && pass "validate $task" || fail "validate $task"
   targets=naive,expert
   [ -f "$carry/impl/$task/library.so" ] && targets+=,library
-  for v in $(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//'); do
+  for v in $(cd "$carry/impl/$task" 2> /dev/null && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//'); do
     targets+=,expert:$v
   done
   # The task's pytorch.py (masks, index_add_), checked and timed like every target.

@@ -20,6 +20,7 @@
 #include "engine/host_backend.h"
 #include "engine/plan.h"
 #include "exec/loader.h"
+#include "unit/tasks/task_harness.h"
 
 namespace fs = std::filesystem;
 using namespace d2k;
@@ -114,22 +115,13 @@ std::vector<HostTensor> emulate(Variant v, const WorkloadPlan& p, const std::vec
 
 class TpchQ1Tolerance : public ::testing::Test {
  protected:
-  struct Case {
-    WorkloadPlan plan;
-    std::vector<HostTensor> inputs, golden;
-  };
+  using Case = tolerance_test::Case;  // plan, inputs, expected (the golden)
 
   static void SetUpTestSuite() {
-    LoadedImpl ref = load_impl(fs::path(D2K_BINARY_DIR) / "impl/tpch_q1/reference.so");
+    const LoadedImpl ref = tolerance_test::load_reference("tpch_q1");
     cases_ = new std::vector<Case>;
-    for (const Workload& w : task().workloads) {
-      if (w.role != WorkloadRole::check) continue;
-      Case c{make_plan(task(), w), {}, {}};
-      c.inputs = generate_inputs_host(c.plan, kSeed);
-      c.golden = poisoned_outputs(c.plan, 0xA5);
-      run_host(ref, c.plan, c.inputs, c.golden);
-      cases_->push_back(std::move(c));
-    }
+    for (const Workload& w : tolerance_test::check_workloads(task()))
+      cases_->push_back(tolerance_test::make_case(task(), ref, w, kSeed));
   }
   static void TearDownTestSuite() {
     delete cases_;
@@ -151,7 +143,7 @@ class TpchQ1Tolerance : public ::testing::Test {
       if (c.plan.workload.uuid == "tpch_q1-" + suffix) return c;
     throw std::runtime_error("no check workload " + suffix);
   }
-  static std::int64_t count(const Case& c, int g) { return c.golden.at(7).as<std::int64_t>()[g]; }
+  static std::int64_t count(const Case& c, int g) { return c.expected.at(7).as<std::int64_t>()[g]; }
 
   static constexpr std::uint64_t kSeed = 1;
   static std::vector<Case>* cases_;
@@ -175,7 +167,7 @@ TEST_F(TpchQ1Tolerance, CheckWorkloadsCoverTheEdges) {
 
 TEST_F(TpchQ1Tolerance, ExactSumsAndFloat64AveragesPass) {
   for (const Case& c : *cases_) {
-    const std::string bad = failing(Variant::kExact, c.plan, c.inputs, c.golden);
+    const std::string bad = failing(Variant::kExact, c.plan, c.inputs, c.expected);
     std::printf("%-40s counts", c.plan.workload.uuid.c_str());
     for (int g = 0; g < kGroups; ++g) std::printf(" %lld", static_cast<long long>(count(c, g)));
     std::printf("\n");
@@ -196,13 +188,13 @@ TEST_F(TpchQ1Tolerance, CheaperVariantsFail) {
   };
   for (const Expect& e : cases) {
     const Case& c = by_uuid(e.uuid);
-    EXPECT_EQ(failing(e.v, c.plan, c.inputs, c.golden), e.fails) << e.uuid << " variant " << static_cast<int>(e.v);
+    EXPECT_EQ(failing(e.v, c.plan, c.inputs, c.expected), e.fails) << e.uuid << " variant " << static_cast<int>(e.v);
   }
   int dropped = 0;
-  for (const Case& c : *cases_) dropped += failing(Variant::kDropTail, c.plan, c.inputs, c.golden) != "";
+  for (const Case& c : *cases_) dropped += failing(Variant::kDropTail, c.plan, c.inputs, c.expected) != "";
   EXPECT_GE(dropped, 3) << "a dropped tail passes too many check workloads";
   EXPECT_NE(failing(Variant::kDropTail, by_uuid("check-n1").plan, by_uuid("check-n1").inputs,
-                    by_uuid("check-n1").golden), "");
+                    by_uuid("check-n1").expected), "");
 }
 
 /// sum_charge's 128-bit form: at scale factor 100 the charge passes 2^63, and the low word's
@@ -225,17 +217,14 @@ TEST_F(TpchQ1Tolerance, ChargeCarriesIntoTheHighWord) {
 }  // namespace
 
 TEST(TpchQ1Hidden, DrawsAreValidAndExactPasses) {
-  LoadedImpl ref = load_impl(fs::path(D2K_BINARY_DIR) / "impl/tpch_q1/reference.so");
+  const LoadedImpl ref = tolerance_test::load_reference("tpch_q1");
   const std::vector<Workload> hidden = draw_hidden_workloads(task().def, 12345, 6);
   ASSERT_FALSE(hidden.empty());
   for (const Workload& w : hidden) {
-    const WorkloadPlan plan = make_plan(task(), w);
-    const std::vector<HostTensor> inputs = generate_inputs_host(plan, 3);
-    std::vector<HostTensor> golden = poisoned_outputs(plan, 0xA5);
-    ASSERT_NO_THROW(run_host(ref, plan, inputs, golden)) << w.uuid;
-    const std::vector<HostTensor> got = emulate(Variant::kExact, plan, inputs);
+    const tolerance_test::Case c = tolerance_test::make_case(task(), ref, w, 3);
+    const std::vector<HostTensor> got = emulate(Variant::kExact, c.plan, c.inputs);
     for (std::size_t k = 0; k < got.size(); ++k)
-      EXPECT_TRUE(compare(plan.outputs.at(k).cmp, golden.at(k), got[k]).passed) << w.uuid << " " << got[k].name;
+      EXPECT_TRUE(compare(c.plan.outputs.at(k).cmp, c.expected.at(k), got[k]).passed) << w.uuid << " " << got[k].name;
   }
 }
 

@@ -22,6 +22,7 @@
 #include "engine/host_backend.h"
 #include "engine/plan.h"
 #include "exec/loader.h"
+#include "unit/tasks/task_harness.h"
 
 namespace fs = std::filesystem;
 using namespace d2k;
@@ -110,29 +111,20 @@ HostTensor emulate(Variant v, const WorkloadPlan& p, const std::vector<HostTenso
 
 class TpchQ6Tolerance : public ::testing::Test {
  protected:
-  struct Case {
-    WorkloadPlan plan;
-    std::vector<HostTensor> inputs, golden;
-  };
+  using Case = tolerance_test::Case;  // plan, inputs, expected (the golden)
 
   static void SetUpTestSuite() {
-    LoadedImpl ref = load_impl(fs::path(D2K_BINARY_DIR) / "impl/tpch_q6/reference.so");
+    const LoadedImpl ref = tolerance_test::load_reference("tpch_q6");
     cases_ = new std::vector<Case>;
-    for (const Workload& w : task().workloads) {
-      if (w.role != WorkloadRole::check) continue;
-      Case c{make_plan(task(), w), {}, {}};
-      c.inputs = generate_inputs_host(c.plan, kSeed);
-      c.golden = poisoned_outputs(c.plan, 0xA5);
-      run_host(ref, c.plan, c.inputs, c.golden);
-      cases_->push_back(std::move(c));
-    }
+    for (const Workload& w : tolerance_test::check_workloads(task()))
+      cases_->push_back(tolerance_test::make_case(task(), ref, w, kSeed));
   }
   static void TearDownTestSuite() {
     delete cases_;
     cases_ = nullptr;
   }
   static CompareResult judge(Variant v, const Case& c) {
-    return compare(c.plan.outputs.at(0).cmp, c.golden.at(0), emulate(v, c.plan, c.inputs));
+    return compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate(v, c.plan, c.inputs));
   }
   static const Case& by_uuid(const std::string& suffix) {
     for (const Case& c : *cases_)
@@ -172,7 +164,7 @@ TEST_F(TpchQ6Tolerance, CheckWorkloadsCoverTheEdges) {
   const Case& all = by_uuid("check-n65537-all-match");
   EXPECT_EQ(kept(all), rows(all.inputs).n);
   EXPECT_EQ(kept(by_uuid("check-n65521-none-match")), 0);
-  EXPECT_EQ(by_uuid("check-n65521-none-match").golden.at(0).as<std::int64_t>()[0], 0);
+  EXPECT_EQ(by_uuid("check-n65521-none-match").expected.at(0).as<std::int64_t>()[0], 0);
   EXPECT_GT(kept(by_uuid("check-n30011-one-day-one-discount")), 0);
   EXPECT_GT(kept(by_uuid("check-n100003-default")), 1000);
 }
@@ -198,7 +190,7 @@ TEST_F(TpchQ6Tolerance, ExactSumPassesEveryCheckWorkload) {
   for (const Case& c : *cases_) {
     const CompareResult r = judge(Variant::kExactUnsigned, c);
     std::printf("%-44s revenue %lld\n", c.plan.workload.uuid.c_str(),
-                static_cast<long long>(c.golden.at(0).as<std::int64_t>()[0]));
+                static_cast<long long>(c.expected.at(0).as<std::int64_t>()[0]));
     EXPECT_TRUE(r.passed) << c.plan.workload.uuid << ": " << r.message;
   }
 }
@@ -206,7 +198,7 @@ TEST_F(TpchQ6Tolerance, ExactSumPassesEveryCheckWorkload) {
 TEST_F(TpchQ6Tolerance, FloatAccumulationFails) {
   int failed = 0, large = 0;
   for (const Case& c : *cases_) {
-    if (c.golden.at(0).as<std::int64_t>()[0] < (std::int64_t{1} << 26)) continue;  // float is exact there
+    if (c.expected.at(0).as<std::int64_t>()[0] < (std::int64_t{1} << 26)) continue;  // float is exact there
     ++large;
     failed += !judge(Variant::kFloatSum, c).passed;
   }
@@ -234,15 +226,12 @@ TEST_F(TpchQ6Tolerance, EachPredicateOffByOneAndADroppedTailFail) {
 }  // namespace
 
 TEST(TpchQ6Hidden, DrawsAreValidAndExactPasses) {
-  LoadedImpl ref = load_impl(fs::path(D2K_BINARY_DIR) / "impl/tpch_q6/reference.so");
+  const LoadedImpl ref = tolerance_test::load_reference("tpch_q6");
   const std::vector<Workload> hidden = draw_hidden_workloads(task().def, 12345, 6);
   ASSERT_FALSE(hidden.empty());
   for (const Workload& w : hidden) {
-    const WorkloadPlan plan = make_plan(task(), w);
-    const std::vector<HostTensor> inputs = generate_inputs_host(plan, 3);
-    std::vector<HostTensor> golden = poisoned_outputs(plan, 0xA5);
-    ASSERT_NO_THROW(run_host(ref, plan, inputs, golden)) << w.uuid;
-    EXPECT_TRUE(compare(plan.outputs.at(0).cmp, golden.at(0), emulate(Variant::kExactUnsigned, plan, inputs)).passed)
+    const tolerance_test::Case c = tolerance_test::make_case(task(), ref, w, 3);
+    EXPECT_TRUE(compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate(Variant::kExactUnsigned, c.plan, c.inputs)).passed)
         << w.uuid;
   }
 }
