@@ -4,13 +4,16 @@
 //
 //   1. route    (a warp per token, kWarps warps per block, tokens_per_warp consecutive tokens per
 //               warp; the next token's logits are loaded while this one is selected) expert e of
-//               the token sits in lane e % 32, register e / 32. Each logit becomes one 64-bit key
-//               (order-preserving bits of the logit << 32 | ~id): the unsigned maximum is the
-//               largest logit and, among equal logits, the lowest id, i.e. the task's tie rule.
-//               K rounds: lane maximum, 5 butterfly shuffles, the owner clears its key; lane j
-//               keeps slot j. The weights need only the selected logits: exp(x_j - x_0) / sum over
-//               the K (the full softmax's sum cancels), K exponentials per token instead of E.
-//               Lanes j < K store weight and id (coalesced) and set bit `token in block` of
+//               the token sits in lane e % 32, register e / 32. Selection: the K-th largest of the
+//               32 lane maxima bounds the K-th largest logit from below, so only the logits at or
+//               above it are candidates (typically K to 2K of E); they are compacted to one per
+//               lane and K rounds of a warp arg-max over 64-bit keys (order-preserving bits of the
+//               logit << 32 | ~id, reduced with two REDUX) pick the slots: the unsigned maximum is
+//               the largest logit and, among equal logits, the lowest id, i.e. the task's tie
+//               rule. More than 32 candidates (heavy ties) take K rounds over all E keys. Lane j
+//               keeps slot j. The weights need only the selected logits: exp(x_j - x_0) / sum
+//               over the K (the full softmax's sum cancels), K exponentials per token instead of
+//               E. Lanes j < K store weight and id (coalesced) and set bit `token in block` of
 //               expert id_j's mask word in shared memory (atomicOr; the K ids of a token are
 //               distinct, so a warp's ORs never collide). Block count of expert e = popcount of
 //               its mask words; written to block_counts[e][block].
@@ -36,16 +39,17 @@
 //      probabilities and the sorted [T, E] pairs materialised, 5 sorts' worth of traffic.
 //   b. per-lane sorted lists merged across the warp: a sorting network of VPL keys per lane up
 //      front, then K pops; more instructions than (c) for K <= 16.
-//   c. (chosen) K rounds of a 64-bit warp arg-max over the packed key.
+//   c. K rounds of a 64-bit warp arg-max over all E packed keys (5 butterfly steps of two SHFL,
+//      and VPL 64-bit compares and clears per lane per round): about 80 instructions per round,
+//      ~650 per token at E = 256, K = 8, which at T = 65536 would take longer than reading the
+//      logits (an estimate from the instruction count, not measured). Kept as the heavy-tie path.
 //   d. counting-sort scatter with global atomics per expert (warp-aggregated): one atomic per
 //      (token, slot), non-deterministic order inside a segment, which the exact comparison of
 //      the permutation (stable order) rejects; the bit masks give the stable rank for free.
-//   e. a candidate filter before the rounds (the K-th largest lane maximum bounds the K-th
-//      largest logit from below, so only logits above it need rounds): fewer instructions per
-//      token when the selection, not DRAM, bounds the kernel; not built yet.
+//   e. (chosen) (c) behind the candidate filter: ~200 instructions per token at E = 256, K = 8.
 // Measured times: not yet measured on the H200 (docs/results/moe_topk_router.md gives the command).
-// %VARIANT% noprefetch -DROUTER_NO_PREFETCH=1
-//   (no double buffering of the next token's logits: measures the prefetch)
+// %VARIANT% nofilter -DROUTER_NO_FILTER=1
+//   (variant c: K rounds over all E keys for every token; measures the candidate filter)
 // %VARIANT% unfused -DROUTER_NEVER_FUSE=1
 //   (three launches at every T: measures the single-launch path at T = 512)
 #include <cub/block/block_scan.cuh>
@@ -111,15 +115,15 @@ __device__ __forceinline__ void load_row(const float* __restrict__ row, int E, i
   }
 }
 
-/// K rounds of a warp arg-max over the packed keys; lane j < K returns slot j's key.
+/// K rounds of a warp arg-max over all E packed keys (the general path: heavy ties); lane j < K
+/// returns slot j's key. hk[j] = the order key of expert lane + 32 j, 0 past E.
 template <int VPL>
-__device__ __forceinline__ uint64_t select_topk(const float (&x)[VPL], int E, int K, int lane) {
+__device__ __forceinline__ uint64_t select_topk_rounds(const uint32_t (&hk)[VPL], int K, int lane) {
   uint64_t key[VPL];
 #pragma unroll
-  for (int j = 0; j < VPL; ++j) {
-    const int e = lane + 32 * j;
-    key[j] = e < E ? router::pack_key(x[j], e) : 0ull;
-  }
+  for (int j = 0; j < VPL; ++j)
+    key[j] = hk[j] ? (static_cast<uint64_t>(hk[j]) << 32) | static_cast<uint32_t>(~static_cast<uint32_t>(lane + 32 * j))
+                   : 0ull;
   uint64_t mine = 0;
   for (int r = 0; r < K; ++r) {
     uint64_t best = key[0];
@@ -135,6 +139,67 @@ __device__ __forceinline__ uint64_t select_topk(const float (&x)[VPL], int E, in
     for (int j = 0; j < VPL; ++j) key[j] = key[j] == best ? 0ull : key[j];  // keys are unique: the owner only
   }
   return mine;
+}
+
+/// Top-K of one token's logits held by a warp; lane j < K returns slot j's packed key.
+///  1. threshold: L = the K-th largest of the 32 lane maxima (with multiplicity). K lane maxima
+///     are >= L, so the K-th largest logit is >= L: only logits >= L can be selected.
+///  2. compaction: the candidates (typically K to 2K of the E logits) go to the warp's 32-slot
+///     buffer, one per lane; more than 32 (heavy ties) takes the general path.
+///  3. K rounds of a 64-bit arg-max over one key per lane, each two REDUX (the high word: the
+///     logit's order key; among equal ones the low word ~id: the lowest id).
+/// Without the filter every round scans all VPL keys of every lane (variant c of the header).
+template <int VPL>
+__device__ __forceinline__ uint64_t select_topk(const float (&x)[VPL], int E, int K, int lane, uint64_t* buf) {
+  uint32_t hk[VPL];
+  uint32_t lmax = 0;
+#pragma unroll
+  for (int j = 0; j < VPL; ++j) {
+    hk[j] = lane + 32 * j < E ? router::order_key(x[j]) : 0u;  // a finite logit's key is never 0
+    lmax = hk[j] > lmax ? hk[j] : lmax;
+  }
+#if defined(ROUTER_NO_FILTER)
+  return select_topk_rounds<VPL>(hk, K, lane);
+#else
+  uint32_t cur = lmax, L = 0;
+  for (int seen = 0; seen < K;) {  // warp-uniform; at most K rounds
+    L = __reduce_max_sync(0xFFFFFFFFu, cur);
+    seen += __popc(__ballot_sync(0xFFFFFFFFu, cur == L));
+    cur = cur == L ? 0u : cur;
+  }
+  int c = 0;
+#pragma unroll
+  for (int j = 0; j < VPL; ++j) c += hk[j] >= L;
+  int incl = c;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int y = __shfl_up_sync(0xFFFFFFFFu, incl, o);
+    if (lane >= o) incl += y;
+  }
+  const int total = __shfl_sync(0xFFFFFFFFu, incl, 31);
+  if (total > 32) return select_topk_rounds<VPL>(hk, K, lane);
+  int pos = incl - c;
+#pragma unroll
+  for (int j = 0; j < VPL; ++j)
+    if (hk[j] >= L)
+      buf[pos++] = (static_cast<uint64_t>(hk[j]) << 32) | static_cast<uint32_t>(~static_cast<uint32_t>(lane + 32 * j));
+  __syncwarp();
+  uint32_t hi = 0, lo = 0;
+  if (lane < total) {
+    const uint64_t k = buf[lane];
+    hi = static_cast<uint32_t>(k >> 32);
+    lo = static_cast<uint32_t>(k);
+  }
+  __syncwarp();  // the buffer is the next token's
+  uint64_t mine = 0;
+  for (int r = 0; r < K; ++r) {
+    const uint32_t m = __reduce_max_sync(0xFFFFFFFFu, hi);
+    const uint32_t l = __reduce_max_sync(0xFFFFFFFFu, hi == m ? lo : 0u);
+    if (lane == r) mine = (static_cast<uint64_t>(m) << 32) | l;
+    if (hi == m && lo == l) hi = lo = 0;  // the winner (keys are unique)
+  }
+  return mine;
+#endif
 }
 
 /// Weights of one token from its selected keys (lane j: slot j), stored with the ids; the token's
@@ -232,6 +297,7 @@ __global__ void __launch_bounds__(kThreads) route_kernel(RouteArgs a) {
   for (int i = threadIdx.x; i < E * MW; i += kThreads) mask[i] = 0;
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __shared__ uint64_t candidates[kWarps][32];
   int local = warp * a.p.tokens_per_warp;
   int64_t t = static_cast<int64_t>(blockIdx.x) * a.p.tokens_per_block + local;
   float cur[VPL];
@@ -242,7 +308,7 @@ __global__ void __launch_bounds__(kThreads) route_kernel(RouteArgs a) {
     float nxt[VPL];
     if (more) load_row<VPL>(a.x + (t + 1) * E, E, lane, nxt);
 #endif
-    const uint64_t mine = select_topk<VPL>(cur, E, K, lane);
+    const uint64_t mine = select_topk<VPL>(cur, E, K, lane, candidates[warp]);
     emit_token(mine, t, local, K, lane, MW, a.out, mask);
 #if !defined(ROUTER_NO_PREFETCH)
     if (more) {

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# moe_topk_router on the H200 (issue #18): validation; d2k bench of naive, expert, the expert's
+# variants (noprefetch, unfused) and torch_eager (where torch is installed) with the CUDA-graph
+# column (T = 512 is launch-bound and judged by it); the speed-up table against the 10x target;
+# the starter's verdict (must be INCORRECT_*); the golden cross-check against PyTorch float64 on
+# `d2k check --dump` inputs; the expert under compute-sanitizer memcheck and racecheck on small
+# check workloads (in-process: --isolation none), fused and three-launch paths; the expert's SASS
+# counts (what design.json's "recognise" fields name: ATOMS.OR, POPC, SHFL.BFLY, one ATOMG).
+# Fits 150 s: each step gets what is left of a 145 s budget (ROUTER_BUDGET_S).
+# Helpers: scripts/gpu/checks/t-router/ (golden_check.py, speedup.py).
+# Usage (repository root, build packed by scripts/gpu/pack.sh): scripts/gpu/checks/t-router.sh CARRY OUT
+# Exit status: the number of FAIL lines.
+set -uo pipefail
+carry=$(cd "$1" && pwd); out=$2
+mkdir -p "$out"
+source "$(dirname "$0")/../env.sh" "$carry" "$out"
+d2k="$carry/d2k"
+task=moe_topk_router
+helpers=scripts/gpu/checks/t-router
+budget=${ROUTER_BUDGET_S:-145}
+source "$(dirname "$0")/lib/steps.sh"
+have_torch=0
+python3 -c "import torch" 2> /dev/null && have_torch=1
+
+step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
+targets=naive,expert
+for v in nofilter unfused; do
+  [ -f "$carry/impl/$task/expert_$v.so" ] && targets+=,expert:$v
+done
+[ "$have_torch" = 1 ] && targets+=,torch_eager
+if step bench 75 "$d2k" bench --task $task --targets $targets --graph --quiet --json "$out/bench.jsonl" \
+    --markdown "$out/bench.md"; then
+  pass "bench: every target PASSED ($targets)"
+else
+  fail "bench (see bench.log)"
+fi
+grep -v " check \|hidden:" "$out/bench.log" | cut -c1-200 | tail -16
+python3 $helpers/speedup.py "$out/bench.jsonl" | tee "$out/speedup.log"
+grep -q "^FAIL" "$out/speedup.log" && fail "expert below 10x torch_eager on some bench row (speedup.log)"
+grep -q "^PASS" "$out/speedup.log" && pass "expert >= 10x torch_eager on every bench row"
+
+step starter 10 "$d2k" bench --task $task --targets solution --solution-dir dataset/$task/starter/cuda --quiet
+grep -q "INCORRECT_" "$out/starter.log" && pass "starter fails with INCORRECT_*" || fail "starter verdict (see starter.log)"
+
+# Fused (T <= 512) and three-launch shapes, ties, E not a multiple of 32, the widest router.
+small=moe_topk_router-check-37x64-k6-odd,moe_topk_router-check-513x60-k4-qwen1.5,moe_topk_router-check-333x512-k10-qwen3next,moe_topk_router-check-300x128-k8-ties,moe_topk_router-check-4097x256-k8
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [ -x "$sanitizer" ]; then
+  for tool in memcheck racecheck; do
+    step $tool 25 "$sanitizer" --tool $tool --error-exitcode 1 "$d2k" check --task $task --impl expert \
+      --isolation none --workloads $small --rounds 1 --quiet
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$out/$tool.log"; then
+      pass "$tool: expert clean on $(echo $small | tr ',' '\n' | wc -l) check workloads"
+    else
+      fail "$tool rc=$rc (see $tool.log)"
+    fi
+    tail -2 "$out/$tool.log"
+  done
+else
+  fail "no compute-sanitizer"
+fi
+
+if [ "$have_torch" = 1 ]; then
+  step dump 15 "$d2k" check --task $task --impl expert --quiet --rounds 1 --dump "$out/dump"
+  step golden 20 python3 $helpers/golden_check.py "$out/dump" --dataset dataset \
+    && pass "golden cross-check" || fail "golden cross-check (see golden.log)"
+  tail -16 "$out/golden.log"
+  rm -rf "$out/dump"  # .npy of every check workload; golden.log keeps the errors
+else
+  echo "SKIP golden cross-check: no torch on this machine"
+fi
+objdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+if [ -x "$objdump" ]; then
+  "$objdump" --dump-sass "$carry/impl/$task/expert.so" > "$out/expert.sass" 2>&1
+  echo "expert SASS:" $(grep -oE "ATOMS\.[A-Z0-9.]*|ATOMG\.[A-Z0-9.]*|RED\.[A-Z0-9.]*|POPC|SHFL\.[A-Z]+|MUFU\.EX2|MEMBAR\.[A-Z.]*|LDG\.E\.EF[A-Z0-9.]*" \
+    "$out/expert.sass" | sort | uniq -c | awk '{print $2"x"$1}')
+fi
+echo "t-router: $fails failure(s)"
+exit "$fails"
