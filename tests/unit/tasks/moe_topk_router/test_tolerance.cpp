@@ -309,10 +309,12 @@ TEST_F(RouterTolerance, SkippedLastTokenFails) {
 TEST(RouterHidden, ExpertPassesHiddenDraws) {
   const Task t = load_pilot("moe_topk_router");
   const LoadedImpl ref = load_reference("moe_topk_router");
-  const std::vector<Workload> hidden = draw_hidden_workloads(t.def, 777, 8);
+  const std::vector<Workload> hidden = draw_hidden_workloads(t.def, 777, 40);
   ASSERT_FALSE(hidden.empty());
   for (const Workload& w : hidden) {
     const Case c = make_case(t, ref, w, 5);
+    std::printf("hidden %s: T=%lld E=%lld K=%lld\n", w.uuid.c_str(), static_cast<long long>(c.axis("T")),
+                static_cast<long long>(c.axis("E")), static_cast<long long>(c.axis("K")));
     const OutputsVerdict r = judge(c, emulate(c, Variant::kExpert));
     EXPECT_EQ(r.status, Status::PASSED) << w.uuid << " T=" << c.axis("T") << " E=" << c.axis("E")
                                         << " K=" << c.axis("K") << ": " << r.message;
@@ -322,8 +324,11 @@ TEST(RouterHidden, ExpertPassesHiddenDraws) {
 TEST(RouterKeys, OrderAndTies) {
   // Larger logit, larger key; -0 and +0 one value; equal logits: the lower id has the larger key.
   const float xs[] = {-INFINITY, -1e30f, -2.5f, -1e-30f, -0.0f, 0.0f, 1e-30f, 1.0f, 3.0e38f};
-  for (std::size_t i = 0; i + 1 < std::size(xs); ++i)
-    if (!(xs[i] == xs[i + 1])) EXPECT_LT(router::order_key(xs[i]), router::order_key(xs[i + 1])) << xs[i];
+  for (std::size_t i = 0; i + 1 < std::size(xs); ++i) {
+    if (!(xs[i] == xs[i + 1])) {
+      EXPECT_LT(router::order_key(xs[i]), router::order_key(xs[i + 1])) << xs[i];
+    }
+  }
   EXPECT_EQ(router::order_key(-0.0f), router::order_key(0.0f));
   EXPECT_GT(router::pack_key(1.5f, 3), router::pack_key(1.5f, 4));
   EXPECT_GT(router::pack_key(1.5f, 511), router::pack_key(1.25f, 0));
