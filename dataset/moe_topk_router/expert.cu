@@ -303,21 +303,17 @@ __global__ void __launch_bounds__(kThreads) route_kernel(RouteArgs a) {
   float cur[VPL];
   if (t < a.s.T) load_row<VPL>(a.x + t * E, E, lane, cur);
   for (int i = 0; i < a.p.tokens_per_warp && t < a.s.T; ++i, ++local, ++t) {  // t is warp-uniform
-#if !defined(ROUTER_NO_PREFETCH)
+    // The next token's logits are in flight while this one is selected (the rounds are latency-
+    // bound shuffles and reductions).
     const bool more = i + 1 < a.p.tokens_per_warp && t + 1 < a.s.T;
     float nxt[VPL];
     if (more) load_row<VPL>(a.x + (t + 1) * E, E, lane, nxt);
-#endif
     const uint64_t mine = select_topk<VPL>(cur, E, K, lane, candidates[warp]);
     emit_token(mine, t, local, K, lane, MW, a.out, mask);
-#if !defined(ROUTER_NO_PREFETCH)
     if (more) {
 #pragma unroll
       for (int j = 0; j < VPL; ++j) cur[j] = nxt[j];
     }
-#else
-    if (i + 1 < a.p.tokens_per_warp && t + 1 < a.s.T) load_row<VPL>(a.x + (t + 1) * E, E, lane, cur);
-#endif
   }
   __syncthreads();
   const int64_t nb = a.p.blocks, b = blockIdx.x;
