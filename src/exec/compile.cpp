@@ -810,6 +810,19 @@ void finish_failed_compile(CompileResult& res, const ProcessResult& pr, std::str
   res.message = pr.signal ? fmt::format("the compiler was {}", pr.cause) : fmt::format("compilation failed ({})", pr.cause);
 }
 
+/// Visible read-only to the compile: nvcc's toolkit, the one this build found (its headers may
+/// live elsewhere), the include folders. Nothing else of the host.
+std::vector<fs::path> compile_read_only_paths(const CompileOptions& opts, const std::string& nvcc,
+                                              const fs::path& include_dir) {
+  std::error_code ec;
+  std::vector<fs::path> ro_paths = {include_dir, fs::path(nvcc).parent_path().parent_path()};
+  if (const fs::path cuda_inc = D2K_CUDA_INCLUDE_DIR; !cuda_inc.empty() && fs::exists(cuda_inc, ec))
+    ro_paths.push_back(canonical_or_same(cuda_inc));
+  for (const SystemHeaders& sh : opts.system_headers) ro_paths.push_back(canonical_or_same(sh.dir));
+  for (const fs::path& dir : opts.extra_include_dirs) ro_paths.push_back(canonical_or_same(dir));
+  return ro_paths;
+}
+
 /// A complete entry under the key is reused as it is; it is marked recently used (LRU).
 bool take_cache_hit(const fs::path& entry, CompileResult& res) {
   std::error_code ec;
@@ -914,13 +927,7 @@ CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOpt
   argv.insert(argv.end(), files.sources.begin(), files.sources.end());
   argv.insert(argv.end(), {"-o", (build / "solution.so").string()});
 
-  // Visible read-only: nvcc's toolkit, the one this build found (its headers may live
-  // elsewhere), the include folders. Nothing else of the host.
-  std::vector<fs::path> ro_paths = {include_dir, fs::path(nvcc).parent_path().parent_path()};
-  if (const fs::path cuda_inc = D2K_CUDA_INCLUDE_DIR; !cuda_inc.empty() && fs::exists(cuda_inc, ec))
-    ro_paths.push_back(canonical_or_same(cuda_inc));
-  for (const SystemHeaders& sh : opts.system_headers) ro_paths.push_back(canonical_or_same(sh.dir));
-  for (const fs::path& dir : opts.extra_include_dirs) ro_paths.push_back(canonical_or_same(dir));
+  const std::vector<fs::path> ro_paths = compile_read_only_paths(opts, nvcc, include_dir);
   ProcessResult pr;
   try {
     pr = run_sandboxed(argv, compile_sandbox_options(opts, build, ro_paths));
