@@ -18,8 +18,9 @@
 //   - thread = one x (lanes of a warp consecutive in x: coalesced) and a column of P consecutive y;
 //     its y neighbours inside the column are its own registers, only the column's two ends and the
 //     x neighbours come from shared memory.
-//   - level j = the grid after j steps. At march step s the CTA loads plane s of level 0 (the input;
-//     plane s + 1 is already in flight in registers: one plane of prefetch) and computes plane s - j
+//   - level j = the grid after j steps. At march step s the CTA takes plane s of level 0 (the input,
+//     loaded A steps earlier into a register ring: A = 3, 2, 1 planes in flight at K = 1, 2, 4, the
+//     march unrolled by A so the ring's slots are registers) and computes plane s - j
 //     of level j for j = 1..K, each from level j-1's planes s-j-1 (register queue), s-j (registers,
 //     and shared memory for the neighbours) and s-j+1 (just loaded or computed by the same thread).
 //     Level K's plane is stored. Each level's current plane lives in shared memory in two parities
@@ -76,6 +77,7 @@ template <int K>
 struct Tile {
   static constexpr int kOY = K == 1 ? 16 : 32;
   static constexpr int kPPT = K == 1 ? 4 : 8;
+  static constexpr int kAhead = K == 1 ? 3 : K == 2 ? 2 : 1;  // input planes in flight (registers allowing)
   static constexpr int kIX = kOX - 2 * K, kIY = kOY - 2 * K;  // the cells a CTA writes
   static constexpr int kThreadRows = kOY / kPPT;
   static constexpr int kThreads = kOX * kThreadRows;
@@ -94,86 +96,128 @@ __device__ __forceinline__ void load_plane(const float* __restrict__ src, int z,
     v[i] = (z_in && ((in_grid >> i) & 1u)) ? __ldg(src + z * plane + col + static_cast<int64_t>(i) * X) : 0.f;
 }
 
+/// A thread's cells: one x and kPPT consecutive y of the outer tile, the same on every plane.
+struct Cells {
+  unsigned in_grid, fixed, owned;  ///< bit i: cell i is in the grid / a boundary cell / written by this CTA
+  int64_t col;                     ///< offset of cell 0 within a plane (negative in the halo: used only in the grid)
+  int tx, ly0;                     ///< local x, local y of cell 0
+  int xm, xp, row_m, row_p;        ///< shared-memory neighbours, clamped at the outer tile's edge
+};
+
+template <int K>
+__device__ __forceinline__ Cells cells_of(int Y, int X) {
+  using Tl = Tile<K>;
+  Cells c;
+  c.tx = threadIdx.x;
+  c.ly0 = threadIdx.y * Tl::kPPT;
+  const int gx = static_cast<int>(blockIdx.x) * Tl::kIX - K + c.tx;
+  const int gy0 = static_cast<int>(blockIdx.y) * Tl::kIY - K + c.ly0;
+  c.col = static_cast<int64_t>(gy0) * X + gx;
+  c.in_grid = c.fixed = c.owned = 0;
+  const bool x_in = gx >= 0 && gx < X, x_fixed = gx <= 0 || gx >= X - 1, x_owned = c.tx >= K && c.tx < kOX - K;
+#pragma unroll
+  for (int i = 0; i < Tl::kPPT; ++i) {
+    const int gy = gy0 + i, ly = c.ly0 + i;
+    if (x_in && gy >= 0 && gy < Y) c.in_grid |= 1u << i;
+    if (x_fixed || gy <= 0 || gy >= Y - 1) c.fixed |= 1u << i;
+    if (x_owned && ly >= K && ly < Tl::kOY - K) c.owned |= 1u << i;
+  }
+  c.owned &= c.in_grid;  // cells the tile owns beyond the grid's edge are not written
+  // Cells at the outer tile's edge read a clamped (wrong) neighbour: they are never owned, and
+  // their error moves inward one cell per level, which the halo of K absorbs.
+  c.xm = max(c.tx - 1, 0);
+  c.xp = min(c.tx + 1, kOX - 1);
+  c.row_m = max(c.ly0 - 1, 0);
+  c.row_p = min(c.ly0 + Tl::kPPT, Tl::kOY - 1);
+  return c;
+}
+
+/// March step s, after the barrier that publishes level 0's plane s: plane s - j of level j for
+/// j = 1..K, each from level j-1's planes s-j-1 (q_prev), s-j (q_cur; shared memory for the
+/// neighbours) and s-j+1 (`up`, computed or loaded by this thread just before). Level K's plane is
+/// stored when it lies in the CTA's chunk.
+template <int K>
+__device__ __forceinline__ void advance_levels(const Cells& cl, int s, int par, int Z, int z_begin, int z_end,
+                                               int64_t plane, int X, float c0, float c1, float* smem, float (&q_prev)[K][Tile<K>::kPPT],
+                                               float (&q_cur)[K][Tile<K>::kPPT], float (&up)[Tile<K>::kPPT],
+                                               float* __restrict__ dst) {
+  using Tl = Tile<K>;
+  constexpr int P = Tl::kPPT;
+#pragma unroll
+  for (int j = 1; j <= K; ++j) {
+    const float* c = smem + ((j - 1) * 2 + (par ^ 1)) * Tl::kPlane;  // level j-1, plane s-j
+    const int z = s - j;
+    const bool z_fixed = z <= 0 || z >= Z - 1;
+    float res[P];
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      const float ctr = q_cur[j - 1][i];
+      const float ym = i == 0 ? c[cl.row_m * kOX + cl.tx] : q_cur[j - 1][i - 1];
+      const float yp = i == P - 1 ? c[cl.row_p * kOX + cl.tx] : q_cur[j - 1][i + 1];
+      const float* row = c + (cl.ly0 + i) * kOX;
+      const float sum = ((((q_prev[j - 1][i] + up[i]) + ym) + yp) + row[cl.xm]) + row[cl.xp];
+      res[i] = (z_fixed || ((cl.fixed >> i) & 1u)) ? ctr : fmaf(c0, ctr, c1 * sum);
+    }
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      q_prev[j - 1][i] = q_cur[j - 1][i];
+      q_cur[j - 1][i] = up[i];
+      up[i] = res[i];
+    }
+    if (j < K) {
+#pragma unroll
+      for (int i = 0; i < P; ++i) smem[(j * 2 + par) * Tl::kPlane + (cl.ly0 + i) * kOX + cl.tx] = res[i];
+    } else if (z >= z_begin && z < z_end) {
+#pragma unroll
+      for (int i = 0; i < P; ++i)
+        if ((cl.owned >> i) & 1u) dst[z * plane + cl.col + static_cast<int64_t>(i) * X] = res[i];
+    }
+  }
+}
+
 template <int K>
 __global__ void __launch_bounds__(Tile<K>::kThreads, K == 1 ? 4 : 2)
     jacobi_block(const float* __restrict__ src, float* __restrict__ dst, int Z, int Y, int X, float c0, float c1) {
   using Tl = Tile<K>;
-  constexpr int P = Tl::kPPT, OY = Tl::kOY;
-  extern __shared__ float smem[];  // [level 0..K-1][parity 0..1][OY][kOX]
-
-  // ---- the thread's cells: masks over its P cells of y ----
-  const int tx = threadIdx.x, ly0 = threadIdx.y * P;
-  const int gx = static_cast<int>(blockIdx.x) * Tl::kIX - K + tx;
-  const int gy0 = static_cast<int>(blockIdx.y) * Tl::kIY - K + ly0;
+  constexpr int P = Tl::kPPT, A = Tl::kAhead;
+  extern __shared__ float smem[];  // [level 0..K-1][parity 0..1][kOY][kOX]
+  const Cells cl = cells_of<K>(Y, X);
   const int z_begin = static_cast<int>(blockIdx.z) * kZChunk;
   const int z_end = min(Z, z_begin + kZChunk);
   const int64_t plane = static_cast<int64_t>(Y) * X;
-  const int64_t col = static_cast<int64_t>(gy0) * X + gx;  // offset of the column's first cell in a plane
-  unsigned in_grid = 0, fixed = 0, owned = 0;
-  const bool x_in = gx >= 0 && gx < X, x_fixed = gx <= 0 || gx >= X - 1, x_owned = tx >= K && tx < kOX - K;
-#pragma unroll
-  for (int i = 0; i < P; ++i) {
-    const int gy = gy0 + i, ly = ly0 + i;
-    if (x_in && gy >= 0 && gy < Y) in_grid |= 1u << i;
-    if (x_fixed || gy <= 0 || gy >= Y - 1) fixed |= 1u << i;
-    if (x_owned && ly >= K && ly < OY - K) owned |= 1u << i;
-  }
-  owned &= in_grid;
-  // Shared-memory neighbours, clamped at the outer tile's edge (those cells are never owned).
-  const int xm = max(tx - 1, 0), xp = min(tx + 1, kOX - 1);
-  const int row_m = max(ly0 - 1, 0), row_p = min(ly0 + P, OY - 1);
 
   // No read sees uninitialised shared memory (the first march step reads the other parity).
-  for (int i = threadIdx.y * kOX + tx; i < 2 * K * Tl::kPlane; i += Tl::kThreads) smem[i] = 0.f;
+  for (int i = cl.ly0 / P * kOX + cl.tx; i < 2 * K * Tl::kPlane; i += Tl::kThreads) smem[i] = 0.f;
 
-  // ---- the march ----
   float q_prev[K][P], q_cur[K][P];  // level j's planes s-j-2 and s-j-1 at the thread's cells, entering step s
 #pragma unroll
   for (int j = 0; j < K; ++j)
 #pragma unroll
     for (int i = 0; i < P; ++i) q_prev[j][i] = q_cur[j][i] = 0.f;
+
+  // The march: the chunk's planes plus K warm-up planes below and K drain planes above. Input
+  // planes in flight: slot k holds plane s_first + k + m * A, so the march is unrolled by A (slot
+  // indices known at compile time: the ring stays in registers).
   const int s_first = z_begin - K, s_last = z_end - 1 + K;
-  float ahead[P];  // the prefetched input plane
-  load_plane<P>(src, s_first, Z, plane, col, X, in_grid, ahead);
-  for (int s = s_first; s <= s_last; ++s) {
-    float up[P];  // level j-1's plane s-j+1, for j = 1..K in turn (starts as the input's plane s)
+  float ahead[A][P];
 #pragma unroll
-    for (int i = 0; i < P; ++i) up[i] = ahead[i];
-    if (s < s_last) load_plane<P>(src, s + 1, Z, plane, col, X, in_grid, ahead);
-    const int par = s & 1;
-    __syncthreads();  // step s-1's reads of this parity are done
+  for (int k = 0; k < A; ++k)
+    if (s_first + k <= s_last) load_plane<P>(src, s_first + k, Z, plane, cl.col, X, cl.in_grid, ahead[k]);
+  for (int s0 = s_first; s0 <= s_last; s0 += A) {
 #pragma unroll
-    for (int i = 0; i < P; ++i) smem[par * Tl::kPlane + (ly0 + i) * kOX + tx] = up[i];
-    __syncthreads();  // level 0's plane s and every level's step s-1 plane are visible
+    for (int k = 0; k < A; ++k) {
+      const int s = s0 + k;
+      if (s > s_last) break;  // uniform across the CTA: no thread skips a barrier another reaches
+      float up[P];            // level j-1's plane s-j+1 for j = 1..K in turn: first the input's plane s
 #pragma unroll
-    for (int j = 1; j <= K; ++j) {
-      const float* c = smem + ((j - 1) * 2 + (par ^ 1)) * Tl::kPlane;  // level j-1, plane s-j
-      const int z = s - j;
-      const bool z_fixed = z <= 0 || z >= Z - 1;
-      float res[P];
+      for (int i = 0; i < P; ++i) up[i] = ahead[k][i];
+      if (s + A <= s_last) load_plane<P>(src, s + A, Z, plane, cl.col, X, cl.in_grid, ahead[k]);
+      const int par = s & 1;
+      __syncthreads();  // step s-1's reads of this parity are done
 #pragma unroll
-      for (int i = 0; i < P; ++i) {
-        const float ctr = q_cur[j - 1][i];
-        const float ym = i == 0 ? c[row_m * kOX + tx] : q_cur[j - 1][i - 1];
-        const float yp = i == P - 1 ? c[row_p * kOX + tx] : q_cur[j - 1][i + 1];
-        const float* row = c + (ly0 + i) * kOX;
-        const float sum = ((((q_prev[j - 1][i] + up[i]) + ym) + yp) + row[xm]) + row[xp];
-        res[i] = (z_fixed || ((fixed >> i) & 1u)) ? ctr : fmaf(c0, ctr, c1 * sum);
-      }
-#pragma unroll
-      for (int i = 0; i < P; ++i) {
-        q_prev[j - 1][i] = q_cur[j - 1][i];
-        q_cur[j - 1][i] = up[i];
-        up[i] = res[i];
-      }
-      if (j < K) {
-#pragma unroll
-        for (int i = 0; i < P; ++i) smem[(j * 2 + par) * Tl::kPlane + (ly0 + i) * kOX + tx] = res[i];
-      } else if (z >= z_begin && z < z_end) {
-#pragma unroll
-        for (int i = 0; i < P; ++i)
-          if ((owned >> i) & 1u) dst[z * plane + col + static_cast<int64_t>(i) * X] = res[i];
-      }
+      for (int i = 0; i < P; ++i) smem[par * Tl::kPlane + (cl.ly0 + i) * kOX + cl.tx] = up[i];
+      __syncthreads();  // level 0's plane s and every level's plane of step s-1 are visible
+      advance_levels<K>(cl, s, par, Z, z_begin, z_end, plane, X, c0, c1, smem, q_prev, q_cur, up, dst);
     }
   }
 }
