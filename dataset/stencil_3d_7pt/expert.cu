@@ -132,15 +132,34 @@ __device__ __forceinline__ Cells cells_of(int Y, int X) {
   return c;
 }
 
+/// Plane s - j of level j at the thread's P cells, from level j-1's planes s-j-1 (q_prev), s-j (q_cur;
+/// `c` in shared memory for the neighbours) and s-j+1 (`up`). kMasked: some cell is a boundary cell
+/// (copies its own previous value: a select, so garbage beyond the grid cannot leak); the grid's
+/// interior threads take the unmasked instance, without the per-cell predicates.
+template <bool kMasked, int P>
+__device__ __forceinline__ void level_plane(const Cells& cl, const float* c, bool z_fixed, float c0, float c1,
+                                            const float (&q_prev)[P], const float (&q_cur)[P], const float (&up)[P],
+                                            float (&res)[P]) {
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const float ctr = q_cur[i];
+    const float ym = i == 0 ? c[cl.row_m * kOX + cl.tx] : q_cur[i - 1];
+    const float yp = i == P - 1 ? c[cl.row_p * kOX + cl.tx] : q_cur[i + 1];
+    const float* row = c + (cl.ly0 + i) * kOX;
+    const float sum = ((((q_prev[i] + up[i]) + ym) + yp) + row[cl.xm]) + row[cl.xp];
+    const float v = fmaf(c0, ctr, c1 * sum);
+    res[i] = kMasked && (z_fixed || ((cl.fixed >> i) & 1u)) ? ctr : v;
+  }
+}
+
 /// March step s, after the barrier that publishes level 0's plane s: plane s - j of level j for
-/// j = 1..K, each from level j-1's planes s-j-1 (q_prev), s-j (q_cur; shared memory for the
-/// neighbours) and s-j+1 (`up`, computed or loaded by this thread just before). Level K's plane is
-/// stored when it lies in the CTA's chunk.
+/// j = 1..K, each level feeding the next through `up`; the queues shift by one plane. Level K's
+/// plane is stored when it lies in the CTA's chunk.
 template <int K>
 __device__ __forceinline__ void advance_levels(const Cells& cl, int s, int par, int Z, int z_begin, int z_end,
-                                               int64_t plane, int X, float c0, float c1, float* smem, float (&q_prev)[K][Tile<K>::kPPT],
-                                               float (&q_cur)[K][Tile<K>::kPPT], float (&up)[Tile<K>::kPPT],
-                                               float* __restrict__ dst) {
+                                               int64_t plane, int X, float c0, float c1, float* smem,
+                                               float (&q_prev)[K][Tile<K>::kPPT], float (&q_cur)[K][Tile<K>::kPPT],
+                                               float (&up)[Tile<K>::kPPT], float* __restrict__ dst) {
   using Tl = Tile<K>;
   constexpr int P = Tl::kPPT;
 #pragma unroll
@@ -149,15 +168,10 @@ __device__ __forceinline__ void advance_levels(const Cells& cl, int s, int par, 
     const int z = s - j;
     const bool z_fixed = z <= 0 || z >= Z - 1;
     float res[P];
-#pragma unroll
-    for (int i = 0; i < P; ++i) {
-      const float ctr = q_cur[j - 1][i];
-      const float ym = i == 0 ? c[cl.row_m * kOX + cl.tx] : q_cur[j - 1][i - 1];
-      const float yp = i == P - 1 ? c[cl.row_p * kOX + cl.tx] : q_cur[j - 1][i + 1];
-      const float* row = c + (cl.ly0 + i) * kOX;
-      const float sum = ((((q_prev[j - 1][i] + up[i]) + ym) + yp) + row[cl.xm]) + row[cl.xp];
-      res[i] = (z_fixed || ((cl.fixed >> i) & 1u)) ? ctr : fmaf(c0, ctr, c1 * sum);
-    }
+    if (z_fixed || cl.fixed != 0)
+      level_plane<true, P>(cl, c, z_fixed, c0, c1, q_prev[j - 1], q_cur[j - 1], up, res);
+    else
+      level_plane<false, P>(cl, c, z_fixed, c0, c1, q_prev[j - 1], q_cur[j - 1], up, res);
 #pragma unroll
     for (int i = 0; i < P; ++i) {
       q_prev[j - 1][i] = q_cur[j - 1][i];
