@@ -7,8 +7,8 @@
 //   boundary:  v = u                                     (the fixed Dirichlet boundary)
 //
 // Cost model: 8ZYX bytes per call (u read once, out written once), whatever T. A pass of k steps
-// reads its tile plus a halo of k cells and writes the tile once, so T steps cost ceil(T/4)-ish
-// passes over DRAM instead of T.
+// reads its tile plus a halo of k cells and writes the tile once, so T steps cost
+// floor(T/4) + popcount(T mod 4) passes over DRAM instead of T (T = 8: 2 passes).
 //
 // One pass, jacobi_block<K> (K = steps per pass):
 //   - CTA = 64 x OY outer tile of cells (x, y) at the same position on every plane; it writes the
@@ -28,15 +28,16 @@
 //   - boundary cells copy their own previous level, which by induction is the input value; cells
 //     outside the grid (halo beyond the edge) and planes outside [0, Z) hold garbage that only
 //     boundary cells' neighbours could see, and boundary cells never read their neighbours (a
-//     select, not an arithmetic blend, so a NaN or Inf there cannot leak).
+//     select, not an arithmetic blend, so a NaN or Inf there cannot leak). Threads without a
+//     boundary cell (all but the grid's outer shell) run an instance without the select.
 // T steps = floor(T/4) passes of K = 4, then K = 2 and K = 1 passes for the remainder; passes
 // ping-pong between `out` and one grid-sized workspace buffer, the last one landing in `out`.
 //
 // Designs considered (times: not yet measured on the H200, docs/results/stencil_3d_7pt.md):
 //   a. naive.cu: a thread per cell, seven global loads per cell, one launch per step: L1/L2 serve
 //      the reuse, DRAM sees 8ZYX bytes per step.
-//   b. 3D tiles in shared memory (a cube plus a halo of one on each side): 1.4x redundant loads at
-//      8^3 tiles, and a barrier per tile for little reuse; 2.5D marching needs no Z halo at all.
+//   b. 3D tiles in shared memory (a cube plus a halo of one on each side): 10^3 / 8^3 = 1.95x the
+//      loads at 8^3 tiles and a barrier per tile for little reuse; 2.5D marching needs no Z halo.
 //   c. (chosen for T = 1) 2.5D blocking, K = 1: each cell loaded once from DRAM, its XY halo from L2
 //      (the neighbouring tiles march alongside); 64 x 16 tiles, 256 threads, 8 KB of shared memory.
 //   d. (chosen for T > 1) the same march with K levels in flight (temporal blocking): DRAM traffic
