@@ -73,7 +73,8 @@ namespace {
 constexpr int kOX = 64;  // outer tile width: two warps of consecutive x
 constexpr int kZChunk = STENCIL_ZCHUNK;
 
-/// Tile geometry of a pass of K steps: outer tile kOX x kOY, kPPT cells of y per thread.
+/// Tile geometry of a pass of K steps: outer tile kOX x kOY, kPPT cells of y per thread. The CPU
+/// tests replay these passes on the host with the same constants (a test compares the lines).
 template <int K>
 struct Tile {
   static constexpr int kOY = K == 1 ? 16 : 32;

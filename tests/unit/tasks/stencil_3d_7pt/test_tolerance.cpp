@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 #include "unit/tasks/task_harness.h"
@@ -112,6 +114,7 @@ void replay_pass(int K, const Blocking& b, const Dims& d, float c0, float c1, co
                  std::vector<float>& dst) {
   const int OY = K == 1 ? 16 : 32, P = K == 1 ? 4 : 8, IX = kOX - 2 * K, IY = OY - 2 * K;
   const int A = K == 1 ? 3 : K == 2 ? 2 : 1;  // input planes in flight (kAhead)
+  // (ReplayFollowsTheExpertsGeometry checks these against expert.cu's lines)
   const int rows = OY / P, threads = kOX * rows, plane_floats = kOX * OY;
   const int Z = static_cast<int>(d.Z), Y = static_cast<int>(d.Y), X = static_cast<int>(d.X);
   const std::int64_t plane = d.Y * d.X;
@@ -236,6 +239,23 @@ const std::vector<Honest>& expert_configs() {
       {"expert:zchunk128", {4, 128}},
   };
   return v;
+}
+
+// The replay hard-codes expert.cu's geometry (tile, cells per thread, planes in flight, Z chunk,
+// pass depths, variants): if expert.cu changes one, this names the line the replay must follow.
+TEST(ToleranceStencil3d7pt, ReplayFollowsTheExpertsGeometry) {
+  std::ifstream f(std::filesystem::path(D2K_SOURCE_DIR) / "dataset/stencil_3d_7pt/expert.cu");
+  ASSERT_TRUE(f.good());
+  std::stringstream text;
+  text << f.rdbuf();
+  for (const char* line : {"constexpr int kOX = 64;", "static constexpr int kOY = K == 1 ? 16 : 32;",
+                           "static constexpr int kPPT = K == 1 ? 4 : 8;",
+                           "static constexpr int kAhead = K == 1 ? 3 : K == 2 ? 2 : 1;", "#define STENCIL_MAX_K 4",
+                           "#define STENCIL_ZCHUNK 64", "%VARIANT% single -DSTENCIL_MAX_K=1",
+                           "%VARIANT% k2 -DSTENCIL_MAX_K=2", "%VARIANT% zchunk128 -DSTENCIL_ZCHUNK=128",
+                           "const int s_first = z_begin - K, s_last = z_end - 1 + K;",
+                           "for (int k = STENCIL_MAX_K; k >= 1; k /= 2)"})
+    EXPECT_NE(text.str().find(line), std::string::npos) << "expert.cu no longer has: " << line;
 }
 
 TEST(ToleranceStencil3d7pt, CheckWorkloadsCoverTheEdges) {
