@@ -36,7 +36,7 @@ step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
 
 targets=naive,expert,expert:single
 [ $have_torch = 1 ] && targets=$targets,torch_eager
-if step bench 70 "$d2k" bench --task $task --targets $targets --max-time 0.5 --quiet --json "$out/bench.jsonl" \
+if step bench 65 "$d2k" bench --task $task --targets $targets --max-time 0.5 --quiet --json "$out/bench.jsonl" \
     --markdown "$out/bench.md"; then
   pass "bench ($targets): every target PASSED"
 else
@@ -44,7 +44,7 @@ else
 fi
 grep -v " check \|hidden:" "$out/bench.log" | cut -c1-220 | tail -16
 
-step starter 10 "$d2k" bench --task $task --targets solution --solution-dir dataset/$task/starter/cuda --quiet
+step starter 20 "$d2k" bench --task $task --targets solution --solution-dir dataset/$task/starter/cuda --quiet
 grep -q "INCORRECT_" "$out/starter.log" && pass "starter fails with INCORRECT_*" || fail "starter verdict (see starter.log)"
 
 # memcheck in d2k's own process (--isolation none) over every public check workload; the same run
