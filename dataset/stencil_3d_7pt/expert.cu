@@ -1,0 +1,328 @@
+// stencil_3d_7pt — expert: 2.5D blocking (a CTA owns an XY tile and marches along Z, each thread's
+// Z neighbours in a register queue, the current plane in shared memory for its XY neighbours) with
+// temporal blocking (k = 1, 2 or 4 Jacobi steps per pass over memory on tiles overlapped by a halo of
+// k cells, recomputed by both neighbours).
+//
+//   interior:  v = fmaf(c0, u, c1 * (((((u[z-1] + u[z+1]) + u[y-1]) + u[y+1]) + u[x-1]) + u[x+1]))
+//   boundary:  v = u                                     (the fixed Dirichlet boundary)
+//
+// Cost model: 8ZYX bytes per call (u read once, out written once), whatever T. A pass of k steps
+// reads its tile plus a halo of k cells and writes the tile once, so T steps cost
+// floor(T/4) + popcount(T mod 4) passes over DRAM instead of T (T = 8: 2 passes).
+//
+// One pass, jacobi_block<K> (K = steps per pass):
+//   - CTA = 64 x OY outer tile of cells (x, y) at the same position on every plane; it writes the
+//     inner (64 - 2K) x (OY - 2K) cells (a level-j value is exact at distance >= j from the outer
+//     edge), over one chunk of Z (kZChunk planes; the chunk's first K and last K steps warm and
+//     drain the pipeline, recomputing K planes on each side).
+//   - thread = one x (lanes of a warp consecutive in x: coalesced) and a column of P consecutive y;
+//     its y neighbours inside the column are its own registers, only the column's two ends and the
+//     x neighbours come from shared memory.
+//   - level j = the grid after j steps. At march step s the CTA takes plane s of level 0 (the input,
+//     loaded A steps earlier into a register ring: A = 3, 2, 1 planes in flight at K = 1, 2, 4, the
+//     march unrolled by A so the ring's slots are registers) and computes plane s - j
+//     of level j for j = 1..K, each from level j-1's planes s-j-1 (register queue), s-j (registers,
+//     and shared memory for the neighbours) and s-j+1 (just loaded or computed by the same thread).
+//     Level K's plane is stored. Each level's current plane lives in shared memory in two parities
+//     (written at step s, read at step s+1), so a march step needs two barriers for any K.
+//   - boundary cells copy their own previous level, which by induction is the input value; cells
+//     outside the grid (halo beyond the edge) and planes outside [0, Z) hold garbage that only
+//     boundary cells' neighbours could see, and boundary cells never read their neighbours (a
+//     select, not an arithmetic blend, so a NaN or Inf there cannot leak). Threads without a
+//     boundary cell (all but the grid's outer shell) run an instance without the select.
+// T steps = floor(T/4) passes of K = 4, then K = 2 and K = 1 passes for the remainder; passes
+// ping-pong between `out` and one grid-sized workspace buffer, the last one landing in `out`.
+//
+// Designs considered (times: not yet measured on the H200, docs/results/stencil_3d_7pt.md):
+//   a. naive.cu: a thread per cell, seven global loads per cell, one launch per step: L1/L2 serve
+//      the reuse, DRAM sees 8ZYX bytes per step.
+//   b. 3D tiles in shared memory (a cube plus a halo of one on each side): 10^3 / 8^3 = 1.95x the
+//      loads at 8^3 tiles and a barrier per tile for little reuse; 2.5D marching needs no Z halo.
+//   c. (chosen for T = 1) 2.5D blocking, K = 1: each cell loaded once from DRAM, its XY halo from L2
+//      (the neighbouring tiles march alongside); 64 x 16 tiles, 256 threads, 8 KB of shared memory.
+//   d. (chosen for T > 1) the same march with K levels in flight (temporal blocking): DRAM traffic
+//      divided by K, at the price of (64 x OY) / ((64 - 2K)(OY - 2K)) recomputation (1.52x at K = 4
+//      with 64 x 32 tiles) and K times the shared-memory traffic per loaded cell.
+//   e. vector (16-byte) halo loads: the outer tile starts K cells left of a multiple of the inner
+//      width, so rows are not 16-byte aligned for K = 1 and 2; a warp's 128-byte row load spans 5
+//      sectors instead of 4, served by L2. Not built: the compulsory DRAM traffic is unchanged.
+// Variants for the sweep (each a full compile; `d2k bench --targets expert:<name>`):
+//   %VARIANT% single -DSTENCIL_MAX_K=1
+//   %VARIANT% k2 -DSTENCIL_MAX_K=2
+//   %VARIANT% zchunk128 -DSTENCIL_ZCHUNK=128
+// `single` is T single-step passes of this kernel: the issue's bar for T = 8 is the expert at
+// >= 3x that.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "d2k/solution.h"
+
+#ifndef STENCIL_MAX_K
+#define STENCIL_MAX_K 4
+#endif
+#ifndef STENCIL_ZCHUNK
+#define STENCIL_ZCHUNK 64
+#endif
+static_assert(STENCIL_MAX_K == 1 || STENCIL_MAX_K == 2 || STENCIL_MAX_K == 4, "STENCIL_MAX_K is 1, 2 or 4");
+
+namespace {
+
+constexpr int kOX = 64;  // outer tile width: two warps of consecutive x
+constexpr int kZChunk = STENCIL_ZCHUNK;
+
+/// Tile geometry of a pass of K steps: outer tile kOX x kOY, kPPT cells of y per thread. The CPU
+/// tests replay these passes on the host with the same constants (a test compares the lines).
+template <int K>
+struct Tile {
+  static constexpr int kOY = K == 1 ? 16 : 32;
+  static constexpr int kPPT = K == 1 ? 4 : 8;
+  static constexpr int kAhead = K == 1 ? 3 : K == 2 ? 2 : 1;  // input planes in flight (registers allowing)
+  static constexpr int kIX = kOX - 2 * K, kIY = kOY - 2 * K;  // the cells a CTA writes
+  static constexpr int kThreadRows = kOY / kPPT;
+  static constexpr int kThreads = kOX * kThreadRows;
+  static constexpr int kPlane = kOX * kOY;                     // floats of one level's plane
+  static constexpr int kSmemBytes = 2 * K * kPlane * 4;        // levels 0..K-1, two parities each
+  static_assert(kPPT <= 32 && kOY % kPPT == 0, "per-thread masks are 32-bit");
+};
+
+/// Plane z of the input at the thread's cells (0 outside the grid or outside [0, Z)).
+template <int P>
+__device__ __forceinline__ void load_plane(const float* __restrict__ src, int z, int Z, int64_t plane, int64_t col,
+                                           int X, unsigned in_grid, float (&v)[P]) {
+  const bool z_in = z >= 0 && z < Z;
+#pragma unroll
+  for (int i = 0; i < P; ++i)
+    v[i] = (z_in && ((in_grid >> i) & 1u)) ? __ldg(src + z * plane + col + static_cast<int64_t>(i) * X) : 0.f;
+}
+
+/// A thread's cells: one x and kPPT consecutive y of the outer tile, the same on every plane.
+struct Cells {
+  unsigned in_grid, fixed, owned;  ///< bit i: cell i is in the grid / a boundary cell / written by this CTA
+  int64_t col;                     ///< offset of cell 0 within a plane (negative in the halo: used only in the grid)
+  int tx, ly0;                     ///< local x, local y of cell 0
+  int xm, xp, row_m, row_p;        ///< shared-memory neighbours, clamped at the outer tile's edge
+};
+
+template <int K>
+__device__ __forceinline__ Cells cells_of(int Y, int X) {
+  using Tl = Tile<K>;
+  Cells c;
+  c.tx = threadIdx.x;
+  c.ly0 = threadIdx.y * Tl::kPPT;
+  const int gx = static_cast<int>(blockIdx.x) * Tl::kIX - K + c.tx;
+  const int gy0 = static_cast<int>(blockIdx.y) * Tl::kIY - K + c.ly0;
+  c.col = static_cast<int64_t>(gy0) * X + gx;
+  c.in_grid = c.fixed = c.owned = 0;
+  const bool x_in = gx >= 0 && gx < X, x_fixed = gx <= 0 || gx >= X - 1, x_owned = c.tx >= K && c.tx < kOX - K;
+#pragma unroll
+  for (int i = 0; i < Tl::kPPT; ++i) {
+    const int gy = gy0 + i, ly = c.ly0 + i;
+    if (x_in && gy >= 0 && gy < Y) c.in_grid |= 1u << i;
+    if (x_fixed || gy <= 0 || gy >= Y - 1) c.fixed |= 1u << i;
+    if (x_owned && ly >= K && ly < Tl::kOY - K) c.owned |= 1u << i;
+  }
+  c.owned &= c.in_grid;  // cells the tile owns beyond the grid's edge are not written
+  // Cells at the outer tile's edge read a clamped (wrong) neighbour: they are never owned, and
+  // their error moves inward one cell per level, which the halo of K absorbs.
+  c.xm = max(c.tx - 1, 0);
+  c.xp = min(c.tx + 1, kOX - 1);
+  c.row_m = max(c.ly0 - 1, 0);
+  c.row_p = min(c.ly0 + Tl::kPPT, Tl::kOY - 1);
+  return c;
+}
+
+/// Plane s - j of level j at the thread's P cells, from level j-1's planes s-j-1 (q_prev), s-j (q_cur;
+/// `c` in shared memory for the neighbours) and s-j+1 (`up`). kMasked: some cell is a boundary cell
+/// (copies its own previous value: a select, so garbage beyond the grid cannot leak); the grid's
+/// interior threads take the unmasked instance, without the per-cell predicates.
+template <bool kMasked, int P>
+__device__ __forceinline__ void level_plane(const Cells& cl, const float* c, bool z_fixed, float c0, float c1,
+                                            const float (&q_prev)[P], const float (&q_cur)[P], const float (&up)[P],
+                                            float (&res)[P]) {
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const float ctr = q_cur[i];
+    const float ym = i == 0 ? c[cl.row_m * kOX + cl.tx] : q_cur[i - 1];
+    const float yp = i == P - 1 ? c[cl.row_p * kOX + cl.tx] : q_cur[i + 1];
+    const float* row = c + (cl.ly0 + i) * kOX;
+    const float sum = ((((q_prev[i] + up[i]) + ym) + yp) + row[cl.xm]) + row[cl.xp];
+    const float v = fmaf(c0, ctr, c1 * sum);
+    res[i] = kMasked && (z_fixed || ((cl.fixed >> i) & 1u)) ? ctr : v;
+  }
+}
+
+/// March step s, after the barrier that publishes level 0's plane s: plane s - j of level j for
+/// j = 1..K, each level feeding the next through `up`; the queues shift by one plane. Level K's
+/// plane is stored when it lies in the CTA's chunk.
+template <int K>
+__device__ __forceinline__ void advance_levels(const Cells& cl, int s, int par, int Z, int z_begin, int z_end,
+                                               int64_t plane, int X, float c0, float c1, float* smem,
+                                               float (&q_prev)[K][Tile<K>::kPPT], float (&q_cur)[K][Tile<K>::kPPT],
+                                               float (&up)[Tile<K>::kPPT], float* __restrict__ dst) {
+  using Tl = Tile<K>;
+  constexpr int P = Tl::kPPT;
+#pragma unroll
+  for (int j = 1; j <= K; ++j) {
+    const float* c = smem + ((j - 1) * 2 + (par ^ 1)) * Tl::kPlane;  // level j-1, plane s-j
+    const int z = s - j;
+    const bool z_fixed = z <= 0 || z >= Z - 1;
+    float res[P];
+    if (z_fixed || cl.fixed != 0)
+      level_plane<true, P>(cl, c, z_fixed, c0, c1, q_prev[j - 1], q_cur[j - 1], up, res);
+    else
+      level_plane<false, P>(cl, c, z_fixed, c0, c1, q_prev[j - 1], q_cur[j - 1], up, res);
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      q_prev[j - 1][i] = q_cur[j - 1][i];
+      q_cur[j - 1][i] = up[i];
+      up[i] = res[i];
+    }
+    if (j < K) {
+#pragma unroll
+      for (int i = 0; i < P; ++i) smem[(j * 2 + par) * Tl::kPlane + (cl.ly0 + i) * kOX + cl.tx] = res[i];
+    } else if (z >= z_begin && z < z_end) {
+#pragma unroll
+      for (int i = 0; i < P; ++i)
+        if ((cl.owned >> i) & 1u) dst[z * plane + cl.col + static_cast<int64_t>(i) * X] = res[i];
+    }
+  }
+}
+
+template <int K>
+__global__ void __launch_bounds__(Tile<K>::kThreads, K == 1 ? 4 : 2)
+    jacobi_block(const float* __restrict__ src, float* __restrict__ dst, int Z, int Y, int X, float c0, float c1) {
+  using Tl = Tile<K>;
+  constexpr int P = Tl::kPPT, A = Tl::kAhead;
+  extern __shared__ float smem[];  // [level 0..K-1][parity 0..1][kOY][kOX]
+  const Cells cl = cells_of<K>(Y, X);
+  const int z_begin = static_cast<int>(blockIdx.z) * kZChunk;
+  const int z_end = min(Z, z_begin + kZChunk);
+  const int64_t plane = static_cast<int64_t>(Y) * X;
+
+  // No read sees uninitialised shared memory (the first march step reads the other parity).
+  for (int i = cl.ly0 / P * kOX + cl.tx; i < 2 * K * Tl::kPlane; i += Tl::kThreads) smem[i] = 0.f;
+
+  float q_prev[K][P], q_cur[K][P];  // level j's planes s-j-2 and s-j-1 at the thread's cells, entering step s
+#pragma unroll
+  for (int j = 0; j < K; ++j)
+#pragma unroll
+    for (int i = 0; i < P; ++i) q_prev[j][i] = q_cur[j][i] = 0.f;
+
+  // The march: the chunk's planes plus K warm-up planes below and K drain planes above. Input
+  // planes in flight: slot k holds plane s_first + k + m * A, so the march is unrolled by A (slot
+  // indices known at compile time: the ring stays in registers).
+  const int s_first = z_begin - K, s_last = z_end - 1 + K;
+  float ahead[A][P];
+#pragma unroll
+  for (int k = 0; k < A; ++k)
+    if (s_first + k <= s_last) load_plane<P>(src, s_first + k, Z, plane, cl.col, X, cl.in_grid, ahead[k]);
+  for (int s0 = s_first; s0 <= s_last; s0 += A) {
+#pragma unroll
+    for (int k = 0; k < A; ++k) {
+      const int s = s0 + k;
+      if (s > s_last) break;  // uniform across the CTA: no thread skips a barrier another reaches
+      float up[P];            // level j-1's plane s-j+1 for j = 1..K in turn: first the input's plane s
+#pragma unroll
+      for (int i = 0; i < P; ++i) up[i] = ahead[k][i];
+      if (s + A <= s_last) load_plane<P>(src, s + A, Z, plane, cl.col, X, cl.in_grid, ahead[k]);
+      const int par = s & 1;
+      __syncthreads();  // step s-1's reads of this parity are done
+#pragma unroll
+      for (int i = 0; i < P; ++i) smem[par * Tl::kPlane + (cl.ly0 + i) * kOX + cl.tx] = up[i];
+      __syncthreads();  // level 0's plane s and every level's plane of step s-1 are visible
+      advance_levels<K>(cl, s, par, Z, z_begin, z_end, plane, X, c0, c1, smem, q_prev, q_cur, up, dst);
+    }
+  }
+}
+
+struct Shape {
+  int64_t Z, Y, X, T;
+};
+
+Shape shape_of(const d2k_args* args) {
+  const Shape s{d2k::scalar_i(args, "Z"), d2k::scalar_i(args, "Y"), d2k::scalar_i(args, "X"), d2k::scalar_i(args, "T")};
+  if (s.Z < 1 || s.Y < 1 || s.X < 1 || s.T < 1) throw d2k::abi_error("expert: need Z, Y, X, T >= 1");
+  if (s.Z * s.Y * s.X > (int64_t{1} << 31) || s.Y > int64_t{65535} * 14 || s.Z > 65535 * int64_t{kZChunk})
+    throw d2k::abi_error("expert: more than 2^31 cells or an axis beyond its launch grid");
+  return s;
+}
+
+/// Steps per pass: as many passes of STENCIL_MAX_K as fit, then 2 and 1 for the remainder.
+std::vector<int> passes_for(int64_t T) {
+  std::vector<int> p;
+  for (int k = STENCIL_MAX_K; k >= 1; k /= 2)
+    for (; T >= k; T -= k) p.push_back(k);
+  return p;
+}
+
+/// The ping-pong buffer: one grid, needed once there are two passes or more.
+float* carve(d2k::Workspace& ws, const Shape& s) {
+  return passes_for(s.T).size() >= 2 ? ws.take<float>(static_cast<uint64_t>(s.Z * s.Y * s.X)) : nullptr;
+}
+
+template <int K>
+void launch_pass(const float* src, float* dst, const Shape& s, float c0, float c1,
+                 cudaStream_t stream) {
+  using Tl = Tile<K>;
+  if constexpr (Tl::kSmemBytes > 48 * 1024) {
+    static const cudaError_t attr = cudaFuncSetAttribute(jacobi_block<K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                          Tl::kSmemBytes);
+    if (attr != cudaSuccess) throw d2k::abi_error(std::string("expert: shared memory attribute: ") + cudaGetErrorString(attr));
+  }
+  const dim3 grid(static_cast<unsigned>((s.X + Tl::kIX - 1) / Tl::kIX), static_cast<unsigned>((s.Y + Tl::kIY - 1) / Tl::kIY),
+                  static_cast<unsigned>((s.Z + kZChunk - 1) / kZChunk));
+  const dim3 block(kOX, Tl::kThreadRows);
+  jacobi_block<K><<<grid, block, Tl::kSmemBytes, stream>>>(src, dst, static_cast<int>(s.Z), static_cast<int>(s.Y),
+                                                            static_cast<int>(s.X), c0, c1);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) throw d2k::abi_error(std::string("expert: launch: ") + cudaGetErrorString(e));
+}
+
+}  // namespace
+
+extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
+
+extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
+  D2K_ENTRY(args, {
+    const Shape s = shape_of(args);
+    d2k::Workspace ws;
+    carve(ws, s);
+    *bytes = ws.bytes();
+    return D2K_OK;
+  });
+}
+
+extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
+  D2K_ENTRY(args, {
+    const Shape s = shape_of(args);
+    const DLTensor& u = d2k::input(args, "u", kDLCUDA, d2k::dl::f32, {s.Z, s.Y, s.X});
+    const DLTensor& out = d2k::output(args, "out", kDLCUDA, d2k::dl::f32, {s.Z, s.Y, s.X});
+    d2k::Workspace ws(args);
+    float* tmp = carve(ws, s);
+    const float c0 = static_cast<float>(d2k::scalar_f(args, "c0"));
+    const float c1 = static_cast<float>(d2k::scalar_f(args, "c1"));
+    auto stream = static_cast<cudaStream_t>(args->stream);
+
+    const std::vector<int> passes = passes_for(s.T);
+    const float* src = d2k::data<const float>(u);
+    const std::size_t n = passes.size();
+    for (std::size_t p = 0; p < n; ++p) {
+      float* dst = (n - 1 - p) % 2 == 0 ? d2k::data<float>(out) : tmp;  // the last pass writes `out`
+      switch (passes[p]) {
+        case 1: launch_pass<1>(src, dst, s, c0, c1, stream); break;
+#if STENCIL_MAX_K >= 2
+        case 2: launch_pass<2>(src, dst, s, c0, c1, stream); break;
+#endif
+#if STENCIL_MAX_K >= 4
+        case 4: launch_pass<4>(src, dst, s, c0, c1, stream); break;
+#endif
+        default: throw d2k::abi_error("expert: no kernel for this pass depth");
+      }
+      src = dst;
+    }
+    return D2K_OK;
+  });
+}

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# stencil_3d_7pt on the H200 (issue #18): validation; d2k bench of naive, expert and expert:single
+# (T single-step passes of the expert's kernel, the issue's "eight single-step passes") and, where
+# the machine's Python has torch, torch_eager (pytorch.py), with the table and the issue's bars
+# (t-stencil/bench_table.py: expert >= 85% of SOL at T = 1, >= 3x expert:single at T = 8, faster
+# than naive and torch_eager everywhere); the starter's verdict (must be INCORRECT_*);
+# compute-sanitizer memcheck of the expert on every public check workload (passes of 4, 2 and 1
+# steps, sizes below 3, X = 1, Z chunks) and racecheck on two (the parity-buffered shared planes);
+# the golden cross-check against PyTorch float64 on `d2k check --dump` inputs
+# (t-stencil/golden_check.py); the expert's SASS counts. Each step gets what is left of a 140 s
+# budget (run_checks.sh kills a script at 150 s).
+# Extras after OUT (not run by run_checks.sh): `variants` benches the other variants (expert:k2,
+# expert:zchunk128; its own 60 s allowance); `compile` adds torch_compile to a second bench (its
+# own 150 s allowance).
+# Usage (repository root, build packed by scripts/gpu/pack.sh):
+#   scripts/gpu/checks/t-stencil.sh CARRY OUT [variants] [compile]
+# Exit status: the number of FAIL lines.
+set -uo pipefail
+carry=$(cd "$1" && pwd); out=$2
+mkdir -p "$out"
+source "$(dirname "$0")/../env.sh" "$carry" "$out"
+d2k="$carry/d2k"
+task=stencil_3d_7pt
+helpers=scripts/gpu/checks/t-stencil
+extras=" ${*:3} "
+budget=${STENCIL_BUDGET_S:-140}
+source "$(dirname "$0")/lib/steps.sh"
+# The machine's Python with torch (the PyTorch targets and the golden cross-check).
+[ -x /opt/torch/.venv/bin/python3 ] && export D2K_PYTHON=/opt/torch/.venv/bin/python3
+export D2K_PYTHON_SHIM_DIR="$PWD/src/tracks/python"
+py=${D2K_PYTHON:-python3}
+have_torch=0
+"$py" -c "import torch" 2> /dev/null && have_torch=1
+
+step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
+
+targets=naive,expert,expert:single
+[ $have_torch = 1 ] && targets=$targets,torch_eager
+if step bench 65 "$d2k" bench --task $task --targets $targets --max-time 0.5 --quiet --json "$out/bench.jsonl" \
+    --markdown "$out/bench.md"; then
+  pass "bench ($targets): every target PASSED"
+else
+  fail "bench $targets (see bench.log)"
+fi
+grep -v " check \|hidden:" "$out/bench.log" | cut -c1-220 | tail -16
+
+step starter 20 "$d2k" bench --task $task --targets solution --solution-dir dataset/$task/starter/cuda --quiet
+grep -q "INCORRECT_" "$out/starter.log" && pass "starter fails with INCORRECT_*" || fail "starter verdict (see starter.log)"
+
+# memcheck in d2k's own process (--isolation none) over every public check workload; the same run
+# dumps inputs and golden outputs for the cross-check. racecheck on one workload with passes of 4
+# and 1 steps over several tiles, and one with a pass of 2 over two Z chunks.
+checks=$(grep -o "\"uuid\": \"$task-check-[^\"]*\"" dataset/$task/workloads.jsonl | cut -d'"' -f4 | paste -sd,)
+nchecks=$(echo "$checks" | tr , '\n' | wc -l)
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [ -x "$sanitizer" ]; then
+  step memcheck 25 "$sanitizer" --tool memcheck --error-exitcode 99 "$d2k" check --task $task --impl expert \
+    --isolation none --rounds 1 --workloads "$checks" --quiet --dump "$out/dump"
+  mrc=$?
+  tail -3 "$out/memcheck.log"
+  [ $mrc -eq 0 ] && grep -q "ERROR SUMMARY: 0 errors" "$out/memcheck.log" \
+    && pass "memcheck: expert, 0 errors on the $nchecks check workloads" || fail "memcheck rc=$mrc (see memcheck.log)"
+  step racecheck 15 "$sanitizer" --tool racecheck --error-exitcode 99 "$d2k" check --task $task --impl expert \
+    --isolation none --rounds 1 --workloads $task-check-13x37x71-T5,$task-check-67x20x45-T2 --quiet
+  rrc=$?
+  [ $rrc -eq 0 ] && grep -q "RACECHECK SUMMARY: 0 hazards" "$out/racecheck.log" \
+    && pass "racecheck: expert, 0 hazards" || fail "racecheck rc=$rrc (see racecheck.log)"
+else
+  fail "no compute-sanitizer"
+  step dump 15 "$d2k" check --task $task --impl expert --quiet --rounds 1 --workloads "$checks" --dump "$out/dump"
+fi
+if [ $have_torch = 1 ]; then
+  step golden 10 "$py" $helpers/golden_check.py "$out/dump" --dataset dataset \
+    && pass "golden cross-check" || fail "golden cross-check (see golden.log)"
+  tail -$((nchecks + 1)) "$out/golden.log"
+else
+  echo "SKIP golden cross-check: no torch for $py"
+fi
+rm -rf "$out/dump"  # .npy of every check workload; golden.log keeps the errors
+
+# The other variants (an extra: the bars and the correctness steps above fill the budget).
+vjson=()
+if [[ $extras == *" variants "* ]]; then
+  budget=$((SECONDS + 60))  # an extra: its own allowance
+  step variants 55 "$d2k" bench --task $task --targets expert:k2,expert:zchunk128 --max-time 0.5 --quiet \
+    --json "$out/variants.jsonl" || fail "variants bench (see variants.log)"
+  [ -f "$out/variants.jsonl" ] && vjson=("$out/variants.jsonl")
+fi
+if [[ $extras == *" compile "* ]] && [ $have_torch = 1 ]; then
+  budget=$((SECONDS + 150))  # an extra: its own allowance for torch.compile's compilation
+  step torch_compile 140 "$d2k" bench --task $task --targets torch_compile --max-time 0.5 --quiet \
+    --json "$out/torch_compile.jsonl" || fail "torch_compile bench (see torch_compile.log)"
+  [ -f "$out/torch_compile.jsonl" ] && vjson+=("$out/torch_compile.jsonl")
+fi
+python3 $helpers/bench_table.py "$out/bench.jsonl" "${vjson[@]}" > "$out/bench_table.md" 2>&1 \
+  && pass "bars: expert >= 85% of SOL at T = 1, >= 3x expert:single at T = 8, faster than naive and torch_eager; variants PASSED" \
+  || fail "bars or statuses (see bench_table.md)"
+cat "$out/bench_table.md"
+
+# SASS of the expert: what design.json's "recognise" fields name.
+objdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+if [ -x "$objdump" ]; then
+  "$objdump" --dump-sass "$carry/impl/$task/expert.so" > "$out/expert.sass" 2>&1
+  echo "expert SASS:" $(grep -oE "LDG\.E[A-Z0-9.]*|STG\.E[A-Z0-9.]*|LDS[A-Z0-9.]*|STS[A-Z0-9.]*|BAR\.SYNC[A-Z.]*|LDL[A-Z0-9.]*|STL[A-Z0-9.]*" \
+    "$out/expert.sass" | sort | uniq -c | awk '{print $2"x"$1}')
+fi
+echo "t-stencil: $fails failure(s)"
+exit "$fails"

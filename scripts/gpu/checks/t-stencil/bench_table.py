@@ -1,0 +1,67 @@
+"""stencil_3d_7pt's bench table from `d2k bench --json` files: per bench workload and target, the
+median, % of SOL (d2k's, and against the calibrated copy bandwidth with the task's bytes 8ZYX), the
+expert's speed-up over each other target; then the issue's bars: expert >= 85% of SOL at T = 1; at
+T = 8 the expert >= 3x expert:single (T single-step passes of the same 2.5D kernel: "eight
+single-step passes"); the expert faster than naive and torch_eager wherever measured. Targets that
+did not pass are listed with their status. Exit status: not-passed records plus missed bars.
+Usage: python3 bench_table.py FILE.jsonl...
+"""
+import json
+import os
+import sys
+
+COPY_BW = 4.26e12  # bytes/s, the calibrated copy bandwidth (docs/results/calibrate-2026-11-29.md)
+PREFIX = "stencil_3d_7pt-bench-"
+
+
+def main(paths):
+    rows, order, bad = {}, [], []
+    for path in paths:
+        if not os.path.exists(path):
+            bad.append(f"{path}: missing (the bench did not finish)")
+            continue
+        for line in open(path):
+            rec = json.loads(line)
+            wl, target = rec["workload"], rec["target"]
+            if rec["status"] != "PASSED":
+                bad.append(f"{target} {wl['uuid']}: {rec['status']} {rec.get('message', '')[:160]}")
+                continue
+            if wl["role"] != "bench" or not rec.get("performance"):
+                continue
+            if target not in order:
+                order.append(target)
+            ax = wl["axes"]
+            t_us = rec["performance"]["median_us"]
+            copy = 100 * (8 * ax["Z"] * ax["Y"] * ax["X"]) / COPY_BW / (t_us * 1e-6)
+            rows.setdefault(wl["uuid"], {})[target] = (t_us, rec["roofline"]["pct_sol"], copy, ax["T"])
+    print("| workload | " + " | ".join(order) + " |")
+    print("| --- |" + " --- |" * len(order))
+    misses = []
+    for uuid, per in rows.items():
+        cells = [f"{per[t][0]:.1f} us {per[t][1]:.1f}% ({per[t][2]:.1f}% copy)" if t in per else "-" for t in order]
+        print(f"| {uuid.replace(PREFIX, '')} | " + " | ".join(cells) + " |")
+        if "expert" not in per:
+            misses.append(f"{uuid}: no expert time")
+            continue
+        e, pct, _, T = per["expert"]
+        ups = ", ".join(f"{per[t][0] / e:.2f}x vs {t}" for t in order if t in per and t != "expert")
+        print(f"  expert {uuid}: {ups}")
+        if T == 1 and pct < 85:
+            misses.append(f"{uuid}: expert at {pct:.1f}% of SOL (< 85)")
+        if T == 8:
+            if "expert:single" not in per:
+                misses.append(f"{uuid}: no expert:single time for the T = 8 bar")
+            elif per["expert:single"][0] < 3 * e:
+                misses.append(f"{uuid}: expert only {per['expert:single'][0] / e:.2f}x eight single-step passes (< 3x)")
+        for t in ("naive", "torch_eager", "torch_compile"):
+            if t in per and per[t][0] <= e:
+                misses.append(f"{uuid}: expert not faster than {t} ({per[t][0] / e:.2f}x)")
+    for b in bad:
+        print("NOT PASSED", b)
+    for m in misses:
+        print("BAR MISSED", m)
+    return len(bad) + len(misses)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
