@@ -74,23 +74,40 @@ struct TileArgs {
   uint32_t* partials;  ///< [grid][bins]
 };
 
-/// One value's increment: the lane's copy of its bin (kCopies32) or its packed 16-bit counter
-/// (kPacked16), with c = 1, or the size of its lane group under HIST_MATCH.
-template <Layout L>
-__device__ __forceinline__ void count_value(uint32_t* table, uint32_t* row, const TileArgs& a, int lane, uint32_t v) {
+/// How much this lane adds for value v: 1, or under HIST_MATCH the size of its group of equal
+/// values for the group's lowest lane and 0 for the others; 0 for a value >= B (the task's rule;
+/// also the 0xFFFFFFFF padding). Every lane of the warp calls it (__match_any_sync).
+__device__ __forceinline__ uint32_t increment_of(uint32_t v, int lane, uint32_t bins) {
   uint32_t c = 1;
 #if HIST_MATCH
   const unsigned group = __match_any_sync(0xffffffffu, v);
-  if (lane != __ffs(group) - 1) return;  // the lowest lane of each group of equal values counts them
-  c = static_cast<uint32_t>(__popc(group));
+  c = lane == __ffs(group) - 1 ? static_cast<uint32_t>(__popc(group)) : 0u;
 #endif
-  if (v >= a.bins) return;
+  return v < bins ? c : 0u;
+}
+
+/// The four values of one 16-byte chunk: kCopies32 adds to the lane's copy of each bin with
+/// atomics whose result is unused; kPacked16 issues the four atomics first and settles their old
+/// words after, so a thread waits on one shared-memory round trip per chunk, not per value.
+template <Layout L>
+__device__ __forceinline__ void count_chunk(uint32_t* table, uint32_t* row, const TileArgs& a, int lane, const uint4& x) {
+  const uint32_t v[4] = {x.x, x.y, x.z, x.w};
+  uint32_t c[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) c[e] = increment_of(v[e], lane, a.bins);
   if constexpr (L == Layout::kCopies32) {
-    atomicAdd(table + hist::copies32_word(v, a.copies, lane & (a.copies - 1)), c);
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (c[e]) atomicAdd(table + hist::copies32_word(v[e], a.copies, lane & (a.copies - 1)), c[e]);
   } else {
-    hist::packed16_add(
-        table, v, c, a.bins, [](uint32_t* w, uint32_t x) { return atomicAdd(w, x); },
-        [row](uint32_t bin, uint32_t x) { atomicAdd(row + bin, x); });
+    auto add = [](uint32_t* w, uint32_t d) { return atomicAdd(w, d); };
+    auto spill = [row](uint32_t bin, uint32_t d) { atomicAdd(row + bin, d); };
+    uint32_t old[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) old[e] = c[e] ? hist::packed16_issue(table, v[e], c[e], add) : 0u;
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (c[e]) hist::packed16_settle(table, v[e], c[e], old[e], a.bins, add, spill);
   }
 }
 
@@ -113,16 +130,17 @@ __global__ void __launch_bounds__(hist::kThreads) hist_tiles(TileArgs a) {
       x[u] = c < a.chunks ? __ldcs(a.values4 + c) : make_uint4(~0u, ~0u, ~0u, ~0u);
     }
 #pragma unroll
-    for (int u = 0; u < hist::kUnroll; ++u) {
-      count_value<L>(table, row, a, lane, x[u].x);
-      count_value<L>(table, row, a, lane, x[u].y);
-      count_value<L>(table, row, a, lane, x[u].z);
-      count_value<L>(table, row, a, lane, x[u].w);
-    }
+    for (int u = 0; u < hist::kUnroll; ++u) count_chunk<L>(table, row, a, lane, x[u]);
   }
-  if (blockIdx.x == 0 && t < 32) {  // the n % 4 trailing values, a whole warp (match_any needs it)
-    const uint32_t v = t < a.tail ? a.values[a.chunks * 4 + t] : ~0u;
-    count_value<L>(table, row, a, lane, v);
+  if (blockIdx.x == 0 && t < 32) {  // the n % 4 trailing values: lane 0's chunk, a whole warp calls (match_any)
+    uint4 x = make_uint4(~0u, ~0u, ~0u, ~0u);
+    const uint32_t* tail = a.values + a.chunks * 4;
+    if (lane == 0) {
+      if (a.tail > 0) x.x = tail[0];
+      if (a.tail > 1) x.y = tail[1];
+      if (a.tail > 2) x.z = tail[2];
+    }
+    count_chunk<L>(table, row, a, lane, x);
   }
   __syncthreads();
 

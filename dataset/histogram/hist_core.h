@@ -4,8 +4,9 @@
 //     copies, or 16-bit counters packed two to a word when even one 32-bit copy does not fit),
 //     the copies, the shared-memory bytes, the tiles and the rows of per-CTA partial histograms;
 //   - the value -> (tile, thread, slot) assignment of the main loop;
-//   - packed16_add: an increment of a 16-bit counter packed in a 32-bit word with atomics only,
-//     whose carries out of either half are accounted exactly by the thread that caused them.
+//   - packed16_issue / packed16_settle: an increment of a 16-bit counter packed in a 32-bit word
+//     with atomics only, whose carries out of either half are accounted exactly by the thread that
+//     caused them, however late it settles them.
 // Plain C++ with __host__ __device__ under nvcc; the atomics are a template parameter (the device
 // passes shared-memory atomicAdd and a global atomicAdd into the CTA's partial row; the host test
 // passes plain adds that interleave other increments between the two steps of a carry).
@@ -93,9 +94,12 @@ HIST_HD uint32_t copies32_word(uint32_t v, int copies, int copy) { return v * st
 HIST_HD uint32_t packed16_field(const uint32_t* table, uint32_t v) { return (table[v >> 1] >> ((v & 1u) * 16)) & 0xFFFFu; }
 
 /// Adds c (1 <= c <= 65535) to bin v's 16-bit counter in `table` (bins 2k, 2k + 1 in the low and
-/// high half of word k). `add(word_ptr, x)` is an atomic add returning the old word; `spill(bin,
-/// x)` adds x (mod 2^32) to the bin's 32-bit partial count outside the table. Invariant: for every
-/// bin, field + spilled = increments (mod 2^32), whatever other increments interleave:
+/// high half of word k) in two steps: packed16_issue does the increment's atomic and returns the
+/// old word; packed16_settle, called with that old word at any later time, accounts for a wrap.
+/// `add(word_ptr, x)` is an atomic add returning the old word; `spill(bin, x)` adds x (mod 2^32)
+/// to the bin's 32-bit partial count outside the table. Invariant: for every bin, field + spilled
+/// = increments (mod 2^32) once every issued increment is settled, whatever other increments and
+/// settlements interleave:
 ///   - a high-half add that wraps the field (old + c > 0xFFFF) spills 65536; its carry out of bit 31
 ///     is lost, as it should be;
 ///   - a low-half add that wraps spills 65536 to its bin and has carried 1 into the high half: the
@@ -103,21 +107,34 @@ HIST_HD uint32_t packed16_field(const uint32_t* table, uint32_t v) { return (tab
 ///     the high field by one, so each spills +65536 or -65536 to the high bin when it crosses the
 ///     field's 0xFFFF / 0 boundary, as seen in the old word its own atomic returned. The high bin of
 ///     the last word of an odd B does not exist: its field is kept consistent, nothing is spilled.
+/// Splitting issue from settle lets a thread issue the atomics of several values before it waits
+/// on any old word (a take-back deferred behind the thread's own later increments is one more
+/// interleaving the invariant covers).
+template <class AtomicAdd>
+HIST_HD uint32_t packed16_issue(uint32_t* table, uint32_t v, uint32_t c, AtomicAdd&& add) {
+  return add(table + (v >> 1), (v & 1u) ? c << 16 : c);
+}
+
 template <class AtomicAdd, class Spill>
-HIST_HD void packed16_add(uint32_t* table, uint32_t v, uint32_t c, uint32_t bins, AtomicAdd&& add, Spill&& spill) {
-  uint32_t* w = table + (v >> 1);
+HIST_HD void packed16_settle(uint32_t* table, uint32_t v, uint32_t c, uint32_t old, uint32_t bins, AtomicAdd&& add,
+                             Spill&& spill) {
   if (v & 1u) {
-    const uint32_t old = add(w, c << 16);
     if ((old >> 16) + c > 0xFFFFu) spill(v, 0x10000u);
     return;
   }
-  const uint32_t old = add(w, c);
   if ((old & 0xFFFFu) + c <= 0xFFFFu) return;  // the common case: no carry
   spill(v, 0x10000u);
   const bool high_exists = v + 1 < bins;
   if ((old >> 16) == 0xFFFFu && high_exists) spill(v + 1, 0x10000u);  // the carry wrapped the high field
-  const uint32_t back = add(w, 0xFFFF0000u);                            // high field - 1
+  const uint32_t back = add(table + (v >> 1), 0xFFFF0000u);             // high field - 1
   if ((back >> 16) == 0u && high_exists) spill(v + 1, 0xFFFF0000u);     // ... across 0: -65536
+}
+
+/// Both steps at once.
+template <class AtomicAdd, class Spill>
+HIST_HD void packed16_add(uint32_t* table, uint32_t v, uint32_t c, uint32_t bins, AtomicAdd&& add, Spill&& spill) {
+  const uint32_t old = packed16_issue(table, v, c, add);
+  packed16_settle(table, v, c, old, bins, add, spill);
 }
 
 }  // namespace hist

@@ -9,7 +9,7 @@
 //     half's carry, a vector path that drops the last n % 4 values, values >= B clamped into the
 //     last bin or wrapped modulo B, and counts saturated at 65535 all fail, each on a public check
 //     workload, and on every workload where its counts differ.
-// packed16_add's accounting is also replayed from every boundary state of a word with other
+// packed16_issue / packed16_settle's accounting is also replayed from every boundary state of a word with other
 // increments interleaved between a carry and its take-back.
 #include <gtest/gtest.h>
 
@@ -75,32 +75,50 @@ std::vector<uint32_t> emulate(Variant var, const Values& x, int64_t grid) {
       *w = old + a;
       return old;
     };
-    auto count = [&](uint32_t v, int lane) {
-      if (var == Variant::kClampHigh && v >= x.bins) v = x.bins - 1;
-      if (var == Variant::kModulo) v %= x.bins;
-      if (v >= x.bins) return;
-      if (!packed) {
-        ++table[hist::copies32_word(v, plan.copies, lane & (plan.copies - 1))];
-      } else if (var == Variant::kWrap16) {
-        const uint32_t f = hist::packed16_field(table.data(), v);  // a 16-bit counter per bin, no carry out
-        table[v >> 1] = (table[v >> 1] & ~(0xFFFFu << ((v & 1u) * 16))) | (((f + 1) & 0xFFFFu) << ((v & 1u) * 16));
-      } else if (var == Variant::kNoTakeBack) {
-        const uint32_t old = host_add(table.data() + (v >> 1), (v & 1u) ? 0x10000u : 1u);
-        const uint32_t field = (v & 1u) ? old >> 16 : old & 0xFFFFu;
-        if (field == 0xFFFFu) row[v] += 0x10000u;  // spills, but the carry into the high half stays
-      } else {
-        hist::packed16_add(table.data(), v, 1u, x.bins, host_add, [&](uint32_t bin, uint32_t a) { row[bin] += a; });
+    auto spill = [&](uint32_t bin, uint32_t a) { row[bin] += a; };
+    // One 16-byte chunk (or the tail's partial one) as count_chunk in expert.cu: the values' bins
+    // after the variant's rule, then the increments; the packed expert issues the chunk's atomics
+    // first and settles their old words after.
+    auto count_chunk = [&](const uint32_t* vals, int m, int lane) {
+      uint32_t v[4];
+      bool counted[4];
+      for (int e = 0; e < m; ++e) {
+        v[e] = vals[e];
+        if (var == Variant::kClampHigh && v[e] >= x.bins) v[e] = x.bins - 1;
+        if (var == Variant::kModulo) v[e] %= x.bins;
+        counted[e] = v[e] < x.bins;
       }
+      if (!packed) {
+        for (int e = 0; e < m; ++e)
+          if (counted[e]) ++table[hist::copies32_word(v[e], plan.copies, lane & (plan.copies - 1))];
+        return;
+      }
+      if (var == Variant::kWrap16 || var == Variant::kNoTakeBack) {
+        for (int e = 0; e < m; ++e) {
+          if (!counted[e]) continue;
+          const uint32_t shift = (v[e] & 1u) * 16, f = hist::packed16_field(table.data(), v[e]);
+          if (var == Variant::kWrap16) {  // a 16-bit counter per bin, no carry out, no spill
+            table[v[e] >> 1] = (table[v[e] >> 1] & ~(0xFFFFu << shift)) | (((f + 1) & 0xFFFFu) << shift);
+          } else {  // spills, but the low half's carry stays in the high half
+            host_add(table.data() + (v[e] >> 1), 1u << shift);
+            if (f == 0xFFFFu) row[v[e]] += 0x10000u;
+          }
+        }
+        return;
+      }
+      uint32_t old[4] = {0, 0, 0, 0};
+      for (int e = 0; e < m; ++e)
+        if (counted[e]) old[e] = hist::packed16_issue(table.data(), v[e], 1u, host_add);
+      for (int e = 0; e < m; ++e)
+        if (counted[e]) hist::packed16_settle(table.data(), v[e], 1u, old[e], x.bins, host_add, spill);
     };
     for (int64_t tile = cta; tile < plan.tiles; tile += grid)
       for (int t = 0; t < hist::kThreads; ++t)
         for (int u = 0; u < hist::kUnroll; ++u) {
           const int64_t ch = hist::chunk_of(tile, u, t);
-          if (ch >= plan.chunks) continue;
-          for (int e = 0; e < 4; ++e) count(x.v[ch * 4 + e], t & 31);
+          if (ch < plan.chunks) count_chunk(x.v + ch * 4, 4, t & 31);
         }
-    if (cta == 0 && var != Variant::kDropTail)
-      for (int t = 0; t < plan.tail; ++t) count(x.v[plan.chunks * 4 + t], t);
+    if (cta == 0 && var != Variant::kDropTail && plan.tail > 0) count_chunk(x.v + plan.chunks * 4, static_cast<int>(plan.tail), 0);
     for (uint32_t b = 0; b < x.bins; ++b) {
       if (!packed) {
         uint32_t s = 0;
@@ -245,9 +263,11 @@ TEST_F(HistogramTolerance, EveryWrongVariantFails) {
   }
 }
 
-// packed16_add from any state of a word: field + spilled - initial field = increments (mod 2^32)
-// for both bins, with other increments run between a carry and its take-back (any interleaving of
-// whole atomics is a possible order on the device), from states at and next to 0 and 0xFFFF.
+// packed16_issue / packed16_settle from any state of a word: field + spilled - initial field =
+// increments (mod 2^32) for both bins, with chunks of up to 4 increments issued before they are
+// settled (as count_chunk does) and other chunks run between a carry and its take-back (any
+// interleaving of whole atomics is a possible order on the device), from states at and next to 0
+// and 0xFFFF.
 TEST(HistogramPacked16, SpillsAreExactUnderInterleavings) {
   std::mt19937_64 rng(11);
   const uint32_t edges[] = {0x0000u, 0x0001u, 0xFFFEu, 0xFFFFu, 0x7FFFu, 0x8000u};
@@ -272,11 +292,19 @@ TEST(HistogramPacked16, SpillsAreExactUnderInterleavings) {
       *w = old + a;
       return old;
     };
-    run_next = [&] {
-      const auto [bin, c] = queue.back();
-      queue.pop_back();
-      done[bin] += c;
-      hist::packed16_add(&word, bin, c, bins, add, [&](uint32_t b, uint32_t a) { spilled[b] += a; });
+    auto spill = [&](uint32_t b, uint32_t a) { spilled[b] += a; };
+    run_next = [&] {  // a thread's chunk: up to 4 increments issued, then settled (count_chunk)
+      std::pair<uint32_t, uint32_t> mine[4];
+      uint32_t old[4];
+      int m = 0;
+      for (int k = 1 + static_cast<int>(rng() % 4); k > 0 && !queue.empty(); --k) {
+        mine[m] = queue.back();
+        queue.pop_back();
+        done[mine[m].first] += mine[m].second;
+        old[m] = hist::packed16_issue(&word, mine[m].first, mine[m].second, add);
+        ++m;
+      }
+      for (int e = 0; e < m; ++e) hist::packed16_settle(&word, mine[e].first, mine[e].second, old[e], bins, add, spill);
     };
     while (!queue.empty()) run_next();
     for (uint32_t b = 0; b < bins; ++b) {
