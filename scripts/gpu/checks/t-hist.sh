@@ -47,7 +47,7 @@ grep -v " check \|hidden:" "$out/bench.log" | cut -c1-200 | tail -10
 variants=$(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//')
 if [ -n "$variants" ]; then
   targets=$(for v in $variants; do printf 'expert:%s,' "$v"; done)
-  step variants 30 "$d2k" bench --task $task --targets "expert,${targets%,}" --workloads "$variant_rows" --quiet \
+  step variants 25 "$d2k" bench --task $task --targets "expert,${targets%,}" --workloads "$variant_rows" --quiet \
     --json "$out/variants.jsonl" --markdown "$out/variants.md" && pass "variants: every variant PASSED" ||
     fail "variants (see variants.log)"
   grep -v " check \|hidden:" "$out/variants.log" | cut -c1-200 | tail -8
@@ -60,8 +60,8 @@ step starter 8 "$d2k" bench --task $task --targets solution --solution-dir datas
 grep -q "INCORRECT_" "$out/starter.log" && pass "starter fails with INCORRECT_*" || fail "starter verdict (see starter.log)"
 
 if [ -n "$torch" ]; then
-  step dump 10 "$d2k" check --task $task --impl expert --workloads "$checks" --quiet --rounds 1 --dump "$out/dump"
-  step golden 10 python3 $helpers/golden_check.py "$out/dump" \
+  step dump 8 "$d2k" check --task $task --impl expert --workloads "$checks" --quiet --rounds 1 --dump "$out/dump"
+  step golden 8 python3 $helpers/golden_check.py "$out/dump" \
     && pass "golden cross-check vs torch.bincount" || fail "golden cross-check (see golden.log)"
   tail -13 "$out/golden.log"
   rm -rf "$out/dump"  # .npy of every check workload (134 MB for the 33.5M-value one); golden.log keeps the verdicts
@@ -71,7 +71,7 @@ fi
 
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ -x "$sanitizer" ]; then
-  step memcheck 25 "$sanitizer" --tool memcheck --error-exitcode 99 "$d2k" check --task $task --impl expert \
+  step memcheck 20 "$sanitizer" --tool memcheck --error-exitcode 99 "$d2k" check --task $task --impl expert \
     --isolation none --workloads "$checks" --quiet --rounds 1
   mrc=$?
   grep -E "ERROR SUMMARY|Invalid|PASSED|FAILED" "$out/memcheck.log" | sort | uniq -c | head -6

@@ -243,6 +243,24 @@ TEST_F(HistogramTolerance, ExpertEmulationPasses) {
   }
 }
 
+// Hidden draws reach every layout: B from 1 to 65536 (32-bit copies, R from 32 down to 1, and
+// packed 16-bit counters above 56320 bins), N up to 100000 with its tail.
+TEST_F(HistogramTolerance, ExpertEmulationPassesOnHiddenDraws) {
+  static const LoadedImpl ref = load_reference("histogram");
+  int packed = 0, copies32 = 0;
+  for (const Workload& w : draw_hidden_workloads(task().def, 2026, 48)) {
+    const Case c = make_case(task(), ref, w, kSeed);
+    const Values x = values_of(c);
+    const hist::Plan plan = hist::plan_for(x.n, x.bins);
+    (plan.layout == hist::Layout::kPacked16 ? packed : copies32) += 1;
+    const OutputsVerdict verdict = judge(c, as_outputs(c, emulate(Variant::kExpert, x, h200_grid(plan))));
+    EXPECT_EQ(verdict.status, Status::PASSED) << w.uuid << " N=" << x.n << " B=" << x.bins << ": " << verdict.message;
+  }
+  std::printf("hidden draws: %d with packed 16-bit counters, %d with 32-bit copies\n", packed, copies32);
+  EXPECT_GT(packed + copies32, 24);
+  EXPECT_GT(copies32, 0);
+}
+
 TEST_F(HistogramTolerance, EveryWrongVariantFails) {
   for (Variant v : {Variant::kWrap16, Variant::kNoTakeBack, Variant::kDropTail, Variant::kClampHigh, Variant::kModulo,
                     Variant::kSaturate16}) {
