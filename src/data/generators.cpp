@@ -32,9 +32,16 @@ std::vector<std::string> generator_kinds() {
   return out;
 }
 
+std::optional<std::string> generator_dependency_field(std::string_view kind) {
+  if (kind == "join_probe_keys") return "build";
+  if (kind == "layer_stack_offsets") return "buffer";
+  return std::nullopt;
+}
+
 std::optional<std::string> generator_dependency(const GeneratorSpec& spec) {
-  if (spec.kind != "join_probe_keys") return std::nullopt;
-  auto it = spec.params.find("build");
+  const auto field = generator_dependency_field(spec.kind);
+  if (!field) return std::nullopt;
+  auto it = spec.params.find(*field);
   if (it == spec.params.end() || !it->is_string()) return std::nullopt;
   return it->get<std::string>();
 }
@@ -371,6 +378,35 @@ GenPlan make_gen_plan(const GenRequest& req) {
       if (req.count == 1 && p.total != 0) f.fail("total", "a single offset must be 0, so total must be 0");
       check_int_fits(f, k == "ragged_offsets" ? "total" : "nnz", req.dtype, 0, p.total);
     }
+  } else if (k == "layer_stack_offsets") {
+    p.kind = GenKind::layer_stack_offsets;
+    const std::string buffer = f.str("buffer");
+    if (!req.ref) f.fail("buffer", "the request carries no referenced input '" + buffer + "' (GenRequest::ref)");
+    if (!int_out || req.dtype == DType::boolean)
+      f.fail("", "offsets need an integer dtype, not " + std::string(dtype_name(req.dtype)));
+    if (req.count < 1) f.fail("", "offsets need at least one element (segments + 1)");
+    if (req.count - 1 > kMaxRaggedGroups)
+      f.fail("", "at most " + std::to_string(kMaxRaggedGroups) + " segments are supported");
+    data::LayerStackPlan& st = p.stack;
+    st.groups = req.count - 1;
+    st.total = req.ref->count;
+    st.hidden = static_cast<std::uint64_t>(f.integer("hidden"));
+    st.inter = static_cast<std::uint64_t>(f.integer("intermediate"));
+    st.kv = f.has("kv_dim") ? static_cast<std::uint64_t>(f.integer("kv_dim")) : st.hidden;
+    st.vocab = static_cast<std::uint64_t>(f.integer("vocab"));
+    st.experts = static_cast<std::uint64_t>(f.integer("experts"));
+    if (st.total < st.groups)
+      f.fail("buffer", "input '" + buffer + "' holds " + std::to_string(st.total) + " elements, fewer than the " +
+                           std::to_string(st.groups) + " segments (each segment holds at least one)");
+    // The real parameter count, in 128 bits: it must stay below 2^63 for the 64-bit prefixes.
+    const u128 layer = static_cast<u128>(data::layer_prefix(st, data::layer_tensors(st)));
+    const std::int64_t mid = st.groups >= 3 ? st.groups - 3 : 0;
+    const u128 sum = 2 * static_cast<u128>(st.vocab) * st.hidden + st.hidden +
+                     layer * static_cast<u128>(mid / static_cast<std::int64_t>(data::layer_tensors(st)) + 1);
+    if (sum >= (static_cast<u128>(1) << 63))
+      f.fail("", "the model's parameter count over " + std::to_string(st.groups) + " segments reaches 2^63");
+    st.sum = st.groups > 0 ? data::layer_stack_prefix(st, st.groups) : 0;
+    check_int_fits(f, "buffer", req.dtype, 0, st.total);
   } else if (k == "tpch_lineitem") {
     p.kind = GenKind::tpch_lineitem;
     const std::string col = f.str("column");
@@ -419,8 +455,8 @@ void validate_generator(const GeneratorSpec& spec, DType dtype, std::string_view
   req.dtype = dtype;
   req.count = 1;
   req.where = std::string(where);
-  if (spec.kind == "join_probe_keys") {
-    // The build side is checked where it is defined; here only this generator's own fields.
+  if (spec.kind == "join_probe_keys" || spec.kind == "layer_stack_offsets") {
+    // The referenced input is checked where it is defined; here only this generator's own fields.
     Fields f(spec, where);  // the schema's checks of names, types and ranges
     return;
   }
