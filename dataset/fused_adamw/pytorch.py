@@ -22,11 +22,11 @@ def _setup(param_out, m_out, v_out, offsets):
     for p, a, b in zip(params, bounds[:-1], bounds[1:]):
         p.grad = grad32[a:b]
     opt = torch.optim.AdamW(params, fused=True)
-    steps = []
-    for p, a, b in zip(params, bounds[:-1], bounds[1:]):
-        s = torch.zeros((), dtype=torch.float32, device=p.device)
-        opt.state[p] = {"step": s, "exp_avg": m_out[a:b], "exp_avg_sq": v_out[a:b]}
-        steps.append(s)
+    # The fused optimizer keeps each tensor's step count on the device; here they are views of one
+    # buffer, so that a call sets them all with one fill.
+    steps = torch.zeros(len(params), dtype=torch.float32, device=param_out.device)
+    for i, (p, a, b) in enumerate(zip(params, bounds[:-1], bounds[1:])):
+        opt.state[p] = {"step": steps[i], "exp_avg": m_out[a:b], "exp_avg_sq": v_out[a:b]}
     hit = (params, grad32, opt, steps)
     _cache[key] = hit
     return hit
@@ -41,7 +41,7 @@ def run(param, grad, m, v, offsets, param_out, m_out, v_out, param_bf16_out,
     grad32.copy_(grad)
     group = opt.param_groups[0]
     group.update(lr=lr, betas=(beta1, beta2), eps=eps, weight_decay=weight_decay)
-    torch._foreach_fill_(steps, float(step - 1))  # the optimizer counts this step itself
+    steps.fill_(float(step - 1))  # the optimizer counts this step itself
     torch.nn.utils.clip_grad_norm_(params, max_norm, foreach=True)
     opt.step()
     param_bf16_out.copy_(param_out)
