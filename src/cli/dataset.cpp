@@ -95,7 +95,7 @@ std::set<std::string> dry_run_definition(const Task& task, Diagnostics& diag) {
     if (auto dep = generator_dependency(*t.generator)) {
       const bool other = *dep != t.name && find_input(task.def, *dep);
       if (!other) {
-        diag.error(file, 0, where + ".build",
+        diag.error(file, 0, where + "." + generator_dependency_field(t.generator->kind).value_or("build"),
                    *dep == t.name ? fmt::format("'{}' must name another input, not itself", *dep)
                                   : fmt::format("unknown input '{}'", *dep));
         failed.insert(t.name);

@@ -17,6 +17,7 @@ enum class GenKind : std::uint8_t {
   normal, uniform, randint, constant, arange, unique_keys, join_probe_keys, zipf,
   ragged_offsets,  ///< also powerlaw_csr part=row_offsets (Pareto weights)
   tpch_lineitem,
+  layer_stack_offsets,
 };
 
 enum class TpchColumn : std::uint8_t {
@@ -45,6 +46,14 @@ struct ZipfPlan {
   double s = 1, h_x1 = 0, h_n = 0, sval = 0;
 };
 
+/// layer_stack_offsets: a transformer's parameter list (Llama / Qwen-MoE order) laid end to end.
+struct LayerStackPlan {
+  std::int64_t groups = 0;  ///< segments (count - 1)
+  std::int64_t total = 0;   ///< elements of the buffer the offsets partition
+  std::uint64_t hidden = 1, inter = 1, kv = 1, vocab = 1, experts = 0;
+  std::uint64_t sum = 0;    ///< real parameter count of the `groups` tensors (< 2^63)
+};
+
 struct GenPlan {
   GenKind kind = GenKind::constant;
   PhiloxKey key;            ///< (seed, stream) key of this input
@@ -63,6 +72,7 @@ struct GenPlan {
   double skew = 1.0;
   bool pareto = false;
   double alpha = 1.5;
+  LayerStackPlan stack;
 };
 
 /// One generated element: an integer or a real.
@@ -218,6 +228,53 @@ D2K_HD GenValue tpch_value(const GenPlan& p, std::uint64_t row) {
   return out;
 }
 
+// layer_stack_offsets. One decoder layer's tensors, in the order of Hugging Face's
+// named_parameters(): q_proj (H x H), k_proj and v_proj (KV x H), o_proj (H x H); the MLP: dense
+// gate_proj, up_proj, down_proj (I x H each), or with E experts a router (E x H) then each expert's
+// gate, up and down (I x H each); input_layernorm and post_attention_layernorm (H each).
+// The stack: embed_tokens (V x H), the layers repeated (the last one cut short where the segment
+// count ends inside it), the final norm (H) and lm_head (V x H).
+
+/// Tensors of one decoder layer.
+D2K_HD std::uint64_t layer_tensors(const LayerStackPlan& s) {
+  return 6 + (s.experts > 0 ? 1 + 3 * s.experts : 3);
+}
+/// Parameters of the first j tensors of one decoder layer (j <= layer_tensors).
+D2K_HD std::uint64_t layer_prefix(const LayerStackPlan& s, std::uint64_t j) {
+  const std::uint64_t HH = s.hidden * s.hidden, KH = s.kv * s.hidden, IH = s.inter * s.hidden;
+  const std::uint64_t attn[5] = {0, HH, HH + KH, HH + 2 * KH, 2 * HH + 2 * KH};
+  if (j <= 4) return attn[j];
+  std::uint64_t p = attn[4];
+  j -= 4;
+  if (s.experts > 0) {  // the router
+    p += s.experts * s.hidden;
+    j -= 1;
+  }
+  const std::uint64_t mlp = 3 * (s.experts > 0 ? s.experts : 1);
+  if (j <= mlp) return p + j * IH;
+  return p + mlp * IH + (j - mlp) * s.hidden;
+}
+/// Real parameters of segments [0, g) of a stack of s.groups segments (g <= groups).
+D2K_HD std::uint64_t layer_stack_prefix(const LayerStackPlan& s, std::int64_t g) {
+  if (g <= 0) return 0;
+  const std::int64_t G = s.groups;
+  const std::uint64_t VH = s.vocab * s.hidden;
+  const std::int64_t mid = G >= 3 ? G - 3 : 0;  // segments of the layer stack
+  const std::uint64_t k = static_cast<std::uint64_t>(g - 1 < mid ? g - 1 : mid);
+  const std::uint64_t lt = layer_tensors(s);
+  std::uint64_t p = VH + (k / lt) * layer_prefix(s, lt) + layer_prefix(s, k % lt);
+  if (G >= 3 && g >= G - 1) p += s.hidden;  // the final norm
+  if (G >= 2 && g == G) p += VH;            // lm_head
+  return p;
+}
+/// offsets[g]: g + floor((total - groups) * P(g) / P(groups)): every segment holds at least one
+/// element and the rest is shared in proportion to the real tensor sizes; exact integer arithmetic.
+D2K_HD std::int64_t layer_stack_offset(const LayerStackPlan& s, std::int64_t g) {
+  if (s.groups == 0 || g <= 0) return 0;
+  const u128 num = static_cast<u128>(static_cast<std::uint64_t>(s.total - s.groups)) * layer_stack_prefix(s, g);
+  return g + static_cast<std::int64_t>(num / s.sum);
+}
+
 /// Element `i` of every kind except ragged_offsets (which needs a prefix sum).
 D2K_HD GenValue gen_value(const GenPlan& p, std::uint64_t i) {
   GenValue out;
@@ -270,6 +327,10 @@ D2K_HD GenValue gen_value(const GenPlan& p, std::uint64_t i) {
       out.i = zipf_sample(p.zipf, p.key, i);
       return out;
     case GenKind::tpch_lineitem: return tpch_value(p, i);
+    case GenKind::layer_stack_offsets:
+      out.is_int = true;
+      out.i = layer_stack_offset(p.stack, static_cast<std::int64_t>(i));
+      return out;
     case GenKind::ragged_offsets: break;
   }
   return out;

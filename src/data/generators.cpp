@@ -33,9 +33,16 @@ std::vector<std::string> generator_kinds() {
   return out;
 }
 
+std::optional<std::string> generator_dependency_field(std::string_view kind) {
+  if (kind == "join_probe_keys") return "build";
+  if (kind == "layer_stack_offsets") return "buffer";
+  return std::nullopt;
+}
+
 std::optional<std::string> generator_dependency(const GeneratorSpec& spec) {
-  if (spec.kind != "join_probe_keys") return std::nullopt;
-  auto it = spec.params.find("build");
+  const auto field = generator_dependency_field(spec.kind);
+  if (!field) return std::nullopt;
+  auto it = spec.params.find(*field);
   if (it == spec.params.end() || !it->is_string()) return std::nullopt;
   return it->get<std::string>();
 }
@@ -390,6 +397,39 @@ void plan_offsets(const GenRequest& req, const Fields& f, GenPlan& p) {
   }
 }
 
+/// Segment offsets of a flat parameter buffer laid out as a transformer's parameter list, over
+/// the element count of the input named by `buffer` (docs/generators.md).
+void plan_layer_stack_offsets(const GenRequest& req, const Fields& f, GenPlan& p) {
+  p.kind = GenKind::layer_stack_offsets;
+  const std::string buffer = f.str("buffer");
+  if (!req.ref) f.fail("buffer", "the request carries no referenced input '" + buffer + "' (GenRequest::ref)");
+  if (is_float_type(req.dtype) || req.dtype == DType::boolean)
+    f.fail("", "offsets need an integer dtype, not " + std::string(dtype_name(req.dtype)));
+  if (req.count < 1) f.fail("", "offsets need at least one element (segments + 1)");
+  if (req.count - 1 > kMaxRaggedGroups)
+    f.fail("", "at most " + std::to_string(kMaxRaggedGroups) + " segments are supported");
+  LayerStackPlan& st = p.stack;
+  st.groups = req.count - 1;
+  st.total = req.ref->count;
+  st.hidden = static_cast<std::uint64_t>(f.integer("hidden"));
+  st.inter = static_cast<std::uint64_t>(f.integer("intermediate"));
+  st.kv = f.has("kv_dim") ? static_cast<std::uint64_t>(f.integer("kv_dim")) : st.hidden;
+  st.vocab = static_cast<std::uint64_t>(f.integer("vocab"));
+  st.experts = static_cast<std::uint64_t>(f.integer("experts"));
+  if (st.total < st.groups)
+    f.fail("buffer", "input '" + buffer + "' holds " + std::to_string(st.total) + " elements, fewer than the " +
+                         std::to_string(st.groups) + " segments (each segment holds at least one)");
+  // The real parameter count, in 128 bits: it must stay below 2^63 for the 64-bit prefixes.
+  const u128 layer = static_cast<u128>(layer_prefix(st, layer_tensors(st)));
+  const std::int64_t mid = st.groups >= 3 ? st.groups - 3 : 0;
+  const u128 sum = 2 * static_cast<u128>(st.vocab) * st.hidden + st.hidden +
+                   layer * static_cast<u128>(mid / static_cast<std::int64_t>(layer_tensors(st)) + 1);
+  if (sum >= (static_cast<u128>(1) << 63))
+    f.fail("", "the model's parameter count over " + std::to_string(st.groups) + " segments reaches 2^63");
+  st.sum = st.groups > 0 ? layer_stack_prefix(st, st.groups) : 0;
+  check_int_fits(f, "buffer", req.dtype, 0, st.total);
+}
+
 /// A lineitem column; every column of one table shares the table's stream so a row's columns agree.
 void plan_tpch_lineitem(const GenRequest& req, const Fields& f, GenPlan& p) {
   const bool int_out = !is_float_type(req.dtype);
@@ -440,6 +480,7 @@ GenPlan make_gen_plan(const GenRequest& req) {
       {"ragged_offsets", plan_offsets},
       {"powerlaw_csr", plan_offsets},
       {"tpch_lineitem", plan_tpch_lineitem},
+      {"layer_stack_offsets", plan_layer_stack_offsets},
   };
   const GeneratorSpec& spec = req.spec;
   Fields f(spec, req.where);
@@ -466,8 +507,8 @@ void validate_generator(const GeneratorSpec& spec, DType dtype, std::string_view
   req.dtype = dtype;
   req.count = 1;
   req.where = std::string(where);
-  if (spec.kind == "join_probe_keys") {
-    // The build side is checked where it is defined; here only this generator's own fields.
+  if (spec.kind == "join_probe_keys" || spec.kind == "layer_stack_offsets") {
+    // The referenced input is checked where it is defined; here only this generator's own fields.
     Fields f(spec, where);  // the schema's checks of names, types and ranges
     return;
   }

@@ -63,8 +63,11 @@ void validate_generator(const GeneratorSpec& spec, DType dtype, std::string_view
 /// input) exactly as generation does, without making data; throws GeneratorError.
 void validate_request(const GenRequest& req);
 
-/// The input a generator depends on (join_probe_keys: params.build), if any.
+/// The input a generator depends on (join_probe_keys: params.build; layer_stack_offsets:
+/// params.buffer), if any.
 std::optional<std::string> generator_dependency(const GeneratorSpec& spec);
+/// The field that names that input for `kind` ("build", "buffer"), or nullopt.
+std::optional<std::string> generator_dependency_field(std::string_view kind);
 
 /// Fills `out` (dtype, shape and bytes are set from the request). Throws std::invalid_argument
 /// on a bad request. Uses several host threads for large counts.

@@ -31,6 +31,8 @@ GenRequest make(const Case& c, std::uint64_t seed) {
     r.ref = GenRef{"build", GeneratorSpec{"unique_keys", {{"low", 100}, {"high", 100 + 4 * 300000}}},
                    stream_id("build", 0), 300000};
   }
+  if (std::string(c.kind) == "layer_stack_offsets")  // a 1e9-element flat parameter buffer
+    r.ref = GenRef{"param", GeneratorSpec{"normal", {}}, stream_id("param", 0), 1000000000};
   return r;
 }
 
@@ -77,6 +79,10 @@ std::vector<Case> cases() {
   for (double sk : {0.0, 1.5}) c.push_back({"ragged_offsets", {{"total", 100000000}, {"skew", sk}}, DType::i64, 1001});
   c.push_back({"ragged_offsets", {{"total", 2000000000}, {"skew", 2}}, DType::i32, (1 << 20) + 1});
   c.push_back({"ragged_offsets", {{"total", 0}}, DType::i32, 1});
+  c.push_back({"layer_stack_offsets", {{"buffer", "param"}, {"hidden", 8192}, {"intermediate", 28672}, {"kv_dim", 1024},
+               {"vocab", 128256}}, DType::i64, 1001});
+  c.push_back({"layer_stack_offsets", {{"buffer", "param"}, {"hidden", 2048}, {"intermediate", 1408},
+               {"vocab", 151936}, {"experts", 60}}, DType::i32, 5001});
   c.push_back({"powerlaw_csr", {{"part", "row_offsets"}, {"nnz", 24000000}, {"alpha", 1.3}}, DType::i64, 100001});
   c.push_back({"powerlaw_csr", {{"part", "col_indices"}, {"cols", 1000000}}, DType::i32, n});
   for (const char* col : {"l_quantity", "l_extendedprice", "l_discount", "l_tax", "l_returnflag", "l_linestatus",

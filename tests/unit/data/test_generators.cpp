@@ -313,6 +313,92 @@ TEST(Generators, RaggedOffsetsAreMonotoneAndSkewed) {
   EXPECT_EQ(one, std::vector<std::int64_t>{0});
 }
 
+GenRequest layer_stack(ordered_json params, std::int64_t segments, std::int64_t buffer, DType t = DType::i64) {
+  params["buffer"] = "param";
+  GenRequest r = request("layer_stack_offsets", std::move(params), t, segments + 1);
+  r.ref = GenRef{"param", GeneratorSpec{"normal", {}}, stream_id("param", 0), buffer};
+  return r;
+}
+
+// Llama-3-8B: 32 layers of 9 tensors, embed_tokens, the final norm and lm_head = 291 tensors and
+// 8,030,261,248 parameters (the published count). With a buffer of exactly that many elements plus
+// one per segment, every segment is its real tensor plus one element.
+TEST(Generators, LayerStackOffsetsFollowLlama3Of8B) {
+  const ordered_json llama = {{"hidden", 4096}, {"intermediate", 14336}, {"kv_dim", 1024}, {"vocab", 128256}};
+  const std::int64_t G = 291, real = 8030261248;
+  const auto o = ints(gen(layer_stack(llama, G, real + G)));
+  ASSERT_EQ(o.size(), static_cast<std::size_t>(G + 1));
+  auto size = [&](std::int64_t g) { return o[g + 1] - o[g] - 1; };
+  EXPECT_EQ(o.front(), 0);
+  EXPECT_EQ(o.back(), real + G);
+  EXPECT_EQ(size(0), 128256 * 4096);  // embed_tokens
+  const std::int64_t layer[9] = {4096 * 4096, 1024 * 4096, 1024 * 4096, 4096 * 4096, 14336 * 4096,
+                                 14336 * 4096, 14336 * 4096, 4096, 4096};
+  for (std::int64_t g = 1; g < G - 2; ++g) ASSERT_EQ(size(g), layer[(g - 1) % 9]) << "segment " << g;
+  EXPECT_EQ(size(G - 2), 4096);               // model.norm
+  EXPECT_EQ(size(G - 1), 128256 * 4096);      // lm_head
+  // The device path computes the same function (tests/gpu/data_check); host elements are
+  // independent of the count of threads, so one element alone agrees with the whole tensor.
+}
+
+TEST(Generators, LayerStackOffsetsScaleAndKeepEverySegment) {
+  // Qwen1.5-MoE-A2.7B's layer (60 experts of width 1408, MHA): 188 tensors per layer.
+  const ordered_json moe = {{"hidden", 2048}, {"intermediate", 1408}, {"vocab", 151936}, {"experts", 60}};
+  for (auto [G, total] : {std::pair<std::int64_t, std::int64_t>{5000, 10000000}, {5000, 5000}, {1, 7}, {2, 9}, {3, 3}}) {
+    for (DType t : {DType::i64, DType::i32}) {
+      const auto o = ints(gen(layer_stack(moe, G, total, t)));
+      ASSERT_EQ(o.front(), 0);
+      ASSERT_EQ(o.back(), total) << G;
+      for (std::int64_t g = 0; g < G; ++g) ASSERT_GE(o[g + 1] - o[g], 1) << "segment " << g << " of " << G;
+    }
+  }
+  const auto o = ints(gen(layer_stack(moe, 5000, 10000000)));
+  // An expert matrix is 1408 x 2048 of a ~15.6e9-parameter stack: about 1850 of 1e7 elements;
+  // the norms get their one element and at most one more.
+  // Segments: 0 embed_tokens, 1-4 attention, 5 the router, 6 expert 0's gate_proj. The stack
+  // (26.6 layers of ~536e6) holds ~1.5e10 parameters: an expert matrix gets ~1900 of the 1e7
+  // elements, the router 1408/60 times fewer.
+  const double expert = static_cast<double>(o[7] - o[6] - 1), router = static_cast<double>(o[6] - o[5] - 1);
+  EXPECT_GT(expert, 1700);
+  EXPECT_LT(expert, 2100);
+  EXPECT_NEAR(expert / router, 1408.0 / 60.0, 0.5);
+  const std::int64_t norm = 1 + 4 + 1 + 180 + 1;  // post_attention_layernorm of layer 0
+  EXPECT_LE(o[norm + 1] - o[norm], 2);
+  std::int64_t sum = 0;
+  for (std::int64_t g = 0; g < 5000; ++g) sum += o[g + 1] - o[g];
+  EXPECT_EQ(sum, 10000000);
+  // kv_dim defaults to hidden (multi-head attention): k_proj as large as q_proj.
+  const auto mha = ints(gen(layer_stack({{"hidden", 64}, {"intermediate", 128}, {"vocab", 100}}, 12, 12 + 1000000)));
+  EXPECT_NEAR(mha[2] - mha[1], mha[3] - mha[2], 1);
+}
+
+TEST(Generators, LayerStackOffsetsErrors) {
+  const ordered_json m = {{"hidden", 64}, {"intermediate", 128}, {"vocab", 100}};
+  auto err = [](const GenRequest& r) {
+    try {
+      validate_request(r);
+    } catch (const GeneratorError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(err(layer_stack(m, 10, 9)).find("fewer than the 10 segments"), std::string::npos) << err(layer_stack(m, 10, 9));
+  EXPECT_NE(err(layer_stack(m, 10, 100, DType::f32)).find("integer dtype"), std::string::npos);
+  EXPECT_NE(err(layer_stack(m, 10, 1000, DType::i8)).find("do not fit int8"), std::string::npos)
+      << err(layer_stack(m, 10, 1000, DType::i8));
+  GenRequest noref = layer_stack(m, 10, 100);
+  noref.ref.reset();
+  EXPECT_NE(err(noref).find("GenRequest::ref"), std::string::npos);
+  // The largest model the field bounds allow still counts below 2^63 parameters (64-bit prefixes).
+  ordered_json huge = {{"hidden", 1048576}, {"intermediate", 1048576}, {"vocab", 4194304}, {"experts", 1024}};
+  EXPECT_EQ(err(layer_stack(huge, 100000, 1000000)), "");
+  ordered_json typo = m;
+  typo["kv_heads"] = 8;
+  EXPECT_NE(err(layer_stack(typo, 10, 100)).find("kv_heads"), std::string::npos);
+  EXPECT_EQ(generator_dependency(GeneratorSpec{"layer_stack_offsets", {{"buffer", "param"}}}), "param");
+  EXPECT_EQ(generator_dependency_field("layer_stack_offsets"), "buffer");
+}
+
 TEST(Generators, TpchLineitemColumnsAreConsistent) {
   const std::int64_t n = 200000;
   auto col = [&](const char* c, DType t = DType::i64) {
