@@ -405,7 +405,8 @@ struct Checker {
         if (it.id.empty()) continue;
         // The level's id prefixes its items (L2.tile_per_warp), so a scorer's or a reader's
         // reference to an item names its level too.
-        const std::string prefix = (levels.loaded ? levels.level[l].id : fmt::format("L{}", l + 1)) + ".";
+        const std::string& id = levels.level[l].id;  // read even when another field of the levels failed
+        const std::string prefix = (id.empty() ? fmt::format("L{}", l + 1) : id) + ".";
         if (it.id.rfind(prefix, 0) != 0 || it.id.size() == prefix.size())
           diag.error(file, 0, join_path(path, "id"), fmt::format("'{}' must start with '{}' (the level's id)", it.id, prefix));
         auto [prev, fresh] = ids.emplace(it.id, path);
