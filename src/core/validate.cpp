@@ -112,7 +112,8 @@ struct Checker {
 
   void check_definition() const {
     const FieldReader r(&diag, def_file, 0);
-    if (!def.name.empty()) {
+    // Present and a string (the loader reports it missing or mistyped): "" is no identifier either.
+    if (auto n = def.raw.find("name"); n != def.raw.end() && n->is_string()) {
       if (!is_identifier(def.name)) r.error("name", fmt::format("'{}' is not an identifier", def.name));
       const std::string folder = task.dir.filename().empty() ? task.dir.parent_path().filename().string()
                                                              : task.dir.filename().string();
