@@ -7,6 +7,7 @@
                             requests are refused by both
   schema_test.py drift      `d2k schema check` passes on docs/schema and names each fact a changed copy breaks
   schema_test.py levels     `d2k validate design-levels` on broken copies of the levels and a task's guidance
+  schema_test.py traces F.. every line of the given trace files validates (scripts/gpu/checks/schemas.sh)
 
 Needs Python's jsonschema (Draft 2020-12; scripts/setup.sh installs it). Prints one PASS/FAIL line per
 case and exits non-zero on any failure.
@@ -390,11 +391,19 @@ def test_levels(a, schemas, report):
     shutil.rmtree(work, ignore_errors=True)
 
 
+def test_traces(a, schemas, report):
+    for f in a.files:
+        lines, errs = validate_lines(schemas, "trace", f)
+        timed = sum(1 for t in lines if t.get("performance"))
+        report.case(f"{f}: {len(lines)} trace(s), {timed} timed, validate", lines and not errs, "; ".join(errs[:5]))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("mode", choices=["dataset", "tasks", "documents", "drift", "levels"])
+    p.add_argument("mode", choices=["dataset", "tasks", "documents", "drift", "levels", "traces"])
+    p.add_argument("files", nargs="*", help="trace files (traces)")
     p.add_argument("--schemas", required=True, help="docs/schema")
-    p.add_argument("--dataset", required=True)
+    p.add_argument("--dataset", help="the dataset folder (every mode but traces)")
     p.add_argument("--d2k", help="the d2k binary")
     p.add_argument("--corpus", help="task_mutations.json (tasks)")
     p.add_argument("--requests", help="the folder of request fixtures (documents)")
@@ -403,7 +412,7 @@ def main():
     schemas = Schemas(a.schemas)
     report = Report()
     {"dataset": test_dataset, "tasks": test_tasks, "documents": test_documents, "drift": test_drift,
-     "levels": test_levels}[a.mode](a, schemas, report)
+     "levels": test_levels, "traces": test_traces}[a.mode](a, schemas, report)
     return report.finish()
 
 
