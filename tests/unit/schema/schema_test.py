@@ -408,7 +408,7 @@ def main():
     p.add_argument("--corpus", help="task_mutations.json (tasks)")
     p.add_argument("--requests", help="the folder of request fixtures (documents)")
     p.add_argument("--work", help="a scratch folder (emptied)")
-    a = p.parse_args()
+    a = p.parse_intermixed_args()
     schemas = Schemas(a.schemas)
     report = Report()
     {"dataset": test_dataset, "tasks": test_tasks, "documents": test_documents, "drift": test_drift,
