@@ -14,6 +14,7 @@ apt_packages=(
   libdlpack-dev libseccomp-dev bubblewrap libcap2-bin
   libsqlite3-dev libcurl4-openssl-dev libcpp-httplib-dev libssl-dev prometheus-cpp-dev libpqxx-dev
   python3 python3-pip
+  python3-jsonschema  # the JSON Schema tests (tests/unit/schema, Draft 2020-12)
   chromium  # the browser test of the HTML report (tests/browser, headless)
   postgresql slurmctld slurmd slurm-client munge
 )

@@ -61,6 +61,27 @@ struct CompareSpec {
   ordered_json raw = ordered_json::object();
 };
 
+/// Every comparison rule and the fields it reads (beside `rule`): the one list validation,
+/// docs/task-format.md and docs/schema/definition.schema.json follow (`d2k schema check`).
+struct CompareRuleFields {
+  std::string_view rule;
+  std::array<std::string_view, 4> fields;  ///< empty entries unused
+};
+inline constexpr std::array<CompareRuleFields, 7> kCompareRules = {{
+    {"allclose", {"atol", "rtol", "matched_ratio", "max_error_cap"}},
+    {"ulp", {"ulps", "matched_ratio", "max_ulps", ""}},
+    {"rel_l2", {"tol", "", "", ""}},
+    {"exact", {"count", "", "", ""}},
+    {"multiset", {"group", "count", "", ""}},
+    {"topk", {"k", "k_axis", "values", "count"}},
+    {"none", {"", "", "", ""}},
+}};
+
+/// Execution units of a cost model's `flops` (definition.json `cost.flops` keys).
+inline constexpr std::array<std::string_view, 7> kCostUnits = {"bf16_tensor", "fp16_tensor", "fp8_tensor",
+                                                               "tf32_tensor", "fp32",        "fp64",
+                                                               "int32"};
+
 struct TensorSpec {
   std::string name;
   DType dtype = DType::f32;
@@ -134,10 +155,14 @@ inline constexpr std::array<int, 5> kRubricAnchors = {0, 25, 50, 75, 100};
 /// One guidance level as dataset/design_levels.json defines it for every task.
 struct DesignLevel {
   std::string key;        ///< kDesignLevelKeys[i]
+  std::string id;         ///< "L1", "L2", "L3": design items of this level have ids "<id>.<name>"
   std::string title;
   std::string covers;     ///< what the level is about
   std::string item_form;  ///< what one guidance item at this level looks like
   std::string workspace;  ///< the workspace where this level first appears (L1, L1+L2, L1+L2+L3)
+  /// The shared scale of the level: what a score of 0/25/50/75/100 means for every task (each
+  /// task's rubric.json makes it concrete). Keys are kRubricAnchors.
+  std::map<int, std::string> anchors;
 };
 
 /// dataset/design_levels.json.

@@ -1,6 +1,7 @@
 #include "core/task_loader.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 
@@ -401,6 +402,60 @@ std::vector<Task> load_dataset(const fs::path& dataset_dir, Diagnostics& diag) {
   return tasks;
 }
 
+namespace {
+
+// One level of design_levels.json: its wording, its id and its shared anchors.
+void parse_design_level(const ordered_json& v, DesignLevel& lv, const FieldReader& r) {
+  const std::string& key = lv.key;
+  r.known_keys(v, key, {"id", "title", "covers", "item_form", "workspace", "anchors"});
+  std::pair<const char*, std::string*> fields[] = {{"id", &lv.id},         {"title", &lv.title},
+                                                   {"covers", &lv.covers}, {"item_form", &lv.item_form},
+                                                   {"workspace", &lv.workspace}};
+  for (auto& [name, dst] : fields) {
+    *dst = r.string(v, name, key, true).value_or("");
+    if (dst->find_first_not_of(" \t\n") == std::string::npos && v.contains(name)) r.error(join_path(key, name), "empty");
+  }
+  if (!lv.id.empty() && !std::all_of(lv.id.begin(), lv.id.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); }))
+    r.error(join_path(key, "id"), fmt::format("'{}' must be letters and digits (it prefixes item ids: '{}.name')", lv.id, lv.id));
+  const std::string path = join_path(key, "anchors");
+  auto a = v.find("anchors");
+  if (a == v.end()) {
+    r.error(path, "missing required field");
+    return;
+  }
+  if (!r.object(*a, path)) return;
+  for (int score : kRubricAnchors) {
+    const std::string field = join_path(path, std::to_string(score));
+    auto it = a->find(std::to_string(score));
+    if (it == a->end()) r.error(field, "missing anchor");
+    else if (!it->is_string()) r.error(field, "expected a string");
+    else if (it->get<std::string>().find_first_not_of(" \t\n") == std::string::npos) r.error(field, "empty anchor");
+    else lv.anchors[score] = it->get<std::string>();
+  }
+  for (auto it = a->begin(); it != a->end(); ++it)
+    if (std::none_of(kRubricAnchors.begin(), kRubricAnchors.end(), [&](int s) { return std::to_string(s) == it.key(); }))
+      r.error(join_path(path, it.key()), "unknown anchor (0, 25, 50, 75, 100)");
+}
+
+// Across levels: ids unique, and each level's workspace is the ids up to it ("L1+L2").
+void check_design_level_ids(const DesignLevels& levels, const FieldReader& r) {
+  std::string workspace;
+  for (std::size_t l = 0; l < levels.level.size(); ++l) {
+    const DesignLevel& lv = levels.level[l];
+    if (lv.id.empty()) return;  // reported
+    for (std::size_t k = 0; k < l; ++k)
+      if (levels.level[k].id == lv.id)
+        r.error(join_path(lv.key, "id"), fmt::format("duplicate id '{}' (also {})", lv.id, levels.level[k].key));
+    workspace += (workspace.empty() ? "" : "+") + lv.id;
+    if (!lv.workspace.empty() && lv.workspace != workspace)
+      r.error(join_path(lv.key, "workspace"),
+              fmt::format("'{}' should be '{}' (guidance is cumulative: the ids of this level and those before)",
+                          lv.workspace, workspace));
+  }
+}
+
+}  // namespace
+
 DesignLevels load_design_levels(const fs::path& file, Diagnostics& diag) {
   DesignLevels levels;
   const std::size_t errors_before = diag.error_count();
@@ -409,26 +464,24 @@ DesignLevels load_design_levels(const fs::path& file, Diagnostics& diag) {
     r.known_keys(j, "", {kDesignLevelKeys[0], kDesignLevelKeys[1], kDesignLevelKeys[2]});
     for (std::size_t l = 0; l < 3; ++l) {
       const std::string key(kDesignLevelKeys[l]);
-      DesignLevel& lv = out.level[l];
-      lv.key = key;
+      out.level[l].key = key;
       auto it = j.find(key);
-      if (it == j.end()) {
-        r.error(key, "missing level");
-        continue;
-      }
-      if (!r.object(*it, key)) continue;
-      r.known_keys(*it, key, {"title", "covers", "item_form", "workspace"});
-      std::pair<const char*, std::string*> fields[] = {
-          {"title", &lv.title}, {"covers", &lv.covers}, {"item_form", &lv.item_form}, {"workspace", &lv.workspace}};
-      for (auto& [name, dst] : fields) {
-        *dst = r.string(*it, name, key, true).value_or("");
-        if (dst->empty() && it->contains(name)) r.error(join_path(key, name), "empty");
-      }
+      if (it == j.end()) r.error(key, "missing level");
+      else if (r.object(*it, key)) parse_design_level(*it, out.level[l], r);
     }
+    check_design_level_ids(out, r);
   };
   if (auto l = load_json_file<DesignLevels>(file, diag, parse)) levels = std::move(*l);
   levels.loaded = diag.error_count() == errors_before;
   return levels;
+}
+
+std::optional<Design> load_design(const fs::path& file, Diagnostics& diag) {
+  return load_json_file<Design>(file, diag, parse_design);
+}
+
+std::optional<Rubric> load_rubric(const fs::path& file, Diagnostics& diag) {
+  return load_json_file<Rubric>(file, diag, parse_rubric);
 }
 
 Definition definition_from_json(const ordered_json& j, Diagnostics& diag, const std::string& file) {

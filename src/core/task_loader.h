@@ -7,6 +7,7 @@
 /// workloads, design and rubric). `d2k tasks validate` runs both. docs/task-format.md lists the
 /// rules.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,14 @@ std::vector<Task> load_dataset(const std::filesystem::path& dataset_dir, Diagnos
 /// present with every field.
 DesignLevels load_design_levels(const std::filesystem::path& file, Diagnostics& diag);
 
+/// One design.json or rubric.json on its own (nullopt when it does not read or parse).
+std::optional<Design> load_design(const std::filesystem::path& file, Diagnostics& diag);
+std::optional<Rubric> load_rubric(const std::filesystem::path& file, Diagnostics& diag);
+
 /// Checks a loaded task against every rule of docs/task-format.md.
 void validate_task(const Task& task, const DesignLevels& levels, Diagnostics& diag);
+/// The design.json and rubric.json rules of validate_task alone (`d2k validate design-levels`).
+void validate_design_and_rubric(const Task& task, const DesignLevels& levels, Diagnostics& diag);
 
 /// A definition from JSON already in memory; `file` names it in diagnostics.
 Definition definition_from_json(const ordered_json& j, Diagnostics& diag, const std::string& file = "definition.json");

@@ -8,6 +8,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/json_fields.h"
 #include "core/task_loader.h"
@@ -56,25 +57,18 @@ struct Checker {
   // ---- Comparison rules ----
 
   void check_compare(const CompareSpec& c, const std::string& self, const FieldReader& r, const std::string& path) const {
-    static const std::map<std::string, std::vector<std::string>> kRules = {
-        {"allclose", {"atol", "rtol", "matched_ratio", "max_error_cap"}},
-        {"ulp", {"ulps", "matched_ratio", "max_ulps"}},
-        {"rel_l2", {"tol"}},
-        {"exact", {"count"}},
-        {"multiset", {"group", "count"}},
-        {"topk", {"k", "k_axis", "values", "count"}},
-        {"none", {}},
-    };
-    auto rule = kRules.find(c.rule);
-    if (rule == kRules.end()) {
-      r.error(join_path(path, "rule"),
-              fmt::format("unknown rule '{}' (allclose, ulp, rel_l2, exact, multiset, topk or none)", c.rule));
+    auto rule = std::find_if(kCompareRules.begin(), kCompareRules.end(),
+                             [&](const CompareRuleFields& f) { return f.rule == c.rule; });
+    if (rule == kCompareRules.end()) {
+      std::string names;
+      for (const auto& f : kCompareRules) names += fmt::format("{}{}", names.empty() ? "" : ", ", f.rule);
+      r.error(join_path(path, "rule"), fmt::format("unknown rule '{}' ({})", c.rule, names));
       return;
     }
     for (auto it = c.raw.begin(); it != c.raw.end(); ++it) {
       if (it.key() == "rule") continue;
-      const auto& used = rule->second;
-      if (std::find(used.begin(), used.end(), it.key()) == used.end())
+      const auto& used = rule->fields;
+      if (it.key().empty() || std::find(used.begin(), used.end(), it.key()) == used.end())
         r.warning(join_path(path, it.key()), fmt::format("field not used by rule '{}'", c.rule));
     }
     auto count_output = [&]() {
@@ -118,7 +112,8 @@ struct Checker {
 
   void check_definition() const {
     const FieldReader r(&diag, def_file, 0);
-    if (!def.name.empty()) {
+    // Present and a string (the loader reports it missing or mistyped): "" is no identifier either.
+    if (auto n = def.raw.find("name"); n != def.raw.end() && n->is_string()) {
       if (!is_identifier(def.name)) r.error("name", fmt::format("'{}' is not an identifier", def.name));
       const std::string folder = task.dir.filename().empty() ? task.dir.parent_path().filename().string()
                                                              : task.dir.filename().string();
@@ -190,12 +185,10 @@ struct Checker {
     }
     check_groups(r);
 
-    static const std::set<std::string> kUnits = {"bf16_tensor", "fp16_tensor", "fp8_tensor", "tf32_tensor",
-                                                  "fp32",        "fp64",        "int32"};
     for (const auto& [unit, e] : def.cost.flops) {
       const std::string field = join_path("cost.flops", unit);
-      if (!kUnits.count(unit))
-        r.error(field, fmt::format("unknown unit '{}' (bf16_tensor, fp16_tensor, fp8_tensor, tf32_tensor, fp32, fp64, int32)", unit));
+      if (std::find(kCostUnits.begin(), kCostUnits.end(), unit) == kCostUnits.end())
+        r.error(field, fmt::format("unknown unit '{}' ({})", unit, fmt::join(kCostUnits, ", ")));
       check_names(e, true, r, field);
     }
     if (!def.cost.bytes.empty()) check_names(def.cost.bytes, true, r, "cost.bytes");
@@ -411,6 +404,12 @@ struct Checker {
         for (const auto& [name, value] : fields)
           if (value->find_first_not_of(" \t\n") == std::string::npos) diag.error(file, 0, join_path(path, name), "empty");
         if (it.id.empty()) continue;
+        // The level's id prefixes its items (L2.tile_per_warp), so a scorer's or a reader's
+        // reference to an item names its level too.
+        const std::string& id = levels.level[l].id;  // read even when another field of the levels failed
+        const std::string prefix = (id.empty() ? fmt::format("L{}", l + 1) : id) + ".";
+        if (it.id.rfind(prefix, 0) != 0 || it.id.size() == prefix.size())
+          diag.error(file, 0, join_path(path, "id"), fmt::format("'{}' must start with '{}' (the level's id)", it.id, prefix));
         auto [prev, fresh] = ids.emplace(it.id, path);
         if (!fresh) diag.error(file, 0, join_path(path, "id"), fmt::format("duplicate id '{}' (also {})", it.id, prev->second));
       }
@@ -449,6 +448,12 @@ struct Checker {
 };
 
 }  // namespace
+
+void validate_design_and_rubric(const Task& task, const DesignLevels& levels, Diagnostics& diag) {
+  const Checker c{task, task.def, diag, (task.dir / "definition.json").string()};
+  c.check_design(levels);
+  c.check_rubric();
+}
 
 void validate_task(const Task& task, const DesignLevels& levels, Diagnostics& diag) {
   const Checker c{task, task.def, diag, (task.dir / "definition.json").string()};
