@@ -15,7 +15,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <nlohmann/json.hpp>
 
@@ -493,6 +496,97 @@ TEST(ProxySse, LinesSplitAcrossPieces) {
   EXPECT_EQ(r.seen().tokens->input_tokens, 3);
   EXPECT_EQ(r.seen().tokens->output_tokens, 4);
   EXPECT_EQ(r.seen().model, "m");
+}
+
+TEST(ProxyConfigFile, FileThenEnvironmentForKeys) {
+  const fs::path f = fs::temp_directory_path() / ("d2k-proxy-config-" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(f) << "[proxy]\nlisten = \"0.0.0.0:9999\"\nupstream_openai = \"http://up\"\n"
+                      "openai_api_key = \"from-file-openai\"\nanthropic_api_key = \"from-file-anthropic\"\n";
+  fs::permissions(f, fs::perms::owner_read | fs::perms::owner_write);
+  ::unsetenv("OPENAI_API_KEY");
+  ::setenv("ANTHROPIC_API_KEY", "from-env-anthropic", 1);
+  ProxyConfig cfg;
+  load_proxy_config(cfg, f, true);
+  EXPECT_EQ(cfg.host, "0.0.0.0");
+  EXPECT_EQ(cfg.port, 9999);
+  EXPECT_EQ(cfg.upstream_openai, "http://up");
+  EXPECT_EQ(cfg.openai_key, "from-file-openai");
+  EXPECT_EQ(cfg.anthropic_key, "from-env-anthropic");
+  ::unsetenv("ANTHROPIC_API_KEY");
+  std::ofstream(f) << "[proxy]\nlisten = 8080\n";
+  try {
+    load_proxy_config(cfg, f, true);
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("proxy.listen"), std::string::npos) << e.what();
+  }
+  fs::remove(f);
+  EXPECT_THROW(load_proxy_config(cfg, f, true), std::runtime_error);
+  EXPECT_NO_THROW(load_proxy_config(cfg, f, false));
+}
+
+/// `d2k proxy` as a process: reads its key from the environment, says where it listens, answers
+/// 502 for a dead upstream, never prints the key, and stops cleanly on SIGTERM.
+TEST_F(ProxyTest, CliStartsServesAndStopsWithoutPrintingTheKey) {
+  int err_pipe[2];
+  ASSERT_EQ(::pipe(err_pipe), 0);
+  const std::string d2k = std::string(D2K_BINARY_DIR) + "/src/cli/d2k";
+  const std::string usage = (dir_ / "usage.jsonl").string();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(err_pipe[1], 2);
+    ::close(err_pipe[0]);
+    ::setenv("OPENAI_API_KEY", kOpenAiKey.c_str(), 1);
+    ::execl(d2k.c_str(), "d2k", "proxy", "--listen", "127.0.0.1:0", "--upstream-openai", "http://127.0.0.1:9",
+            "--usage", usage.c_str(), "--config", "/nonexistent-is-an-error-only-when-named", nullptr);
+    ::_exit(127);
+  }
+  ::close(err_pipe[1]);
+  // Named but missing config: a clear error and exit 2.
+  std::string err;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(err_pipe[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<std::size_t>(n));
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  EXPECT_EQ(WEXITSTATUS(st), 2);
+  EXPECT_NE(err.find("--config"), std::string::npos) << err;
+  ::close(err_pipe[0]);
+
+  ASSERT_EQ(::pipe(err_pipe), 0);
+  const pid_t pid2 = ::fork();
+  if (pid2 == 0) {
+    ::dup2(err_pipe[1], 2);
+    ::close(err_pipe[0]);
+    ::setenv("OPENAI_API_KEY", kOpenAiKey.c_str(), 1);
+    ::unsetenv("D2K_CONFIG");
+    ::execl(d2k.c_str(), "d2k", "proxy", "--listen", "127.0.0.1:0", "--upstream-openai", "http://127.0.0.1:9",
+            "--usage", usage.c_str(), nullptr);
+    ::_exit(127);
+  }
+  ::close(err_pipe[1]);
+  // Read stderr until the listening line names the port.
+  err.clear();
+  int port = 0;
+  while (port == 0) {
+    const ssize_t n = ::read(err_pipe[0], buf, sizeof buf);
+    if (n <= 0) break;
+    err.append(buf, static_cast<std::size_t>(n));
+    const auto at = err.find("listening on http://127.0.0.1:");
+    if (at != std::string::npos && err.find(' ', at + 30) != std::string::npos) port = std::atoi(err.c_str() + at + 30);
+  }
+  ASSERT_GT(port, 0) << err;
+  httplib::Client c("127.0.0.1", port);
+  auto r = c.Post("/a/cli/a1/openai/v1/chat/completions", kAgentOpenAi, R"({"model":"gpt-4o"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 502);
+  ::kill(pid2, SIGTERM);
+  for (ssize_t n; (n = ::read(err_pipe[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<std::size_t>(n));
+  ::close(err_pipe[0]);
+  ::waitpid(pid2, &st, 0);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << st;
+  EXPECT_EQ(err.find(kOpenAiKey), std::string::npos) << err;
+  EXPECT_NE(err.find("cli/a1 openai POST /v1/chat/completions -> 502"), std::string::npos) << err;
+  EXPECT_EQ(usage_lines().size(), 1u);
 }
 
 }  // namespace
