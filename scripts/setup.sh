@@ -13,6 +13,8 @@ apt_packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libgmock-dev
   libdlpack-dev libseccomp-dev bubblewrap libcap2-bin
   libsqlite3-dev libcurl4-openssl-dev libcpp-httplib-dev libssl-dev prometheus-cpp-dev libpqxx-dev
+  libtomlplusplus-dev  # d2k proxy's config file and price table (TOML)
+  git  # d2k audit release reads the checkout and its history through git
   python3 python3-pip
   python3-jsonschema  # the JSON Schema tests (tests/unit/schema, Draft 2020-12)
   chromium  # the browser test of the HTML report (tests/browser, headless)
@@ -52,6 +54,21 @@ if [ ! -f "$tp/.py-done" ] || [ "$(cat "$tp/.py-done")" != "${py_pkgs[*]}" ]; th
     esac
   done
   echo "${py_pkgs[*]}" > "$tp/.py-done"
+fi
+# Python packages installed into this Python (not unpacked): pyarrow writes the Parquet task
+# tables of `d2k pack` (scripts/pack_parquet.py); pandas reads them back in its test.
+pip_pkgs=("pyarrow==26.0.1" "pandas==3.1.1")
+if ! python3 - "${pip_pkgs[@]}" <<'PY'
+import sys
+from importlib.metadata import version, PackageNotFoundError
+try:
+    sys.exit(0 if all(version(p.split("==")[0]) == p.split("==")[1] for p in sys.argv[1:]) else 1)
+except PackageNotFoundError:
+    sys.exit(1)
+PY
+then
+  # Debian's own python3 refuses pip installs (PEP 668) unless told; other Pythons ignore this.
+  PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q "${pip_pkgs[@]}"
 fi
 command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] ||
   echo "setup: nvcc not found: install the CUDA 13 toolkit (setup does not install it)" >&2

@@ -22,6 +22,9 @@ void add_validate(CLI::App& app, Globals& g, Runner& run);   // validate submiss
 void add_report(CLI::App& app, Globals& g, Runner& run);     // report, export, import
 void add_service(CLI::App& app, Globals& g, Runner& run);    // serve, worker, submit
 void add_schema(CLI::App& app, Globals& g, Runner& run);     // schema dump, schema check
+void add_proxy(CLI::App& app, Globals& g, Runner& run);      // proxy (docs/proxy.md)
+void add_pack(CLI::App& app, Globals& g, Runner& run);       // pack (docs/pack.md)
+void add_audit(CLI::App& app, Globals& g, Runner& run);      // audit release (docs/release-audit.md)
 
 /// The dataset folder after defaults.
 std::filesystem::path dataset_dir(const Globals& g);

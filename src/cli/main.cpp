@@ -38,6 +38,9 @@ int main(int argc, char** argv) {
   d2k::cli::add_report(app, g, run);
   d2k::cli::add_service(app, g, run);
   d2k::cli::add_schema(app, g, run);
+  d2k::cli::add_proxy(app, g, run);
+  d2k::cli::add_pack(app, g, run);
+  d2k::cli::add_audit(app, g, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
