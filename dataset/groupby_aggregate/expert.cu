@@ -1,0 +1,373 @@
+// groupby_aggregate — expert: a hash group-by that adapts to the number of groups as it runs.
+//
+// Variants considered:
+//   (a) sort-based: CUB radix sort of (key, value) pairs then a reduce-by-key. Reads and writes
+//       every row ~4 times (8 radix passes on 64-bit keys are 16 N bytes each): 10x the
+//       least-work bytes at every cardinality. Not taken (it is the library route).
+//   (b) global hash table, one atomic per aggregate per row (naive.cu): every row pays five L2
+//       atomics; at 16 groups they all land on 16 addresses and serialise.
+//   (c) strategy chosen up front from a sampled estimate of the distinct count: a sample cannot
+//       tell 1e6 Zipf groups from 1e8 (the tail is what it misses), and a wrong guess costs a rerun.
+//   (d) taken: per-row warp aggregation, per-CTA shared-memory tables that spill, and a global
+//       table sized small first and regrown on the device when it overflows:
+//       1. Warp aggregation: __match_any_sync on the 32 keys a warp holds; the lowest lane of each
+//          set of equal keys folds their values (count = popcount, sum/min/max over a staged
+//          shared-memory row) and makes one update for them. Zipf skew puts the head keys in
+//          most warps many times over, so this is what keeps the hot groups from serialising.
+//       2. Per-CTA shared-memory table (kSmemSlots groups): the warp leader updates its group
+//          there with shared atomics; at 16 groups every CTA holds all of them and the global
+//          table sees kSmemSlots-bounded flushes per CTA only. When the CTA's table is 3/4 full it
+//          stops claiming new slots (keys already there keep aggregating: the Zipf head), and
+//          other keys go to the global table: at 1e8 groups the CTA table costs a few probes.
+//          This is the run-time cardinality decision, taken per CTA from its own keys.
+//       3. Global table, linear probing, atomicCAS on keys: first kSmallCap slots (a few MB of
+//          keys, L2-resident), abandoned once it holds kSmallCap/2 groups (an overflow word);
+//          then a device-side gate reruns the whole aggregation into a table of the power of two
+//          >= 1.25 N slots, which holds any input. No host synchronisation: the second clear and
+//          pass read the overflow word and return at once when it is clear.
+//       4. Emit: a scan over the table's slots, warp-aggregated reservation of output rows.
+// Min and max are kept as uint64 of (v XOR 2^63), which orders like the int64 v, so empty slots
+// are 0 (max) and all ones (min) and the unsigned 64-bit atomics apply. Sum: unsigned addition,
+// which is the task's wrapping int64 sum. The key -1 (all ones) marks an empty slot, so it has a
+// slot of its own after the table's last.
+//
+// %VARIANT% global_only -DGB_SMEM_SLOTS=0
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "d2k/solution.h"
+
+#ifndef GB_SMEM_SLOTS
+#define GB_SMEM_SLOTS 1024  // 40 KB of static shared memory: 5 CTAs of 256 threads per SM
+#endif
+
+namespace {
+
+constexpr unsigned long long kEmptyKey = ~0ull;
+constexpr unsigned long long kSignBit = 1ull << 63;
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kSmemSlots = GB_SMEM_SLOTS;
+constexpr int kSmemProbes = 32;
+constexpr unsigned long long kSmemMask = kSmemSlots > 0 ? kSmemSlots - 1 : 0;
+constexpr int kSmemClaimLimit = kSmemSlots * 3 / 4;  // stop claiming at 3/4 full
+constexpr int kCtasPerSm = 4;
+constexpr uint64_t kSmallCap = 1ull << 22;  // first global table: 4M slots, abandoned at 2M groups
+
+/// Table capacity that holds any input of N rows: the power of two >= 1.25 N (at least 2).
+uint64_t full_capacity(int64_t n) {
+  uint64_t cap = 2;
+  const uint64_t need = static_cast<uint64_t>(n) + static_cast<uint64_t>(n) / 4;
+  while (cap < need) cap <<= 1;
+  return cap;
+}
+
+__host__ __device__ __forceinline__ uint64_t fmix64(uint64_t k) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  k *= 0xc4ceb9fe1a85ec53ull;
+  k ^= k >> 33;
+  return k;
+}
+
+/// One group's partial aggregate; min and max in the sign-flipped unsigned order.
+struct Agg {
+  unsigned long long count, sum, min_u, max_u;
+};
+
+/// A global open-addressing table: cap + 1 slots per field (slot cap holds the key -1).
+struct GTable {
+  unsigned long long *keys, *count, *sum, *min_u, *max_u;
+  uint64_t cap;
+  unsigned long long limit;     ///< groups claimed before the table is abandoned
+  unsigned long long* claimed;  ///< groups claimed so far
+  unsigned long long* overflow; ///< set once claimed reaches limit: this pass is void
+};
+
+struct Plan {
+  GTable small, full;
+  bool two_tables;  ///< false when the small table already holds any input (small N)
+};
+
+Plan carve(d2k::Workspace& ws, int64_t n) {
+  Plan p{};
+  const uint64_t cap_full = full_capacity(n);
+  p.two_tables = cap_full > kSmallCap;
+  auto* ctrl = ws.take<unsigned long long>(4);
+  auto table = [&](uint64_t cap, unsigned long long limit, unsigned long long* c) {
+    const uint64_t slots = cap + 1;
+    return GTable{ws.take<unsigned long long>(slots), ws.take<unsigned long long>(slots),
+                  ws.take<unsigned long long>(slots), ws.take<unsigned long long>(slots),
+                  ws.take<unsigned long long>(slots), cap, limit, c, c + 1};
+  };
+  if (p.two_tables) {
+    p.small = table(kSmallCap, kSmallCap / 2, ctrl);
+    p.full = table(cap_full, ~0ull, ctrl + 2);
+  } else {
+    p.small = table(cap_full, ~0ull, ctrl);
+    p.full = p.small;
+  }
+  return p;
+}
+
+/// The slot of key k, claiming one if k is new; false when the table is abandoned (overflow).
+__device__ bool global_slot(const GTable& t, unsigned long long k, uint64_t* slot) {
+  if (k == kEmptyKey) {
+    *slot = t.cap;
+    return true;
+  }
+  const uint64_t mask = t.cap - 1;
+  uint64_t h = fmix64(k) & mask;
+  for (uint64_t probe = 0; probe < t.cap; ++probe) {
+    const unsigned long long cur = __ldcg(&t.keys[h]);
+    if (cur == k) {
+      *slot = h;
+      return true;
+    }
+    if (cur == kEmptyKey) {
+      const unsigned long long old = atomicCAS(&t.keys[h], kEmptyKey, k);
+      if (old == kEmptyKey) {
+        if (atomicAdd(t.claimed, 1ull) >= t.limit) {
+          atomicExch(t.overflow, 1ull);
+          return false;
+        }
+        *slot = h;
+        return true;
+      }
+      if (old == k) {
+        *slot = h;
+        return true;
+      }
+    }
+    h = (h + 1) & mask;
+  }
+  atomicExch(t.overflow, 1ull);
+  return false;
+}
+
+__device__ void global_add(const GTable& t, unsigned long long k, const Agg& a) {
+  uint64_t s;
+  if (!global_slot(t, k, &s)) return;
+  atomicAdd(&t.count[s], a.count);
+  atomicAdd(&t.sum[s], a.sum);
+  atomicMin(&t.min_u[s], a.min_u);
+  atomicMax(&t.max_u[s], a.max_u);
+}
+
+/// Per-CTA shared-memory table.
+struct SmemTable {
+  unsigned long long keys[kSmemSlots > 0 ? kSmemSlots : 1];
+  unsigned long long count[kSmemSlots > 0 ? kSmemSlots : 1];
+  unsigned long long sum[kSmemSlots > 0 ? kSmemSlots : 1];
+  unsigned long long min_u[kSmemSlots > 0 ? kSmemSlots : 1];
+  unsigned long long max_u[kSmemSlots > 0 ? kSmemSlots : 1];
+  unsigned int fill;
+};
+
+/// The shared slot of k, or -1: k absent and the table too full to claim, or too many probes.
+__device__ int smem_slot(SmemTable& st, unsigned long long k) {
+  const bool may_claim = static_cast<int>(*static_cast<volatile unsigned*>(&st.fill)) < kSmemClaimLimit;
+  int h = static_cast<int>(fmix64(k) & kSmemMask);
+  for (int probe = 0; probe < kSmemProbes; ++probe) {
+    const unsigned long long cur = static_cast<volatile unsigned long long*>(st.keys)[h];
+    if (cur == k) return h;
+    if (cur == kEmptyKey) {
+      if (!may_claim) return -1;
+      const unsigned long long old = atomicCAS(&st.keys[h], kEmptyKey, k);
+      if (old == kEmptyKey) {
+        atomicAdd(&st.fill, 1u);
+        return h;
+      }
+      if (old == k) return h;
+    }
+    h = (h + 1) & static_cast<int>(kSmemMask);
+  }
+  return -1;
+}
+
+/// Whether this pass must stop (its table overflowed) or not run (gate given and clear).
+__device__ __forceinline__ bool pass_void(const unsigned long long* overflow) {
+  return *static_cast<const volatile unsigned long long*>(overflow) != 0;
+}
+
+/// Fold the values of the lanes in `peers` (staged in row) into one aggregate.
+__device__ Agg fold_peers(unsigned peers, const long long* row) {
+  Agg a{static_cast<unsigned long long>(__popc(peers)), 0ull, ~0ull, 0ull};
+  for (unsigned m = peers; m != 0; m &= m - 1) {
+    const auto u = static_cast<unsigned long long>(row[__ffs(m) - 1]);
+    a.sum += u;
+    const unsigned long long o = u ^ kSignBit;
+    a.min_u = o < a.min_u ? o : a.min_u;
+    a.max_u = o > a.max_u ? o : a.max_u;
+  }
+  return a;
+}
+
+/// The aggregation pass into table t. gate: run only if *gate is set (the rerun), else always.
+__global__ void __launch_bounds__(kThreads) gb_aggregate(const int64_t* __restrict__ keys,
+                                                         const int64_t* __restrict__ vals, int64_t n,
+                                                         GTable t, const unsigned long long* gate) {
+  if (gate != nullptr && !pass_void(gate)) return;
+  __shared__ SmemTable st;
+  __shared__ long long stage[kWarps][32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if constexpr (kSmemSlots > 0) {
+    for (int s = threadIdx.x; s < kSmemSlots; s += kThreads) {
+      st.keys[s] = kEmptyKey;
+      st.count[s] = 0;
+      st.sum[s] = 0;
+      st.min_u[s] = ~0ull;
+      st.max_u[s] = 0;
+    }
+    if (threadIdx.x == 0) st.fill = 0;
+    __syncthreads();
+  }
+  // Phase 1: rows, a warp at a time (the loop bound is uniform across the CTA).
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * kThreads; base < n;
+       base += static_cast<int64_t>(gridDim.x) * kThreads) {
+    const bool stop = __shfl_sync(~0u, lane == 0 ? pass_void(t.overflow) : false, 0);
+    if (stop) break;
+    const int64_t row = base + threadIdx.x;
+    const bool valid = row < n;
+    const unsigned active = __ballot_sync(~0u, valid);
+    if (!valid) continue;
+    const auto k = static_cast<unsigned long long>(__ldcs(&keys[row]));
+    stage[warp][lane] = __ldcs(&vals[row]);
+    const unsigned peers = __match_any_sync(active, k);
+    __syncwarp(active);
+    if (lane == __ffs(peers) - 1) {
+      const Agg a = fold_peers(peers, stage[warp]);
+      int s = -1;
+      if constexpr (kSmemSlots > 0) {
+        if (k != kEmptyKey) s = smem_slot(st, k);
+      }
+      if (s >= 0) {
+        atomicAdd(&st.count[s], a.count);
+        atomicAdd(&st.sum[s], a.sum);
+        atomicMin(&st.min_u[s], a.min_u);
+        atomicMax(&st.max_u[s], a.max_u);
+      } else {
+        global_add(t, k, a);
+      }
+    }
+    __syncwarp(active);  // the staged row is rewritten next iteration
+  }
+  // Phase 2: flush the CTA's groups, one global update each.
+  if constexpr (kSmemSlots > 0) {
+    __syncthreads();
+    if (pass_void(t.overflow)) return;
+    for (int s = threadIdx.x; s < kSmemSlots; s += kThreads) {
+      const unsigned long long k = st.keys[s];
+      if (k == kEmptyKey) continue;
+      global_add(t, k, Agg{st.count[s], st.sum[s], st.min_u[s], st.max_u[s]});
+    }
+  }
+}
+
+/// Every slot to empty (identity aggregates); with a gate, only if *gate is set.
+__global__ void gb_clear(GTable t, const unsigned long long* gate) {
+  if (gate != nullptr && !pass_void(gate)) return;
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i <= t.cap;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
+    t.keys[i] = kEmptyKey;
+    t.count[i] = 0;
+    t.sum[i] = 0;
+    t.min_u[i] = ~0ull;
+    t.max_u[i] = 0;
+  }
+}
+
+struct Outputs {
+  int64_t *keys, *count, *sum, *min, *max;
+  unsigned long long* num_groups;
+};
+
+/// Write every group of the table that holds the answer (the full one if the small overflowed).
+__global__ void __launch_bounds__(kThreads) gb_emit(GTable small, GTable full, Outputs o) {
+  const bool rerun = pass_void(small.overflow);
+  GTable t = small;  // field by field, so the choice stays in registers (no stack copy)
+  if (rerun) t = full;
+  const int lane = threadIdx.x & 31;
+  for (uint64_t base = static_cast<uint64_t>(blockIdx.x) * kThreads; base <= t.cap;
+       base += static_cast<uint64_t>(gridDim.x) * kThreads) {
+    const uint64_t i = base + threadIdx.x;
+    const bool used = i < t.cap ? t.keys[i] != kEmptyKey : (i == t.cap && t.count[i] != 0);
+    const unsigned ballot = __ballot_sync(~0u, used);
+    if (ballot == 0) continue;
+    unsigned long long first = 0;
+    if (lane == 0) first = atomicAdd(o.num_groups, static_cast<unsigned long long>(__popc(ballot)));
+    first = __shfl_sync(~0u, first, 0);
+    if (!used) continue;
+    const uint64_t r = first + __popc(ballot & ((1u << lane) - 1u));
+    o.keys[r] = i < t.cap ? static_cast<int64_t>(t.keys[i]) : -1;
+    o.count[r] = static_cast<int64_t>(t.count[i]);
+    o.sum[r] = static_cast<int64_t>(t.sum[i]);
+    o.min[r] = static_cast<int64_t>(t.min_u[i] ^ kSignBit);
+    o.max[r] = static_cast<int64_t>(t.max_u[i] ^ kSignBit);
+  }
+}
+
+int64_t read_n(const d2k_args* a) {
+  const int64_t n = d2k::scalar_i(a, "N");
+  if (n < 0) throw d2k::abi_error("groupby_aggregate: N must be >= 0");
+  return n;
+}
+
+/// Persistent-style grid: enough CTAs to fill the GPU, no more than the work needs.
+unsigned grid_for(const d2k_args* args, uint64_t items, int per_sm) {
+  int dev = 0, sms = 132;
+  if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  (void)args;
+  const uint64_t want = (items + kThreads - 1) / kThreads;
+  const uint64_t cap = static_cast<uint64_t>(sms) * per_sm;
+  return static_cast<unsigned>(want < cap ? (want > 0 ? want : 1) : cap);
+}
+
+}  // namespace
+
+extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
+
+extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
+  D2K_ENTRY(args, {
+    d2k::Workspace ws;
+    carve(ws, read_n(args));
+    *bytes = ws.bytes();
+    return D2K_OK;
+  });
+}
+
+extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
+  D2K_ENTRY(args, {
+    const int64_t n = read_n(args);
+    const auto* keys = d2k::data<const int64_t>(d2k::input(args, "keys", kDLCUDA, d2k::dl::i64, {n}));
+    const auto* vals = d2k::data<const int64_t>(d2k::input(args, "values", kDLCUDA, d2k::dl::i64, {n}));
+    Outputs o{};
+    o.keys = d2k::data<int64_t>(d2k::output(args, "out_keys", kDLCUDA, d2k::dl::i64, {n}));
+    o.count = d2k::data<int64_t>(d2k::output(args, "out_count", kDLCUDA, d2k::dl::i64, {n}));
+    o.sum = d2k::data<int64_t>(d2k::output(args, "out_sum", kDLCUDA, d2k::dl::i64, {n}));
+    o.min = d2k::data<int64_t>(d2k::output(args, "out_min", kDLCUDA, d2k::dl::i64, {n}));
+    o.max = d2k::data<int64_t>(d2k::output(args, "out_max", kDLCUDA, d2k::dl::i64, {n}));
+    o.num_groups = d2k::data<unsigned long long>(d2k::output(args, "num_groups", kDLCUDA, d2k::dl::i64, {1}));
+    auto stream = static_cast<cudaStream_t>(args->stream);
+
+    d2k::Workspace ws(args);
+    const Plan p = carve(ws, n);
+    D2K_CUDA_TRY(args, cudaMemsetAsync(o.num_groups, 0, sizeof(unsigned long long), stream));
+    if (n == 0) return D2K_OK;
+    D2K_CUDA_TRY(args, cudaMemsetAsync(p.small.claimed, 0, 4 * sizeof(unsigned long long), stream));
+    const unsigned rows_grid = grid_for(args, static_cast<uint64_t>(n), kCtasPerSm);
+    gb_clear<<<grid_for(args, p.small.cap + 1, 8), kThreads, 0, stream>>>(p.small, nullptr);
+    gb_aggregate<<<rows_grid, kThreads, 0, stream>>>(keys, vals, n, p.small, nullptr);
+    D2K_CUDA_TRY(args, cudaGetLastError());
+    if (p.two_tables) {  // the rerun: both kernels return at once unless the small table overflowed
+      gb_clear<<<grid_for(args, p.full.cap + 1, 8), kThreads, 0, stream>>>(p.full, p.small.overflow);
+      gb_aggregate<<<rows_grid, kThreads, 0, stream>>>(keys, vals, n, p.full, p.small.overflow);
+      D2K_CUDA_TRY(args, cudaGetLastError());
+    }
+    gb_emit<<<grid_for(args, p.full.cap + 1, 8), kThreads, 0, stream>>>(p.small, p.full, o);
+    D2K_CUDA_TRY(args, cudaGetLastError());
+    return D2K_OK;
+  });
+}
