@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # groupby_aggregate on the H200 (issue #17): validation; d2k bench of naive, expert and PyTorch
-# eager on the check workloads and the six 2e8-row bench workloads (16, 1e6, 1e8 groups, uniform
-# and Zipf), with the table; the expert's variant global_only (no per-CTA shared tables) on the
-# 16- and 1e6-group rows; the starter's verdict (must be INCORRECT_*); the golden cross-check
+# eager on the check workloads and three 2e8-row bench workloads (16 groups uniform and Zipf, 1e6
+# uniform: the host golden of a 2e8-row set takes seconds), with the table; the expert's variant
+# global_only (no per-CTA shared tables) on the 16-group and 1e6-group uniform rows;
+# the starter's verdict (must be INCORRECT_*); the golden cross-check
 # against PyTorch unique/bincount/scatter_reduce on `d2k check --dump` inputs
 # (t-groupby/golden_check.py); the expert under compute-sanitizer memcheck on the check
 # workloads; the expert's SASS counts (design.json's "recognise" fields).
