@@ -64,6 +64,7 @@ struct GenPlan {
   FeistelPerm perm;         ///< unique_keys: own; join_probe_keys: the build side's
   std::int64_t build_count = 0;
   ZipfPlan zipf;
+  bool scatter = false;     ///< zipf: ranks mapped to low + perm(rank) (sparse keys)
   TpchColumn column = TpchColumn::quantity;
   bool decimal = false;     ///< tpch money/percent columns as decimal values (float dtypes)
   std::int64_t parts = 200000;
@@ -325,6 +326,7 @@ D2K_HD GenValue gen_value(const GenPlan& p, std::uint64_t i) {
     case GenKind::zipf:
       out.is_int = true;
       out.i = zipf_sample(p.zipf, p.key, i);
+      if (p.scatter) out.i = p.ia + static_cast<std::int64_t>(permute(p.perm, static_cast<std::uint64_t>(out.i)));
       return out;
     case GenKind::tpch_lineitem: return tpch_value(p, i);
     case GenKind::layer_stack_offsets:

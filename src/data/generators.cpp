@@ -356,7 +356,18 @@ void plan_zipf(const GenRequest& req, const Fields& f, GenPlan& p) {
   const std::int64_t n = f.integer("n");
   const double s = f.num("s");
   p.zipf = zipf_plan(n, s);
-  check_int_fits(f, "n", req.dtype, 0, n - 1);
+  if (f.has("low") != f.has("high")) f.fail(f.has("low") ? "high" : "low", "low and high come together (both or neither)");
+  if (!f.has("low")) {
+    check_int_fits(f, "n", req.dtype, 0, n - 1);
+    return;
+  }
+  // Scattered ranks: rank r becomes low + perm(r), the unique_keys permutation of [low, high).
+  std::int64_t low, high;
+  unique_domain(f, n, &low, &high);
+  p.scatter = true;
+  p.ia = low;
+  p.perm = make_perm(p.key, static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low));
+  check_int_fits(f, "high", req.dtype, low, high - 1);
 }
 
 /// Offsets of ragged groups (ragged_offsets) or of a power-law CSR matrix (powerlaw_csr: its

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 #include <unordered_set>
 
 #include "data/dtype_bits.h"
@@ -277,6 +278,32 @@ TEST(Generators, ZipfFollowsThePowerLaw) {
   }
   const auto big = ints(gen(request("zipf", {{"n", 1000000000}, {"s", 1.1}}, DType::i64, 100000)));
   for (auto x : big) ASSERT_TRUE(x >= 0 && x < 1000000000);
+}
+
+TEST(Generators, ZipfScatteredRanksKeepTheirFrequenciesOnSparseKeys) {
+  // low/high map rank r to low + perm(r): same draws as the plain ranks, one distinct key per rank,
+  // keys inside [low, high) and not the dense 0..n-1 (groupby_aggregate's sparse Zipf keys).
+  const std::int64_t n = 1000, count = 200000, low = -(std::int64_t{1} << 40), high = std::int64_t{1} << 40;
+  const auto ranks = ints(gen(request("zipf", {{"n", n}}, DType::i64, count)));
+  const auto keys = ints(gen(request("zipf", {{"n", n}, {"low", low}, {"high", high}}, DType::i64, count)));
+  ASSERT_EQ(ranks.size(), keys.size());
+  std::map<std::int64_t, std::int64_t> key_of_rank;
+  std::int64_t outside_dense = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_TRUE(keys[i] >= low && keys[i] < high) << keys[i];
+    auto [it, fresh] = key_of_rank.try_emplace(ranks[i], keys[i]);
+    ASSERT_EQ(it->second, keys[i]) << "rank " << ranks[i] << " maps to two keys";
+    outside_dense += keys[i] < 0 || keys[i] >= n;
+  }
+  std::set<std::int64_t> distinct;
+  for (const auto& [r, k] : key_of_rank) distinct.insert(k);
+  EXPECT_EQ(distinct.size(), key_of_rank.size()) << "two ranks share a key";
+  EXPECT_GT(outside_dense, count / 2) << "keys are still dense";
+  // Both or neither, and the domain must hold n keys.
+  EXPECT_THROW(validate_generator(GeneratorSpec{"zipf", {{"n", 10}, {"low", 0}}}, DType::i64, "w"), std::invalid_argument);
+  EXPECT_THROW(validate_generator(GeneratorSpec{"zipf", {{"n", 10}, {"low", 0}, {"high", 5}}}, DType::i64, "w"),
+               std::invalid_argument);
+  EXPECT_NO_THROW(validate_generator(GeneratorSpec{"zipf", {{"n", 10}, {"low", 0}, {"high", 10}}}, DType::i64, "w"));
 }
 
 TEST(Generators, RaggedOffsetsAreMonotoneAndSkewed) {
