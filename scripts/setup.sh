@@ -13,6 +13,7 @@ apt_packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libgmock-dev
   libdlpack-dev libseccomp-dev bubblewrap libcap2-bin
   libsqlite3-dev libcurl4-openssl-dev libcpp-httplib-dev libssl-dev prometheus-cpp-dev libpqxx-dev
+  libtomlplusplus-dev
   python3 python3-pip
   chromium  # the browser test of the HTML report (tests/browser, headless)
   postgresql slurmctld slurmd slurm-client munge

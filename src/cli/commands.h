@@ -21,6 +21,8 @@ void add_calibrate(CLI::App& app, Globals& g, Runner& run);
 void add_validate(CLI::App& app, Globals& g, Runner& run);   // validate submission DIR
 void add_report(CLI::App& app, Globals& g, Runner& run);     // report, export, import
 void add_service(CLI::App& app, Globals& g, Runner& run);    // serve, worker, submit
+void add_workspace(CLI::App& app, Globals& g, Runner& run);  // workspace build, verify-harbor
+void add_batch(CLI::App& app, Globals& g, Runner& run);      // batch setup, run, status
 
 /// The dataset folder after defaults.
 std::filesystem::path dataset_dir(const Globals& g);

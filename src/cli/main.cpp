@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   d2k::cli::add_validate(app, g, run);
   d2k::cli::add_report(app, g, run);
   d2k::cli::add_service(app, g, run);
+  d2k::cli::add_workspace(app, g, run);
+  d2k::cli::add_batch(app, g, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
