@@ -2,7 +2,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <fstream>
+#include <vector>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -47,7 +49,12 @@ std::string render_harbor_task_toml(const Task& task, const std::string& track, 
   o += "[task]\n";
   o += "name = " + toml_string(name) + "\n";
   o += "description = " + toml_string(task.def.description) + "\n";
-  o += "keywords = [\"cuda\", \"gpu-kernel\", " + toml_string(task.def.op_type) + ", " + toml_string(track) + "]\n\n";
+  std::vector<std::string> keywords = {"gpu-kernel", "cuda", task.def.op_type, track};
+  std::sort(keywords.begin(), keywords.end());
+  keywords.erase(std::unique(keywords.begin(), keywords.end()), keywords.end());
+  std::string kw;
+  for (const auto& k : keywords) kw += (kw.empty() ? "" : ", ") + toml_string(k);
+  o += "keywords = [" + kw + "]\n\n";
   o += "[metadata]\n";
   o += "benchmark = \"D2K-Bench\"\n";
   o += "d2k_task = " + toml_string(task.def.name) + "\n";

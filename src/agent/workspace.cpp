@@ -125,7 +125,7 @@ void render_check(std::ostringstream& o) {
   o << "## How to check\n\n"
        "Run `./check` in this folder. It validates, compiles and evaluates `solution/` with d2k: locally "
        "(`d2k bench`) when this machine has a GPU, else through the evaluation service named by `D2K_SERVER` "
-       "(token in the file `D2K_TOKEN_FILE`). It prints one row per workload (status, time, speed-ups) and "
+       "(its token in `D2K_TOKEN`, or in the file `D2K_TOKEN_FILE`). It prints one row per workload (status, time, speed-ups) and "
        "exits with the verdict: 0 passed, 1 a record failed (the row says why: `COMPILE_ERROR`, "
        "`INCORRECT_NUMERICAL`, ...), 2 an error of the check itself, 3 not run: no GPU (the solution was "
        "built, nothing was timed), 4 no answer from the service.\n\n"
