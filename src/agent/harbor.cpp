@@ -103,8 +103,8 @@ WORKDIR /app
 
 std::string render_harbor_test_script(const std::string& task, const std::string& track) {
   return fmt::format(R"SH(#!/bin/bash
-# Harbor's verifier: evaluates /app/solution with d2k itself (not /app/check, which the agent could
-# have edited) and writes the reward: 1 when every record passed, else 0. The traces and the table
+# Harbor's verifier: evaluates /app/solution with d2k itself (not the workspace's check script,
+# which the agent could have edited) and writes the reward: 1 when every record passed, else 0. The traces and the table
 # stay in /logs/verifier for the scorer.
 set -u
 mkdir -p /logs/verifier

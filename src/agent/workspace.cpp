@@ -208,7 +208,8 @@ std::string render_check_script(const Task& task, const std::string& track) {
 #   remote: `d2k submit` to $D2K_SERVER (token file $D2K_TOKEN_FILE) when this machine has no GPU
 # D2K: the d2k binary (default: d2k on PATH); D2K_CHECK_MODE: auto | local | remote;
 # D2K_CHECK_JSON: also write the traces there (one JSON object per line);
-# D2K_CHECK_TARGETS: what runs beside the solution locally (default solution,naive).
+# D2K_CHECK_TARGETS: what runs beside the solution locally (default solution,naive);
+# D2K_CHECK_ARGS: more `d2k bench` arguments, split at spaces (e.g. --max-time 2).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 d2k=${{D2K:-d2k}}
@@ -224,6 +225,8 @@ if [ "$mode" = remote ]; then
 else
   set -- "$d2k" bench --task "$task" --track "$track" --targets "${{D2K_CHECK_TARGETS:-solution,naive}}" \
     --solution-dir "$here/solution"
+  # shellcheck disable=SC2086 # split on purpose: a list of arguments
+  set -- "$@" ${{D2K_CHECK_ARGS:-}}
 fi
 if [ -n "${{D2K_CHECK_JSON:-}}" ]; then set -- "$@" --json "$D2K_CHECK_JSON"; fi
 exec "$@"

@@ -19,7 +19,7 @@ namespace {
 using namespace testing;
 using nlohmann::json;
 
-struct Run {
+struct BatchRun {
   TempDir tmp;
   std::string name;
   std::map<std::string, std::string> env{{"D2K_DATASET", kDataset.string()}};
@@ -105,7 +105,7 @@ TEST(BatchVerdict, FromTraces) {
 
 // The expert copied in: the runner's check builds it and says plainly that nothing ran on a GPU.
 TEST(Batch, CopyExpertIsCheckedByTheRunnerAndRecordedHonestly) {
-  Run r;
+  BatchRun r;
   ASSERT_EQ(r.setup("expert", "copy_expert.sh", {"--levels", "design", "--wall-s", "60"}), 0) << r.output();
   ASSERT_EQ(r.run(), 0) << r.output();
   const AttemptRecord a = r.attempt("design");
@@ -131,21 +131,57 @@ TEST(Batch, CopyExpertIsCheckedByTheRunnerAndRecordedHonestly) {
   EXPECT_NE(slurp(dir / "agent.log").find("copied the expert"), std::string::npos);
 }
 
-// The agent claims success with a file that does not compile: the runner's check decides.
-TEST(Batch, BrokenSolutionIsTheAgentsFailure) {
-  Run r;
-  ASSERT_EQ(r.setup("broken", "broken.sh", {"--levels", "baseline"}), 0) << r.output();
+// The agent claims success with a file that does not compile: the runner's check decides. Then
+// the status table of that run, with tokens and cost from a usage.jsonl as the proxy writes it.
+TEST(Batch, BrokenSolutionIsTheAgentsFailureAndStatusShowsIt) {
+  BatchRun r;
+  ASSERT_EQ(r.setup("broken", "broken.sh", {"--levels", "baseline,L1", "--concurrency", "2"}), 0) << r.output();
+  {  // before the run: every row pending
+    const RunStatus s = read_status(r.dir());
+    EXPECT_EQ(s.counts.at("pending"), 2);
+    EXPECT_EQ(s.counts.at("total"), 2);
+  }
   ASSERT_EQ(r.run(), 0) << r.output();
-  const AttemptRecord a = r.attempt("baseline");
-  EXPECT_EQ(a.state, AttemptState::done);
-  EXPECT_EQ(a.failure, "agent");
-  EXPECT_EQ(a.verdict, "COMPILE_ERROR");
-  EXPECT_EQ(a.check_exit, 1);
-  EXPECT_NE(a.reason.find("broken solution: COMPILE_ERROR"), std::string::npos) << a.reason;
+  for (const auto& level : {"baseline", "L1"}) {
+    const AttemptRecord a = r.attempt(level);
+    EXPECT_EQ(a.state, AttemptState::done);
+    EXPECT_EQ(a.failure, "agent");
+    EXPECT_EQ(a.verdict, "COMPILE_ERROR");
+    EXPECT_EQ(a.check_exit, 1);
+    EXPECT_EQ(a.exit_code, 0) << "the agent said it was done";
+    EXPECT_NE(a.reason.find("broken solution: COMPILE_ERROR"), std::string::npos) << a.reason;
+  }
+  std::ofstream(r.dir() / "usage.jsonl")
+      << R"({"run":"broken","attempt":"fused_add_rmsnorm__cuda__L1__1","input_tokens":1000,"output_tokens":200,"cost_usd":0.0125})" << "\n"
+      << R"({"run":"broken","attempt":"fused_add_rmsnorm__cuda__L1__1","input_tokens":500,"output_tokens":100,"cost_usd":0.0025})" << "\n"
+      << R"({"run":"other","attempt":"fused_add_rmsnorm__cuda__L1__1","input_tokens":99999,"output_tokens":1,"cost_usd":9})" << "\n"
+      << "not json\n";
+  const fs::path out = r.tmp.path / "status.txt";
+  ASSERT_EQ(testing::run({kD2k.string(), "batch", "status", "broken", "--runs-dir", r.runs().string()}, {}, out), 0);
+  const std::string table = slurp(out);
+  for (const char* col : {"task", "track", "level", "state", "verdict", "vs_naive", "wall_s", "tokens", "cost_usd"})
+    EXPECT_NE(table.find(col), std::string::npos) << col;
+  EXPECT_NE(table.find("COMPILE_ERROR (agent)"), std::string::npos) << table;
+  EXPECT_NE(table.find("1800"), std::string::npos) << "tokens of L1: 1000+200+500+100\n" << table;
+  EXPECT_NE(table.find("0.0150"), std::string::npos) << table;
+  EXPECT_EQ(table.find("100000"), std::string::npos) << "another run's usage counted\n" << table;
+  EXPECT_NE(table.find("2/2 finished (done 2, infra_error 0)"), std::string::npos) << table;
+  EXPECT_NE(table.find("1 line(s) skipped"), std::string::npos) << table;
+  const fs::path js = r.tmp.path / "status.json";
+  ASSERT_EQ(testing::run({kD2k.string(), "batch", "status", "broken", "--json", "--runs-dir", r.runs().string()}, {}, js), 0);
+  const json j = json::parse(slurp(js));
+  EXPECT_EQ(j["counts"]["done"], 2);
+  for (const auto& a : j["attempts"]) {
+    if (a["level"] == "L1") {
+      EXPECT_EQ(a["usage"]["input_tokens"], 1500);
+    } else {
+      EXPECT_TRUE(a["usage"].is_null());
+    }
+  }
 }
 
 TEST(Batch, HangIsKilledAtTheWallBudget) {
-  Run r;
+  BatchRun r;
   ASSERT_EQ(r.setup("hang", "hang.sh", {"--levels", "L1", "--wall-s", "1"}), 0) << r.output();
   ASSERT_EQ(r.run(), 0) << r.output();
   const AttemptRecord a = r.attempt("L1");
@@ -159,7 +195,7 @@ TEST(Batch, HangIsKilledAtTheWallBudget) {
 }
 
 TEST(Batch, InfrastructureCrashIsRetriedThenInfraError) {
-  Run r;
+  BatchRun r;
   const fs::path count = r.tmp.path / "starts";
   r.env["FAKE_AGENT_COUNT"] = count.string();
   ASSERT_EQ(r.setup("crash", "crash.sh", {"--levels", "L1", "--retries", "2"}), 0) << r.output();
@@ -177,7 +213,7 @@ TEST(Batch, InfrastructureCrashIsRetriedThenInfraError) {
 }
 
 TEST(Batch, MissingAgentBinaryIsInfra) {
-  Run r;
+  BatchRun r;
   ASSERT_EQ(r.setup("missing", "no_such_agent.sh", {"--levels", "L1", "--retries", "1"}), 0) << r.output();
   ASSERT_EQ(r.run(), 0) << r.output();
   const AttemptRecord a = r.attempt("L1");
@@ -189,7 +225,7 @@ TEST(Batch, MissingAgentBinaryIsInfra) {
 // SIGKILL of `d2k batch run` while an attempt runs: the next run finishes it and redoes nothing
 // that was finished. attempt.json is the state; the fake agent counts its starts per attempt.
 TEST(Batch, ResumeAfterSigkillRedoesNothingFinished) {
-  Run r;
+  BatchRun r;
   const fs::path count = r.tmp.path / "starts";
   r.env["FAKE_AGENT_COUNT"] = count.string();
   r.env["FAKE_AGENT_SLEEP"] = "1.5";
@@ -220,47 +256,14 @@ TEST(Batch, ResumeAfterSigkillRedoesNothingFinished) {
   for (const auto& l : {"baseline", "L1", "L1+L2"}) {
     const AttemptRecord a = r.attempt(l);
     EXPECT_EQ(a.state, AttemptState::done) << l;
-    if (before[l] == AttemptState::done) EXPECT_EQ(starts[a.id], 1) << l << " was finished and ran again";
-    if (before[l] == AttemptState::running) EXPECT_EQ(starts[a.id], 2) << l << " was running and did not restart";
-    if (before[l] == AttemptState::pending) EXPECT_EQ(starts[a.id], 1) << l;
+    const int want = before[l] == AttemptState::running ? 2 : 1;  // finished or pending: once
+    EXPECT_EQ(starts[a.id], want) << l << " was " << state_name(before[l]) << " when the runner died";
   }
   EXPECT_NE(r.output().find("restarts"), std::string::npos);
 }
 
-TEST(Batch, StatusTableWithUsage) {
-  Run r;
-  ASSERT_EQ(r.setup("status", "broken.sh", {"--levels", "baseline,L1", "--wall-s", "30"}), 0) << r.output();
-  {  // a pending run: every row pending
-    const RunStatus s = read_status(r.dir());
-    EXPECT_EQ(s.counts.at("pending"), 2);
-    EXPECT_EQ(s.counts.at("total"), 2);
-  }
-  ASSERT_EQ(r.run(), 0) << r.output();
-  std::ofstream(r.dir() / "usage.jsonl")
-      << R"({"run":"status","attempt":"fused_add_rmsnorm__cuda__L1__1","input_tokens":1000,"output_tokens":200,"cost_usd":0.0125})" << "\n"
-      << R"({"run":"status","attempt":"fused_add_rmsnorm__cuda__L1__1","input_tokens":500,"output_tokens":100,"cost_usd":0.0025})" << "\n"
-      << R"({"run":"other","attempt":"fused_add_rmsnorm__cuda__L1__1","input_tokens":99999,"output_tokens":1,"cost_usd":9})" << "\n"
-      << "not json\n";
-  const fs::path out = r.tmp.path / "status.txt";
-  ASSERT_EQ(testing::run({kD2k.string(), "batch", "status", "status", "--runs-dir", r.runs().string()}, {}, out), 0);
-  const std::string table = slurp(out);
-  EXPECT_NE(table.find("task"), std::string::npos);
-  EXPECT_NE(table.find("vs_naive"), std::string::npos);
-  EXPECT_NE(table.find("COMPILE_ERROR (agent)"), std::string::npos) << table;
-  EXPECT_NE(table.find("1800"), std::string::npos) << "tokens of L1: 1000+200+500+100\n" << table;
-  EXPECT_NE(table.find("0.0150"), std::string::npos) << table;
-  EXPECT_NE(table.find("2/2 finished (done 2, infra_error 0)"), std::string::npos) << table;
-  EXPECT_NE(table.find("1 line(s) skipped"), std::string::npos) << table;
-  const fs::path js = r.tmp.path / "status.json";
-  ASSERT_EQ(testing::run({kD2k.string(), "batch", "status", "status", "--json", "--runs-dir", r.runs().string()}, {}, js), 0);
-  const json j = json::parse(slurp(js));
-  EXPECT_EQ(j["counts"]["done"], 2);
-  EXPECT_EQ(j["attempts"][1]["usage"]["input_tokens"], 1500);
-  EXPECT_TRUE(j["attempts"][0]["usage"].is_null());
-}
-
 TEST(Batch, SetupRefusesBadInput) {
-  Run r;
+  BatchRun r;
   EXPECT_EQ(r.setup("bad", "broken.sh", {"--levels", "L7"}), 2);
   EXPECT_NE(r.output().find("unknown level 'L7'"), std::string::npos) << r.output();
   EXPECT_EQ(r.setup("twice", "broken.sh", {"--levels", "L1"}), 0);

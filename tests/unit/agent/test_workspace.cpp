@@ -115,7 +115,8 @@ TEST(Workspace, ManifestHashesEveryFile) {
   EXPECT_EQ(m["level"], "L1");
   EXPECT_EQ(m["dataset_version"].get<std::string>().size(), 16u);
   const auto files = hash_tree(dir, "manifest.json");
-  EXPECT_EQ(m["files"].get<std::map<std::string, std::string>>(), files);
+  const auto recorded = m["files"].get<std::map<std::string, std::string>>();
+  EXPECT_EQ(recorded, files);
   EXPECT_TRUE(m["check"].contains("local"));
 }
 
