@@ -19,39 +19,6 @@ using nlohmann::json;
 
 namespace {
 
-struct Classified {
-  bool infra = false;
-  std::optional<std::string> failure;  ///< "agent" | "infra" | none
-  std::string reason;
-};
-
-/// The agent's process result, classified.
-Classified classify_agent(const ProcessResult& r, const RunConfig& c) {
-  if (!r.started) return {true, "infra", fmt::format("agent could not start: {} ({})", r.spawn_error, c.agent.command.front())};
-  if (r.timed_out) return {false, "agent", fmt::format("agent timed out after the wall budget of {:g} s", c.wall_s)};
-  if (r.signal && !r.signal_by_runner)
-    return {true, "infra", fmt::format("agent killed by signal {} ({}) that the runner did not send", r.signal,
-                                       strsignal(r.signal))};
-  if (r.exit_code == 127)  // the shell's "command not found" inside a wrapper script
-    return {true, "infra", "agent exited 127 (a command it runs was not found)"};
-  if (r.exit_code != 0) return {false, "agent", fmt::format("agent exited with status {}", r.exit_code)};
-  return {};
-}
-
-/// The check's result, classified: only its infrastructure failures matter here; the verdict says
-/// the rest.
-Classified classify_check(const ProcessResult& r) {
-  if (!r.started) return {true, "infra", fmt::format("check could not start: {}", r.spawn_error)};
-  if (r.timed_out) return {true, "infra", "check ran past its wall budget"};
-  if (r.signal) return {true, "infra", fmt::format("check killed by signal {}", r.signal)};
-  switch (r.exit_code) {
-    case 0: case 1: case 3: return {};
-    case kCheckExitNoAnswer: return {true, "infra", "check: no answer from the evaluation service"};
-    case 126: case 127: return {true, "infra", fmt::format("check: d2k not found or not executable (exit {})", r.exit_code)};
-    default: return {true, "infra", fmt::format("check: error of the evaluator (exit {})", r.exit_code)};
-  }
-}
-
 std::map<std::string, std::string> placeholders(const AttemptContext& ctx, const AttemptRecord& a,
                                                 const fs::path& ws) {
   const RunConfig& c = ctx.config;
@@ -186,6 +153,30 @@ void finish(AttemptRecord& a, const Classified& agent, const CheckVerdict& v, in
 
 }  // namespace
 
+Classified classify_agent(const ProcessResult& r, const RunConfig& c) {
+  if (!r.started) return {true, "infra", fmt::format("agent could not start: {} ({})", r.spawn_error, c.agent.command.front())};
+  if (r.timed_out) return {false, "agent", fmt::format("agent timed out after the wall budget of {:g} s", c.wall_s)};
+  if (r.signal && !r.signal_by_runner)
+    return {true, "infra", fmt::format("agent killed by signal {} ({}) that the runner did not send", r.signal,
+                                       strsignal(r.signal))};
+  if (r.exit_code == 127)  // the shell's "command not found" inside a wrapper script
+    return {true, "infra", "agent exited 127 (a command it runs was not found)"};
+  if (r.exit_code != 0) return {false, "agent", fmt::format("agent exited with status {}", r.exit_code)};
+  return {};
+}
+
+Classified classify_check(const ProcessResult& r) {
+  if (!r.started) return {true, "infra", fmt::format("check could not start: {}", r.spawn_error)};
+  if (r.timed_out) return {true, "infra", "check ran past its wall budget"};
+  if (r.signal) return {true, "infra", fmt::format("check killed by signal {}", r.signal)};
+  switch (r.exit_code) {
+    case 0: case 1: case 3: return {};
+    case kCheckExitNoAnswer: return {true, "infra", "check: no answer from the evaluation service"};
+    case 126: case 127: return {true, "infra", fmt::format("check: d2k not found or not executable (exit {})", r.exit_code)};
+    default: return {true, "infra", fmt::format("check: error of the evaluator (exit {})", r.exit_code)};
+  }
+}
+
 CheckVerdict verdict_from_traces(const fs::path& check_json, int check_exit) {
   CheckVerdict v;
   std::ifstream f(check_json);
@@ -241,7 +232,8 @@ void run_attempt(const AttemptContext& ctx, const fs::path& dir) {
     if (agent.infra) {
       a.failure = "infra";
       a.reason = agent.reason;
-      if (a.tries > c.retries) {
+      a.infra_failures += 1;
+      if (a.infra_failures > c.retries) {
         a.state = AttemptState::infra_error;
         a.ended = utc_now();
         write_attempt(dir, a);
@@ -249,9 +241,9 @@ void run_attempt(const AttemptContext& ctx, const fs::path& dir) {
         return;
       }
       write_attempt(dir, a);
-      ctx.log(fmt::format("{}: {} (infra): retry {} of {} in {:g} s", a.id, a.reason, a.tries, c.retries,
-                          backoff_s(c, a.tries)));
-      backoff(ctx, backoff_s(c, a.tries));
+      ctx.log(fmt::format("{}: {} (infra): retry {} of {} in {:g} s", a.id, a.reason, a.infra_failures, c.retries,
+                          backoff_s(c, a.infra_failures)));
+      backoff(ctx, backoff_s(c, a.infra_failures));
       if (stopped(ctx)) return;
       continue;
     }

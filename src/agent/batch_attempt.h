@@ -7,6 +7,7 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "agent/batch_record.h"
@@ -21,6 +22,18 @@ struct AttemptContext {
   const std::atomic<bool>* stop = nullptr;
   std::function<void(const std::string&)> log;
 };
+
+/// A process outcome, classified (the table in docs/batch.md, "Failures").
+struct Classified {
+  bool infra = false;                  ///< retried
+  std::optional<std::string> failure;  ///< "agent" | "infra" | none
+  std::string reason;
+};
+struct ProcessResult;
+/// The agent's process result under run config `c`.
+Classified classify_agent(const ProcessResult& r, const RunConfig& c);
+/// The check's process result: only its infrastructure failures; the verdict says the rest.
+Classified classify_check(const ProcessResult& r);
 
 /// What the check's traces say about the solution.
 struct CheckVerdict {

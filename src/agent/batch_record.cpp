@@ -111,6 +111,7 @@ nlohmann::ordered_json to_json(const AttemptRecord& a) {
   j["started"] = a.started.empty() ? json(nullptr) : json(a.started);
   j["ended"] = a.ended.empty() ? json(nullptr) : json(a.ended);
   j["tries"] = a.tries;
+  j["infra_failures"] = a.infra_failures;
   j["pgid"] = a.pgid;
   j["check_exit"] = opt(a.check_exit);
   j["verdict"] = a.verdict;
@@ -136,6 +137,7 @@ AttemptRecord attempt_from_json(const json& j, const std::string& file) {
     a.started = get_opt<std::string>(j, "started").value_or("");
     a.ended = get_opt<std::string>(j, "ended").value_or("");
     a.tries = j.value("tries", 0);
+    a.infra_failures = j.value("infra_failures", 0);
     a.pgid = j.value("pgid", 0);
     a.check_exit = get_opt<int>(j, "check_exit");
     a.verdict = j.value("verdict", "");

@@ -55,7 +55,8 @@ struct AttemptRecord {
   std::optional<double> wall_s;        ///< the agent's
   std::optional<int> turns;
   std::string started, ended;
-  int tries = 0;                       ///< agent starts so far (1 + infra retries)
+  int tries = 0;                       ///< agent starts so far (restarts after a dead runner included)
+  int infra_failures = 0;              ///< of the agent; more than RunConfig::retries ends it as infra_error
   int pgid = 0;                        ///< the agent's process group while running
   // The runner's check
   std::optional<int> check_exit;

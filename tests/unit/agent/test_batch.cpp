@@ -103,6 +103,41 @@ TEST(BatchVerdict, FromTraces) {
   EXPECT_EQ(verdict_from_traces(f, 3).verdict, "NOT_RUN_NO_GPU");
 }
 
+TEST(BatchClassify, AgentAndCheckOutcomes) {
+  RunConfig c;
+  c.agent.command = {"agent"};
+  c.wall_s = 5;
+  ProcessResult r;
+  r.started = true;
+  r.exit_code = 0;
+  EXPECT_FALSE(classify_agent(r, c).failure);
+  r.exit_code = 3;
+  EXPECT_EQ(classify_agent(r, c).failure, "agent");
+  EXPECT_FALSE(classify_agent(r, c).infra);
+  r.timed_out = true, r.signal = SIGKILL, r.signal_by_runner = true;
+  EXPECT_EQ(classify_agent(r, c).failure, "agent");
+  r.timed_out = false, r.signal_by_runner = false;  // SIGKILL from elsewhere (the OOM killer)
+  EXPECT_TRUE(classify_agent(r, c).infra);
+  r = ProcessResult{};
+  r.spawn_error = "No such file or directory";
+  EXPECT_TRUE(classify_agent(r, c).infra);
+  // The check: verdict exits are not failures here; no answer, d2k missing, errors, signals are infra.
+  ProcessResult k;
+  k.started = true;
+  for (int code : {0, 1, 3}) {
+    k.exit_code = code;
+    EXPECT_FALSE(classify_check(k).infra) << code;
+  }
+  for (int code : {2, kCheckExitNoAnswer, 126, 127}) {
+    k.exit_code = code;
+    EXPECT_TRUE(classify_check(k).infra) << code;
+  }
+  k.exit_code = kCheckExitNoAnswer;
+  EXPECT_NE(classify_check(k).reason.find("no answer"), std::string::npos);
+  k.exit_code = -1, k.signal = SIGSEGV;
+  EXPECT_TRUE(classify_check(k).infra);
+}
+
 // The expert copied in: the runner's check builds it and says plainly that nothing ran on a GPU.
 TEST(Batch, CopyExpertIsCheckedByTheRunnerAndRecordedHonestly) {
   BatchRun r;
@@ -205,6 +240,7 @@ TEST(Batch, InfrastructureCrashIsRetriedThenInfraError) {
   EXPECT_EQ(a.failure, "infra");
   EXPECT_NE(a.reason.find("signal 9"), std::string::npos) << a.reason;
   EXPECT_EQ(a.tries, 3);
+  EXPECT_EQ(a.infra_failures, 3);
   EXPECT_EQ(slurp(count), "start\nstart\nstart\n");
   EXPECT_FALSE(fs::exists(r.dir() / "attempts" / a.id / "check.json")) << "no check after an infra failure";
   // A finished run is not redone.
@@ -260,6 +296,26 @@ TEST(Batch, ResumeAfterSigkillRedoesNothingFinished) {
     EXPECT_EQ(starts[a.id], want) << l << " was " << state_name(before[l]) << " when the runner died";
   }
   EXPECT_NE(r.output().find("restarts"), std::string::npos);
+}
+
+// Ctrl-C: the runner ends the running agent's whole group, leaves the attempt `running` (so the
+// next run restarts it) and exits 130 at once, without waiting for the wall budget.
+TEST(Batch, CtrlCStopsAgentsAndLeavesThemToRestart) {
+  BatchRun r;
+  ASSERT_EQ(r.setup("ctrlc", "hang.sh", {"--levels", "L1", "--wall-s", "600"}), 0) << r.output();
+  const pid_t pid = start(r.run_argv(), r.env, r.log());
+  int pgid = 0;
+  ASSERT_TRUE(wait_for([&] { return (pgid = r.attempt("L1").pgid) > 0; }, 30)) << r.output();
+  ::kill(pid, SIGINT);
+  int status = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  ::waitpid(pid, &status, 0);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  EXPECT_EQ(r.attempt("L1").state, AttemptState::running);
+  EXPECT_TRUE(wait_for([&] { return ::kill(-pgid, 0) != 0; }, 2)) << "the agent's group outlived Ctrl-C";
+  EXPECT_NE(r.output().find("interrupted"), std::string::npos) << r.output();
 }
 
 TEST(Batch, SetupRefusesBadInput) {
