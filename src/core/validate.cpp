@@ -102,8 +102,10 @@ struct Checker {
       if (has_k && c.k <= 0) r.error(join_path(path, "k"), "must be > 0");
       if (has_axis && !find_axis(def, c.k_axis))
         r.error(join_path(path, "k_axis"), fmt::format("unknown axis '{}'", c.k_axis));
-      if (!c.values.empty() && !find_output(def, c.values) && !find_input(def, c.values))
-        r.error(join_path(path, "values"), fmt::format("'{}' is not an input or output", c.values));
+      // The judge reads each side's values output ([rows, k]) for ties; an input of scores
+      // ([rows, n]) is not passed to it, so naming one would silently drop the tie allowance.
+      if (!c.values.empty() && !find_output(def, c.values))
+        r.error(join_path(path, "values"), fmt::format("'{}' is not an output (the values [rows, k] of the indices)", c.values));
       count_output();
     }
   }
