@@ -21,6 +21,7 @@ void add_calibrate(CLI::App& app, Globals& g, Runner& run);
 void add_validate(CLI::App& app, Globals& g, Runner& run);   // validate submission DIR
 void add_report(CLI::App& app, Globals& g, Runner& run);     // report, export, import
 void add_service(CLI::App& app, Globals& g, Runner& run);    // serve, worker, submit
+void add_score(CLI::App& app, Globals& g, Runner& run);      // score, design draft
 
 /// The dataset folder after defaults.
 std::filesystem::path dataset_dir(const Globals& g);

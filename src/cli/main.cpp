@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   d2k::cli::add_validate(app, g, run);
   d2k::cli::add_report(app, g, run);
   d2k::cli::add_service(app, g, run);
+  d2k::cli::add_score(app, g, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
