@@ -83,6 +83,10 @@ std::int64_t count_matching(const std::map<std::string, std::int64_t>& opcodes, 
 std::optional<fs::path> find_cuobjdump() {
   std::vector<fs::path> candidates;
   if (const char* env = std::getenv("D2K_CUOBJDUMP"); env && *env) return fs::path(env);
+  // Beside the binary first: a packed or installed tree carries cuda-tools/ (scripts/gpu/pack.sh).
+  std::error_code self_ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", self_ec);
+  if (!self_ec) candidates.emplace_back(self.parent_path() / "cuda-tools" / "cuobjdump");
 #ifdef D2K_CUDA_TOOLS_DIR
   candidates.emplace_back(fs::path(D2K_CUDA_TOOLS_DIR) / "cuobjdump");
 #endif

@@ -14,6 +14,7 @@
 #include "capability/summary.h"
 #include "cli/commands.h"
 #include "cli/dataset.h"
+#include "tracks/target.h"
 
 namespace d2k::cli {
 
@@ -163,6 +164,67 @@ int run_draft(const Globals& g, const DraftArgs& a) {
   return 0;
 }
 
+struct EvidenceArgs {
+  std::string task, library, check;
+  std::vector<std::string> impls{"naive", "expert"};
+  bool markdown = false;
+};
+
+// The opcode families docs/scorer.md names as design signatures, counted for the overview table.
+const std::vector<std::string> kFamilies = {"HGMMA", "HMMA", "UTMALDG", "UTMASTG", "LDGSTS", "ATOMS", "ATOMG", "RED", "MATCH",
+                                            "SHFL", "LDG.E.128", "LDG.E.EF.128", "STG.E.128", "STG.E.EF.128", "LDL", "STL",
+                                            "MUFU.RSQ", "MUFU.RCP"};
+
+int run_evidence(const Globals& g, const EvidenceArgs& a) {
+  GuidanceCache guidance(g);
+  const cap::TaskGuidance& tg = guidance.get(a.task);
+  std::vector<std::pair<std::string, fs::path>> libs;
+  if (!a.library.empty()) libs.emplace_back(a.library, a.library);
+  else
+    for (const auto& i : a.impls) {
+      std::string file = i;
+      if (file.rfind("expert:", 0) == 0) file = "expert_" + file.substr(7);
+      libs.emplace_back(i, builtin_impl_dir() / a.task / (file + ".so"));
+    }
+  int failed = 0;
+  for (const auto& [name, path] : libs) {
+    const cap::LibraryEvidence lib = cap::disassemble_library(path);
+    if (!lib.listing) {
+      fmt::print(stderr, "{} {}: {}\n", a.task, name, lib.note);
+      ++failed;
+      continue;
+    }
+    std::int64_t total = 0;
+    for (const auto& [op, n] : lib.listing->total) total += n;
+    std::vector<std::string> fam;
+    for (const auto& f : kFamilies)
+      if (auto n = cap::count_matching(lib.listing->total, f)) fam.push_back(fmt::format("{} {}", f, n));
+    std::optional<std::vector<std::string>> ran;
+    if (!a.check.empty()) {
+      ran = cap::kernels_that_ran(a.check);
+      if (!ran) fmt::print(stderr, "{}: no kernel set in the traces (not run on a GPU?)\n", a.check);
+    }
+    const auto ev = cap::collect_evidence(*tg.task.design, lib.listing, ran);
+    auto ran_text = [](const cap::ItemEvidence& e) { return !e.ran ? std::string("n/a") : *e.ran ? "yes" : "no"; };
+    if (a.markdown) {
+      fmt::print("\n### {} {}\n\n{} kernels, {} instructions. Signature families: {}.\n\n", a.task, name,
+                 lib.listing->kernels.size(), total, fam.empty() ? "none" : fmt::format("{}", fmt::join(fam, ", ")));
+      fmt::print("| design item | signature | status | ran | found |\n| --- | --- | --- | --- | --- |\n");
+      for (const auto& e : ev)
+        fmt::print("| {} | {}{}{} | {} | {} | {} |\n", e.id, e.sass.empty() ? "" : fmt::format("{}", fmt::join(e.sass, " or ")),
+                   e.sass.empty() || e.sass_absent.empty() ? "" : "; ",
+                   e.sass_absent.empty() ? "" : fmt::format("none of {}", fmt::join(e.sass_absent, ", ")), e.status,
+                   ran_text(e), fmt::join(e.found.empty() ? e.forbidden : e.found, ", "));
+    } else {
+      fmt::print("{} {}: {} kernel(s), {} instruction(s); {}\n", a.task, name, lib.listing->kernels.size(), total,
+                 fmt::join(fam, ", "));
+      for (const auto& e : ev)
+        fmt::print("  {:<40} {:<10} ran: {:<4} {}\n", e.id, e.status, ran_text(e), fmt::join(e.found.empty() ? e.forbidden : e.found, ", "));
+    }
+  }
+  return failed ? 1 : 0;
+}
+
 }  // namespace
 
 void add_score(CLI::App& app, Globals& g, Runner& run) {
@@ -188,6 +250,16 @@ void add_score(CLI::App& app, Globals& g, Runner& run) {
   draft->add_option("--out", d.out, "write the draft here (default: print it)");
   draft->add_option("--prompts", d.prompts, "prompt templates folder");
   draft->callback([&] { run = [&] { return run_draft(g, d); }; });
+
+  static EvidenceArgs e;
+  auto* ev = design->add_subcommand("evidence", "the machine-code evidence of a task's design items in built libraries (cuobjdump -sass)");
+  ev->add_option("--task", e.task, "the task")->required();
+  ev->add_option("--impl", e.impls, "built-in implementations: naive, expert, expert:<variant>, library (default: naive expert)")
+      ->delimiter(',');
+  ev->add_option("--library", e.library, "a built library instead of the built-in implementations");
+  ev->add_option("--check", e.check, "traces (d2k bench --json) whose audit kernel set says which kernels ran");
+  ev->add_flag("--markdown", e.markdown, "Markdown tables");
+  ev->callback([&] { run = [&] { return run_evidence(g, e); }; });
 }
 
 }  // namespace d2k::cli
