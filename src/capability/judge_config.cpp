@@ -75,11 +75,9 @@ JudgeConfig load_judge_config(const fs::path& file) {
   }
   const Reader r{*t, file.string()};
   JudgeConfig c;
-  try {
-    c.api = judge_api_from_name(r.string("api", true));
-  } catch (const std::runtime_error& e) {
-    r.fail("api", e.what());
-  }
+  const std::string api = r.string("api", true);
+  if (api != "openai" && api != "anthropic") r.fail("api", fmt::format("'{}' is not openai or anthropic", api));
+  c.api = judge_api_from_name(api);
   c.base_url = r.string("base_url", true);
   while (!c.base_url.empty() && c.base_url.back() == '/') c.base_url.pop_back();
   c.model = r.string("model", true);

@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* kListing = R"(
+const char* kListing = R"SASS(
 Fatbin elf code:
 ================
 arch = sm_90a
@@ -37,7 +37,7 @@ arch = sm_90a
         /*0010*/                   LDG.E R4, desc[UR4][R2.64] ;
         /*0020*/                   STL [R1], R4 ;
         /*0030*/                   EXIT ;
-)";
+)SASS";
 
 TEST(Sass, ParsesKernelsAndOpcodesWithoutPredicates) {
   const SassListing l = parse_sass(kListing);
@@ -111,7 +111,9 @@ TEST(Evidence, BuiltNotBuiltUnknownAndRan) {
   // A built item whose kernels never ran (the audit saw only the tail kernel).
   const auto not_run = collect_evidence(d, l, std::vector<std::string>{"_ZN6expert4tailEv"});
   for (const auto& e : not_run)
-    if (e.id == "L3.wgmma") EXPECT_EQ(e.ran, false);
+    if (e.id == "L3.wgmma") {
+      EXPECT_EQ(e.ran, false);
+    }
 }
 
 TEST(Evidence, FlagsOnlyLevelsTheJudgeCredits) {

@@ -133,8 +133,11 @@ TEST_F(Pipeline, ExpertScoresHighNaiveLowAndNothingIsFlagged) {
       for (const auto* part : {&s.design, &s.impl}) {
         const auto& lj = (*part)[l];
         ASSERT_TRUE(lj.score) << s.ref.name;
-        if (expert) EXPECT_GE(*lj.score, 75) << s.ref.name << " L" << l + 1;
-        else EXPECT_LE(*lj.score, 25) << s.ref.name << " L" << l + 1;
+        if (expert) {
+          EXPECT_GE(*lj.score, 75) << s.ref.name << " L" << l + 1;
+        } else {
+          EXPECT_LE(*lj.score, 25) << s.ref.name << " L" << l + 1;
+        }
         ASSERT_EQ(lj.samples.size(), 3u);
         // Each sample saw its own anchor order, and the chosen anchor maps back to its position.
         for (const auto& smp : lj.samples) {
@@ -144,7 +147,9 @@ TEST_F(Pipeline, ExpertScoresHighNaiveLowAndNothingIsFlagged) {
       }
     EXPECT_EQ(s.flag_count(), 0) << s.ref.name;
     ASSERT_TRUE(s.js_design && s.js_impl);
-    if (expert) EXPECT_GE(*s.js_impl, 75);
+    if (expert) {
+      EXPECT_GE(*s.js_impl, 75);
+    }
     // The expert's signatures are all present in its own library; the naive lacks them.
     for (const auto& e : s.evidence) EXPECT_EQ(e.status, expert ? "built" : "not_built") << s.ref.name << " " << e.id;
     EXPECT_FALSE(s.evidence.empty()) << s.ref.task << " has evidence entries";

@@ -61,7 +61,9 @@ TEST(BalancedOrder, EveryAnchorAtEveryPositionEquallyOften) {
     for (int p = 0; p < 5; ++p) EXPECT_EQ((at[{a, p}]), 2) << "anchor " << a << " at position " << p;
   for (int a : kRubricAnchors)
     for (int b : kRubricAnchors)
-      if (a != b) EXPECT_EQ((before[{a, b}]), 5) << a << " before " << b;
+      if (a != b) {
+        EXPECT_EQ((before[{a, b}]), 5) << a << " before " << b;
+      }
 }
 
 TEST(BalancedOrder, MapsAVerdictBackToThePositionItWasShownAt) {
