@@ -19,6 +19,13 @@ fs::path prompts_dir(const fs::path& explicit_dir) {
   if (dir.empty()) {
     if (const char* env = std::getenv("D2K_PROMPTS_DIR"); env && *env) dir = env;
   }
+  // An installed tree: <prefix>/bin/d2k beside <prefix>/share/d2k/prompts (CMakeLists.txt).
+  if (dir.empty()) {
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    const fs::path installed = self.parent_path().parent_path() / "share" / "d2k" / "prompts";
+    if (!ec && fs::is_regular_file(installed / "design_level.md", ec)) dir = installed;
+  }
 #ifdef D2K_SOURCE_DIR
   if (dir.empty()) dir = fs::path(D2K_SOURCE_DIR) / "capability" / "prompts";
 #endif

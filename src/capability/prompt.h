@@ -11,7 +11,8 @@
 namespace d2k::capability {
 
 /// The folder of the prompt templates: `explicit_dir` when given, else $D2K_PROMPTS_DIR, else
-/// capability/prompts of the source tree d2k was built from. Throws std::runtime_error when the
+/// share/d2k/prompts of an installed tree (beside bin/), else capability/prompts of the source
+/// tree d2k was built from. Throws std::runtime_error when the
 /// folder holds no templates.
 std::filesystem::path prompts_dir(const std::filesystem::path& explicit_dir = {});
 

@@ -205,6 +205,11 @@ int run_evidence(const Globals& g, const EvidenceArgs& a) {
       if (!ran) fmt::print(stderr, "{}: no kernel set in the traces (not run on a GPU?)\n", a.check);
     }
     const auto ev = cap::collect_evidence(*tg.task.design, lib.listing, ran);
+    auto found_text = [](const cap::ItemEvidence& e) {
+      std::string t = fmt::format("{}", fmt::join(e.found, ", "));
+      if (!e.forbidden.empty()) t += fmt::format("{}forbidden: {}", t.empty() ? "" : "; ", fmt::join(e.forbidden, ", "));
+      return t;
+    };
     auto ran_text = [](const cap::ItemEvidence& e) { return !e.ran ? std::string("n/a") : *e.ran ? "yes" : "no"; };
     if (a.markdown) {
       fmt::print("\n### {} {}\n\n{} kernels, {} instructions. Signature families: {}.\n\n", a.task, name,
@@ -214,12 +219,12 @@ int run_evidence(const Globals& g, const EvidenceArgs& a) {
         fmt::print("| {} | {}{}{} | {} | {} | {} |\n", e.id, e.sass.empty() ? "" : fmt::format("{}", fmt::join(e.sass, " or ")),
                    e.sass.empty() || e.sass_absent.empty() ? "" : "; ",
                    e.sass_absent.empty() ? "" : fmt::format("none of {}", fmt::join(e.sass_absent, ", ")), e.status,
-                   ran_text(e), fmt::join(e.found.empty() ? e.forbidden : e.found, ", "));
+                   ran_text(e), found_text(e));
     } else {
       fmt::print("{} {}: {} kernel(s), {} instruction(s); {}\n", a.task, name, lib.listing->kernels.size(), total,
                  fmt::join(fam, ", "));
       for (const auto& e : ev)
-        fmt::print("  {:<40} {:<10} ran: {:<4} {}\n", e.id, e.status, ran_text(e), fmt::join(e.found.empty() ? e.forbidden : e.found, ", "));
+        fmt::print("  {:<40} {:<10} ran: {:<4} {}\n", e.id, e.status, ran_text(e), found_text(e));
     }
   }
   return failed ? 1 : 0;

@@ -25,7 +25,7 @@ base_url = "http://127.0.0.1:$(cat "$work/port")/v1"
 model = "fake"
 api_key_env = "D2K_TEST_JUDGE_KEY"
 backoff_s = 0.0
-cache_dir = "$work/cache"
+cache_dir = "$work/cache-$(basename "$1" .json)"
 TOML
 }
 export D2K_TEST_JUDGE_KEY=test-key

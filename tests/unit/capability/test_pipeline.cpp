@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <sstream>
 
@@ -20,6 +21,15 @@ namespace d2k::capability {
 namespace {
 
 namespace fs = std::filesystem;
+
+// cuobjdump of a large library takes seconds on a shared machine: each library once per binary.
+const LibraryEvidence& disassembled(const fs::path& so) {
+  static std::map<fs::path, LibraryEvidence> done;
+  auto it = done.find(so);
+  if (it == done.end()) it = done.emplace(so, disassemble_library(so)).first;
+  return it->second;
+}
+
 
 const fs::path kDataset = fs::path(D2K_SOURCE_DIR) / "dataset";
 const std::vector<std::string> kPilots = {"fused_add_rmsnorm", "muon_optimizer_step", "topk_topp_mask"};
@@ -110,7 +120,7 @@ class Pipeline : public ::testing::Test {
     for (const auto& a : find_run_attempts(run_)) {
       const TaskGuidance g = guidance(a.task);
       const std::string impl = a.level == "design" ? "expert" : "naive";
-      const LibraryEvidence lib = disassemble_library(fs::path(D2K_BINARY_DIR) / "impl" / a.task / (impl + ".so"));
+      const LibraryEvidence& lib = disassembled(fs::path(D2K_BINARY_DIR) / "impl" / a.task / (impl + ".so"));
       EXPECT_TRUE(lib.listing) << a.name << ": " << lib.note;
       out.push_back(score_attempt(a, read_attempt_material(a), g, lib, judge, prompts_, {samples}));
     }
