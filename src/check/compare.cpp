@@ -511,14 +511,12 @@ CompareResult compare(const CompareSpec& spec, const HostTensor& expected, const
   return check::finalize_dense(spec, s, two ? &s2 : nullptr, n, actual.shape, fe, fa, p.poison);
 }
 
-CompareResult compare_multiset(const CompareSpec& spec, std::span<const HostTensor* const> expected_cols,
-                               std::span<const HostTensor* const> actual_cols, std::int64_t expected_count,
-                               std::int64_t actual_count, int poison_variant) {
-  CompareSpec sp = spec;
-  sp.rule = "multiset";
-  if (expected_cols.empty() || expected_cols.size() != actual_cols.size())
-    throw std::invalid_argument(fmt::format("multiset: {} expected columns but {} actual ones", expected_cols.size(),
-                                            actual_cols.size()));
+namespace {
+
+/// Phase 1 of the multiset rule: every column has the expected shape and all have one row count
+/// (the capacity). Returns the capacity, or a failed result in `fail_out`.
+std::int64_t multiset_capacity(const CompareSpec& sp, std::span<const HostTensor* const> expected_cols,
+                               std::span<const HostTensor* const> actual_cols, std::optional<CompareResult>& fail_out) {
   std::int64_t cap = -1;
   for (std::size_t c = 0; c < actual_cols.size(); ++c) {
     const HostTensor& e = *expected_cols[c];
@@ -529,97 +527,116 @@ CompareResult compare_multiset(const CompareSpec& spec, std::span<const HostTens
     CompareResult sh = check::check_shapes(sp, e.shape, a.shape, &ok);
     if (!ok) {
       sh.message = "multiset column '" + a.name + "': " + sh.message;
-      return sh;
+      fail_out = sh;
+      return cap;
     }
     const std::int64_t rows = a.shape.empty() ? 1 : a.shape[0];
-    if (cap >= 0 && rows != cap)
-      return fail(sp, CheckStatus::incorrect_shape,
-                  fmt::format("column '{}' has {} rows, other columns {}", a.name, rows, cap));
+    if (cap >= 0 && rows != cap) {
+      fail_out = fail(sp, CheckStatus::incorrect_shape, fmt::format("column '{}' has {} rows, other columns {}", a.name, rows, cap));
+      return cap;
+    }
     cap = rows;
   }
-  const std::int64_t ecount = expected_count >= 0 ? expected_count : cap;
-  const std::int64_t acount = actual_count >= 0 ? actual_count : cap;
-  if (actual_count > cap || actual_count < -1)
-    return fail(sp, CheckStatus::incorrect_numerical, fmt::format("row count {} is outside [0, {}]", actual_count, cap));
-  if (ecount > cap) throw std::invalid_argument(fmt::format("multiset: expected count {} exceeds capacity {}", ecount, cap));
-  if (poison_variant >= 0) {
-    for (std::size_t c = 0; c < actual_cols.size(); ++c) {
-      const HostTensor& a = *actual_cols[c];
-      const std::int64_t w = cap > 0 ? elems(a) / cap : 0;
-      const WriteCheck wc = check_written(poison_pattern(a.dtype, poison_variant), a, acount * w, expected_cols[c]);
-      if (wc.unwritten > 0) {
-        CompareResult r = fail(sp, CheckStatus::incorrect_write,
-                               fmt::format("column '{}': {} elements of the {} valid rows were not written; first at {}",
-                                           a.name, wc.unwritten, acount, check::format_index(wc.first, a.shape)));
-        r.mismatches = wc.unwritten;
-        r.first_bad = w > 0 ? wc.first / w : -1;
-        return r;
+  return cap;
+}
+
+/// Phase 2: every element of the `acount` valid rows was written (the poison pattern is gone).
+std::optional<CompareResult> multiset_unwritten(const CompareSpec& sp, std::span<const HostTensor* const> expected_cols,
+                                                std::span<const HostTensor* const> actual_cols, std::int64_t cap,
+                                                std::int64_t acount, int poison_variant) {
+  for (std::size_t c = 0; c < actual_cols.size(); ++c) {
+    const HostTensor& a = *actual_cols[c];
+    const std::int64_t w = cap > 0 ? elems(a) / cap : 0;
+    const WriteCheck wc = check_written(poison_pattern(a.dtype, poison_variant), a, acount * w, expected_cols[c]);
+    if (wc.unwritten == 0) continue;
+    CompareResult r = fail(sp, CheckStatus::incorrect_write,
+                           fmt::format("column '{}': {} elements of the {} valid rows were not written; first at {}",
+                                       a.name, wc.unwritten, acount, check::format_index(wc.first, a.shape)));
+    r.mismatches = wc.unwritten;
+    r.first_bad = w > 0 ? wc.first / w : -1;
+    return r;
+  }
+  return std::nullopt;
+}
+
+/// What matching the two row sets found.
+struct MultisetTally {
+  std::int64_t first_unmatched_actual = -1, first_missing_expected = -1, unmatched_a = 0, unmatched_e = 0;
+  double max_abs = 0, max_rel = 0;
+};
+
+/// Phase 3, with a tolerance and equal counts: the sorted lists pair up row by row; ints exact,
+/// floats with allclose semantics.
+MultisetTally match_sorted_pairs(const CompareSpec& spec, const RowSet& E, const RowSet& A,
+                                 const std::vector<std::int64_t>& eo, const std::vector<std::int64_t>& ao) {
+  MultisetTally t;
+  for (std::size_t q = 0; q < ao.size(); ++q) {
+    const Cell* a = &A.cells[static_cast<std::size_t>(ao[q] * A.width)];
+    const Cell* e = &E.cells[static_cast<std::size_t>(eo[q] * E.width)];
+    bool bad = false;
+    for (std::int64_t k = 0; k < A.width; ++k) {
+      if (A.col_is_int[static_cast<std::size_t>(k)]) {
+        bad |= a[k].i != e[k].i;
+        continue;
       }
+      if (!std::isfinite(a[k].d) || !std::isfinite(e[k].d)) {
+        bad |= !((std::isnan(a[k].d) && std::isnan(e[k].d)) || a[k].d == e[k].d);
+        continue;
+      }
+      const double d = std::fabs(a[k].d - e[k].d);
+      t.max_abs = std::max(t.max_abs, d);
+      if (e[k].d != 0) t.max_rel = std::max(t.max_rel, d / std::fabs(e[k].d));
+      bad |= d > spec.atol && d > spec.rtol * std::fabs(e[k].d);
+    }
+    if (bad) {
+      ++t.unmatched_a;
+      ++t.unmatched_e;
+      t.first_unmatched_actual = check::min_index(t.first_unmatched_actual, ao[q]);
+      t.first_missing_expected = check::min_index(t.first_missing_expected, eo[q]);
     }
   }
-  const RowSet E = gather_rows(expected_cols, ecount), A = gather_rows(actual_cols, acount);
-  const auto eo = sorted_rows(E), ao = sorted_rows(A);
+  return t;
+}
+
+/// Phase 3, exact: the multiset difference by a merge of the two sorted lists.
+MultisetTally match_exact(const RowSet& E, const RowSet& A, const std::vector<std::int64_t>& eo,
+                          const std::vector<std::int64_t>& ao) {
+  MultisetTally t;
+  std::size_t x = 0, y = 0;
+  while (x < eo.size() || y < ao.size()) {
+    const int c = x == eo.size() ? 1 : y == ao.size() ? -1 : cmp_row(E, eo[x], A, ao[y]);
+    if (c == 0) {
+      ++x;
+      ++y;
+    } else if (c < 0) {
+      ++t.unmatched_e;
+      t.first_missing_expected = check::min_index(t.first_missing_expected, eo[x++]);
+    } else {
+      ++t.unmatched_a;
+      t.first_unmatched_actual = check::min_index(t.first_unmatched_actual, ao[y++]);
+    }
+  }
+  return t;
+}
+
+std::string row_text(const RowSet& rs, std::int64_t row) {
+  std::vector<std::string> cells;
+  for (std::int64_t k = 0; k < rs.width; ++k) {
+    const Cell& c = rs.cells[static_cast<std::size_t>(row * rs.width + k)];
+    cells.push_back(rs.col_is_int[static_cast<std::size_t>(k)] ? std::to_string(c.i) : fmt::format("{:.9g}", c.d));
+  }
+  return fmt::format("({})", fmt::join(cells, ", "));
+}
+
+/// Phase 4: the verdict and a message that shows the first unmatched rows of both sides.
+CompareResult multiset_verdict(const MultisetTally& t, const RowSet& E, const RowSet& A, std::int64_t ecount,
+                               std::int64_t acount) {
   CompareResult r;
   r.rule = "multiset";
   r.checked = acount;
-  std::int64_t first_unmatched_actual = -1, first_missing_expected = -1, unmatched_a = 0, unmatched_e = 0;
-  const bool tolerant = spec.atol > 0 || spec.rtol > 0;
-  double max_abs = 0, max_rel = 0;
-  if (tolerant && ecount == acount) {
-    // Sorted pairwise: ints exact, floats with allclose semantics.
-    for (std::int64_t q = 0; q < acount; ++q) {
-      const Cell* a = &A.cells[static_cast<std::size_t>(ao[q] * A.width)];
-      const Cell* e = &E.cells[static_cast<std::size_t>(eo[q] * E.width)];
-      bool bad = false;
-      for (std::int64_t k = 0; k < A.width; ++k) {
-        if (A.col_is_int[static_cast<std::size_t>(k)]) {
-          bad |= a[k].i != e[k].i;
-          continue;
-        }
-        if (!std::isfinite(a[k].d) || !std::isfinite(e[k].d)) {
-          bad |= !((std::isnan(a[k].d) && std::isnan(e[k].d)) || a[k].d == e[k].d);
-          continue;
-        }
-        const double d = std::fabs(a[k].d - e[k].d);
-        max_abs = std::max(max_abs, d);
-        if (e[k].d != 0) max_rel = std::max(max_rel, d / std::fabs(e[k].d));
-        bad |= d > spec.atol && d > spec.rtol * std::fabs(e[k].d);
-      }
-      if (bad) {
-        ++unmatched_a;
-        ++unmatched_e;
-        first_unmatched_actual = check::min_index(first_unmatched_actual, ao[q]);
-        first_missing_expected = check::min_index(first_missing_expected, eo[q]);
-      }
-    }
-  } else {
-    // Exact multiset difference by a merge of the two sorted lists.
-    std::size_t x = 0, y = 0;
-    while (x < eo.size() || y < ao.size()) {
-      const int c = x == eo.size() ? 1 : y == ao.size() ? -1 : cmp_row(E, eo[x], A, ao[y]);
-      if (c == 0) {
-        ++x;
-        ++y;
-      } else if (c < 0) {
-        ++unmatched_e;
-        first_missing_expected = check::min_index(first_missing_expected, eo[x++]);
-      } else {
-        ++unmatched_a;
-        first_unmatched_actual = check::min_index(first_unmatched_actual, ao[y++]);
-      }
-    }
-  }
-  r.mismatches = std::max(unmatched_a, unmatched_e);
-  r.max_abs_error = max_abs;
-  r.max_rel_error = max_rel;
-  auto row_text = [](const RowSet& rs, std::int64_t row) {
-    std::vector<std::string> cells;
-    for (std::int64_t k = 0; k < rs.width; ++k) {
-      const Cell& c = rs.cells[static_cast<std::size_t>(row * rs.width + k)];
-      cells.push_back(rs.col_is_int[static_cast<std::size_t>(k)] ? std::to_string(c.i) : fmt::format("{:.9g}", c.d));
-    }
-    return fmt::format("({})", fmt::join(cells, ", "));
-  };
+  r.mismatches = std::max(t.unmatched_a, t.unmatched_e);
+  r.max_abs_error = t.max_abs;
+  r.max_rel_error = t.max_rel;
   bool all_zero_a = acount > 0, all_zero_e = true;
   for (const Cell& c : A.cells) all_zero_a &= c.d == 0;
   for (const Cell& c : E.cells) all_zero_e &= c.d == 0;
@@ -627,15 +644,15 @@ CompareResult compare_multiset(const CompareSpec& spec, std::span<const HostTens
   if (acount != ecount) why = fmt::format("row count {} differs from the expected {}", acount, ecount);
   if (r.mismatches > 0) {
     if (!why.empty()) why += "; ";
-    why += fmt::format("{} rows of actual not in expected, {} expected rows missing", unmatched_a, unmatched_e);
-    if (first_unmatched_actual >= 0) {
-      r.first_bad = first_unmatched_actual;
-      r.first_actual = A.cells[static_cast<std::size_t>(first_unmatched_actual * A.width)].d;
-      why += fmt::format("; first unmatched actual row {}: {}", first_unmatched_actual, row_text(A, first_unmatched_actual));
+    why += fmt::format("{} rows of actual not in expected, {} expected rows missing", t.unmatched_a, t.unmatched_e);
+    if (t.first_unmatched_actual >= 0) {
+      r.first_bad = t.first_unmatched_actual;
+      r.first_actual = A.cells[static_cast<std::size_t>(t.first_unmatched_actual * A.width)].d;
+      why += fmt::format("; first unmatched actual row {}: {}", t.first_unmatched_actual, row_text(A, t.first_unmatched_actual));
     }
-    if (first_missing_expected >= 0) {
-      r.first_expected = E.cells[static_cast<std::size_t>(first_missing_expected * E.width)].d;
-      why += fmt::format("; first missing expected row {}: {}", first_missing_expected, row_text(E, first_missing_expected));
+    if (t.first_missing_expected >= 0) {
+      r.first_expected = E.cells[static_cast<std::size_t>(t.first_missing_expected * E.width)].d;
+      why += fmt::format("; first missing expected row {}: {}", t.first_missing_expected, row_text(E, t.first_missing_expected));
     }
   }
   if (why.empty() && all_zero_a && !all_zero_e && ecount > 0) why = "output is all zeros but the expected output is not";
@@ -643,6 +660,33 @@ CompareResult compare_multiset(const CompareSpec& spec, std::span<const HostTens
   r.status = r.passed ? CheckStatus::passed : CheckStatus::incorrect_numerical;
   r.message = r.passed ? fmt::format("multiset: {} rows match as a multiset", acount) : "multiset: " + why;
   return r;
+}
+
+}  // namespace
+
+CompareResult compare_multiset(const CompareSpec& spec, std::span<const HostTensor* const> expected_cols,
+                               std::span<const HostTensor* const> actual_cols, std::int64_t expected_count,
+                               std::int64_t actual_count, int poison_variant) {
+  CompareSpec sp = spec;
+  sp.rule = "multiset";
+  if (expected_cols.empty() || expected_cols.size() != actual_cols.size())
+    throw std::invalid_argument(fmt::format("multiset: {} expected columns but {} actual ones", expected_cols.size(),
+                                            actual_cols.size()));
+  std::optional<CompareResult> failed;
+  const std::int64_t cap = multiset_capacity(sp, expected_cols, actual_cols, failed);
+  if (failed) return *failed;
+  const std::int64_t ecount = expected_count >= 0 ? expected_count : cap;
+  const std::int64_t acount = actual_count >= 0 ? actual_count : cap;
+  if (actual_count > cap || actual_count < -1)
+    return fail(sp, CheckStatus::incorrect_numerical, fmt::format("row count {} is outside [0, {}]", actual_count, cap));
+  if (ecount > cap) throw std::invalid_argument(fmt::format("multiset: expected count {} exceeds capacity {}", ecount, cap));
+  if (poison_variant >= 0)
+    if (auto unwritten = multiset_unwritten(sp, expected_cols, actual_cols, cap, acount, poison_variant)) return *unwritten;
+  const RowSet E = gather_rows(expected_cols, ecount), A = gather_rows(actual_cols, acount);
+  const auto eo = sorted_rows(E), ao = sorted_rows(A);
+  const bool tolerant = spec.atol > 0 || spec.rtol > 0;
+  const MultisetTally t = tolerant && ecount == acount ? match_sorted_pairs(spec, E, A, eo, ao) : match_exact(E, A, eo, ao);
+  return multiset_verdict(t, E, A, ecount, acount);
 }
 
 }  // namespace d2k

@@ -168,11 +168,8 @@ void add_track_option(CLI::App* s, EvalArgs& a) {
       ->check(CLI::IsMember(track_names()));
 }
 
-}  // namespace
-
-void add_eval(CLI::App& app, Globals& g, Runner& run) {
-  static EvalArgs a;
-
+/// `d2k check`: correctness only, every workload (hidden shapes too); --dump writes .npy files.
+void add_check_command(CLI::App& app, Globals& g, Runner& run, EvalArgs& a) {
   auto* check = app.add_subcommand("check", "correctness only: every workload, hidden shapes too");
   check->add_option("--task", a.task, "task name")->required();
   check->add_option("--impl", a.impl, "naive | expert | expert:<variant> | library | reference | a solution folder")
@@ -196,7 +193,10 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
       return write_outputs(a, sink.traces, sum, false);
     };
   });
+}
 
+/// `d2k bench`: check, then time each target; the table and JSON traces.
+void add_bench_command(CLI::App& app, Globals& g, Runner& run, EvalArgs& a) {
   auto* bench = app.add_subcommand("bench", "check, then time each target; table and JSON traces");
   bench->add_option("--task", a.task, "task name")->required();
   bench->add_option("--targets", a.targets,
@@ -219,7 +219,10 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
       return write_outputs(a, sink.traces, sum, ctx.gpu);
     };
   });
+}
 
+/// `d2k run`: one evaluation request (JSON) in, its traces out as JSON lines: the service runs this.
+void add_request_command(CLI::App& app, Globals& g, Runner& run, EvalArgs& a) {
   auto* req_cmd = app.add_subcommand("run", "run one evaluation request (JSON) and write its traces as JSON lines");
   req_cmd->add_option("request", a.request_file, "the request file (docs/solution-abi.md, \"Requests\")")->required();
   req_cmd->add_option("--out", a.out_file, "write the traces here, one JSON object per line (- for stdout)")->required();
@@ -251,8 +254,10 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
       return write_outputs(quiet_outputs, kept.traces, sum, ctx.gpu);
     };
   });
+}
 
-  // The worker side of --isolation worker: started by d2k itself inside the sandbox.
+/// `d2k __worker`: the worker side of --isolation worker, started by d2k itself inside the sandbox.
+void add_worker_command(CLI::App& app, Runner& run, EvalArgs& a) {
   auto* worker = app.add_subcommand("__worker", "");
   worker->group("");
   worker->add_option("--impl", a.worker_impl, "the implementation's artifact")->required();
@@ -265,7 +270,10 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
       return worker_main(a.worker_impl, a.worker_track, shapes);
     };
   });
+}
 
+/// `d2k suite`: validate the dataset, then naive, expert and library of every task.
+void add_suite_command(CLI::App& app, Globals& g, Runner& run, EvalArgs& a) {
   auto* suite = app.add_subcommand("suite", "naive, expert and library of every task: the suite report");
   suite->add_option("--tasks", a.tasks, "only these tasks (comma-separated)");
   suite->add_flag("--torch", a.suite_torch,
@@ -299,6 +307,17 @@ void add_eval(CLI::App& app, Globals& g, Runner& run) {
       return write_outputs(a, sink.traces, sum, ctx.gpu);
     };
   });
+}
+
+}  // namespace
+
+void add_eval(CLI::App& app, Globals& g, Runner& run) {
+  static EvalArgs a;  // the callbacks run after parsing, when add_eval has returned
+  add_check_command(app, g, run, a);
+  add_bench_command(app, g, run, a);
+  add_request_command(app, g, run, a);
+  add_worker_command(app, run, a);
+  add_suite_command(app, g, run, a);
 }
 
 }  // namespace d2k::cli

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -251,161 +252,207 @@ std::optional<data::TpchColumn> tpch_column(std::string_view c) {
 }  // namespace
 
 namespace data {
+namespace {
+
+void plan_normal(const GenRequest& /*req*/, const Fields& f, GenPlan& p) {
+  p.kind = GenKind::normal;
+  p.a = f.num("mean");
+  p.b = f.num("std");
+}
+
+void plan_uniform(const GenRequest& /*req*/, const Fields& f, GenPlan& p) {
+  p.kind = GenKind::uniform;
+  p.a = f.num("low");
+  p.b = f.num("high");
+  if (!(p.b >= p.a)) f.fail("high", "must be >= low");
+}
+
+void plan_randint(const GenRequest& req, const Fields& f, GenPlan& p) {
+  p.kind = GenKind::randint;
+  p.ia = f.integer("low");
+  const std::int64_t high = f.integer("high");
+  if (high <= p.ia) f.fail("high", "must be greater than low (high is exclusive)");
+  p.range = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(p.ia);
+  if (req.dtype != DType::boolean) check_int_fits(f, "high", req.dtype, p.ia, high - 1);
+  else if (p.ia < 0 || high > 2) f.fail("high", "bool inputs need 0 <= low < high <= 2");
+}
+
+void plan_const(const GenRequest& /*req*/, const Fields& f, GenPlan& p) {
+  p.kind = GenKind::constant;
+  if (f.is_integer("value")) {
+    p.int_valued = true;
+    p.ia = f.integer("value");
+  } else {
+    p.a = f.num("value");
+  }
+}
+
+/// Integer-valued when start and step are integers (overflow and dtype range checked), else real.
+void plan_arange(const GenRequest& req, const Fields& f, GenPlan& p) {
+  const bool int_out = !is_float_type(req.dtype);
+  p.kind = GenKind::arange;
+  if ((!f.has("start") || f.is_integer("start")) && (!f.has("step") || f.is_integer("step"))) {
+    p.int_valued = true;
+    p.ia = f.integer("start");
+    p.ib = f.integer("step");
+    if (req.count > 0) {
+      const long double last = static_cast<long double>(p.ia) + static_cast<long double>(p.ib) * (req.count - 1);
+      if (last > 9.2e18L || last < -9.2e18L) f.fail("step", "start + step * (count - 1) overflows int64");
+      if (int_out && req.dtype != DType::boolean)
+        check_int_fits(f, "step", req.dtype, std::min<std::int64_t>(p.ia, static_cast<std::int64_t>(last)),
+                       std::max<std::int64_t>(p.ia, static_cast<std::int64_t>(last)));
+    }
+  } else {
+    p.a = f.num("start");
+    p.b = f.num("step");
+  }
+}
+
+/// Distinct keys: a Feistel permutation of the domain [low, high).
+void plan_unique_keys(const GenRequest& req, const Fields& f, GenPlan& p) {
+  p.kind = GenKind::unique_keys;
+  std::int64_t low, high;
+  unique_domain(f, req.count, &low, &high);
+  p.ia = low;
+  p.perm = make_perm(p.key, static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low));
+  check_int_fits(f, "high", req.dtype, low, high - 1);
+}
+
+/// Probe keys that hit the build side (a unique_keys input) at match_rate.
+void plan_join_probe_keys(const GenRequest& req, const Fields& f, GenPlan& p) {
+  p.kind = GenKind::join_probe_keys;
+  const std::string build = f.str("build");
+  p.a = f.num("match_rate");
+  if (!req.ref) f.fail("build", "the request carries no referenced input '" + build + "' (GenRequest::ref)");
+  if (req.ref->spec.kind != "unique_keys")
+    f.fail("build", "input '" + build + "' must use the unique_keys generator, not '" + req.ref->spec.kind + "'");
+  Fields bf(req.ref->spec, f.prefix() + ".build(" + build + ")");
+  std::int64_t low, high;
+  unique_domain(bf, req.ref->count, &low, &high);
+  if (f.has("low") && f.integer("low") != low)
+    f.fail("low", "must equal the build side's low (" + std::to_string(low) + ") or be left out");
+  if (f.has("high") && f.integer("high") != high)
+    f.fail("high", "must equal the build side's high (" + std::to_string(high) + ") or be left out");
+  const std::uint64_t domain = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low);
+  p.ia = low;
+  p.build_count = req.ref->count;
+  p.perm = make_perm(stream_key(req.seed, req.ref->stream), domain);
+  if (p.a > 0 && p.build_count == 0) f.fail("match_rate", "is above 0 but the build side is empty");
+  if (p.a < 1 && domain == static_cast<std::uint64_t>(p.build_count))
+    f.fail("match_rate", "is below 1 but every key of the build domain [" + std::to_string(low) + ", " +
+                             std::to_string(high) + ") is a build key: widen the build's high");
+  check_int_fits(f, "build", req.dtype, low, high - 1);
+}
+
+void plan_zipf(const GenRequest& req, const Fields& f, GenPlan& p) {
+  p.kind = GenKind::zipf;
+  const std::int64_t n = f.integer("n");
+  const double s = f.num("s");
+  p.zipf = zipf_plan(n, s);
+  check_int_fits(f, "n", req.dtype, 0, n - 1);
+}
+
+/// Offsets of ragged groups (ragged_offsets) or of a power-law CSR matrix (powerlaw_csr: its
+/// row_offsets part; its col_indices part is a randint over the columns).
+void plan_offsets(const GenRequest& req, const Fields& f, GenPlan& p) {
+  const std::string& k = req.spec.kind;
+  const bool int_out = !is_float_type(req.dtype);
+  p.kind = GenKind::ragged_offsets;
+  bool offsets = true;
+  if (k == "ragged_offsets") {
+    p.total = f.integer("total");
+    p.skew = f.num("skew");
+  } else {
+    const std::string part = f.str("part");
+    if (part == "row_offsets") {
+      p.pareto = true;
+      p.total = f.integer("nnz");
+      p.alpha = f.num("alpha");
+    } else if (part == "col_indices") {
+      offsets = false;
+      p.kind = GenKind::randint;
+      const std::int64_t cols = f.integer("cols");
+      p.ia = 0;
+      p.range = static_cast<std::uint64_t>(cols);
+      check_int_fits(f, "cols", req.dtype, 0, cols - 1);
+    } else {
+      f.fail("part", "must be \"row_offsets\" or \"col_indices\", not \"" + part + "\"");
+    }
+  }
+  if (offsets) {
+    if (!int_out || req.dtype == DType::boolean)
+      f.fail("", "offsets need an integer dtype, not " + std::string(dtype_name(req.dtype)));
+    if (req.count < 1) f.fail("", "offsets need at least one element (groups + 1)");
+    if (req.count - 1 > kMaxRaggedGroups)
+      f.fail("", "at most " + std::to_string(kMaxRaggedGroups) + " groups are supported");
+    if (req.count == 1 && p.total != 0) f.fail("total", "a single offset must be 0, so total must be 0");
+    check_int_fits(f, k == "ragged_offsets" ? "total" : "nnz", req.dtype, 0, p.total);
+  }
+}
+
+/// A lineitem column; every column of one table shares the table's stream so a row's columns agree.
+void plan_tpch_lineitem(const GenRequest& req, const Fields& f, GenPlan& p) {
+  const bool int_out = !is_float_type(req.dtype);
+  p.kind = GenKind::tpch_lineitem;
+  const std::string col = f.str("column");
+  auto c = tpch_column(col);
+  if (!c)
+    f.fail("column", "unknown lineitem column '" + col +
+                         "' (l_quantity, l_extendedprice, l_discount, l_tax, l_returnflag, l_linestatus, "
+                         "l_shipdate, l_commitdate, l_receiptdate, l_orderdate, l_partkey)");
+  p.column = *c;
+  const double sf = f.num("sf");
+  p.parts = std::max<std::int64_t>(1, std::llround(200000.0 * sf));
+  const std::string table = f.has("table") ? f.str("table") : std::string("lineitem");
+  // Every column of one table shares the table's stream, so that a row's columns agree.
+  p.key = stream_key(req.seed, fnv1a64(table));
+  using C = TpchColumn;
+  const bool money = p.column == C::extendedprice || p.column == C::discount || p.column == C::tax;
+  p.decimal = money && !int_out;
+  if (!p.decimal) {
+    std::int64_t hi = 0;
+    switch (p.column) {
+      case C::quantity: hi = 50; break;
+      case C::extendedprice: hi = 50 * (90000 + 20000 + 100 * 999); break;
+      case C::discount: hi = 10; break;
+      case C::tax: hi = 8; break;
+      case C::returnflag: case C::linestatus: hi = 'R'; break;
+      case C::partkey: hi = p.parts; break;
+      default: hi = kTpchEndDate; break;
+    }
+    check_int_fits(f, "column", req.dtype, 0, hi);
+  }
+}
+
+}  // namespace
 
 GenPlan make_gen_plan(const GenRequest& req) {
+  using Planner = void (*)(const GenRequest&, const Fields&, GenPlan&);
+  static const std::map<std::string, Planner, std::less<>> planners = {
+      {"normal", plan_normal},
+      {"uniform", plan_uniform},
+      {"randint", plan_randint},
+      {"const", plan_const},
+      {"arange", plan_arange},
+      {"unique_keys", plan_unique_keys},
+      {"join_probe_keys", plan_join_probe_keys},
+      {"zipf", plan_zipf},
+      {"ragged_offsets", plan_offsets},
+      {"powerlaw_csr", plan_offsets},
+      {"tpch_lineitem", plan_tpch_lineitem},
+  };
   const GeneratorSpec& spec = req.spec;
   Fields f(spec, req.where);
   if (req.count < 0) f.fail("", "element count " + std::to_string(req.count) + " is negative");
   GenPlan p;
   p.key = stream_key(req.seed, req.stream);
-  const std::string& k = spec.kind;
-  const bool int_out = !is_float_type(req.dtype);
-
-  if (k == "normal") {
-    p.kind = GenKind::normal;
-    p.a = f.num("mean");
-    p.b = f.num("std");
-  } else if (k == "uniform") {
-    p.kind = GenKind::uniform;
-    p.a = f.num("low");
-    p.b = f.num("high");
-    if (!(p.b >= p.a)) f.fail("high", "must be >= low");
-  } else if (k == "randint") {
-    p.kind = GenKind::randint;
-    p.ia = f.integer("low");
-    const std::int64_t high = f.integer("high");
-    if (high <= p.ia) f.fail("high", "must be greater than low (high is exclusive)");
-    p.range = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(p.ia);
-    if (req.dtype != DType::boolean) check_int_fits(f, "high", req.dtype, p.ia, high - 1);
-    else if (p.ia < 0 || high > 2) f.fail("high", "bool inputs need 0 <= low < high <= 2");
-  } else if (k == "const") {
-    p.kind = GenKind::constant;
-    if (f.is_integer("value")) {
-      p.int_valued = true;
-      p.ia = f.integer("value");
-    } else {
-      p.a = f.num("value");
-    }
-  } else if (k == "arange") {
-    p.kind = GenKind::arange;
-    if ((!f.has("start") || f.is_integer("start")) && (!f.has("step") || f.is_integer("step"))) {
-      p.int_valued = true;
-      p.ia = f.integer("start");
-      p.ib = f.integer("step");
-      if (req.count > 0) {
-        const long double last = static_cast<long double>(p.ia) + static_cast<long double>(p.ib) * (req.count - 1);
-        if (last > 9.2e18L || last < -9.2e18L) f.fail("step", "start + step * (count - 1) overflows int64");
-        if (int_out && req.dtype != DType::boolean)
-          check_int_fits(f, "step", req.dtype, std::min<std::int64_t>(p.ia, static_cast<std::int64_t>(last)),
-                         std::max<std::int64_t>(p.ia, static_cast<std::int64_t>(last)));
-      }
-    } else {
-      p.a = f.num("start");
-      p.b = f.num("step");
-    }
-  } else if (k == "unique_keys") {
-    p.kind = GenKind::unique_keys;
-    std::int64_t low, high;
-    unique_domain(f, req.count, &low, &high);
-    p.ia = low;
-    p.perm = make_perm(p.key, static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low));
-    check_int_fits(f, "high", req.dtype, low, high - 1);
-  } else if (k == "join_probe_keys") {
-    p.kind = GenKind::join_probe_keys;
-    const std::string build = f.str("build");
-    p.a = f.num("match_rate");
-    if (!req.ref) f.fail("build", "the request carries no referenced input '" + build + "' (GenRequest::ref)");
-    if (req.ref->spec.kind != "unique_keys")
-      f.fail("build", "input '" + build + "' must use the unique_keys generator, not '" + req.ref->spec.kind + "'");
-    Fields bf(req.ref->spec, f.prefix() + ".build(" + build + ")");
-    std::int64_t low, high;
-    unique_domain(bf, req.ref->count, &low, &high);
-    if (f.has("low") && f.integer("low") != low)
-      f.fail("low", "must equal the build side's low (" + std::to_string(low) + ") or be left out");
-    if (f.has("high") && f.integer("high") != high)
-      f.fail("high", "must equal the build side's high (" + std::to_string(high) + ") or be left out");
-    const std::uint64_t domain = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low);
-    p.ia = low;
-    p.build_count = req.ref->count;
-    p.perm = make_perm(stream_key(req.seed, req.ref->stream), domain);
-    if (p.a > 0 && p.build_count == 0) f.fail("match_rate", "is above 0 but the build side is empty");
-    if (p.a < 1 && domain == static_cast<std::uint64_t>(p.build_count))
-      f.fail("match_rate", "is below 1 but every key of the build domain [" + std::to_string(low) + ", " +
-                               std::to_string(high) + ") is a build key: widen the build's high");
-    check_int_fits(f, "build", req.dtype, low, high - 1);
-  } else if (k == "zipf") {
-    p.kind = GenKind::zipf;
-    const std::int64_t n = f.integer("n");
-    const double s = f.num("s");
-    p.zipf = zipf_plan(n, s);
-    check_int_fits(f, "n", req.dtype, 0, n - 1);
-  } else if (k == "ragged_offsets" || k == "powerlaw_csr") {
-    p.kind = GenKind::ragged_offsets;
-    bool offsets = true;
-    if (k == "ragged_offsets") {
-      p.total = f.integer("total");
-      p.skew = f.num("skew");
-    } else {
-      const std::string part = f.str("part");
-      if (part == "row_offsets") {
-        p.pareto = true;
-        p.total = f.integer("nnz");
-        p.alpha = f.num("alpha");
-      } else if (part == "col_indices") {
-        offsets = false;
-        p.kind = GenKind::randint;
-        const std::int64_t cols = f.integer("cols");
-        p.ia = 0;
-        p.range = static_cast<std::uint64_t>(cols);
-        check_int_fits(f, "cols", req.dtype, 0, cols - 1);
-      } else {
-        f.fail("part", "must be \"row_offsets\" or \"col_indices\", not \"" + part + "\"");
-      }
-    }
-    if (offsets) {
-      if (!int_out || req.dtype == DType::boolean)
-        f.fail("", "offsets need an integer dtype, not " + std::string(dtype_name(req.dtype)));
-      if (req.count < 1) f.fail("", "offsets need at least one element (groups + 1)");
-      if (req.count - 1 > kMaxRaggedGroups)
-        f.fail("", "at most " + std::to_string(kMaxRaggedGroups) + " groups are supported");
-      if (req.count == 1 && p.total != 0) f.fail("total", "a single offset must be 0, so total must be 0");
-      check_int_fits(f, k == "ragged_offsets" ? "total" : "nnz", req.dtype, 0, p.total);
-    }
-  } else if (k == "tpch_lineitem") {
-    p.kind = GenKind::tpch_lineitem;
-    const std::string col = f.str("column");
-    auto c = tpch_column(col);
-    if (!c)
-      f.fail("column", "unknown lineitem column '" + col +
-                           "' (l_quantity, l_extendedprice, l_discount, l_tax, l_returnflag, l_linestatus, "
-                           "l_shipdate, l_commitdate, l_receiptdate, l_orderdate, l_partkey)");
-    p.column = *c;
-    const double sf = f.num("sf");
-    p.parts = std::max<std::int64_t>(1, std::llround(200000.0 * sf));
-    const std::string table = f.has("table") ? f.str("table") : std::string("lineitem");
-    // Every column of one table shares the table's stream, so that a row's columns agree.
-    p.key = stream_key(req.seed, fnv1a64(table));
-    using C = TpchColumn;
-    const bool money = p.column == C::extendedprice || p.column == C::discount || p.column == C::tax;
-    p.decimal = money && !int_out;
-    if (!p.decimal) {
-      std::int64_t hi = 0;
-      switch (p.column) {
-        case C::quantity: hi = 50; break;
-        case C::extendedprice: hi = 50 * (90000 + 20000 + 100 * 999); break;
-        case C::discount: hi = 10; break;
-        case C::tax: hi = 8; break;
-        case C::returnflag: case C::linestatus: hi = 'R'; break;
-        case C::partkey: hi = p.parts; break;
-        default: hi = kTpchEndDate; break;
-      }
-      check_int_fits(f, "column", req.dtype, 0, hi);
-    }
-  } else {
+  const auto it = planners.find(spec.kind);
+  if (it == planners.end()) {
     std::string list;
     for (const auto& n : generator_kinds()) list += (list.empty() ? "" : ", ") + n;
-    Fields(spec, req.where).fail("kind", "unknown generator kind '" + k + "' (known: " + list + ")");
+    Fields(spec, req.where).fail("kind", "unknown generator kind '" + spec.kind + "' (known: " + list + ")");
   }
+  it->second(req, f, p);
   return p;
 }
 

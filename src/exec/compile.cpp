@@ -810,6 +810,58 @@ void finish_failed_compile(CompileResult& res, const ProcessResult& pr, std::str
   res.message = pr.signal ? fmt::format("the compiler was {}", pr.cause) : fmt::format("compilation failed ({})", pr.cause);
 }
 
+/// Visible read-only to the compile: nvcc's toolkit, the one this build found (its headers may
+/// live elsewhere), the include folders. Nothing else of the host.
+std::vector<fs::path> compile_read_only_paths(const CompileOptions& opts, const std::string& nvcc,
+                                              const fs::path& include_dir) {
+  std::error_code ec;
+  std::vector<fs::path> ro_paths = {include_dir, fs::path(nvcc).parent_path().parent_path()};
+  if (const fs::path cuda_inc = D2K_CUDA_INCLUDE_DIR; !cuda_inc.empty() && fs::exists(cuda_inc, ec))
+    ro_paths.push_back(canonical_or_same(cuda_inc));
+  for (const SystemHeaders& sh : opts.system_headers) ro_paths.push_back(canonical_or_same(sh.dir));
+  for (const fs::path& dir : opts.extra_include_dirs) ro_paths.push_back(canonical_or_same(dir));
+  return ro_paths;
+}
+
+/// A complete entry under the key is reused as it is; it is marked recently used (LRU).
+bool take_cache_hit(const fs::path& entry, CompileResult& res) {
+  std::error_code ec;
+  const fs::path lib = entry / "solution.so";
+  if (!fs::is_regular_file(lib, ec)) return false;
+  fs::last_write_time(entry, fs::file_time_type::clock::now(), ec);
+  res.status = Status::PASSED;
+  res.cache_hit = true;
+  res.library = lib;
+  res.log = read_file(entry / "build.log");
+  res.message = "compiled (cache hit)";
+  // The sandbox the entry was built in.
+  const nlohmann::json meta = nlohmann::json::parse(read_file(entry / "meta.json"), nullptr, false);
+  if (meta.is_object() && meta.contains("sandbox") && meta["sandbox"].is_string()) res.sandbox = meta["sandbox"];
+  return true;
+}
+
+/// Stages the library, its log and meta.json in a hidden folder, then renames it to the key: a
+/// reader sees a complete entry or none. Losing the race to another process is not an error.
+void publish_cache_entry(const fs::path& cache, const fs::path& entry, const fs::path& built, const CompileResult& res,
+                         const SolutionFiles& files, const std::vector<std::string>& flags, const std::string& toolchain) {
+  std::error_code ec;
+  const fs::path staged = cache / fmt::format(".entry-{}-{}", res.key.substr(0, 16), random_suffix());
+  fs::create_directories(staged);
+  fs::copy_file(built, staged / "solution.so", ec);
+  if (ec) {
+    fs::remove_all(staged, ec);
+    throw std::runtime_error(fmt::format("cannot write the compile cache {}: {}", cache.string(), ec.message()));
+  }
+  write_file(staged / "build.log", res.log);
+  nlohmann::json meta = {{"key", res.key}, {"files", nlohmann::json::array()}, {"flags", flags},
+                         {"toolchain", toolchain}, {"seconds", res.seconds},
+                         {"sandbox", res.sandbox}, {"layers", res.sandbox_layers}};
+  for (const auto& [name, content] : files.files) meta["files"].push_back({{"name", name}, {"bytes", content.size()}});
+  write_file(staged / "meta.json", meta.dump(2));
+  fs::rename(staged, entry, ec);
+  if (ec) fs::remove_all(staged, ec);  // another process published the same key first
+}
+
 }  // namespace
 
 CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOptions& opts) {
@@ -855,16 +907,7 @@ CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOpt
   res.command.insert(res.command.end(), {"-o", "../solution.so"});
 
   std::error_code ec;
-  if (opts.use_cache && fs::is_regular_file(lib, ec)) {
-    fs::last_write_time(entry, fs::file_time_type::clock::now(), ec);  // recently used (LRU)
-    res.status = Status::PASSED;
-    res.cache_hit = true;
-    res.library = lib;
-    res.log = read_file(entry / "build.log");
-    res.message = "compiled (cache hit)";
-    // The sandbox the entry was built in.
-    const nlohmann::json meta = nlohmann::json::parse(read_file(entry / "meta.json"), nullptr, false);
-    if (meta.is_object() && meta.contains("sandbox") && meta["sandbox"].is_string()) res.sandbox = meta["sandbox"];
+  if (opts.use_cache && take_cache_hit(entry, res)) {
     res.seconds = elapsed();
     return res;
   }
@@ -884,13 +927,7 @@ CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOpt
   argv.insert(argv.end(), files.sources.begin(), files.sources.end());
   argv.insert(argv.end(), {"-o", (build / "solution.so").string()});
 
-  // Visible read-only: nvcc's toolkit, the one this build found (its headers may live
-  // elsewhere), the include folders. Nothing else of the host.
-  std::vector<fs::path> ro_paths = {include_dir, fs::path(nvcc).parent_path().parent_path()};
-  if (const fs::path cuda_inc = D2K_CUDA_INCLUDE_DIR; !cuda_inc.empty() && fs::exists(cuda_inc, ec))
-    ro_paths.push_back(canonical_or_same(cuda_inc));
-  for (const SystemHeaders& sh : opts.system_headers) ro_paths.push_back(canonical_or_same(sh.dir));
-  for (const fs::path& dir : opts.extra_include_dirs) ro_paths.push_back(canonical_or_same(dir));
+  const std::vector<fs::path> ro_paths = compile_read_only_paths(opts, nvcc, include_dir);
   ProcessResult pr;
   try {
     pr = run_sandboxed(argv, compile_sandbox_options(opts, build, ro_paths));
@@ -934,22 +971,12 @@ CompileResult compile_solution(const fs::path& solution_dir_in, const CompileOpt
   }
 
   // ---- publish atomically: a complete entry folder appears under its key, or nothing does ----
-  const fs::path staged = cache / fmt::format(".entry-{}-{}", res.key.substr(0, 16), random_suffix());
-  fs::create_directories(staged);
-  fs::copy_file(built, staged / "solution.so", ec);
-  if (ec) {
-    fs::remove_all(staged, ec);
+  try {
+    publish_cache_entry(cache, entry, built, res, files, flags, toolchain_version(nvcc));
+  } catch (...) {
     cleanup();
-    throw std::runtime_error(fmt::format("cannot write the compile cache {}: {}", cache.string(), ec.message()));
+    throw;
   }
-  write_file(staged / "build.log", res.log);
-  nlohmann::json meta = {{"key", res.key}, {"files", nlohmann::json::array()}, {"flags", flags},
-                         {"toolchain", toolchain_version(nvcc)}, {"seconds", res.seconds},
-                         {"sandbox", res.sandbox}, {"layers", res.sandbox_layers}};
-  for (const auto& [name, content] : files.files) meta["files"].push_back({{"name", name}, {"bytes", content.size()}});
-  write_file(staged / "meta.json", meta.dump(2));
-  fs::rename(staged, entry, ec);
-  if (ec) fs::remove_all(staged, ec);  // another process published the same key first
   cleanup();
   evict_compile_cache(cache, cache_budget(opts), res.key);
   res.status = Status::PASSED;

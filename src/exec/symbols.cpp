@@ -71,12 +71,33 @@ bool any_match(const std::vector<std::string>& patterns, const std::string& s) {
 
 }  // namespace
 
-DynamicInfo read_dynamic_info(const std::filesystem::path& so) {
-  std::ifstream in(so, std::ios::binary);
-  if (!in) throw ExecError(Status::INVALID_SUBMISSION, fmt::format("{}: cannot open", so.string()));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  ElfImage img(so, std::move(bytes));
+namespace {
 
+/// What the loader reads of a shared object: the PT_LOAD segments (to map the dynamic section's
+/// virtual addresses to file offsets), the dynamic entries and the dynamic string table.
+struct DynamicView {
+  explicit DynamicView(const ElfImage& image) : img(image) {}
+  const ElfImage& img;
+  std::vector<Segment> loads;
+  std::map<std::int64_t, std::uint64_t> tags;  // single-valued tags
+  std::vector<std::uint64_t> needed_off, runpath_off;
+  std::uint64_t strtab = 0, strsz = 0;
+
+  std::optional<std::uint64_t> tag(std::int64_t t) const {
+    auto it = tags.find(t);
+    if (it == tags.end()) return std::nullopt;
+    return it->second;
+  }
+  std::uint64_t to_offset(std::uint64_t vaddr, const char* what) const {
+    for (const Segment& s : loads)
+      if (vaddr >= s.vaddr && vaddr - s.vaddr < s.filesz) return s.offset + (vaddr - s.vaddr);
+    img.fail(fmt::format("{} address {:#x} is not in any loaded segment", what, vaddr));
+  }
+  std::string str(std::uint64_t off) const { return img.str(strtab, strsz, off); }
+};
+
+/// Phase 1: the ELF header, the program headers, the dynamic entries, the string table.
+DynamicView read_dynamic_view(const ElfImage& img) {
   auto eh = img.read<Elf64_Ehdr>(0, "ELF header");
   if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) img.fail("no ELF magic");
   if (eh.e_ident[EI_CLASS] != ELFCLASS64) img.fail("not a 64-bit ELF file");
@@ -84,62 +105,40 @@ DynamicInfo read_dynamic_info(const std::filesystem::path& so) {
   if (eh.e_type != ET_DYN) img.fail("not a shared object (e_type is not ET_DYN)");
   if (eh.e_phentsize != sizeof(Elf64_Phdr)) img.fail("unexpected program header size");
 
-  std::vector<Segment> loads;
+  DynamicView v(img);
   std::optional<Elf64_Phdr> dynamic;
   for (unsigned i = 0; i < eh.e_phnum; ++i) {
     auto ph = img.read<Elf64_Phdr>(eh.e_phoff + std::uint64_t(i) * sizeof(Elf64_Phdr), "program header");
-    if (ph.p_type == PT_LOAD) loads.push_back({ph.p_vaddr, ph.p_offset, ph.p_filesz});
+    if (ph.p_type == PT_LOAD) v.loads.push_back({ph.p_vaddr, ph.p_offset, ph.p_filesz});
     if (ph.p_type == PT_DYNAMIC) dynamic = ph;
   }
   if (!dynamic) img.fail("no PT_DYNAMIC segment");
 
-  // Addresses in the dynamic section are virtual; the loader maps them through PT_LOAD.
-  auto to_offset = [&](std::uint64_t vaddr, const char* what) -> std::uint64_t {
-    for (const Segment& s : loads)
-      if (vaddr >= s.vaddr && vaddr - s.vaddr < s.filesz) return s.offset + (vaddr - s.vaddr);
-    img.fail(fmt::format("{} address {:#x} is not in any loaded segment", what, vaddr));
-  };
-
-  std::map<std::int64_t, std::uint64_t> dyn;  // single-valued tags
-  std::vector<std::uint64_t> needed_off, runpath_off;
   const std::uint64_t n_dyn = dynamic->p_filesz / sizeof(Elf64_Dyn);
   for (std::uint64_t i = 0; i < n_dyn; ++i) {
     auto d = img.read<Elf64_Dyn>(dynamic->p_offset + i * sizeof(Elf64_Dyn), "dynamic entry");
     if (d.d_tag == DT_NULL) break;
     if (d.d_tag == DT_NEEDED)
-      needed_off.push_back(d.d_un.d_val);
+      v.needed_off.push_back(d.d_un.d_val);
     else if (d.d_tag == DT_RPATH || d.d_tag == DT_RUNPATH)
-      runpath_off.push_back(d.d_un.d_val);
+      v.runpath_off.push_back(d.d_un.d_val);
     else
-      dyn[d.d_tag] = d.d_un.d_val;
+      v.tags[d.d_tag] = d.d_un.d_val;
   }
-  auto tag = [&](std::int64_t t) -> std::optional<std::uint64_t> {
-    auto it = dyn.find(t);
-    if (it == dyn.end()) return std::nullopt;
-    return it->second;
-  };
+  if (!v.tag(DT_STRTAB) || !v.tag(DT_STRSZ)) img.fail("no dynamic string table");
+  v.strtab = v.to_offset(*v.tag(DT_STRTAB), "DT_STRTAB");
+  v.strsz = *v.tag(DT_STRSZ);
+  return v;
+}
 
-  DynamicInfo info;
-  info.has_textrel = tag(DT_TEXTREL).has_value() ||
-                     (tag(DT_FLAGS).value_or(0) & DF_TEXTREL) != 0;
-  if (!tag(DT_STRTAB) || !tag(DT_STRSZ)) img.fail("no dynamic string table");
-  const std::uint64_t strtab = to_offset(*tag(DT_STRTAB), "DT_STRTAB");
-  const std::uint64_t strsz = *tag(DT_STRSZ);
-  auto dstr = [&](std::uint64_t off) { return img.str(strtab, strsz, off); };
-  for (auto off : needed_off) info.needed.push_back(dstr(off));
-  for (auto off : runpath_off) info.runpath.push_back(dstr(off));
-  if (auto s = tag(DT_SONAME)) info.soname = dstr(*s);
-
-  if (!tag(DT_SYMTAB)) return info;  // no symbols at all
-  if (tag(DT_SYMENT).value_or(sizeof(Elf64_Sym)) != sizeof(Elf64_Sym)) img.fail("unexpected DT_SYMENT");
-  const std::uint64_t symtab = to_offset(*tag(DT_SYMTAB), "DT_SYMTAB");
-
-  // The symbol count is not stored directly: the hash table tells it, as for the loader.
+/// Phase 2: the symbol count is not stored directly; the hash table tells it, as for the loader.
+std::uint64_t count_symbols(const DynamicView& v) {
+  const ElfImage& img = v.img;
   std::uint64_t nsyms = 0;
-  if (auto h = tag(DT_HASH)) {
-    nsyms = img.read<std::uint32_t>(to_offset(*h, "DT_HASH") + 4, "DT_HASH nchain");
-  } else if (auto g = tag(DT_GNU_HASH)) {
-    const std::uint64_t base = to_offset(*g, "DT_GNU_HASH");
+  if (auto h = v.tag(DT_HASH)) {
+    nsyms = img.read<std::uint32_t>(v.to_offset(*h, "DT_HASH") + 4, "DT_HASH nchain");
+  } else if (auto g = v.tag(DT_GNU_HASH)) {
+    const std::uint64_t base = v.to_offset(*g, "DT_GNU_HASH");
     const auto nbuckets = img.read<std::uint32_t>(base, "GNU hash");
     const auto symoffset = img.read<std::uint32_t>(base + 4, "GNU hash");
     const auto bloom_size = img.read<std::uint32_t>(base + 8, "GNU hash");
@@ -165,19 +164,26 @@ DynamicInfo read_dynamic_info(const std::filesystem::path& so) {
     img.fail("no DT_HASH or DT_GNU_HASH: cannot size the symbol table");
   }
   if (nsyms > img.size() / sizeof(Elf64_Sym)) img.fail("symbol count larger than the file");
+  return nsyms;
+}
 
-  // Version names: index -> (version, file). 0 and 1 are local and global (unversioned).
-  std::map<std::uint16_t, std::pair<std::string, std::string>> versions;
-  if (auto vn = tag(DT_VERNEED)) {
-    std::uint64_t off = to_offset(*vn, "DT_VERNEED");
-    const std::uint64_t count = tag(DT_VERNEEDNUM).value_or(0);
+/// Version index -> (version, file). 0 and 1 are local and global (unversioned).
+using VersionNames = std::map<std::uint16_t, std::pair<std::string, std::string>>;
+
+/// Phase 3: the version names, required (DT_VERNEED: which file provides each) and defined.
+VersionNames read_versions(const DynamicView& v) {
+  const ElfImage& img = v.img;
+  VersionNames versions;
+  if (auto vn = v.tag(DT_VERNEED)) {
+    std::uint64_t off = v.to_offset(*vn, "DT_VERNEED");
+    const std::uint64_t count = v.tag(DT_VERNEEDNUM).value_or(0);
     for (std::uint64_t i = 0; i < count && i < 4096; ++i) {
       auto need = img.read<Elf64_Verneed>(off, "version requirement");
-      const std::string file = dstr(need.vn_file);
+      const std::string file = v.str(need.vn_file);
       std::uint64_t aoff = off + need.vn_aux;
       for (unsigned k = 0; k < need.vn_cnt && k < 4096; ++k) {
         auto aux = img.read<Elf64_Vernaux>(aoff, "version requirement entry");
-        versions[aux.vna_other & 0x7fff] = {dstr(aux.vna_name), file};
+        versions[aux.vna_other & 0x7fff] = {v.str(aux.vna_name), file};
         if (!aux.vna_next) break;
         aoff += aux.vna_next;
       }
@@ -185,29 +191,36 @@ DynamicInfo read_dynamic_info(const std::filesystem::path& so) {
       off += need.vn_next;
     }
   }
-  if (auto vd = tag(DT_VERDEF)) {
-    std::uint64_t off = to_offset(*vd, "DT_VERDEF");
-    const std::uint64_t count = tag(DT_VERDEFNUM).value_or(0);
+  if (auto vd = v.tag(DT_VERDEF)) {
+    std::uint64_t off = v.to_offset(*vd, "DT_VERDEF");
+    const std::uint64_t count = v.tag(DT_VERDEFNUM).value_or(0);
     for (std::uint64_t i = 0; i < count && i < 4096; ++i) {
       auto def = img.read<Elf64_Verdef>(off, "version definition");
       if (def.vd_cnt > 0 && !(def.vd_flags & VER_FLG_BASE)) {
         auto aux = img.read<Elf64_Verdaux>(off + def.vd_aux, "version definition entry");
-        versions[def.vd_ndx & 0x7fff] = {dstr(aux.vda_name), ""};
+        versions[def.vd_ndx & 0x7fff] = {v.str(aux.vda_name), ""};
       }
       if (!def.vd_next) break;
       off += def.vd_next;
     }
   }
-  std::optional<std::uint64_t> versym;
-  if (auto v = tag(DT_VERSYM)) versym = to_offset(*v, "DT_VERSYM");
+  return versions;
+}
 
+/// Phase 4: the global symbols, split into imports (undefined, with the library their version
+/// names) and exports (defined, default or protected visibility).
+void read_symbols(const DynamicView& v, std::uint64_t symtab, std::uint64_t nsyms, const VersionNames& versions,
+                  DynamicInfo& info) {
+  const ElfImage& img = v.img;
+  std::optional<std::uint64_t> versym;
+  if (auto t = v.tag(DT_VERSYM)) versym = v.to_offset(*t, "DT_VERSYM");
   for (std::uint64_t i = 1; i < nsyms; ++i) {
     auto sym = img.read<Elf64_Sym>(symtab + i * sizeof(Elf64_Sym), "symbol");
     const unsigned bind = ELF64_ST_BIND(sym.st_info);
     const unsigned vis = ELF64_ST_VISIBILITY(sym.st_other);
     if (bind == STB_LOCAL) continue;
     ElfSymbol s;
-    s.name = dstr(sym.st_name);
+    s.name = v.str(sym.st_name);
     if (s.name.empty()) continue;
     s.defined = sym.st_shndx != SHN_UNDEF;
     s.weak = bind == STB_WEAK;
@@ -226,6 +239,28 @@ DynamicInfo read_dynamic_info(const std::filesystem::path& so) {
       info.exports.push_back(std::move(s));
     }
   }
+}
+
+}  // namespace
+
+DynamicInfo read_dynamic_info(const std::filesystem::path& so) {
+  std::ifstream in(so, std::ios::binary);
+  if (!in) throw ExecError(Status::INVALID_SUBMISSION, fmt::format("{}: cannot open", so.string()));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const ElfImage img(so, std::move(bytes));
+  const DynamicView v = read_dynamic_view(img);
+
+  DynamicInfo info;
+  info.has_textrel = v.tag(DT_TEXTREL).has_value() || (v.tag(DT_FLAGS).value_or(0) & DF_TEXTREL) != 0;
+  for (auto off : v.needed_off) info.needed.push_back(v.str(off));
+  for (auto off : v.runpath_off) info.runpath.push_back(v.str(off));
+  if (auto s = v.tag(DT_SONAME)) info.soname = v.str(*s);
+
+  if (!v.tag(DT_SYMTAB)) return info;  // no symbols at all
+  if (v.tag(DT_SYMENT).value_or(sizeof(Elf64_Sym)) != sizeof(Elf64_Sym)) img.fail("unexpected DT_SYMENT");
+  const std::uint64_t symtab = v.to_offset(*v.tag(DT_SYMTAB), "DT_SYMTAB");
+  const std::uint64_t nsyms = count_symbols(v);
+  read_symbols(v, symtab, nsyms, read_versions(v), info);
   return info;
 }
 

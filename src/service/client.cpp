@@ -69,7 +69,11 @@ std::string submit_evaluation(const SubmitOptions& o) {
     if (r && r->status != 503 && r->status != 429) throw_refusal(r, "POST /v1/evaluations");
     if (attempt >= o.connect_retries) {
       if (r) throw_refusal(r, "POST /v1/evaluations");
-      throw std::runtime_error(fmt::format("{}: no answer ({})", o.server, httplib::to_string(r.error())));
+      // A server refuses a body over its limit from the Content-Length and closes; a client
+      // still writing sees a broken connection, not the 413: name the size so the cause shows.
+      throw std::runtime_error(fmt::format("{}: no answer ({}) to a {}-byte body; a body over the server's limit "
+                                           "(16 MiB unless configured) is refused before it is read",
+                                           o.server, httplib::to_string(r.error()), body.size()));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200 * (1 << std::min(attempt, 4))));
   }
