@@ -71,6 +71,12 @@ grep -q '"status": "unknown"' "$work"/runs/r1/attempts/*design__1/score.json || 
 out=$("$d2k" --dataset "$src/dataset" score --run r1 --runs-dir "$work/runs" --judge "$work/judge.toml" --no-build)
 echo "$out" | grep -q "(0 judge call(s))" || fail "a second scoring made judge calls: $out"
 
+# --- one workspace alone: score.json inside it, from the same cache ---
+ws=$(ls -d "$work"/runs/r1/attempts/*baseline__1/workspace)
+out=$("$d2k" --dataset "$src/dataset" score --workspace "$ws" --judge "$work/judge.toml" --no-build)
+echo "$out" | grep -q "JS_design 0.0 JS_impl 25.0" || fail "--workspace: $out"
+[ -s "$ws/score.json" ] || fail "--workspace wrote no score.json"
+
 # --- bad arguments name what is wrong ---
 if "$d2k" --dataset "$src/dataset" score --run nope --runs-dir "$work/runs" --judge "$work/judge.toml" 2>"$work/err"; then fail "a missing run passed"; fi
 grep -q "no such run" "$work/err" || fail "missing run message: $(cat "$work/err")"
