@@ -101,18 +101,30 @@ json level_json(const LevelJudgement& l) {
   return j;
 }
 
+// The agent's text sits between <<<NAME and NAME>>> markers; a text that closed the marker itself
+// could append instructions that look like the prompt's own. Breaking every '<<<' and '>>>' in
+// it keeps the markers unforgeable (code never needs three angle brackets in a row to be read).
+std::string fence_safe(std::string text) {
+  for (const char* m : {"<<<", ">>>"}) {
+    const std::string broken = std::string(1, m[0]) + " " + std::string(2, m[0]);
+    for (std::size_t at = text.find(m); at != std::string::npos; at = text.find(m, at + 2))
+      text.replace(at, 3, broken);
+  }
+  return text;
+}
+
 }  // namespace
 
 std::string design_prompt(const TaskGuidance& g, const Prompts& p, int level, const AnchorOrder& order, const AttemptMaterial& m) {
   auto vars = common_vars(g, level, order, rubric_anchors(g, true, level));
-  vars["design_md"] = m.design_md.empty() ? "(the agent wrote no design.md)" : m.design_md;
+  vars["design_md"] = m.design_md.empty() ? "(the agent wrote no design.md)" : fence_safe(m.design_md);
   return render_template(p.design_level, vars, "design_level.md");
 }
 
 std::string impl_prompt(const TaskGuidance& g, const Prompts& p, int level, const AnchorOrder& order, const AttemptMaterial& m,
                         const std::string& evidence_text) {
   auto vars = common_vars(g, level, order, rubric_anchors(g, false, level));
-  vars["code"] = m.code.empty() ? "(no source files in solution/)" : m.code;
+  vars["code"] = m.code.empty() ? "(no source files in solution/)" : fence_safe(m.code);
   vars["evidence"] = evidence_text;
   return render_template(p.impl_level, vars, "impl_level.md");
 }
