@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "measure/cupti_timer.h"
+
 namespace d2k::capability {
 
 namespace fs = std::filesystem;
@@ -24,14 +26,13 @@ std::string demangle(const std::string& name) {
   return status == 0 && d ? std::string(d.get()) : name;
 }
 
-// CUPTI may report a kernel mangled or demangled, with or without its argument list; the listing
-// has it mangled. Two names are one kernel when either form agrees.
+// The audit names a kernel demangled (the timer's CUPTI records), maybe cut to its base name; the
+// listing has it mangled. Two names are one kernel when the raw, the demangled or the base names
+// (no return type, no argument list: measure::function_base_name) agree.
 bool same_kernel(const std::string& listed, const std::string& ran) {
   if (listed == ran) return true;
   const std::string d = demangle(listed);
-  if (d == ran) return true;
-  const auto paren = d.find('(');
-  return paren != std::string::npos && d.substr(0, paren) == ran;
+  return d == ran || measure::function_base_name(d) == measure::function_base_name(ran);
 }
 
 std::vector<std::string> matching(const std::map<std::string, std::int64_t>& ops, const std::vector<std::string>& prefixes) {

@@ -95,7 +95,7 @@ TEST(Evidence, BuiltNotBuiltUnknownAndRan) {
                                 {"L2.no_spill", {{}, {"LDL", "STL"}, {}}},
                                 {"L3.vec", {{"LDG.E.128"}, {}, {}}}});
   const SassListing l = parse_sass(kListing);
-  const std::vector<std::string> ran = {"expert::gemm()"};  // CUPTI's demangled form
+  const std::vector<std::string> ran = {"expert::gemm()"};  // the audit's demangled form
   const auto ev = collect_evidence(d, l, ran);
   ASSERT_EQ(ev.size(), 4u) << "items without a signature are not listed";
   auto get = [&](const std::string& id) {
@@ -117,6 +117,25 @@ TEST(Evidence, BuiltNotBuiltUnknownAndRan) {
 
   const auto unknown = collect_evidence(d, std::nullopt, std::nullopt);
   for (const auto& e : unknown) EXPECT_EQ(e.status, "unknown") << e.id;
+
+  // A template kernel demangles with its return type; the audit's base name still matches.
+  SassListing t;
+  t.kernels.push_back({"_ZN11muon_expert19update_from_x_tilesILb0EEEvPKtlPKfPtPfiifff", {{"HGMMA.64x128x16.F32.BF16", 2}}});
+  t.total = t.kernels[0].opcodes;
+  for (const char* name : {"muon_expert::update_from_x_tiles<false>",
+                           "void muon_expert::update_from_x_tiles<false>(const unsigned short *, long, const float *, "
+                           "unsigned short *, float *, int, int, float, float, float)"}) {
+    const auto tv = collect_evidence(d, t, std::vector<std::string>{name});
+    for (const auto& e : tv)
+      if (e.id == "L3.wgmma") {
+        EXPECT_EQ(e.ran, true) << name;
+      }
+  }
+  const auto other = collect_evidence(d, t, std::vector<std::string>{"muon_expert::update_from_x_tiles<true>"});
+  for (const auto& e : other)
+    if (e.id == "L3.wgmma") {
+      EXPECT_EQ(e.ran, false) << "another instantiation is another kernel";
+    }
 
   // A built item whose kernels never ran (the audit saw only the tail kernel).
   const auto not_run = collect_evidence(d, l, std::vector<std::string>{"_ZN6expert4tailEv"});
