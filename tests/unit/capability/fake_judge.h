@@ -7,6 +7,7 @@
 //               "score": 75, "reason": "...",       answer {"score","reason"} as JSON text, or
 //               "text": "...",                      answer this text verbatim (malformed answers), or
 //               "status": 429,                      answer this HTTP status with no completion
+//               "delay_ms": 1500,                   wait this long before answering (timeouts)
 //               "times": 1 (optional)}]}            use the rule this many times, then skip it
 // The first rule that matches answers. The graded text is what the prompt holds between the
 // <<<DESIGN / DESIGN>>> or <<<CODE / CODE>>> markers (capability/prompts/*.md).
@@ -79,6 +80,8 @@ class FakeJudge {
       s.set_content(R"({"error":"no fixture rule matches"})", "application/json");
       return;
     }
+    if (rule->contains("delay_ms"))
+      std::this_thread::sleep_for(std::chrono::milliseconds((*rule)["delay_ms"].get<int>()));
     if (rule->contains("status")) {
       s.status = (*rule)["status"].get<int>();
       s.set_content(R"({"error":"scripted"})", "application/json");

@@ -54,6 +54,18 @@ TEST_P(BothDialects, RetriesA429ThenReturnsTheCompletion) {
   EXPECT_EQ(v->score, 75);
 }
 
+TEST_P(BothDialects, RetriesARequestThatTimedOut) {
+  test::FakeJudge fake(fixture("slow.json"));
+  JudgeConfig c = config_for(fake, GetParam());
+  c.timeout_s = 1;
+  auto judge = make_http_judge(c);
+  std::string err;
+  auto v = parse_verdict(judge->complete("p", 0), err);
+  ASSERT_TRUE(v) << err;
+  EXPECT_EQ(v->score, 100);
+  EXPECT_EQ(judge->calls(), 2u);
+}
+
 TEST_P(BothDialects, GivesUpAfterTheConfiguredRetriesOn5xx) {
   test::FakeJudge fake(fixture("unavailable.json"));
   auto judge = make_http_judge(config_for(fake, GetParam()));
