@@ -36,23 +36,32 @@ fi
 #   nvidia-nvml-dev nvml.h for clock and throttle sampling
 #   duckdb          the independent SQL engine of the TPC-H tasks' golden check (a binary wheel for
 #                   this machine's Python, used through PYTHONPATH=<third-party>/duckdb)
+#   nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm
+#                   the SASS disassembler of the capability scorer's machine-code evidence (d2k
+#                   score; docs/scorer.md): the CUDA toolkit package installed here lacks them;
+#                   unpacked to <third-party>/cuda-tools/bin (the newest reads every older cubin)
 here="$(cd "$(dirname "$0")/.." && pwd)"
 tp="${1:-${D2K_THIRD_PARTY:-$here/third_party}}"
 mkdir -p "$tp"
 tp="$(cd "$tp" && pwd)"
-py_pkgs=("nvidia-cutlass==4.2.0.0" "nvidia-nvml-dev==13.0.87" "duckdb==2.0.1")
+py_pkgs=("nvidia-cutlass==4.2.0.0" "nvidia-nvml-dev==13.0.87" "duckdb==2.0.1"
+         "nvidia-cuda-cuobjdump==13.5.37" "nvidia-cuda-nvdisasm==13.5.37")
 if [ ! -f "$tp/.py-done" ] || [ "$(cat "$tp/.py-done")" != "${py_pkgs[*]}" ]; then
   rm -rf "$tp/wheels" && mkdir -p "$tp/wheels"
   python3 -m pip download -q --no-deps -d "$tp/wheels" "${py_pkgs[@]}"
-  rm -rf "$tp/cutlass" "$tp/nvml" "$tp/duckdb"
-  mkdir -p "$tp/cutlass" "$tp/nvml" "$tp/duckdb"
+  rm -rf "$tp/cutlass" "$tp/nvml" "$tp/duckdb" "$tp/cuda-tools"
+  mkdir -p "$tp/cutlass" "$tp/nvml" "$tp/duckdb" "$tp/cuda-tools/bin"
   for w in "$tp"/wheels/*.whl; do
     case "$(basename "$w")" in
       nvidia_cutlass-*) python3 -m zipfile -e "$w" "$tp/cutlass/whl" ;;
       nvidia_nvml_dev-*) python3 -m zipfile -e "$w" "$tp/nvml/whl" ;;
       duckdb-*) python3 -m zipfile -e "$w" "$tp/duckdb" ;;
+      nvidia_cuda_cuobjdump-*|nvidia_cuda_nvdisasm-*) python3 -m zipfile -e "$w" "$tp/cuda-tools/whl" ;;
     esac
   done
+  # zipfile keeps no modes: the binaries are found wherever the wheel's layout puts them.
+  find "$tp/cuda-tools/whl" -type f \( -name cuobjdump -o -name nvdisasm \) -exec chmod +x {} + \
+    -exec ln -sfr {} "$tp/cuda-tools/bin/" \;
   echo "${py_pkgs[*]}" > "$tp/.py-done"
 fi
 # Python packages installed into this Python (not unpacked): pyarrow writes the Parquet task

@@ -4,6 +4,7 @@
 #   d2k                     the binary
 #   impl/<task>/*.so        every built-in implementation and expert variant
 #   cutlass-include/        the CUTLASS/CuTe headers (the cutlass track)
+#   cuda-tools/cuobjdump    the SASS disassembler of `d2k score`'s evidence (d2k looks beside itself)
 #   include/                solution.h and dlpack/dlpack.h: what candidate solutions compile
 #                           against (d2k looks for include/ beside itself; $D2K_INCLUDE_DIR wins)
 #   tests/fixtures/         the fixture tasks and solutions the GPU tests read (D2K_SOURCE_DIR=CARRY)
@@ -28,6 +29,9 @@ cp /usr/include/dlpack/dlpack.h "$dest/include/dlpack/"
 third_party=$(sed -n 's/^D2K_THIRD_PARTY:[A-Z]*=//p' "$build/CMakeCache.txt")
 cutlass_inc="${third_party:-third_party}/cutlass/whl/cutlass_library/source/include"
 [ -f "$cutlass_inc/cutlass/version.h" ] && cp -rL "$cutlass_inc" "$dest/cutlass-include"
+if [ -x "${third_party:-third_party}/cuda-tools/bin/cuobjdump" ]; then
+  mkdir -p "$dest/cuda-tools" && cp -L "${third_party:-third_party}/cuda-tools/bin/cuobjdump" "$dest/cuda-tools/"
+fi
 cp -r tests/fixtures "$dest/tests/fixtures"
 
 copy_if_built() {  # copy_if_built DEST_SUBDIR BUILD_RELATIVE_PATH...

@@ -20,6 +20,7 @@
 #include "service/client.h"
 #include "service/codec.h"
 #include "service/slurm.h"
+#include "service/verdict.h"
 #include "service/worker.h"
 
 namespace d2k::cli {
@@ -55,7 +56,7 @@ struct ServiceArgs {
   std::size_t max_body = 16u << 20;
   WorkerConfig worker;
   // submit
-  std::string dir, task, track = "cuda", targets = "solution", workloads, server, token, key;
+  std::string dir, task, track = "cuda", targets = "solution", workloads, server, token, key, json_out;
   double timeout_s = 3600, max_time_s = 0;
   bool no_time = false, quiet = false;
   bool slurm_mode = false;
@@ -220,6 +221,7 @@ void add_service(CLI::App& app, Globals& g, Runner& run) {
   submit->add_option("--max-time", a.max_time_s, "time cap per target and workload, seconds");
   submit->add_flag("--no-time", a.no_time, "correctness only");
   submit->add_flag("--quiet", a.quiet, "no progress line");
+  submit->add_option("--json", a.json_out, "also write the traces as JSON lines to this file");
   submit->callback([&] {
     run = [&] {
       SubmitOptions o;
@@ -234,8 +236,12 @@ void add_service(CLI::App& app, Globals& g, Runner& run) {
       if (a.max_time_s > 0) o.spec.options["max_time_s"] = a.max_time_s;
       o.idempotency_key = a.key;
       o.timeout_s = a.timeout_s;
+      o.json_out = a.json_out;
       try {
         return submit_main(o, a.quiet);
+      } catch (const NoAnswer& e) {
+        fmt::print(stderr, "d2k submit: {}\n", e.what());
+        return kExitNoAnswer;
       } catch (const ApiError& e) {
         fmt::print(stderr, "d2k submit: refused ({} {}): {}\n", e.http, e.code, e.what());
         return 2;

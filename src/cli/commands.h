@@ -25,6 +25,9 @@ void add_schema(CLI::App& app, Globals& g, Runner& run);     // schema dump, sch
 void add_proxy(CLI::App& app, Globals& g, Runner& run);      // proxy (docs/proxy.md)
 void add_pack(CLI::App& app, Globals& g, Runner& run);       // pack (docs/pack.md)
 void add_audit(CLI::App& app, Globals& g, Runner& run);      // audit release (docs/release-audit.md)
+void add_workspace(CLI::App& app, Globals& g, Runner& run);  // workspace build, verify-harbor
+void add_batch(CLI::App& app, Globals& g, Runner& run);      // batch setup, run, status
+void add_score(CLI::App& app, Globals& g, Runner& run);      // score, design draft
 
 /// The dataset folder after defaults.
 std::filesystem::path dataset_dir(const Globals& g);

@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
   d2k::cli::add_proxy(app, g, run);
   d2k::cli::add_pack(app, g, run);
   d2k::cli::add_audit(app, g, run);
+  d2k::cli::add_workspace(app, g, run);
+  d2k::cli::add_batch(app, g, run);
+  d2k::cli::add_score(app, g, run);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

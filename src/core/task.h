@@ -171,9 +171,18 @@ struct DesignLevels {
   bool loaded = false;    ///< all three levels present and complete
 };
 
+/// How to recognise a design item in a candidate's machine code (design.json `evidence`,
+/// docs/task-format.md): SASS opcode prefixes of which at least one must appear for the item to
+/// count as built, and prefixes that must not appear.
+struct DesignEvidence {
+  std::vector<std::string> sass, sass_absent;
+  ordered_json raw;  ///< the field as written (null when absent), for the validator
+};
+
 /// One guidance item of design.json.
 struct DesignItem {
   std::string id, statement, rationale, recognise;
+  DesignEvidence evidence;
 };
 
 struct Design {

@@ -294,6 +294,21 @@ void load_workloads(const fs::path& file, Task& t, Diagnostics& diag) {
   }
 }
 
+// `evidence` is kept as written; validate_task checks its shape, so only well-formed strings
+// are taken here.
+void read_design_evidence(const ordered_json& item, DesignEvidence& e) {
+  auto it = item.find("evidence");
+  if (it == item.end()) return;
+  e.raw = *it;
+  if (!it->is_object()) return;
+  for (auto [key, out] : {std::pair{"sass", &e.sass}, std::pair{"sass_absent", &e.sass_absent}}) {
+    auto f = it->find(key);
+    if (f == it->end() || !f->is_array()) continue;
+    for (const auto& s : *f)
+      if (s.is_string()) out->push_back(s.get<std::string>());
+  }
+}
+
 void parse_design(const ordered_json& j, Design& d, const FieldReader& r) {
   if (!r.object(j, "")) return;
   r.known_keys(j, "", {kDesignLevelKeys[0], kDesignLevelKeys[1], kDesignLevelKeys[2], "cross_level_rationale"});
@@ -310,12 +325,13 @@ void parse_design(const ordered_json& j, Design& d, const FieldReader& r) {
       const std::string path = index_path(key, k);
       const ordered_json& v = (*it)[k];
       if (!r.object(v, path)) continue;
-      r.known_keys(v, path, {"id", "statement", "rationale", "recognise"});
+      r.known_keys(v, path, {"id", "statement", "rationale", "recognise", "evidence"});
       DesignItem item;
       item.id = r.string(v, "id", path, false).value_or("");
       item.statement = r.string(v, "statement", path, false).value_or("");
       item.rationale = r.string(v, "rationale", path, false).value_or("");
       item.recognise = r.string(v, "recognise", path, false).value_or("");
+      read_design_evidence(v, item.evidence);
       d.level[l].push_back(std::move(item));
     }
   }
@@ -487,6 +503,12 @@ std::optional<Rubric> load_rubric(const fs::path& file, Diagnostics& diag) {
 Definition definition_from_json(const ordered_json& j, Diagnostics& diag, const std::string& file) {
   Definition d;
   parse_definition(j, d, FieldReader(&diag, file, 0));
+  return d;
+}
+
+Design design_from_json(const ordered_json& j, Diagnostics& diag, const std::string& file) {
+  Design d;
+  parse_design(j, d, FieldReader(&diag, file, 0));
   return d;
 }
 

@@ -40,6 +40,8 @@ void validate_design_and_rubric(const Task& task, const DesignLevels& levels, Di
 
 /// A definition from JSON already in memory; `file` names it in diagnostics.
 Definition definition_from_json(const ordered_json& j, Diagnostics& diag, const std::string& file = "definition.json");
+/// A design.json from JSON already in memory (a drafted design, `d2k design draft`).
+Design design_from_json(const ordered_json& j, Diagnostics& diag, const std::string& file = "design.json");
 /// One workload from JSON already in memory (`line` is kept in Workload::line).
 Workload workload_from_json(const ordered_json& j, Diagnostics& diag, const std::string& file = "workloads.jsonl",
                             int line = 0);

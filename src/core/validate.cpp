@@ -102,8 +102,10 @@ struct Checker {
       if (has_k && c.k <= 0) r.error(join_path(path, "k"), "must be > 0");
       if (has_axis && !find_axis(def, c.k_axis))
         r.error(join_path(path, "k_axis"), fmt::format("unknown axis '{}'", c.k_axis));
-      if (!c.values.empty() && !find_output(def, c.values) && !find_input(def, c.values))
-        r.error(join_path(path, "values"), fmt::format("'{}' is not an input or output", c.values));
+      // The judge reads each side's values output ([rows, k]) for ties; an input of scores
+      // ([rows, n]) is not passed to it, so naming one would silently drop the tie allowance.
+      if (!c.values.empty() && !find_output(def, c.values))
+        r.error(join_path(path, "values"), fmt::format("'{}' is not an output (the values [rows, k] of the indices)", c.values));
       count_output();
     }
   }
@@ -403,6 +405,7 @@ struct Checker {
             {"id", &it.id}, {"statement", &it.statement}, {"rationale", &it.rationale}, {"recognise", &it.recognise}};
         for (const auto& [name, value] : fields)
           if (value->find_first_not_of(" \t\n") == std::string::npos) diag.error(file, 0, join_path(path, name), "empty");
+        check_evidence(it.evidence.raw, file, join_path(path, "evidence"));
         if (it.id.empty()) continue;
         // The level's id prefixes its items (L2.tile_per_warp), so a scorer's or a reader's
         // reference to an item names its level too.
@@ -416,6 +419,40 @@ struct Checker {
     }
     if (d.cross_level_rationale.find_first_not_of(" \t\n") == std::string::npos)
       diag.error(file, 0, "cross_level_rationale", "missing or empty");
+  }
+
+  // `evidence` (docs/task-format.md): an object with `sass` and/or `sass_absent`, each a list of
+  // SASS opcode prefixes: non-empty, upper case (opcodes are printed so), letters, digits, '.'
+  // and '_'. A lower-case prefix would never match and silently mark the item not built.
+  void check_evidence(const ordered_json& e, const std::string& file, const std::string& path) const {
+    if (e.is_null()) return;
+    if (!e.is_object()) {
+      diag.error(file, 0, path, "expected an object with 'sass' and/or 'sass_absent' (lists of SASS opcode prefixes)");
+      return;
+    }
+    if (e.empty()) diag.error(file, 0, path, "empty: give 'sass' and/or 'sass_absent'");
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      const std::string field = join_path(path, it.key());
+      if (it.key() != "sass" && it.key() != "sass_absent") {
+        diag.error(file, 0, field, "unknown key (sass, sass_absent)");
+        continue;
+      }
+      if (!it->is_array() || it->empty()) {
+        diag.error(file, 0, field, "expected a non-empty list of SASS opcode prefixes (e.g. [\"HGMMA\"])");
+        continue;
+      }
+      for (std::size_t k = 0; k < it->size(); ++k) {
+        const auto& v = (*it)[k];
+        const bool ok = v.is_string() && !v.get<std::string>().empty() &&
+                        std::all_of(v.get_ref<const std::string&>().begin(), v.get_ref<const std::string&>().end(), [](char c) {
+                          return std::isupper(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
+                                 c == '.' || c == '_';
+                        });
+        if (!ok)
+          diag.error(file, 0, index_path(field, k),
+                     "expected a non-empty upper-case SASS opcode prefix (letters, digits, '.', '_'), e.g. \"LDG.E.128\"");
+      }
+    }
   }
 
   void check_rubric() const {

@@ -122,9 +122,29 @@ CompareResult compare_counted_rows(const WorkloadPlan& plan, std::size_t i, cons
   return compare(t.cmp, first_rows(HostOutput(plan, e, i).get(), ec), first_rows(HostOutput(plan, a, i).get(), ec));
 }
 
+/// topk with a values output: each side's values ([rows, k], the scores of its own indices) let
+/// an index that ties with the k-th expected value pass (compare_topk). Without them every tie
+/// would have to be broken as the reference breaks it.
+CompareResult compare_topk_output(const WorkloadPlan& plan, std::size_t i, const OutputsView& e, const OutputsView& a) {
+  const TensorPlan& t = plan.outputs[i];
+  CompareOptions opt;
+  if (!t.cmp.count.empty()) {
+    opt.expected_rows = count_of(plan, e, t.cmp.count);
+    opt.actual_rows = count_of(plan, a, t.cmp.count);
+  }
+  std::optional<HostOutput> ev, av;
+  if (!t.cmp.values.empty()) {
+    const std::size_t vi = index_of(plan, t.cmp.values);
+    opt.expected_values = &ev.emplace(plan, e, vi).get();
+    opt.actual_values = &av.emplace(plan, a, vi).get();
+  }
+  return compare(t.cmp, HostOutput(plan, e, i).get(), HostOutput(plan, a, i).get(), opt);
+}
+
 CompareResult compare_output(const WorkloadPlan& plan, std::size_t i, const OutputsView& e, const OutputsView& a) {
   const TensorPlan& t = plan.outputs[i];
   if (has_row_count(t.cmp)) return compare_counted_rows(plan, i, e, a);
+  if (t.cmp.rule == "topk") return compare_topk_output(plan, i, e, a);
   if (both_on_device(e, a)) return compare_device(t.cmp, device_view(e, t, i), device_view(a, t, i), a.stream());
   return compare(t.cmp, HostOutput(plan, e, i).get(), HostOutput(plan, a, i).get());
 }

@@ -71,9 +71,9 @@ std::string submit_evaluation(const SubmitOptions& o) {
       if (r) throw_refusal(r, "POST /v1/evaluations");
       // A server refuses a body over its limit from the Content-Length and closes; a client
       // still writing sees a broken connection, not the 413: name the size so the cause shows.
-      throw std::runtime_error(fmt::format("{}: no answer ({}) to a {}-byte body; a body over the server's limit "
-                                           "(16 MiB unless configured) is refused before it is read",
-                                           o.server, httplib::to_string(r.error()), body.size()));
+      throw NoAnswer(fmt::format("{}: no answer ({}) to a {}-byte body; a body over the server's limit "
+                                 "(16 MiB unless configured) is refused before it is read",
+                                 o.server, httplib::to_string(r.error()), body.size()));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200 * (1 << std::min(attempt, 4))));
   }
@@ -97,7 +97,7 @@ json wait_evaluation(const SubmitOptions& o, const std::string& id,
     } else if (r && r->status != 503) {
       throw_refusal(r, "GET /v1/evaluations/" + id);
     } else if (++misses > 120) {  // the server restarts: keep asking for a minute or so
-      throw std::runtime_error(fmt::format("{}: no answer while waiting for {}", o.server, id));
+      throw NoAnswer(fmt::format("{}: no answer while waiting for {}", o.server, id));
     }
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.timeout_s)
       throw std::runtime_error(fmt::format("{}: not done after {} s (--timeout)", id, o.timeout_s));
@@ -121,6 +121,11 @@ int submit_main(const SubmitOptions& o_in, bool quiet) {
   std::vector<Trace> traces;
   if (result.contains("traces"))
     for (auto& t : result["traces"]) traces.push_back(trace_from_json(t));
+  if (!o.json_out.empty()) {
+    std::ofstream f(o.json_out);
+    if (!f) throw std::runtime_error("--json: cannot write " + o.json_out);
+    for (auto& t : traces) f << to_json(t).dump() << "\n";
+  }
   // The same table and summary as `d2k bench`.
   std::cout << format_table(traces, TableFormat::text);
   std::map<std::string, SuiteSummary> by_target;

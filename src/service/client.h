@@ -2,6 +2,7 @@
 /// `d2k submit`: sends a solution folder to `d2k serve`, waits with a progress line, prints the
 /// table `d2k bench` prints and returns the verdict's exit status (service/verdict.h).
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,13 @@ struct SubmitOptions {
   double timeout_s = 3600;           ///< give up waiting after this long (exit 2)
   double poll_s = 0.5;
   int connect_retries = 10;          ///< a POST that got no answer is sent again, same key
+  std::string json_out;              ///< also write the traces here, one JSON object per line (as d2k bench --json)
+};
+
+/// The service gave no answer (connection refused, or silent while waiting): `d2k submit` exits
+/// kExitNoAnswer (service/verdict.h).
+struct NoAnswer : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 /// Reads the regular files under `dir` (relative names, checked like the server checks them).

@@ -5,6 +5,11 @@
 
 namespace d2k::service {
 
+/// `d2k submit`'s exit status when the service gave no answer (unreachable, or it stopped
+/// answering while the job waited): an infrastructure failure, which callers such as the batch
+/// runner retry, unlike 2 (a refused request or an error).
+inline constexpr int kExitNoAnswer = 4;
+
 /// exit_code < 0: the evaluator died of signal -exit_code.
 inline std::string verdict_for_exit(int exit_code) {
   switch (exit_code) {

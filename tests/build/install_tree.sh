@@ -12,6 +12,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 [ -f "$prefix/include/d2k/solution.h" ] || fail "no include/d2k/solution.h"
 [ -f "$prefix/impl/fused_add_rmsnorm/reference.so" ] || fail "no impl/fused_add_rmsnorm/reference.so"
 [ -f "$prefix/impl/fused_add_rmsnorm/naive.so" ] || fail "no impl/fused_add_rmsnorm/naive.so"
+[ -f "$prefix/share/d2k/prompts/design_level.md" ] || fail "no share/d2k/prompts (d2k score's templates)"
 n=$(find "$prefix/impl" -name '*.so' | wc -l)
 echo "OK: installed bin/d2k, include/d2k/solution.h and $n implementation libraries under $prefix"
 rm -rf "$prefix"

@@ -11,7 +11,7 @@ for f in d2k include/d2k/solution.h include/dlpack/dlpack.h tests/fixtures/solut
          tests/fixtures/tasks gpu_tests/measure_gpu_tests gpu_tests/test_gpu_generators \
          gpu_tests/test_gpu_compare exec/exec_gpu_test exec/exec_gpu_worker d2k_measure_probe \
          impl/fused_add_rmsnorm/naive.so impl/fused_add_rmsnorm/expert_generic.so \
-         impl/hash_join/expert_rows8_1cta.so; do
+         impl/hash_join/expert_rows8_1cta.so cuda-tools/cuobjdump; do
   [ -e "$carry/$f" ] || fail "$f"
 done
 [ -z "$(ls "$carry/gpu_tests" | grep -v -E '^(measure_gpu_tests|test_gpu_generators|test_gpu_compare)$')" ] ||

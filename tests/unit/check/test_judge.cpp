@@ -63,6 +63,7 @@ TEST(Judge, UnwrittenOnlyWhereBothRunsKeepTheirPoison) {
   b[0].as<float>()[5] = 6;  // written in run B: not unwritten, but run A is wrong there
   v = judge_outputs(plan, want, a, b);
   EXPECT_EQ(v.status, Status::INCORRECT_NUMERICAL) << v.message;
+  EXPECT_EQ(v.message.rfind("output i:", 0), 0u) << v.message;
 }
 
 TEST(Judge, SecondRunIsJudgedToo) {
@@ -160,4 +161,30 @@ TEST(Judge, ExactWithCountComparesTheFirstRowsInOrder) {
   a = run({pa, pa, pa, pa}, 0);
   b = run({pb, pb, pb, pb}, 0);
   EXPECT_EQ(judge_outputs(plan, none, a, b).status, Status::PASSED);
+}
+
+TEST(Judge, TopkReadsTheValuesOutputOfEachSideForTies) {
+  CompareSpec idx;
+  idx.rule = "topk";
+  idx.k = 2;
+  idx.values = "v";
+  CompareSpec vals;
+  vals.rule = "allclose";
+  vals.atol = 1e-6;
+  WorkloadPlan plan;
+  plan.outputs = {output("i", DType::i32, {1, 2}, idx), output("v", DType::f32, {1, 2}, vals)};
+  using Outs = std::vector<HostTensor>;
+  auto run = [](std::vector<std::int32_t> ids, std::vector<float> v) {
+    HostTensor i("i", DType::i32, {1, 2}), w("v", DType::f32, {1, 2});
+    std::memcpy(i.bytes.data(), ids.data(), 8);
+    std::memcpy(w.bytes.data(), v.data(), 8);
+    return Outs{i, w};
+  };
+  // Scores 9, 5, 5: the reference keeps {0, 1}; {0, 2} selects the other of two equal scores.
+  const Outs want = run({0, 1}, {9, 5});
+  EXPECT_EQ(judge_single(plan, want, run({0, 2}, {9, 5})).status, Status::PASSED);
+  // An index whose value is below the k-th expected value is not a tie.
+  const OutputsVerdict v = judge_single(plan, want, run({0, 2}, {9, 4}));
+  EXPECT_EQ(v.status, Status::INCORRECT_NUMERICAL) << v.message;
+  EXPECT_EQ(v.message.rfind("output i:", 0), 0u) << v.message;
 }
