@@ -273,12 +273,15 @@ TEST_F(GroupbyRules, WrongVariantsFailWhereTheirFaultShows) {
       ++wraps;
       EXPECT_EQ(verdict(fp64_sum(in.keys, in.vals, in.n)), Status::INCORRECT_NUMERICAL) << "fp64 sum passes at " << w.uuid;
     }
-    if (has(w.uuid, "one-group"))  // the single key is -1
+    if (has(w.uuid, "one-group")) {  // the single key is -1
       EXPECT_EQ(verdict(expert_emulation(in.keys, in.vals, in.n, lose_minus_one)), Status::INCORRECT_NUMERICAL) << w.uuid;
-    if (in.n >= 1000 && !has(w.uuid, "one-group"))  // some CTA keeps groups in shared memory
+    }
+    if (in.n >= 1000 && !has(w.uuid, "one-group")) {  // some CTA keeps groups in shared memory
       EXPECT_EQ(verdict(expert_emulation(in.keys, in.vals, in.n, no_flush)), Status::INCORRECT_NUMERICAL) << "unflushed CTA tables pass at " << w.uuid;
-    if (has(w.uuid, "g1000") || has(w.uuid, "g1m") || has(w.uuid, "distinct") || has(w.uuid, "g100k"))
+    }
+    if (has(w.uuid, "g1000") || has(w.uuid, "g1m") || has(w.uuid, "distinct") || has(w.uuid, "g100k")) {
       EXPECT_EQ(verdict(expert_emulation(in.keys, in.vals, in.n, no_rerun)), Status::INCORRECT_NUMERICAL) << "abandoned table passes at " << w.uuid;
+    }
   }
   EXPECT_GE(wraps, 3);  // the workloads that exercise the wrap exist
   EXPECT_GE(mixed_signs, 4);
