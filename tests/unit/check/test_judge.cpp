@@ -63,7 +63,6 @@ TEST(Judge, UnwrittenOnlyWhereBothRunsKeepTheirPoison) {
   b[0].as<float>()[5] = 6;  // written in run B: not unwritten, but run A is wrong there
   v = judge_outputs(plan, want, a, b);
   EXPECT_EQ(v.status, Status::INCORRECT_NUMERICAL) << v.message;
-  EXPECT_EQ(v.message.rfind("output i:", 0), 0u) << v.message;
 }
 
 TEST(Judge, SecondRunIsJudgedToo) {
