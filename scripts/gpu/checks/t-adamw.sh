@@ -63,25 +63,12 @@ if [ $have_torch = 1 ]; then
   grep -E "bench" "$out/torch.log" | cut -c1-220 | tail -9
 fi
 
-step starter 10 "$d2k" bench --task $task --targets solution --solution-dir dataset/$task/starter/cuda --quiet \
-  --workloads $task-check-7x3
-grep -q "INCORRECT_" "$out/starter.log" && pass "starter fails with INCORRECT_*" || fail "starter verdict (see starter.log)"
+starter_verdict 10 --workloads $task-check-7x3
 
 # memcheck: in-process (--isolation none) so the sanitizer sees the kernels; P = 1 and 7 (tail
 # only), P odd over a million (the cooperative one-read kernel: staged vectors and the tail),
 # 5000 tiny segments (two passes).
-sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-if [ -x "$sanitizer" ]; then
-  wl=$task-check-1x1,$task-check-7x3,$task-check-1000003x291-llama3-8b,$task-check-20011x5000-qwen1.5-moe
-  step memcheck 20 "$sanitizer" --tool memcheck --error-exitcode 99 "$d2k" check --task $task --impl expert \
-    --isolation none --rounds 1 --workloads $wl --quiet
-  mrc=$?
-  tail -3 "$out/memcheck.log"
-  [ $mrc -eq 0 ] && grep -q "ERROR SUMMARY: 0 errors" "$out/memcheck.log" \
-    && pass "memcheck: expert, 0 errors on 4 check workloads" || fail "memcheck rc=$mrc (see memcheck.log)"
-else
-  echo "SKIP memcheck: no compute-sanitizer on this machine"
-fi
+sanitize memcheck 20 $task-check-1x1,$task-check-7x3,$task-check-1000003x291-llama3-8b,$task-check-20011x5000-qwen1.5-moe
 
 if [ $have_torch = 1 ]; then
   checks=$(grep -o "\"uuid\": \"$task-check-[^\"]*\"" dataset/$task/workloads.jsonl | cut -d'"' -f4 | paste -sd,)

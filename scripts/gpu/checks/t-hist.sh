@@ -55,9 +55,7 @@ else
   fail "no expert variants built under $carry/impl/$task"
 fi
 
-step starter 8 "$d2k" bench --task $task --targets solution --solution-dir dataset/$task/starter/cuda \
-  --workloads "$checks" --quiet
-grep -q "INCORRECT_" "$out/starter.log" && pass "starter fails with INCORRECT_*" || fail "starter verdict (see starter.log)"
+starter_verdict 8 --workloads "$checks"
 
 if [ -n "$torch" ]; then
   step dump 8 "$d2k" check --task $task --impl expert --workloads "$checks" --quiet --rounds 1 --dump "$out/dump"
@@ -69,16 +67,7 @@ else
   echo "SKIP golden cross-check: no torch on this machine"
 fi
 
-sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-if [ -x "$sanitizer" ]; then
-  step memcheck 20 "$sanitizer" --tool memcheck --error-exitcode 99 "$d2k" check --task $task --impl expert \
-    --isolation none --workloads "$checks" --quiet --rounds 1
-  mrc=$?
-  grep -E "ERROR SUMMARY|Invalid|PASSED|FAILED" "$out/memcheck.log" | sort | uniq -c | head -6
-  [ "$mrc" -eq 0 ] && pass "memcheck: expert clean on the check workloads" || fail "memcheck rc=$mrc (see memcheck.log)"
-else
-  echo "SKIP memcheck: no compute-sanitizer"
-fi
+sanitize memcheck 20 "$checks"
 
 objdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
 if [ -x "$objdump" ]; then

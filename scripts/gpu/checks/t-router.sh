@@ -39,31 +39,14 @@ python3 $helpers/speedup.py "$out/bench.jsonl" | tee "$out/speedup.log"
 grep -q "^FAIL" "$out/speedup.log" && fail "expert below 10x torch_eager on some bench row (speedup.log)"
 grep -q "^PASS" "$out/speedup.log" && pass "expert >= 10x torch_eager on every bench row"
 
-step starter 10 "$d2k" bench --task $task --targets solution --solution-dir dataset/$task/starter/cuda --quiet
-grep -q "INCORRECT_" "$out/starter.log" && pass "starter fails with INCORRECT_*" || fail "starter verdict (see starter.log)"
+starter_verdict 10
 
 # memcheck: fused and three-launch shapes, ties, E not a multiple of 32, the widest router;
 # racecheck (slow per shared-memory access): one fused and one three-launch shape, and the ties.
 small=moe_topk_router-check-37x64-k6-odd,moe_topk_router-check-513x60-k4-qwen1.5,moe_topk_router-check-333x512-k10-qwen3next,moe_topk_router-check-300x128-k8-ties,moe_topk_router-check-4097x256-k8
 tiny=moe_topk_router-check-37x64-k6-odd,moe_topk_router-check-513x60-k4-qwen1.5,moe_topk_router-check-300x128-k8-ties
-sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-if [ -x "$sanitizer" ]; then
-  for tool in memcheck racecheck; do
-    list=$small
-    [ $tool = racecheck ] && list=$tiny
-    step $tool 15 "$sanitizer" --tool $tool --error-exitcode 1 "$d2k" check --task $task --impl expert \
-      --isolation none --workloads $list --rounds 1 --quiet
-    rc=$?
-    if [ $rc -eq 0 ] && grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$out/$tool.log"; then
-      pass "$tool: expert clean on $(echo $list | tr ',' '\n' | wc -l) check workloads"
-    else
-      fail "$tool rc=$rc (see $tool.log)"
-    fi
-    tail -2 "$out/$tool.log"
-  done
-else
-  fail "no compute-sanitizer"
-fi
+sanitize memcheck 15 "$small"
+sanitize racecheck 15 "$tiny"
 
 if [ "$have_torch" = 1 ]; then
   step dump 10 "$d2k" check --task $task --impl expert --quiet --rounds 1 --dump "$out/dump"

@@ -15,3 +15,35 @@ step() {  # step NAME SECONDS CMD...
   echo "== $name rc=$rc wall_s=$((SECONDS - t0))"
   return $rc
 }
+
+# sanitize TOOL SECONDS WORKLOADS [ARGS...]: `d2k check` of the task's expert under
+# compute-sanitizer TOOL (memcheck, racecheck), in d2k's own process (--isolation none) so that the
+# sanitizer sees the kernels. PASS only when the tool exits 0 and its summary says 0 errors or 0
+# hazards; a machine without compute-sanitizer is a FAIL, not a skip. Needs $d2k and $task.
+sanitize() {
+  local tool=$1 secs=$2 workloads=$3
+  shift 3
+  local san
+  san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  if [ ! -x "$san" ]; then fail "$tool: no compute-sanitizer"; return 1; fi
+  step "$tool" "$secs" "$san" --tool "$tool" --error-exitcode 99 "$d2k" check --task "$task" --impl expert \
+    --isolation none --rounds 1 --workloads "$workloads" --quiet "$@"
+  local rc=$?
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/$tool.log" | tail -2
+  if [ "$rc" -eq 0 ] && grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$out/$tool.log"; then
+    pass "$tool: expert clean on $(echo "$workloads" | tr ',' '\n' | wc -l) check workload(s)"
+  else
+    fail "$tool rc=$rc (see $tool.log)"
+    return 1
+  fi
+}
+
+# starter_verdict SECONDS [ARGS...]: the task's cuda starter compiles, runs and is judged
+# INCORRECT_* (it never crashes the evaluator and never passes). Needs $d2k and $task.
+starter_verdict() {
+  local secs=$1
+  shift
+  step starter "$secs" "$d2k" bench --task "$task" --targets solution --solution-dir "dataset/$task/starter/cuda" \
+    --quiet "$@"
+  grep -q "INCORRECT_" "$out/starter.log" && pass "starter fails with INCORRECT_*" || fail "starter verdict (see starter.log)"
+}
