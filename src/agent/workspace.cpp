@@ -9,7 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "exec/sha256.h"
+#include "exec/tree_digest.h"
 #include "tracks/track.h"
 
 namespace d2k::agent {
@@ -52,13 +52,11 @@ void write_file(const fs::path& p, const std::string& text) {
   f << text;
 }
 
-// Regular files under `dir`, relative generic paths in byte order (the one order every hash and
-// listing uses, so that output does not depend on directory iteration order).
+// The files of a folder as generic relative paths, in the order every hash and listing uses
+// (tree_files: hidden files and __pycache__ are not part of a task or a starter).
 std::vector<std::string> sorted_files(const fs::path& dir) {
   std::vector<std::string> out;
-  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it)
-    if (it->is_regular_file()) out.push_back(fs::relative(it->path(), dir).generic_string());
-  std::sort(out.begin(), out.end());
+  for (const auto& rel : tree_files(dir)) out.push_back(rel.generic_string());
   return out;
 }
 
@@ -159,15 +157,11 @@ void copy_tree(const fs::path& from, const fs::path& to) {
 }
 
 std::string dataset_version(const Task& task, const fs::path& design_levels_file) {
-  // Length-prefixed fields, so that no two different trees hash the same text.
-  std::string all;
-  auto add = [&](const std::string& name, const std::string& bytes) {
-    all += fmt::format("{}:{}\n{}:", name.size(), name, bytes.size());
-    all += bytes;
-  };
-  add("design_levels.json", read_file(design_levels_file));
-  for (const auto& rel : sorted_files(task.dir)) add(task.def.name + "/" + rel, read_file(task.dir / rel));
-  return sha256_hex(all).substr(0, 16);
+  Sha256 h;
+  h.update_field("design_levels.json");
+  h.update_field(read_file(design_levels_file));
+  update_tree(h, task.dir, task.def.name + "/");
+  return h.hex_digest().substr(0, 16);
 }
 
 std::string render_instruction(const Task& task, const DesignLevels& levels, const std::string& track_name,

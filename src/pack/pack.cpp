@@ -10,7 +10,7 @@
 #include "core/diagnostics.h"
 #include "core/task.h"
 #include "core/task_loader.h"
-#include "exec/sha256.h"
+#include "exec/tree_digest.h"
 
 namespace d2k::pack {
 
@@ -25,24 +25,6 @@ std::string read_file(const fs::path& p) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-bool hidden_or_cache(const fs::path& rel) {
-  for (const auto& part : rel)
-    if (part.string().starts_with(".") || part == "__pycache__") return true;
-  return false;
-}
-
-/// Every regular file under `dir`, relative paths in sorted order.
-std::vector<fs::path> files_under(const fs::path& dir) {
-  std::vector<fs::path> out;
-  for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file()) {
-      fs::path rel = fs::relative(e.path(), dir);
-      if (!hidden_or_cache(rel)) out.push_back(rel);
-    }
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 ordered_json parse_json_file(const fs::path& p) {
@@ -82,10 +64,7 @@ std::string dump(const ordered_json& j, const std::string& what) {
 
 std::string dataset_version(const fs::path& dataset) {
   Sha256 h;
-  for (const auto& rel : files_under(dataset)) {
-    h.update_field(rel.generic_string());
-    h.update_field(read_file(dataset / rel));
-  }
+  update_tree(h, dataset);
   return h.hex_digest().substr(0, 16);
 }
 
@@ -96,7 +75,7 @@ ordered_json task_row(const fs::path& task_dir, std::string_view framework, cons
   const ordered_json def = parse_json_file(task_dir / "definition.json");
   const ordered_json design = parse_json_file(task_dir / "design.json");
   ordered_json starter = ordered_json::object();
-  for (const auto& rel : files_under(starter_dir)) starter[rel.generic_string()] = read_file(starter_dir / rel);
+  for (const auto& rel : tree_files(starter_dir)) starter[rel.generic_string()] = read_file(starter_dir / rel);
 
   ordered_json row;
   row["task_id"] = task + "__" + std::string(framework);
