@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
-cmake --preset ci ${D2K_THIRD_PARTY:+-DD2K_THIRD_PARTY="$D2K_THIRD_PARTY"}
+cmake --preset ci ${D2K_THIRD_PARTY:+-DD2K_THIRD_PARTY="$D2K_THIRD_PARTY"} \
+  ${D2K_EXPERT_VARIANTS:+-DD2K_EXPERT_VARIANTS="$D2K_EXPERT_VARIANTS"}
 cmake --build --preset ci -j "$(nproc)"
 ctest --preset ci

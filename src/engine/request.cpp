@@ -253,7 +253,8 @@ ResolvedTargets resolve_targets(const EvalRequest& r, const Task& task, const st
     ImplTarget t = is_pytorch_target(rt.name) ? pytorch_target(task, rt.name) : builtin_target(task.def.name, rt.name);
     if (!std::filesystem::exists(t.so)) {
       if (rt.name == "library") continue;  // optional per task
-      throw std::runtime_error(fmt::format("target {} of {} is not built ({})", rt.name, task.def.name, t.so.string()));
+      throw std::runtime_error(fmt::format("target {} of {} is not built ({}){}", rt.name, task.def.name, t.so.string(),
+                                           rt.name.find(':') != std::string::npos ? "; expert variants are built with -DD2K_EXPERT_VARIANTS=ON" : ""));
     }
     (runs_on_host(t) ? out.host : out.device).push_back(t);
   }
