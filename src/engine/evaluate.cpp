@@ -571,7 +571,8 @@ class CudaEvaluation {
       fail_with(tr, *pc.violation);
       return false;
     }
-    TimeVerdict v = bound_time(median_s, pc.timing);
+    const Track* track = lookup_target_track(ts.target.track);
+    TimeVerdict v = bound_time(median_s, pc.timing, track && track->host_paced());
     const std::string summary = fmt::format("parent_clock: {} calls in {} batches{} over {} input sets in {:.3f} ms "
                                           "({:.3f} ms checking after the clock): {:.2f} us per call, "
                                           "worker median {:.2f} us; time from the {}",

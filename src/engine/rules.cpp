@@ -109,7 +109,7 @@ double ParentTiming::per_call_s() const {
   return std::max(0.0, batch_s - check_s) / static_cast<double>(calls);
 }
 
-TimeVerdict bound_time(double worker_median_s, const ParentTiming& p) {
+TimeVerdict bound_time(double worker_median_s, const ParentTiming& p, bool host_paced) {
   TimeVerdict v;
   const double parent_s = p.per_call_s();
   if (parent_s <= 0) {  // no batch: the worker's median stands (and says so)
@@ -124,7 +124,7 @@ TimeVerdict bound_time(double worker_median_s, const ParentTiming& p) {
   }
   v.time_s = parent_s;
   v.source = "parent";
-  if (worker_median_s < parent_s * (1 - kCheatBand) - kBandAbs_s)
+  if (!host_paced && worker_median_s < parent_s * (1 - kCheatBand) - kBandAbs_s)
     v.violation = violation("timer_cross_check", fmt::format("median {:.2f} us, but {} back-to-back calls took {:.2f} us each on the parent's clock "
                                                              "(below by {:.0f} %, honest runs stay within {:.0f} %)",
                                                              worker_median_s * 1e6, p.calls, parent_s * 1e6,

@@ -127,8 +127,12 @@ struct TimeVerdict {
   std::optional<Violation> violation;  ///< timer_cross_check
 };
 
-/// timer_cross_check: the worker's median against the parent's per-call figure.
-TimeVerdict bound_time(double worker_median_s, const ParentTiming& p);
+/// timer_cross_check: the worker's median against the parent's per-call figure. With
+/// `host_paced` (a target whose calls run an interpreter: Track::host_paced()), a gap beyond
+/// kCheatBand reports the parent's figure instead of REWARD_HACK: back to back, such a call pays
+/// its host work, which honest programs have (fused_adamw's PyTorch program, 300 tensor views a
+/// call: 0.48 of the parent's figure on the H200, docs/isolation.md); the forgery gains nothing.
+TimeVerdict bound_time(double worker_median_s, const ParentTiming& p, bool host_paced = false);
 
 /// batch_outputs: every call of a batch must have written its own outputs (`unwritten` lists the
 /// calls whose outputs still held poison when the parent looked).

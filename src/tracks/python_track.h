@@ -17,6 +17,7 @@ class PythonTrack : public Track {
   /// Passes the machine's Python (find_python) to the worker and exposes it read-only.
   void configure_worker(SandboxOptions& so) const override;
   bool prepares() const override { return true; }
+  bool host_paced() const override { return true; }
   /// Starts the interpreter, imports the file and calls it once per shape. A failed import is
   /// kept and reported by open() (after the lockdown, as a load failure).
   void prepare(const std::filesystem::path& artifact, const std::vector<WorkloadShape>& shapes) const override;

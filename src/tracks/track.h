@@ -59,6 +59,10 @@ class Track {
   /// Builds `dir` for `task` into an artifact (sandboxed compile, then the symbol check).
   virtual BuiltSolution build(const Task& task, const std::filesystem::path& dir) const;
 
+  /// Whether a call runs host code between its launches that back-to-back calls pay for (an
+  /// interpreter): the parent's clock then reports its figure for a large gap instead of
+  /// REWARD_HACK(timer_cross_check) (engine/rules.h, bound_time).
+  virtual bool host_paced() const { return false; }
   /// Whether `prepare` does anything: the workloads' shapes are handed to the worker only then.
   virtual bool prepares() const { return false; }
   /// Worker side, before the lockdown filter: whatever the artifact needs done per shape while

@@ -174,6 +174,18 @@ TEST(Rules, BoundTimeTakesTheWorkerOnlyWithinTheBand) {
   EXPECT_EQ(forged.source, "parent");
 }
 
+// A Python target pays its interpreter between calls: honest PyTorch programs ran at 0.48 of the
+// parent's figure back to back. Its gap reports the parent's figure, never REWARD_HACK.
+TEST(Rules, BoundTimeOfAHostPacedTargetReportsTheParentFigure) {
+  ParentTiming p{0.2, 0.0, 10000};  // 20 us per call
+  TimeVerdict paced = bound_time(10.1e-6, p, true);
+  EXPECT_FALSE(paced.violation);
+  EXPECT_EQ(paced.source, "parent");
+  EXPECT_DOUBLE_EQ(paced.time_s, 20e-6);
+  EXPECT_EQ(bound_time(19e-6, p, true).source, "worker");  // within the band: unchanged
+  EXPECT_TRUE(bound_time(10.1e-6, p, false).violation);  // a compiled target: still REWARD_HACK
+}
+
 TEST(Rules, ParentCheckTimeIsTakenOffButNotBelowZero) {
   ParentTiming p{0.2, 0.05, 1000};
   EXPECT_DOUBLE_EQ(p.per_call_s(), 150e-6);
