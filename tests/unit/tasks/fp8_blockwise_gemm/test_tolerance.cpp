@@ -10,7 +10,8 @@
 //   fail: the per-K-block scaling ignored (block 0's scales used for the whole row); the fp8
 //         tensor-core accumulator kept across all of K without promotion (14-bit truncating sums
 //         of the scaled products); the B scale read per 128 columns of K only (b_scales[kb] for
-//         every row block, the transposed layout); scales applied after a bf16 accumulation.
+//         every row block, the transposed layout); a bf16 running sum (each scaled product added to
+//         a bf16 accumulator).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -43,7 +44,7 @@ enum class Variant {
   kNoBlockScales,   ///< block 0's scales for the whole row: per-K-block scaling ignored
   kNoPromotion,     ///< scaled products in one 14-bit truncating accumulator over all of K
   kTransposedSb,    ///< b_scales read as [K/128, NB] (row block and k block swapped)
-  kBf16Accum,       ///< the running sum rounded to bf16 after every block
+  kBf16Accum,       ///< scaled products added to a bf16 running sum
 };
 
 constexpr std::int64_t kBlock = 128;
@@ -72,19 +73,20 @@ std::uint16_t to_bf16_bits(float v) {
   return b;
 }
 
-/// v truncated (toward zero) to `bits` significant bits: the fp8 tensor core's accumulator.
-float truncate_bits(float v, int bits) {
-  if (v == 0.f || !std::isfinite(v)) return v;
-  int e = 0;
-  std::frexp(v, &e);  // |v| = m · 2^e, m in [0.5, 1)
-  const float ulp = std::ldexp(1.f, e - bits);
-  return std::trunc(v / ulp) * ulp;
+/// v truncated (toward zero) to 14 significant bits, the fp8 tensor core's accumulator: the low 10
+/// of fp32's 23 stored mantissa bits cleared (normal values; the sums here never reach subnormals).
+float truncate14(float v) {
+  std::uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  u &= ~0x3FFu;
+  std::memcpy(&v, &u, sizeof v);
+  return v;
 }
 
 /// The sum of 128 (or `count`) products of one k-block, 14-bit truncating after every addition.
 float tensor_core_block(const float* a, const float* b, std::int64_t count) {
   float p = 0.f;
-  for (std::int64_t k = 0; k < count; ++k) p = truncate_bits(p + a[k] * b[k], 14);
+  for (std::int64_t k = 0; k < count; ++k) p = truncate14(p + a[k] * b[k]);
   return p;
 }
 /// The exact-in-fp32 form: four k32 steps (each a plain fp32 sum), added in fp32.
@@ -109,9 +111,12 @@ float dot(Variant v, const float* ar, const float* br, const float* sa_row, cons
       for (std::int64_t k = 0; k < K; ++k)
         acc += bf16_round(ar[k] * sa_row[k / kBlock]) * bf16_round(br[k] * sb_row[k / kBlock]);
       return acc;
+    case Variant::kBf16Accum:
+      for (std::int64_t k = 0; k < K; ++k) acc = bf16_round(acc + ar[k] * br[k] * (sa_row[k / kBlock] * sb_row[k / kBlock]));
+      return acc;
     case Variant::kNoPromotion:
       for (std::int64_t k = 0; k < K; ++k)
-        acc = truncate_bits(acc + ar[k] * br[k] * (sa_row[k / kBlock] * sb_row[k / kBlock]), 14);
+        acc = truncate14(acc + ar[k] * br[k] * (sa_row[k / kBlock] * sb_row[k / kBlock]));
       return acc;
     default:
       break;
@@ -124,7 +129,6 @@ float dot(Variant v, const float* ar, const float* br, const float* sa_row, cons
     if (v == Variant::kTransposedSb) sbv = sb[(kb * NB + n / kBlock) % (NB * KB)];
     const float p = v == Variant::kExpert ? tensor_core_block(a, b, kBlock) : fp32_block(a, b);
     acc = std::fmaf(p, sa * sbv, acc);
-    if (v == Variant::kBf16Accum) acc = bf16_round(acc);
   }
   return acc;
 }
@@ -233,21 +237,22 @@ TEST_F(Fp8GemmTolerance, IgnoringPerBlockScalesFails) {
   }
 }
 
+// Over one or two blocks of K promotion changes little; from eight blocks on, a 14-bit accumulator
+// kept across all of K must fail (one-sign sums drift, random sums lose their small terms).
 TEST_F(Fp8GemmTolerance, AccumulatingWithoutPromotionFails) {
-  int failed = 0;
   for (const Case& c : *cases_) {
     const CompareResult r = judge(Variant::kNoPromotion, c);
     report("no promotion", c, r);
-    failed += !r.passed;
-    if (c.plan.workload.uuid.find("onesign") != std::string::npos)
-      EXPECT_FALSE(r.passed) << "one-sign sums over K = 4096 accepted a 14-bit accumulator";
+    if (axis(c.plan, "K") >= 1024) {
+      EXPECT_FALSE(r.passed) << c.plan.workload.uuid << " accepted a 14-bit accumulator without promotion";
+    }
   }
-  EXPECT_GE(failed, 1);
 }
 
 TEST_F(Fp8GemmTolerance, TransposedBScalesFail) {
   for (const Case& c : *cases_) {
-    if (axis(c.plan, "K") == kBlock && axis(c.plan, "N") <= kBlock) continue;  // one scale: no layout
+    // with one block row or one k block the transposed index is the same scale
+    if (axis(c.plan, "K") == kBlock || axis(c.plan, "N") <= kBlock) continue;
     const CompareResult r = judge(Variant::kTransposedSb, c);
     report("sb transposed", c, r);
     EXPECT_FALSE(r.passed) << c.plan.workload.uuid << " accepted b_scales read transposed";
@@ -260,7 +265,9 @@ TEST_F(Fp8GemmTolerance, Bf16AccumulationFails) {
     const CompareResult r = judge(Variant::kBf16Accum, c);
     report("bf16 accum", c, r);
     failed += !r.passed;
-    if (axis(c.plan, "K") >= 4096) EXPECT_FALSE(r.passed) << c.plan.workload.uuid << " accepted a bf16 running sum";
+    if (axis(c.plan, "K") >= 1024) {
+      EXPECT_FALSE(r.passed) << c.plan.workload.uuid << " accepted a bf16 running sum";
+    }
   }
   EXPECT_GE(failed, 1);
 }
