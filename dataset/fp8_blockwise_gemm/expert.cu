@@ -39,6 +39,10 @@
 //                                                  | the next k-tile's wgmmas in the cooperative form
 //   hand-written wgmma/TMA kernel (no CUTLASS)     | not built in this round (no H200 time to debug)
 //
+// SASS of this build (sm_90a, cuobjdump): the GEMM kernel has QGMMA.64x128x32.F32.E4M3.E4M3 x12,
+// UTMALDG.3D x3 (A, B, A scales), LDGSTS x1 (the B scale), UTMASTG.3D x4, no local memory, no
+// call; CUTLASS picks 6 pipeline stages of 32 KB.
+//
 // %VARIANT% streamk -DFP8_STREAMK=1
 //
 // CuTe/CUTLASS device code carries assert()s; each is a call, and ptxas serialises the wgmma
