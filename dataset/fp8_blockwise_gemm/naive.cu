@@ -32,13 +32,16 @@ __global__ void upcast_e4m3(const __nv_fp8_e4m3* __restrict__ x, float* __restri
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) y[i] = static_cast<float>(x[i]);
 }
-/// y[r, k] = x[r, k] · s[r, k / 128] (the scale broadcast over its block of K), fp32.
+/// y[r, k] = x[r, k] · s[r, k / 128] (the scale broadcast over its block of K), fp32. The row and
+/// column come from 32-bit division when the tensor allows it, as aten's broadcast offset
+/// calculator does (a 64-bit division per element would make this pass instruction-bound).
+template <class Index>
 __global__ void scale_rows(const float* __restrict__ x, const float* __restrict__ s, float* __restrict__ y,
-                           int64_t n, int64_t K) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+                           Index n, Index K) {
+  const Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) {
-    const int64_t r = i / K, k = i % K;
-    y[i] = x[i] * s[r * (K / fp8gemm::kBlock) + k / fp8gemm::kBlock];
+    const Index r = i / K, k = i % K;
+    y[i] = x[i] * s[static_cast<int64_t>(r) * (K / fp8gemm::kBlock) + k / fp8gemm::kBlock];
   }
 }
 __global__ void to_bf16(const float* __restrict__ x, __nv_bfloat16* __restrict__ y, int64_t n) {
@@ -83,7 +86,11 @@ void dequantise(cudaStream_t st, const __nv_fp8_e4m3* x, const float* row_scales
   const int64_t n = rows * K;
   upcast_e4m3<<<blocks_for(n), kThreads, 0, st>>>(x, x32, n);
   launched("upcast_e4m3");
-  scale_rows<<<blocks_for(n), kThreads, 0, st>>>(x32, row_scales, xs, n, K);
+  if (n <= static_cast<int64_t>(UINT32_MAX - kThreads))
+    scale_rows<uint32_t><<<blocks_for(n), kThreads, 0, st>>>(x32, row_scales, xs, static_cast<uint32_t>(n),
+                                                             static_cast<uint32_t>(K));
+  else
+    scale_rows<int64_t><<<blocks_for(n), kThreads, 0, st>>>(x32, row_scales, xs, n, K);
   launched("scale_rows");
   to_bf16<<<blocks_for(n), kThreads, 0, st>>>(xs, y, n);
   launched("to_bf16");
