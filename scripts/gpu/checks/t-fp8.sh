@@ -41,7 +41,7 @@ torch=""
 step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
 
 # Bench: one round of the check workloads (golden) and half a second of timing per bench workload.
-if step bench 40 "$d2k" bench --task $task --targets naive,expert,library --max-time 0.5 --rounds 1 --quiet \
+if step bench 40 "$d2k" bench --task $task --targets naive,expert,library --max-time 0.5 --rounds 1 \
     --json "$out/bench_$task.jsonl" --markdown "$out/bench_$task.md"; then
   pass "bench: every target PASSED (naive,expert,library)"
 else
@@ -51,7 +51,7 @@ grep -v " check \|hidden:" "$out/bench.log" | cut -c1-220 | tail -12
 # torch_eager on its own: the operands reach pytorch.py through DLPack as float8_e4m3fn (DLPack
 # code 10), which needs a torch whose from_dlpack knows float8; a failure here says so in torch.log.
 if [ -n "$torch" ]; then
-  step torch 15 "$d2k" bench --task $task --targets torch_eager --workloads "$benches" --max-time 0.5 --quiet \
+  step torch 15 "$d2k" bench --task $task --targets torch_eager --workloads "$benches" --max-time 0.5 \
     --json "$out/torch_$task.jsonl" --markdown "$out/torch_$task.md" \
     && pass "torch_eager PASSED" || fail "torch_eager (see torch.log)"
   grep -E "bench" "$out/torch.log" | cut -c1-220 | tail -4
@@ -61,7 +61,7 @@ fi
 
 if [ -f "$carry/impl/$task/expert_streamk.so" ]; then
   step variants 15 "$d2k" bench --task $task --targets expert,expert:streamk --workloads "$benches" --max-time 0.5 \
-    --quiet --json "$out/variants_$task.jsonl" --markdown "$out/variants_$task.md" \
+    --json "$out/variants_$task.jsonl" --markdown "$out/variants_$task.md" \
     && pass "variants: expert:streamk PASSED" || fail "variants (see variants.log)"
   grep -E "bench" "$out/variants.log" | cut -c1-200 | tail -6
 else
