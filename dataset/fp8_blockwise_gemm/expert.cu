@@ -1,0 +1,218 @@
+// fp8_blockwise_gemm — expert: fp8 wgmma (e4m3 x e4m3 -> fp32) with DeepSeek-V3's fine-grained
+// scaling promoted per 128 of K, on CUTLASS 3's sm90 blockwise-scaled warp-specialised mainloop.
+//
+// Design (design.json has the levels):
+//   - Operands stay in fp8 from DRAM to the tensor cores: wgmma.m64n128k32 e4m3 (SASS QGMMA) runs
+//     at twice the bf16 rate and reads half the bytes; nothing is dequantised in memory.
+//   - Promotion: each 128-deep k-tile is accumulated by four k32 wgmmas into a fresh fp32
+//     register tile, which is then multiplied by a_scales[m, kb] · b_scales[n/128, kb] and added to
+//     the running fp32 accumulator (FFMA per element). The tensor core's own accumulation, which
+//     keeps about 14 bits when it adds fp8 products (DeepSeek-V3 report, section 3.3.2), is thus
+//     never longer than 128 products, and every scale is applied to the block it belongs to.
+//   - Dataflow: a producer warp issues TMA loads of 128 x 128 tiles of A and B (UTMALDG) into a
+//     multi-stage shared-memory ring guarded by mbarriers; the k-tile's 128 A scales (one per row
+//     of the tile) ride the same stage by TMA from a transposed, M-major copy, and the one B scale
+//     of the tile by cp.async straight from b_scales. Two consumer warpgroups (cooperative schedule, 64 rows each) run
+//     the wgmmas and the promotion; the epilogue converts to bf16 and stores through shared memory
+//     with TMA (UTMASTG). Persistent CTAs walk the output tiles (one per SM).
+//   - Partial tiles (M, N not multiples of 128) come from TMA's out-of-bounds zero fill on loads
+//     and clipped stores; the scale of a partial N block is read once per tile like any other.
+//
+// The task's a_scales are row-major [M, K/128] (what a per-token quantiser writes); TMA wants
+// them M-major with 16-byte rows, so a first small kernel writes them transposed into
+// [K/128][round_up(M, 4)], zero padded (M·K/128 floats: under 0.4% of the operand bytes on every
+// bench shape) — what DeepGEMM also asks of its callers ("TMA-aligned, column-major" scales).
+// b_scales [NB, K/128] are read as they are (K-major; one scale per tile and k-tile).
+//
+// Variants considered (H200 times: not yet measured; scripts/gpu/checks/t-fp8.sh measures them):
+//   variant                                        | status
+//   -----------------------------------------------+-------------------------------------------
+//   dequantise to bf16 + cuBLAS (naive.cu)         | baseline
+//   cuBLASLt fp8 BLK128x128 / VEC128 (library.cu)  | vendor reference
+//   128x128x128 tile, cooperative, persistent      | this file (default build)
+//   same, stream-K scheduler (`streamk` variant)   | for M = 128: 56 output tiles fill 56 of 132
+//                                                  | SMs; stream-K splits K over idle SMs
+//   128x256 tile                                   | rejected: 64x256 fp32 per warpgroup twice
+//                                                  | (accumulator + promotion tile) = 256 registers
+//                                                  | per thread, the budget of the whole thread
+//   64x128 pingpong (two tiles per SM in flight)   | not built: the promotion's FFMAs already overlap
+//                                                  | the next k-tile's wgmmas in the cooperative form
+//   hand-written wgmma/TMA kernel (no CUTLASS)     | not built in this round (no H200 time to debug)
+//
+// SASS of this build (sm_90a, cuobjdump): the GEMM kernel has QGMMA.64x128x32.F32.E4M3.E4M3 x12,
+// UTMALDG.3D x3 (A, B, A scales), LDGSTS x1 (the B scale), UTMASTG.3D x4, no local memory, no
+// call; CUTLASS picks 6 pipeline stages of 32 KB.
+//
+// %VARIANT% streamk -DFP8_STREAMK=1
+//
+// CuTe/CUTLASS device code carries assert()s; each is a call, and ptxas serialises the wgmma
+// pipeline across calls (warning C7510). Whatever the build type, the expert is compiled without.
+#ifndef NDEBUG
+#define NDEBUG 1
+#endif
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/detail/blockwise_scale_layout.hpp"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/fusion/operations.hpp"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/gemm/device/gemm_universal_adapter.h"
+#include "cutlass/gemm/dispatch_policy.hpp"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+#include "cutlass/gemm/kernel/tile_scheduler.hpp"
+#include "d2k/solution.h"
+#include "fp8_args.h"
+
+#ifndef FP8_STREAMK
+#define FP8_STREAMK 0
+#endif
+
+#define FP8_CUTLASS_CHECK(call)                                                                  \
+  do {                                                                                           \
+    cutlass::Status s_ = (call);                                                                 \
+    if (s_ != cutlass::Status::kSuccess)                                                         \
+      throw std::runtime_error(std::string("expert: ") + #call + ": " + cutlassGetStatusString(s_)); \
+  } while (0)
+
+namespace fp8_expert {
+using namespace cute;
+
+using E4M3 = cutlass::float_e4m3_t;
+using BF16 = cutlass::bfloat16_t;
+using TileShape = Shape<_128, _128, _128>;  // K tile = the scale block: one promotion per k-tile
+using ClusterShape = Shape<_1, _1, _1>;
+// Scale granularity (M, N, K) = (1, 128, 128); A's scales M-major (so TMA loads a tile's 128 in one
+// box), B's K-major (the task's layout; one scale per tile, loaded by cp.async either way).
+using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, 128, 128, cute::GMMA::Major::MN,
+                                                              cute::GMMA::Major::K>;
+using LayoutSFA = decltype(ScaleConfig::deduce_layoutSFA());
+using LayoutSFB = decltype(ScaleConfig::deduce_layoutSFB());
+using LayoutA = cutlass::layout::RowMajor;     // A [M, K], K contiguous
+using LayoutB = cutlass::layout::ColumnMajor;  // B [N, K], K contiguous (CUTLASS's K x N column-major)
+using LayoutD = cutlass::layout::RowMajor;
+constexpr int kAlignAB = 16;  // 16 bytes of e4m3: TMA's minimum
+constexpr int kAlignD = 8;    // 16 bytes of bf16
+
+using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+    cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, LayoutD, kAlignD, BF16, LayoutD, kAlignD,
+    cutlass::epilogue::TmaWarpSpecializedCooperative,
+    cutlass::epilogue::fusion::LinearCombination<BF16, float, void, float>>::CollectiveOp;
+using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+    cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, E4M3, cute::tuple<LayoutA, LayoutSFA>, kAlignAB, E4M3,
+    cute::tuple<LayoutB, LayoutSFB>, kAlignAB, float, TileShape, ClusterShape,
+    cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
+    cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8BlockScaledAccum>::CollectiveOp;
+#if FP8_STREAMK
+using Scheduler = cutlass::gemm::StreamKScheduler;
+#else
+using Scheduler = cutlass::gemm::PersistentScheduler;
+#endif
+using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, Mainloop, Epilogue, Scheduler>;
+using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+
+constexpr int kThreads = 256;
+constexpr size_t kCutlassWorkspace = size_t(16) << 20;  // stream-K partials; persistent needs ~0
+
+int64_t round4(int64_t v) { return (v + 3) / 4 * 4; }
+
+/// sfa[kb, m] = a_scales[m, kb] (0 for M <= m < M4).
+__global__ void transpose_a_scales(const float* __restrict__ sa, float* __restrict__ sfa, int64_t M, int64_t M4,
+                                   int64_t KB) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < KB * M4) {
+    const int64_t kb = i / M4, m = i % M4;
+    sfa[i] = m < M ? sa[m * KB + kb] : 0.f;
+  }
+}
+
+struct Buffers {
+  float* sfa;
+  void* cutlass;
+};
+Buffers carve(d2k::Workspace& ws, int64_t M, int64_t K) {
+  Buffers b;
+  b.sfa = ws.take<float>(static_cast<uint64_t>(K / fp8gemm::kBlock * round4(M)));
+  b.cutlass = ws.take_bytes(kCutlassWorkspace);
+  return b;
+}
+
+/// Device id and SM count, read once per process (the persistent grid is one CTA per SM).
+cutlass::KernelHardwareInfo hardware() {
+  static const cutlass::KernelHardwareInfo hw = [] {
+    cutlass::KernelHardwareInfo h;
+    cudaGetDevice(&h.device_id);
+    h.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(h.device_id);
+    return h;
+  }();
+  return hw;
+}
+
+void run_gemm(const fp8gemm::Operands& o, const Buffers& b, cudaStream_t st) {
+  const int M = static_cast<int>(o.M), N = static_cast<int>(o.N), K = static_cast<int>(o.K);
+  typename Gemm::Arguments args{};
+  args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
+  args.problem_shape = {M, N, K, 1};
+  args.mainloop.ptr_A = d2k::data<const E4M3>(*o.a);
+  args.mainloop.dA = {int64_t{K}, _1{}, int64_t{M} * K};  // (M, K, L) strides of row-major A
+  args.mainloop.ptr_B = d2k::data<const E4M3>(*o.b);
+  args.mainloop.dB = {int64_t{K}, _1{}, int64_t{N} * K};  // (N, K, L) strides of B [N, K]
+  args.mainloop.ptr_SFA = b.sfa;
+  // M padded to a multiple of 4: the transposed scale rows are 16-byte multiples, as TMA needs.
+  args.mainloop.layout_SFA =
+      ScaleConfig::tile_atom_to_shape_SFA(cute::make_shape(static_cast<int>(round4(o.M)), N, K, 1));
+  args.mainloop.ptr_SFB = d2k::data<const float>(*o.b_scales);
+  args.mainloop.layout_SFB = ScaleConfig::tile_atom_to_shape_SFB(cute::make_shape(M, N, K, 1));
+  args.epilogue.thread.alpha = 1.f;
+  args.epilogue.thread.beta = 0.f;
+  args.epilogue.ptr_C = nullptr;
+  args.epilogue.ptr_D = d2k::data<BF16>(*o.c);
+  args.epilogue.dD = {int64_t{N}, _1{}, int64_t{M} * N};  // (M, N, L) strides of row-major C
+  args.hw_info = hardware();
+
+  Gemm gemm;
+  if (Gemm::get_workspace_size(args) > kCutlassWorkspace)
+    throw std::runtime_error("expert: CUTLASS workspace larger than the bound of " +
+                             std::to_string(kCutlassWorkspace) + " bytes");
+  FP8_CUTLASS_CHECK(gemm.can_implement(args));
+  FP8_CUTLASS_CHECK(gemm.initialize(args, b.cutlass, st));
+  FP8_CUTLASS_CHECK(gemm.run(st));
+}
+
+}  // namespace fp8_expert
+
+extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
+
+extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
+  D2K_ENTRY(args, {
+    const int64_t M = d2k::scalar_i(args, "M"), N = d2k::scalar_i(args, "N"), K = d2k::scalar_i(args, "K");
+    fp8gemm::check_shape("expert", M, N, K);
+    d2k::Workspace ws;
+    fp8_expert::carve(ws, M, K);
+    *bytes = ws.bytes();
+    return D2K_OK;
+  });
+}
+
+extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
+  D2K_ENTRY(args, {
+    const fp8gemm::Operands o = fp8gemm::operands(args, kDLCUDA, "expert");
+    d2k::Workspace ws(args);
+    const fp8_expert::Buffers b = fp8_expert::carve(ws, o.M, o.K);
+    auto st = static_cast<cudaStream_t>(args->stream);
+    const int64_t M4 = fp8_expert::round4(o.M), n = o.KB * M4;
+    fp8_expert::transpose_a_scales<<<static_cast<unsigned>((n + fp8_expert::kThreads - 1) / fp8_expert::kThreads),
+                                     fp8_expert::kThreads, 0, st>>>(d2k::data<const float>(*o.a_scales), b.sfa, o.M,
+                                                                    M4, o.KB);
+    D2K_CUDA_TRY(args, cudaGetLastError());
+    fp8_expert::run_gemm(o, b, st);
+    return D2K_OK;
+  });
+}
