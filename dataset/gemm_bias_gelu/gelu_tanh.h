@@ -17,8 +17,16 @@ namespace gbg {
 inline constexpr double kGeluK0 = 0.7978845608028654;  // sqrt(2/pi)
 inline constexpr double kGeluK1 = 0.044715;
 
-/// The golden form, in double: 0.5 x (1 + tanh(u)).
+/// The golden, in double: 0.5 x (1 + tanh(u)) evaluated as x / (1 + exp(-2u)), the same
+/// function (0.5 (1 + tanh(u)) == 1 / (1 + exp(-2u))) without the cancellation of 1 + tanh(u),
+/// which in double already rounds to exactly 0 below x = -8.5 (see gelu_tanh_f32).
 inline double gelu_tanh_f64(double x) {
+  const double u = kGeluK0 * (x + kGeluK1 * x * x * x);
+  return x / (1.0 + std::exp(-2.0 * u));
+}
+
+/// The formula as written, in double (the tests compare the two forms where it does not cancel).
+inline double gelu_tanh_formula_f64(double x) {
   const double u = kGeluK0 * (x + kGeluK1 * x * x * x);
   return 0.5 * x * (1.0 + std::tanh(u));
 }

@@ -2,6 +2,7 @@
 //
 //   out[m,n] = bf16( gelu_tanh( sum_k A[m,k] B[k,n] + bias[n] ) )
 //   gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))      (gelu_tanh.h)
+//                = x / (1 + exp(-2 sqrt(2/pi) (x + 0.044715 x^3)))   (evaluated so: no cancellation)
 //
 // Everything in double (every product of two bf16 values is exact in double, and the sums of
 // the check shapes lose nothing that a bf16 output can see), the output rounded once to bf16,
