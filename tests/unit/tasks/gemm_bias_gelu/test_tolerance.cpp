@@ -267,6 +267,26 @@ TEST(GemmBiasGeluForm, SigmoidFormMatchesTheTanhFormInFp32) {
   for (float x : {-30.f, -100.f, -1e4f, -3e38f}) EXPECT_EQ(gbg::gelu_tanh_f32(x), 0.f);
 }
 
+// The device path of gelu_tanh_f32 (__expf: ex2.approx of t * log2(e) rounded to fp32, then
+// __fdividef: x times an approximate reciprocal), emulated: the fp32 product t * log2(e) is the
+// one extra rounding that matters (ex2.approx and rcp.approx add about 2 ulps each, within the
+// bound's slack); it stays inside the same 2^-16 relative bound.
+static float gelu_device_emulated(float x) {
+  constexpr float k2 = float(-2.0 * gbg::kGeluK0);
+  constexpr float k2k1 = float(-2.0 * gbg::kGeluK0 * gbg::kGeluK1);
+  const float t = x * std::fma(k2k1, x * x, k2);
+  const float e = static_cast<float>(std::exp2(static_cast<double>(t * 1.44269504f)));
+  return x * static_cast<float>(1.0 / static_cast<double>(1.0f + e));
+}
+
+TEST(GemmBiasGeluForm, DevicePathStaysWithinTheBound) {
+  for (int i = -12 * 256; i <= 12 * 256; ++i) {
+    const float x = static_cast<float>(i) / 256.f;
+    const double want = gbg::gelu_tanh_f64(x);
+    EXPECT_LE(std::fabs(gelu_device_emulated(x) - want), std::ldexp(1.0, -16) * std::fabs(want) + 1e-37) << x;
+  }
+}
+
 // Why the expert does not use 0.5 x (1 + tanh(u)) in fp32: at x = -5 even a correctly rounded
 // tanhf leaves 1 + tanh(u) one or two fp32 ulps above 0, so the result is off by over 10%.
 TEST(GemmBiasGeluForm, TanhFormCancelsInTheNegativeTail) {
