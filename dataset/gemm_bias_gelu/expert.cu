@@ -27,9 +27,10 @@
 //
 // Variants considered (H200 times: not yet measured; `scripts/gpu/checks/t-gemm.sh` times the
 // ones below beside the default, docs/results/gemm_bias_gelu.md has the table):
-//   default           tiled for M > 128, stream-K (CUTLASS's heuristic decomposition) for M <= 128
+//   default           tiled for M > 128, stream-K (decomposition forced to StreamK) for M <= 128
 //   skinny_dp         M <= 128 on the same stream-K kernel forced data-parallel (112 CTAs, no
-//                     partial-tile reduction): whether stream-K's fix-up traffic pays at M = 128
+//                     partial-tile reduction; what CUTLASS's own heuristic would pick here):
+//                     whether stream-K's fix-up traffic pays at M = 128
 //   streamk_all       every shape on the stream-K kernel (no cluster): what the 2x1 multicast
 //                     cluster is worth on the large shapes
 //   noswizzle         tiled kernel without raster swizzle (L2 reuse of A and B tiles)
@@ -188,8 +189,11 @@ typename G::Gemm::Arguments make_arguments(const gbg::Args& g, int sms) {
   args.hw_info.sm_count = sms;
   if constexpr (std::is_same_v<G, StreamKGemm>) {
     using Decomposition = cutlass::gemm::kernel::detail::DecompositionMode;
+    // Stream-K explicitly: CUTLASS's heuristic picks data-parallel whenever the last wave is at
+    // least half full, i.e. for 112 tiles on 132 SMs, the very case stream-K is here for. Problems
+    // with at most 8 k-blocks per tile stay data-parallel (nothing worth splitting).
     args.scheduler.decomposition_mode =
-        GBG_SKINNY_DATA_PARALLEL ? Decomposition::DataParallel : Decomposition::Heuristic;
+        GBG_SKINNY_DATA_PARALLEL ? Decomposition::DataParallel : Decomposition::StreamK;
   } else {
     args.scheduler.max_swizzle_size = GBG_SWIZZLE;
   }
