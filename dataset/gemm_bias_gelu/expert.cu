@@ -1,0 +1,274 @@
+// gemm_bias_gelu — expert: one CUTLASS 3 sm90 kernel, the bias and the GELU fused into its
+// epilogue: out = gelu_tanh(A·B + bias) leaves the accumulators once, as bf16, and C = A·B never
+// reaches memory (no second pass over M x N).
+//
+// Kernel: CUTLASS's warp-specialised cooperative persistent GEMM (CollectiveBuilder,
+// KernelTmaWarpSpecializedCooperative): a producer warp streams A (128 x 64, K-major) and B
+// (64 x 256, N-major: torch.addmm's [K,N] mat2 as stored, wgmma reads it transposed from shared
+// memory) tiles with TMA into a multi-stage shared-memory ring; two consumer warpgroups issue
+// wgmma (m64n256k16, fp32 accumulators) on their halves of the 128 x 256 tile. The epilogue
+// (LinCombPerColBiasEltAct) loads the tile's 256 bias values once, computes
+// gelu(acc + bias) in fp32 in registers, converts to bf16 and stores through shared memory with
+// TMA. GELU is evaluated as x * sigmoid(2u) (gelu_tanh.h): the same function as
+// 0.5 x (1 + tanh(u)), one ex2.approx and one fast division, accurate to a few fp32 ulps for
+// every x (0.5 (1 + tanh(u)) with tanh.approx loses all relative accuracy below x = -3).
+//
+// Two instantiations (each is minutes of nvcc), picked per shape by choose_kernel():
+//   tiled    128x256x64 tile, 2x1x1 cluster (the two CTAs of a cluster share each B tile by TMA
+//            multicast), persistent data-parallel scheduler with a swizzled raster: M > 128.
+//            At (8192,8192,8192) 2048 tiles = 15.5 waves of 132 SMs; at (16384,14336,4096)
+//            7168 tiles = 54.3 waves.
+//   streamk  128x256x64 tile, no cluster, stream-K scheduler: the skinny M <= 128 (decode, small
+//            prefill). At (128,28672,4096) there are only 112 output tiles for 132 SMs and the
+//            call is bound by reading B once (235 MB); stream-K hands each SM an equal share of
+//            the 112 x 64 k-blocks so that every SM streams B, at the price of fp32 partial
+//            tiles reduced through the workspace. A 2x1 cluster would waste half the CTAs here
+//            (only one M tile).
+//
+// Variants considered (H200 times: not yet measured; `scripts/gpu/checks/t-gemm.sh` times the
+// ones below beside the default, docs/results/gemm_bias_gelu.md has the table):
+//   default           tiled for M > 128, stream-K (decomposition forced to StreamK) for M <= 128
+//   skinny_dp         M <= 128 on the same stream-K kernel forced data-parallel (112 CTAs, no
+//                     partial-tile reduction; what CUTLASS's own heuristic would pick here):
+//                     whether stream-K's fix-up traffic pays at M = 128
+//   streamk_all       every shape on the stream-K kernel (no cluster): what the 2x1 multicast
+//                     cluster is worth on the large shapes
+//   noswizzle         tiled kernel without raster swizzle (L2 reuse of A and B tiles)
+// Not built (each is another full CUTLASS instantiation): 128x128 tiles (224 tiles at M = 128,
+// 1.7 waves), the ping-pong kernel with 64-row tiles (doubles B traffic through L2 at M = 128),
+// split-K with a separate reduction (a second pass over an fp32 M x N).
+//
+// %VARIANT% skinny_dp -DGBG_SKINNY_DATA_PARALLEL=1
+// %VARIANT% streamk_all -DGBG_FORCE_STREAMK=1
+// %VARIANT% noswizzle -DGBG_SWIZZLE=1
+//
+// CuTe/CUTLASS device code carries assert()s; each is a call, and ptxas serialises the wgmma
+// pipeline across calls (warning C7510, about half the GEMM rate). Whatever the build type, the
+// expert is compiled without them.
+#ifndef NDEBUG
+#define NDEBUG 1
+#endif
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/fusion/operations.hpp"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/gemm/device/gemm_universal_adapter.h"
+#include "cutlass/gemm/dispatch_policy.hpp"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+#include "cutlass/gemm/kernel/tile_scheduler.hpp"
+#include "d2k/solution.h"
+#include "gelu_tanh.h"
+#include "gemm_args.h"
+
+#ifndef GBG_SKINNY_DATA_PARALLEL
+#define GBG_SKINNY_DATA_PARALLEL 0
+#endif
+#ifndef GBG_FORCE_STREAMK
+#define GBG_FORCE_STREAMK 0
+#endif
+#ifndef GBG_SWIZZLE
+#define GBG_SWIZZLE 8  // largest raster swizzle the tiled kernel may use (CUTLASS picks 1/2/4/8)
+#endif
+
+#define GBG_CUDA_CHECK(call)                                                                \
+  do {                                                                                      \
+    cudaError_t e_ = (call);                                                                \
+    if (e_ != cudaSuccess)                                                                  \
+      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +     \
+                               " " #call ": " + cudaGetErrorString(e_));                    \
+  } while (0)
+
+#define GBG_CUTLASS_CHECK(call)                                                             \
+  do {                                                                                      \
+    cutlass::Status s_ = (call);                                                            \
+    if (s_ != cutlass::Status::kSuccess)                                                    \
+      throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) +     \
+                               " " #call ": " + cutlassGetStatusString(s_));                \
+  } while (0)
+
+namespace gbg_expert {
+using namespace cute;
+using bf16 = cutlass::bfloat16_t;
+
+/// The task's GELU as a CUTLASS epilogue activation: the visitor calls it on fp32 fragments
+/// (Array<float, N>); the scalar form is what operations.hpp names.
+template <class T>
+struct GeluTanh;
+
+template <>
+struct GeluTanh<float> {
+  static constexpr bool kIsHeavy = true;
+  CUTLASS_HOST_DEVICE float operator()(float x) const { return gbg::gelu_tanh_f32(x); }
+};
+
+template <int N>
+struct GeluTanh<cutlass::Array<float, N>> {
+  static constexpr bool kIsHeavy = true;
+  CUTLASS_HOST_DEVICE cutlass::Array<float, N> operator()(cutlass::Array<float, N> const& v) const {
+    cutlass::Array<float, N> y;
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < N; ++i) y[i] = gbg::gelu_tanh_f32(v[i]);
+    return y;
+  }
+};
+
+/// bf16 A (M x K, row-major) x bf16 B (K x N, row-major) -> fp32 accumulators ->
+/// bf16 gelu(acc + bias[n]) (M x N, row-major). No C operand (ElementC = void): nothing but the
+/// bias is read by the epilogue.
+template <class TileShape, class ClusterShape, class SchedulerTag>
+struct FusedGemm {
+  using LayoutA = cutlass::layout::RowMajor;
+  using LayoutB = cutlass::layout::RowMajor;
+  using LayoutD = cutlass::layout::RowMajor;
+  static constexpr int kAlign = 8;  // 16 bytes of bf16: what TMA needs (N % 8 == 0, K % 8 == 0)
+  using Fusion = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<GeluTanh, bf16, float, bf16, bf16, float>;
+  using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, LayoutD, kAlign, bf16, LayoutD,
+      kAlign, cutlass::epilogue::TmaWarpSpecializedCooperative, Fusion>::CollectiveOp;
+  using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, bf16, LayoutA, kAlign, bf16, LayoutB, kAlign, float,
+      TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+          sizeof(typename Epilogue::SharedStorage))>,
+      cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, Mainloop, Epilogue, SchedulerTag>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+};
+
+using TiledGemm = FusedGemm<Shape<_128, _256, _64>, Shape<_2, _1, _1>, cutlass::gemm::PersistentScheduler>;
+using StreamKGemm = FusedGemm<Shape<_128, _256, _64>, Shape<_1, _1, _1>, cutlass::gemm::StreamKScheduler>;
+
+enum class Choice { Tiled, StreamK };
+
+/// Tiled (2x1 clusters) needs two M tiles to fill a cluster; one M tile (M <= 128) is the
+/// skinny case, where the output tiles do not fill the SMs and stream-K spreads the K loop.
+Choice choose_kernel(int64_t M) {
+  if (GBG_FORCE_STREAMK) return Choice::StreamK;
+  return M > 128 ? Choice::Tiled : Choice::StreamK;
+}
+
+int sm_count() {
+  int dev = 0, sms = 0;
+  GBG_CUDA_CHECK(cudaGetDevice(&dev));
+  GBG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return sms;
+}
+
+/// The kernel's arguments for one call (pointers may be null when only sizing the workspace).
+template <class G>
+typename G::Gemm::Arguments make_arguments(const gbg::Args& g, int sms) {
+  using Kernel = typename G::Kernel;
+  const int M = int(g.M), N = int(g.N), K = int(g.K);
+  typename G::Gemm::Arguments args{};
+  args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
+  args.problem_shape = {M, N, K, 1};
+  args.mainloop.ptr_A = reinterpret_cast<const bf16*>(g.A);
+  // CUTLASS strides are (M|N, K, L): A row-major M x K, B row-major K x N seen as N x K with
+  // unit N stride, out row-major M x N.
+  args.mainloop.dA = typename Kernel::StrideA{int64_t(K), _1{}, int64_t(M) * K};
+  args.mainloop.ptr_B = reinterpret_cast<const bf16*>(g.B);
+  args.mainloop.dB = typename Kernel::StrideB{_1{}, int64_t(N), int64_t(K) * N};
+  args.epilogue.ptr_C = nullptr;
+  args.epilogue.ptr_D = reinterpret_cast<bf16*>(g.out);
+  args.epilogue.dD = typename Kernel::StrideD{int64_t(N), _1{}, int64_t(M) * N};
+  auto& t = args.epilogue.thread;
+  t.alpha = 1.f;
+  t.beta = 0.f;
+  t.bias_ptr = reinterpret_cast<const bf16*>(g.bias);
+  args.hw_info.device_id = 0;
+  args.hw_info.sm_count = sms;
+  if constexpr (std::is_same_v<G, StreamKGemm>) {
+    using Decomposition = cutlass::gemm::kernel::detail::DecompositionMode;
+    // Stream-K explicitly: CUTLASS's heuristic picks data-parallel whenever the last wave is at
+    // least half full, i.e. for 112 tiles on 132 SMs, the very case stream-K is here for. Problems
+    // with at most 8 k-blocks per tile stay data-parallel (nothing worth splitting).
+    args.scheduler.decomposition_mode =
+        GBG_SKINNY_DATA_PARALLEL ? Decomposition::DataParallel : Decomposition::StreamK;
+  } else {
+    args.scheduler.max_swizzle_size = GBG_SWIZZLE;
+  }
+  return args;
+}
+
+/// CUTLASS workspace (stream-K partial tiles and their flags; none for the tiled kernel).
+size_t cutlass_workspace(const gbg::Args& g, int sms) {
+  if (choose_kernel(g.M) == Choice::Tiled) return TiledGemm::Gemm::get_workspace_size(make_arguments<TiledGemm>(g, sms));
+  return StreamKGemm::Gemm::get_workspace_size(make_arguments<StreamKGemm>(g, sms));
+}
+
+template <class G>
+void launch(const gbg::Args& g, int sms, void* ws, size_t ws_bytes, cudaStream_t stream) {
+  typename G::Gemm::Arguments args = make_arguments<G>(g, sms);
+  GBG_CUDA_CHECK(cudaGetDevice(&args.hw_info.device_id));
+  if (G::Gemm::get_workspace_size(args) > ws_bytes)
+    throw std::runtime_error("expert: CUTLASS workspace larger than the slice reserved for it");
+  GBG_CUTLASS_CHECK(G::Gemm::can_implement(args));
+  typename G::Gemm gemm;
+  GBG_CUTLASS_CHECK(gemm.initialize(args, ws, stream));
+  GBG_CUTLASS_CHECK(gemm.run(stream));
+  GBG_CUDA_CHECK(cudaGetLastError());
+}
+
+/// Workspace slices, carved by one function for both entry points.
+struct Buffers {
+  void* cutlass = nullptr;
+  size_t cutlass_bytes = 0;
+};
+Buffers carve(d2k::Workspace& ws, const gbg::Args& g, int sms) {
+  Buffers b;
+  b.cutlass_bytes = cutlass_workspace(g, sms);
+  b.cutlass = b.cutlass_bytes ? ws.take_bytes(b.cutlass_bytes) : nullptr;
+  return b;
+}
+
+/// Shapes only (the workspace-size call has null data pointers).
+gbg::Args shape_args(const d2k_args* a) {
+  gbg::Args g;
+  g.M = d2k::scalar_i(a, "M");
+  g.N = d2k::scalar_i(a, "N");
+  g.K = d2k::scalar_i(a, "K");
+  if (g.M < 1 || g.N < 1 || g.K < 1 || g.M > INT32_MAX || g.N > INT32_MAX || g.K > INT32_MAX)
+    throw d2k::abi_error("axes M, N, K must be in [1, 2^31)");
+  return g;
+}
+
+void run(const d2k_args* a) {
+  const gbg::Args g = gbg::parse(a, kDLCUDA);
+  const int sms = sm_count();
+  d2k::Workspace ws(a);
+  const Buffers b = carve(ws, g, sms);
+  cudaStream_t stream = static_cast<cudaStream_t>(a->stream);
+  if (choose_kernel(g.M) == Choice::Tiled) launch<TiledGemm>(g, sms, b.cutlass, b.cutlass_bytes, stream);
+  else launch<StreamKGemm>(g, sms, b.cutlass, b.cutlass_bytes, stream);
+}
+
+}  // namespace gbg_expert
+
+extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
+
+extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
+  D2K_ENTRY(args, {
+    const gbg::Args g = gbg_expert::shape_args(args);
+    d2k::Workspace ws;
+    gbg_expert::carve(ws, g, gbg_expert::sm_count());
+    *bytes = ws.bytes();
+    return D2K_OK;
+  });
+}
+
+extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
+  D2K_ENTRY(args, {
+    gbg_expert::run(args);
+    return D2K_OK;
+  });
+}
