@@ -3,7 +3,8 @@
 // judged against the fp64 golden under the task's own rel_l2 rule on every check workload and on
 // hidden draws. The honest arithmetic passes, through the expert's own group-row code
 // (moe_gemm_args.h: group_rows) and with either operand order (its swap-AB path sums the same
-// products); bf16 accumulation and a wrong group boundary fail. The workloads themselves are
+// products); bf16 accumulation, split-K through bf16 partials, a truncated output and a wrong
+// group boundary fail. The workloads themselves are
 // checked too: the check set covers E = 1, a one-row group, empty experts and sizes that are not
 // multiples of 128, and at the bench skews every expert owns rows (the cost model counts every
 // expert's weights).
@@ -25,6 +26,8 @@ struct Arith {
   bool shifted_boundary = false;  ///< each non-empty expert after the first starts one row late:
                                   ///< its first row is multiplied by the previous expert's weight
   int kblock = 64;             ///< fp32 partial sums per K-block of this width, then added (wgmma's k-tiles)
+  int bf16_splits = 0;         ///< > 0: split-K into this many slices whose fp32 partials are stored as bf16, then summed
+  bool truncate = false;       ///< output rounded toward zero instead of to nearest even
 };
 
 const Task& task() {
@@ -53,14 +56,19 @@ std::vector<HostTensor> run_variant(const Case& c, const Arith& a) {
     const std::int64_t e = owner[std::size_t(t)];
     EXPECT_GE(e, 0) << "row " << t << " belongs to no expert";
     for (std::int64_t n = 0; n < N; ++n) {
+      const std::int64_t slice = a.bf16_splits > 0 ? (K + a.bf16_splits - 1) / a.bf16_splits : K;
       float total = 0.f;
-      for (std::int64_t k0 = 0; k0 < K; k0 += a.kblock) {
-        float part = 0.f;
-        for (std::int64_t k = k0; k < std::min(K, k0 + a.kblock); ++k)
-          part = acc_round(std::fma(bf16_at(x, t * K + k), bf16_at(w, (e * N + n) * K + k), part));
-        total = acc_round(total + part);
+      for (std::int64_t s0 = 0; s0 < K; s0 += slice) {
+        float sum = 0.f;
+        for (std::int64_t k0 = s0; k0 < std::min(K, s0 + slice); k0 += a.kblock) {
+          float part = 0.f;
+          for (std::int64_t k = k0; k < std::min({K, k0 + a.kblock, s0 + slice}); ++k)
+            part = acc_round(std::fma(bf16_at(x, t * K + k), bf16_at(w, (e * N + n) * K + k), part));
+          sum = acc_round(sum + part);
+        }
+        total += a.bf16_splits > 0 ? bf16_rn(sum) : sum;
       }
-      set_bf16(y, t * N + n, total);
+      set_bf16(y, t * N + n, a.truncate ? bf16_rz(total) : total);
     }
   }
   return out;
@@ -77,6 +85,8 @@ const std::vector<Named>& variants() {
       {"fp32 accumulation, k-blocks of 64", {}, true},
       {"fp32 accumulation, one running sum", {false, false, 1 << 30}, true},
       {"bf16 accumulation", {true, false, 64}, false},
+      {"split-K, 4 bf16 partials", {false, false, 64, 4}, false},
+      {"output truncated to bf16", {false, false, 64, 0, true}, false},
       {"group boundary one row late", {false, true, 64}, false},
   };
   return v;
@@ -190,7 +200,7 @@ TEST(ToleranceMoeGroupedGemm, BenchExpertsOwnRows) {
         EXPECT_EQ(empty, 0) << w.uuid << " seed " << seed;
       }
       // Skewed, as a router's loads are: the hottest expert well above the mean.
-      EXPECT_GT(largest, 3 * w.axes.at("T") / w.axes.at("E") / 2) << w.uuid << " seed " << seed;
+      EXPECT_GT(largest, 5 * w.axes.at("T") / w.axes.at("E") / 4) << w.uuid << " seed " << seed;
     }
   }
   ASSERT_GT(deepseek_runs, 0);
