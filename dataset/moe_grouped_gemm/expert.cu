@@ -222,7 +222,7 @@ bool use_swap_ab(const moe_gemm::Args& a) {
   (void)a;
   return false;
 #else
-  return a.T < 64 * a.E;  // fewer than 64 rows per expert on average
+  return moe_gemm::small_groups(a.E, a.T);
 #endif
 }
 

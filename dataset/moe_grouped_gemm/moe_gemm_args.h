@@ -65,6 +65,11 @@ inline Args bind(const d2k_args* a, DLDeviceType device) {
   return g;
 }
 
+/// The expert's choice of tile path from the axes alone: fewer than 64 rows per expert on average
+/// puts the tokens on the narrow side of the tile (swap AB, expert.cu). Shared with the CPU tests,
+/// which check that the check workloads exercise both paths.
+inline bool small_groups(int64_t E, int64_t T) { return T < 64 * E; }
+
 /// Checks offsets read on the host: offsets[0] = 0, offsets[E] = T, non-decreasing. Every
 /// implementation that reads them back (reference, naive, library) refuses anything else, so a
 /// corrupt offset never becomes an out-of-bounds GEMM.

@@ -148,9 +148,12 @@ std::vector<std::int32_t> offsets_of(const Workload& w, std::uint64_t seed) {
 
 TEST(ToleranceMoeGroupedGemm, CheckWorkloadsCoverTheGroupEdges) {
   bool e1 = false, one_row = false, empty = false, ragged = false, more_experts_than_rows = false;
+  bool swap_path = false, large_multi = false;
   for (const Workload& w : check_workloads(task())) {
     const auto o = offsets_of(w, 1);
     const std::int64_t E = w.axes.at("E"), T = w.axes.at("T");
+    swap_path |= moe_gemm::small_groups(E, T);
+    large_multi |= !moe_gemm::small_groups(E, T) && E > 1;
     ASSERT_EQ(o.front(), 0);
     ASSERT_EQ(o.back(), T) << w.uuid;
     e1 |= E == 1;
@@ -167,6 +170,9 @@ TEST(ToleranceMoeGroupedGemm, CheckWorkloadsCoverTheGroupEdges) {
   EXPECT_TRUE(empty);
   EXPECT_TRUE(ragged);
   EXPECT_TRUE(more_experts_than_rows);
+  // Both tile paths of the expert, the large one with more than one expert.
+  EXPECT_TRUE(swap_path);
+  EXPECT_TRUE(large_multi);
   // The skewed workload has a dominant expert (a real router's hot expert).
   for (const Workload& w : task().workloads) {
     if (w.uuid.find("skewed") == std::string::npos) continue;
