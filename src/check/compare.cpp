@@ -122,6 +122,7 @@ std::string rule_text(const CompareSpec& s) {
     std::string t = fmt::format("ulp(ulps={:g}", s.ulps);
     if (s.matched_ratio < 1) t += fmt::format(", matched_ratio={:g}", s.matched_ratio);
     if (s.max_ulps >= 0) t += fmt::format(", max_ulps={:g}", s.max_ulps);
+    if (s.atol > 0) t += fmt::format(", atol={:g}", s.atol);
     return t + ")";
   }
   if (s.rule == "rel_l2") return fmt::format("rel_l2(tol={:g})", s.tol);

@@ -115,7 +115,9 @@ D2K_HD void accumulate(ElemStats& s, const ElemParams& p, const void* e, const v
         bad = av != ev;
       break;
     case ElemRule::ulp: {
-      const double u = (xd(diff) / ulp_of(p.at, ev)).v;  // exact: a division by a power of two
+      // An element within atol counts as matched: a value that cancels to near zero (an update
+      // p - lr*u) carries the absolute error of its operands, which is many ulps of the result.
+      const double u = diff <= p.atol ? 0.0 : (xd(diff) / ulp_of(p.at, ev)).v;  // exact: a power of two
       if (u > s.max_ulps) s.max_ulps = u;
       bad = u > p.ulps;
       break;

@@ -1,5 +1,6 @@
 // d2k check | bench | suite | run: build evaluation requests (engine/request.h), run them, print
 // and write the traces. Everything the pipeline does lives in the engine.
+#include <chrono>
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
@@ -53,7 +54,15 @@ bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
 
 Progress progress_line(bool quiet) {
   if (quiet) return [](const std::string&) {};
-  if (!stderr_is_terminal()) return [](const std::string& s) { std::cerr << s << '\n'; };
+  if (!stderr_is_terminal()) {
+    // In a log, each line carries the seconds since the command started: a run cut by a deadline
+    // still shows where its time went.
+    const auto t0 = std::chrono::steady_clock::now();
+    return [t0](const std::string& s) {
+      const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::cerr << fmt::format("[{:7.1f}s] {}\n", t, s);
+    };
+  }
   return [](const std::string& s) {
     std::cerr << "\r\033[K" << s << std::flush;
   };

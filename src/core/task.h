@@ -46,7 +46,7 @@ struct GeneratorSpec {
 /// How an output is compared with the expected one. Unused fields keep their defaults.
 struct CompareSpec {
   std::string rule = "allclose";   ///< allclose | ulp | rel_l2 | exact | multiset | topk | none
-  double atol = 0, rtol = 0;
+  double atol = 0, rtol = 0;       ///< allclose; atol also in ulp: a floor under which an element matches
   double ulps = 0;                 ///< ulp: per-element bound in units in the last place of the output type
   double max_ulps = -1;            ///< ulp: no element may be off by more (-1 = off)
   double matched_ratio = 1.0;      ///< allclose, ulp: share of elements that must match
@@ -69,7 +69,7 @@ struct CompareRuleFields {
 };
 inline constexpr std::array<CompareRuleFields, 7> kCompareRules = {{
     {"allclose", {"atol", "rtol", "matched_ratio", "max_error_cap"}},
-    {"ulp", {"ulps", "matched_ratio", "max_ulps", ""}},
+    {"ulp", {"ulps", "matched_ratio", "max_ulps", "atol"}},
     {"rel_l2", {"tol", "", "", ""}},
     {"exact", {"count", "", "", ""}},
     {"multiset", {"group", "count", "", ""}},

@@ -88,6 +88,7 @@ struct Checker {
       if (!c.raw.contains("ulps")) r.error(path, "ulp needs ulps");
       if (!(c.ulps >= 0)) r.error(join_path(path, "ulps"), "must be >= 0");
       if (!(c.matched_ratio > 0 && c.matched_ratio <= 1)) r.error(join_path(path, "matched_ratio"), "must be in (0, 1]");
+      if (c.atol < 0) r.error(join_path(path, "atol"), "must be >= 0");
       if (c.raw.contains("max_ulps") && !(c.max_ulps >= c.ulps))
         r.error(join_path(path, "max_ulps"), "must be >= ulps");
       if (const TensorSpec* o = find_output(def, self); o && !is_floating(o->dtype))

@@ -137,7 +137,9 @@ std::optional<Violation> check_batch_outputs(const std::vector<std::size_t>& unw
   std::string which;
   for (std::size_t i = 0; i < unwritten.size() && i < 8; ++i) which += (i ? ", " : "") + std::to_string(unwritten[i]);
   if (unwritten.size() > 8) which += ", ...";
-  return violation("batch_outputs", fmt::format("{} of {} calls of the timed batch did not write their outputs (calls {})", unwritten.size(), calls, which));
+  return violation("batch_outputs", fmt::format("{} of {} calls of the timed batch left outputs unwritten, or wrote outputs that "
+                                                "are neither bitwise equal to the first call's on the same inputs nor "
+                                                "within the task's rule against naive's (calls {})", unwritten.size(), calls, which));
 }
 
 std::optional<Violation> check_got(std::uint64_t before, std::uint64_t after) {

@@ -28,7 +28,7 @@ for v in nofilter unfused; do
   [ -f "$carry/impl/$task/expert_$v.so" ] && targets+=,expert:$v
 done
 [ "$have_torch" = 1 ] && targets+=,torch_eager
-if step bench 75 "$d2k" bench --task $task --targets $targets --graph --quiet --json "$out/bench.jsonl" \
+if step bench 75 "$d2k" bench --task $task --targets $targets --graph --json "$out/bench.jsonl" \
     --markdown "$out/bench.md"; then
   pass "bench: every target PASSED ($targets)"
 else

@@ -176,6 +176,26 @@ TEST(Ulp, CountsUlpsAndAppliesMatchedRatioAndMaxUlps) {
   EXPECT_TRUE(compare(ulp_rule(0, 0.99, 2), tensor(DType::bf16, {1000}, e), tensor(DType::bf16, {1000}, a)).passed);
 }
 
+// A value that cancels to near zero (p - lr*u) carries its operands' absolute error, which is
+// thousands of ulps of the tiny result: the atol floor counts such an element as matched (not in
+// max_ulps either), and leaves the ulp rule whole at ordinary magnitudes.
+TEST(Ulp, AtolFloorCoversValuesThatCancelToNearZero) {
+  std::vector<double> e = {3e-9, 0.25, 0.5}, a = {1.1e-8, 0.25, 0.5};  // 8e-9 off: ~2^10 bf16 ulps at 3e-9
+  auto spec = ulp_rule(0, 0.5, 1);
+  auto r = compare(spec, tensor(DType::bf16, {3}, e), tensor(DType::bf16, {3}, a));
+  EXPECT_FALSE(r.passed);
+  EXPECT_NE(r.message.find("beyond max_ulps 1"), std::string::npos) << r.message;
+  spec.atol = 2e-8;
+  r = compare(spec, tensor(DType::bf16, {3}, e), tensor(DType::bf16, {3}, a));
+  EXPECT_TRUE(r.passed) << r.message;
+  EXPECT_EQ(r.max_ulp_error, 0);
+  EXPECT_NE(r.rule.find("atol=2e-08"), std::string::npos) << r.rule;
+  a[1] = 0.25 + 2 * std::ldexp(1.0, -9);  // two ulps at 0.25, far above atol: still caught
+  r = compare(spec, tensor(DType::bf16, {3}, e), tensor(DType::bf16, {3}, a));
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.max_ulp_error, 2);
+}
+
 // An error of the same size counts as more ulps where the expected value is small: the rule sees
 // relative precision, which no single atol can.
 TEST(Ulp, ScalesWithTheExpectedMagnitudeAndRejectsNonFinite) {
