@@ -47,8 +47,12 @@ const std::vector<GeneratorSchema>& generator_schemas() {
         integer("low", {}, "none: the rank itself"), integer("high", {}, "none: the rank itself")},
        "ranks [0, n) fit the dtype exactly; with low and high (both or neither), rank r is written as low + perm(r), perm a unique_keys bijection of [0, high - low), which holds at least n keys and fits the dtype"},
       {"ragged_offsets", "",
-       {integer("total", {}, "", Bound{0, true}), number("skew", 1.0, "1", Bound{0, true}, Bound{20, true})},
-       "count = groups + 1 integer offsets"},
+       {integer("total", {}, "rows_of's leading dimension", Bound{0, true}),
+        number("skew", 1.0, "1", Bound{0, true}, Bound{20, true}),
+        {"rows_of", ParamType::input, false, {}, "none", {}, {}, {}}},
+       "count = groups + 1 integer offsets; exactly one of total and rows_of (an input whose leading dimension, "
+       "e.g. the tokens of x [T, K], is the total, so the offsets follow every workload's shape, hidden draws "
+       "included)"},
       {"powerlaw_csr", "part",
        {{"part", ParamType::string, true, {}, "", {}, {}, {"row_offsets", "col_indices"}},
         with_variant(integer("nnz", {}, "", Bound{0, true}), "row_offsets"),

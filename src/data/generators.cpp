@@ -36,6 +36,7 @@ std::vector<std::string> generator_kinds() {
 std::optional<std::string> generator_dependency_field(std::string_view kind) {
   if (kind == "join_probe_keys") return "build";
   if (kind == "layer_stack_offsets") return "buffer";
+  if (kind == "ragged_offsets") return "rows_of";
   return std::nullopt;
 }
 
@@ -378,7 +379,17 @@ void plan_offsets(const GenRequest& req, const Fields& f, GenPlan& p) {
   p.kind = GenKind::ragged_offsets;
   bool offsets = true;
   if (k == "ragged_offsets") {
-    p.total = f.integer("total");
+    // total is given, or follows the leading dimension of the input named by rows_of (the rows
+    // the groups partition), so that the offsets fit every workload's shape.
+    if (f.has("total") == f.has("rows_of"))
+      f.fail("total", "give exactly one of total and rows_of (an input whose leading dimension is the total)");
+    if (f.has("rows_of")) {
+      if (!req.ref)
+        f.fail("rows_of", "the request carries no referenced input '" + f.str("rows_of") + "' (GenRequest::ref)");
+      p.total = req.ref->rows;
+    } else {
+      p.total = f.integer("total");
+    }
     p.skew = f.num("skew");
   } else {
     const std::string part = f.str("part");
@@ -518,7 +529,7 @@ void validate_generator(const GeneratorSpec& spec, DType dtype, std::string_view
   req.dtype = dtype;
   req.count = 1;
   req.where = std::string(where);
-  if (spec.kind == "join_probe_keys" || spec.kind == "layer_stack_offsets") {
+  if (spec.kind == "join_probe_keys" || spec.kind == "layer_stack_offsets" || generator_dependency(spec)) {
     // The referenced input is checked where it is defined; here only this generator's own fields.
     Fields f(spec, where);  // the schema's checks of names, types and ranges
     return;

@@ -26,6 +26,7 @@ struct GenRef {
   GeneratorSpec spec;        ///< its generator
   std::uint64_t stream = 0;  ///< its stream id
   std::int64_t count = 0;    ///< its element count
+  std::int64_t rows = 0;     ///< its leading dimension (the element count of a 1-d or 0-d input)
 };
 
 /// Everything that determines one generated tensor.
@@ -64,9 +65,9 @@ void validate_generator(const GeneratorSpec& spec, DType dtype, std::string_view
 void validate_request(const GenRequest& req);
 
 /// The input a generator depends on (join_probe_keys: params.build; layer_stack_offsets:
-/// params.buffer), if any.
+/// params.buffer; ragged_offsets: params.rows_of when given), if any.
 std::optional<std::string> generator_dependency(const GeneratorSpec& spec);
-/// The field that names that input for `kind` ("build", "buffer"), or nullopt.
+/// The field that names that input for `kind` ("build", "buffer", "rows_of"), or nullopt.
 std::optional<std::string> generator_dependency_field(std::string_view kind);
 
 /// Fills `out` (dtype, shape and bytes are set from the request). Throws std::invalid_argument

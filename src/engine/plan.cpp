@@ -98,7 +98,7 @@ GenRequest gen_request(const WorkloadPlan& plan, std::size_t i, std::uint64_t se
   if (auto dep = generator_dependency(t.gen)) {
     const TensorPlan* ref = plan.find_input(*dep);
     if (!ref) throw std::runtime_error(r.where + ": refers to unknown input '" + *dep + "'");
-    r.ref = GenRef{ref->name, ref->gen, ref->stream_id, ref->numel};
+    r.ref = GenRef{ref->name, ref->gen, ref->stream_id, ref->numel, ref->shape.empty() ? ref->numel : ref->shape[0]};
   }
   return r;
 }

@@ -340,6 +340,43 @@ TEST(Generators, RaggedOffsetsAreMonotoneAndSkewed) {
   EXPECT_EQ(one, std::vector<std::int64_t>{0});
 }
 
+// rows_of: the total is the leading dimension of another input (the tokens of x [T, K]), so the
+// offsets follow each workload's shape (hidden draws included) and give the same groups as the
+// same total written out.
+TEST(Generators, RaggedOffsetsFollowRowsOfAnotherInput) {
+  const std::int64_t groups = 128, tokens = 4096, K = 7168;
+  GenRequest r = request("ragged_offsets", {{"rows_of", "x"}, {"skew", 1.5}}, DType::i32, groups + 1);
+  r.ref = GenRef{"x", GeneratorSpec{"normal", {}}, stream_id("x", 0), tokens * K, tokens};
+  const auto o = ints(gen(r));
+  ASSERT_EQ(o.size(), static_cast<std::size_t>(groups + 1));
+  EXPECT_EQ(o.front(), 0);
+  EXPECT_EQ(o.back(), tokens);
+  const auto same = ints(gen(request("ragged_offsets", {{"total", tokens}, {"skew", 1.5}}, DType::i32, groups + 1)));
+  EXPECT_EQ(o, same);
+  // A router-like split: some experts get no token at this skew (mean 32 tokens per expert).
+  int empty = 0;
+  for (std::int64_t g = 0; g < groups; ++g) empty += o[g + 1] == o[g];
+  EXPECT_GT(empty, 0);
+  EXPECT_EQ(generator_dependency(GeneratorSpec{"ragged_offsets", {{"rows_of", "x"}}}), "x");
+  EXPECT_EQ(generator_dependency(GeneratorSpec{"ragged_offsets", {{"total", 5}}}), std::nullopt);
+  EXPECT_EQ(generator_dependency_field("ragged_offsets"), "rows_of");
+  auto err = [](const GenRequest& q) {
+    try {
+      validate_request(q);
+    } catch (const GeneratorError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  GenRequest both = r;
+  both.spec.params["total"] = tokens;
+  EXPECT_NE(err(both).find("exactly one of total and rows_of"), std::string::npos) << err(both);
+  EXPECT_NE(err(request("ragged_offsets", {{"skew", 1.0}}, DType::i32, 5)).find("exactly one"), std::string::npos);
+  GenRequest noref = r;
+  noref.ref.reset();
+  EXPECT_NE(err(noref).find("GenRequest::ref"), std::string::npos);
+}
+
 GenRequest layer_stack(ordered_json params, std::int64_t segments, std::int64_t buffer, DType t = DType::i64) {
   params["buffer"] = "param";
   GenRequest r = request("layer_stack_offsets", std::move(params), t, segments + 1);
