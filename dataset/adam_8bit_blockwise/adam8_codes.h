@@ -83,6 +83,7 @@ ADAM8_HD int nearest_code_bsearch(const float* code, float x) {
 /// two entries (about 1e-7 of the elements; the comparison rule admits one code step there).
 ADAM8_HD int nearest_code_arith(float x, bool is_signed) {
   const bool neg = x < 0.0f;
+  if (neg && !is_signed) return 0;  // below the unsigned map: its first entry, 0
   const float a = fabsf(x);
   const int f6 = is_signed ? 64 : 128;  // entries in the top decade
   // Above the midpoint of the top decade's last mean and 1.0: the entry 1 (the signed map has no

@@ -275,8 +275,9 @@ TEST_F(Adam8Tolerance, UpdateFromRequantisedStatesFails) {
 
 TEST_F(Adam8Tolerance, WrongDecayEpsOrAbsmaxFails) {
   for (const Case& c : *cases_) {
-    if (c.axis("N") >= 7 && hyper(c.plan).wd > 0)
+    if (c.axis("N") >= 7 && hyper(c.plan).wd > 0) {
       EXPECT_FALSE(run(Variant::kNoDecay, c).passed("param_out")) << c.plan.workload.uuid;
+    }
     EXPECT_FALSE(run(Variant::kAbsmaxOfOld, c).passed("m_absmax_out")) << c.plan.workload.uuid;
   }
   EXPECT_FALSE(run(Variant::kEpsUncorrected, by_uuid("check-4099-eps-dominated")).passed("param_out"));
@@ -289,27 +290,27 @@ TEST(Adam8Codes, ClosedFormCodeIsTheNearestEntry) {
   const adam8::CodeMaps& mp = maps();
   for (bool sgn : {true, false}) {
     const float* code = sgn ? mp.m : mp.v;
-    std::int64_t n = 0, differ = 0;
-    auto check = [&](float x) {
-      ++n;
+    std::int64_t n = 0, differ = 0;  // over the log sweep: how rare a disagreement is
+    auto check = [&](float x, bool count = false) {
+      n += count;
       const int a = adam8::nearest_code_arith(x, sgn), e = adam8::nearest_code_bsearch(code, x);
       if (a == e) return;
-      ++differ;
+      differ += count;
       ASSERT_LE(std::abs(a - e), 1) << x;
       const int lo = std::min(a, e);
       const float mid = 0.5f * (code[lo] + code[lo + 1]);
       ASSERT_LE(std::fabs(x - mid), 4 * std::ldexp(1.0f, std::ilogb(mid) - 23)) << x << " codes " << a << " " << e;
     };
     for (double lg = -9.0; lg <= 0.05; lg += 1e-5) {  // log-spaced magnitudes over every decade
-      check(static_cast<float>(std::pow(10.0, lg)));
-      if (sgn) check(-static_cast<float>(std::pow(10.0, lg)));
+      check(static_cast<float>(std::pow(10.0, lg)), true);
+      if (sgn) check(-static_cast<float>(std::pow(10.0, lg)), true);
     }
     for (int k = 0; k + 1 < adam8::kCodes; ++k) {  // each midpoint and its fp32 neighbours, each entry
       const float mid = 0.5f * (code[k] + code[k + 1]);
       for (float x : {mid, std::nextafter(mid, -2.0f), std::nextafter(mid, 2.0f), code[k], code[k + 1]}) check(x);
     }
     for (float x : {0.0f, -0.0f, 1.0f, -1.0f, 1.5f, -1.5f, 1e-30f, -1e-30f}) check(x);
-    EXPECT_LT(differ, n / 10000) << (sgn ? "signed" : "unsigned");
+    EXPECT_LT(differ, n / 100000 + 1) << (sgn ? "signed" : "unsigned") << ": " << differ << " of " << n;
   }
   EXPECT_EQ(adam8::nearest_code_arith(-1.0f, true), 0);  // the signed map has no -1
   EXPECT_EQ(adam8::nearest_code_arith(1.0f, true), 255);
