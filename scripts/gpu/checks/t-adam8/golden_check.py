@@ -3,7 +3,7 @@ the inputs `d2k check --dump DIR` wrote: for every dumped workload, one 8-bit bl
 computed here in float64 torch ops (the maps from create_dynamic_map's definition, rounded to
 fp32; nearest codes by torch.searchsorted over the midpoints) must agree with expected.* and with
 the dumped target's outputs (e.g. the expert) under the task's rules: param_out allclose (atol
-5e-8, rtol 2e-6; the workload's own atol where it overrides), absmaxes to rtol 1e-6, codes within
+5e-8, rtol 3e-6; the workload's own atol where it overrides), absmaxes to rtol 1e-6, codes within
 one index everywhere and equal in 99.9% of the elements.
 Prints one line per workload; exit status 1 if any workload disagrees.
 Usage: python3 golden_check.py DUMP_DIR
@@ -77,7 +77,7 @@ def step(inp, s):
 def disagreements(got, ref, atol):
     bad = []
     d = (got["param_out"] - ref["param_out"]).abs()
-    if bool(((d > atol) & (d > 2e-6 * ref["param_out"].abs())).any()):
+    if bool(((d > atol) & (d > 3e-6 * ref["param_out"].abs())).any()):
         bad.append(f"param_out off by up to {float(d.max()):.3g}")
     for k in ("m_absmax_out", "v_absmax_out"):
         d = (got[k] - ref[k]).abs()
