@@ -18,6 +18,7 @@ enum class GenKind : std::uint8_t {
   ragged_offsets,  ///< also powerlaw_csr part=row_offsets (Pareto weights)
   tpch_lineitem,
   layer_stack_offsets,
+  dynamic_map_codes,
 };
 
 enum class TpchColumn : std::uint8_t {
@@ -74,6 +75,7 @@ struct GenPlan {
   bool pareto = false;
   double alpha = 1.5;
   LayerStackPlan stack;
+  bool signed_map = true;  ///< dynamic_map_codes: the signed map (else the unsigned one)
 };
 
 /// One generated element: an integer or a real.
@@ -276,6 +278,57 @@ D2K_HD std::int64_t layer_stack_offset(const LayerStackPlan& s, std::int64_t g) 
   return g + static_cast<std::int64_t>(num / s.sum);
 }
 
+// dynamic_map_codes. bitsandbytes' dynamic quantisation map (create_dynamic_map with 7 exponent
+// bits, 8 bits in all): for each decade i = 0..6, F_i values 10^(i-6) * (0.1 + 0.9 * (j + 1/2) / F_i),
+// j < F_i, with F_i = 2^i (signed map, mirrored to negative values) or 2^(i+1) (unsigned map);
+// then 0 and 1; sorted, 256 entries. The decades do not overlap, so entry k of one sign is
+// closed-form.
+
+/// The k-th positive magnitude of the map in ascending order (k < 127 signed, k < 254 unsigned).
+D2K_HD double dynamic_map_magnitude(int k, bool is_signed) {
+  const double pow10[7] = {1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0};
+  const int base = is_signed ? k + 1 : k + 2;  // entries before decade i: 2^i - 1 (signed), 2^(i+1) - 2
+  int top = 0;
+  while ((base >> (top + 1)) != 0) ++top;  // floor(log2(base))
+  const int i = is_signed ? top : top - 1;
+  const int f = is_signed ? 1 << i : 1 << (i + 1);
+  const int j = base - (1 << top);
+  return (xd(pow10[i]) * (xd(0.1) + xd(0.9) * (2.0 * j + 1.0) / (2.0 * f))).v;
+}
+
+/// Entry `idx` (0..255) of the sorted map: signed [-mag(126..0), 0, mag(0..126), 1], unsigned
+/// [0, mag(0..253), 1].
+D2K_HD double dynamic_map_value(int idx, bool is_signed) {
+  if (idx == 255) return 1.0;
+  if (is_signed) {
+    if (idx == 127) return 0.0;
+    return idx > 127 ? dynamic_map_magnitude(idx - 128, true) : -dynamic_map_magnitude(126 - idx, true);
+  }
+  return idx == 0 ? 0.0 : dynamic_map_magnitude(idx - 1, false);
+}
+
+/// The index of the map entry nearest to x (ties to the lower index); x beyond the ends clamps.
+D2K_HD int dynamic_map_nearest(double x, bool is_signed) {
+  int lo = 0, hi = 255;  // value(lo) <= x < value(hi) once x is inside
+  if (x <= dynamic_map_value(0, is_signed)) return 0;
+  if (x >= 1.0) return 255;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (dynamic_map_value(mid, is_signed) <= x) lo = mid;
+    else hi = mid;
+  }
+  const double dl = (xd(x) - dynamic_map_value(lo, is_signed)).v, dh = (xd(dynamic_map_value(hi, is_signed)) - x).v;
+  return dh < dl ? hi : lo;
+}
+
+/// dynamic_map_codes element: a plausible optimizer state normalised by its block's absolute
+/// maximum (std * z for the signed map, (std * z)^2 for the unsigned one, z standard normal,
+/// clamped to the map's range), quantised to the nearest entry's index.
+D2K_HD std::int64_t dynamic_map_code(const GenPlan& p, std::uint64_t i) {
+  const xd s = xd(p.b) * std_normal(philox_block(p.key, i, 0));
+  return dynamic_map_nearest(p.signed_map ? s.v : (s * s).v, p.signed_map);
+}
+
 /// Element `i` of every kind except ragged_offsets (which needs a prefix sum).
 D2K_HD GenValue gen_value(const GenPlan& p, std::uint64_t i) {
   GenValue out;
@@ -332,6 +385,10 @@ D2K_HD GenValue gen_value(const GenPlan& p, std::uint64_t i) {
     case GenKind::layer_stack_offsets:
       out.is_int = true;
       out.i = layer_stack_offset(p.stack, static_cast<std::int64_t>(i));
+      return out;
+    case GenKind::dynamic_map_codes:
+      out.is_int = true;
+      out.i = dynamic_map_code(p, i);
       return out;
     case GenKind::ragged_offsets: break;
   }

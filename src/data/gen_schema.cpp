@@ -68,6 +68,10 @@ const std::vector<GeneratorSchema>& generator_schemas() {
         integer("experts", 0.0, "0", Bound{0, true}, Bound{1024, true})},
        "count = segments + 1 offsets over the buffer's elements, at least one per segment; the model's "
        "parameter count stays below 2^63"},
+      {"dynamic_map_codes", "",
+       {{"map", ParamType::string, false, {}, "\"signed\"", {}, {}, {"signed", "unsigned"}},
+        number("std", 0.35, "0.35", Bound{0, false}, Bound{10, true})},
+       "uint8: index of the nearest entry of bitsandbytes' dynamic map to std·z (signed) or (std·z)² (unsigned), z standard normal"},
       {"tpch_lineitem", "",
        {{"column", ParamType::string, true, {}, "", {}, {},
          {"l_quantity", "l_extendedprice", "l_discount", "l_tax", "l_returnflag", "l_linestatus", "l_shipdate",

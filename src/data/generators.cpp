@@ -486,6 +486,14 @@ void plan_tpch_lineitem(const GenRequest& req, const Fields& f, GenPlan& p) {
   }
 }
 
+/// Codes of an 8-bit optimizer state (an index into bitsandbytes' dynamic map): uint8 only.
+void plan_dynamic_map_codes(const GenRequest& req, const Fields& f, GenPlan& p) {
+  p.kind = GenKind::dynamic_map_codes;
+  if (req.dtype != DType::u8) f.fail("", "dynamic_map_codes writes uint8 map indices, not " + std::string(dtype_name(req.dtype)));
+  p.signed_map = !f.has("map") || f.str("map") == "signed";
+  p.b = f.num("std");
+}
+
 }  // namespace
 
 GenPlan make_gen_plan(const GenRequest& req) {
@@ -503,6 +511,7 @@ GenPlan make_gen_plan(const GenRequest& req) {
       {"powerlaw_csr", plan_offsets},
       {"tpch_lineitem", plan_tpch_lineitem},
       {"layer_stack_offsets", plan_layer_stack_offsets},
+      {"dynamic_map_codes", plan_dynamic_map_codes},
   };
   const GeneratorSpec& spec = req.spec;
   Fields f(spec, req.where);

@@ -83,6 +83,8 @@ std::vector<Case> cases() {
                {"vocab", 128256}}, DType::i64, 1001});
   c.push_back({"layer_stack_offsets", {{"buffer", "param"}, {"hidden", 2048}, {"intermediate", 1408},
                {"vocab", 151936}, {"experts", 60}}, DType::i32, 5001});
+  for (const char* map : {"signed", "unsigned"})
+    c.push_back({"dynamic_map_codes", {{"map", map}, {"std", 0.35}}, DType::u8, n});
   c.push_back({"powerlaw_csr", {{"part", "row_offsets"}, {"nnz", 24000000}, {"alpha", 1.3}}, DType::i64, 100001});
   c.push_back({"powerlaw_csr", {{"part", "col_indices"}, {"cols", 1000000}}, DType::i32, n});
   for (const char* col : {"l_quantity", "l_extendedprice", "l_discount", "l_tax", "l_returnflag", "l_linestatus",

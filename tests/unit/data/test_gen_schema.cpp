@@ -65,6 +65,7 @@ TEST(GenSchema, EveryKindHasASchemaAndGenerates) {
     if (std::string(s.kind) == "layer_stack_offsets") r.ref = GenRef{"b", GeneratorSpec{"normal", {}}, 1, 4};
     if (std::string(s.kind) == "ragged_offsets") r.spec.params["total"] = 3;  // one of total and rows_of
     if (std::string(s.kind) == "uniform" || std::string(s.kind) == "normal") r.dtype = DType::f32;
+    if (std::string(s.kind) == "dynamic_map_codes") r.dtype = DType::u8;  // indices into a 256-entry map
     const auto [field, msg] = error_of(r);
     EXPECT_EQ(field, "") << s.kind << ": " << msg << " params " << p.dump();
   }

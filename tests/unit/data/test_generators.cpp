@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "data/dtype_bits.h"
+#include "data/gen_plan.h"
 #include "data/generators.h"
 
 using namespace d2k;
@@ -529,4 +530,55 @@ TEST(Generators, BadRequestsNameTheField) {
   EXPECT_NO_THROW(validate_generator(GeneratorSpec{"zipf", {{"n", 10}}}, DType::i32, "w"));
   EXPECT_EQ(generator_dependency(GeneratorSpec{"join_probe_keys", {{"build", "bk"}, {"match_rate", 1}}}), "bk");
   EXPECT_FALSE(generator_dependency(GeneratorSpec{"normal", {}}).has_value());
+}
+
+// bitsandbytes' dynamic map, entries worked out by hand from create_dynamic_map's definition
+// (decade i holds F_i = 2^i signed / 2^(i+1) unsigned midpoints of linspace(0.1, 1, F_i + 1),
+// times 10^(i-6)).
+TEST(Generators, DynamicMapEntriesFollowBitsandbytes) {
+  using data::dynamic_map_value;
+  EXPECT_EQ(dynamic_map_value(127, true), 0.0);
+  EXPECT_EQ(dynamic_map_value(255, true), 1.0);
+  EXPECT_NEAR(dynamic_map_value(128, true), 0.55e-6, 1e-18);         // decade 0: one value
+  EXPECT_NEAR(dynamic_map_value(126, true), -0.55e-6, 1e-18);
+  EXPECT_NEAR(dynamic_map_value(129, true), 0.325e-5, 1e-17);        // decade 1: 0.1 + 0.9/4
+  EXPECT_NEAR(dynamic_map_value(254, true), 1 - 0.9 / 128, 1e-15);    // top of decade 6
+  EXPECT_NEAR(dynamic_map_value(0, true), -(1 - 0.9 / 128), 1e-15);   // no -1 in the signed map
+  EXPECT_EQ(dynamic_map_value(0, false), 0.0);
+  EXPECT_NEAR(dynamic_map_value(1, false), 0.325e-6, 1e-18);          // unsigned decade 0: two values
+  EXPECT_NEAR(dynamic_map_value(2, false), 0.775e-6, 1e-18);
+  EXPECT_NEAR(dynamic_map_value(254, false), 1 - 0.9 / 256, 1e-15);
+  for (bool sgn : {true, false})
+    for (int k = 1; k < 256; ++k) EXPECT_LT(dynamic_map_value(k - 1, sgn), dynamic_map_value(k, sgn)) << k;
+  EXPECT_EQ(data::dynamic_map_nearest(0.0, true), 127);
+  EXPECT_EQ(data::dynamic_map_nearest(-2.0, true), 0);
+  EXPECT_EQ(data::dynamic_map_nearest(0.999, false), 255);
+  EXPECT_EQ(data::dynamic_map_nearest(0.995, false), 254);
+}
+
+// Codes of plausible states: symmetric about the zero code (signed), every element the nearest
+// entry to its state, most codes in the top decades (a normal state is rarely far below the max).
+TEST(Generators, DynamicMapCodesQuantisePlausibleStates) {
+  const auto m = ints(gen(request("dynamic_map_codes", {{"map", "signed"}}, DType::u8, 100000)));
+  std::int64_t neg = 0, pos = 0, top = 0;
+  for (auto c : m) {
+    ASSERT_GE(c, 0);
+    ASSERT_LE(c, 255);
+    neg += c < 127;
+    pos += c > 127;
+    top += std::fabs(data::dynamic_map_value(static_cast<int>(c), true)) >= 0.01;
+  }
+  EXPECT_NEAR(static_cast<double>(neg) / pos, 1.0, 0.03);
+  EXPECT_GT(top, 95000);
+  const auto v = ints(gen(request("dynamic_map_codes", {{"map", "unsigned"}, {"std", 0.3}}, DType::u8, 100000)));
+  std::set<std::int64_t> distinct(v.begin(), v.end());
+  EXPECT_GT(distinct.size(), 150u);  // squares spread over many decades
+  EXPECT_EQ(*std::min_element(v.begin(), v.end()) >= 0, true);
+  // The same draws as the normal kind, quantised: element i is the code nearest to std * z_i.
+  const auto z = values(gen(request("normal", {{"std", 0.35}}, DType::f64, 1000)));
+  for (std::size_t i = 0; i < z.size(); ++i)
+    EXPECT_EQ(m[i], data::dynamic_map_nearest(z[i], true)) << i;
+  EXPECT_THROW(gen(request("dynamic_map_codes", {}, DType::i32, 10)), std::invalid_argument);
+  EXPECT_THROW(gen(request("dynamic_map_codes", {{"map", "both"}}, DType::u8, 10)), std::invalid_argument);
+  EXPECT_THROW(gen(request("dynamic_map_codes", {{"std", 0}}, DType::u8, 10)), std::invalid_argument);
 }
