@@ -21,6 +21,8 @@ build=$1; dest=$2
 rm -rf "$dest"; mkdir -p "$dest/gpu_tests" "$dest/exec" "$dest/lib" "$dest/tests"
 cp "$build/src/cli/d2k" "$dest/"
 cp -r "$build/impl" "$dest/impl"
+ls "$dest"/impl/*/expert_*.so > /dev/null 2>&1 ||
+  echo "pack: $build has no expert variants (configure it with -DD2K_EXPERT_VARIANTS=ON to time them)" >&2
 cp -r include "$dest/include"
 mkdir -p "$dest/include/dlpack"
 cp /usr/include/dlpack/dlpack.h "$dest/include/dlpack/"
