@@ -271,8 +271,10 @@ __device__ __forceinline__ void write_rows(const Params& p, RowState& st, int b,
 __global__ void __launch_bounds__(kThreads, FA_Q_IN_REGS ? 1 : 2) flash_fwd_causal(const Params p) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
   auto* sQ = reinterpret_cast<__nv_bfloat16*>(smem_raw);
-  __nv_bfloat16* sK[2] = {sQ + kBM * kD, sQ + kBM * kD + kBN * kD};
-  __nv_bfloat16* sV[2] = {sQ + kBM * kD + 2 * kBN * kD, sQ + kBM * kD + 3 * kBN * kD};
+  // K buffers at sQ + kBM*kD + buf*kBN*kD, V buffers after them (pointer arithmetic, not an array
+  // of pointers: a dynamically indexed local array would live on the stack)
+  __nv_bfloat16* const sK0 = sQ + kBM * kD;
+  __nv_bfloat16* const sV0 = sK0 + 2 * kBN * kD;
 
   const int h = blockIdx.x, b = blockIdx.z;
   const int m0 = (gridDim.y - 1 - blockIdx.y) * kBM;
@@ -287,8 +289,8 @@ __global__ void __launch_bounds__(kThreads, FA_Q_IN_REGS ? 1 : 2) flash_fwd_caus
   const int n_tiles = (key_end + kBN - 1) / kBN;
 
   load_tile<kBM>(sQ, qh, m0, p.S, q_stride);
-  load_tile<kBN>(sK[0], kh, 0, p.S, kv_stride);
-  load_tile<kBN>(sV[0], vh, 0, p.S, kv_stride);
+  load_tile<kBN>(sK0, kh, 0, p.S, kv_stride);
+  load_tile<kBN>(sV0, vh, 0, p.S, kv_stride);
   cp_async_commit();
 
   RowState st;
@@ -299,10 +301,10 @@ __global__ void __launch_bounds__(kThreads, FA_Q_IN_REGS ? 1 : 2) flash_fwd_caus
   uint32_t qf[kD / 16][4];
 
   for (int j = 0; j < n_tiles; ++j) {
-    const int buf = j & 1;
+    const int cur = (j & 1) * kBN * kD, nxt = kBN * kD - cur;
     if (j + 1 < n_tiles) {  // prefetch the next K/V tile into the other buffer
-      load_tile<kBN>(sK[buf ^ 1], kh, (j + 1) * kBN, p.S, kv_stride);
-      load_tile<kBN>(sV[buf ^ 1], vh, (j + 1) * kBN, p.S, kv_stride);
+      load_tile<kBN>(sK0 + nxt, kh, (j + 1) * kBN, p.S, kv_stride);
+      load_tile<kBN>(sV0 + nxt, vh, (j + 1) * kBN, p.S, kv_stride);
     }
     cp_async_commit();
     cp_async_wait<1>();  // everything but the prefetch just issued has landed
@@ -313,11 +315,11 @@ __global__ void __launch_bounds__(kThreads, FA_Q_IN_REGS ? 1 : 2) flash_fwd_caus
       for (int kk = 0; kk < kD / 16; ++kk) load_q_frag(qf[kk], sQ, warp, kk);
 #endif
     float s[kNB][4];
-    scores(s, qf, sQ, sK[buf], warp);
+    scores(s, qf, sQ, sK0 + cur, warp);
     const int key0 = j * kBN;
     if (key0 + kBN > m0 || key0 + kBN > p.S) mask_scores(s, m0 + warp * 16, key0, p.S);
     online_softmax(s, st, p.c);
-    accumulate_pv(st, s, sV[buf]);
+    accumulate_pv(st, s, sV0 + cur);
     __syncthreads();  // the next iteration's prefetch overwrites this buffer
   }
   write_rows(p, st, b, h, m0 + warp * 16);
