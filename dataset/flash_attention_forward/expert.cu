@@ -42,10 +42,12 @@
 //
 //   %VARIANT% q_smem -DFA_Q_IN_REGS=0
 //   %VARIANT% bn32 -DFA_BLOCK_N=32
+//   %VARIANT% wgmma -DFA_WGMMA=1
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 #include "d2k/solution.h"
@@ -56,6 +58,12 @@
 #ifndef FA_Q_IN_REGS
 #define FA_Q_IN_REGS 1
 #endif
+#ifndef FA_WGMMA
+#define FA_WGMMA 0  // 1: the Hopper kernel of fa_hopper.cuh (wgmma, TMA, producer/consumer warpgroups)
+#endif
+#if FA_WGMMA
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled: the driver entry point, resolved at run time
+#endif
 
 namespace {
 
@@ -63,14 +71,14 @@ constexpr int kD = 128;                 // head dimension
 constexpr int kBM = 128;                // query rows per CTA
 constexpr int kBN = FA_BLOCK_N;         // keys per tile
 constexpr int kWarps = kBM / 16;        // one warp per 16 query rows
-constexpr int kThreads = kWarps * 32;
-constexpr int kChunks = kD / 8;         // 16-byte chunks per row
-constexpr int kNB = kBN / 8;            // n-blocks of 8 keys in a score tile
-constexpr int kDB = kD / 8;             // n-blocks of 8 columns in the output
+[[maybe_unused]] constexpr int kThreads = kWarps * 32;
+[[maybe_unused]] constexpr int kChunks = kD / 8;         // 16-byte chunks per row
+[[maybe_unused]] constexpr int kNB = kBN / 8;            // n-blocks of 8 keys in a score tile
+[[maybe_unused]] constexpr int kDB = kD / 8;             // n-blocks of 8 columns in the output
 constexpr int kSmemElems = kBM * kD + 4 * kBN * kD;  // Q, K[2], V[2]
-constexpr int kSmemBytes = kSmemElems * 2;
+[[maybe_unused]] constexpr int kSmemBytes = kSmemElems * 2;
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
+[[maybe_unused]] constexpr float kLn2 = 0.6931471805599453f;
 static_assert(kBN % 16 == 0 && kBN <= 128, "key tile: a multiple of 16");
 
 struct Params {
@@ -83,14 +91,26 @@ struct Params {
   float c;  // scale * log2(e)
 };
 
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+#if !FA_WGMMA  // the mma.sync kernel (step 1)
 /// Element offset of 16-byte chunk `chunk` of row `row` in a [rows][128] bf16 tile: the chunk index
 /// is XORed with the row's low 3 bits, so the 8 rows an ldmatrix phase reads hit 8 distinct
 /// 16-byte bank groups (a 256-byte row would otherwise put all of them in one).
 __device__ __forceinline__ int swz(int row, int chunk) { return row * kD + ((chunk ^ (row & 7)) << 3); }
-
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 
 /// 16-byte asynchronous copy; src_bytes = 0 zero-fills (rows past S).
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
@@ -121,17 +141,6 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
       "{%0,%1,%2,%3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ float ex2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
 }
 
 /// Copies rows [row0, row0 + rows) of a head (row stride `stride` elements) into a swizzled tile;
@@ -324,6 +333,17 @@ __global__ void __launch_bounds__(kThreads, FA_Q_IN_REGS ? 1 : 2) flash_fwd_caus
   }
   write_rows(p, st, b, h, m0 + warp * 16);
 }
+#endif
+
+}  // namespace
+
+#if FA_WGMMA
+namespace {
+#include "fa_hopper.cuh"
+}  // namespace
+#endif
+
+namespace {
 
 struct Dims {
   int64_t B, S, Hq, Hkv;
@@ -341,6 +361,52 @@ Dims parse(const d2k_args* args) {
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+#if FA_WGMMA
+/// cuTensorMapEncodeTiled from the driver, looked up once through the runtime (nothing linked).
+PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      f = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  if (!fn) throw std::runtime_error("expert: cuTensorMapEncodeTiled is not available from the driver");
+  return fn;
+}
+
+/// A [B, S, H, 128] bf16 tensor as a 4-d tensor map (innermost first: D, H, S, B) with boxes of
+/// 64 columns x 1 head x `rows` rows, 128-byte swizzle; rows past S read as zeros.
+CUtensorMap tensor_map(const void* base, int64_t B, int64_t S, int64_t H, int rows) {
+  CUtensorMap m;
+  const cuuint64_t dims[4] = {cuuint64_t(kD), cuuint64_t(H), cuuint64_t(S), cuuint64_t(B)};
+  const cuuint64_t strides[3] = {cuuint64_t(kD) * 2, cuuint64_t(H * kD) * 2, cuuint64_t(S * H * kD) * 2};
+  const cuuint32_t box[4] = {64, 1, cuuint32_t(rows), 1};
+  const cuuint32_t elem[4] = {1, 1, 1, 1};
+  const CUresult r = encode_tiled()(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(base), dims, strides,
+                                    box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) throw std::runtime_error("expert: cuTensorMapEncodeTiled failed (" + std::to_string(int(r)) + ")");
+  return m;
+}
+
+void launch_wgmma(const d2k_args* args, const Dims& d, const Params& p) {
+  namespace fh = fa_hopper;
+  const CUtensorMap tq = tensor_map(p.q, d.B, d.S, d.Hq, fh::kBM);
+  const CUtensorMap tk = tensor_map(p.k, d.B, d.S, d.Hkv, fh::kBN);
+  const CUtensorMap tv = tensor_map(p.v, d.B, d.S, d.Hkv, fh::kBN);
+  const fh::Params hp{p.o, p.lse, p.S, p.Hq, p.Hkv, p.c};
+  if (cudaFuncSetAttribute(fh::flash_fwd_causal_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           fh::kSmemBytes) != cudaSuccess)
+    throw std::runtime_error("expert: cannot reserve the wgmma kernel's shared memory");
+  const dim3 grid(static_cast<unsigned>(d.Hq), static_cast<unsigned>((d.S + fh::kBM - 1) / fh::kBM),
+                  static_cast<unsigned>(d.B));
+  fh::flash_fwd_causal_wgmma<<<grid, fh::kThreads, fh::kSmemBytes, static_cast<cudaStream_t>(args->stream)>>>(
+      tq, tk, tv, hp);
+}
+#endif
 
 }  // namespace
 
@@ -373,10 +439,14 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
              static_cast<float>(d2k::scalar_f(args, "scale")) * kLog2e};
     if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.o))
       throw d2k::abi_error("expert: q, k, v and o must be 16-byte aligned");
+#if FA_WGMMA
+    launch_wgmma(args, d, p);
+#else
     D2K_CUDA_TRY(args, cudaFuncSetAttribute(flash_fwd_causal, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
     const dim3 grid(static_cast<unsigned>(d.Hq), static_cast<unsigned>((d.S + kBM - 1) / kBM),
                     static_cast<unsigned>(d.B));
     flash_fwd_causal<<<grid, kThreads, kSmemBytes, static_cast<cudaStream_t>(args->stream)>>>(p);
+#endif
     D2K_CUDA_TRY(args, cudaGetLastError());
     return D2K_OK;
   });

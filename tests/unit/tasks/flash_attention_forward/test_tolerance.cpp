@@ -33,6 +33,7 @@ constexpr int kTileM = 128;  // the expert's query tile
 enum class Variant {
   kExpert,        ///< the expert's tiled online softmax
   kExpertBn32,    ///< the same with 32-key tiles (the bn32 variant)
+  kExpertBn128,   ///< the same with 128-key tiles (the wgmma variant, fa_hopper.cuh)
   kNaive,         ///< fp32 S, exact softmax, bf16(p / l), PV in fp32
   kNoMask,        ///< expert arithmetic over every key (causal mask missing)
   kFp16NoMax,     ///< exp(s) without the max subtracted, stored in fp16
@@ -84,7 +85,7 @@ void emulate_row(Variant var, const Dims& d, float scale, std::int64_t i, const 
     return;
   }
   // The expert: ascending key tiles, online softmax in the exp2 domain.
-  const int tile = var == Variant::kExpertBn32 ? 32 : kTileN;
+  const int tile = var == Variant::kExpertBn32 ? 32 : var == Variant::kExpertBn128 ? 128 : kTileN;
   const float c = scale * 1.4426950408889634f;
   float m = -INFINITY, l = 0.f;
   std::vector<float> acc(kD, 0.f);
@@ -212,9 +213,9 @@ TEST_F(FlashAttentionTolerance, CheckWorkloadsCoverTheEdges) {
 
 TEST_F(FlashAttentionTolerance, ExpertTiledOnlineSoftmaxPasses) {
   for (const Case& c : *cases_)
-    for (Variant var : {Variant::kExpert, Variant::kExpertBn32}) {
+    for (Variant var : {Variant::kExpert, Variant::kExpertBn32, Variant::kExpertBn128}) {
       const Verdict r = run(var, c);
-      print(var == Variant::kExpert ? "expert" : "bn32", c, r);
+      print(var == Variant::kExpert ? "expert" : var == Variant::kExpertBn32 ? "bn32" : "wgmma", c, r);
       EXPECT_TRUE(r.o.passed) << c.plan.workload.uuid << ": " << r.o.message;
       EXPECT_TRUE(r.lse.passed) << c.plan.workload.uuid << ": " << r.lse.message;
     }
@@ -301,6 +302,7 @@ TEST(FlashAttentionHidden, DrawsAreValidAndExpertPasses) {
                 static_cast<long long>(c.axis("Hkv")));
     ASSERT_EQ(c.axis("Hq") % c.axis("Hkv"), 0);
     EXPECT_EQ(judge(c, emulate(Variant::kExpert, c)).status, Status::PASSED) << w.uuid;
+    EXPECT_EQ(judge(c, emulate(Variant::kExpertBn128, c)).status, Status::PASSED) << w.uuid;
   }
 }
 
