@@ -16,7 +16,7 @@
 //
 // Variants (step = the brief's plan; times are per bench workload, µs, and %SOL of the calibrated
 // bf16 tensor rate: not yet measured on the H200 — fill from
-//   d2k bench --task flash_attention_forward --targets naive,expert,expert:q_smem,expert:bn32,torch_eager
+//   d2k bench --task flash_attention_forward --targets naive,expert,expert:q_smem,expert:bn32,expert:wgmma,torch_eager
 // run by scripts/gpu/checks/t-fa.sh):
 //   step | variant                                              | 1x8192x32x8 | 4x4096x32x8 | 16x1024x32x8
 //   1    | mma.sync, ldmatrix, cp.async double buffer, Q in       | not yet     | not yet     | not yet
@@ -24,19 +24,26 @@
 //   1    | q_smem: Q fragments re-read from shared memory per     | not yet     | not yet     | not yet
 //        | tile (fewer registers: two CTAs per SM)                | measured    | measured    | measured
 //   1    | bn32: 32-key tiles (half the score registers)          | not yet     | not yet     | not yet
-//   2    | wgmma m64n64k16 + TMA K/V ring + producer warp + two   | not built   | not built   | not built
-//        | consumer warpgroups, GQA group per CTA                 |             |             |
+//   2    | wgmma (fa_hopper.cuh): m64n128k16 QK^T and m64n64k16   | not yet     | not yet     | not yet
+//        | PV, TMA K/V ring of 2 stages (128 keys), producer      | measured    | measured    | measured
+//        | warpgroup + two consumer warpgroups of 64 rows         |             |             |
+// ptxas (sm_90a, this build): default 215 registers, no spills; q_smem 128 with 56 B of spills;
+// bn32 188, no spills; wgmma 165, no spills. The wgmma variant has never run: it compiles, and its
+// tiling (128-key tiles) passes the CPU emulation, but its descriptors, TMA boxes and barrier
+// phases are first exercised by t-fa.sh (bench against the golden on the check workloads, then
+// memcheck); it becomes the default only once it passes there and beats step 1.
 // Designs considered:
 //   a. (step 1, built) FlashAttention-2 on mma.sync: portable to sm_80, a CTA per (b, h, query
 //      tile); one K/V read per CTA, so each K/V tile is read Hq/Hkv times (from L2: the grid puts
 //      the heads of one group at consecutive block indices so the group's CTAs run together).
-//      mma.sync issues from registers at about two thirds of the Hopper tensor rate, so this step
-//      is expected well under the 65% target.
-//   b. (step 2, not built) FlashAttention-3 on wgmma: the Q tile and K/V tiles in shared memory as
-//      wgmma descriptors, TMA loads into a multi-stage mbarrier ring filled by a producer warp, two
-//      consumer warpgroups ping-ponging softmax against the other's GEMMs, and the Hq/Hkv query
-//      heads of one K/V head on one CTA (or cluster, TMA multicast) so K/V leave L2 once per group.
-//      The only route to the 65%-of-SOL target.
+//      The FlashAttention-3 paper reports FlashAttention-2 (this design) at about 35% of the H100's
+//      tensor rate, so this step is expected well under the 65% target.
+//   b. (step 2, the wgmma variant) FlashAttention-3's structure on wgmma: Q and K/V tiles in shared
+//      memory read by wgmma descriptors, TMA loads into an mbarrier ring filled by a producer
+//      warpgroup, two consumer warpgroups. Not yet done from FA3: the intra-warpgroup overlap of
+//      one tile's softmax with the next tile's QK^T, ping-pong scheduling of the two consumer
+//      warpgroups (named barriers), setmaxnreg, and the Hq/Hkv query heads of one K/V head on one
+//      CTA or cluster (TMA multicast) so K/V leave L2 once per group. The route to the 65% target.
 //   c. split-KV (flash-decoding) with an LSE merge: only useful when B*Hq*S/128 CTAs cannot fill
 //      the GPU; every bench workload has >= 2048 query tiles, so rejected.
 //
