@@ -58,6 +58,7 @@
 #include <string>
 
 #include "d2k/solution.h"
+#include "fa_layout.h"
 
 #ifndef FA_BLOCK_N
 #define FA_BLOCK_N 64
@@ -114,10 +115,7 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 }
 
 #if !FA_WGMMA  // the mma.sync kernel (step 1)
-/// Element offset of 16-byte chunk `chunk` of row `row` in a [rows][128] bf16 tile: the chunk index
-/// is XORed with the row's low 3 bits, so the 8 rows an ldmatrix phase reads hit 8 distinct
-/// 16-byte bank groups (a 256-byte row would otherwise put all of them in one).
-__device__ __forceinline__ int swz(int row, int chunk) { return row * kD + ((chunk ^ (row & 7)) << 3); }
+using fa_layout::swz;
 
 /// 16-byte asynchronous copy; src_bytes = 0 zero-fills (rows past S).
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
@@ -166,7 +164,7 @@ __device__ __forceinline__ void load_tile(__nv_bfloat16* tile, const __nv_bfloat
 /// The A fragments (m16k16) of this warp's 16 query rows, k-step kk (columns 16kk .. 16kk+15).
 __device__ __forceinline__ void load_q_frag(uint32_t (&a)[4], const __nv_bfloat16* sQ, int warp, int kk) {
   const int lane = threadIdx.x % 32;
-  ldmatrix_x4(a, sQ + swz(warp * 16 + lane % 16, 2 * kk + lane / 16));
+  ldmatrix_x4(a, sQ + swz(fa_layout::q_row(warp, lane), fa_layout::q_chunk(kk, lane)));
 }
 
 /// Per-warp state: two query rows per thread (lane/4 and lane/4 + 8 of the warp's 16).
@@ -192,7 +190,7 @@ __device__ __forceinline__ void scores(float (&s)[kNB][4], const uint32_t (&qf)[
 #pragma unroll
     for (int np = 0; np < kNB / 2; ++np) {
       uint32_t b[4];  // keys 16np .. 16np+15: b[0..1] for n-block 2np, b[2..3] for 2np+1
-      ldmatrix_x4(b, sK + swz(np * 16 + lane % 8 + (lane / 16) * 8, 2 * kk + (lane / 8) % 2));
+      ldmatrix_x4(b, sK + swz(fa_layout::k_row(np, lane), fa_layout::k_chunk(kk, lane)));
       mma_bf16(s[2 * np], a, b[0], b[1]);
       mma_bf16(s[2 * np + 1], a, b[2], b[3]);
     }
@@ -206,8 +204,8 @@ __device__ __forceinline__ void mask_scores(float (&s)[kNB][4], int q_row0, int 
   for (int nb = 0; nb < kNB; ++nb)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int row = q_row0 + lane / 4 + (e >= 2 ? 8 : 0);
-      const int key = key0 + nb * 8 + (lane % 4) * 2 + (e & 1);
+      const int row = q_row0 + fa_layout::acc_row(lane, e);
+      const int key = key0 + nb * 8 + fa_layout::acc_col(lane, e);
       if (key > row || key >= S) s[nb][e] = -INFINITY;
     }
 }
@@ -252,7 +250,7 @@ __device__ __forceinline__ void accumulate_pv(RowState& st, const float (&p)[kNB
 #pragma unroll
     for (int dp = 0; dp < kDB / 2; ++dp) {
       uint32_t b[4];  // V rows 16kk.., columns 16dp..: b[0..1] for n-block 2dp, b[2..3] for 2dp+1
-      ldmatrix_x4_trans(b, sV + swz(kk * 16 + lane % 8 + ((lane / 8) % 2) * 8, 2 * dp + lane / 16));
+      ldmatrix_x4_trans(b, sV + swz(fa_layout::v_row(kk, lane), fa_layout::v_chunk(dp, lane)));
       mma_bf16(st.o[2 * dp], a, b[0], b[1]);
       mma_bf16(st.o[2 * dp + 1], a, b[2], b[3]);
     }
