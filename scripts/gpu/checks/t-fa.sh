@@ -57,7 +57,7 @@ starter_verdict 8 --workloads "$small_checks"
 
 if [ -n "$torch" ]; then
   step dump 8 "$d2k" check --task $task --impl expert --workloads "$checks" --quiet --rounds 1 --dump "$out/dump"
-  step golden 12 python3 $helpers/golden_check.py "$out/dump" \
+  step golden 20 python3 $helpers/golden_check.py "$out/dump" \
     && pass "golden cross-check vs PyTorch float64" || fail "golden cross-check (see golden.log)"
   tail -8 "$out/golden.log"
   rm -rf "$out/dump"

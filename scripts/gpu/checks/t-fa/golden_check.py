@@ -3,7 +3,8 @@ float64 on the inputs `d2k check --dump DIR` wrote: for every dumped workload, t
 F.scaled_dot_product_attention's math definition (q k^T * scale, causal mask, softmax, p v) in
 float64 on the CPU, k and v expanded to the query heads (GQA), gives o (rounded to bf16) and lse
 (torch.logsumexp of the masked scores, rounded to fp32); both are compared with expected.o and
-expected.lse under the task's rules (definition.json, with the workload's overrides). Prints one
+expected.lse (the golden) and with the dumped target's outputs (e.g. expert.o, expert.lse) under the
+task's rules (definition.json, with the workload's overrides). Prints one
 line per workload with the largest errors; exit status 1 if any workload disagrees.
 Usage: python3 golden_check.py DUMP_DIR [--dataset dataset]
 """
@@ -66,13 +67,18 @@ def main():
         o = (torch.softmax(s, dim=-1) @ vt).transpose(1, 2)  # [B, S, H, D]
         ours_o = o.to(torch.float32).to(torch.bfloat16).to(torch.float64)  # double rounding: <= 1 bf16 step
         ours_lse = lse.to(torch.float32).to(torch.float64)
-        e_o, n_o = over_tol(ours_o, load(d, "expected.o.npy").reshape(ours_o.shape), cmp["o"])
-        e_l, n_l = over_tol(ours_lse, load(d, "expected.lse.npy").reshape(ours_lse.shape), cmp["lse"])
-        ok = n_o == 0 and n_l == 0
+        # the golden (expected.*) and every dumped target (e.g. expert.*) against PyTorch float64
+        labels = sorted({f.split(".")[0] for f in os.listdir(d) if f.endswith(".o.npy")} - {"expected"})
+        parts, ok = [], True
+        for label in ["expected"] + labels:
+            e_o, n_o = over_tol(ours_o, load(d, f"{label}.o.npy").reshape(ours_o.shape), cmp["o"])
+            e_l, n_l = over_tol(ours_lse, load(d, f"{label}.lse.npy").reshape(ours_lse.shape), cmp["lse"])
+            ok = ok and n_o == 0 and n_l == 0
+            parts.append(f"{label}: o max|err| {float(e_o.max()):.3g} ({n_o} over tol), "
+                         f"lse max|err| {float(e_l.max()):.3g} ({n_l} over tol)")
         bad += 0 if ok else 1
         n += 1
-        print(f"{'PASS' if ok else 'FAIL'} {uuid}: o max|err| {float(e_o.max()):.3g} ({n_o} over tol), "
-              f"lse max|err| {float(e_l.max()):.3g} ({n_l} over tol)")
+        print(f"{'PASS' if ok else 'FAIL'} {uuid}: " + "; ".join(parts))
     print(f"golden cross-check: {n - bad}/{n} workloads agree with PyTorch float64")
     sys.exit(1 if bad or n == 0 else 0)
 
