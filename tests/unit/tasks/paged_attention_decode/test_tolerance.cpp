@@ -178,7 +178,12 @@ const std::vector<Case>& cases() {
   static const std::vector<Case> cs = [] {
     LoadedImpl ref = load_reference("paged_attention_decode");
     std::vector<Case> out;
-    for (const Workload& w : check_workloads(task())) out.push_back(make_case(task(), ref, w, 1));
+    // The public check workloads, then the extremes hidden draws reach with the definition's
+    // length rule (len_max 37, len_step 3): 13 sequences of 37 down to 1 token on 3 pages, and
+    // one sequence of 37 tokens in a 40-page table.
+    const std::vector<Workload> extra = {shape("paged_attention_decode-hidden-like-13x3", {{"B", 13}, {"P", 3}}),
+                                         shape("paged_attention_decode-hidden-like-1x40", {{"B", 1}, {"P", 40}})};
+    for (const Workload& w : check_workloads(task(), extra)) out.push_back(make_case(task(), ref, w, 1));
     return out;
   }();
   return cs;
@@ -219,7 +224,7 @@ bool has_partial_page(const Case& c) {
 }  // namespace
 
 TEST(PagedAttentionDecodeData, BlockTableIsAPermutationAndLengthsFollowTheScalars) {
-  ASSERT_EQ(cases().size(), 6u);
+  ASSERT_EQ(cases().size(), 8u);  // 6 check workloads, 2 hidden-like extremes
   for (const Case& c : cases()) {
     const std::int64_t B = c.axis("B"), P = c.axis("P");
     const auto* bt = c.in("block_table").as<std::int32_t>();
@@ -230,7 +235,7 @@ TEST(PagedAttentionDecodeData, BlockTableIsAPermutationAndLengthsFollowTheScalar
     // Scattered: consecutive logical pages of a sequence are not consecutive physical pages.
     std::int64_t adjacent = 0;
     for (std::int64_t i = 0; i + 1 < B * P; ++i) adjacent += bt[i + 1] == bt[i] + 1;
-    EXPECT_LT(adjacent, std::max<std::int64_t>(2, B * P / 8)) << c.plan.workload.uuid;
+    EXPECT_LE(adjacent, std::max<std::int64_t>(3, B * P / 8)) << c.plan.workload.uuid;
     const auto* lens = c.in("seq_lens").as<std::int32_t>();
     const std::int64_t lmax = scalar_i(c.plan, "len_max"), step = scalar_i(c.plan, "len_step");
     for (std::int64_t b = 0; b < B; ++b) {
@@ -303,10 +308,13 @@ TEST(PagedAttentionDecodeTolerance, MergingSplitsWithoutRescalingFails) {
   EXPECT_GE(checked, 3);
 }
 
-TEST(PagedAttentionDecodeTolerance, Bf16AccumulatorFails) {
-  for (const Case& c : cases()) {
-    if (c.in("seq_lens").as<std::int32_t>()[0] < 64) continue;  // a few terms stay exact enough
-    const CompareResult r = judge_variant(Variant::kBf16Accumulator, c);
-    EXPECT_FALSE(r.passed) << c.plan.workload.uuid << ": rel_l2 " << r.rel_l2;
+TEST(PagedAttentionDecodeTolerance, Bf16AccumulatorFailsWhereTermsAreMany) {
+  // A bf16 running sum loses about 2^-9 per addition; the rule sees it where many comparable terms
+  // meet (ragged lengths of hundreds of tokens, a 16k context). With the expert's structure each
+  // stream sums only about 20-30 tokens, so on the peaked workload (a few dominant terms) and the
+  // 5-token sequence it stays inside the rule: bf16 probabilities are admitted at that size too.
+  for (const char* suffix : {"check-5x33-ragged", "check-2x1024-16k"}) {
+    const CompareResult r = judge_variant(Variant::kBf16Accumulator, by_suffix(suffix));
+    EXPECT_FALSE(r.passed) << suffix << ": rel_l2 " << r.rel_l2;
   }
 }
