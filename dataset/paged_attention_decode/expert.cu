@@ -10,7 +10,8 @@
 //       streams per CTA (a half-warp each, 16 lanes x 8 elements = one 256-byte row) keep
 //       independent softmax states, merged through shared memory at the end of the split.
 //   L3  16-byte streaming loads (LDG.E.128, evict-first) of K and V rows, 4 tokens per stream
-//       issued before any is used (8 x 16 B in flight per lane); q pre-scaled by scale * log2(e)
+//       issued before any is used (8 x 16 B in flight per lane), the next step's two page ids
+//       loaded a step ahead; q pre-scaled by scale * log2(e)
 //       so the softmax is exp2; the merge fused into the last CTA of each (b, g), found with an
 //       atomic counter (no second kernel).
 //
@@ -178,23 +179,36 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) split_kv_decode(Param
   }
 
   // Phase 1: stream `stream` takes positions t0 + u * kStreams + stream of every 32-token step.
+  // A step (t0 a multiple of 32: split_tokens is) covers two pages; their ids for the next step
+  // are loaded while this one streams, so the block-table read is off the K/V loads' path.
+  static_assert(paged_decode::kStepTokens == 2 * kPage, "a step spans two pages");
   const int32_t* pages = p.block_table + b * p.P;
+  auto page_ids = [&](int64_t t0, int64_t& lo, int64_t& hi) {
+    lo = t0 < t_end ? __ldg(pages + t0 / kPage) : 0;
+    hi = t0 + kPage < t_end ? __ldg(pages + t0 / kPage + 1) : 0;  // never past the row's last used page
+  };
+  int64_t page_lo, page_hi;
+  page_ids(t_begin, page_lo, page_hi);
   for (int64_t t0 = t_begin; t0 < t_end; t0 += paged_decode::kStepTokens) {
+    int64_t next_lo, next_hi;
+    page_ids(t0 + paged_decode::kStepTokens, next_lo, next_hi);
     uint4 kr[kUnroll], vr[kUnroll];
     bool valid[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const int64_t t = t0 + u * kStreams + stream;
-      valid[u] = t < t_end;
+      const int slot = u * kStreams + stream;  // 0..31 within the step
+      valid[u] = t0 + slot < t_end;
       kr[u] = vr[u] = make_uint4(0u, 0u, 0u, 0u);
       if (valid[u]) {
-        const int64_t page = __ldg(pages + t / kPage);
-        const int64_t row = ((page * kPage + t % kPage) * kHkv + g) * (kD / kElems) + lane;
+        const int64_t page = slot < kPage ? page_lo : page_hi;
+        const int64_t row = ((page * kPage + slot % kPage) * kHkv + g) * (kD / kElems) + lane;
         kr[u] = __ldcs(p.k_cache + row);
         vr[u] = __ldcs(p.v_cache + row);
       }
     }
     consume(st, qr, kr, vr, valid);
+    page_lo = next_lo;
+    page_hi = next_hi;
   }
 
   // Phase 2: merge the 8 streams through shared memory; thread d owns element d of each head.
