@@ -11,18 +11,21 @@
 //       independent softmax states, merged through shared memory at the end of the split.
 //   L3  16-byte streaming loads (LDG.E.128, evict-first) of K and V rows, 4 tokens per stream
 //       issued before any is used (8 x 16 B in flight per lane), the next step's two page ids
-//       loaded a step ahead; q pre-scaled by scale * log2(e)
-//       so the softmax is exp2; the merge fused into the last CTA of each (b, g), found with an
-//       atomic counter (no second kernel).
+//       loaded a step ahead; q pre-scaled by scale * log2(e) so the softmax is exp2; the merge
+//       fused into the last CTA of each (b, g), found with an atomic counter (no second kernel).
 //
 // Variants considered (times: not yet measured on the H200; `d2k bench --task
-// paged_attention_decode --targets expert,expert:merge_separate,expert:splits_fixed16` fills them):
+// paged_attention_decode --targets expert,expert:merge_separate,expert:splits_fixed16,expert:cp_async`
+// fills them):
 //   split count from occupancy (default) vs fixed 16 splits          -> expert:splits_fixed16
 //   merge fused into the last CTA (default) vs a separate merge kernel -> expert:merge_separate
-//   cp.async / TMA page pipeline into shared memory: not built; the register prefetch of 4 tokens
-//   per stream already keeps 64 KB in flight per SM at 4 CTAs per SM.
+//   rows loaded into registers 4 tokens ahead (default) vs a cp.async double buffer in shared
+//   memory, the next step's rows in flight while this one computes  -> expert:cp_async
+//   (a TMA pipeline was not built: a 256-byte row per (page slot, KV head) is too small a box to
+//   pay for a descriptor-driven copy, and the page ids change the address every 16 tokens).
 // %VARIANT% merge_separate -DPAGED_MERGE_FUSED=0
 // %VARIANT% splits_fixed16 -DPAGED_FIXED_SPLITS=16
+// %VARIANT% cp_async -DPAGED_CP_ASYNC=1
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -38,6 +41,9 @@
 #endif
 #ifndef PAGED_FIXED_SPLITS
 #define PAGED_FIXED_SPLITS 0
+#endif
+#ifndef PAGED_CP_ASYNC
+#define PAGED_CP_ASYNC 0
 #endif
 
 namespace {
@@ -75,6 +81,17 @@ __device__ __forceinline__ void bf16x8_to_float(const uint4& r, float* f) {
     f[2 * i] = __uint_as_float(w[i] << 16);
     f[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
   }
+}
+
+/// 16-byte asynchronous copy global -> shared, L1 bypassed (LDGSTS).
+__device__ __forceinline__ void cp_async16(uint4* smem, const uint4* gmem) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
 /// Combines one query head's splits: o = sum_s w_s o_s / sum_s w_s, w_s = 2^(lse_s - max lse).
@@ -178,6 +195,14 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) split_kv_decode(Param
     for (int e = 0; e < kElems; ++e) st.acc[h][e] = 0.f;
   }
 
+  // Shared memory: the merge's (m, l, acc) of every stream; with PAGED_CP_ASYNC the two staging
+  // buffers of K/V rows first (the merge reuses them once the stream loop is done).
+  constexpr int kMergeFloats = 2 * kStreams * kGroup + kStreams * kGroup * kD;
+  constexpr int kStageVecs = PAGED_CP_ASYNC ? 2 * 2 * paged_decode::kStepTokens * kLanesPerRow : 0;
+  constexpr int kPoolVecs = kStageVecs * 4 > kMergeFloats ? kStageVecs : (kMergeFloats + 3) / 4;
+  __shared__ uint4 smem_pool[kPoolVecs];
+  __shared__ int sm_last;
+
   // Phase 1: stream `stream` takes positions t0 + u * kStreams + stream of every 32-token step.
   // A step (t0 a multiple of 32: split_tokens is) covers two pages; their ids for the next step
   // are loaded while this one streams, so the block-table read is off the K/V loads' path.
@@ -187,8 +212,52 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) split_kv_decode(Param
     lo = t0 < t_end ? __ldg(pages + t0 / kPage) : 0;
     hi = t0 + kPage < t_end ? __ldg(pages + t0 / kPage + 1) : 0;  // never past the row's last used page
   };
+  auto row_of = [&](int64_t lo, int64_t hi, int slot) {
+    const int64_t page = slot < kPage ? lo : hi;
+    return ((page * kPage + slot % kPage) * kHkv + g) * (kD / kElems) + lane;
+  };
   int64_t page_lo, page_hi;
   page_ids(t_begin, page_lo, page_hi);
+#if PAGED_CP_ASYNC
+  // Variant cp_async: the next step's rows are copied into shared memory (LDGSTS) while this step
+  // computes; each thread copies exactly the 16-byte pieces it later reads, so only its own
+  // wait_group orders them (no CTA barrier inside the loop).
+  auto stage_at = [&](int buf, int kv, int slot) {
+    return smem_pool + ((buf * 2 + kv) * paged_decode::kStepTokens + slot) * kLanesPerRow + lane;
+  };
+  auto issue = [&](int64_t t0, int64_t lo, int64_t hi, int buf) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int slot = u * kStreams + stream;
+      if (t0 + slot < t_end) {
+        const int64_t row = row_of(lo, hi, slot);
+        cp_async16(stage_at(buf, 0, slot), p.k_cache + row);
+        cp_async16(stage_at(buf, 1, slot), p.v_cache + row);
+      }
+    }
+    cp_async_commit();  // an empty group past the end keeps the wait count uniform
+  };
+  issue(t_begin, page_lo, page_hi, 0);
+  page_ids(t_begin + paged_decode::kStepTokens, page_lo, page_hi);
+  int buf = 0;
+  for (int64_t t0 = t_begin; t0 < t_end; t0 += paged_decode::kStepTokens, buf ^= 1) {
+    issue(t0 + paged_decode::kStepTokens, page_lo, page_hi, buf ^ 1);
+    page_ids(t0 + 2 * paged_decode::kStepTokens, page_lo, page_hi);
+    cp_async_wait<1>();  // this step's group has landed
+    uint4 kr[kUnroll], vr[kUnroll];
+    bool valid[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int slot = u * kStreams + stream;
+      valid[u] = t0 + slot < t_end;
+      kr[u] = valid[u] ? *stage_at(buf, 0, slot) : make_uint4(0u, 0u, 0u, 0u);
+      vr[u] = valid[u] ? *stage_at(buf, 1, slot) : make_uint4(0u, 0u, 0u, 0u);
+    }
+    consume(st, qr, kr, vr, valid);
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the merge below reuses the staging buffers
+#else
   for (int64_t t0 = t_begin; t0 < t_end; t0 += paged_decode::kStepTokens) {
     int64_t next_lo, next_hi;
     page_ids(t0 + paged_decode::kStepTokens, next_lo, next_hi);
@@ -200,8 +269,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) split_kv_decode(Param
       valid[u] = t0 + slot < t_end;
       kr[u] = vr[u] = make_uint4(0u, 0u, 0u, 0u);
       if (valid[u]) {
-        const int64_t page = slot < kPage ? page_lo : page_hi;
-        const int64_t row = ((page * kPage + slot % kPage) * kHkv + g) * (kD / kElems) + lane;
+        const int64_t row = row_of(page_lo, page_hi, slot);
         kr[u] = __ldcs(p.k_cache + row);
         vr[u] = __ldcs(p.v_cache + row);
       }
@@ -210,11 +278,12 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) split_kv_decode(Param
     page_lo = next_lo;
     page_hi = next_hi;
   }
+#endif
 
   // Phase 2: merge the 8 streams through shared memory; thread d owns element d of each head.
-  __shared__ float sm_m[kStreams][kGroup], sm_l[kStreams][kGroup];
-  __shared__ float sm_acc[kStreams][kGroup][kD];
-  __shared__ int sm_last;
+  auto* sm_m = reinterpret_cast<float(*)[kGroup]>(smem_pool);                  // [kStreams][kGroup]
+  auto* sm_l = sm_m + kStreams;                                                 // [kStreams][kGroup]
+  auto* sm_acc = reinterpret_cast<float(*)[kGroup][kD]>(sm_l + kStreams);      // [kStreams][kGroup][kD]
 #pragma unroll
   for (int h = 0; h < kGroup; ++h) {
     if (lane == 0) {

@@ -3,7 +3,7 @@
 # GEMVs + softmax), expert (split-KV flash-decoding) and PyTorch eager (gather + SDPA) on the check
 # workloads and the three Llama-3-8B bench workloads, with the table (%SOL target: expert >= 80%,
 # >= 2.5x torch_eager); the expert's variants (`// %VARIANT%` lines of expert.cu: merge_separate,
-# splits_fixed16) beside the expert on the bench workloads; the starter's verdict (must be
+# splits_fixed16, cp_async) beside the expert on the bench workloads; the starter's verdict (must be
 # INCORRECT_*); the golden cross-check against PyTorch float64 on `d2k check --dump` inputs, with
 # pytorch.py judged too (t-paged/golden_check.py); the expert under compute-sanitizer memcheck on
 # the small check workloads (two of them take the fused multi-split merge); the expert's SASS
