@@ -83,6 +83,7 @@ __device__ __forceinline__ void bf16x8_to_float(const uint4& r, float* f) {
   }
 }
 
+#if PAGED_CP_ASYNC
 /// 16-byte asynchronous copy global -> shared, L1 bypassed (LDGSTS).
 __device__ __forceinline__ void cp_async16(uint4* smem, const uint4* gmem) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -93,6 +94,7 @@ template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
+#endif
 
 /// Combines one query head's splits: o = sum_s w_s o_s / sum_s w_s, w_s = 2^(lse_s - max lse).
 /// Thread d writes element d. Partials are read through L2 (__ldcg): other SMs wrote them.
