@@ -33,15 +33,17 @@
 // Variants considered (the H200 table is in docs/results/radix_sort_pairs.md):
 //   - this one: 8-bit digits, 16 pairs per thread (4096 per tile), 3 CTAs per SM;
 //   - items12 / items24: 12 or 24 pairs per thread (smaller tiles wait less per look-back;
-//     larger tiles write longer runs per digit and publish fewer look-back words);
-//   - blocks4: registers cut for 4 resident CTAs per SM (more loads in flight, possible spills);
+//     larger tiles write longer runs per digit and publish fewer look-back words; 24 needs the
+//     register budget of 2 CTAs per SM, 80 registers spill at 3);
+//   - blocks4: registers cut for 4 resident CTAs per SM (64 registers: more loads in flight, 64 B
+//     of spills per thread);
 //   - 11-bit digits (3 passes, 52 B per pair instead of 68): 2048 buckets per tile make the
 //     per-digit steps 8 digits per thread and the per-warp histograms 64 KB per CTA; not built
 //     (CUB also keeps 8 bits for 32-bit keys on Hopper);
 //   - CUB's DeviceRadixSort::SortPairs (library.cu), the same algorithm family tuned by NVIDIA;
 //   - the textbook three kernels per digit (naive.cu): keys read twice per pass, a count array.
 // %VARIANT% items12 -DRS_ITEMS=12
-// %VARIANT% items24 -DRS_ITEMS=24
+// %VARIANT% items24 -DRS_ITEMS=24 -DRS_MIN_BLOCKS=2
 // %VARIANT% blocks4 -DRS_MIN_BLOCKS=4
 #include <cuda/atomic>
 #include <cuda_runtime.h>
@@ -54,7 +56,8 @@
 #include "rs_core.h"
 
 #ifndef RS_MIN_BLOCKS
-// Resident CTAs per SM the register budget is cut for (85 registers per thread at 3).
+// Resident CTAs per SM the register budget is cut for: at 3, ptxas fits the onesweep kernel in
+// 80 registers without spills (26.7 KB of shared memory per CTA).
 #define RS_MIN_BLOCKS 3
 #endif
 
