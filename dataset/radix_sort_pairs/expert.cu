@@ -71,7 +71,9 @@ using rs::kTile;
 using rs::kWarps;
 
 constexpr int kHistThreads = 256;
-constexpr int64_t kHistMaxBlocks = 1024;  ///< enough CTAs to fill the H200; few global flushes
+constexpr int64_t kHistMaxBlocks = 1024;     ///< enough CTAs to fill the H200 (132 SMs x 8)
+constexpr int64_t kHistChunksPerThread = 8;  ///< at least 32 keys per thread: each CTA's flush of up
+                                             ///< to 1024 global atomics serves >= 8192 keys
 
 __device__ __forceinline__ uint32_t load_status(uint32_t* w) {
   return cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*w).load(cuda::std::memory_order_relaxed);
@@ -308,7 +310,9 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     uint32_t* counts = b.words + b.l.counts;
     uint32_t* offsets = b.words + b.l.offsets;
     D2K_CUDA_TRY(args, cudaMemsetAsync(b.words, 0, static_cast<size_t>(b.l.zeroed) * sizeof(uint32_t), st));
-    const int64_t hist_blocks = std::clamp<int64_t>((p.n / 4 + kHistThreads - 1) / kHistThreads, 1, kHistMaxBlocks);
+    const int64_t hist_blocks =
+        std::clamp<int64_t>((p.n / 4 + kHistThreads * kHistChunksPerThread - 1) / (kHistThreads * kHistChunksPerThread), 1,
+                            kHistMaxBlocks);
     rs_histogram<<<static_cast<unsigned>(hist_blocks), kHistThreads, 0, st>>>(io.keys, p.n, counts);
     rs_digit_offsets<<<kPasses, kDigits, 0, st>>>(counts, offsets);
     // Ping-pong: in -> alt -> out -> alt -> out, so the fourth pass writes the outputs.

@@ -39,6 +39,10 @@ enum class Variant {
   kLow24Bits,       ///< three passes: the top digit never sorted
 };
 
+/// AGGREGATE words the emulated look-backs summed before meeting an INCLUSIVE one (the path a tile
+/// in flight leaves; asserted to be exercised).
+int64_t g_aggregates_summed = 0;
+
 struct Pairs {
   int64_t n;
   std::vector<uint32_t> keys, values;
@@ -143,6 +147,7 @@ void onesweep_pass(Variant v, int pass, const uint32_t* starts, const Pairs& src
           EXPECT_NE(rs::status_flag(w), 0u);  // every lower tile has published (arrival order)
           exclusive += rs::status_value(w);
           if (rs::status_flag(w) == rs::kFlagInclusive) break;
+          ++g_aggregates_summed;
         }
       inclusive[d] = exclusive + mine[d];
       out_shift[d] = static_cast<int64_t>(starts[d]) + exclusive - tile_start[d];
@@ -323,12 +328,14 @@ TEST_F(RadixSortPairsTolerance, CheckWorkloadsCoverTheEdges) {
 }
 
 TEST_F(RadixSortPairsTolerance, ExpertAndNaiveArithmeticPass) {
+  g_aggregates_summed = 0;
   for (const Case& c : *cases_)
     for (Variant v : {Variant::kExpert, Variant::kNaive}) {
       const OutputsVerdict verdict = judge(c, emulate(v, c));
       EXPECT_EQ(verdict.status, Status::PASSED)
           << c.plan.workload.uuid << " variant " << static_cast<int>(v) << ": " << verdict.message;
     }
+  EXPECT_GT(g_aggregates_summed, 0) << "no emulated look-back went past an AGGREGATE word";
 }
 
 TEST_F(RadixSortPairsTolerance, UnstableOrWrongVariantsFail) {
