@@ -9,42 +9,46 @@
 //      same-address shared atomics.
 //   2. rs_digit_offsets: per pass, the exclusive prefix of the 256 counts: each bucket's start.
 //   3. rs_onesweep, once per digit (keys and values ping-pong between the outputs and a workspace
-//      copy, so the last pass writes the outputs). Per tile of kTile = 256 x 16 pairs:
+//      copy, so the last pass writes the outputs). Per tile of kTile = 256 x 24 pairs:
 //      a. tile id from an atomic counter (arrival order: every lower tile is running, so the
 //         look-back never waits on a tile that has not started);
-//      b. keys and values loaded item by item across lanes (each warp load is 128 contiguous
-//         bytes; a warp owns 512 consecutive pairs, so (warp, item, lane) is the input order);
+//      b. keys loaded item by item across lanes (each warp load is 128 contiguous bytes; a warp
+//         owns 768 consecutive pairs, so (warp, item, lane) is the input order);
 //      c. warp multisplit: per item, __match_any_sync on the digit gives the lanes that share it;
 //         a lane's rank is the warp's running count of the digit (a per-warp shared histogram,
-//         updated by the lowest peer) plus its peers in lower lanes: stable by construction;
+//         updated by the lowest peer) plus its peers in lower lanes: stable by construction. The
+//         values are loaded after it (needed only from e);
 //      d. thread d (one per digit) turns the per-warp counts into each warp's first rank and the
 //         tile's count, publishes the count (AGGREGATE; tile 0: INCLUSIVE) at once, and a block
 //         scan gives the tile-local start of every digit;
-//      e. keys scattered into shared memory in the tile's digit order;
+//      e. keys and values staged in shared memory in the tile's digit order;
 //      f. decoupled look-back, thread d for digit d: predecessor tiles' words of the digit, from
 //         the nearest back, summed until an INCLUSIVE one; then the tile's INCLUSIVE prefix.
 //         Flag and count share one 32-bit word, so a relaxed load sees both or neither;
-//      g. keys written from shared memory by consecutive threads at consecutive tile positions:
-//         a digit's run of the tile goes to consecutive output words (coalesced per run);
-//      h. values staged at the same positions and written to the same output indices.
+//      g. pairs written from shared memory by consecutive threads at consecutive tile positions:
+//         a digit's run of the tile (24 pairs on average for uniform keys) goes to consecutive
+//         output words.
 // The digit counts, tile counters and look-back words are the workspace, zeroed by one memset per
-// call (4 B per digit per tile per pass: 1 KB per 4096 pairs per pass, 1/64 of the pass's 64 KB).
+// call (4 B per digit per tile per pass: 1 KB per 6144 pairs per pass, 1/96 of the pass's 96 KB).
 //
-// Variants considered (the H200 table is in docs/results/radix_sort_pairs.md):
-//   - this one: 8-bit digits, 16 pairs per thread (4096 per tile), 3 CTAs per SM;
-//   - items12 / items24: 12 or 24 pairs per thread (smaller tiles wait less per look-back;
-//     larger tiles write longer runs per digit and publish fewer look-back words; 24 needs the
-//     register budget of 2 CTAs per SM, 80 registers spill at 3);
-//   - blocks4: registers cut for 4 resident CTAs per SM (64 registers: more loads in flight, 64 B
-//     of spills per thread);
+// Variants considered (the H200 table is in docs/results/radix_sort_pairs.md; register counts
+// from ptxas for sm_90a):
+//   - this one: 8-bit digits, 24 pairs per thread (6144 per tile, near CUB's 384 x 23 on Hopper),
+//     2 CTAs per SM: 127 registers, no spills, 58 KB of shared memory per CTA;
+//   - items16: 16 pairs per thread (4096 per tile), 3 CTAs per SM: 80 registers, 36 B spilled;
+//     shorter runs per digit, more look-back words, more CTAs to hide the look-back;
+//   - items12: 12 pairs per thread, 4 CTAs per SM: 64 registers, 36 B spilled;
+//   - items32: 32 pairs per thread (8192 per tile), 2 CTAs per SM: 128 registers, 124 B spilled;
 //   - 11-bit digits (3 passes, 52 B per pair instead of 68): 2048 buckets per tile make the
 //     per-digit steps 8 digits per thread and the per-warp histograms 64 KB per CTA; not built
 //     (CUB also keeps 8 bits for 32-bit keys on Hopper);
+//   - keys and values staged through one buffer (values after the keys are written): 4 B less
+//     shared memory per pair, but one more barrier pair and the output indices kept in registers;
 //   - CUB's DeviceRadixSort::SortPairs (library.cu), the same algorithm family tuned by NVIDIA;
 //   - the textbook three kernels per digit (naive.cu): keys read twice per pass, a count array.
-// %VARIANT% items12 -DRS_ITEMS=12
-// %VARIANT% items24 -DRS_ITEMS=24 -DRS_MIN_BLOCKS=2
-// %VARIANT% blocks4 -DRS_MIN_BLOCKS=4
+// %VARIANT% items16 -DRS_ITEMS=16 -DRS_MIN_BLOCKS=3
+// %VARIANT% items12 -DRS_ITEMS=12 -DRS_MIN_BLOCKS=4
+// %VARIANT% items32 -DRS_ITEMS=32 -DRS_MIN_BLOCKS=2
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -56,9 +60,9 @@
 #include "rs_core.h"
 
 #ifndef RS_MIN_BLOCKS
-// Resident CTAs per SM the register budget is cut for: at 3, ptxas fits the onesweep kernel in
-// 80 registers without spills (26.7 KB of shared memory per CTA).
-#define RS_MIN_BLOCKS 3
+// Resident CTAs per SM the register budget is cut for: at 2 with 24 pairs per thread, ptxas fits
+// the onesweep kernel in 127 registers without spills (at 3 it would spill).
+#define RS_MIN_BLOCKS 2
 #endif
 
 namespace {
@@ -149,8 +153,11 @@ __global__ void __launch_bounds__(kDigits) rs_digit_offsets(const uint32_t* __re
   offsets[i] = block_exclusive_scan(counts[i], warp_totals);
 }
 
+/// The onesweep CTA's shared memory: 2 x 4 x kTile bytes of staging (48 KB at 6144 pairs) plus
+/// 10 KB: over the 48 KB a static allocation may take, so it is dynamic (opted in at launch).
 struct OnesweepShared {
-  uint32_t stage[kTile];                ///< the tile's keys, then its values, in digit order
+  uint32_t stage_keys[kTile];           ///< the tile's keys in digit order
+  uint32_t stage_values[kTile];         ///< their values, at the same positions
   uint32_t warp_hist[kWarps][kDigits];  ///< per warp: its count of each digit, then its first rank in it
   uint32_t tile_start[kDigits];         ///< tile position of each digit's first pair
   int32_t out_shift[kDigits];           ///< output index of tile position j (digit d) = out_shift[d] + j
@@ -164,7 +171,8 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
                 uint32_t* __restrict__ keys_out, uint32_t* __restrict__ values_out, int64_t n, int pass,
                 const uint32_t* __restrict__ digit_offsets, uint32_t* __restrict__ status,
                 uint32_t* __restrict__ tile_counter) {
-  __shared__ OnesweepShared s;
+  extern __shared__ __align__(16) unsigned char smem[];
+  OnesweepShared& s = *reinterpret_cast<OnesweepShared*>(smem);
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
 
   // a. Tile id in arrival order; the warp histograms start at zero.
@@ -176,15 +184,13 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
   const int64_t base = tile * kTile;
   const int valid = static_cast<int>(min(static_cast<int64_t>(kTile), n - base));
 
-  // b. Keys and values; the items past N get the pad key (digit 255, last in the tile).
+  // b. Keys; the items past N get the pad key (digit 255, last in the tile). Item i of the lane is
+  //    at first + 32 i (rs::item_index).
+  const int64_t first = rs::item_index(base, warp, 0, lane);
+  const int64_t left = n - first;  // items i with 32 i < left exist
   uint32_t key[kItems], val[kItems];
 #pragma unroll
-  for (int i = 0; i < kItems; ++i) {
-    const int64_t idx = rs::item_index(base, warp, i, lane);
-    const bool in = idx < n;
-    key[i] = in ? __ldcs(keys_in + idx) : rs::kPadKey;
-    val[i] = in ? __ldcs(values_in + idx) : 0u;
-  }
+  for (int i = 0; i < kItems; ++i) key[i] = 32 * i < left ? __ldcs(keys_in + first + 32 * i) : rs::kPadKey;
 
   // c. Warp multisplit: rank[i] = pairs of the warp before item i (in input order) with its digit.
   const unsigned lower_lanes = (1u << lane) - 1u;
@@ -200,6 +206,10 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
     __syncwarp();
     rank[i] = before + __popc(peers & lower_lanes);
   }
+  // The values are needed only from step e: loaded here, their latency overlaps steps d-e, and
+  // they take no registers during the ranking.
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) val[i] = 32 * i < left ? __ldcs(values_in + first + 32 * i) : 0u;
   __syncthreads();
 
   // d. Thread t is digit t: each warp's first rank in the digit, the tile's count, published.
@@ -217,12 +227,13 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
   s.tile_start[d] = block_exclusive_scan(count, s.warp_totals);  // its barrier also publishes warp_hist
   __syncthreads();
 
-  // e. Keys into shared memory at their tile position (rank becomes the position).
+  // e. Keys and values into shared memory at their tile position.
 #pragma unroll
   for (int i = 0; i < kItems; ++i) {
     const unsigned dk = rs::digit(key[i], pass);
-    rank[i] += s.tile_start[dk] + hist[dk];
-    s.stage[rank[i]] = key[i];
+    const uint32_t at = rank[i] + s.tile_start[dk] + hist[dk];
+    s.stage_keys[at] = key[i];
+    s.stage_values[at] = val[i];
   }
 
   // f. Decoupled look-back for digit d: this tile's first output index of the digit.
@@ -241,28 +252,19 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
   s.out_shift[d] = static_cast<int32_t>(digit_offsets[d] + exclusive) - static_cast<int32_t>(s.tile_start[d]);
   __syncthreads();
 
-  // g. Keys out: consecutive threads, consecutive tile positions, consecutive outputs per digit run.
-  int32_t dest[kItems];
-#pragma unroll
+  // g. Pairs out: consecutive threads, consecutive tile positions, so a digit's run of the tile
+  //    goes to consecutive output words. (Unrolled by 4, not fully: fully unrolled, ptxas hoists
+  //    the shared loads ahead of the stores: 118 registers unbounded at 16 pairs per thread
+  //    against 110.)
+#pragma unroll 4
   for (int k = 0; k < kItems; ++k) {
     const int j = k * kThreads + t;
-    dest[k] = -1;
     if (j < valid) {
-      const uint32_t kv = s.stage[j];
-      dest[k] = s.out_shift[rs::digit(kv, pass)] + j;
-      keys_out[dest[k]] = kv;
+      const uint32_t kv = s.stage_keys[j];
+      const int32_t at = s.out_shift[rs::digit(kv, pass)] + j;
+      keys_out[at] = kv;
+      values_out[at] = s.stage_values[j];
     }
-  }
-  __syncthreads();
-
-  // h. Values through the same positions to the same outputs.
-#pragma unroll
-  for (int i = 0; i < kItems; ++i) s.stage[rank[i]] = val[i];
-  __syncthreads();
-#pragma unroll
-  for (int k = 0; k < kItems; ++k) {
-    const int j = k * kThreads + t;
-    if (j < valid) values_out[dest[k]] = s.stage[j];
   }
 }
 
@@ -316,12 +318,14 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     rs_histogram<<<static_cast<unsigned>(hist_blocks), kHistThreads, 0, st>>>(io.keys, p.n, counts);
     rs_digit_offsets<<<kPasses, kDigits, 0, st>>>(counts, offsets);
     // Ping-pong: in -> alt -> out -> alt -> out, so the fourth pass writes the outputs.
+    constexpr int kSmem = sizeof(OnesweepShared);
+    D2K_CUDA_TRY(args, cudaFuncSetAttribute(rs_onesweep, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     const uint32_t* src_k = io.keys;
     const uint32_t* src_v = io.values;
     for (int pass = 0; pass < kPasses; ++pass) {
       uint32_t* dst_k = pass % 2 == 0 ? b.alt_keys : io.keys_out;
       uint32_t* dst_v = pass % 2 == 0 ? b.alt_values : io.values_out;
-      rs_onesweep<<<static_cast<unsigned>(b.tiles), kThreads, 0, st>>>(
+      rs_onesweep<<<static_cast<unsigned>(b.tiles), kThreads, kSmem, st>>>(
           src_k, src_v, dst_k, dst_v, p.n, pass, offsets + pass * kDigits,
           b.words + b.l.status + static_cast<int64_t>(pass) * b.tiles * kDigits, b.words + b.l.counters + pass);
       src_k = dst_k;

@@ -14,7 +14,7 @@
 #endif
 
 #ifndef RS_ITEMS
-#define RS_ITEMS 16  ///< pairs per thread per tile
+#define RS_ITEMS 24  ///< pairs per thread per tile (6144 per tile)
 #endif
 
 namespace rs {
