@@ -1,0 +1,337 @@
+// radix_sort_pairs — expert: an LSD radix sort in onesweep form (Adinets & Merrill, "Onesweep: A
+// Faster Least Significant Digit Radix Sort for GPUs", 2022): one upfront histogram pass for all
+// four 8-bit digits, then per digit ONE pass over the pairs that ranks each tile in shared memory
+// and finds the tile's output offsets with a decoupled look-back over tile-local digit counts.
+//
+//   1. rs_histogram: every key read once (16-byte loads), its four digits counted in a per-CTA
+//      shared histogram of 4 x 256 counters, then added to the global counts. A warp whose 32 keys
+//      share a digit (a low-entropy column's upper bytes, equal keys) adds 32 once instead of 32
+//      same-address shared atomics.
+//   2. rs_digit_offsets: per pass, the exclusive prefix of the 256 counts: each bucket's start.
+//   3. rs_onesweep, once per digit (keys and values ping-pong between the outputs and a workspace
+//      copy, so the last pass writes the outputs). Per tile of kTile = 256 x 24 pairs:
+//      a. tile id from an atomic counter (arrival order: every lower tile is running, so the
+//         look-back never waits on a tile that has not started);
+//      b. keys loaded item by item across lanes (each warp load is 128 contiguous bytes; a warp
+//         owns 768 consecutive pairs, so (warp, item, lane) is the input order);
+//      c. warp multisplit: per item, __match_any_sync on the digit gives the lanes that share it;
+//         a lane's rank is the warp's running count of the digit (a per-warp shared histogram,
+//         updated by the lowest peer) plus its peers in lower lanes: stable by construction. The
+//         values are loaded after it (needed only from e);
+//      d. thread d (one per digit) turns the per-warp counts into each warp's first rank and the
+//         tile's count, publishes the count (AGGREGATE; tile 0: INCLUSIVE) at once, and a block
+//         scan gives the tile-local start of every digit;
+//      e. keys and values staged in shared memory in the tile's digit order;
+//      f. decoupled look-back, thread d for digit d: predecessor tiles' words of the digit, from
+//         the nearest back, summed until an INCLUSIVE one; then the tile's INCLUSIVE prefix.
+//         Flag and count share one 32-bit word, so a relaxed load sees both or neither;
+//      g. pairs written from shared memory by consecutive threads at consecutive tile positions:
+//         a digit's run of the tile (24 pairs on average for uniform keys) goes to consecutive
+//         output words.
+// The digit counts, tile counters and look-back words are the workspace, zeroed by one memset per
+// call (4 B per digit per tile per pass: 1 KB per 6144 pairs per pass, 1/96 of the pass's 96 KB).
+//
+// Variants considered (the H200 table is in docs/results/radix_sort_pairs.md; register counts
+// from ptxas for sm_90a):
+//   - this one: 8-bit digits, 24 pairs per thread (6144 per tile, near CUB's 384 x 23 on Hopper),
+//     2 CTAs per SM: 127 registers, no spills, 58 KB of shared memory per CTA;
+//   - items16: 16 pairs per thread (4096 per tile), 3 CTAs per SM: 80 registers, 36 B spilled;
+//     shorter runs per digit, more look-back words, more CTAs to hide the look-back;
+//   - items12: 12 pairs per thread, 4 CTAs per SM: 64 registers, 36 B spilled;
+//   - items32: 32 pairs per thread (8192 per tile), 2 CTAs per SM: 128 registers, 124 B spilled;
+//   - 11-bit digits (3 passes, 52 B per pair instead of 68): 2048 buckets per tile make the
+//     per-digit steps 8 digits per thread and the per-warp histograms 64 KB per CTA; not built
+//     (CUB also keeps 8 bits for 32-bit keys on Hopper);
+//   - keys and values staged through one buffer (values after the keys are written): 4 B less
+//     shared memory per pair, but one more barrier pair and the output indices kept in registers;
+//   - CUB's DeviceRadixSort::SortPairs (library.cu), the same algorithm family tuned by NVIDIA;
+//   - the textbook three kernels per digit (naive.cu): keys read twice per pass, a count array.
+// %VARIANT% items16 -DRS_ITEMS=16 -DRS_MIN_BLOCKS=3
+// %VARIANT% items12 -DRS_ITEMS=12 -DRS_MIN_BLOCKS=4
+// %VARIANT% items32 -DRS_ITEMS=32 -DRS_MIN_BLOCKS=2
+#include <cuda/atomic>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "d2k/solution.h"
+#include "rs_args.h"
+#include "rs_core.h"
+
+#ifndef RS_MIN_BLOCKS
+// Resident CTAs per SM the register budget is cut for: at 2 with 24 pairs per thread, ptxas fits
+// the onesweep kernel in 127 registers without spills (at 3 it would spill).
+#define RS_MIN_BLOCKS 2
+#endif
+
+namespace {
+
+using rs::kDigits;
+using rs::kItems;
+using rs::kPasses;
+using rs::kThreads;
+using rs::kTile;
+using rs::kWarps;
+
+constexpr int kHistThreads = 256;
+constexpr int64_t kHistMaxBlocks = 1024;     ///< enough CTAs to fill the H200 (132 SMs x 8)
+constexpr int64_t kHistChunksPerThread = 8;  ///< at least 32 keys per thread: each CTA's flush of up
+                                             ///< to 1024 global atomics serves >= 8192 keys
+
+__device__ __forceinline__ uint32_t load_status(uint32_t* w) {
+  return cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*w).load(cuda::std::memory_order_relaxed);
+}
+__device__ __forceinline__ void store_status(uint32_t* w, uint32_t v) {
+  cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*w).store(v, cuda::std::memory_order_relaxed);
+}
+
+/// Exclusive prefix of v over the CTA's threads in thread order (kThreads threads, one call per
+/// kernel: warp_totals is not reused, so no second barrier).
+__device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* warp_totals) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  uint32_t incl = v;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const uint32_t up = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += up;
+  }
+  if (lane == 31) warp_totals[warp] = incl;
+  __syncthreads();
+  uint32_t before = 0;
+  for (int w = 0; w < warp; ++w) before += warp_totals[w];
+  return before + incl - v;
+}
+
+/// One more key in bin d of a shared histogram (all 32 lanes call it); when the whole warp holds
+/// valid keys of one digit, one atomic adds 32.
+__device__ __forceinline__ void count_digit(uint32_t* h, unsigned d, bool valid, int lane) {
+  const unsigned d0 = __shfl_sync(0xffffffffu, d, 0);
+  if (__all_sync(0xffffffffu, valid && d == d0)) {
+    if (lane == 0) atomicAdd(h + d0, 32u);
+  } else if (valid) {
+    atomicAdd(h + d, 1u);
+  }
+}
+
+/// 1. The digit counts of all passes, one read of the keys.
+__global__ void __launch_bounds__(kHistThreads)
+    rs_histogram(const uint32_t* __restrict__ keys, int64_t n, uint32_t* __restrict__ counts) {
+  __shared__ uint32_t h[kPasses * kDigits];
+  for (int i = threadIdx.x; i < kPasses * kDigits; i += kHistThreads) h[i] = 0;
+  __syncthreads();
+  const int lane = threadIdx.x & 31;
+  const int64_t chunks = n / 4;  // whole uint4 chunks
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kHistThreads;
+  // The bound is the warp's, not the lane's: every lane runs every iteration (count_digit votes).
+  for (int64_t c0 = static_cast<int64_t>(blockIdx.x) * kHistThreads + (threadIdx.x & ~31); c0 < chunks; c0 += stride) {
+    const int64_t c = c0 + lane;
+    const bool valid = c < chunks;
+    const uint4 v = valid ? __ldcs(reinterpret_cast<const uint4*>(keys) + c) : make_uint4(0, 0, 0, 0);
+    const uint32_t k[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+#pragma unroll
+      for (int p = 0; p < kPasses; ++p) count_digit(h + p * kDigits, rs::digit(k[e], p), valid, lane);
+  }
+  if (blockIdx.x == 0 && threadIdx.x < 32) {  // the last n % 4 keys
+    const int64_t i = chunks * 4 + lane;
+    const bool valid = i < n;
+    const uint32_t key = valid ? keys[i] : 0u;
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) count_digit(h + p * kDigits, rs::digit(key, p), valid, lane);
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < kPasses * kDigits; i += kHistThreads)
+    if (h[i]) atomicAdd(counts + i, h[i]);
+}
+
+/// 2. Each pass's bucket starts: the exclusive prefix of its digit counts (CTA = pass, thread = digit).
+__global__ void __launch_bounds__(kDigits) rs_digit_offsets(const uint32_t* __restrict__ counts, uint32_t* __restrict__ offsets) {
+  __shared__ uint32_t warp_totals[kWarps];
+  const int i = blockIdx.x * kDigits + threadIdx.x;
+  offsets[i] = block_exclusive_scan(counts[i], warp_totals);
+}
+
+/// The onesweep CTA's shared memory: 2 x 4 x kTile bytes of staging (48 KB at 6144 pairs) plus
+/// 10 KB: over the 48 KB a static allocation may take, so it is dynamic (opted in at launch).
+struct OnesweepShared {
+  uint32_t stage_keys[kTile];           ///< the tile's keys in digit order
+  uint32_t stage_values[kTile];         ///< their values, at the same positions
+  uint32_t warp_hist[kWarps][kDigits];  ///< per warp: its count of each digit, then its first rank in it
+  uint32_t tile_start[kDigits];         ///< tile position of each digit's first pair
+  int32_t out_shift[kDigits];           ///< output index of tile position j (digit d) = out_shift[d] + j
+  uint32_t warp_totals[kWarps];
+  uint32_t tile;
+};
+
+/// 3. One digit pass: rank each tile in shared memory, look back for its offsets, scatter.
+__global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
+    rs_onesweep(const uint32_t* __restrict__ keys_in, const uint32_t* __restrict__ values_in,
+                uint32_t* __restrict__ keys_out, uint32_t* __restrict__ values_out, int64_t n, int pass,
+                const uint32_t* __restrict__ digit_offsets, uint32_t* __restrict__ status,
+                uint32_t* __restrict__ tile_counter) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  OnesweepShared& s = *reinterpret_cast<OnesweepShared*>(smem);
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+
+  // a. Tile id in arrival order; the warp histograms start at zero.
+  if (t == 0) s.tile = atomicAdd(tile_counter, 1u);
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) s.warp_hist[w][t] = 0;
+  __syncthreads();
+  const int64_t tile = s.tile;
+  const int64_t base = tile * kTile;
+  const int valid = static_cast<int>(min(static_cast<int64_t>(kTile), n - base));
+
+  // b. Keys; the items past N get the pad key (digit 255, last in the tile). Item i of the lane is
+  //    at first + 32 i (rs::item_index).
+  const int64_t first = rs::item_index(base, warp, 0, lane);
+  const int64_t left = n - first;  // items i with 32 i < left exist
+  uint32_t key[kItems], val[kItems];
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) key[i] = 32 * i < left ? __ldcs(keys_in + first + 32 * i) : rs::kPadKey;
+
+  // c. Warp multisplit: rank[i] = pairs of the warp before item i (in input order) with its digit.
+  const unsigned lower_lanes = (1u << lane) - 1u;
+  uint32_t* hist = s.warp_hist[warp];
+  uint32_t rank[kItems];
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    const unsigned d = rs::digit(key[i], pass);
+    const unsigned peers = __match_any_sync(0xffffffffu, d);
+    const uint32_t before = hist[d];
+    __syncwarp();
+    if ((peers & lower_lanes) == 0) hist[d] = before + __popc(peers);  // the lowest peer
+    __syncwarp();
+    rank[i] = before + __popc(peers & lower_lanes);
+  }
+  // The values are needed only from step e: loaded here, their latency overlaps steps d-e, and
+  // they take no registers during the ranking.
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) val[i] = 32 * i < left ? __ldcs(values_in + first + 32 * i) : 0u;
+  __syncthreads();
+
+  // d. Thread t is digit t: each warp's first rank in the digit, the tile's count, published.
+  const int d = t;
+  uint32_t count = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    const uint32_t c = s.warp_hist[w][d];
+    s.warp_hist[w][d] = count;
+    count += c;
+  }
+  const uint32_t mine = count - (d == kDigits - 1 ? static_cast<uint32_t>(kTile - valid) : 0u);  // pads excluded
+  uint32_t* my_status = status + tile * kDigits + d;
+  store_status(my_status, (tile == 0 ? rs::kFlagInclusive : rs::kFlagAggregate) | mine);
+  s.tile_start[d] = block_exclusive_scan(count, s.warp_totals);  // its barrier also publishes warp_hist
+  __syncthreads();
+
+  // e. Keys and values into shared memory at their tile position.
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    const unsigned dk = rs::digit(key[i], pass);
+    const uint32_t at = rank[i] + s.tile_start[dk] + hist[dk];
+    s.stage_keys[at] = key[i];
+    s.stage_values[at] = val[i];
+  }
+
+  // f. Decoupled look-back for digit d: this tile's first output index of the digit.
+  uint32_t exclusive = 0;
+  if (tile > 0) {
+    for (int64_t j = tile - 1;; --j) {
+      uint32_t w;
+      do {
+        w = load_status(status + j * kDigits + d);
+      } while (rs::status_flag(w) == 0);
+      exclusive += rs::status_value(w);
+      if (rs::status_flag(w) == rs::kFlagInclusive) break;
+    }
+    store_status(my_status, rs::kFlagInclusive | (exclusive + mine));
+  }
+  s.out_shift[d] = static_cast<int32_t>(digit_offsets[d] + exclusive) - static_cast<int32_t>(s.tile_start[d]);
+  __syncthreads();
+
+  // g. Pairs out: consecutive threads, consecutive tile positions, so a digit's run of the tile
+  //    goes to consecutive output words. (Unrolled by 4, not fully: fully unrolled, ptxas hoists
+  //    the shared loads ahead of the stores: 118 registers unbounded at 16 pairs per thread
+  //    against 110.)
+#pragma unroll 4
+  for (int k = 0; k < kItems; ++k) {
+    const int j = k * kThreads + t;
+    if (j < valid) {
+      const uint32_t kv = s.stage_keys[j];
+      const int32_t at = s.out_shift[rs::digit(kv, pass)] + j;
+      keys_out[at] = kv;
+      values_out[at] = s.stage_values[j];
+    }
+  }
+}
+
+struct Buffers {
+  uint32_t* alt_keys;    ///< [N] the ping-pong copy of the keys
+  uint32_t* alt_values;  ///< [N]
+  uint32_t* words;       ///< rs::Layout
+  rs::Layout l;
+  int64_t tiles;
+};
+
+Buffers carve(d2k::Workspace& ws, const rs::Params& p) {
+  Buffers b{};
+  b.alt_keys = ws.take<uint32_t>(static_cast<uint64_t>(p.n));
+  b.alt_values = ws.take<uint32_t>(static_cast<uint64_t>(p.n));
+  b.l = rs::layout(p.n);
+  b.tiles = rs::num_tiles(p.n);
+  b.words = ws.take<uint32_t>(static_cast<uint64_t>(b.l.words));
+  return b;
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+}  // namespace
+
+extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
+
+extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
+  D2K_ENTRY(args, {
+    d2k::Workspace ws;
+    carve(ws, rs::read_params(args));
+    *bytes = ws.bytes();
+    return D2K_OK;
+  });
+}
+
+extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
+  D2K_ENTRY(args, {
+    const rs::Params p = rs::read_params(args);
+    const rs::Pairs io = rs::read_pairs(args, p, kDLCUDA);
+    if (!aligned16(io.keys)) throw d2k::abi_error("radix_sort_pairs expert: keys must be 16-byte aligned (uint4 loads)");
+    d2k::Workspace ws(args);
+    const Buffers b = carve(ws, p);
+    cudaStream_t st = static_cast<cudaStream_t>(args->stream);
+    uint32_t* counts = b.words + b.l.counts;
+    uint32_t* offsets = b.words + b.l.offsets;
+    D2K_CUDA_TRY(args, cudaMemsetAsync(b.words, 0, static_cast<size_t>(b.l.zeroed) * sizeof(uint32_t), st));
+    const int64_t hist_blocks =
+        std::clamp<int64_t>((p.n / 4 + kHistThreads * kHistChunksPerThread - 1) / (kHistThreads * kHistChunksPerThread), 1,
+                            kHistMaxBlocks);
+    rs_histogram<<<static_cast<unsigned>(hist_blocks), kHistThreads, 0, st>>>(io.keys, p.n, counts);
+    rs_digit_offsets<<<kPasses, kDigits, 0, st>>>(counts, offsets);
+    // Ping-pong: in -> alt -> out -> alt -> out, so the fourth pass writes the outputs.
+    constexpr int kSmem = sizeof(OnesweepShared);
+    D2K_CUDA_TRY(args, cudaFuncSetAttribute(rs_onesweep, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    const uint32_t* src_k = io.keys;
+    const uint32_t* src_v = io.values;
+    for (int pass = 0; pass < kPasses; ++pass) {
+      uint32_t* dst_k = pass % 2 == 0 ? b.alt_keys : io.keys_out;
+      uint32_t* dst_v = pass % 2 == 0 ? b.alt_values : io.values_out;
+      rs_onesweep<<<static_cast<unsigned>(b.tiles), kThreads, kSmem, st>>>(
+          src_k, src_v, dst_k, dst_v, p.n, pass, offsets + pass * kDigits,
+          b.words + b.l.status + static_cast<int64_t>(pass) * b.tiles * kDigits, b.words + b.l.counters + pass);
+      src_k = dst_k;
+      src_v = dst_v;
+    }
+    D2K_CUDA_TRY(args, cudaGetLastError());
+    return D2K_OK;
+  });
+}
