@@ -41,6 +41,10 @@ std::optional<std::string> generator_dependency_field(std::string_view kind) {
 }
 
 std::optional<std::string> generator_dependency(const GeneratorSpec& spec) {
+  // graph_csr: col_idx depends on its row pointer, a row pointer may take nnz from `entries`.
+  if (spec.kind == "graph_csr" && spec.params.is_object() && spec.params.contains("entries") &&
+      spec.params["entries"].is_string())
+    return spec.params["entries"].get<std::string>();
   const auto field = generator_dependency_field(spec.kind);
   if (!field) return std::nullopt;
   auto it = spec.params.find(*field);
@@ -451,7 +455,10 @@ void plan_graph_row_ptr(const GenRequest& req, const Fields& f, GenPlan& p) {
   if (req.count < 1) f.fail("", "a row pointer needs at least one element (rows + 1)");
   c.rows = req.count - 1;
   if (c.rows > INT32_MAX) f.fail("", "at most 2^31 - 1 rows are supported");
-  c.nnz = f.integer("nnz");
+  if (f.has("nnz") == f.has("entries")) f.fail("nnz", "give exactly one of nnz and entries (an input of nnz elements)");
+  if (f.has("entries") && !req.ref)
+    f.fail("entries", "the request carries no referenced input '" + f.str("entries") + "' (GenRequest::ref)");
+  c.nnz = f.has("nnz") ? f.integer("nnz") : req.ref->count;
   c.alpha = f.num("alpha");
   c.heavy = f.integer("heavy_rows");
   c.heavy_len = f.integer("heavy_len");
@@ -481,7 +488,7 @@ void plan_graph_col_idx(const GenRequest& req, const Fields& f, GenPlan& p) {
       req.ref->spec.params.value("part", std::string()) != "row_ptr")
     f.fail("row_ptr", "input '" + rp + "' must use the graph_csr generator with part \"row_ptr\"");
   Fields rf(req.ref->spec, f.prefix() + ".row_ptr(" + rp + ")");
-  if (rf.integer("nnz") != req.count)
+  if (rf.has("nnz") && rf.integer("nnz") != req.count)
     f.fail("row_ptr", "input '" + rp + "' lays out nnz = " + std::to_string(rf.integer("nnz")) + " entries but this input holds " +
                           std::to_string(req.count));
   c.rows = req.ref->count - 1;
@@ -619,6 +626,8 @@ GenRequest graph_row_ptr_request(const GenRequest& req) {
   r.seed = req.seed;
   r.stream = req.ref->stream;
   r.where = req.where + ".row_ptr(" + req.ref->name + ")";
+  // A row pointer sized by `entries` lays out this input's entries: nnz = req.count.
+  r.ref = GenRef{"entries", GeneratorSpec{}, 0, req.count};
   return r;
 }
 

@@ -452,6 +452,22 @@ TEST(Generators, GraphCsrErrors) {
   EXPECT_NE(err(c).find("part \"row_ptr\""), std::string::npos) << err(c);
   EXPECT_EQ(generator_dependency(GeneratorSpec{"graph_csr", {{"part", "col_idx"}, {"row_ptr", "rp"}}}), "rp");
   EXPECT_EQ(generator_dependency(GeneratorSpec{"graph_csr", rp}), std::nullopt);
+  // nnz from the `entries` input (the values, whose count the NNZ axis sets), not both.
+  GenRequest e = request("graph_csr", {{"part", "row_ptr"}, {"entries", "values"}}, DType::i32, 11);
+  EXPECT_NE(err(e).find("GenRequest::ref"), std::string::npos);
+  e.ref = GenRef{"values", GeneratorSpec{"uniform", {}}, 2, 77};
+  EXPECT_EQ(err(e), "");
+  EXPECT_EQ(gen(e).bytes.size(), 11 * 4u);
+  EXPECT_EQ(ints(gen(e)).back(), 77);
+  e.spec.params["nnz"] = 77;
+  EXPECT_NE(err(e).find("exactly one of nnz and entries"), std::string::npos);
+  EXPECT_NE(err(request("graph_csr", {{"part", "row_ptr"}}, DType::i32, 11)).find("exactly one"), std::string::npos);
+  EXPECT_EQ(generator_dependency(GeneratorSpec{"graph_csr", {{"part", "row_ptr"}, {"entries", "values"}}}), "values");
+  // Columns over a row pointer sized by entries: nnz is the column input's own count.
+  GenRequest ce = request("graph_csr", {{"part", "col_idx"}, {"row_ptr", "rp"}, {"cols", 50}}, DType::i32, 77);
+  ce.ref = GenRef{"rp", GeneratorSpec{"graph_csr", {{"part", "row_ptr"}, {"entries", "values"}}}, 3, 11};
+  const auto cc = ints(gen(ce));
+  for (auto v : cc) EXPECT_TRUE(v >= 0 && v < 50);
 }
 
 GenRequest layer_stack(ordered_json params, std::int64_t segments, std::int64_t buffer, DType t = DType::i64) {
