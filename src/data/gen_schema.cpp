@@ -63,7 +63,7 @@ const std::vector<GeneratorSchema>& generator_schemas() {
         with_variant(integer("heavy_rows", 0.0, "0", Bound{0, true}), "row_ptr"),
         with_variant(integer("heavy_len", 0.0, "0", Bound{0, true}), "row_ptr"),
         with_variant({"row_ptr", ParamType::input, true, {}, "", {}, {}, {}}, "col_idx"),
-        with_variant(integer("cols", {}, "", Bound{1, true}), "col_idx"),
+        with_variant(integer("cols", {}, "the row pointer's rows (square)", Bound{1, true}), "col_idx"),
         with_variant(number("local", 0.5, "0.5", Bound{0, true}, Bound{1, true}), "col_idx"),
         with_variant(integer("band", 32.0, "32", Bound{0, true}, Bound{1073741824, true}), "col_idx")},
        "row_ptr: an integer dtype, count = rows + 1, at most 2^31 - 1 rows; exactly one of nnz and entries "

@@ -492,7 +492,8 @@ void plan_graph_col_idx(const GenRequest& req, const Fields& f, GenPlan& p) {
     f.fail("row_ptr", "input '" + rp + "' lays out nnz = " + std::to_string(rf.integer("nnz")) + " entries but this input holds " +
                           std::to_string(req.count));
   c.rows = req.ref->count - 1;
-  c.cols = f.integer("cols");
+  c.cols = f.has("cols") ? f.integer("cols") : c.rows;  // square by default: a graph's adjacency
+  if (c.cols < 1) f.fail("cols", "a matrix of no rows needs cols given (at least 1)");
   if (c.cols > INT32_MAX) f.fail("cols", "must be below 2^31");
   c.band = f.integer("band");
   c.local_q = static_cast<std::uint64_t>(std::llround(f.num("local") * 1048576.0));

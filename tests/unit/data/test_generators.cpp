@@ -468,6 +468,8 @@ TEST(Generators, GraphCsrErrors) {
   ce.ref = GenRef{"rp", GeneratorSpec{"graph_csr", {{"part", "row_ptr"}, {"entries", "values"}}}, 3, 11};
   const auto cc = ints(gen(ce));
   for (auto v : cc) EXPECT_TRUE(v >= 0 && v < 50);
+  ce.spec.params.erase("cols");  // square by default: columns in [0, rows)
+  for (auto v : ints(gen(ce))) EXPECT_TRUE(v >= 0 && v < 10);
 }
 
 GenRequest layer_stack(ordered_json params, std::int64_t segments, std::int64_t buffer, DType t = DType::i64) {
