@@ -4,7 +4,7 @@
 float32, must equal expected.y within 1 ulp (rtol 2^-23: the golden sums in fp64 in another
 order, so the two fp64 values round to the same float32 except within an fp64 error of a rounding
 boundary), and the dumped y of the target (`<target>.y.npy`, e.g. the expert) must pass the task's
-rule (allclose rtol 1e-3, atol 1e-6) against the same PyTorch value.
+rule (allclose rtol 5e-4, atol 1e-6) against the same PyTorch value.
 Prints one line per workload; exit status 1 if any workload disagrees.
 Usage: python3 golden_check.py DUMP_DIR
 """
@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 TASK = "spmv_csr"
-RTOL, ATOL = 1e-3, 1e-6  # definition.json's rule for y
+RTOL, ATOL = 5e-4, 1e-6  # definition.json's rule for y
 
 
 def main():

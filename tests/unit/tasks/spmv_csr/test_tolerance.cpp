@@ -1,4 +1,4 @@
-// spmv_csr: the allclose rule of definition.json (rtol 1e-3, atol 1e-6) checked both ways on the
+// spmv_csr: the allclose rule of definition.json (rtol 5e-4, atol 1e-6) checked both ways on the
 // public check workloads, inputs from the task's own generators (graph_csr) and the golden from
 // its reference.so. Honest fp32 in any order passes: the naive's sequential row sum, the same
 // reversed, pairwise, and an emulation of the expert's orders (32-row stream blocks with a
@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -146,6 +148,19 @@ class SpmvTolerance : public ::testing::Test {
     for (std::int64_t r = 0; r < a.n; ++r) y[static_cast<std::size_t>(r)] = f(a, r);
     return y;
   }
+  static bool has_row_between(const Csr& a, std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t r = 0; r < a.n; ++r)
+      if (a.rp[r + 1] - a.rp[r] >= lo && a.rp[r + 1] - a.rp[r] <= hi) return true;
+    return false;
+  }
+  /// Largest |y - golden| / |golden| over the rows with a non-zero golden.
+  static double max_rel(const Case& c, const std::vector<float>& y) {
+    const float* e = static_cast<const float*>(c.expected[c.out_index("y")].data());
+    double m = 0;
+    for (std::size_t i = 0; i < y.size(); ++i)
+      if (e[i] != 0.f) m = std::max(m, std::fabs(static_cast<double>(y[i]) - e[i]) / std::fabs(static_cast<double>(e[i])));
+    return m;
+  }
   static std::int64_t max_row(const Csr& a) {
     std::int64_t m = 0;
     for (std::int64_t r = 0; r < a.n; ++r) m = std::max<std::int64_t>(m, a.rp[r + 1] - a.rp[r]);
@@ -190,14 +205,21 @@ TEST_F(SpmvTolerance, HonestFp32InAnyOrderPasses) {
   };
   for (const auto& [name, f] : honest) {
     const auto v = verdicts(f);
-    for (std::size_t i = 0; i < v.size(); ++i)
-      EXPECT_EQ(v[i], Status::PASSED) << name << " on " << (*cases_)[i].plan.uuid;
+    double worst = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      EXPECT_EQ(v[i], Status::PASSED) << name << " on " << (*cases_)[i].plan.workload.uuid;
+      worst = std::max(worst, max_rel((*cases_)[i], f(csr_of((*cases_)[i]))));
+    }
+    // The measured honest error (spec.md quotes it): the sequential sum of the 1,048,576-entry
+    // row about 1.6e-4, a third of rtol; tree orders near 2^-22.
+    std::printf("honest %-20s max relative error %.3g\n", name, worst);
+    EXPECT_LT(worst, 2.5e-4) << name;
   }
 }
 
 TEST_F(SpmvTolerance, ADroppedEntryFails) {
   // The last entry of every row longer than 32 lost (a vector loop's tail): a relative error of
-  // about 1/L per row, above rtol wherever L is below ~1000.
+  // about 1/L per row, above rtol wherever L is below ~2000.
   const auto v = verdicts([](const Csr& a) {
     return rows(a, [](const Csr& m, std::int64_t r) {
       const std::int64_t b = m.rp[r], e = m.rp[r + 1];
@@ -206,8 +228,9 @@ TEST_F(SpmvTolerance, ADroppedEntryFails) {
   });
   for (std::size_t i = 0; i < v.size(); ++i) {
     const Csr a = csr_of((*cases_)[i]);
-    if (max_row(a) > 32 && a.n > 3)  // rows of 33..1000 entries exist on these
-      EXPECT_EQ(v[i], Status::INCORRECT_NUMERICAL) << (*cases_)[i].plan.uuid;
+    if (has_row_between(a, 33, 2000)) {  // a lost entry is 1/L of such a row
+      EXPECT_EQ(v[i], Status::INCORRECT_NUMERICAL) << (*cases_)[i].plan.workload.uuid;
+    }
   }
   // And the expert's own plan with one row skipped (left 0).
   const auto skip = verdicts([](const Csr& a) {
@@ -219,7 +242,7 @@ TEST_F(SpmvTolerance, ADroppedEntryFails) {
       }
     return y;
   });
-  for (std::size_t i = 0; i < skip.size(); ++i) EXPECT_EQ(skip[i], Status::INCORRECT_NUMERICAL) << (*cases_)[i].plan.uuid;
+  for (std::size_t i = 0; i < skip.size(); ++i) EXPECT_EQ(skip[i], Status::INCORRECT_NUMERICAL) << (*cases_)[i].plan.workload.uuid;
 }
 
 TEST_F(SpmvTolerance, NarrowStorageOrAccumulationFails) {
@@ -243,17 +266,39 @@ TEST_F(SpmvTolerance, NarrowStorageOrAccumulationFails) {
       return s;
     });
   };
-  const std::vector<std::pair<const char*, std::function<std::vector<float>(const Csr&)>>> cheap = {
-      {"bf16 x", rounded(bf16_rn, true, false)},
-      {"bf16 values", rounded(bf16_rn, false, true)},
-      {"fp16 x and values", rounded(f16_rn, true, true)},
-      {"fp16 accumulation", fp16_acc},
+  // Storage rounding averages out over long rows (bf16 x on rows of 1024 entries: 2^-8/32), so a
+  // storage variant must fail where short rows carry it undiluted: at least 1000 rows of one or
+  // two entries. fp16 accumulation must fail wherever a row sums 16 or more terms.
+  auto short_rows = [](const Csr& a) {
+    std::int64_t k = 0;
+    for (std::int64_t r = 0; r < a.n; ++r) k += (a.rp[r + 1] - a.rp[r] == 1 || a.rp[r + 1] - a.rp[r] == 2);
+    return k >= 1000;
   };
-  for (const auto& [name, f] : cheap) {
+  auto summed_rows = [](const Csr& a) { return max_row(a) >= 16; };
+  struct Cheap {
+    const char* name;
+    std::function<std::vector<float>(const Csr&)> y;
+    std::function<bool(const Csr&)> must_fail;
+  };
+  const std::vector<Cheap> cheap = {
+      {"bf16 x", rounded(bf16_rn, true, false), short_rows},
+      {"bf16 values", rounded(bf16_rn, false, true), short_rows},
+      {"fp16 x and values", rounded(f16_rn, true, true), short_rows},
+      {"fp16 accumulation", fp16_acc, summed_rows},
+  };
+  for (const auto& [name, f, must_fail] : cheap) {
     const auto v = verdicts(f);
-    for (std::size_t i = 0; i < v.size(); ++i)
-      if ((*cases_)[i].axis("NNZ") >= 1000)  // enough entries that some error passes rtol
-        EXPECT_EQ(v[i], Status::INCORRECT_NUMERICAL) << name << " on " << (*cases_)[i].plan.uuid;
+    double worst = 0;
+    int expected_failures = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const Case& c = (*cases_)[i];
+      worst = std::max(worst, max_rel(c, f(csr_of(c))));
+      if (!must_fail(csr_of(c))) continue;
+      ++expected_failures;
+      EXPECT_EQ(v[i], Status::INCORRECT_NUMERICAL) << name << " on " << c.plan.workload.uuid;
+    }
+    std::printf("cheap  %-20s max relative error %.3g, must fail on %d workloads\n", name, worst, expected_failures);
+    EXPECT_GE(expected_failures, 4) << name;
   }
 }
 
