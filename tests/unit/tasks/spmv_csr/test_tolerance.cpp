@@ -217,6 +217,28 @@ TEST_F(SpmvTolerance, HonestFp32InAnyOrderPasses) {
   }
 }
 
+// Hidden draws (N up to 100,000, NNZ up to 1e6 from the definition's default generators): the
+// honest orders pass there too, and their matrices are well-formed CSR.
+TEST_F(SpmvTolerance, HiddenDrawsAreValidAndHonestOrdersPass) {
+  const std::vector<Workload> hidden = draw_hidden_workloads(task_->def, 20261202, 6);
+  ASSERT_GE(hidden.size(), 4u);
+  for (const Workload& w : hidden) {
+    const Case c = make_case(*task_, *ref_, w, 99);
+    const Csr a = csr_of(c);
+    ASSERT_EQ(a.rp[0], 0);
+    ASSERT_EQ(a.rp[a.n], c.axis("NNZ"));
+    for (std::int64_t r = 0; r < a.n; ++r) {
+      ASSERT_LE(a.rp[r], a.rp[r + 1]);
+      for (std::int64_t j = a.rp[r]; j < a.rp[r + 1]; ++j) ASSERT_TRUE(a.col[j] >= 0 && a.col[j] < a.n);
+    }
+    for (const auto& y : {rows(a, [](const Csr& m, std::int64_t r) { return seq(m, m.rp[r], m.rp[r + 1]); }), expert_y(a)}) {
+      std::vector<HostTensor> run = c.outputs();
+      std::copy(y.begin(), y.end(), static_cast<float*>(run[c.out_index("y")].data()));
+      EXPECT_EQ(judge(c, run).status, Status::PASSED) << w.uuid << " N=" << a.n << " NNZ=" << c.axis("NNZ");
+    }
+  }
+}
+
 TEST_F(SpmvTolerance, ADroppedEntryFails) {
   // The last entry of every row longer than 32 lost (a vector loop's tail): a relative error of
   // about 1/L per row, above rtol wherever L is below ~2000.
