@@ -92,28 +92,50 @@ __device__ float row_by_warp(const int32_t* __restrict__ col_idx, const float* _
 /// lane finds its entry's row by walking the block's row pointer forward (entries only grow);
 /// a segmented inclusive scan over the lanes (keys = local rows, non-decreasing) leaves each
 /// row's step sum in its last lane, which adds it to the row's accumulator.
+/// One 32-entry step's products (v) and local rows (key, nr past the end) reduced: the segmented
+/// inclusive scan leaves each row's step sum in the row's last lane, which adds it to acc.
+__device__ __forceinline__ void stream_step(float v, int key, float* acc, int nr, int lane) {
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const float u = __shfl_up_sync(kFull, v, o);
+    const int k = __shfl_up_sync(kFull, key, o);
+    if (lane >= o && k == key) v += u;
+  }
+  const int next = __shfl_down_sync(kFull, key, 1);
+  if (key < nr && (lane == 31 || next != key)) acc[key] += v;
+  __syncwarp();
+}
+
 __device__ void rows_by_stream(const int32_t* rp, float* acc, int nr, const int32_t* __restrict__ col_idx,
                                const float* __restrict__ values, const float* __restrict__ x, int lane) {
   const int64_t beg = rp[0], end = rp[nr];
   int row = 0;
-  for (int64_t base = beg; base < end; base += 32) {
-    const int64_t j = base + lane;
-    float v = 0.f;
-    int key = nr;  // lanes past the end: a key of their own
-    if (j < end) {
-      while (rp[row + 1] <= j) ++row;  // skips empty rows
-      key = row;
-      v = load_val(values, j) * load_x(x, load_col(col_idx, j));
+  // Two steps per iteration: both steps' value, column and x loads are issued before either
+  // step's reduction, so each lane keeps two gathers in flight.
+  for (int64_t base = beg; base < end; base += 64) {
+    const int64_t j0 = base + lane, j1 = j0 + 32;
+    float a0 = 0.f, a1 = 0.f, x0 = 0.f, x1 = 0.f;
+    if (j0 < end) {
+      a0 = load_val(values, j0);
+      x0 = load_x(x, load_col(col_idx, j0));
     }
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const float u = __shfl_up_sync(kFull, v, o);
-      const int k = __shfl_up_sync(kFull, key, o);
-      if (lane >= o && k == key) v += u;
+    if (j1 < end) {
+      a1 = load_val(values, j1);
+      x1 = load_x(x, load_col(col_idx, j1));
     }
-    const int next = __shfl_down_sync(kFull, key, 1);
-    if (key < nr && (lane == 31 || next != key)) acc[key] += v;
-    __syncwarp();
+    int key0 = nr, key1 = nr;  // lanes past the end: a key of their own
+    if (j0 < end) {
+      while (rp[row + 1] <= j0) ++row;  // skips empty rows
+      key0 = row;
+    }
+    stream_step(a0 * x0, key0, acc, nr, lane);
+    if (base + 32 < end) {  // warp-uniform
+      if (j1 < end) {
+        while (rp[row + 1] <= j1) ++row;
+        key1 = row;
+      }
+      stream_step(a1 * x1, key1, acc, nr, lane);
+    }
   }
 }
 
