@@ -3,7 +3,7 @@
 # CSR, expert, library = cuSPARSE SpMV) and PyTorch eager on the check workloads and the four bench
 # matrices (power-law, dense rows, road_usa, banded), with the table; the expert's variants
 # (`// %VARIANT%` lines of expert.cu: no_stream, long_row_16k) beside the expert on the power-law
-# and dense-row matrices; the starter's verdict (must be INCORRECT_*); the golden cross-check
+# and dense-row matrices; the graph_csr generator's device == host test; the starter's verdict (must be INCORRECT_*); the golden cross-check
 # against PyTorch float64 on `d2k check --dump` inputs (t-spmv/golden_check.py); the expert under
 # compute-sanitizer memcheck on the check workloads; the expert's SASS counts (design.json's
 # "recognise" fields: LDG.E.EF, SHFL, RED/ATOMG). Fits the 150 s deadline of
@@ -30,7 +30,15 @@ torch=""
 python3 -c "import torch" 2> /dev/null && torch=",torch_eager"
 
 step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
-if step bench 70 "$d2k" bench --task $task --targets naive,expert,library$torch --workloads "$checks,$benches" --quiet \
+# The graph_csr generator (new in #18): device bits == host bits, for every kind (graph_csr rows:
+# row_ptr with heavy rows, 24e6-row equal lengths, col_idx by binary search on the device).
+if [ -x "$carry/gpu_tests/test_gpu_generators" ]; then
+  step generators 10 "$carry/gpu_tests/test_gpu_generators" --gtest_filter='GpuGenerators.DeviceEqualsHostForEveryKind' \
+    && pass "generators: device == host for every kind (graph_csr included)" || fail "generators (see generators.log)"
+else
+  fail "no gpu_tests/test_gpu_generators in $carry (scripts/gpu/pack.sh copies it when built)"
+fi
+if step bench 60 "$d2k" bench --task $task --targets naive,expert,library$torch --workloads "$checks,$benches" --quiet \
     --json "$out/bench_$task.jsonl" --markdown "$out/bench_$task.md"; then
   pass "bench: every target PASSED (check workloads and the four bench matrices)"
 else
@@ -42,7 +50,7 @@ grep -v " check \|hidden:" "$out/bench.log" | cut -c1-200 | tail -12
 variants=$(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//')
 if [ -n "$variants" ]; then
   targets=$(for v in $variants; do printf 'expert:%s,' "$v"; done)
-  step variants 20 "$d2k" bench --task $task --targets "expert,${targets%,}" --workloads "$variant_rows" --quiet \
+  step variants 15 "$d2k" bench --task $task --targets "expert,${targets%,}" --workloads "$variant_rows" --quiet \
     --json "$out/variants.jsonl" --markdown "$out/variants.md" && pass "variants: every variant PASSED" ||
     fail "variants (see variants.log)"
   grep -v " check \|hidden:" "$out/variants.log" | cut -c1-200 | tail -8
