@@ -178,16 +178,28 @@ std::vector<Case>* SpmvTolerance::cases_ = nullptr;
 
 TEST_F(SpmvTolerance, TheCheckWorkloadsCoverTheStructures) {
   ASSERT_GE(cases_->size(), 10u);
-  bool dense_million = false, long_rows = false, empty_rows = false;
+  bool dense_million = false, long_rows = false, empty_rows = false, repeats = false;
   for (const Case& c : *cases_) {
     const Csr a = csr_of(c);
     dense_million |= max_row(a) >= 1048576;
     long_rows |= max_row(a) > kLongRow;
     for (std::int64_t r = 0; r < a.n && !empty_rows; ++r) empty_rows |= a.rp[r] == a.rp[r + 1];
+    // spec.md: columns in range, strictly increasing within a row of at most N entries and
+    // non-decreasing (repeats) within a longer one.
+    for (std::int64_t r = 0; r < a.n; ++r) {
+      const bool wide = a.rp[r + 1] - a.rp[r] > a.n;
+      repeats |= wide;
+      for (std::int64_t j = a.rp[r]; j < a.rp[r + 1]; ++j) {
+        ASSERT_TRUE(a.col[j] >= 0 && a.col[j] < a.n) << c.plan.workload.uuid << " entry " << j;
+        if (j > a.rp[r] && wide) { ASSERT_LE(a.col[j - 1], a.col[j]) << c.plan.workload.uuid << " row " << r; }
+        if (j > a.rp[r] && !wide) { ASSERT_LT(a.col[j - 1], a.col[j]) << c.plan.workload.uuid << " row " << r; }
+      }
+    }
   }
   EXPECT_TRUE(dense_million);
   EXPECT_TRUE(long_rows);
   EXPECT_TRUE(empty_rows);
+  EXPECT_TRUE(repeats);  // a row longer than N (spmv-check-n1000-powerlaw): repeated columns summed
 }
 
 TEST_F(SpmvTolerance, HonestFp32InAnyOrderPasses) {
