@@ -19,6 +19,8 @@ enum class GenKind : std::uint8_t {
   tpch_lineitem,
   layer_stack_offsets,
   dynamic_map_codes,
+  graph_row_ptr,  ///< graph_csr part=row_ptr (a scan of Pareto weights, plus heavy rows)
+  graph_col_idx,  ///< graph_csr part=col_idx (needs the row pointer: per-row work)
 };
 
 enum class TpchColumn : std::uint8_t {
@@ -55,6 +57,24 @@ struct LayerStackPlan {
   std::uint64_t sum = 0;    ///< real parameter count of the `groups` tensors (< 2^63)
 };
 
+/// graph_csr: a CSR sparsity pattern with power-law row lengths, optional heavy (dense) rows at a
+/// fixed stride, and sorted columns that mix a near-diagonal window with spread-out columns.
+struct CsrPlan {
+  // row_ptr
+  std::int64_t rows = 0;       ///< count - 1 (row_ptr) or the row pointer's count - 1 (col_idx)
+  std::int64_t nnz = 0;
+  std::int64_t heavy = 0;      ///< heavy rows: r = 0, stride, 2*stride, ... (heavy of them)
+  std::int64_t heavy_len = 0;  ///< each heavy row's length
+  std::int64_t stride = 1;     ///< rows / heavy
+  std::int64_t light_nnz = 0;  ///< nnz - heavy * heavy_len, shared by the other rows
+  double alpha = 1.5;          ///< Pareto exponent of the light rows' weights; 0: equal weights
+  double quantum = 1;          ///< weight scale 2^q: rows * (2^20 * quantum + 1) < 2^63
+  // col_idx
+  std::int64_t cols = 1;
+  std::int64_t band = 32;      ///< half-width of the near-diagonal window
+  std::uint64_t local_q = 0;   ///< the near-diagonal share of a row, in units of 2^-20
+};
+
 struct GenPlan {
   GenKind kind = GenKind::constant;
   PhiloxKey key;            ///< (seed, stream) key of this input
@@ -76,6 +96,7 @@ struct GenPlan {
   double alpha = 1.5;
   LayerStackPlan stack;
   bool signed_map = true;  ///< dynamic_map_codes: the signed map (else the unsigned one)
+  CsrPlan csr;
 };
 
 /// One generated element: an integer or a real.
@@ -390,7 +411,9 @@ D2K_HD GenValue gen_value(const GenPlan& p, std::uint64_t i) {
       out.is_int = true;
       out.i = dynamic_map_code(p, i);
       return out;
-    case GenKind::ragged_offsets: break;
+    case GenKind::ragged_offsets:
+    case GenKind::graph_row_ptr:
+    case GenKind::graph_col_idx: break;
   }
   return out;
 }
@@ -424,6 +447,78 @@ D2K_HD std::uint64_t ragged_weight(const GenPlan& p, std::uint64_t g) {
 D2K_HD std::int64_t ragged_offset(std::int64_t total, std::uint64_t prefix, std::uint64_t sum) {
   const u128 num = static_cast<u128>(static_cast<std::uint64_t>(total)) * prefix;
   return static_cast<std::int64_t>(num / sum);
+}
+
+// graph_csr (docs/generators.md). Row pointer: heavy rows (every stride-th row, `heavy` of them)
+// hold heavy_len entries each; the other (light) rows share light_nnz in proportion to Pareto
+// weights, o_light(m) = floor(light_nnz * P(m-1) / W) over their inclusive prefix P.
+
+/// Integer weight (>= 1) of light row m: floor(min(u^(-1/alpha), 2^20) * quantum) + 1; alpha = 0
+/// gives every row the same weight (equal lengths, +-1).
+D2K_HD std::uint64_t csr_light_weight(const CsrPlan& c, PhiloxKey key, std::uint64_t m) {
+  if (c.alpha == 0) return static_cast<std::uint64_t>(double_to_i64_trunc(c.quantum));
+  const Philox4 b = philox_block(key, m, 0);
+  const xd e = -xd(xlog(u01_open0(b.v[0], b.v[1]))) / c.alpha;
+  const double w = e.v > 13.862943611198906 ? 1048576.0 : xexp(e.v);
+  return static_cast<std::uint64_t>(double_to_i64_trunc((xd(w) * c.quantum).v)) + 1;
+}
+
+/// Heavy rows among [0, r).
+D2K_HD std::int64_t csr_heavy_before(const CsrPlan& c, std::int64_t r) {
+  if (c.heavy == 0) return 0;
+  const std::int64_t h = (r + c.stride - 1) / c.stride;
+  return h < c.heavy ? h : c.heavy;
+}
+
+/// row_ptr[r] given the light rows' inclusive weight prefix (prefix[m] = w_0 + ... + w_m) and sum.
+D2K_HD std::int64_t csr_row_ptr(const CsrPlan& c, std::int64_t r, const std::uint64_t* prefix, std::uint64_t sum) {
+  const std::int64_t hb = csr_heavy_before(c, r);
+  const std::int64_t m = r - hb;  // light rows before r
+  const std::int64_t light = m == 0 ? 0 : ragged_offset(c.light_nnz, prefix[m - 1], sum);
+  return hb * c.heavy_len + light;
+}
+
+/// Entry idx of `count` entries spread over [start, start + range): one per stratum
+/// [floor(idx*range/count), floor((idx+1)*range/count)), uniform inside it. Sorted, and distinct
+/// when count <= range; with count > range the strata are empty or single columns (repeats).
+D2K_HD std::int64_t csr_stratum(std::int64_t start, std::uint64_t range, std::uint64_t count, std::uint64_t idx,
+                                std::uint64_t r) {
+  const std::uint64_t s0 = idx * range / count, s1 = (idx + 1) * range / count;
+  return start + static_cast<std::int64_t>(s0 + (s1 > s0 ? bounded64(r, s1 - s0) : 0));
+}
+
+/// Column of entry k (global index j) of row `row`, which holds `len` entries. The row's columns
+/// are three sorted runs: spread over [0, lo), a near-diagonal window [lo, hi) around
+/// row * cols / rows (a local_q share of the row, at most the window), spread over [hi, cols).
+D2K_HD std::int64_t csr_col(const CsrPlan& c, PhiloxKey key, std::int64_t row, std::int64_t k, std::int64_t len,
+                            std::uint64_t j) {
+  const Philox4 b = philox_block(key, j, 0);
+  const std::uint64_t rnd = join64(b.v[0], b.v[1]);
+  const std::uint64_t L = static_cast<std::uint64_t>(len), K = static_cast<std::uint64_t>(k);
+  const std::uint64_t C = static_cast<std::uint64_t>(c.cols);
+  if (L > C) return csr_stratum(0, C, L, K, rnd);  // longer than the matrix is wide: repeats
+  const std::int64_t diag = c.rows > 0 ? static_cast<std::int64_t>(static_cast<u128>(row) * C / static_cast<std::uint64_t>(c.rows)) : 0;
+  const std::int64_t lo = diag - c.band > 0 ? diag - c.band : 0;
+  const std::int64_t hi = diag + c.band + 1 < c.cols ? diag + c.band + 1 : c.cols;
+  const std::uint64_t W = static_cast<std::uint64_t>(hi - lo), A = static_cast<std::uint64_t>(lo),
+                      B = C - static_cast<std::uint64_t>(hi);
+  std::uint64_t n_loc = static_cast<std::uint64_t>((static_cast<u128>(L) * c.local_q) >> 20);
+  if (n_loc > W) n_loc = W;
+  std::uint64_t rest = L - n_loc;
+  if (rest > A + B) {  // the spread runs are full: the window takes the rest (L <= C, so it fits)
+    n_loc = L - A - B;
+    rest = A + B;
+  }
+  std::uint64_t n_left = A + B > 0 ? static_cast<std::uint64_t>(static_cast<u128>(rest) * A / (A + B)) : 0;
+  std::uint64_t n_right = rest - n_left;
+  if (n_right > B) {
+    n_right = B;
+    n_left = rest - B;
+  }
+  if (n_left > A) n_left = A;
+  if (K < n_left) return csr_stratum(0, A, n_left, K, rnd);
+  if (K < n_left + n_loc) return csr_stratum(lo, W, n_loc, K - n_left, rnd);
+  return csr_stratum(hi, B, L - n_left - n_loc, K - n_left - n_loc, rnd);
 }
 
 }  // namespace d2k::data

@@ -59,6 +59,21 @@ const std::vector<GeneratorSchema>& generator_schemas() {
         with_variant(number("alpha", 1.5, "1.5", Bound{0.05, false}), "row_offsets"),
         with_variant(integer("cols", {}, "", Bound{1, true}), "col_indices")},
        "row_offsets: an integer dtype, count = rows + 1"},
+      {"graph_csr", "part",
+       {{"part", ParamType::string, true, {}, "", {}, {}, {"row_ptr", "col_idx"}},
+        with_variant(integer("nnz", {}, "the `entries` input's count", Bound{0, true}), "row_ptr"),
+        with_variant({"entries", ParamType::input, false, {}, "none", {}, {}, {}}, "row_ptr"),
+        with_variant(number("alpha", 1.5, "1.5", Bound{0, true}, Bound{100, true}), "row_ptr"),
+        with_variant(integer("heavy_rows", 0.0, "0", Bound{0, true}), "row_ptr"),
+        with_variant(integer("heavy_len", 0.0, "0", Bound{0, true}), "row_ptr"),
+        with_variant({"row_ptr", ParamType::input, true, {}, "", {}, {}, {}}, "col_idx"),
+        with_variant(integer("cols", {}, "the row pointer's rows (square)", Bound{1, true}), "col_idx"),
+        with_variant(number("local", 0.5, "0.5", Bound{0, true}, Bound{1, true}), "col_idx"),
+        with_variant(integer("band", 32.0, "32", Bound{0, true}, Bound{1073741824, true}), "col_idx")},
+       "row_ptr: an integer dtype, count = rows + 1, at most 2^31 - 1 rows; exactly one of nnz and entries "
+       "(an input of nnz elements, e.g. the values); heavy_rows <= rows, heavy_rows * heavy_len <= nnz; alpha 0: "
+       "equal row lengths. col_idx: row_ptr names a graph_csr row_ptr input laying out this input's count of "
+       "entries; [0, cols) fits the dtype, cols < 2^31"},
       {"layer_stack_offsets", "",
        {{"buffer", ParamType::input, true, {}, "", {}, {}, {}},
         integer("hidden", {}, "", Bound{1, true}, Bound{1048576, true}),

@@ -37,10 +37,15 @@ std::optional<std::string> generator_dependency_field(std::string_view kind) {
   if (kind == "join_probe_keys") return "build";
   if (kind == "layer_stack_offsets") return "buffer";
   if (kind == "ragged_offsets") return "rows_of";
+  if (kind == "graph_csr") return "row_ptr";
   return std::nullopt;
 }
 
 std::optional<std::string> generator_dependency(const GeneratorSpec& spec) {
+  // graph_csr: col_idx depends on its row pointer, a row pointer may take nnz from `entries`.
+  if (spec.kind == "graph_csr" && spec.params.is_object() && spec.params.contains("entries") &&
+      spec.params["entries"].is_string())
+    return spec.params["entries"].get<std::string>();
   const auto field = generator_dependency_field(spec.kind);
   if (!field) return std::nullopt;
   auto it = spec.params.find(*field);
@@ -452,6 +457,65 @@ void plan_layer_stack_offsets(const GenRequest& req, const Fields& f, GenPlan& p
   check_int_fits(f, "buffer", req.dtype, 0, st.total);
 }
 
+/// graph_csr's row pointer: parameters of the heavy rows and of the light rows' Pareto weights.
+void plan_graph_row_ptr(const GenRequest& req, const Fields& f, GenPlan& p) {
+  p.kind = GenKind::graph_row_ptr;
+  CsrPlan& c = p.csr;
+  if (is_float_type(req.dtype) || req.dtype == DType::boolean)
+    f.fail("", "a row pointer needs an integer dtype, not " + std::string(dtype_name(req.dtype)));
+  if (req.count < 1) f.fail("", "a row pointer needs at least one element (rows + 1)");
+  c.rows = req.count - 1;
+  if (c.rows > INT32_MAX) f.fail("", "at most 2^31 - 1 rows are supported");
+  if (f.has("nnz") == f.has("entries")) f.fail("nnz", "give exactly one of nnz and entries (an input of nnz elements)");
+  if (f.has("entries") && !req.ref)
+    f.fail("entries", "the request carries no referenced input '" + f.str("entries") + "' (GenRequest::ref)");
+  c.nnz = f.has("nnz") ? f.integer("nnz") : req.ref->count;
+  c.alpha = f.num("alpha");
+  c.heavy = f.integer("heavy_rows");
+  c.heavy_len = f.integer("heavy_len");
+  if (c.heavy > c.rows) f.fail("heavy_rows", "is more than the " + std::to_string(c.rows) + " rows");
+  if (c.heavy > 0 && c.heavy_len > c.nnz / c.heavy)
+    f.fail("heavy_len", "heavy_rows * heavy_len exceeds nnz (" + std::to_string(c.nnz) + ")");
+  c.stride = c.heavy > 0 ? c.rows / c.heavy : 1;
+  c.light_nnz = c.nnz - c.heavy * c.heavy_len;
+  if (c.rows == c.heavy && c.light_nnz != 0)
+    f.fail("nnz", "every row is heavy, so nnz must be heavy_rows * heavy_len (" +
+                      std::to_string(c.heavy * c.heavy_len) + ")");
+  // Weights <= 2^20 * quantum + 1 each, so that (rows) of them sum below 2^63.
+  int bits = 0;
+  while (bits < 40 && (std::int64_t{1} << bits) < c.rows + 1) ++bits;
+  c.quantum = std::ldexp(1.0, 42 - bits);
+  check_int_fits(f, "nnz", req.dtype, 0, c.nnz);
+}
+
+/// graph_csr's column indices: the row pointer is the referenced input (regenerated from its
+/// request, never read back), so columns follow the rows it lays out.
+void plan_graph_col_idx(const GenRequest& req, const Fields& f, GenPlan& p) {
+  p.kind = GenKind::graph_col_idx;
+  CsrPlan& c = p.csr;
+  const std::string rp = f.str("row_ptr");
+  if (!req.ref) f.fail("row_ptr", "the request carries no referenced input '" + rp + "' (GenRequest::ref)");
+  if (req.ref->spec.kind != "graph_csr" || !req.ref->spec.params.is_object() ||
+      req.ref->spec.params.value("part", std::string()) != "row_ptr")
+    f.fail("row_ptr", "input '" + rp + "' must use the graph_csr generator with part \"row_ptr\"");
+  Fields rf(req.ref->spec, f.prefix() + ".row_ptr(" + rp + ")");
+  if (rf.has("nnz") && rf.integer("nnz") != req.count)
+    f.fail("row_ptr", "input '" + rp + "' lays out nnz = " + std::to_string(rf.integer("nnz")) + " entries but this input holds " +
+                          std::to_string(req.count));
+  c.rows = req.ref->count - 1;
+  c.cols = f.has("cols") ? f.integer("cols") : c.rows;  // square by default: a graph's adjacency
+  if (c.cols < 1) f.fail("cols", "a matrix of no rows needs cols given (at least 1)");
+  if (c.cols > INT32_MAX) f.fail("cols", "must be below 2^31");
+  c.band = f.integer("band");
+  c.local_q = static_cast<std::uint64_t>(std::llround(f.num("local") * 1048576.0));
+  check_int_fits(f, "cols", req.dtype, 0, c.cols - 1);
+}
+
+void plan_graph_csr(const GenRequest& req, const Fields& f, GenPlan& p) {
+  if (f.str("part") == "row_ptr") plan_graph_row_ptr(req, f, p);
+  else plan_graph_col_idx(req, f, p);
+}
+
 /// A lineitem column; every column of one table shares the table's stream so a row's columns agree.
 void plan_tpch_lineitem(const GenRequest& req, const Fields& f, GenPlan& p) {
   const bool int_out = !is_float_type(req.dtype);
@@ -512,6 +576,7 @@ GenPlan make_gen_plan(const GenRequest& req) {
       {"tpch_lineitem", plan_tpch_lineitem},
       {"layer_stack_offsets", plan_layer_stack_offsets},
       {"dynamic_map_codes", plan_dynamic_map_codes},
+      {"graph_csr", plan_graph_csr},
   };
   const GeneratorSpec& spec = req.spec;
   Fields f(spec, req.where);
@@ -544,7 +609,7 @@ void validate_generator(const GeneratorSpec& spec, DType dtype, std::string_view
     return;
   }
   if (spec.kind == "unique_keys" && !spec.params.contains("high")) req.count = 1;
-  if (spec.kind == "ragged_offsets" || spec.kind == "powerlaw_csr") req.count = 2;
+  if (spec.kind == "ragged_offsets" || spec.kind == "powerlaw_csr" || spec.kind == "graph_csr") req.count = 2;
   data::make_gen_plan(req);
 }
 
@@ -571,10 +636,48 @@ void parallel_for(std::int64_t n, F body) {
 
 }  // namespace
 
+namespace data {
+
+GenRequest graph_row_ptr_request(const GenRequest& req) {
+  GenRequest r;
+  r.spec = req.ref->spec;
+  r.dtype = DType::i64;
+  r.count = req.ref->count;
+  r.seed = req.seed;
+  r.stream = req.ref->stream;
+  r.where = req.where + ".row_ptr(" + req.ref->name + ")";
+  // A row pointer sized by `entries` lays out this input's entries: nnz = req.count.
+  r.ref = GenRef{"entries", GeneratorSpec{}, 0, req.count};
+  return r;
+}
+
+}  // namespace data
+
+namespace {
+
+void generate_graph_row_ptr_host(const GenPlan& p, DType t, void* dst) {
+  const data::CsrPlan& c = p.csr;
+  const std::int64_t light = c.rows - c.heavy;
+  std::vector<std::uint64_t> prefix(static_cast<std::size_t>(light));
+  std::uint64_t sum = 0;
+  for (std::int64_t m = 0; m < light; ++m) {
+    sum += data::csr_light_weight(c, p.key, static_cast<std::uint64_t>(m));
+    prefix[static_cast<std::size_t>(m)] = sum;
+  }
+  for (std::int64_t r = 0; r <= c.rows; ++r) data::store_int(t, dst, r, data::csr_row_ptr(c, r, prefix.data(), sum));
+}
+
+// Rows in parallel: each writes its own entries, element j = row_ptr[r] + k.
+void generate_graph_col_idx_host(const GenRequest& req, const GenPlan& p, void* dst);
+
+}  // namespace
+
 void generate_host(const GenRequest& req, void* dst) {
   const GenPlan p = data::make_gen_plan(req);
   const DType t = req.dtype;
   if (req.count == 0) return;
+  if (p.kind == GenKind::graph_row_ptr) return generate_graph_row_ptr_host(p, t, dst);
+  if (p.kind == GenKind::graph_col_idx) return generate_graph_col_idx_host(req, p, dst);
   if (p.kind == GenKind::ragged_offsets) {
     const std::int64_t groups = req.count - 1;
     std::vector<std::uint64_t> prefix(static_cast<std::size_t>(groups));
@@ -592,6 +695,23 @@ void generate_host(const GenRequest& req, void* dst) {
     for (std::int64_t i = b; i < e; ++i) data::store_value(t, dst, i, data::gen_value(p, static_cast<std::uint64_t>(i)));
   });
 }
+
+namespace {
+
+void generate_graph_col_idx_host(const GenRequest& req, const GenPlan& p, void* dst) {
+  std::vector<std::int64_t> rp(static_cast<std::size_t>(req.ref->count));
+  generate_host(data::graph_row_ptr_request(req), rp.data());
+  const std::int64_t rows = req.ref->count - 1;
+  parallel_for(rows, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t r = b; r < e; ++r) {
+      const std::int64_t o = rp[static_cast<std::size_t>(r)], len = rp[static_cast<std::size_t>(r) + 1] - o;
+      for (std::int64_t k = 0; k < len; ++k)
+        data::store_int(req.dtype, dst, o + k, data::csr_col(p.csr, p.key, r, k, len, static_cast<std::uint64_t>(o + k)));
+    }
+  });
+}
+
+}  // namespace
 
 void generate_host(const GenRequest& req, HostTensor& out) {
   out.dtype = req.dtype;

@@ -37,11 +37,73 @@ __global__ void ragged_offsets_kernel(std::int64_t total, const std::uint64_t* p
     data::store_int(dtype, out, g, g == 0 ? 0 : data::ragged_offset(total, prefix[g - 1], sum));
 }
 
+__global__ void csr_light_weights_kernel(data::GenPlan plan, std::uint64_t* w, std::int64_t light) {
+  for (std::int64_t m = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; m < light;
+       m += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    w[m] = data::csr_light_weight(plan.csr, plan.key, static_cast<std::uint64_t>(m));
+}
+
+__global__ void csr_row_ptr_kernel(data::CsrPlan c, const std::uint64_t* prefix, DType dtype, void* out) {
+  const std::int64_t light = c.rows - c.heavy;
+  const std::uint64_t sum = light > 0 ? prefix[light - 1] : 1;
+  for (std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; r <= c.rows;
+       r += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    data::store_int(dtype, out, r, data::csr_row_ptr(c, r, prefix, sum));
+}
+
+// One thread per entry: its row by binary search over the row pointer (empty rows are skipped
+// because the search finds the last row starting at or before j).
+__global__ void csr_col_idx_kernel(data::GenPlan plan, const std::int64_t* rp, std::int64_t rows, DType dtype,
+                                   void* out, std::int64_t nnz) {
+  for (std::int64_t j = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; j < nnz;
+       j += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::int64_t lo = 0, hi = rows;  // invariant: rp[lo] <= j < rp[hi]
+    while (hi - lo > 1) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      if (rp[mid] <= j) lo = mid;
+      else hi = mid;
+    }
+    const std::int64_t o = rp[lo];
+    data::store_int(dtype, out, j, data::csr_col(plan.csr, plan.key, lo, j - o, rp[lo + 1] - o, static_cast<std::uint64_t>(j)));
+  }
+}
+
+void generate_graph_row_ptr_device(const data::GenPlan& plan, DType dtype, void* dptr, cudaStream_t stream) {
+  const std::int64_t light = plan.csr.rows - plan.csr.heavy;
+  std::size_t temp_bytes = 0;
+  if (light > 0)
+    D2K_DATA_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, static_cast<std::uint64_t*>(nullptr),
+                                                      static_cast<std::uint64_t*>(nullptr), light, stream));
+  const std::size_t wbytes = static_cast<std::size_t>(light) * sizeof(std::uint64_t);
+  const std::size_t temp_padded = (temp_bytes + 255) / 256 * 256;
+  data::StreamScratch scratch(temp_padded + 2 * wbytes + 256, stream);
+  auto* w = reinterpret_cast<std::uint64_t*>(static_cast<char*>(scratch.get()) + temp_padded);
+  auto* prefix = w + light;
+  if (light > 0) {
+    csr_light_weights_kernel<<<grid_for(light), kThreads, 0, stream>>>(plan, w, light);
+    D2K_DATA_LAUNCH_CHECK();
+    D2K_DATA_CUDA_CHECK(cub::DeviceScan::InclusiveSum(scratch.get(), temp_bytes, w, prefix, light, stream));
+  }
+  csr_row_ptr_kernel<<<grid_for(plan.csr.rows + 1), kThreads, 0, stream>>>(plan.csr, prefix, dtype, dptr);
+  D2K_DATA_LAUNCH_CHECK();
+}
+
 }  // namespace
 
 void generate_device(const GenRequest& req, void* dptr, cudaStream_t stream) {
   const data::GenPlan plan = data::make_gen_plan(req);
   if (req.count == 0) return;
+  if (plan.kind == data::GenKind::graph_row_ptr) return generate_graph_row_ptr_device(plan, req.dtype, dptr, stream);
+  if (plan.kind == data::GenKind::graph_col_idx) {
+    // The row pointer again (int64, in stream-ordered scratch), then one thread per entry.
+    const GenRequest rp_req = data::graph_row_ptr_request(req);
+    data::StreamScratch rp(static_cast<std::size_t>(rp_req.count) * sizeof(std::int64_t), stream);
+    generate_device(rp_req, rp.get(), stream);
+    csr_col_idx_kernel<<<grid_for(req.count), kThreads, 0, stream>>>(plan, static_cast<const std::int64_t*>(rp.get()),
+                                                                     rp_req.count - 1, req.dtype, dptr, req.count);
+    D2K_DATA_LAUNCH_CHECK();
+    return;
+  }
   if (plan.kind != data::GenKind::ragged_offsets) {
     gen_elements_kernel<<<grid_for(req.count), kThreads, 0, stream>>>(plan, req.dtype, dptr, req.count);
     D2K_DATA_LAUNCH_CHECK();

@@ -31,6 +31,10 @@ GenRequest make(const Case& c, std::uint64_t seed) {
     r.ref = GenRef{"build", GeneratorSpec{"unique_keys", {{"low", 100}, {"high", 100 + 4 * 300000}}},
                    stream_id("build", 0), 300000};
   }
+  if (std::string(c.kind) == "graph_csr" && c.params.contains("row_ptr"))  // 300001 rows, 3e6 entries
+    r.ref = GenRef{"row_ptr", GeneratorSpec{"graph_csr", {{"part", "row_ptr"}, {"nnz", 3000000}, {"alpha", 1.3},
+                                                         {"heavy_rows", 3}, {"heavy_len", 100000}}},
+                   stream_id("row_ptr", 0), 300002};
   if (std::string(c.kind) == "layer_stack_offsets")  // a 1e9-element flat parameter buffer
     r.ref = GenRef{"param", GeneratorSpec{"normal", {}}, stream_id("param", 0), 1000000000};
   return r;
@@ -87,6 +91,11 @@ std::vector<Case> cases() {
     c.push_back({"dynamic_map_codes", {{"map", map}, {"std", 0.35}}, DType::u8, n});
   c.push_back({"powerlaw_csr", {{"part", "row_offsets"}, {"nnz", 24000000}, {"alpha", 1.3}}, DType::i64, 100001});
   c.push_back({"powerlaw_csr", {{"part", "col_indices"}, {"cols", 1000000}}, DType::i32, n});
+  c.push_back({"graph_csr", {{"part", "row_ptr"}, {"nnz", 3000000}, {"alpha", 1.3}, {"heavy_rows", 3},
+               {"heavy_len", 100000}}, DType::i32, 300002});
+  c.push_back({"graph_csr", {{"part", "row_ptr"}, {"nnz", 57600000}, {"alpha", 0}}, DType::i64, 24000001});
+  c.push_back({"graph_csr", {{"part", "col_idx"}, {"row_ptr", "row_ptr"}, {"cols", 300001}, {"band", 16}}, DType::i32,
+               3000000});
   for (const char* col : {"l_quantity", "l_extendedprice", "l_discount", "l_tax", "l_returnflag", "l_linestatus",
                           "l_shipdate", "l_commitdate", "l_receiptdate", "l_orderdate", "l_partkey"})
     c.push_back({"tpch_lineitem", {{"column", col}, {"sf", 10}}, DType::i64, n});

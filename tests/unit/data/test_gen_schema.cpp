@@ -54,7 +54,9 @@ TEST(GenSchema, EveryKindHasASchemaAndGenerates) {
       ++k;  // distinct values, so that low < high
       if (!f.required && f.when[0] == '\0') continue;
       if (f.type == data::ParamType::string && !f.choices.empty()) p[f.name] = f.choices[0];
-      else if (f.type == data::ParamType::input) p[f.name] = "b";
+      else if (f.type == data::ParamType::input) {
+        if (f.when[0] == '\0') p[f.name] = "b";  // a variant's (optional) reference stays out
+      }
       else if (f.when[0] == '\0' || (p.contains(s.variant_field) && p[s.variant_field] == f.when)) p[f.name] = f.min ? f.min->value + 1 : 2 + k;
     }
     GenRequest r = request(s.kind, p, DType::i32, 2);
@@ -62,6 +64,7 @@ TEST(GenSchema, EveryKindHasASchemaAndGenerates) {
       r.ref = GenRef{"b", GeneratorSpec{"unique_keys", {{"low", 0}, {"high", 10}}}, 1, 4};
       r.spec.params["match_rate"] = 0.5;
     }
+    if (std::string(s.kind) == "graph_csr") r.spec.params["nnz"] = 1;  // one of nnz and entries; the one heavy row
     if (std::string(s.kind) == "layer_stack_offsets") r.ref = GenRef{"b", GeneratorSpec{"normal", {}}, 1, 4};
     if (std::string(s.kind) == "ragged_offsets") r.spec.params["total"] = 3;  // one of total and rows_of
     if (std::string(s.kind) == "uniform" || std::string(s.kind) == "normal") r.dtype = DType::f32;

@@ -341,6 +341,138 @@ TEST(Generators, RaggedOffsetsAreMonotoneAndSkewed) {
   EXPECT_EQ(one, std::vector<std::int64_t>{0});
 }
 
+// graph_csr: the row pointer (Pareto light rows, heavy rows at a stride) and the columns that
+// follow it (sorted within a row, distinct, a near-diagonal share, in range), deterministic.
+struct GraphCsr {
+  std::vector<std::int64_t> rp, col;
+};
+
+GraphCsr graph_csr(std::int64_t rows, std::int64_t cols, std::int64_t nnz, ordered_json rp_params,
+                   ordered_json col_params, std::uint64_t seed = 1234) {
+  rp_params["part"] = "row_ptr";
+  rp_params["nnz"] = nnz;
+  GenRequest r = request("graph_csr", rp_params, DType::i32, rows + 1, seed, stream_id("row_ptr", 0));
+  col_params["part"] = "col_idx";
+  col_params["row_ptr"] = "row_ptr";
+  col_params["cols"] = cols;
+  GenRequest c = request("graph_csr", col_params, DType::i32, nnz, seed, stream_id("col_idx", 1));
+  c.ref = GenRef{"row_ptr", r.spec, r.stream, rows + 1};
+  return {ints(gen(r)), ints(gen(c))};
+}
+
+/// Checks the CSR invariants; returns the share of entries within `band` of the diagonal.
+double check_csr(const GraphCsr& g, std::int64_t rows, std::int64_t cols, std::int64_t nnz, std::int64_t band) {
+  EXPECT_EQ(g.rp.size(), static_cast<std::size_t>(rows + 1));
+  EXPECT_EQ(g.rp.front(), 0);
+  EXPECT_EQ(g.rp.back(), nnz);
+  EXPECT_EQ(g.col.size(), static_cast<std::size_t>(nnz));
+  std::int64_t near = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    EXPECT_LE(g.rp[r], g.rp[r + 1]) << "row " << r;
+    if (g.rp[r] > g.rp[r + 1]) return 0;
+    const std::int64_t diag = r * cols / rows;
+    for (std::int64_t j = g.rp[r]; j < g.rp[r + 1]; ++j) {
+      EXPECT_TRUE(g.col[j] >= 0 && g.col[j] < cols) << "entry " << j << " column " << g.col[j];
+      if (j > g.rp[r]) { EXPECT_LT(g.col[j - 1], g.col[j]) << "row " << r << " entry " << j; }
+      if (std::llabs(g.col[j] - diag) <= band) ++near;
+      if (::testing::Test::HasFailure()) return 0;
+    }
+  }
+  return static_cast<double>(near) / std::max<std::int64_t>(nnz, 1);
+}
+
+TEST(Generators, GraphCsrPowerLawRowsSortedLocalColumns) {
+  const std::int64_t rows = 20000, cols = 30000, nnz = 320000;
+  const GraphCsr g = graph_csr(rows, cols, nnz, {{"alpha", 1.5}}, {{"local", 0.5}, {"band", 16}});
+  const double near = check_csr(g, rows, cols, nnz, 16);
+  // Half of each row near the diagonal (rows longer than 66 fill the 33-wide window and spread
+  // the rest), so a little below half of all entries; uniform columns would give 0.1%.
+  EXPECT_GT(near, 0.30);
+  EXPECT_LT(near, 0.60);
+  std::int64_t maxrow = 0;
+  for (std::int64_t r = 0; r < rows; ++r) maxrow = std::max(maxrow, g.rp[r + 1] - g.rp[r]);
+  EXPECT_GT(maxrow, 20 * nnz / rows);  // heavy tail
+  // Deterministic from the seed; another seed gives another matrix.
+  const GraphCsr again = graph_csr(rows, cols, nnz, {{"alpha", 1.5}}, {{"local", 0.5}, {"band", 16}});
+  EXPECT_EQ(g.rp, again.rp);
+  EXPECT_EQ(g.col, again.col);
+  const GraphCsr other = graph_csr(rows, cols, nnz, {{"alpha", 1.5}}, {{"local", 0.5}, {"band", 16}}, 99);
+  EXPECT_NE(g.rp, other.rp);
+}
+
+TEST(Generators, GraphCsrHeavyRowsAndBands) {
+  // Heavy rows of exactly heavy_len (here whole dense rows) at rows 0, stride, 2 * stride ...
+  const std::int64_t rows = 1003, cols = 2000, heavy = 3, nnz = 3 * 2000 + 40000;
+  const GraphCsr g = graph_csr(rows, cols, nnz, {{"alpha", 2.0}, {"heavy_rows", heavy}, {"heavy_len", cols}}, {});
+  check_csr(g, rows, cols, nnz, 0);
+  for (std::int64_t h = 0; h < heavy; ++h) {
+    const std::int64_t r = h * (rows / heavy);
+    EXPECT_EQ(g.rp[r + 1] - g.rp[r], cols) << r;
+    EXPECT_EQ(g.col[g.rp[r]], 0);
+    EXPECT_EQ(g.col[g.rp[r + 1] - 1], cols - 1);
+  }
+  // alpha 0 and local 1: equal rows, a band around the diagonal (a banded FEM-like matrix).
+  const std::int64_t brows = 5001, bnnz = 27 * brows;
+  const GraphCsr b = graph_csr(brows, brows, bnnz, {{"alpha", 0}}, {{"local", 1.0}, {"band", 13}});
+  const double near = check_csr(b, brows, brows, bnnz, 13);
+  for (std::int64_t r = 0; r < brows; ++r) ASSERT_EQ(b.rp[r + 1] - b.rp[r], 27) << r;
+  EXPECT_GT(near, 0.99);
+  // Empty matrix, and a row longer than the matrix is wide repeats columns (sorted, in range).
+  const GraphCsr e = graph_csr(7, 5, 0, {}, {});
+  EXPECT_EQ(e.rp, std::vector<std::int64_t>(8, 0));
+  const GraphCsr w = graph_csr(1, 3, 10, {}, {});
+  for (std::size_t j = 0; j < w.col.size(); ++j) {
+    EXPECT_TRUE(w.col[j] >= 0 && w.col[j] < 3);
+    if (j) { EXPECT_LE(w.col[j - 1], w.col[j]); }
+  }
+}
+
+TEST(Generators, GraphCsrErrors) {
+  auto err = [](const GenRequest& r) {
+    try {
+      validate_request(r);
+    } catch (const GeneratorError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const ordered_json rp = {{"part", "row_ptr"}, {"nnz", 100}};
+  EXPECT_EQ(err(request("graph_csr", rp, DType::i32, 11)), "");
+  EXPECT_NE(err(request("graph_csr", rp, DType::f32, 11)).find("integer dtype"), std::string::npos);
+  EXPECT_NE(err(request("graph_csr", {{"part", "row_ptr"}, {"nnz", 100}, {"heavy_rows", 2}, {"heavy_len", 60}},
+                        DType::i32, 11)).find("heavy_len"), std::string::npos);
+  EXPECT_NE(err(request("graph_csr", {{"part", "row_ptr"}, {"nnz", 1000}}, DType::i8, 11)).find("do not fit int8"),
+            std::string::npos);
+  GenRequest c = request("graph_csr", {{"part", "col_idx"}, {"row_ptr", "rp"}, {"cols", 10}}, DType::i32, 99);
+  EXPECT_NE(err(c).find("GenRequest::ref"), std::string::npos);
+  c.ref = GenRef{"rp", GeneratorSpec{"graph_csr", rp}, 1, 11};
+  EXPECT_NE(err(c).find("nnz = 100"), std::string::npos) << err(c);
+  c.count = 100;
+  EXPECT_EQ(err(c), "");
+  c.ref->spec = GeneratorSpec{"ragged_offsets", {{"total", 100}}};
+  EXPECT_NE(err(c).find("part \"row_ptr\""), std::string::npos) << err(c);
+  EXPECT_EQ(generator_dependency(GeneratorSpec{"graph_csr", {{"part", "col_idx"}, {"row_ptr", "rp"}}}), "rp");
+  EXPECT_EQ(generator_dependency(GeneratorSpec{"graph_csr", rp}), std::nullopt);
+  // nnz from the `entries` input (the values, whose count the NNZ axis sets), not both.
+  GenRequest e = request("graph_csr", {{"part", "row_ptr"}, {"entries", "values"}}, DType::i32, 11);
+  EXPECT_NE(err(e).find("GenRequest::ref"), std::string::npos);
+  e.ref = GenRef{"values", GeneratorSpec{"uniform", {}}, 2, 77};
+  EXPECT_EQ(err(e), "");
+  EXPECT_EQ(gen(e).bytes.size(), 11 * 4u);
+  EXPECT_EQ(ints(gen(e)).back(), 77);
+  e.spec.params["nnz"] = 77;
+  EXPECT_NE(err(e).find("exactly one of nnz and entries"), std::string::npos);
+  EXPECT_NE(err(request("graph_csr", {{"part", "row_ptr"}}, DType::i32, 11)).find("exactly one"), std::string::npos);
+  EXPECT_EQ(generator_dependency(GeneratorSpec{"graph_csr", {{"part", "row_ptr"}, {"entries", "values"}}}), "values");
+  // Columns over a row pointer sized by entries: nnz is the column input's own count.
+  GenRequest ce = request("graph_csr", {{"part", "col_idx"}, {"row_ptr", "rp"}, {"cols", 50}}, DType::i32, 77);
+  ce.ref = GenRef{"rp", GeneratorSpec{"graph_csr", {{"part", "row_ptr"}, {"entries", "values"}}}, 3, 11};
+  const auto cc = ints(gen(ce));
+  for (auto v : cc) EXPECT_TRUE(v >= 0 && v < 50);
+  ce.spec.params.erase("cols");  // square by default: columns in [0, rows)
+  for (auto v : ints(gen(ce))) EXPECT_TRUE(v >= 0 && v < 10);
+}
+
 // rows_of: the total is the leading dimension of another input (the tokens of x [T, K]), so the
 // offsets follow each workload's shape (hidden draws included) and give the same groups as the
 // same total written out.
