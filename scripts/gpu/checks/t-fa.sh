@@ -32,7 +32,7 @@ torch=""
 python3 -c "import torch" 2> /dev/null && torch=",torch_eager"
 
 step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
-if step bench 55 "$d2k" bench --task $task --targets naive,expert$torch --workloads "$checks,$bench" --quiet \
+if step bench 55 "$d2k" bench --task $task --targets naive,expert$torch --workloads "$checks,$bench" \
     --json "$out/bench.jsonl" --markdown "$out/bench.md"; then
   pass "bench: every target PASSED (check workloads and the three Llama 3 8B bench workloads)"
 else
@@ -45,7 +45,7 @@ variants=$(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^exper
 if [ -n "$variants" ]; then
   targets=$(for v in $variants; do printf 'expert:%s,' "$v"; done)
   # the check workloads first: the wgmma variant (step 2) has not run before this script
-  step variants 30 "$d2k" bench --task $task --targets "expert,${targets%,}" --workloads "$checks,$long" --quiet \
+  step variants 30 "$d2k" bench --task $task --targets "expert,${targets%,}" --workloads "$checks,$long" \
     --json "$out/variants.jsonl" --markdown "$out/variants.md" && pass "variants: every variant PASSED" ||
     fail "variants (see variants.log)"
   grep -v " check \|hidden:" "$out/variants.log" | cut -c1-200 | tail -6

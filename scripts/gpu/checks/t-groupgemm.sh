@@ -32,7 +32,7 @@ torch=""
 python3 -c "import torch" 2> /dev/null && torch=",torch_eager"
 
 step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
-if step bench 80 "$d2k" bench --task $task --targets naive,library,expert$torch --workloads "$checks,$benches" --quiet \
+if step bench 80 "$d2k" bench --task $task --targets naive,library,expert$torch --workloads "$checks,$benches" \
     --json "$out/bench.jsonl" --markdown "$out/bench.md"; then
   pass "bench: every target PASSED (naive, library, expert$torch)"
 else
@@ -71,7 +71,7 @@ if [[ $extras == *" variants "* ]]; then
   for v in tile128 noswap; do
     [ -f "$carry/impl/$task/expert_$v.so" ] && targets+=,expert:$v
   done
-  step variants 200 "$d2k" bench --task $task --targets $targets --workloads "$benches" --quiet \
+  step variants 200 "$d2k" bench --task $task --targets $targets --workloads "$benches" \
     --json "$out/variants.jsonl" --markdown "$out/variants.md" && pass "variants: every variant PASSED ($targets)" ||
     fail "variants (see variants.log)"
   grep -v " check \|hidden:" "$out/variants.log" | cut -c1-200 | tail -8

@@ -32,7 +32,7 @@ torch=""
 python3 -c "import torch" 2> /dev/null && torch=",torch_eager"
 
 step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
-if step bench 60 "$d2k" bench --task $task --targets naive,expert$torch --workloads "$checks,$benches" --quiet \
+if step bench 60 "$d2k" bench --task $task --targets naive,expert$torch --workloads "$checks,$benches" \
     --json "$out/bench_$task.jsonl" --markdown "$out/bench_$task.md"; then
   pass "bench: every target PASSED (check and bench workloads)"
 else
@@ -44,7 +44,7 @@ grep -v " check \|hidden:" "$out/bench.log" | cut -c1-200 | tail -10
 variants=$(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//')
 if [ -n "$variants" ]; then
   targets=$(for v in $variants; do printf 'expert:%s,' "$v"; done)
-  step variants 25 "$d2k" bench --task $task --targets "expert,${targets%,}" --workloads "$benches" --quiet \
+  step variants 25 "$d2k" bench --task $task --targets "expert,${targets%,}" --workloads "$benches" \
     --json "$out/variants.jsonl" --markdown "$out/variants.md" && pass "variants: every variant PASSED" ||
     fail "variants (see variants.log)"
   grep -v " check \|hidden:" "$out/variants.log" | cut -c1-200 | tail -8

@@ -36,7 +36,7 @@ torch=""
 python3 -c "import torch" 2> /dev/null && torch=",torch_eager"
 
 step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
-if step bench 60 "$d2k" bench --task $task --targets naive,expert,library$torch --workloads "$checks,$small" --quiet \
+if step bench 60 "$d2k" bench --task $task --targets naive,expert,library$torch --workloads "$checks,$small" \
     --json "$out/bench_$task.jsonl" --markdown "$out/bench_$task.md"; then
   pass "bench: every target PASSED (check workloads, the 1e6 and the 2.5e8 bench workloads)"
 else
@@ -48,7 +48,7 @@ grep -v " check \|hidden:" "$out/bench.log" | cut -c1-200 | tail -12
 variants=$(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//')
 if [ -n "$variants" ]; then
   targets=$(for v in $variants; do printf 'expert:%s,' "$v"; done)
-  step variants 18 "$d2k" bench --task $task --targets "expert,${targets%,}" --workloads "$variant_rows" --quiet \
+  step variants 18 "$d2k" bench --task $task --targets "expert,${targets%,}" --workloads "$variant_rows" \
     --json "$out/variants.jsonl" --markdown "$out/variants.md" && pass "variants: every variant PASSED" ||
     fail "variants (see variants.log)"
   grep -v " check \|hidden:" "$out/variants.log" | cut -c1-200 | tail -6
@@ -80,7 +80,7 @@ fi
 
 if [[ $extras == *" big "* ]]; then
   budget=$((SECONDS + 400))  # an extra: its own allowance
-  step bench_big 400 "$d2k" bench --task $task --targets naive,expert,library$torch --workloads "$big" --quiet \
+  step bench_big 400 "$d2k" bench --task $task --targets naive,expert,library$torch --workloads "$big" \
     --json "$out/bench_big.jsonl" --markdown "$out/bench_big.md" && pass "bench 1e9 pairs: every target PASSED" ||
     fail "bench 1e9 pairs (see bench_big.log)"
   grep -v " check \|hidden:" "$out/bench_big.log" | cut -c1-200 | tail -6

@@ -38,7 +38,7 @@ if [ -x "$carry/gpu_tests/test_gpu_generators" ]; then
 else
   fail "no gpu_tests/test_gpu_generators in $carry (scripts/gpu/pack.sh copies it when built)"
 fi
-if step bench 60 "$d2k" bench --task $task --targets naive,expert,library$torch --workloads "$checks,$benches" --quiet \
+if step bench 60 "$d2k" bench --task $task --targets naive,expert,library$torch --workloads "$checks,$benches" \
     --json "$out/bench_$task.jsonl" --markdown "$out/bench_$task.md"; then
   pass "bench: every target PASSED (check workloads and the four bench matrices)"
 else
@@ -50,7 +50,7 @@ grep -v " check \|hidden:" "$out/bench.log" | cut -c1-200 | tail -12
 variants=$(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//')
 if [ -n "$variants" ]; then
   targets=$(for v in $variants; do printf 'expert:%s,' "$v"; done)
-  step variants 15 "$d2k" bench --task $task --targets "expert,${targets%,}" --workloads "$variant_rows" --quiet \
+  step variants 15 "$d2k" bench --task $task --targets "expert,${targets%,}" --workloads "$variant_rows" \
     --json "$out/variants.jsonl" --markdown "$out/variants.md" && pass "variants: every variant PASSED" ||
     fail "variants (see variants.log)"
   grep -v " check \|hidden:" "$out/variants.log" | cut -c1-200 | tail -8
