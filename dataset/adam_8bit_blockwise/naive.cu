@@ -41,13 +41,14 @@ __global__ void dequantise(const uint8_t* __restrict__ q, const float* __restric
 }
 
 __global__ void adam_fp32(const float* __restrict__ param, const float* __restrict__ grad, float* __restrict__ m,
-                          float* __restrict__ v, float* __restrict__ param_out, int64_t N, float beta1, float beta2,
-                          float step_size, float eps_hat, float decay) {
+                          float* __restrict__ v, float* __restrict__ param_out, int64_t N, float beta1,
+                          float one_minus_beta1, float beta2, float one_minus_beta2, float step_size, float eps_hat,
+                          float decay) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= N) return;
   const float g = grad[i];
-  const float mn = m[i] * beta1 + (1.0f - beta1) * g;
-  const float vn = v[i] * beta2 + (1.0f - beta2) * g * g;
+  const float mn = m[i] * beta1 + one_minus_beta1 * g;
+  const float vn = v[i] * beta2 + one_minus_beta2 * g * g;
   m[i] = mn;
   v[i] = vn;
   param_out[i] = (param[i] + step_size * (mn / (sqrtf(vn) + eps_hat))) * decay;
@@ -114,8 +115,11 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const auto grid = static_cast<unsigned>((N + kThreads - 1) / kThreads);  // = NB
     dequantise<<<grid, kThreads, 0, stream>>>(mq, ma, sm, b.m, N);
     dequantise<<<grid, kThreads, 0, stream>>>(vq, va, um, b.v, N);
+    // 1 - beta in double, then rounded: 1.0f - 0.999f is 1.3e-5 away from 0.001f, and v' (and the
+    // new absmax) would carry that error on every element.
     adam_fp32<<<grid, kThreads, 0, stream>>>(param, grad, b.m, b.v, p_out, N, static_cast<float>(h.beta1),
-                                             static_cast<float>(h.beta2), static_cast<float>(h.step_size()),
+                                             static_cast<float>(1.0 - h.beta1), static_cast<float>(h.beta2),
+                                             static_cast<float>(1.0 - h.beta2), static_cast<float>(h.step_size()),
                                              static_cast<float>(h.eps_hat()), static_cast<float>(h.decay()));
     block_absmax<<<grid, kThreads, 0, stream>>>(b.m, ma_out, N);
     block_absmax<<<grid, kThreads, 0, stream>>>(b.v, va_out, N);

@@ -1,11 +1,16 @@
 # Sourced by the check scripts after they set `out` (the log folder) and `budget` (seconds for the
 # whole script): PASS/FAIL lines, counted in $fails (the script's exit status), and step, which
 # runs a command under min(SECONDS, what is left of the budget) with its output in $out/NAME.log.
+# D2K_CHECK_STEPS=name,name...: run only the named steps (a first look at a new task: correctness
+# steps before the timing ones); the others print "not selected" and return 125.
 fails=0
 pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 step() {  # step NAME SECONDS CMD...
   local name=$1 secs=$2; shift 2
+  if [ -n "${D2K_CHECK_STEPS:-}" ] && [[ ",$D2K_CHECK_STEPS," != *",$name,"* ]]; then
+    echo "== $name not selected (D2K_CHECK_STEPS)"; return 125
+  fi
   local left=$((budget - SECONDS))
   [ "$left" -lt "$secs" ] && secs=$left
   if [ "$secs" -lt 5 ]; then echo "== $name skipped: budget spent"; return 124; fi
