@@ -57,13 +57,9 @@ void copy_slot(const WorkloadPlan& plan, const BatchShape& b, const DevMem& slab
                                    plan.outputs[j].bytes, cudaMemcpyDeviceToDevice, s));
 }
 
-/// Watches the slab on the parent's own stream until every call's outputs are written: first the
-/// last call's slot (cheap, polled often; honest batches run in order), then the whole slab.
-/// Returns the parent's time of the end and the duration of its final whole-slab check.
+/// What the parent's watch of one batch saw.
 struct Watched {
-  bool complete = false;
-  double end_s = 0, final_check_s = 0;
-  std::uint64_t poison_left = 0;
+  double final_check_s = 0;  ///< the last whole-slab count's duration (after the clock)
 };
 
 /// Byte offset of the last 16-bit word of output j inside its buffer.
@@ -106,8 +102,11 @@ bool last_words_written(const DevMem& slab, const BatchShape& b, const WorkloadP
   return std::none_of(host.begin(), host.end(), [](unsigned short w) { return w == kPoisonWord; });
 }
 
+/// Watches the slab on the parent's own stream until `end` decides (every call's outputs written,
+/// or a count that holds): first the last call's slot (cheap, polled often; honest batches run in
+/// order), then the whole slab.
 Watched watch_slab(const DevMem& slab, const BatchShape& b, const WorkloadPlan& plan, const std::vector<char>& watched,
-                   std::uint64_t honest_poison, std::uint64_t honest_last, Clock::time_point t0, double expect_s, double timeout_s, double idle_check_s,
+                   std::uint64_t honest_last, Clock::time_point t0, double expect_s, double timeout_s, BatchEnd& end,
                    cudaStream_t s) {
   Watched w;
   // Start looking at kFirstLook of the expected time (the worker's cold median; the batch runs
@@ -118,7 +117,6 @@ Watched watch_slab(const DevMem& slab, const BatchShape& b, const WorkloadPlan& 
   std::this_thread::sleep_until(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kFirstLook * expect_s)));
   const auto every = std::chrono::duration<double>(std::clamp(expect_s / 1000, 20e-6, 1e-3));
   const std::size_t last = b.calls - 1;
-  bool first_look = true;
   while (seconds_since(t0) < timeout_s) {
     // Honest batches run in order: the last call's last words come last. Outputs whose last word
     // naive leaves as the poison word are not watched; with none watched, the slot is counted
@@ -127,19 +125,12 @@ Watched watch_slab(const DevMem& slab, const BatchShape& b, const WorkloadPlan& 
                            (seconds_since(t0) > 2 * expect_s &&
                             count_poison(static_cast<const char*>(slab.get()) + last * b.stride, b.stride, s) <= honest_last);
     if (last_done) {
-      // The clock stops here; the whole-slab count confirms it. Only its excess over an idle
-      // count is charged (work still running slows it). A worker whose slab is not complete at
-      // the first look (it ran out of order) gets no such discount: its end is the passing count's.
+      // The clock stops here; the whole-slab count confirms it (BatchEnd: what is charged).
       const double seen = seconds_since(t0);
       const auto c0 = Clock::now();
-      w.poison_left = count_poison(slab.get(), b.calls * b.stride, s);
+      const std::uint64_t count = count_poison(slab.get(), b.calls * b.stride, s);
       w.final_check_s = seconds_since(c0);
-      if (w.poison_left <= honest_poison) {
-        w.complete = true;
-        w.end_s = first_look ? batch_end_s(seen, w.final_check_s, idle_check_s) : seconds_since(t0);
-        return w;
-      }
-      first_look = false;
+      if (end.look(seen, count, w.final_check_s)) return w;
     }
     std::this_thread::sleep_for(every);
   }
@@ -220,6 +211,30 @@ double batch_end_s(double seen_s, double confirm_s, double idle_s) {
   return seen_s + std::max(0.0, confirm_s - kConfirmSlack * idle_s);
 }
 
+bool BatchEnd::look(double seen_s, std::uint64_t count, double check_s) {
+  if (count <= honest_) {
+    // Only the count's excess over an idle count is charged (work still running slows it). A
+    // batch not complete at the first look (it ran out of order) gets no such discount.
+    complete_ = true;
+    end_s_ = first_ ? batch_end_s(seen_s, check_s, idle_check_s_) : seen_s + check_s;
+    return true;
+  }
+  if (!first_ && count == pending_count_) {
+    stable_ = true;
+    return true;
+  }
+  first_ = false;
+  pending_count_ = count;
+  pending_s_ = seen_s + check_s;
+  return false;
+}
+
+void BatchEnd::settle(std::uint64_t final_count, double wait_s) {
+  if (complete_ || !stable_) return;  // decided, or the watch timed out (nothing seen: not complete)
+  complete_ = true;
+  end_s_ = final_count == pending_count_ ? pending_s_ : std::max(pending_s_, wait_s);
+}
+
 std::size_t l2_cache_bytes() {
   int dev = 0, l2 = 0;
   D2K_CUDA_CHECK(cudaGetDevice(&dev));
@@ -246,21 +261,24 @@ bool one_batch(TargetRunner& runner, const WorkloadPlan& plan, const BatchShape&
     res.call = o;
     return false;
   }
-  const Watched w = watch_slab(slab, b, plan, watched, honest_all, honest[(b.calls - 1) % honest.size()], t0,
-                               median_s * static_cast<double>(b.calls), timeout_s, idle_check_s, s);
+  BatchEnd end(honest_all, idle_check_s);
+  const Watched w = watch_slab(slab, b, plan, watched, honest[(b.calls - 1) % honest.size()], t0,
+                               median_s * static_cast<double>(b.calls), timeout_s, end, s);
   if (CallOutcome o = runner.batch_wait(timeout_s); !o.ok) {
     res.call = o;
     return false;
   }
+  const double wait_s = seconds_since(t0);
+  if (!end.complete()) end.settle(count_poison(slab.get(), b.calls * b.stride, s), wait_s);
   std::vector<std::size_t> wrong = wrong_calls(plan, b, slab, expected, s);
-  if (!w.complete && wrong.empty()) wrong.push_back(b.calls - 1);  // poison the judge did not see (padding): still unfinished
+  if (!end.complete() && wrong.empty()) wrong.push_back(b.calls - 1);  // poison the judge did not see (padding): still unfinished
   if (auto v = check_batch_outputs(wrong, b.calls)) {
     res.violation = v;
     return false;
   }
   res.timing.calls += b.calls;
   res.timing.batches += 1;
-  res.timing.batch_s += w.end_s;
+  res.timing.batch_s += end.end_s();
   res.timing.after_clock_s += w.final_check_s;
   return true;
 }

@@ -3,6 +3,7 @@
 /// clock, a batch of back-to-back calls in which every call writes its own freshly poisoned
 /// outputs, and the batch ends when the parent has seen every output written, not when the
 /// worker says so. Nothing the worker measures is subtracted; only the parent's own checking time.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +69,32 @@ std::size_t batch_repeats(std::size_t calls, double median_s);
 /// whatever the confirming whole-slab count that followed took beyond kConfirmSlack x its idle
 /// duration `idle_s` (work still running when the clock stopped slows that count: it is charged).
 double batch_end_s(double seen_s, double confirm_s, double idle_s);
+
+/// When a batch ended, decided from the parent's whole-slab poison counts (pure: unit-tested).
+/// The fast end: a count at or below `honest`, the poison words naive's outputs leave in the slab.
+/// A candidate whose outputs are not bitwise naive's leaves its own number of poison words (the
+/// 0xFFFF halves of fp32 values occur by chance, 1 in 65536), so the count can stay above `honest`
+/// on an honest batch; then the end is the first look at a count that the next look repeats, and
+/// it stands only if the slab holds that same count once the worker has finished (settle). A count
+/// that still changed after it means the work went on: the end is when the worker's wait returned.
+class BatchEnd {
+ public:
+  BatchEnd(std::uint64_t honest, double idle_check_s) : honest_(honest), idle_check_s_(idle_check_s) {}
+  /// One whole-slab count of `count` poison words, finished `seen_s` + `check_s` after the start
+  /// (taken once the last call's slot looked written). True: stop looking.
+  bool look(double seen_s, std::uint64_t count, double check_s);
+  /// The worker has finished: the slab's count now, and when its wait returned (from the start).
+  void settle(std::uint64_t final_count, double wait_s);
+  bool complete() const { return complete_; }
+  double end_s() const { return end_s_; }
+
+ private:
+  std::uint64_t honest_;
+  double idle_check_s_;
+  bool complete_ = false, first_ = true, stable_ = false;
+  double end_s_ = 0, pending_s_ = 0;
+  std::uint64_t pending_count_ = 0;
+};
 
 /// The L2 size of the current device, read by the parent (cudaDevAttrL2CacheSize).
 std::size_t l2_cache_bytes();

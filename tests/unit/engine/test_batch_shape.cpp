@@ -126,5 +126,51 @@ TEST(BatchClock, PerCallIsTheClockOverAllBatchesCalls) {
   EXPECT_NEAR(t.per_call_s(), 0.0149 / 256, 1e-12);
 }
 
+// The batch's end from the parent's counts. The H200 run of flash_attention_forward (S=8192) and
+// fused_adamw (1e8 params): an honest expert's fp32 outputs held a few more 0xFFFF halves than
+// naive's, the count never reached naive's, and the last call was blamed (batch_outputs).
+TEST(BatchEnd, CountAtOrBelowNaivesEndsAtTheFirstLookWithTheIdleDiscount) {
+  BatchEnd end(10, 0.013);
+  EXPECT_TRUE(end.look(0.030, 8, 0.015));
+  EXPECT_TRUE(end.complete());
+  EXPECT_DOUBLE_EQ(end.end_s(), batch_end_s(0.030, 0.015, 0.013));
+}
+
+TEST(BatchEnd, ACountThatHoldsAboveNaivesEndsWhenFirstSeenIfTheFinishedSlabAgrees) {
+  BatchEnd end(10, 0.013);
+  EXPECT_FALSE(end.look(0.030, 14, 0.013));  // an honest expert's own chance 0xFFFF halves
+  EXPECT_FALSE(end.complete());
+  EXPECT_TRUE(end.look(0.044, 14, 0.013));   // held over the next look
+  EXPECT_FALSE(end.complete());              // not before the worker has finished
+  end.settle(14, 0.060);
+  EXPECT_TRUE(end.complete());
+  EXPECT_DOUBLE_EQ(end.end_s(), 0.043);      // the first count's end, not the wait's
+}
+
+TEST(BatchEnd, ACountThatChangedAfterItHeldEndsWhenTheWorkerWaitReturned) {
+  BatchEnd end(10, 0.013);
+  EXPECT_FALSE(end.look(0.030, 500, 0.013));
+  EXPECT_TRUE(end.look(0.044, 500, 0.013));  // a pause in the writing, one look long
+  end.settle(14, 0.090);                     // the work went on after the pause
+  EXPECT_TRUE(end.complete());
+  EXPECT_DOUBLE_EQ(end.end_s(), 0.090);
+}
+
+TEST(BatchEnd, ACountStillFallingIsNotAnEndAndAWatchThatNeverHeldStaysIncomplete) {
+  BatchEnd end(10, 0.013);
+  EXPECT_FALSE(end.look(0.030, 900, 0.013));
+  EXPECT_FALSE(end.look(0.044, 600, 0.013));
+  EXPECT_FALSE(end.look(0.058, 300, 0.013));
+  end.settle(300, 0.100);  // the watch timed out before a count held: the judge decides
+  EXPECT_FALSE(end.complete());
+}
+
+TEST(BatchEnd, ACountThatReachesNaivesAfterALaterLookGetsNoDiscount) {
+  BatchEnd end(10, 0.013);
+  EXPECT_FALSE(end.look(0.030, 900, 0.013));
+  EXPECT_TRUE(end.look(0.050, 10, 0.020));
+  EXPECT_DOUBLE_EQ(end.end_s(), 0.070);
+}
+
 }  // namespace
 }  // namespace d2k
