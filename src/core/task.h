@@ -126,6 +126,10 @@ struct Definition {
   CostModel cost;
   /// Track name -> what a solution on it may use; which names exist is src/tracks/'s registry.
   std::map<std::string, TrackSpec> tracks;
+  /// Why an honest call's kernels depend on its inputs' values (group sizes that pick a library's
+  /// GEMM kernels): every timed call draws fresh inputs, so its kernel set may differ from the
+  /// last one's and the kernel-set rule is not applied. Empty: the rule applies.
+  std::string launches_vary_with_inputs;
   ordered_json raw;                ///< the file as loaded, for traces
 };
 

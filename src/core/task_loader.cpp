@@ -198,10 +198,13 @@ void parse_definition(const ordered_json& j, Definition& d, const FieldReader& r
   }
   d.raw = j;
   r.known_keys(j, "", {"name", "op_type", "description", "axes", "constraints", "scalars", "inputs", "outputs",
-                       "cost", "tracks"});
+                       "cost", "tracks", "launches_vary_with_inputs"});
   d.name = r.string(j, "name", "", true).value_or("");
   d.op_type = r.string(j, "op_type", "", true).value_or("");
   d.description = r.string(j, "description", "", true).value_or("");
+  d.launches_vary_with_inputs = r.string(j, "launches_vary_with_inputs", "", false).value_or("");
+  if (auto v = j.find("launches_vary_with_inputs"); v != j.end() && v->is_string() && v->get<std::string>().empty())
+    r.error("launches_vary_with_inputs", "say why an honest call's kernels depend on its inputs (a non-empty string)");
   if (auto a = j.find("axes"); a != j.end()) parse_axes(*a, d, r);
   else r.error("axes", "missing required field");
   if (auto c = j.find("constraints"); c != j.end()) {

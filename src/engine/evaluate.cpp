@@ -522,7 +522,7 @@ class CudaEvaluation {
     r.unjoined_detail = t.unjoined_detail;
     r.vendor_busy_s = t.vendor_busy_s;
     r.total_busy_s = t.total_busy_s;
-    for (auto v : {check_kernel_set(r), check_stream_join(r), check_vendor_kernels(r, ts.target.vendor_kernels),
+    for (auto v : {check_kernel_set(r, task_.def.launches_vary_with_inputs), check_stream_join(r), check_vendor_kernels(r, ts.target.vendor_kernels),
                    check_launch_offset(r), check_timer_audit_gap(r)})
       if (v) return v;
     return std::nullopt;

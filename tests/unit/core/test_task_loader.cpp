@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "core/task_loader.h"
 
@@ -278,6 +279,35 @@ TEST(Loader, DatasetListsEveryTaskFolder) {
                              [](const Task& a, const Task& b) { return a.dir.filename() < b.dir.filename(); }));
   EXPECT_EQ(tasks.back().def.name, "good_task");
   EXPECT_DIAG(diag, "broken_json/definition.json:7: JSON syntax error");
+}
+
+// launches_vary_with_inputs: a reason, never an empty string (docs/task-format.md).
+TEST(Loader, LaunchesVaryWithInputsNeedsAReason) {
+  const fs::path dir = fs::temp_directory_path() / "d2k_loader_launches_vary" / "good_task";
+  fs::remove_all(dir.parent_path());
+  fs::create_directories(dir.parent_path());
+  fs::copy(fixture("good_task"), dir, fs::copy_options::recursive);
+  for (const std::string value : {"\"\"", "\"group sizes pick the GEMM kernels\""}) {
+    std::ifstream in(dir / "definition.json");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    const std::size_t at = text.find('{');
+    const std::string edited = text.substr(0, at + 1) + "\"launches_vary_with_inputs\": " + value + ", " + text.substr(at + 1);
+    std::ofstream(dir / "definition.json.edited") << edited;
+    fs::rename(dir / "definition.json", dir / "definition.json.orig");
+    fs::rename(dir / "definition.json.edited", dir / "definition.json");
+    Diagnostics diag;
+    const Task t = load_and_validate_task(dir, levels(), diag);
+    if (value == "\"\"") {
+      EXPECT_DIAG(diag, "definition.json: launches_vary_with_inputs: say why");
+    } else {
+      EXPECT_TRUE(diag.ok()) << diag.format();
+      EXPECT_EQ(t.def.launches_vary_with_inputs, "group sizes pick the GEMM kernels");
+    }
+    fs::remove(dir / "definition.json");
+    fs::rename(dir / "definition.json.orig", dir / "definition.json");
+  }
+  fs::remove_all(dir.parent_path());
 }
 
 }  // namespace
