@@ -1,5 +1,6 @@
-// flash_attention_forward — expert: causal GQA attention in one pass (FlashAttention-2 form), the
-// S x S scores never leave the chip.
+// flash_attention_forward — expert: causal GQA attention in one pass, the S x S scores never leave
+// the chip. The default kernel is FlashAttention-3's structure on wgmma (fa_hopper.cuh, step 2);
+// FA_WGMMA=0 builds the FlashAttention-2 form on mma.sync (step 1, the variants below):
 //
 //   per CTA: one (b, h, 128-query tile); Q tile resident (shared memory, then registers);
 //   K/V streamed in 64-key tiles, ascending, stopping at the diagonal (fully masked tiles skipped);
@@ -14,31 +15,28 @@
 // key order means the first tile always holds key 0 <= query, so the running maximum is finite
 // after it and no -inf - -inf appears for a query whose later tiles are fully masked.
 //
-// Variants (step = the brief's plan; times are per bench workload, µs, and %SOL of the calibrated
-// bf16 tensor rate: not yet measured on the H200 — fill from
-//   d2k bench --task flash_attention_forward --targets naive,expert,expert:q_smem,expert:bn32,expert:wgmma,torch_eager
-// run by scripts/gpu/checks/t-fa.sh):
-//   step | variant                                              | 1x8192x32x8 | 4x4096x32x8 | 16x1024x32x8
-//   1    | mma.sync, ldmatrix, cp.async double buffer, Q in       | not yet     | not yet     | not yet
-//        | registers, 128x64 tiles, 8 warps (the default)        | measured    | measured    | measured
-//   1    | q_smem: Q fragments re-read from shared memory per     | not yet     | not yet     | not yet
-//        | tile (fewer registers: two CTAs per SM)                | measured    | measured    | measured
-//   1    | bn32: 32-key tiles (half the score registers)          | not yet     | not yet     | not yet
-//   2    | wgmma (fa_hopper.cuh): m64n128k16 QK^T and m64n64k16   | not yet     | not yet     | not yet
-//        | PV, TMA K/V ring of 2 stages (128 keys), producer      | measured    | measured    | measured
-//        | warpgroup + two consumer warpgroups of 64 rows         |             |             |
-// ptxas (sm_90a, this build): default 215 registers, no spills; q_smem 128 with 56 B of spills;
-// bn32 188, no spills; wgmma 165, no spills. The wgmma variant has never run: it compiles, and its
-// tiling (128-key tiles) passes the CPU emulation, but its descriptors, TMA boxes and barrier
-// phases are first exercised by t-fa.sh (bench against the golden on the check workloads, then
-// memcheck); it becomes the default only once it passes there and beats step 1.
+// Variants (step = the brief's plan; µs per bench workload and %SOL of the calibrated bf16 tensor
+// rate, H200, 2026-12-02, docs/results/flash_attention_forward.md; torch_eager (SDPA) beside):
+//   step | variant                                              | 1x8192x32x8  | 4x4096x32x8  | 16x1024x32x8
+//   2    | wgmma (fa_hopper.cuh, the default): m64n128k16 QK^T, | 943.5 73.3%  | 1193.1 58.0% | 485.6 35.6%
+//        | m64n64k16 PV, TMA K/V ring of 2 stages (128 keys),   |              |              |
+//        | producer warpgroup + two consumer warpgroups         |              |              |
+//   1    | mma_sync: mma.sync, ldmatrix, cp.async double buffer,| 2221.7 31.1% | 2313.7 29.9% | 832.7 20.8%
+//        | Q in registers, 128x64 tiles, 8 warps                |              |              |
+//   1    | q_smem: mma_sync with Q fragments re-read from shared| 2117.5 32.7% | 2193.6 31.5% | 773.7 22.4%
+//        | memory per tile (fewer registers: two CTAs per SM)   |              |              |
+//   1    | bn32: mma_sync with 32-key tiles                     | 2817.9 24.5% | 2924.6 23.7% | 893.2 19.4%
+//   -    | torch_eager (SDPA, flash backend)                    | 1749.0 39.6% | 1735.8 39.9% | 682.2 25.4%
+// ptxas (sm_90a, this build): wgmma 165 registers, no spills; mma_sync 215, no spills; q_smem 128
+// with 56 B of spills; bn32 188, no spills. The wgmma kernel passed every check workload against
+// the golden and compute-sanitizer memcheck on the H200 before it became the default.
 // Designs considered:
 //   a. (step 1, built) FlashAttention-2 on mma.sync: portable to sm_80, a CTA per (b, h, query
 //      tile); one K/V read per CTA, so each K/V tile is read Hq/Hkv times (from L2: the grid puts
 //      the heads of one group at consecutive block indices so the group's CTAs run together).
 //      The FlashAttention-3 paper reports FlashAttention-2 (this design) at about 35% of the H100's
 //      tensor rate, so this step is expected well under the 65% target.
-//   b. (step 2, the wgmma variant) FlashAttention-3's structure on wgmma: Q and K/V tiles in shared
+//   b. (step 2, built, the default) FlashAttention-3's structure on wgmma: Q and K/V tiles in shared
 //      memory read by wgmma descriptors, TMA loads into an mbarrier ring filled by a producer
 //      warpgroup, two consumer warpgroups. Not yet done from FA3: the intra-warpgroup overlap of
 //      one tile's softmax with the next tile's QK^T, ping-pong scheduling of the two consumer
@@ -47,9 +45,9 @@
 //   c. split-KV (flash-decoding) with an LSE merge: only useful when B*Hq*S/128 CTAs cannot fill
 //      the GPU; every bench workload has >= 2048 query tiles, so rejected.
 //
-//   %VARIANT% q_smem -DFA_Q_IN_REGS=0
-//   %VARIANT% bn32 -DFA_BLOCK_N=32
-//   %VARIANT% wgmma -DFA_WGMMA=1
+//   %VARIANT% mma_sync -DFA_WGMMA=0
+//   %VARIANT% q_smem -DFA_WGMMA=0 -DFA_Q_IN_REGS=0
+//   %VARIANT% bn32 -DFA_WGMMA=0 -DFA_BLOCK_N=32
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -67,7 +65,7 @@
 #define FA_Q_IN_REGS 1
 #endif
 #ifndef FA_WGMMA
-#define FA_WGMMA 0  // 1: the Hopper kernel of fa_hopper.cuh (wgmma, TMA, producer/consumer warpgroups)
+#define FA_WGMMA 1  // 1: the Hopper kernel of fa_hopper.cuh (wgmma, TMA, producer/consumer warpgroups); 0: mma.sync
 #endif
 #if FA_WGMMA
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled: the driver entry point, resolved at run time
