@@ -25,15 +25,22 @@
 //            tiles reduced through the workspace. A 2x1 cluster would waste half the CTAs here
 //            (only one M tile).
 //
-// Variants considered (H200 times: not yet measured; `scripts/gpu/checks/t-gemm.sh` times the
-// ones below beside the default, docs/results/gemm_bias_gelu.md has the table):
-//   default           tiled for M > 128, stream-K (decomposition forced to StreamK) for M <= 128
-//   skinny_dp         M <= 128 on the same stream-K kernel forced data-parallel (112 CTAs, no
-//                     partial-tile reduction; what CUTLASS's own heuristic would pick here):
-//                     whether stream-K's fix-up traffic pays at M = 128
-//   streamk_all       every shape on the stream-K kernel (no cluster): what the 2x1 multicast
-//                     cluster is worth on the large shapes
-//   noswizzle         tiled kernel without raster swizzle (L2 reuse of A and B tiles)
+// Variants considered (H200, 2026-12-02: median us and % of SOL on the bench workloads, `d2k bench
+// --task gemm_bias_gelu --targets expert,expert:noswizzle,expert:skinny_dp,expert:streamk_all
+// --bench-rounds 1 --max-time 0.3`, noise 0.1-1.1%; docs/results/gemm_bias_gelu.md has the tables):
+//   variant       what it is                                        | 8192^3        | 16384x14336x4096 | 128x28672x4096
+//   default       tiled for M > 128, stream-K (decomposition forced | 1421.1 97.3%  | 2561.3 94.5%     | 77.3 71.1%
+//                 to StreamK) for M <= 128                          |               |                  |
+//   skinny_dp     M <= 128 on the same stream-K kernel forced       | 1421.2 97.3%  | 2561.5 94.5%     | 70.8 77.7%
+//                 data-parallel (112 CTAs, no partial-tile           |               |                  |
+//                 reduction; what CUTLASS's own heuristic picks)     |               |                  |
+//   streamk_all   every shape on the stream-K kernel (no cluster)   | 1613.8 85.7%  | 3050.6 79.4%     | 77.1 71.3%
+//   noswizzle     tiled kernel without raster swizzle               | 1471.0 94.0%  | 2744.2 88.2%     | 77.3 71.2%
+//   library       cuBLASLt GELU_BIAS epilogue (another run that day)| 1377.9 98.5%  | 2478.1 95.9%     | 102.9 52.6%
+// Measured: stream-K's fix-up traffic does not pay at M = 128 (skinny_dp is 1.09x faster there, and
+// the better default for M <= 128); the multicast cluster with the tiled scheduler is worth
+// 1.14x / 1.19x on the large shapes, the swizzle 1.04x / 1.07x. On the two large shapes the
+// expert is 0.98x the library (2.3% short of the issue's expert >= library).
 // Not built (each is another full CUTLASS instantiation): 128x128 tiles (224 tiles at M = 128,
 // 1.7 waves), the ping-pong kernel with 64-row tiles (doubles B traffic through L2 at M = 128),
 // split-K with a separate reduction (a second pass over an fp32 M x N).
