@@ -14,15 +14,22 @@
 //       loaded a step ahead; q pre-scaled by scale * log2(e) so the softmax is exp2; the merge
 //       fused into the last CTA of each (b, g), found with an atomic counter (no second kernel).
 //
-// Variants considered (times: not yet measured on the H200; `d2k bench --task
-// paged_attention_decode --targets expert,expert:merge_separate,expert:splits_fixed16,expert:cp_async`
-// fills them):
-//   split count from occupancy (default) vs fixed 16 splits          -> expert:splits_fixed16
-//   merge fused into the last CTA (default) vs a separate merge kernel -> expert:merge_separate
-//   rows loaded into registers 4 tokens ahead (default) vs a cp.async double buffer in shared
-//   memory, the next step's rows in flight while this one computes  -> expert:cp_async
+// Variants considered (H200, 2026-12-02: median us and % of SOL, `d2k bench --task
+// paged_attention_decode --targets expert,expert:cp_async,expert:merge_separate,expert:splits_fixed16
+// --bench-rounds 1 --max-time 0.3`, noise 0.4-1.0% (splits_fixed16 at 32768: 3.2%);
+// docs/results/paged_attention_decode.md has the tables):
+//   variant                                                     | B64 ctx4096  | B8 ctx32768  | B256 ctx1024
+//   default: splits from occupancy, merge fused into the last   | 283.0 63.9%  | 292.6 62.1%  | 303.5 60.3%
+//     CTA, rows loaded into registers 4 tokens ahead            |              |              |
+//   fixed 16 splits                      -> expert:splits_fixed16 | 309.4 58.5%  | 311.2 58.4%  | 317.2 57.6%
+//   a separate merge kernel              -> expert:merge_separate | 276.0 65.6%  | 276.1 65.8%  | 289.4 63.2%
+//   a cp.async double buffer in shared memory, the next step's  | 276.4 65.5%  | 291.6 62.3%  | 295.6 61.9%
+//     rows in flight while this one computes -> expert:cp_async |              |              |
 //   (a TMA pipeline was not built: a 256-byte row per (page slot, KV head) is too small a box to
 //   pay for a descriptor-driven copy, and the page ids change the address every 16 tokens).
+// Measured: the fused merge is slower than a separate merge kernel on every row (1.03x / 1.06x /
+// 1.05x): merge_separate is the better default. Every form is short of the issue's 80% of SOL; the
+// expert is 2.99x / 2.89x / 2.79x gather + SDPA (bar 2.5x: met).
 // %VARIANT% merge_separate -DPAGED_MERGE_FUSED=0
 // %VARIANT% splits_fixed16 -DPAGED_FIXED_SPLITS=16
 // %VARIANT% cp_async -DPAGED_CP_ASYNC=1
