@@ -21,10 +21,10 @@
 //   variant                                                     | B64 ctx4096  | B8 ctx32768  | B256 ctx1024
 //   default: splits from occupancy, merge fused into the last   | 283.0 63.9%  | 292.6 62.1%  | 303.5 60.3%
 //     CTA, rows loaded into registers 4 tokens ahead            |              |              |
-//   fixed 16 splits                      -> expert:splits_fixed16 | 309.4 58.5%  | 311.2 58.4%  | 317.2 57.6%
-//   a separate merge kernel              -> expert:merge_separate | 276.0 65.6%  | 276.1 65.8%  | 289.4 63.2%
-//   a cp.async double buffer in shared memory, the next step's  | 276.4 65.5%  | 291.6 62.3%  | 295.6 61.9%
-//     rows in flight while this one computes -> expert:cp_async |              |              |
+//   splits_fixed16: 16 splits whatever the shape                | 309.4 58.5%  | 311.2 58.4%  | 317.2 57.6%
+//   merge_separate: a separate merge kernel                     | 276.0 65.6%  | 276.1 65.8%  | 289.4 63.2%
+//   cp_async: a cp.async double buffer in shared memory, the    | 276.4 65.5%  | 291.6 62.3%  | 295.6 61.9%
+//     next step's rows in flight while this one computes        |              |              |
 //   (a TMA pipeline was not built: a 256-byte row per (page slot, KV head) is too small a box to
 //   pay for a descriptor-driven copy, and the page ids change the address every 16 tokens).
 // Measured: the fused merge is slower than a separate merge kernel on every row (1.03x / 1.06x /
