@@ -24,18 +24,24 @@
 //     32-row group wastes half a tile instead of three quarters; y_e^T is written column-major,
 //     which is y_e row-major. DeepSeek shape: 32 rows per expert, bound by the weight read.
 //
-// Variants considered (H200 times: not yet measured on the H200; the lead's run fills them,
-// docs/results/moe_grouped_gemm.md):
-//   variant                                         | build flag               | status
-//   ------------------------------------------------+--------------------------+----------------
-//   128x256 tiles / swap-AB 128x64 below 64 rows    | (default)                | chosen by design
-//   128x128 tiles on the large-group path           | -DMOE_TILE_N=128         | %VARIANT% tile128
-//   never swap AB (128x256 tiles at every shape)     | -DMOE_NO_SWAP_AB         | %VARIANT% noswap
-//   cluster 2x1 with B multicast                    | not built                | rejected a priori: the
-//     group scheduler rounds each expert's m-tiles up to the cluster, so a one-tile expert
-//     runs an empty CTA; with ragged groups that costs more than the L2 traffic it saves.
-//   a hand-written scheduler over (expert, m, n)    | not built                | CUTLASS's group
-//     scheduler already is one; a second copy would only add code to verify.
+// Variants considered (H200, 2026-12-02: median us and % of SOL, `d2k bench --task moe_grouped_gemm
+// --targets expert,expert:noswap,expert:tile128 --bench-rounds 1 --max-time 0.3`, noise 0.7-2.8%;
+// docs/results/moe_grouped_gemm.md has the tables):
+//   variant                                         | build flag        | mixtral      | qwen3       | deepseek-v3
+//   ------------------------------------------------+-------------------+--------------+-------------+-------------
+//   128x256 tiles / swap-AB 128x64 below 64 rows    | (default)         | 2511.4 96.4% | 345.6 75.1% | 1029.9 84.0%
+//   128x128 tiles on the large-group path           | -DMOE_TILE_N=128  | 2933.6 82.5% | 404.5 64.1% | 1027.3 84.2%
+//   never swap AB (128x256 tiles at every shape)    | -DMOE_NO_SWAP_AB  | 2509.1 96.5% | 345.5 75.1% |  966.1 89.5%
+//   cuBLAS grouped batched GEMM (library.cu)        | (another run)     | 6435.9 37.6% | 723.9 35.8% | 1138.6 76.0%
+// Measured: swap-AB, chosen by design for the DeepSeek shape's 32-row groups, is 1.07x slower there
+// than plain 128x256 tiles (noise 1.9-2.5%): the swap threshold should be revisited. 128x128 tiles
+// lose 1.17x on the large groups.
+// Not built:
+//   cluster 2x1 with B multicast: rejected a priori: the group scheduler rounds each expert's
+//     m-tiles up to the cluster, so a one-tile expert runs an empty CTA; with ragged groups that
+//     costs more than the L2 traffic it saves.
+//   a hand-written scheduler over (expert, m, n): CUTLASS's group scheduler already is one; a
+//     second copy would only add code to verify.
 //
 // %VARIANT% tile128 -DMOE_TILE_N=128
 // %VARIANT% noswap -DMOE_NO_SWAP_AB
