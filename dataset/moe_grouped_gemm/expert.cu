@@ -32,7 +32,7 @@
 //   128x256 tiles / swap-AB 128x64 below 64 rows    | (default)         | 2511.4 96.4% | 345.6 75.1% | 1029.9 84.0%
 //   128x128 tiles on the large-group path           | -DMOE_TILE_N=128  | 2933.6 82.5% | 404.5 64.1% | 1027.3 84.2%
 //   never swap AB (128x256 tiles at every shape)    | -DMOE_NO_SWAP_AB  | 2509.1 96.5% | 345.5 75.1% |  966.1 89.5%
-//   cuBLAS grouped batched GEMM (library.cu)        | (another run)     | 6435.9 37.6% | 723.9 35.8% | 1138.6 76.0%
+//   cuBLAS grouped batched GEMM (library.cu)        | (same day)        | 6435.9 37.6% | 723.9 35.8% | 1138.6 76.0%
 // Measured: swap-AB, chosen by design for the DeepSeek shape's 32-row groups, is 1.07x slower there
 // than plain 128x256 tiles (noise 1.9-2.5%): the swap threshold should be revisited. 128x128 tiles
 // lose 1.17x on the large groups.
