@@ -24,20 +24,26 @@
 // bench shape) — what DeepGEMM also asks of its callers ("TMA-aligned, column-major" scales).
 // b_scales [NB, K/128] are read as they are (K-major; one scale per tile and k-tile).
 //
-// Variants considered (H200 times: not yet measured; scripts/gpu/checks/t-fp8.sh measures them):
-//   variant                                        | status
-//   -----------------------------------------------+-------------------------------------------
-//   dequantise to bf16 + cuBLAS (naive.cu)         | baseline
-//   cuBLASLt fp8 BLK128x128 / VEC128 (library.cu)  | vendor reference
-//   128x128x128 tile, cooperative, persistent      | this file (default build)
-//   same, stream-K scheduler (`streamk` variant)   | for M = 128: 56 output tiles fill 56 of 132
-//                                                  | SMs; stream-K splits K over idle SMs
+// Variants considered (H200, 2026-12-02: median us and % of SOL on the bench workloads, `d2k bench
+// --task fp8_blockwise_gemm --targets naive,library,expert,torch_eager --bench-rounds 1
+// --max-time 0.5`, noise 0.1-1.5%; docs/results/fp8_blockwise_gemm.md has the table):
+//   variant                                        | 8192x7168x2048 | 4096x24576x1536 | 128x7168x18432
+//   -----------------------------------------------+----------------+-----------------+---------------
+//   dequantise to bf16 + cuBLAS (naive.cu)         | 602.6  26.7%   | 804.8  25.7%    | 1254.6  2.5%
+//   cuBLASLt fp8 BLK128x128 / VEC128 (library.cu)  | 205.1  78.3%   | 270.2  76.4%    |   45.2 68.1%
+//   128x128x128 tile, cooperative, persistent      | 208.1  77.2%   | 271.3  76.1%    |   55.1 55.9%
+//     (this file, default build)                   |                |                 |
+//   same, stream-K scheduler (`streamk` variant)   | not yet measured on the H200 (not in that build;
+//     for M = 128: 56 output tiles fill 56 of 132  | `scripts/gpu/checks/t-fp8.sh` with
+//     SMs; stream-K splits K over idle SMs)        | D2K_CHECK_STEPS=variants measures it)
 //   128x256 tile                                   | rejected: 64x256 fp32 per warpgroup twice
 //                                                  | (accumulator + promotion tile) = 256 registers
 //                                                  | per thread, the budget of the whole thread
 //   64x128 pingpong (two tiles per SM in flight)   | not built: the promotion's FFMAs already overlap
 //                                                  | the next k-tile's wgmmas in the cooperative form
 //   hand-written wgmma/TMA kernel (no CUTLASS)     | not built in this round (no H200 time to debug)
+// Measured: the default ties cuBLASLt on the large shapes (0.99x, 1.00x) and is 0.82x of it at
+// M = 128, where `streamk` is meant to help.
 //
 // SASS of this build (sm_90a, cuobjdump): the GEMM kernel has QGMMA.64x128x32.F32.E4M3.E4M3 x12,
 // UTMALDG.3D x3 (A, B, A scales), LDGSTS x1 (the B scale), UTMASTG.3D x4, no local memory, no
