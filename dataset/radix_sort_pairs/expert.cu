@@ -32,20 +32,27 @@
 // call (4 B per digit per tile per pass: 1 KB per 6144 pairs per pass, 1/96 of the pass's 96 KB).
 //
 // Variants considered (the H200 table is in docs/results/radix_sort_pairs.md; register counts
-// from ptxas for sm_90a):
+// from ptxas for sm_90a; H200 medians of 2026-12-02 from `d2k bench --task radix_sort_pairs
+// --targets naive,library,expert,torch_eager --bench-rounds 1 --max-time 0.5`, noise <= 1.3%, as
+// n1e6 / n2.5e8-uniform / n2.5e8-zipf8 us):
 //   - this one: 8-bit digits, 24 pairs per thread (6144 per tile, near CUB's 384 x 23 on Hopper),
-//     2 CTAs per SM: 127 registers, no spills, 58 KB of shared memory per CTA;
+//     2 CTAs per SM: 127 registers, no spills, 58 KB of shared memory per CTA.
+//     H200: 119.4 / 12865.0 / 8244.2 us (3.1% / 7.3% / 11.3% of SOL): 0.71x / 0.53x / 0.65x CUB;
 //   - items16: 16 pairs per thread (4096 per tile), 3 CTAs per SM: 80 registers, 36 B spilled;
-//     shorter runs per digit, more look-back words, more CTAs to hide the look-back;
-//   - items12: 12 pairs per thread, 4 CTAs per SM: 64 registers, 36 B spilled;
-//   - items32: 32 pairs per thread (8192 per tile), 2 CTAs per SM: 128 registers, 124 B spilled;
+//     shorter runs per digit, more look-back words, more CTAs to hide the look-back (H200: not yet
+//     measured; `D2K_CHECK_STEPS=variants scripts/gpu/checks/t-sort.sh` times items16/12/32);
+//   - items12: 12 pairs per thread, 4 CTAs per SM: 64 registers, 36 B spilled (not yet measured);
+//   - items32: 32 pairs per thread (8192 per tile), 2 CTAs per SM: 128 registers, 124 B spilled
+//     (not yet measured);
 //   - 11-bit digits (3 passes, 52 B per pair instead of 68): 2048 buckets per tile make the
 //     per-digit steps 8 digits per thread and the per-warp histograms 64 KB per CTA; not built
 //     (CUB also keeps 8 bits for 32-bit keys on Hopper);
 //   - keys and values staged through one buffer (values after the keys are written): 4 B less
 //     shared memory per pair, but one more barrier pair and the output indices kept in registers;
-//   - CUB's DeviceRadixSort::SortPairs (library.cu), the same algorithm family tuned by NVIDIA;
+//   - CUB's DeviceRadixSort::SortPairs (library.cu), the same algorithm family tuned by NVIDIA.
+//     H200: 85.0 / 6857.3 / 5335.6 us (4.4% / 13.6% / 17.5% of SOL);
 //   - the textbook three kernels per digit (naive.cu): keys read twice per pass, a count array.
+//     H200: 188.1 / 45514.3 / 14748.2 us.
 // %VARIANT% items16 -DRS_ITEMS=16 -DRS_MIN_BLOCKS=3
 // %VARIANT% items12 -DRS_ITEMS=12 -DRS_MIN_BLOCKS=4
 // %VARIANT% items32 -DRS_ITEMS=32 -DRS_MIN_BLOCKS=2
