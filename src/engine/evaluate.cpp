@@ -411,7 +411,7 @@ class CudaEvaluation {
         dump_tensors(opt_, task_, w, "input", download(plan.inputs, ins, stream_.get()));
         dump_tensors(opt_, task_, w, "expected", download(plan.outputs, expected, stream_.get()));
       }
-      run_and_judge(tr, ts, plan, ins, Expected{nullptr, &expected}, "naive", r);
+      run_and_judge(tr, ts, against_naive(plan), ins, Expected{nullptr, &expected}, "naive", r);
       scrub(expected);
     }
   }
@@ -429,7 +429,7 @@ class CudaEvaluation {
     if (device_checksum(fresh, stream_.get()) != device_checksum(ins, stream_.get()))
       throw RecheckFailed{"inputs_unchanged", "a timed call changed its inputs"};
     DeviceSet expected = naive_outputs(plan, fresh);
-    OutputsVerdict v = judge_single(plan, OutputsView(expected, stream_.get()), OutputsView(outs, stream_.get()));
+    OutputsVerdict v = judge_single(against_naive(plan), OutputsView(expected, stream_.get()), OutputsView(outs, stream_.get()));
     scrub(expected);
     if (v.status != Status::PASSED) throw RecheckFailed{"timed_sample_recheck", "a timed sample's outputs were wrong: " + v.message};
   }
@@ -566,7 +566,7 @@ class CudaEvaluation {
     // Per batch: 10x the expected time, plus 2 s for the request and the graph's launch (a
     // batch that skips calls waits this long, per shape, before it is judged).
     const double expect_s = median_s * static_cast<double>(calls);
-    ParentClockResult pc = time_on_parent_clock(*runner(ts), plan, ins, expected, median_s,
+    ParentClockResult pc = time_on_parent_clock(*runner(ts), against_naive(plan), ins, expected, median_s,
                                                 std::min(opt_.worker.time_timeout_s, 10 * expect_s + 2), stream_.get());
     for (DeviceSet& e : expected) scrub(e);
     give_back();
