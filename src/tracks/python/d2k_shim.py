@@ -234,7 +234,11 @@ def prepare(loaded, shapes_json):
                 elif dt.is_floating_point:
                     t = torch.zeros(dims, device="cuda").to(dt)
                 else:
-                    t = torch.randint(0, 1 << 10, dims, device="cuda", dtype=dt)
+                    # Integers are indices, offsets, counts: zeros are in bounds and monotone for
+                    # every one of them. Random ones (an unsorted offsets array) made
+                    # torch._grouped_mm trip a device-side assert here, which left the worker's
+                    # context broken for every call after (moe_grouped_gemm on the H200).
+                    t = torch.zeros(dims, device="cuda", dtype=dt)
                 kw[spec["name"]] = t
             scalars = dict(loaded.abi["scalars"])
             scalars.update(axes)
