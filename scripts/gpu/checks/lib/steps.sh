@@ -2,17 +2,18 @@
 # whole script): PASS/FAIL lines, counted in $fails (the script's exit status), and step, which
 # runs a command under min(SECONDS, what is left of the budget) with its output in $out/NAME.log.
 # D2K_CHECK_STEPS=name,name...: run only the named steps (a first look at a new task: correctness
-# steps before the timing ones); the others print "not selected" and return 125.
+# steps before the timing ones); the others print "not selected" and return 125, and the task
+# steps below print no PASS/FAIL line for a step that was not selected.
 # The task steps below (one implementation each, shared by the t-*.sh scripts) also need $task
 # (a folder of dataset/, read from the current directory), $d2k and $carry (impl/ of the build).
 fails=0
 pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+# selected NAME: whether D2K_CHECK_STEPS (unset: every step) selects step NAME.
+selected() { [ -z "${D2K_CHECK_STEPS:-}" ] || [[ ",$D2K_CHECK_STEPS," == *",$1,"* ]]; }
 step() {  # step NAME SECONDS CMD...
   local name=$1 secs=$2; shift 2
-  if [ -n "${D2K_CHECK_STEPS:-}" ] && [[ ",$D2K_CHECK_STEPS," != *",$name,"* ]]; then
-    echo "== $name not selected (D2K_CHECK_STEPS)"; return 125
-  fi
+  if ! selected "$name"; then echo "== $name not selected (D2K_CHECK_STEPS)"; return 125; fi
   local left=$((budget - SECONDS))
   [ "$left" -lt "$secs" ] && secs=$left
   if [ "$secs" -lt 5 ]; then echo "== $name skipped: budget spent"; return 124; fi
@@ -53,6 +54,7 @@ detect_torch() {
 
 # validate_step [SECONDS]: `d2k tasks validate` of the task.
 validate_step() {
+  selected validate || { echo "== validate not selected (D2K_CHECK_STEPS)"; return 125; }
   step validate "${1:-10}" "$d2k" tasks validate "$task" && pass validate || fail validate
 }
 
@@ -89,6 +91,7 @@ bench_step() {
   [ "$pmsg" = $'\x01' ] && pmsg="$name: every target PASSED ($targets)"
   local wl=()
   [ -n "$workloads" ] && wl=(--workloads "$workloads")
+  selected "$name" || { echo "== $name not selected (D2K_CHECK_STEPS)"; return 125; }
   step "$name" "$secs" "$d2k" bench --task "$task" --targets "$targets" "${wl[@]}" \
     --json "$out/$stem.jsonl" --markdown "$out/$stem.md" "$@"
   local rc=$?
@@ -119,6 +122,7 @@ variants_step() {
   local secs=$1 workloads=$2
   shift 2
   variants=$(built_variants)
+  selected variants || { echo "== variants not selected (D2K_CHECK_STEPS)"; return 125; }
   if [ -z "$variants" ]; then
     fail "no expert variants built under $carry/impl/$task"
     return 1
@@ -151,6 +155,9 @@ golden_step() {
   done
   local secs=$1 workloads=$2 script=$3
   shift 3
+  if ! selected golden; then
+    echo "== golden not selected (D2K_CHECK_STEPS)"; rm -rf "$out/dump"; return 125
+  fi
   if [ "${have_torch:-0}" != 1 ]; then
     echo "SKIP golden cross-check: no torch for ${py:-python3}"
     rm -rf "$out/dump"
@@ -159,7 +166,8 @@ golden_step() {
   if [ ! -d "$out/dump" ]; then
     local wl=()
     [ -n "$workloads" ] && wl=(--workloads "$workloads")
-    step dump "${dsecs:-$secs}" "$d2k" check --task "$task" --impl expert "${wl[@]}" --quiet --rounds 1 \
+    # the dump belongs to the golden step: selecting `golden` selects it too
+    D2K_CHECK_STEPS="" step dump "${dsecs:-$secs}" "$d2k" check --task "$task" --impl expert "${wl[@]}" --quiet --rounds 1 \
       --dump "$out/dump"
   fi
   local rc=0
@@ -182,6 +190,7 @@ sanitize() {
   shift 3
   local name=$tool
   [ "$impl" != expert ] && name=${tool}_${impl#expert:}
+  selected "$name" || { echo "== $name not selected (D2K_CHECK_STEPS)"; return 125; }
   local san
   san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   if [ ! -x "$san" ]; then fail "$name: no compute-sanitizer"; return 1; fi
@@ -202,6 +211,7 @@ sanitize() {
 starter_verdict() {
   local secs=$1
   shift
+  selected starter || { echo "== starter not selected (D2K_CHECK_STEPS)"; return 125; }
   step starter "$secs" "$d2k" bench --task "$task" --targets solution --solution-dir "dataset/$task/starter/cuda" \
     --quiet "$@"
   grep -q "INCORRECT_" "$out/starter.log" 2> /dev/null && pass "starter fails with INCORRECT_*" ||
