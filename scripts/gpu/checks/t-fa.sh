@@ -10,6 +10,9 @@
 # (design.json's "recognise" fields): the expert must hold HGMMA, UTMALDG and SYNCS (wgmma, TMA,
 # mbarriers), expert_mma_sync HMMA, LDSM and LDGSTS. Each step gets what is left of a 140 s
 # budget (FA_BUDGET_S).
+# What it must show: every line PASS, among them "PASS memcheck: expert:mma_sync clean on 3 check
+# workload(s)", "PASS expert SASS has HGMMA, UTMALDG, SYNCS" and "PASS expert_mma_sync SASS has
+# HMMA, LDSM, LDGSTS"; the SASS lines of q_smem and bn32 are counts only.
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-fa.sh CARRY OUT
 # Exit status: the number of FAIL lines.
