@@ -22,18 +22,17 @@ mkdir -p "$out"
 source scripts/gpu/checks/lib/steps.sh
 
 # ---- workload_uuids: the grep reading equals a JSON parser's, for every task, role and a pattern.
+# One JSON reading of every task: "TASK ROLE UUID,UUID,..." lines.
 ntasks=0
-for f in dataset/*/workloads.jsonl; do
-  task=$(basename "$(dirname "$f")")
-  ntasks=$((ntasks + 1))
-  for role in check bench; do
-    want=$(python3 -c '
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-print(",".join(r["uuid"] for r in rows if r.get("role") == sys.argv[2]))' "$f" $role)
-    expect "workload_uuids $role ($task)" "$(workload_uuids $role)" "$want"
-  done
-done
+while read -r task role want; do
+  [ "$role" = check ] && ntasks=$((ntasks + 1))
+  expect "workload_uuids $role ($task)" "$(workload_uuids "$role")" "$want"
+done < <(python3 -c '
+import glob, json, os
+for f in sorted(glob.glob("dataset/*/workloads.jsonl")):
+    rows = [json.loads(l) for l in open(f) if l.strip()]
+    for role in ("check", "bench"):
+        print(os.path.basename(os.path.dirname(f)), role, ",".join(r["uuid"] for r in rows if r.get("role") == role))')
 [ "$ntasks" -ge 10 ] || bad "only $ntasks dataset tasks found"
 task=flash_attention_forward
 want=$(python3 -c '
