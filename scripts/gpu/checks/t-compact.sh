@@ -24,75 +24,25 @@ helpers=scripts/gpu/checks/t-compact
 extras=" ${*:3} "
 budget=${COMPACT_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
-uuids() {  # uuids ROLE SUBSTRING : comma-separated workload uuids of workloads.jsonl
-  grep "\"role\": \"$1\"" dataset/$task/workloads.jsonl | grep -- "$2" | sed 's/.*"uuid": "\([^"]*\)".*/\1/' | paste -sd,
-}
-checks=$(uuids check "")
-small=$(uuids bench n1e8)
-big=$(uuids bench n1e9)
-variant_rows=$(uuids bench "n1e8-[15]0*pct")  # 1%: late materialisation matters; 50%: the SOL target
-torch=""
-python3 -c "import torch" 2> /dev/null && torch=",torch_eager"
+checks=$(workload_uuids check)
+small=$(workload_uuids bench n1e8)
+big=$(workload_uuids bench n1e9)
+variant_rows=$(workload_uuids bench "n1e8-[15]0*pct")  # 1%: late materialisation matters; 50%: the SOL target
+detect_torch
 
-step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
-if step bench 70 "$d2k" bench --task $task --targets naive,expert,library$torch --workloads "$checks,$small" --quiet \
-    --json "$out/bench_$task.jsonl" --markdown "$out/bench_$task.md"; then
-  pass "bench: every target PASSED (check workloads and the 1e8-row bench workloads)"
-else
-  fail "bench (see bench.log)"
-fi
-grep -v " check \|hidden:" "$out/bench.log" | cut -c1-200 | tail -16
-[ -z "$torch" ] && echo "SKIP torch_eager: no torch on this machine"
-
-variants=$(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//')
-if [ -n "$variants" ]; then
-  targets=$(for v in $variants; do printf 'expert:%s,' "$v"; done)
-  step variants 30 "$d2k" bench --task $task --targets "${targets%,}" --workloads "$variant_rows" --quiet \
-    --json "$out/variants.jsonl" --markdown "$out/variants.md" && pass "variants: every variant PASSED" ||
-    fail "variants (see variants.log)"
-  grep -v " check \|hidden:" "$out/variants.log" | cut -c1-200 | tail -8
-else
-  fail "no expert variants built under $carry/impl/$task"
-fi
-
-step starter 8 "$d2k" bench --task $task --targets solution --solution-dir dataset/$task/starter/cuda \
-  --workloads "$checks" --quiet
-grep -q "INCORRECT_" "$out/starter.log" && pass "starter fails with INCORRECT_*" || fail "starter verdict (see starter.log)"
-
-if [ -n "$torch" ]; then
-  step dump 8 "$d2k" check --task $task --impl expert --workloads "$checks" --quiet --rounds 1 --dump "$out/dump"
-  step golden 8 python3 $helpers/golden_check.py "$out/dump" --dataset dataset \
-    && pass "golden cross-check vs PyTorch boolean indexing" || fail "golden cross-check (see golden.log)"
-  tail -12 "$out/golden.log"
-  rm -rf "$out/dump"  # .npy of every check workload; golden.log keeps the verdicts
-else
-  echo "SKIP golden cross-check: no torch on this machine"
-fi
-
-sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-if [ -x "$sanitizer" ]; then
-  step memcheck 20 "$sanitizer" --tool memcheck --error-exitcode 99 "$d2k" check --task $task --impl expert \
-    --isolation none --workloads "$checks" --quiet --rounds 1
-  mrc=$?
-  grep -E "ERROR SUMMARY|Invalid|PASSED|FAILED" "$out/memcheck.log" | sort | uniq -c | head -6
-  [ "$mrc" -eq 0 ] && pass "memcheck: expert clean on the check workloads" || fail "memcheck rc=$mrc (see memcheck.log)"
-else
-  echo "SKIP memcheck: no compute-sanitizer"
-fi
-
-objdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-if [ -x "$objdump" ]; then
-  "$objdump" --dump-sass "$carry/impl/$task/expert.so" > "$out/expert.sass" 2>&1
-  echo "expert SASS:" $(grep -oE "LDG\.E\.128[A-Z.]*|LDG\.E\.64\.STRONG\.GPU|STG\.E[A-Z0-9.]*|POPC|VOTE\.[A-Z]+|SHFL\.UP|LDS[A-Z0-9.]*|STS[A-Z0-9.]*" \
-    "$out/expert.sass" | sort | uniq -c | awk '{print $2"x"$1}')
-fi
+validate_step
+bench_step --files "bench_$task" --pass "bench: every target PASSED (check workloads and the 1e8-row bench workloads)" \
+  --show 16 bench 70 "naive,expert,library$torch" "$checks,$small" --quiet
+variants_step --only --show 8 30 "$variant_rows" --quiet
+starter_verdict 8 --workloads "$checks"
+golden_step --pass "vs PyTorch boolean indexing" --show 12 8 "$checks" $helpers/golden_check.py --dataset dataset
+sanitize memcheck 20 "$checks"
+sass_counts "LDG\.E\.128[A-Z.]*|LDG\.E\.64\.STRONG\.GPU|STG\.E[A-Z0-9.]*|POPC|VOTE\.[A-Z]+|SHFL\.UP|LDS[A-Z0-9.]*|STS[A-Z0-9.]*"
 
 if [[ $extras == *" big "* ]]; then
   budget=$((SECONDS + 400))  # an extra: its own allowance
-  step bench_big 400 "$d2k" bench --task $task --targets expert,library,naive --workloads "$big" --quiet \
-    --json "$out/bench_big.jsonl" --markdown "$out/bench_big.md" && pass "bench 1e9 rows: every target PASSED" ||
-    fail "bench 1e9 rows (see bench_big.log)"
-  grep -v " check \|hidden:" "$out/bench_big.log" | cut -c1-200 | tail -10
+  bench_step --pass "bench 1e9 rows: every target PASSED" --fail "bench 1e9 rows (see bench_big.log)" \
+    bench_big 400 expert,library,naive "$big" --quiet
 fi
 echo "t-compact: $fails failure(s)"
 exit "$fails"

@@ -2,13 +2,17 @@
 # flash_attention_forward on the H200 (issue #16): validation; d2k bench of naive (cuBLAS S = QK^T,
 # mask+softmax kernel, cuBLAS PV), expert and PyTorch eager (aten's flash SDPA op, o and lse) on the
 # check workloads and the three Llama 3 8B bench workloads, with the table (%SOL against the
-# calibrated bf16 tensor rate); the expert's variants (`// %VARIANT%` lines of expert.cu: q_smem,
-# bn32, wgmma = step 2) beside the expert on the check workloads and the 8192-token row; the starter's verdict (must be INCORRECT_*); the
-# golden cross-check against PyTorch float64 on `d2k check --dump` inputs (t-fa/golden_check.py);
-# the expert and expert:wgmma under compute-sanitizer memcheck on three small check workloads; the expert's
-# SASS counts (design.json's "recognise" fields: HMMA, LDSM, LDGSTS, MUFU.EX2; HGMMA, UTMALDG and
-# SYNCS for expert_wgmma). Each step gets
-# what is left of a 140 s budget (FA_BUDGET_S).
+# calibrated bf16 tensor rate); the expert (the wgmma kernel, step 2) beside its variants (`//
+# %VARIANT%` lines of expert.cu: mma_sync = step 1, q_smem, bn32) on the check workloads and the
+# 8192-token row; the starter's verdict (must be INCORRECT_*); the golden cross-check against
+# PyTorch float64 on `d2k check --dump` inputs (t-fa/golden_check.py); the expert and
+# expert:mma_sync under compute-sanitizer memcheck on three small check workloads; the SASS
+# (design.json's "recognise" fields): the expert must hold HGMMA, UTMALDG and SYNCS (wgmma, TMA,
+# mbarriers), expert_mma_sync HMMA, LDSM and LDGSTS. Each step gets what is left of a 140 s
+# budget (FA_BUDGET_S).
+# What it must show: every line PASS, among them "PASS memcheck: expert:mma_sync clean on 3 check
+# workload(s)", "PASS expert SASS has HGMMA, UTMALDG, SYNCS" and "PASS expert_mma_sync SASS has
+# HMMA, LDSM, LDGSTS"; the SASS lines of q_smem and bn32 are counts only.
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-fa.sh CARRY OUT
 # Exit status: the number of FAIL lines.
@@ -21,67 +25,26 @@ task=flash_attention_forward
 helpers=scripts/gpu/checks/t-fa
 budget=${FA_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
-uuids() {  # uuids ROLE SUBSTRING : comma-separated workload uuids of workloads.jsonl
-  grep "\"role\": \"$1\"" dataset/$task/workloads.jsonl | grep -- "$2" | sed 's/.*"uuid": "\([^"]*\)".*/\1/' | paste -sd,
-}
-checks=$(uuids check "")
-bench=$(uuids bench "")
-long=$(uuids bench "1x8192")
-small_checks=$(uuids check "1x1x1x1\|2x77\|3x129")
-torch=""
-python3 -c "import torch" 2> /dev/null && torch=",torch_eager"
+checks=$(workload_uuids check)
+bench=$(workload_uuids bench)
+long=$(workload_uuids bench "1x8192")
+small_checks=$(workload_uuids check "1x1x1x1\|2x77\|3x129")
+detect_torch
 
-step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
-if step bench 55 "$d2k" bench --task $task --targets naive,expert$torch --workloads "$checks,$bench" \
-    --json "$out/bench.jsonl" --markdown "$out/bench.md"; then
-  pass "bench: every target PASSED (check workloads and the three Llama 3 8B bench workloads)"
-else
-  fail "bench (see bench.log)"
-fi
-grep -v " check \|hidden:" "$out/bench.log" | cut -c1-200 | tail -10
-[ -z "$torch" ] && echo "SKIP torch_eager: no torch on this machine"
-
-variants=$(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//')
-if [ -n "$variants" ]; then
-  targets=$(for v in $variants; do printf 'expert:%s,' "$v"; done)
-  # the check workloads first: the wgmma variant (step 2) has not run before this script
-  step variants 30 "$d2k" bench --task $task --targets "expert,${targets%,}" --workloads "$checks,$long" \
-    --json "$out/variants.jsonl" --markdown "$out/variants.md" && pass "variants: every variant PASSED" ||
-    fail "variants (see variants.log)"
-  grep -v " check \|hidden:" "$out/variants.log" | cut -c1-200 | tail -6
-else
-  fail "no expert variants built under $carry/impl/$task"
-fi
-
+validate_step
+bench_step --files bench --pass "bench: every target PASSED (check workloads and the three Llama 3 8B bench workloads)" \
+  bench 55 "naive,expert$torch" "$checks,$bench"
+variants_step --show 6 30 "$checks,$long"
 starter_verdict 8 --workloads "$small_checks"
-
-if [ -n "$torch" ]; then
-  step dump 8 "$d2k" check --task $task --impl expert --workloads "$checks" --quiet --rounds 1 --dump "$out/dump"
-  step golden 20 python3 $helpers/golden_check.py "$out/dump" \
-    && pass "golden cross-check vs PyTorch float64" || fail "golden cross-check (see golden.log)"
-  tail -8 "$out/golden.log"
-  rm -rf "$out/dump"
-else
-  echo "SKIP golden cross-check: no torch on this machine"
-fi
+golden_step --dump-s 8 --pass "vs PyTorch float64" 20 "$checks" $helpers/golden_check.py
 
 sanitize memcheck 12 "$small_checks"
-if [ -f "$carry/impl/$task/expert_wgmma.so" ]; then  # the Hopper variant: TMA boxes, barriers, descriptors
-  san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  step memcheck_wgmma 12 "$san" --tool memcheck --error-exitcode 99 "$d2k" check --task $task --impl expert:wgmma \
-    --isolation none --rounds 1 --workloads "$small_checks" --quiet
-  grep -q "ERROR SUMMARY: 0 errors" "$out/memcheck_wgmma.log" && pass "memcheck: expert:wgmma clean" ||
-    fail "memcheck expert:wgmma (see memcheck_wgmma.log)"
-fi
+# The FlashAttention-2 kernel (mma.sync, ldmatrix, cp.async) is a variant now: still memchecked.
+sanitize --impl expert:mma_sync memcheck 12 "$small_checks"
 
-objdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-if [ -x "$objdump" ]; then
-  for so in expert $(for v in $variants; do echo "expert_$v"; done); do
-    [ -f "$carry/impl/$task/$so.so" ] || continue
-    "$objdump" --dump-sass "$carry/impl/$task/$so.so" > "$out/$so.sass" 2>&1
-    echo "$so SASS:" $(grep -oE "HMMA\.[A-Z0-9.]*|HGMMA[A-Z0-9.]*|UTMALDG[A-Z0-9.]*|SYNCS[A-Z0-9.]*|LDSM\.[A-Z0-9.]*|LDGSTS[A-Z0-9.]*|MUFU\.EX2|LDL|STL" \
-      "$out/$so.sass" | sort | uniq -c | awk '{print $2"x"$1}')
-  done
-fi
+insns="HMMA\.[A-Z0-9.]*|HGMMA[A-Z0-9.]*|UTMALDG[A-Z0-9.]*|SYNCS[A-Z0-9.]*|LDSM\.[A-Z0-9.]*|LDGSTS[A-Z0-9.]*|MUFU\.EX2|LDL|STL"
+sass_counts "$insns" "HGMMA UTMALDG SYNCS"
+sass_counts --so expert_mma_sync "$insns" "HMMA LDSM LDGSTS"
+for v in q_smem bn32; do sass_counts --so "expert_$v" "$insns"; done
 echo "t-fa: $fails failure(s)"
 exit "$fails"

@@ -26,44 +26,26 @@ task=fp8_blockwise_gemm
 helpers=scripts/gpu/checks/t-fp8
 budget=${FP8_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
-uuids() {  # uuids ROLE SUBSTRING : comma-separated workload uuids of workloads.jsonl
-  grep "\"role\": \"$1\"" dataset/$task/workloads.jsonl | grep -- "$2" | sed 's/.*"uuid": "\([^"]*\)".*/\1/' | paste -sd,
-}
-checks=$(uuids check "")
-benches=$(uuids bench "")
-small_checks=$(uuids check "1x8x128\|77x200x256\|130x136x128\|256x384x1536")
-[ -x /opt/torch/.venv/bin/python3 ] && export D2K_PYTHON=/opt/torch/.venv/bin/python3
-export D2K_PYTHON_SHIM_DIR="$PWD/src/tracks/python"
-py=${D2K_PYTHON:-python3}
-torch=""
-"$py" -c "import torch" 2> /dev/null && torch=",torch_eager"
+checks=$(workload_uuids check)
+benches=$(workload_uuids bench)
+small_checks=$(workload_uuids check "1x8x128\|77x200x256\|130x136x128\|256x384x1536")
+detect_torch venv
 
-step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
+validate_step
 
 # Bench: one round of the check workloads (golden) and half a second of timing per bench workload.
-if step bench 40 "$d2k" bench --task $task --targets naive,expert,library --max-time 0.5 --rounds 1 \
-    --json "$out/bench_$task.jsonl" --markdown "$out/bench_$task.md"; then
-  pass "bench: every target PASSED (naive,expert,library)"
-else
-  fail "bench (see bench.log)"
-fi
-grep -v " check \|hidden:" "$out/bench.log" | cut -c1-220 | tail -12
+bench_step --files "bench_$task" --pass "bench: every target PASSED (naive,expert,library)" --show 12 \
+  bench 40 naive,expert,library "" --max-time 0.5 --rounds 1
 # torch_eager on its own: the operands reach pytorch.py through DLPack as float8_e4m3fn (DLPack
 # code 10), which needs a torch whose from_dlpack knows float8; a failure here says so in torch.log.
 if [ -n "$torch" ]; then
-  step torch 15 "$d2k" bench --task $task --targets torch_eager --workloads "$benches" --max-time 0.5 \
-    --json "$out/torch_$task.jsonl" --markdown "$out/torch_$task.md" \
-    && pass "torch_eager PASSED" || fail "torch_eager (see torch.log)"
-  grep -E "bench" "$out/torch.log" | cut -c1-220 | tail -4
-else
-  echo "SKIP torch_eager: no torch for $py"
+  bench_step --files "torch_$task" --pass "torch_eager PASSED" --fail "torch_eager (see torch.log)" --show 4 \
+    torch 15 torch_eager "$benches" --max-time 0.5
 fi
 
 if [ -f "$carry/impl/$task/expert_streamk.so" ]; then
-  step variants 15 "$d2k" bench --task $task --targets expert,expert:streamk --workloads "$benches" --max-time 0.5 \
-    --json "$out/variants_$task.jsonl" --markdown "$out/variants_$task.md" \
-    && pass "variants: expert:streamk PASSED" || fail "variants (see variants.log)"
-  grep -E "bench" "$out/variants.log" | cut -c1-200 | tail -6
+  bench_step --files "variants_$task" --pass "variants: expert:streamk PASSED" --show 6 \
+    variants 15 expert,expert:streamk "$benches" --max-time 0.5
 else
   fail "no expert_streamk.so under $carry/impl/$task (build with -DD2K_EXPERT_VARIANTS=ON)"
 fi
@@ -73,30 +55,14 @@ fi
 if [ -n "$torch" ]; then
   step bf16 15 "$py" $helpers/bf16_gemm.py --bench "$out/bench_$task.jsonl" --dataset dataset \
     --json "$out/bf16_gemm.jsonl" && pass "bf16 cuBLAS comparison measured" || fail "bf16 comparison (see bf16.log)"
-  cat "$out/bf16.log" | tail -8
+  tail -8 "$out/bf16.log"
 else
   fail "bf16 cuBLAS comparison: no torch for $py"
 fi
 
-starter_verdict 8 --workloads "$(uuids check 77x200x256)"
-
-if [ -n "$torch" ]; then
-  step dump 8 "$d2k" check --task $task --impl expert --workloads "$checks" --quiet --rounds 1 --dump "$out/dump"
-  step golden 10 "$py" $helpers/golden_check.py "$out/dump" --dataset dataset \
-    && pass "golden cross-check vs PyTorch float64" || fail "golden cross-check (see golden.log)"
-  tail -10 "$out/golden.log"
-  rm -rf "$out/dump"  # .npy of every check workload; golden.log keeps the errors
-else
-  echo "SKIP golden cross-check: no torch for $py"
-fi
-
+starter_verdict 8 --workloads "$(workload_uuids check 77x200x256)"
+golden_step --dump-s 8 --pass "vs PyTorch float64" --show 10 10 "$checks" $helpers/golden_check.py --dataset dataset
 sanitize memcheck 20 "$small_checks"
-
-objdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-if [ -x "$objdump" ]; then
-  "$objdump" --dump-sass "$carry/impl/$task/expert.so" > "$out/expert.sass" 2>&1
-  echo "expert SASS:" $(grep -oE "QGMMA\.[0-9A-Zx.]*|HGMMA\.[0-9A-Zx.]*|UTMALDG[A-Z0-9.]*|UTMASTG[A-Z0-9.]*|LDGSTS[A-Z0-9.]*|LDL|STL" \
-    "$out/expert.sass" | sort | uniq -c | awk '{print $2"x"$1}')
-fi
+sass_counts "QGMMA\.[0-9A-Zx.]*|HGMMA\.[0-9A-Zx.]*|UTMALDG[A-Z0-9.]*|UTMASTG[A-Z0-9.]*|LDGSTS[A-Z0-9.]*|LDL|STL"
 echo "t-fp8: $fails failure(s)"
 exit "$fails"

@@ -25,64 +25,25 @@ helpers=scripts/gpu/checks/t-groupby
 extras=" ${*:3} "
 budget=${GROUPBY_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
-uuids() {  # uuids ROLE SUBSTRING : comma-separated workload uuids of workloads.jsonl
-  grep "\"role\": \"$1\"" dataset/$task/workloads.jsonl | grep -- "$2" | sed 's/.*"uuid": "\([^"]*\)".*/\1/' | paste -sd,
-}
-checks=$(uuids check "")
-bench=$(uuids bench "g16-\|g1m-uniform")
-all_bench=$(uuids bench "")
-variant_rows=$(uuids bench "g16-uniform\|g1m-uniform")
-torch=""
-python3 -c "import torch" 2> /dev/null && torch=",torch_eager"
+checks=$(workload_uuids check)
+bench=$(workload_uuids bench "g16-\|g1m-uniform")
+all_bench=$(workload_uuids bench)
+variant_rows=$(workload_uuids bench "g16-uniform\|g1m-uniform")
+detect_torch
 
-step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
-if step bench 75 "$d2k" bench --task $task --targets naive,expert$torch --workloads "$checks,$bench" \
-    --json "$out/bench_$task.jsonl" --markdown "$out/bench_$task.md"; then
-  pass "bench: every target PASSED (check workloads and three 2e8-row bench workloads)"
-else
-  fail "bench (see bench.log)"
-fi
-grep -v " check \|hidden:" "$out/bench.log" | cut -c1-200 | tail -16
-[ -z "$torch" ] && echo "SKIP torch_eager: no torch on this machine"
-
-variants=$(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//')
-if [ -n "$variants" ]; then
-  targets=$(for v in $variants; do printf 'expert:%s,' "$v"; done)
-  step variants 25 "$d2k" bench --task $task --targets "${targets%,}" --workloads "$variant_rows" \
-    --json "$out/variants.jsonl" --markdown "$out/variants.md" && pass "variants: every variant PASSED" ||
-    fail "variants (see variants.log)"
-  grep -v " check \|hidden:" "$out/variants.log" | cut -c1-200 | tail -8
-else
-  fail "no expert variants built under $carry/impl/$task"
-fi
-
+validate_step
+bench_step --files "bench_$task" --pass "bench: every target PASSED (check workloads and three 2e8-row bench workloads)" \
+  --show 16 bench 75 "naive,expert$torch" "$checks,$bench"
+variants_step --only --show 8 25 "$variant_rows"
 starter_verdict 8 --workloads "$checks"
-
-if [ -n "$torch" ]; then
-  step dump 8 "$d2k" check --task $task --impl expert --workloads "$checks" --quiet --rounds 1 --dump "$out/dump"
-  step golden 8 python3 $helpers/golden_check.py "$out/dump" \
-    && pass "golden cross-check vs PyTorch unique/bincount/scatter_reduce" || fail "golden cross-check (see golden.log)"
-  tail -12 "$out/golden.log"
-  rm -rf "$out/dump"  # .npy of every check workload; golden.log keeps the verdicts
-else
-  echo "SKIP golden cross-check: no torch on this machine"
-fi
-
+golden_step --pass "vs PyTorch unique/bincount/scatter_reduce" --show 12 8 "$checks" $helpers/golden_check.py
 sanitize memcheck 20 "$checks"
-
-objdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-if [ -x "$objdump" ]; then
-  "$objdump" --dump-sass "$carry/impl/$task/expert.so" > "$out/expert.sass" 2>&1
-  echo "expert SASS:" $(grep -oE "MATCH\.ANY\.U64|ATOMS\.[A-Z0-9.]*|ATOMG\.[A-Z0-9.]*|RED\.[A-Z0-9.]*|LDG\.E\.64[A-Z.]*|POPC|VOTE\.[A-Z]+" \
-    "$out/expert.sass" | sort | uniq -c | awk '{print $2"x"$1}')
-fi
+sass_counts "MATCH\.ANY\.U64|ATOMS\.[A-Z0-9.]*|ATOMG\.[A-Z0-9.]*|RED\.[A-Z0-9.]*|LDG\.E\.64[A-Z.]*|POPC|VOTE\.[A-Z]+"
 
 if [[ $extras == *" full "* ]]; then
   budget=$((SECONDS + 500))  # an extra: its own allowance
-  step bench_full 500 "$d2k" bench --task $task --targets naive,expert$torch --workloads "$all_bench" --quiet \
-    --json "$out/bench_full.jsonl" --markdown "$out/bench_full.md" && pass "bench, all six 2e8-row workloads: every target PASSED" ||
-    fail "bench_full (see bench_full.log)"
-  grep -v " check \|hidden:" "$out/bench_full.log" | cut -c1-200 | tail -10
+  bench_step --pass "bench, all six 2e8-row workloads: every target PASSED" \
+    bench_full 500 "naive,expert$torch" "$all_bench" --quiet
 fi
 echo "t-groupby: $fails failure(s)"
 exit "$fails"

@@ -23,47 +23,22 @@ helpers=scripts/gpu/checks/t-groupgemm
 extras=" ${*:3} "
 budget=${GROUPGEMM_BUDGET_S:-145}
 source "$(dirname "$0")/lib/steps.sh"
-uuids() {  # uuids ROLE SUBSTRING : comma-separated workload uuids of workloads.jsonl
-  grep "\"role\": \"$1\"" dataset/$task/workloads.jsonl | grep -- "$2" | sed 's/.*"uuid": "\([^"]*\)".*/\1/' | paste -sd,
-}
-checks=$(uuids check "")
-benches=$(uuids bench "")
-torch=""
-python3 -c "import torch" 2> /dev/null && torch=",torch_eager"
+checks=$(workload_uuids check)
+benches=$(workload_uuids bench)
+detect_torch
 
-step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
-if step bench 80 "$d2k" bench --task $task --targets naive,library,expert$torch --workloads "$checks,$benches" \
-    --json "$out/bench.jsonl" --markdown "$out/bench.md"; then
-  pass "bench: every target PASSED (naive, library, expert$torch)"
-else
-  fail "bench (see bench.log)"
-fi
-grep -v " check \|hidden:" "$out/bench.log" | cut -c1-200 | tail -12
+validate_step
+bench_step --pass "bench: every target PASSED (naive, library, expert$torch)" --show 12 \
+  bench 80 "naive,library,expert$torch" "$checks,$benches"
 python3 $helpers/targets.py "$out/bench.jsonl" | tee "$out/targets.log"
 grep -q "^FAIL" "$out/targets.log" && fail "expert short of a target (targets.log)"
 grep -q "^PASS" "$out/targets.log" && ! grep -q "^FAIL" "$out/targets.log" && pass "expert meets every measured target"
 
 starter_verdict 10 --workloads "$checks"
-
 sanitize memcheck 20 "$checks"
-
-if [ -n "$torch" ]; then
-  step dump 10 "$d2k" check --task $task --impl expert --workloads "$checks" --quiet --rounds 1 --dump "$out/dump"
-  step golden 10 python3 $helpers/golden_check.py "$out/dump" \
-    && pass "golden cross-check vs PyTorch float64" || fail "golden cross-check (see golden.log)"
-  tail -8 "$out/golden.log"
-  rm -rf "$out/dump"  # .npy of every check workload; golden.log keeps the errors
-else
-  echo "SKIP golden cross-check: no torch on this machine"
-fi
-
-objdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-if [ -x "$objdump" ]; then
-  "$objdump" --dump-sass "$carry/impl/$task/expert.so" > "$out/expert.sass" 2>&1
-  echo "expert SASS:" $(grep -oE "HGMMA\.[0-9x]+\.F32\.BF16|UTMALDG\.[0-9A-Z.]*|UTMASTG\.[0-9A-Z.]*|UTMACCTL[.A-Z]*|SHFL\.UP" \
-    "$out/expert.sass" | sort | uniq -c | awk '{print $2"x"$1}')
-  gzip -f "$out/expert.sass"
-fi
+golden_step --pass "vs PyTorch float64" 10 "$checks" $helpers/golden_check.py
+sass_counts "HGMMA\.[0-9x]+\.F32\.BF16|UTMALDG\.[0-9A-Z.]*|UTMASTG\.[0-9A-Z.]*|UTMACCTL[.A-Z]*|SHFL\.UP"
+[ -f "$out/expert.sass" ] && gzip -f "$out/expert.sass"
 
 if [[ $extras == *" variants "* ]]; then
   budget=$((SECONDS + 200))  # an extra: its own allowance
@@ -71,10 +46,7 @@ if [[ $extras == *" variants "* ]]; then
   for v in tile128 noswap; do
     [ -f "$carry/impl/$task/expert_$v.so" ] && targets+=,expert:$v
   done
-  step variants 200 "$d2k" bench --task $task --targets $targets --workloads "$benches" \
-    --json "$out/variants.jsonl" --markdown "$out/variants.md" && pass "variants: every variant PASSED ($targets)" ||
-    fail "variants (see variants.log)"
-  grep -v " check \|hidden:" "$out/variants.log" | cut -c1-200 | tail -8
+  bench_step --pass "variants: every variant PASSED ($targets)" --show 8 variants 200 $targets "$benches"
 fi
 echo "t-groupgemm: $fails failure(s)"
 exit "$fails"

@@ -24,67 +24,27 @@ helpers=scripts/gpu/checks/t-hist
 extras=" ${*:3} "
 budget=${HIST_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
-uuids() {  # uuids ROLE SUBSTRING : comma-separated workload uuids of workloads.jsonl
-  grep "\"role\": \"$1\"" dataset/$task/workloads.jsonl | grep -- "$2" | sed 's/.*"uuid": "\([^"]*\)".*/\1/' | paste -sd,
-}
-checks=$(uuids check "")
-small=$(uuids bench "b256-")
-big=$(uuids bench "b4096-\|b65536-")
-variant_rows=$(uuids bench "b4096-zipf\|b65536-zipf")
-torch=""
-python3 -c "import torch" 2> /dev/null && torch=",torch_eager"
+checks=$(workload_uuids check)
+small=$(workload_uuids bench "b256-")
+big=$(workload_uuids bench "b4096-\|b65536-")
+variant_rows=$(workload_uuids bench "b4096-zipf\|b65536-zipf")
+detect_torch
 
-step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
-if step bench 60 "$d2k" bench --task $task --targets naive,expert,library$torch --workloads "$checks,$small" \
-    --json "$out/bench_$task.jsonl" --markdown "$out/bench_$task.md"; then
-  pass "bench: every target PASSED (check workloads and the B = 256 bench workloads)"
-else
-  fail "bench (see bench.log)"
-fi
-grep -v " check \|hidden:" "$out/bench.log" | cut -c1-200 | tail -10
-[ -z "$torch" ] && echo "SKIP torch_eager: no torch on this machine"
-
-variants=$(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//')
-if [ -n "$variants" ]; then
-  targets=$(for v in $variants; do printf 'expert:%s,' "$v"; done)
-  step variants 25 "$d2k" bench --task $task --targets "expert,${targets%,}" --workloads "$variant_rows" \
-    --json "$out/variants.jsonl" --markdown "$out/variants.md" && pass "variants: every variant PASSED" ||
-    fail "variants (see variants.log)"
-  grep -v " check \|hidden:" "$out/variants.log" | cut -c1-200 | tail -8
-else
-  fail "no expert variants built under $carry/impl/$task"
-fi
-
+validate_step
+bench_step --files "bench_$task" --pass "bench: every target PASSED (check workloads and the B = 256 bench workloads)" \
+  bench 60 "naive,expert,library$torch" "$checks,$small"
+variants_step --show 8 25 "$variant_rows"
 starter_verdict 8 --workloads "$checks"
-
-if [ -n "$torch" ]; then
-  step dump 8 "$d2k" check --task $task --impl expert --workloads "$checks" --quiet --rounds 1 --dump "$out/dump"
-  step golden 8 python3 $helpers/golden_check.py "$out/dump" \
-    && pass "golden cross-check vs torch.bincount" || fail "golden cross-check (see golden.log)"
-  tail -13 "$out/golden.log"
-  rm -rf "$out/dump"  # .npy of every check workload (134 MB for the 33.5M-value one); golden.log keeps the verdicts
-else
-  echo "SKIP golden cross-check: no torch on this machine"
-fi
-
+# The dump holds 134 MB for the 33.5M-value check workload: golden_step removes it after.
+golden_step --pass "vs torch.bincount" --show 13 8 "$checks" $helpers/golden_check.py
 sanitize memcheck 20 "$checks"
-
-objdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-if [ -x "$objdump" ]; then
-  for so in expert expert_match_any; do
-    [ -f "$carry/impl/$task/$so.so" ] || continue
-    "$objdump" --dump-sass "$carry/impl/$task/$so.so" > "$out/$so.sass" 2>&1
-    echo "$so SASS:" $(grep -oE "LDG\.E\.EF\.128|LDG\.E\.128[A-Z.]*|ATOMS\.[A-Z0-9.]*|MATCH\.ANY[A-Z0-9.]*|RED[A-Z0-9.]*|ATOMG[A-Z0-9.]*" \
-      "$out/$so.sass" | sort | uniq -c | awk '{print $2"x"$1}')
-  done
-fi
+insns="LDG\.E\.EF\.128|LDG\.E\.128[A-Z.]*|ATOMS\.[A-Z0-9.]*|MATCH\.ANY[A-Z0-9.]*|RED[A-Z0-9.]*|ATOMG[A-Z0-9.]*"
+for so in expert expert_match_any; do sass_counts --so $so "$insns"; done
 
 if [[ $extras == *" big "* ]]; then
   budget=$((SECONDS + 400))  # an extra: its own allowance
-  step bench_big 400 "$d2k" bench --task $task --targets naive,expert,library$torch --workloads "$big" --quiet \
-    --json "$out/bench_big.jsonl" --markdown "$out/bench_big.md" && pass "bench B = 4096, 65536: every target PASSED" ||
-    fail "bench B = 4096, 65536 (see bench_big.log)"
-  grep -v " check \|hidden:" "$out/bench_big.log" | cut -c1-200 | tail -10
+  bench_step --pass "bench B = 4096, 65536: every target PASSED" --fail "bench B = 4096, 65536 (see bench_big.log)" \
+    bench_big 400 "naive,expert,library$torch" "$big" --quiet
 fi
 echo "t-hist: $fails failure(s)"
 exit "$fails"

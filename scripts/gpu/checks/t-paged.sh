@@ -22,57 +22,20 @@ task=paged_attention_decode
 helpers=scripts/gpu/checks/t-paged
 budget=${PAGED_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
-uuids() {  # uuids ROLE SUBSTRING : comma-separated workload uuids of workloads.jsonl
-  grep "\"role\": \"$1\"" dataset/$task/workloads.jsonl | grep -- "$2" | sed 's/.*"uuid": "\([^"]*\)".*/\1/' | paste -sd,
-}
-checks=$(uuids check "")
-small_checks=$(uuids check "" | tr ',' '\n' | grep -v -- "-16k" | paste -sd,)
-benches=$(uuids bench "")
-torch=""
-python3 -c "import torch" 2> /dev/null && torch=",torch_eager"
+checks=$(workload_uuids check)
+small_checks=$(echo "$checks" | tr ',' '\n' | grep -v -- "-16k" | paste -sd,)
+benches=$(workload_uuids bench)
+detect_torch
 
-step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
-if step bench 60 "$d2k" bench --task $task --targets naive,expert$torch --workloads "$checks,$benches" \
-    --json "$out/bench_$task.jsonl" --markdown "$out/bench_$task.md"; then
-  pass "bench: every target PASSED (check and bench workloads)"
-else
-  fail "bench (see bench.log)"
-fi
-grep -v " check \|hidden:" "$out/bench.log" | cut -c1-200 | tail -10
-[ -z "$torch" ] && echo "SKIP torch_eager: no torch on this machine"
-
-variants=$(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//')
-if [ -n "$variants" ]; then
-  targets=$(for v in $variants; do printf 'expert:%s,' "$v"; done)
-  step variants 25 "$d2k" bench --task $task --targets "expert,${targets%,}" --workloads "$benches" \
-    --json "$out/variants.jsonl" --markdown "$out/variants.md" && pass "variants: every variant PASSED" ||
-    fail "variants (see variants.log)"
-  grep -v " check \|hidden:" "$out/variants.log" | cut -c1-200 | tail -8
-else
-  fail "no expert variants built under $carry/impl/$task"
-fi
-
+validate_step
+bench_step --files "bench_$task" --pass "bench: every target PASSED (check and bench workloads)" \
+  bench 60 "naive,expert$torch" "$checks,$benches"
+variants_step --show 8 25 "$benches"
 starter_verdict 8 --workloads "$small_checks"
-
-if [ -n "$torch" ]; then
-  step dump 10 "$d2k" check --task $task --impl expert --workloads "$checks" --quiet --rounds 1 --dump "$out/dump"
-  step golden 12 python3 $helpers/golden_check.py "$out/dump" --pytorch \
-    && pass "golden cross-check vs PyTorch float64 (and pytorch.py)" || fail "golden cross-check (see golden.log)"
-  tail -8 "$out/golden.log"
-  rm -rf "$out/dump"  # .npy of every check workload (270 MB for the 16k one); golden.log keeps the verdicts
-else
-  echo "SKIP golden cross-check: no torch on this machine"
-fi
-
+# The dump holds 270 MB for the 16k check workload: golden_step removes it after.
+golden_step --dump-s 10 --pass "vs PyTorch float64 (and pytorch.py)" 12 "$checks" $helpers/golden_check.py --pytorch
 sanitize memcheck 20 "$small_checks"
-
-objdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-if [ -x "$objdump" ]; then
-  "$objdump" --dump-sass "$carry/impl/$task/expert.so" > "$out/expert.sass" 2>&1
-  echo "expert SASS:" $(grep -oE "LDG\.E\.EF\.128|LDG\.E\.128[A-Z.]*|ATOMG[A-Z0-9.]*|RED\.[A-Z0-9.]*|MUFU\.EX2|LDL[A-Z0-9.]*|STL[A-Z0-9.]*" \
-    "$out/expert.sass" | sort | uniq -c | awk '{print $2"x"$1}')
-  grep -q "LDG.E.EF.128" "$out/expert.sass" && ! grep -qE "\bLDL|\bSTL" "$out/expert.sass" &&
-    pass "expert SASS: 16-byte streaming loads, no local-memory spills" || fail "expert SASS (see expert.sass)"
-fi
+sass_counts "LDG\.E\.EF\.128|LDG\.E\.128[A-Z.]*|ATOMG[A-Z0-9.]*|RED\.[A-Z0-9.]*|MUFU\.EX2|LDL[A-Z0-9.]*|STL[A-Z0-9.]*" \
+  "LDG\.E\.EF\.128" "\bLDL|\bSTL"  # 16-byte streaming loads, no local-memory spills
 echo "t-paged: $fails failure(s)"
 exit "$fails"

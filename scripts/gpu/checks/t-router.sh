@@ -19,22 +19,16 @@ task=moe_topk_router
 helpers=scripts/gpu/checks/t-router
 budget=${ROUTER_BUDGET_S:-145}
 source "$(dirname "$0")/lib/steps.sh"
-have_torch=0
-python3 -c "import torch" 2> /dev/null && have_torch=1
+detect_torch
 
-step validate 5 "$d2k" tasks validate $task && pass validate || fail validate
+validate_step 5
+# The variants ride in the bench step (the bench workloads are what they are compared on).
 targets=naive,expert
 for v in nofilter unfused; do
   [ -f "$carry/impl/$task/expert_$v.so" ] && targets+=,expert:$v
 done
-[ "$have_torch" = 1 ] && targets+=,torch_eager
-if step bench 75 "$d2k" bench --task $task --targets $targets --graph --json "$out/bench.jsonl" \
-    --markdown "$out/bench.md"; then
-  pass "bench: every target PASSED ($targets)"
-else
-  fail "bench (see bench.log)"
-fi
-grep -v " check \|hidden:" "$out/bench.log" | cut -c1-200 | tail -16
+targets+=$torch
+bench_step --pass "bench: every target PASSED ($targets)" --show 16 bench 75 $targets "" --graph
 python3 $helpers/speedup.py "$out/bench.jsonl" | tee "$out/speedup.log"
 grep -q "^FAIL" "$out/speedup.log" && fail "expert below 10x torch_eager on some bench row (speedup.log)"
 grep -q "^PASS" "$out/speedup.log" && pass "expert >= 10x torch_eager on every bench row"
@@ -48,20 +42,7 @@ tiny=moe_topk_router-check-37x64-k6-odd,moe_topk_router-check-513x60-k4-qwen1.5,
 sanitize memcheck 15 "$small"
 sanitize racecheck 15 "$tiny"
 
-if [ "$have_torch" = 1 ]; then
-  step dump 10 "$d2k" check --task $task --impl expert --quiet --rounds 1 --dump "$out/dump"
-  step golden 10 python3 $helpers/golden_check.py "$out/dump" --dataset dataset \
-    && pass "golden cross-check" || fail "golden cross-check (see golden.log)"
-  tail -16 "$out/golden.log"
-  rm -rf "$out/dump"  # .npy of every check workload; golden.log keeps the errors
-else
-  echo "SKIP golden cross-check: no torch on this machine"
-fi
-objdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-if [ -x "$objdump" ]; then
-  "$objdump" --dump-sass "$carry/impl/$task/expert.so" > "$out/expert.sass" 2>&1
-  echo "expert SASS:" $(grep -oE "ATOMS\.[A-Z0-9.]*|ATOMG\.[A-Z0-9.]*|RED\.[A-Z0-9.]*|POPC|SHFL\.[A-Z]+|MUFU\.EX2|MEMBAR\.[A-Z.]*|LDG\.E\.EF[A-Z0-9.]*" \
-    "$out/expert.sass" | sort | uniq -c | awk '{print $2"x"$1}')
-fi
+golden_step --show 16 10 "" $helpers/golden_check.py --dataset dataset
+sass_counts "ATOMS\.[A-Z0-9.]*|ATOMG\.[A-Z0-9.]*|RED\.[A-Z0-9.]*|POPC|SHFL\.[A-Z]+|MUFU\.EX2|MEMBAR\.[A-Z.]*|LDG\.E\.EF[A-Z0-9.]*"
 echo "t-router: $fails failure(s)"
 exit "$fails"

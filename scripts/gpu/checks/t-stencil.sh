@@ -26,57 +26,37 @@ extras=" ${*:3} "
 budget=${STENCIL_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
 # The machine's Python with torch (the PyTorch targets and the golden cross-check).
-[ -x /opt/torch/.venv/bin/python3 ] && export D2K_PYTHON=/opt/torch/.venv/bin/python3
-export D2K_PYTHON_SHIM_DIR="$PWD/src/tracks/python"
-py=${D2K_PYTHON:-python3}
-have_torch=0
-"$py" -c "import torch" 2> /dev/null && have_torch=1
+detect_torch venv
 
-step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
+validate_step
 
-targets=naive,expert,expert:single
-[ $have_torch = 1 ] && targets=$targets,torch_eager
-if step bench 65 "$d2k" bench --task $task --targets $targets --max-time 0.5 --quiet --json "$out/bench.jsonl" \
-    --markdown "$out/bench.md"; then
-  pass "bench ($targets): every target PASSED"
-else
-  fail "bench $targets (see bench.log)"
-fi
-grep -v " check \|hidden:" "$out/bench.log" | cut -c1-220 | tail -16
+targets=naive,expert,expert:single$torch
+bench_step --pass "bench ($targets): every target PASSED" --fail "bench $targets (see bench.log)" --show 16 \
+  bench 65 $targets "" --max-time 0.5 --quiet
 
 starter_verdict 20
 
-# memcheck in d2k's own process (--isolation none) over every public check workload; the same run
-# dumps inputs and golden outputs for the cross-check. racecheck on one workload with passes of 4
-# and 1 steps over several tiles, and one with a pass of 2 over two Z chunks.
-checks=$(grep -o "\"uuid\": \"$task-check-[^\"]*\"" dataset/$task/workloads.jsonl | cut -d'"' -f4 | paste -sd,)
+# memcheck over every public check workload; the same run dumps inputs and golden outputs for the
+# cross-check (golden_step dumps them itself when it did not). racecheck on one workload with
+# passes of 4 and 1 steps over several tiles, and one with a pass of 2 over two Z chunks.
+checks=$(workload_uuids check)
 nchecks=$(echo "$checks" | tr , '\n' | wc -l)
-# The memcheck run also dumps the inputs and outputs the golden cross-check reads; without a
-# sanitizer the dump still comes from a plain check.
-sanitize memcheck 25 "$checks" --dump "$out/dump" ||
-  [ -d "$out/dump" ] || step dump 15 "$d2k" check --task $task --impl expert --quiet --rounds 1 --workloads "$checks" --dump "$out/dump"
+sanitize memcheck 25 "$checks" --dump "$out/dump"
 sanitize racecheck 15 $task-check-13x37x71-T5,$task-check-67x20x45-T2
-if [ $have_torch = 1 ]; then
-  step golden 10 "$py" $helpers/golden_check.py "$out/dump" --dataset dataset \
-    && pass "golden cross-check" || fail "golden cross-check (see golden.log)"
-  tail -$((nchecks + 1)) "$out/golden.log"
-else
-  echo "SKIP golden cross-check: no torch for $py"
-fi
-rm -rf "$out/dump"  # .npy of every check workload; golden.log keeps the errors
+golden_step --dump-s 15 --show $((nchecks + 1)) 10 "$checks" $helpers/golden_check.py --dataset dataset
 
 # The other variants (an extra: the bars and the correctness steps above fill the budget).
 vjson=()
 if [[ $extras == *" variants "* ]]; then
   budget=$((SECONDS + 60))  # an extra: its own allowance
-  step variants 55 "$d2k" bench --task $task --targets expert:k2,expert:zchunk128 --max-time 0.5 --quiet \
-    --json "$out/variants.jsonl" || fail "variants bench (see variants.log)"
+  bench_step --pass "" --fail "variants bench (see variants.log)" --show 0 \
+    variants 55 expert:k2,expert:zchunk128 "" --max-time 0.5 --quiet
   [ -f "$out/variants.jsonl" ] && vjson=("$out/variants.jsonl")
 fi
 if [[ $extras == *" compile "* ]] && [ $have_torch = 1 ]; then
   budget=$((SECONDS + 150))  # an extra: its own allowance for torch.compile's compilation
-  step torch_compile 140 "$d2k" bench --task $task --targets torch_compile --max-time 0.5 --quiet \
-    --json "$out/torch_compile.jsonl" || fail "torch_compile bench (see torch_compile.log)"
+  bench_step --pass "" --fail "torch_compile bench (see torch_compile.log)" --show 0 \
+    torch_compile 140 torch_compile "" --max-time 0.5 --quiet
   [ -f "$out/torch_compile.jsonl" ] && vjson+=("$out/torch_compile.jsonl")
 fi
 python3 $helpers/bench_table.py "$out/bench.jsonl" "${vjson[@]}" > "$out/bench_table.md" 2>&1 \
@@ -85,11 +65,6 @@ python3 $helpers/bench_table.py "$out/bench.jsonl" "${vjson[@]}" > "$out/bench_t
 cat "$out/bench_table.md"
 
 # SASS of the expert: what design.json's "recognise" fields name.
-objdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-if [ -x "$objdump" ]; then
-  "$objdump" --dump-sass "$carry/impl/$task/expert.so" > "$out/expert.sass" 2>&1
-  echo "expert SASS:" $(grep -oE "LDG\.E[A-Z0-9.]*|STG\.E[A-Z0-9.]*|LDS[A-Z0-9.]*|STS[A-Z0-9.]*|BAR\.SYNC[A-Z.]*|LDL[A-Z0-9.]*|STL[A-Z0-9.]*" \
-    "$out/expert.sass" | sort | uniq -c | awk '{print $2"x"$1}')
-fi
+sass_counts "LDG\.E[A-Z0-9.]*|STG\.E[A-Z0-9.]*|LDS[A-Z0-9.]*|STS[A-Z0-9.]*|BAR\.SYNC[A-Z.]*|LDL[A-Z0-9.]*|STL[A-Z0-9.]*"
 echo "t-stencil: $fails failure(s)"
 exit "$fails"

@@ -25,19 +25,14 @@ extras=" ${*:3} "
 budget=${SCE_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
 
-step validate 10 "$d2k" tasks validate $task && pass validate || fail validate
-if step bench 75 "$d2k" bench --task $task --targets naive,expert,library --quiet --json "$out/bench_$task.jsonl" \
-    --markdown "$out/bench_$task.md"; then
-  pass "bench: every built-in target PASSED"
-else
-  fail "bench (see bench.log)"
-fi
-grep -v " check \|hidden:" "$out/bench.log" | cut -c1-200 | tail -14
+validate_step
+bench_step --files "bench_$task" --pass "bench: every built-in target PASSED" --show 14 \
+  bench 75 naive,expert,library "" --quiet
 
 # The expert's variants. `--targets expert:<name>` where d2k resolves it; otherwise each variant's
 # library is benched as `expert` from its own implementation folder (D2K_IMPL_DIR), holding copies
 # of the task's libraries with expert.so replaced.
-variants=$(cd "$carry/impl/$task" && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//')
+variants=$(built_variants)
 if [ -n "$variants" ]; then
   targets=$(for v in $variants; do printf 'expert:%s,' "$v"; done)
   step variants 90 "$d2k" bench --task $task --targets "${targets%,}" --quiet --json "$out/variants.jsonl"
@@ -66,19 +61,14 @@ if [ -n "$variants" ]; then
 else
   fail "no expert variants built under $carry/impl/$task"
 fi
-step starter 25 "$d2k" bench --task $task --targets solution --solution-dir dataset/$task/starter/cuda --quiet
-grep -q "INCORRECT_" "$out/starter.log" && pass "starter fails with INCORRECT_*" || fail "starter verdict (see starter.log)"
+starter_verdict 25
 # PyTorch steps (recorded in run 1, docs/results/softmax_cross_entropy.md): an extra, for the
 # variant sweep to fit the budget.
 if [[ $extras != *" pytorch "* ]]; then
   echo "== golden cross-check and PyTorch timings: not run (the pytorch extra)"
-elif python3 -c "import torch" 2> /dev/null; then
+elif detect_torch && [ "$have_torch" = 1 ]; then
   budget=$((SECONDS + 60))  # an extra: its own allowance
-  step dump 15 "$d2k" check --task $task --impl expert --quiet --rounds 1 --dump "$out/dump"
-  step golden 15 python3 $helpers/golden_check.py "$out/dump" --dataset dataset \
-    && pass "golden cross-check" || fail "golden cross-check (see golden.log)"
-  tail -12 "$out/golden.log"
-  rm -rf "$out/dump"  # .npy of every check workload: large; golden.log keeps the errors
+  golden_step --show 12 15 "" $helpers/golden_check.py --dataset dataset
   # The task's pytorch.py as targets (F.cross_entropy fwd + bwd), timed like every other target.
   torch_targets=torch_eager
   if [[ $extras == *" compile "* ]]; then
@@ -99,11 +89,6 @@ if [[ $extras == *" variants "* ]]; then
 fi
 # SASS of the expert: what design.json's "recognise" fields name (16-byte accesses, MUFU.EX2,
 # shuffles, the cluster barrier).
-objdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
-if [ -x "$objdump" ]; then
-  "$objdump" --dump-sass "$carry/impl/$task/expert.so" > "$out/expert.sass" 2>&1
-  echo "expert SASS:" $(grep -oE "(LDG|STG|LDS|STS)\.E?\.?[0-9A-Z.]*128[A-Z.]*|MUFU\.(EX2|LG2)|UCGABAR_[A-Z]+|SHFL\.BFLY" \
-    "$out/expert.sass" | sort | uniq -c | awk '{print $2"x"$1}')
-fi
+sass_counts "(LDG|STG|LDS|STS)\.E?\.?[0-9A-Z.]*128[A-Z.]*|MUFU\.(EX2|LG2)|UCGABAR_[A-Z]+|SHFL\.BFLY"
 echo "task-sce: $fails failure(s)"
 exit "$fails"

@@ -2,15 +2,18 @@
 # whole script): PASS/FAIL lines, counted in $fails (the script's exit status), and step, which
 # runs a command under min(SECONDS, what is left of the budget) with its output in $out/NAME.log.
 # D2K_CHECK_STEPS=name,name...: run only the named steps (a first look at a new task: correctness
-# steps before the timing ones); the others print "not selected" and return 125.
+# steps before the timing ones); the others print "not selected" and return 125, and the task
+# steps below print no PASS/FAIL line for a step that was not selected.
+# The task steps below (one implementation each, shared by the t-*.sh scripts) also need $task
+# (a folder of dataset/, read from the current directory), $d2k and $carry (impl/ of the build).
 fails=0
 pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+# selected NAME: whether D2K_CHECK_STEPS (unset: every step) selects step NAME.
+selected() { [ -z "${D2K_CHECK_STEPS:-}" ] || [[ ",$D2K_CHECK_STEPS," == *",$1,"* ]]; }
 step() {  # step NAME SECONDS CMD...
   local name=$1 secs=$2; shift 2
-  if [ -n "${D2K_CHECK_STEPS:-}" ] && [[ ",$D2K_CHECK_STEPS," != *",$name,"* ]]; then
-    echo "== $name not selected (D2K_CHECK_STEPS)"; return 125
-  fi
+  if ! selected "$name"; then echo "== $name not selected (D2K_CHECK_STEPS)"; return 125; fi
   local left=$((budget - SECONDS))
   [ "$left" -lt "$secs" ] && secs=$left
   if [ "$secs" -lt 5 ]; then echo "== $name skipped: budget spent"; return 124; fi
@@ -21,24 +24,184 @@ step() {  # step NAME SECONDS CMD...
   return $rc
 }
 
-# sanitize TOOL SECONDS WORKLOADS [ARGS...]: `d2k check` of the task's expert under
-# compute-sanitizer TOOL (memcheck, racecheck), in d2k's own process (--isolation none) so that the
-# sanitizer sees the kernels. PASS only when the tool exits 0 and its summary says 0 errors or 0
-# hazards; a machine without compute-sanitizer is a FAIL, not a skip. Needs $d2k and $task.
+# workload_uuids ROLE [PATTERN]: the comma-separated uuids of the workloads of dataset/$task/
+# workloads.jsonl whose role is ROLE (check, bench) and whose line matches PATTERN (a grep basic
+# regular expression over the whole line: uuid, axes, description; empty: every one). Nothing
+# matched is an empty string; a task without workloads.jsonl is an error naming the file.
+workload_uuids() {
+  local role=$1 pattern=${2:-} file=dataset/$task/workloads.jsonl
+  if [ ! -f "$file" ]; then echo "workload_uuids: no $file" >&2; return 1; fi
+  grep "\"role\": \"$role\"" "$file" | grep -- "$pattern" | sed 's/.*"uuid": "\([^"]*\)".*/\1/' | paste -sd,
+}
+
+# detect_torch [venv]: sets py (the Python of the PyTorch targets and the golden cross-checks),
+# have_torch (1 or 0) and torch (",torch_eager" or "", appended to a bench step's targets). With
+# `venv`, the machine's torch environment (/opt/torch/.venv) where there is one, exported as
+# D2K_PYTHON with the shim folder, so that d2k's PyTorch targets run in it too.
+detect_torch() {
+  if [ "${1:-}" = venv ]; then
+    [ -x /opt/torch/.venv/bin/python3 ] && export D2K_PYTHON=/opt/torch/.venv/bin/python3
+    export D2K_PYTHON_SHIM_DIR="$PWD/src/tracks/python"
+  fi
+  py=${D2K_PYTHON:-python3}
+  have_torch=0 torch=""
+  if "$py" -c "import torch" 2> /dev/null; then
+    have_torch=1 torch=",torch_eager"
+  else
+    echo "SKIP torch_eager: no torch for $py"
+  fi
+}
+
+# validate_step [SECONDS]: `d2k tasks validate` of the task.
+validate_step() {
+  selected validate || { echo "== validate not selected (D2K_CHECK_STEPS)"; return 125; }
+  step validate "${1:-10}" "$d2k" tasks validate "$task" && pass validate || fail validate
+}
+
+# show_table LOG [LINES]: the last LINES (default 10) lines of a bench log that are not per-check
+# rows (the bench rows and the summary), cut to 220 columns.
+show_table() {
+  grep -v " check \|hidden:" "$1" | cut -c1-220 | tail -"${2:-10}"
+}
+
+# bench_step [OPTIONS] NAME SECONDS TARGETS WORKLOADS [ARGS...]: `d2k bench` of TARGETS on
+# WORKLOADS (comma-separated uuids; empty: every workload of the task) as step NAME, ARGS passed
+# on, the traces in $out/STEM.jsonl and the table in $out/STEM.md; PASS when d2k exits 0 (every
+# target PASSED), then the tail of the table. Options:
+#   --files STEM   output stem (default NAME; the published results cite some stems)
+#   --pass MSG     the PASS line (default "NAME: every target PASSED (TARGETS)"; "": none)
+#   --fail MSG     the FAIL line (default "NAME (see NAME.log)")
+#   --show N       lines of the table shown (default 10; 0: none)
+# Returns d2k's exit status.
+bench_step() {
+  local stem="" pmsg=$'\x01' fmsg="" show=10
+  while [[ ${1:-} == --* ]]; do
+    case $1 in
+      --files) stem=$2 ;;
+      --pass) pmsg=$2 ;;
+      --fail) fmsg=$2 ;;
+      --show) show=$2 ;;
+      *) echo "bench_step: unknown option $1" >&2; return 2 ;;
+    esac
+    shift 2
+  done
+  local name=$1 secs=$2 targets=$3 workloads=$4
+  shift 4
+  stem=${stem:-$name}
+  [ "$pmsg" = $'\x01' ] && pmsg="$name: every target PASSED ($targets)"
+  local wl=()
+  [ -n "$workloads" ] && wl=(--workloads "$workloads")
+  selected "$name" || { echo "== $name not selected (D2K_CHECK_STEPS)"; return 125; }
+  step "$name" "$secs" "$d2k" bench --task "$task" --targets "$targets" "${wl[@]}" \
+    --json "$out/$stem.jsonl" --markdown "$out/$stem.md" "$@"
+  local rc=$?
+  if [ "$rc" -eq 0 ]; then
+    [ -n "$pmsg" ] && pass "$pmsg"
+  else
+    fail "${fmsg:-$name (see $name.log)}"
+  fi
+  [ "$show" -gt 0 ] && [ -f "$out/$name.log" ] && show_table "$out/$name.log" "$show"
+  return $rc
+}
+
+# built_variants: the names of the expert variants built beside the expert (impl/$task/
+# expert_NAME.so of the carry, one `// %VARIANT%` line of expert.cu each), one a line.
+built_variants() {
+  (cd "$carry/impl/$task" 2> /dev/null && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//')
+}
+
+# variants_step [--only] [bench_step OPTIONS] SECONDS WORKLOADS [ARGS...]: bench_step `variants`
+# of the expert and every built variant (expert:NAME; --only: the variants without the expert),
+# default PASS line "variants: every variant PASSED". Sets $variants (the names). A build without
+# variants (-DD2K_EXPERT_VARIANTS=OFF) is a FAIL.
+variants_step() {
+  local only=0 opts=()
+  while [[ ${1:-} == --* ]]; do
+    if [ "$1" = --only ]; then only=1; shift; else opts+=("$1" "$2"); shift 2; fi
+  done
+  local secs=$1 workloads=$2
+  shift 2
+  variants=$(built_variants)
+  selected variants || { echo "== variants not selected (D2K_CHECK_STEPS)"; return 125; }
+  if [ -z "$variants" ]; then
+    fail "no expert variants built under $carry/impl/$task"
+    return 1
+  fi
+  local targets v
+  [ "$only" = 0 ] && targets=expert
+  for v in $variants; do targets+=${targets:+,}expert:$v; done
+  bench_step --pass "variants: every variant PASSED" "${opts[@]}" variants "$secs" "$targets" "$workloads" "$@"
+}
+
+# golden_step [OPTIONS] SECONDS WORKLOADS SCRIPT [ARGS...]: the golden cross-check. `d2k check
+# --dump` of the expert on WORKLOADS (empty: every check workload) writes inputs and golden
+# outputs to $out/dump (a dump an earlier step left there, e.g. a sanitizer run with --dump, is
+# used as it is); SCRIPT DUMP ARGS... recomputes them with PyTorch under $py (step `golden`); the
+# .npy files are removed after (golden.log keeps the verdicts). Needs detect_torch: no torch is a
+# SKIP. Options:
+#   --dump-s N   seconds of the dump step (default SECONDS)
+#   --pass MSG   what the PASS line adds to "golden cross-check" (e.g. "vs PyTorch float64")
+#   --show N     lines of golden.log shown (default 8)
+golden_step() {
+  local dsecs="" what="" show=8
+  while [[ ${1:-} == --* ]]; do
+    case $1 in
+      --dump-s) dsecs=$2 ;;
+      --pass) what=$2 ;;
+      --show) show=$2 ;;
+      *) echo "golden_step: unknown option $1" >&2; return 2 ;;
+    esac
+    shift 2
+  done
+  local secs=$1 workloads=$2 script=$3
+  shift 3
+  if ! selected golden; then
+    echo "== golden not selected (D2K_CHECK_STEPS)"; rm -rf "$out/dump"; return 125
+  fi
+  if [ "${have_torch:-0}" != 1 ]; then
+    echo "SKIP golden cross-check: no torch for ${py:-python3}"
+    rm -rf "$out/dump"
+    return 0
+  fi
+  if [ ! -d "$out/dump" ]; then
+    local wl=()
+    [ -n "$workloads" ] && wl=(--workloads "$workloads")
+    # the dump belongs to the golden step: selecting `golden` selects it too
+    D2K_CHECK_STEPS="" step dump "${dsecs:-$secs}" "$d2k" check --task "$task" --impl expert "${wl[@]}" --quiet --rounds 1 \
+      --dump "$out/dump"
+  fi
+  local rc=0
+  step golden "$secs" "$py" "$script" "$out/dump" "$@" && pass "golden cross-check${what:+ $what}" ||
+    { rc=1; fail "golden cross-check (see golden.log)"; }
+  [ -f "$out/golden.log" ] && tail -"$show" "$out/golden.log"
+  rm -rf "$out/dump"  # .npy of every check workload (hundreds of MB for the largest); golden.log keeps the verdicts
+  return $rc
+}
+
+# sanitize [--impl IMPL] TOOL SECONDS WORKLOADS [ARGS...]: `d2k check` of the task's expert (or
+# IMPL, e.g. expert:NAME: step TOOL_NAME) under compute-sanitizer TOOL (memcheck, racecheck), in
+# d2k's own process (--isolation none) so that the sanitizer sees the kernels. PASS only when the
+# tool exits 0 and its summary says 0 errors or 0 hazards; a machine without compute-sanitizer is
+# a FAIL, not a skip. Needs $d2k and $task.
 sanitize() {
+  local impl=expert
+  if [ "${1:-}" = --impl ]; then impl=$2; shift 2; fi
   local tool=$1 secs=$2 workloads=$3
   shift 3
+  local name=$tool
+  [ "$impl" != expert ] && name=${tool}_${impl#expert:}
+  selected "$name" || { echo "== $name not selected (D2K_CHECK_STEPS)"; return 125; }
   local san
   san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  if [ ! -x "$san" ]; then fail "$tool: no compute-sanitizer"; return 1; fi
-  step "$tool" "$secs" "$san" --tool "$tool" --error-exitcode 99 "$d2k" check --task "$task" --impl expert \
+  if [ ! -x "$san" ]; then fail "$name: no compute-sanitizer"; return 1; fi
+  step "$name" "$secs" "$san" --tool "$tool" --error-exitcode 99 "$d2k" check --task "$task" --impl "$impl" \
     --isolation none --rounds 1 --workloads "$workloads" --quiet "$@"
   local rc=$?
-  grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/$tool.log" | tail -2
-  if [ "$rc" -eq 0 ] && grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$out/$tool.log"; then
-    pass "$tool: expert clean on $(echo "$workloads" | tr ',' '\n' | wc -l) check workload(s)"
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/$name.log" 2> /dev/null | tail -2
+  if [ "$rc" -eq 0 ] && grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$out/$name.log"; then
+    pass "$tool: $impl clean on $(echo "$workloads" | tr ',' '\n' | wc -l) check workload(s)"
   else
-    fail "$tool rc=$rc (see $tool.log)"
+    fail "$name rc=$rc (see $name.log)"
     return 1
   fi
 }
@@ -48,7 +211,45 @@ sanitize() {
 starter_verdict() {
   local secs=$1
   shift
+  selected starter || { echo "== starter not selected (D2K_CHECK_STEPS)"; return 125; }
   step starter "$secs" "$d2k" bench --task "$task" --targets solution --solution-dir "dataset/$task/starter/cuda" \
     --quiet "$@"
-  grep -q "INCORRECT_" "$out/starter.log" && pass "starter fails with INCORRECT_*" || fail "starter verdict (see starter.log)"
+  grep -q "INCORRECT_" "$out/starter.log" 2> /dev/null && pass "starter fails with INCORRECT_*" ||
+    fail "starter verdict (see starter.log)"
+}
+
+# sass_counts [--so NAME] REGEX [REQUIRED [FORBIDDEN]]: the SASS of impl/$task/NAME.so (default
+# expert) in $out/NAME.sass and one line "NAME SASS: INSNxCOUNT ..." of the instructions REGEX (grep
+# -E) names: what design.json's "recognise" fields say the kernel is built from. REQUIRED: regexes
+# separated by spaces, each of which must occur (e.g. "HGMMA UTMALDG"); FORBIDDEN: one that must
+# not (e.g. local-memory spills); either gives a PASS/FAIL line. A missing library is a FAIL for
+# the expert or where something is required, else a SKIP (a variant not built); so is a missing
+# cuobjdump where something is required (else a SKIP).
+sass_counts() {
+  local so=expert
+  if [ "${1:-}" = --so ]; then so=$2; shift 2; fi
+  local regex=$1 required=${2:-} forbidden=${3:-}
+  local lib=$carry/impl/$task/$so.so sass=$out/$so.sass
+  local objdump
+  objdump=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+  if [ ! -x "$objdump" ]; then
+    [ -n "$required$forbidden" ] && fail "$so SASS: no cuobjdump" || echo "SKIP $so SASS: no cuobjdump"
+    return 0
+  fi
+  if [ ! -f "$lib" ]; then
+    if [ "$so" = expert ] || [ -n "$required$forbidden" ]; then fail "$so SASS: no $lib"; else echo "SKIP $so SASS: not built"; fi
+    return 0
+  fi
+  "$objdump" --dump-sass "$lib" > "$sass" 2>&1
+  echo "$so SASS:" $(grep -oE "$regex" "$sass" | sort | uniq -c | awk '{print $2"x"$1}')
+  [ -z "$required$forbidden" ] && return 0
+  local missing="" r
+  for r in $required; do grep -qE "$r" "$sass" || missing+=" $r"; done
+  if [ -n "$missing" ]; then
+    fail "$so SASS: no$missing (see $so.sass)"
+  elif [ -n "$forbidden" ] && grep -qE "$forbidden" "$sass"; then
+    fail "$so SASS has $forbidden (see $so.sass)"
+  else
+    pass "$so SASS has ${required// /, }${forbidden:+, no $forbidden}"
+  fi
 }
