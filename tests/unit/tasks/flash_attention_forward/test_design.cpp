@@ -156,18 +156,19 @@ const Task& task() {
   return t;
 }
 
+const fs::path kImplDir = fs::path(D2K_BINARY_DIR) / "impl" / "flash_attention_forward";
+
 const LibraryEvidence& expert_sass() {
-  static const LibraryEvidence e =
-      disassemble_library(fs::path(D2K_BINARY_DIR) / "impl" / "flash_attention_forward" / "expert.so");
+  static const LibraryEvidence e = disassemble_library(kImplDir / "expert.so");
   return e;
 }
 
-void expect_claims_hold(const std::string& where, const std::string& text) {
-  const auto& total = expert_sass().listing->total;
+void expect_claims_hold(const std::string& where, const std::string& text, const SassListing& listing,
+                        const std::string& lib = "expert") {
   for (const auto& c : opcode_claims(text)) {
-    const auto n = count_matching(total, c.opcode);
-    if (c.absent) EXPECT_EQ(n, 0) << where << " says no " << c.opcode << ", but the expert's SASS has " << n;
-    else EXPECT_GT(n, 0) << where << " names " << c.opcode << ", absent from the expert's SASS";
+    const auto n = count_matching(listing.total, c.opcode);
+    if (c.absent) EXPECT_EQ(n, 0) << where << " says no " << c.opcode << ", but the " << lib << " SASS has " << n;
+    else EXPECT_GT(n, 0) << where << " names " << c.opcode << ", absent from the " << lib << " SASS";
   }
 }
 
@@ -205,7 +206,7 @@ TEST(FlashAttentionDesign, RecogniseOpcodesAreInTheExpertSass) {
   ASSERT_TRUE(expert_sass().listing) << expert_sass().note;
   ASSERT_TRUE(task().design);
   for (const auto& level : task().design->level)
-    for (const auto& it : level) expect_claims_hold(it.id + " recognise", it.recognise);
+    for (const auto& it : level) expect_claims_hold(it.id + " recognise", it.recognise, *expert_sass().listing);
 }
 
 TEST(FlashAttentionDesign, EvidenceSignaturesAreBuiltInTheExpert) {
@@ -225,8 +226,24 @@ TEST(FlashAttentionDesign, TopImplementationAnchorsMatchTheExpertSass) {
     const auto& anchors = task().rubric->implementation[l];
     const auto top = anchors.find(100);
     ASSERT_NE(top, anchors.end());
-    expect_claims_hold("rubric level_" + std::to_string(l + 1) + ".implementation.100", top->second);
+    expect_claims_hold("rubric level_" + std::to_string(l + 1) + ".implementation.100", top->second,
+                       *expert_sass().listing);
   }
+}
+
+// The level-3 "50" anchor describes the SASS of the mma_sync variant (FA_WGMMA=0). Variants are built
+// only with -DD2K_EXPERT_VARIANTS=ON (the GPU build); CI skips this.
+TEST(FlashAttentionDesign, MmaSyncAnchorMatchesTheVariantSass) {
+  const fs::path so = kImplDir / "expert_mma_sync.so";
+  if (!fs::exists(so)) GTEST_SKIP() << so << " not built (configure with -DD2K_EXPERT_VARIANTS=ON)";
+  ASSERT_TRUE(find_cuobjdump()) << "no cuobjdump";
+  const LibraryEvidence lib = disassemble_library(so);
+  ASSERT_TRUE(lib.listing) << lib.note;
+  ASSERT_TRUE(task().rubric);
+  const auto& anchors = task().rubric->implementation[2];
+  ASSERT_TRUE(anchors.count(50));
+  expect_claims_hold("rubric level_3.implementation.50", anchors.at(50), *lib.listing, "mma_sync variant");
+  EXPECT_EQ(count_matching(lib.listing->total, "HGMMA"), 0) << "the mma_sync variant must not build the wgmma kernel";
 }
 
 }  // namespace
