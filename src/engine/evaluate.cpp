@@ -459,7 +459,10 @@ class CudaEvaluation {
   /// Phase: rotation sets, enough that every call sees other addresses than the last.
   Rotation allocate_rotation(const WorkloadPlan& plan, MemKind kind) {
     Rotation rot;
-    const std::size_t n = rotation_copies(plan.input_bytes() + plan.output_bytes(), free_beside_naive(plan));
+    // The parent's batch comes later and cannot borrow the rotation's outputs: leave it its least
+    // (a 3-call slab, the judge's slot and one set of naive outputs).
+    const std::size_t batch_least = 5 * plan.output_bytes(), free_b = free_beside_naive(plan);
+    const std::size_t n = rotation_copies(plan.input_bytes() + plan.output_bytes(), free_b > batch_least ? free_b - batch_least : 0);
     for (std::size_t i = 0; i < n; ++i) {
       rot.ins.push_back(DeviceSet::allocate(plan.inputs, kind));
       rot.outs.push_back(DeviceSet::allocate(plan.outputs, kind));
@@ -538,8 +541,12 @@ class CudaEvaluation {
     // The batch's own input sets, drawn here (the parent's secret seeds), enough to keep the
     // batch's L2 cold (engine/parent_clock.h, kColdFootprintL2); never more sets than calls, and
     // what the device holds beside the batch's output slab. The rotation's input sets are
-    // redrawn and reused first (a 23 GB TPC-H SF100 lineitem is not held twice).
-    const std::size_t slab = calls * shape.stride, free_b = free_beside_naive(plan) + rot.size() * plan.input_bytes();
+    // redrawn and reused first (a 23 GB TPC-H SF100 lineitem is not held twice). Beside the slab
+    // the parent holds one call's outputs more while it counts and judges (parent_clock.cpp's
+    // scratch slot): at fused_adamw's 1e9 parameters that is 14 GB, and without it the batch
+    // sized itself into an out-of-memory on the H200.
+    const std::size_t slab = calls * shape.stride + shape.stride;
+    const std::size_t free_b = free_beside_naive(plan) + rot.size() * plan.input_bytes();
     const std::size_t n_sets = std::min(
         calls, batch_input_sets(l2_cache_bytes(), plan.input_bytes(), plan.output_bytes(), free_b > slab ? free_b - slab : 0));
     const std::string key = fmt::format("{}#batch#{}", plan.workload.uuid, ts.target.name);
