@@ -1,4 +1,4 @@
-// flash_attention_forward — the Hopper step of the expert (variant `wgmma`, FA_WGMMA=1): the same
+// flash_attention_forward — the Hopper step of the expert, its default kernel (FA_WGMMA=1): the same
 // tiled online softmax as the mma.sync kernel of expert.cu, with
 //   - wgmma.mma_async m64n128k16 for S = Q K^T (Q and K from shared-memory descriptors) and
 //     m64n64k16 for O += P V (P from registers, V from an MN-major descriptor);
