@@ -57,13 +57,14 @@ CLA_HD constexpr int kw_frag(int m0, int kk, int lane, int r) {
 CLA_HD constexpr int acc_row(int lane, int e) { return lane / 4 + (e >= 2 ? 8 : 0); }
 CLA_HD constexpr int acc_col(int lane, int e) { return (lane % 4) * 2 + (e & 1); }
 
-/// Elements of each shared array (bf16) and the fp32 cumulative decays, in this order.
+/// Elements of each shared array (bf16) and the fp32 cumulative decays, in this order; with
+/// stages = 2 (the prefetch variant) a second Qs and Ks follow the decays.
 CLA_HD constexpr int smem_elems_q(int D) { return kC * ldd(D); }
 CLA_HD constexpr int smem_elems_kw(int D) { return D * kLdc; }
 CLA_HD constexpr int smem_elems_v(int DV) { return DV * kLdc; }
 CLA_HD constexpr int smem_elems_s(int D, int DV) { return DV * ldd(D); }
-CLA_HD constexpr int smem_bytes(int D, int DV) {
-  return 2 * (2 * smem_elems_q(D) + smem_elems_kw(D) + smem_elems_v(DV) + smem_elems_s(D, DV)) + 4 * kC;
+CLA_HD constexpr int smem_bytes(int D, int DV, int stages = 1) {
+  return 2 * (2 * stages * smem_elems_q(D) + smem_elems_kw(D) + smem_elems_v(DV) + smem_elems_s(D, DV)) + 4 * kC;
 }
 
 }  // namespace cla_layout

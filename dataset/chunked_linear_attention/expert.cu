@@ -20,14 +20,17 @@
 // P V, Q S and the state in fp32; the operands rounded to bf16 are P, K~ and the state's copy for
 // Q S. o rounded once to bf16; the final state written from the fp32 registers.
 //
-// Variants (step = the brief's plan; µs per bench workload, H200: not yet measured, see
-// docs/results/chunked_linear_attention.md for the command):
+// Variants (step = the brief's plan; µs per bench workload on the H200, n/m = not yet measured:
+// docs/results/chunked_linear_attention.md gives the command that fills them):
 //   step | variant                                             | 2x16x8192x128 | 8x32x2048x64 | 1x64x32768x128
 //   1    | DV = 32 (default): D/32 CTAs per head, 66.8 KB shared | n/m           | n/m          | n/m
 //        | memory (D = 128): 3 CTAs per SM                       |               |              |
 //   1    | dv64: DV = 64, half the CTAs, Q K^T recomputed half   | n/m           | n/m          | n/m
 //        | as often                                              |               |              |
 //   1    | dv16: DV = 16, twice the CTAs (256 at (2,16,.,128))   | n/m           | n/m          | n/m
+//   2    | prefetch: DV = 32, the next chunk's q, k by cp.async  | n/m           | n/m          | n/m
+//        | into a second buffer while this chunk computes (K~    |               |              |
+//        | then built shared to shared); 101.6 KB: 2 CTAs per SM |               |              |
 // Designs considered:
 //   a. (built) one CTA per (b, h, DV slice) walking the chunks in order: the state is carried in
 //      registers, nothing goes through global memory but the compulsory traffic. Parallelism: B*H
@@ -45,6 +48,7 @@
 //
 //   %VARIANT% dv64 -DCLA_DV=64
 //   %VARIANT% dv16 -DCLA_DV=16
+//   %VARIANT% prefetch -DCLA_PREFETCH=1
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -58,6 +62,9 @@
 
 #ifndef CLA_DV
 #define CLA_DV 32  // value columns per CTA
+#endif
+#ifndef CLA_PREFETCH
+#define CLA_PREFETCH 0  // 1: the next chunk's q and k by cp.async into a second buffer during this chunk
 #endif
 
 namespace {
@@ -83,17 +90,28 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+constexpr int kStages = CLA_PREFETCH ? 2 : 1;
+
 template <int D, int DV>
 struct Smem {
-  __nv_bfloat16 *qs, *ks, *kwt, *vt, *sbt;
+  __nv_bfloat16 *qs, *ks, *kwt, *vt, *sbt;  // qs, ks: the buffer of the current chunk
   float* cum;
+  __nv_bfloat16* qs0;  // buffer 0; buffer 1 (kStages == 2 only) starts buf1_off elements later
+  int buf1_off;
   __device__ explicit Smem(unsigned char* base) {
-    qs = reinterpret_cast<__nv_bfloat16*>(base);
+    qs = qs0 = reinterpret_cast<__nv_bfloat16*>(base);
     ks = qs + smem_elems_q(D);
     kwt = ks + smem_elems_q(D);
     vt = kwt + smem_elems_kw(D);
     sbt = vt + smem_elems_v(DV);
     cum = reinterpret_cast<float*>(sbt + smem_elems_s(D, DV));
+    buf1_off = int(reinterpret_cast<__nv_bfloat16*>(cum + kC) - qs0);
+  }
+  /// Q (and K, smem_elems_q(D) after it) of buffer `buf`, by arithmetic (no indexed array: local memory).
+  __device__ __nv_bfloat16* q_buf(int buf) const { return qs0 + buf * buf1_off; }
+  __device__ void use(int buf) {
+    qs = q_buf(buf);
+    ks = qs + smem_elems_q(D);
   }
 };
 
@@ -156,6 +174,59 @@ __device__ __forceinline__ void stage_chunk(const Head& hd, int c0, int dv0, con
     for (int x = 0; x < 8; ++x) sm.vt[vt_at(col + x, step)] = vb[x];
   }
 }
+
+#if CLA_PREFETCH
+/// 16-byte cp.async, zero-filled when `valid` is false (steps past S).
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+/// Prefetch variant: q and k of the chunk at c0 into buffers qs, ks by cp.async (no registers held).
+template <int D>
+__device__ __forceinline__ void issue_qk(const Head& hd, int c0, __nv_bfloat16* qs, __nv_bfloat16* ks) {
+  constexpr int kVecRow = D / 8;
+#pragma unroll 4
+  for (int e = threadIdx.x; e < kC * kVecRow; e += kThreads) {
+    const int step = e / kVecRow, col = 8 * (e % kVecRow);
+    const bool valid = c0 + step < hd.S;
+    const int64_t off = valid ? int64_t(c0 + step) * hd.row + col : 0;
+    cp_async16(qs + qk_at(D, step, col), hd.q + off, valid);
+    cp_async16(ks + qk_at(D, step, col), hd.k + off, valid);
+  }
+  cp_async_commit();
+}
+
+/// Prefetch variant of stage_chunk: Qs and Ks have landed; KwT from Ks (shared to shared), VT from
+/// global memory as in stage_chunk.
+template <int D, int DV>
+__device__ __forceinline__ void stage_from_buffers(const Head& hd, int c0, int dv0, const Smem<D, DV>& sm) {
+  constexpr int kVecRow = D / 8;
+  const float last = sm.cum[kC - 1];
+#pragma unroll 4
+  for (int e = threadIdx.x; e < kC * kVecRow; e += kThreads) {
+    const int step = e / kVecRow, col = 8 * (e % kVecRow);
+    const uint4 kv = *reinterpret_cast<const uint4*>(sm.ks + qk_at(D, step, col));
+    const float w = exp2f(last - sm.cum[step]);
+    const __nv_bfloat16* kb = reinterpret_cast<const __nv_bfloat16*>(&kv);
+#pragma unroll
+    for (int x = 0; x < 8; ++x) sm.kwt[kwt_at(col + x, step)] = __float2bfloat16_rn(__bfloat162float(kb[x]) * w);
+  }
+  constexpr int kVecV = DV / 8;
+#pragma unroll 2
+  for (int e = threadIdx.x; e < kC * kVecV; e += kThreads) {
+    const int step = e / kVecV, col = 8 * (e % kVecV);
+    uint4 vv = make_uint4(0, 0, 0, 0);
+    if (c0 + step < hd.S) vv = __ldg(reinterpret_cast<const uint4*>(hd.v + int64_t(c0 + step) * hd.row + dv0 + col));
+    const __nv_bfloat16* vb = reinterpret_cast<const __nv_bfloat16*>(&vv);
+#pragma unroll
+    for (int x = 0; x < 8; ++x) sm.vt[vt_at(col + x, step)] = vb[x];
+  }
+}
+
+#endif  // CLA_PREFETCH
 
 /// The warp's 16 output rows of the chunk: O = 2^cum_i (Q bf16(S)) + P V, P the decayed causal
 /// scores; written to o for the steps below S.
@@ -263,7 +334,7 @@ __global__ void __launch_bounds__(kThreads) chunked_linear_attention(
     const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k, const __nv_bfloat16* __restrict__ v,
     const float* __restrict__ a, __nv_bfloat16* __restrict__ o, float* __restrict__ state, int S, int H) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  const Smem<D, DV> sm(smem_raw);
+  Smem<D, DV> sm(smem_raw);
   constexpr int kSplit = D / DV;
   const int bh = blockIdx.x / kSplit, dv0 = DV * (blockIdx.x % kSplit);
   const int b = bh / H, h = bh % H;
@@ -276,12 +347,27 @@ __global__ void __launch_bounds__(kThreads) chunked_linear_attention(
 #pragma unroll
     for (int n = 0; n < DV / 8; ++n) st[m][n][0] = st[m][n][1] = st[m][n][2] = st[m][n][3] = 0.f;
 
-  for (int c0 = 0; c0 < S; c0 += kC) {
+#if CLA_PREFETCH
+  issue_qk<D>(hd, 0, sm.q_buf(0), sm.q_buf(0) + smem_elems_q(D));
+#endif
+  for (int c0 = 0, it = 0; c0 < S; c0 += kC, ++it) {
+#if CLA_PREFETCH
+    cp_async_wait_all();  // this chunk's q and k (issued during the previous chunk) have landed
+    sm.use(it & 1);
+#endif
     __syncthreads();  // the previous chunk's reads of every shared array are done
     publish_state<D, DV>(st, sm);
     if (threadIdx.x < 32) scan_decays(hd, c0, sm.cum);
     __syncthreads();  // cum ready for the K~ weights
+#if CLA_PREFETCH
+    if (c0 + kC < S) {
+      __nv_bfloat16* next = sm.q_buf((it + 1) & 1);
+      issue_qk<D>(hd, c0 + kC, next, next + smem_elems_q(D));
+    }
+    stage_from_buffers<D, DV>(hd, c0, dv0, sm);
+#else
     stage_chunk<D, DV>(hd, c0, dv0, sm);
+#endif
     __syncthreads();  // the chunk and bf16(S) staged
     chunk_output<D, DV>(hd, c0, dv0, sm);
     update_state<D, DV>(st, sm);
@@ -303,7 +389,7 @@ template <int D>
 void launch(const cla::Tensors& t, cudaStream_t st) {
   constexpr int DV = CLA_DV < D ? CLA_DV : D;
   static_assert(DV % 8 == 0 && D % DV == 0, "CLA_DV must be 8, 16, 32 or 64 (a divisor of 64)");
-  const int bytes = smem_bytes(D, DV);
+  const int bytes = smem_bytes(D, DV, kStages);
   auto kernel = chunked_linear_attention<D, DV>;
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e != cudaSuccess) throw std::runtime_error(std::string("expert: smem attribute: ") + cudaGetErrorString(e));

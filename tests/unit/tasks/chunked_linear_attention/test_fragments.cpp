@@ -207,8 +207,11 @@ TEST(ChunkedLinearAttentionFragments, SharedArraysAreAlignedAndFit) {
       EXPECT_EQ((2 * smem_elems_q(D)) % 16, 0);  // Ks starts 16-byte aligned (uint4 stores)
       EXPECT_EQ((ldd(D) * 2) % 16, 0);           // every row of Qs and Ks too
       EXPECT_LE(smem_bytes(D, DV), 227 * 1024);
+      EXPECT_LE(smem_bytes(D, DV, 2), 227 * 1024);
+      EXPECT_EQ(smem_bytes(D, DV) % 16, 0);  // the prefetch variant's second Q, K buffer starts there
     }
-  EXPECT_EQ(smem_bytes(128, 32), 66816);  // the figure expert.cu's variant table quotes (3 CTAs per SM)
+  EXPECT_EQ(smem_bytes(128, 32), 66816);      // the figures expert.cu's variant table quotes:
+  EXPECT_EQ(smem_bytes(128, 32, 2), 101632);  // 3 CTAs per SM, 2 with the prefetch variant
 }
 
 }  // namespace
