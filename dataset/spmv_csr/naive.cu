@@ -1,7 +1,11 @@
 // spmv_csr — naive baseline: scalar CSR, one thread per row (the textbook kernel; Bell and
 // Garland's "CSR scalar").
 //
-//   spmv_csr_scalar: thread r walks row r in order, y[r] = sum values[j] * x[col_idx[j]] in fp32.
+//   spmv_csr_scalar: thread r walks row r in order, y[r] = sum values[j] * x[col_idx[j]], summed in
+//   fp64 and rounded once. Naive's outputs are what every bench call is judged against, and a
+//   bench row is far longer than a check row: a sequential fp32 sum of a power-law row of 1e6
+//   entries is 1.6e-4 off the exact sum and one of 3e6 entries 1.4e-3 (the partial sum's ulp
+//   outgrows the terms), past the task's 5e-4. The loads, not the adds, set this kernel's time.
 // Nothing is slowed on purpose, but the layout defeats it: the 32 threads of a warp read 32
 // different rows, so the value and column loads of a warp touch up to 32 separate cache lines per
 // step (uncoalesced), and a warp runs as long as its longest row (a dense row of 1e6 entries keeps
@@ -23,9 +27,9 @@ __global__ void spmv_csr_scalar(const int32_t* __restrict__ row_ptr, const int32
                                 int64_t n) {
   const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= n) return;
-  float s = 0.0f;
-  for (int32_t j = row_ptr[r]; j < row_ptr[r + 1]; ++j) s += values[j] * x[col_idx[j]];
-  y[r] = s;
+  double s = 0.0;
+  for (int32_t j = row_ptr[r]; j < row_ptr[r + 1]; ++j) s += static_cast<double>(values[j]) * x[col_idx[j]];
+  y[r] = static_cast<float>(s);
 }
 
 }  // namespace

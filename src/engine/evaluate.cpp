@@ -411,7 +411,7 @@ class CudaEvaluation {
         dump_tensors(opt_, task_, w, "input", download(plan.inputs, ins, stream_.get()));
         dump_tensors(opt_, task_, w, "expected", download(plan.outputs, expected, stream_.get()));
       }
-      run_and_judge(tr, ts, plan, ins, Expected{nullptr, &expected}, "naive", r);
+      run_and_judge(tr, ts, against_naive(plan), ins, Expected{nullptr, &expected}, "naive", r);
       scrub(expected);
     }
   }
@@ -429,7 +429,7 @@ class CudaEvaluation {
     if (device_checksum(fresh, stream_.get()) != device_checksum(ins, stream_.get()))
       throw RecheckFailed{"inputs_unchanged", "a timed call changed its inputs"};
     DeviceSet expected = naive_outputs(plan, fresh);
-    OutputsVerdict v = judge_single(plan, OutputsView(expected, stream_.get()), OutputsView(outs, stream_.get()));
+    OutputsVerdict v = judge_single(against_naive(plan), OutputsView(expected, stream_.get()), OutputsView(outs, stream_.get()));
     scrub(expected);
     if (v.status != Status::PASSED) throw RecheckFailed{"timed_sample_recheck", "a timed sample's outputs were wrong: " + v.message};
   }
@@ -459,7 +459,10 @@ class CudaEvaluation {
   /// Phase: rotation sets, enough that every call sees other addresses than the last.
   Rotation allocate_rotation(const WorkloadPlan& plan, MemKind kind) {
     Rotation rot;
-    const std::size_t n = rotation_copies(plan.input_bytes() + plan.output_bytes(), free_beside_naive(plan));
+    // The parent's batch comes later and cannot borrow the rotation's outputs: leave it its least
+    // (a 3-call slab, the judge's slot and one set of naive outputs).
+    const std::size_t batch_least = 5 * plan.output_bytes(), free_b = free_beside_naive(plan);
+    const std::size_t n = rotation_copies(plan.input_bytes() + plan.output_bytes(), free_b > batch_least ? free_b - batch_least : 0);
     for (std::size_t i = 0; i < n; ++i) {
       rot.ins.push_back(DeviceSet::allocate(plan.inputs, kind));
       rot.outs.push_back(DeviceSet::allocate(plan.outputs, kind));
@@ -538,8 +541,12 @@ class CudaEvaluation {
     // The batch's own input sets, drawn here (the parent's secret seeds), enough to keep the
     // batch's L2 cold (engine/parent_clock.h, kColdFootprintL2); never more sets than calls, and
     // what the device holds beside the batch's output slab. The rotation's input sets are
-    // redrawn and reused first (a 23 GB TPC-H SF100 lineitem is not held twice).
-    const std::size_t slab = calls * shape.stride, free_b = free_beside_naive(plan) + rot.size() * plan.input_bytes();
+    // redrawn and reused first (a 23 GB TPC-H SF100 lineitem is not held twice). Beside the slab
+    // the parent holds one call's outputs more while it counts and judges (parent_clock.cpp's
+    // scratch slot): at fused_adamw's 1e9 parameters that is 14 GB, and without it the batch
+    // sized itself into an out-of-memory on the H200.
+    const std::size_t slab = calls * shape.stride + shape.stride;
+    const std::size_t free_b = free_beside_naive(plan) + rot.size() * plan.input_bytes();
     const std::size_t n_sets = std::min(
         calls, batch_input_sets(l2_cache_bytes(), plan.input_bytes(), plan.output_bytes(), free_b > slab ? free_b - slab : 0));
     const std::string key = fmt::format("{}#batch#{}", plan.workload.uuid, ts.target.name);
@@ -559,7 +566,7 @@ class CudaEvaluation {
     // Per batch: 10x the expected time, plus 2 s for the request and the graph's launch (a
     // batch that skips calls waits this long, per shape, before it is judged).
     const double expect_s = median_s * static_cast<double>(calls);
-    ParentClockResult pc = time_on_parent_clock(*runner(ts), plan, ins, expected, median_s,
+    ParentClockResult pc = time_on_parent_clock(*runner(ts), against_naive(plan), ins, expected, median_s,
                                                 std::min(opt_.worker.time_timeout_s, 10 * expect_s + 2), stream_.get());
     for (DeviceSet& e : expected) scrub(e);
     give_back();

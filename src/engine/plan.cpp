@@ -103,4 +103,22 @@ GenRequest gen_request(const WorkloadPlan& plan, std::size_t i, std::uint64_t se
   return r;
 }
 
+WorkloadPlan against_naive(WorkloadPlan plan) {
+  for (TensorPlan& t : plan.outputs) {
+    CompareSpec& c = t.cmp;
+    if (c.rule == "allclose") {
+      c.atol *= 2;
+      c.rtol *= 2;
+      c.max_error_cap *= 2;  // 0 (off) stays off
+    } else if (c.rule == "ulp") {
+      c.ulps *= 2;
+      c.atol *= 2;
+      if (c.max_ulps >= 0) c.max_ulps *= 2;
+    } else if (c.rule == "rel_l2") {
+      c.tol *= 2;
+    }
+  }
+  return plan;
+}
+
 }  // namespace d2k

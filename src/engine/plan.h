@@ -44,6 +44,15 @@ struct WorkloadPlan {
 /// workload the definition cannot satisfy.
 WorkloadPlan make_plan(const Task& task, const Workload& w);
 
+/// `plan` with every output's tolerance as it applies against naive's outputs rather than the
+/// golden's (bench workloads, timed-sample re-checks, the parent's batch): naive's outputs are
+/// themselves within the tolerance of the exact result, so by the triangle inequality an honest
+/// result is within twice it of naive's. allclose (atol, rtol, max_error_cap), ulp (ulps,
+/// max_ulps, atol) and rel_l2 (tol) double; exact, multiset and topk stay as they are. (A bench
+/// row's longest reduction is longer than any check row's: naive's sequential fp32 sum of a
+/// power-law row of a million entries is already 1.5e-4 of spmv_csr's 5e-4 off the exact sum.)
+WorkloadPlan against_naive(WorkloadPlan plan);
+
 struct GenRequest;
 /// What the generators need to draw input `i` of `plan` from `seed` (host and device alike).
 GenRequest gen_request(const WorkloadPlan& plan, std::size_t i, std::uint64_t seed);

@@ -1,6 +1,6 @@
 // spmv_csr: the allclose rule of definition.json (rtol 5e-4, atol 1e-6) checked both ways on the
 // public check workloads, inputs from the task's own generators (graph_csr) and the golden from
-// its reference.so. Honest fp32 in any order passes: the naive's sequential row sum, the same
+// its reference.so. Honest fp32 in any order passes: a sequential row sum, the same
 // reversed, pairwise, and an emulation of the expert's orders (32-row stream blocks with a
 // segmented per-step tree, warp-strided partial sums, long rows split into chunks added in any
 // order). Cheaper variants fail: the last entry of every row longer than 32 dropped (a vector
@@ -204,7 +204,7 @@ TEST_F(SpmvTolerance, TheCheckWorkloadsCoverTheStructures) {
 
 TEST_F(SpmvTolerance, HonestFp32InAnyOrderPasses) {
   const std::vector<std::pair<const char*, std::function<std::vector<float>(const Csr&)>>> honest = {
-      {"sequential (naive)", [](const Csr& a) { return rows(a, [](const Csr& m, std::int64_t r) { return seq(m, m.rp[r], m.rp[r + 1]); }); }},
+      {"sequential", [](const Csr& a) { return rows(a, [](const Csr& m, std::int64_t r) { return seq(m, m.rp[r], m.rp[r + 1]); }); }},
       {"reversed", [](const Csr& a) {
          return rows(a, [](const Csr& m, std::int64_t r) {
            float s = 0.f;
