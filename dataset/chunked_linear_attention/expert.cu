@@ -1,0 +1,435 @@
+// chunked_linear_attention — expert: the chunkwise-parallel form on tensor cores (mma.sync
+// m16n8k16, bf16 operands, fp32 accumulators), the state in fp32 registers, the value dimension
+// split across CTAs.
+//
+//   per CTA: one (b, h) and a slice of DV value columns (D / DV CTAs per head); 4 warps; chunks of
+//   kC = 64 steps walked in order. Per chunk (cum_i = log2(e) * (a_1 + ... + a_i) inside the chunk,
+//   inclusive, by a warp scan; padded steps past S have q = k = v = 0 and a = 0):
+//     Sc  = Q K^T                           mma, warp w: rows 16w..16w+15, keys <= 16w+15 only
+//     P   = bf16(Sc * 2^(cum_i - cum_j)),  j <= i, else 0      (the decayed causal mask, in registers)
+//     O   = 2^(cum_i) * (Q bf16(S)) + P V   mma: the inter-chunk term from the state at the chunk's
+//                                           start, then P (registers, the accumulator layout reused
+//                                           as the A operand) times V of the CTA's columns
+//     S   = 2^(cum_last) S + K~^T V,  K~_j = bf16(k_j * 2^(cum_last - cum_j))   mma into the fp32
+//                                           state fragments (warp w: state rows w*D/4..), which never
+//                                           leave registers; bf16(S) goes to shared memory for Q S
+//   Every exponent is <= 0 (a <= 0, j <= i): 2^x never overflows however strong the decay; the
+//   factored form (q_i 2^cum_i) . (k_j 2^-cum_j) would overflow at cum_j < -128 (a = -8 in 12 steps).
+//
+// Numerics (what tests/unit/tasks/chunked_linear_attention emulates): q, k, v exact bf16; scores,
+// P V, Q S and the state in fp32; the operands rounded to bf16 are P, K~ and the state's copy for
+// Q S. o rounded once to bf16; the final state written from the fp32 registers.
+//
+// Variants (step = the brief's plan; µs per bench workload on the H200, n/m = not yet measured:
+// docs/results/chunked_linear_attention.md gives the command that fills them):
+//   step | variant                                             | 2x16x8192x128 | 8x32x2048x64 | 1x64x32768x128
+//   1    | DV = 32 (default): D/32 CTAs per head, 66.8 KB shared | n/m           | n/m          | n/m
+//        | memory (D = 128): 3 CTAs per SM                       |               |              |
+//   1    | dv64: DV = 64, half the CTAs, Q K^T recomputed half   | n/m           | n/m          | n/m
+//        | as often                                              |               |              |
+//   1    | dv16: DV = 16, twice the CTAs (256 at (2,16,.,128))   | n/m           | n/m          | n/m
+//   2    | prefetch: DV = 32, the next chunk's q, k by cp.async  | n/m           | n/m          | n/m
+//        | into a second buffer while this chunk computes (K~    |               |              |
+//        | then built shared to shared); 101.6 KB: 2 CTAs per SM |               |              |
+// Designs considered:
+//   a. (built) one CTA per (b, h, DV slice) walking the chunks in order: the state is carried in
+//      registers, nothing goes through global memory but the compulsory traffic. Parallelism: B*H
+//      heads (32 at (2,16), 64 at (1,64)) times D/DV slices; each slice recomputes Q K^T (the
+//      intra-chunk scores do not depend on v), which costs 2*kC*D per step per slice on the tensor
+//      cores, cheap next to the memory time (the cost model is memory-bound at every bench shape).
+//   b. two-pass chunk-state scan (Mamba-2's SSD, fla's chunk_fwd_h + chunk_fwd_o): pass 1 computes
+//      each chunk's local K~^T V in parallel over chunks, a sequential scan over chunks produces
+//      every chunk's starting state (written to global memory: D*D*4 bytes per chunk, as much as
+//      q, k and v of the chunk together at D = 128), pass 2 computes O in parallel over chunks. Full
+//      parallelism at any B*H but twice the compulsory traffic; worth it only where B*H*D/DV
+//      CTAs cannot fill the 132 SMs.
+//   c. wgmma (m64nNk16) for Q K^T and the state update: a warpgroup per 64-step chunk; the mma.sync
+//      form is the minimum step, wgmma the next one if the tensor pipe turns out to be the limit.
+//
+//   %VARIANT% dv64 -DCLA_DV=64
+//   %VARIANT% dv16 -DCLA_DV=16
+//   %VARIANT% prefetch -DCLA_PREFETCH=1
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "cla_args.h"
+#include "cla_layout.h"
+#include "d2k/solution.h"
+
+#ifndef CLA_DV
+#define CLA_DV 32  // value columns per CTA
+#endif
+#ifndef CLA_PREFETCH
+#define CLA_PREFETCH 0  // 1: the next chunk's q and k by cp.async into a second buffer during this chunk
+#endif
+
+namespace {
+
+using namespace cla_layout;
+constexpr int kThreads = 32 * kWarps;
+constexpr float kLog2e = 1.4426950408889634f;
+
+__device__ __forceinline__ uint32_t ld32(const __nv_bfloat16* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+/// c += A B, mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32.
+__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+constexpr int kStages = CLA_PREFETCH ? 2 : 1;
+
+template <int D, int DV>
+struct Smem {
+  __nv_bfloat16 *qs, *ks, *kwt, *vt, *sbt;  // qs, ks: the buffer of the current chunk
+  float* cum;
+  __nv_bfloat16* qs0;  // buffer 0; buffer 1 (kStages == 2 only) starts buf1_off elements later
+  int buf1_off;
+  __device__ explicit Smem(unsigned char* base) {
+    qs = qs0 = reinterpret_cast<__nv_bfloat16*>(base);
+    ks = qs + smem_elems_q(D);
+    kwt = ks + smem_elems_q(D);
+    vt = kwt + smem_elems_kw(D);
+    sbt = vt + smem_elems_v(DV);
+    cum = reinterpret_cast<float*>(sbt + smem_elems_s(D, DV));
+    buf1_off = int(reinterpret_cast<__nv_bfloat16*>(cum + kC) - qs0);
+  }
+  /// Q (and K, smem_elems_q(D) after it) of buffer `buf`, by arithmetic (no indexed array: local memory).
+  __device__ __nv_bfloat16* q_buf(int buf) const { return qs0 + buf * buf1_off; }
+  __device__ void use(int buf) {
+    qs = q_buf(buf);
+    ks = qs + smem_elems_q(D);
+  }
+};
+
+struct Head {
+  const __nv_bfloat16 *q, *k, *v;  // step 0 of this (b, h): rows of stride row
+  const float* a;                  // a[b, h, 0]
+  __nv_bfloat16* o;
+  int64_t row;  // H * D
+  int S;
+};
+
+/// Warp 0: cum[i] = log2(e) * (a_{c0} + ... + a_{c0+i}), a = 0 past S. Lane l scans steps 2l, 2l+1.
+__device__ __forceinline__ void scan_decays(const Head& hd, int c0, float* cum) {
+  const int lane = threadIdx.x;
+  const int t0 = c0 + 2 * lane;
+  const float x0 = t0 < hd.S ? hd.a[t0] * kLog2e : 0.f;
+  const float x1 = t0 + 1 < hd.S ? hd.a[t0 + 1] * kLog2e : 0.f;
+  const float pair = x0 + x1;
+  float incl = pair;
+#pragma unroll
+  for (int off = 1; off < 32; off *= 2) {
+    const float up = __shfl_up_sync(0xffffffffu, incl, off);
+    if (lane >= off) incl += up;
+  }
+  const float excl = incl - pair;
+  cum[2 * lane] = excl + x0;
+  cum[2 * lane + 1] = incl;
+}
+
+/// Stages the chunk: Qs, Ks (row-major), KwT = k * 2^(cum_last - cum_j) transposed, VT (the CTA's
+/// value columns, transposed). 16-byte global loads; steps past S read as zeros.
+template <int D, int DV>
+__device__ __forceinline__ void stage_chunk(const Head& hd, int c0, int dv0, const Smem<D, DV>& sm) {
+  constexpr int kVecRow = D / 8;
+  const float last = sm.cum[kC - 1];
+#pragma unroll 4
+  for (int e = threadIdx.x; e < kC * kVecRow; e += kThreads) {
+    const int step = e / kVecRow, col = 8 * (e % kVecRow);
+    uint4 qv = make_uint4(0, 0, 0, 0), kv = qv;
+    if (c0 + step < hd.S) {
+      const int64_t off = int64_t(c0 + step) * hd.row + col;
+      qv = __ldg(reinterpret_cast<const uint4*>(hd.q + off));
+      kv = __ldg(reinterpret_cast<const uint4*>(hd.k + off));
+    }
+    *reinterpret_cast<uint4*>(sm.qs + qk_at(D, step, col)) = qv;
+    *reinterpret_cast<uint4*>(sm.ks + qk_at(D, step, col)) = kv;
+    const float w = exp2f(last - sm.cum[step]);
+    const __nv_bfloat16* kb = reinterpret_cast<const __nv_bfloat16*>(&kv);
+#pragma unroll
+    for (int x = 0; x < 8; ++x) sm.kwt[kwt_at(col + x, step)] = __float2bfloat16_rn(__bfloat162float(kb[x]) * w);
+  }
+  constexpr int kVecV = DV / 8;
+#pragma unroll 2
+  for (int e = threadIdx.x; e < kC * kVecV; e += kThreads) {
+    const int step = e / kVecV, col = 8 * (e % kVecV);
+    uint4 vv = make_uint4(0, 0, 0, 0);
+    if (c0 + step < hd.S) vv = __ldg(reinterpret_cast<const uint4*>(hd.v + int64_t(c0 + step) * hd.row + dv0 + col));
+    const __nv_bfloat16* vb = reinterpret_cast<const __nv_bfloat16*>(&vv);
+#pragma unroll
+    for (int x = 0; x < 8; ++x) sm.vt[vt_at(col + x, step)] = vb[x];
+  }
+}
+
+#if CLA_PREFETCH
+/// 16-byte cp.async, zero-filled when `valid` is false (steps past S).
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+/// Prefetch variant: q and k of the chunk at c0 into buffers qs, ks by cp.async (no registers held).
+template <int D>
+__device__ __forceinline__ void issue_qk(const Head& hd, int c0, __nv_bfloat16* qs, __nv_bfloat16* ks) {
+  constexpr int kVecRow = D / 8;
+#pragma unroll 4
+  for (int e = threadIdx.x; e < kC * kVecRow; e += kThreads) {
+    const int step = e / kVecRow, col = 8 * (e % kVecRow);
+    const bool valid = c0 + step < hd.S;
+    const int64_t off = valid ? int64_t(c0 + step) * hd.row + col : 0;
+    cp_async16(qs + qk_at(D, step, col), hd.q + off, valid);
+    cp_async16(ks + qk_at(D, step, col), hd.k + off, valid);
+  }
+  cp_async_commit();
+}
+
+/// Prefetch variant of stage_chunk: Qs and Ks have landed; KwT from Ks (shared to shared), VT from
+/// global memory as in stage_chunk.
+template <int D, int DV>
+__device__ __forceinline__ void stage_from_buffers(const Head& hd, int c0, int dv0, const Smem<D, DV>& sm) {
+  constexpr int kVecRow = D / 8;
+  const float last = sm.cum[kC - 1];
+#pragma unroll 4
+  for (int e = threadIdx.x; e < kC * kVecRow; e += kThreads) {
+    const int step = e / kVecRow, col = 8 * (e % kVecRow);
+    const uint4 kv = *reinterpret_cast<const uint4*>(sm.ks + qk_at(D, step, col));
+    const float w = exp2f(last - sm.cum[step]);
+    const __nv_bfloat16* kb = reinterpret_cast<const __nv_bfloat16*>(&kv);
+#pragma unroll
+    for (int x = 0; x < 8; ++x) sm.kwt[kwt_at(col + x, step)] = __float2bfloat16_rn(__bfloat162float(kb[x]) * w);
+  }
+  constexpr int kVecV = DV / 8;
+#pragma unroll 2
+  for (int e = threadIdx.x; e < kC * kVecV; e += kThreads) {
+    const int step = e / kVecV, col = 8 * (e % kVecV);
+    uint4 vv = make_uint4(0, 0, 0, 0);
+    if (c0 + step < hd.S) vv = __ldg(reinterpret_cast<const uint4*>(hd.v + int64_t(c0 + step) * hd.row + dv0 + col));
+    const __nv_bfloat16* vb = reinterpret_cast<const __nv_bfloat16*>(&vv);
+#pragma unroll
+    for (int x = 0; x < 8; ++x) sm.vt[vt_at(col + x, step)] = vb[x];
+  }
+}
+
+#endif  // CLA_PREFETCH
+
+/// The warp's 16 output rows of the chunk: O = 2^cum_i (Q bf16(S)) + P V, P the decayed causal
+/// scores; written to o for the steps below S.
+template <int D, int DV>
+__device__ __forceinline__ void chunk_output(const Head& hd, int c0, int dv0, const Smem<D, DV>& sm) {
+  constexpr int kNtV = DV / 8;
+  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // Inter-chunk term first: acc = Q bf16(S), then scaled per row by 2^cum_i.
+  float acc[kNtV][4];
+#pragma unroll
+  for (int n = 0; n < kNtV; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+  float sc[8][4];
+#pragma unroll
+  for (int n = 0; n < 8; ++n) sc[n][0] = sc[n][1] = sc[n][2] = sc[n][3] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    const uint32_t a0 = ld32(sm.qs + q_frag(D, w, kk, lane, 0)), a1 = ld32(sm.qs + q_frag(D, w, kk, lane, 1));
+    const uint32_t a2 = ld32(sm.qs + q_frag(D, w, kk, lane, 2)), a3 = ld32(sm.qs + q_frag(D, w, kk, lane, 3));
+#pragma unroll
+    for (int n = 0; n < kNtV; ++n)
+      mma_bf16(acc[n], a0, a1, a2, a3, ld32(sm.sbt + s_frag(D, n, kk, lane, 0)), ld32(sm.sbt + s_frag(D, n, kk, lane, 1)));
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+      if (n <= 2 * w + 1)  // keys past the warp's last row are masked for all its rows
+        mma_bf16(sc[n], a0, a1, a2, a3, ld32(sm.ks + k_frag(D, n, kk, lane, 0)), ld32(sm.ks + k_frag(D, n, kk, lane, 1)));
+  }
+  const int r_lo = 16 * w + acc_row(lane, 0), r_hi = r_lo + 8;
+  const float cum_lo = sm.cum[r_lo], cum_hi = sm.cum[r_hi];
+  const float g_lo = exp2f(cum_lo), g_hi = exp2f(cum_hi);
+#pragma unroll
+  for (int n = 0; n < kNtV; ++n) {
+    acc[n][0] *= g_lo, acc[n][1] *= g_lo;
+    acc[n][2] *= g_hi, acc[n][3] *= g_hi;
+  }
+  // Decayed causal mask: P_ij = Sc_ij * 2^(cum_i - cum_j) for j <= i, else 0.
+#pragma unroll
+  for (int n = 0; n < 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = e < 2 ? r_lo : r_hi, j = 8 * n + acc_col(lane, e);
+      sc[n][e] = j <= i ? sc[n][e] * exp2f((e < 2 ? cum_lo : cum_hi) - sm.cum[j]) : 0.f;
+    }
+  // O += P V over the key steps 0..16w+15 (k-steps 0..w).
+#pragma unroll
+  for (int kk = 0; kk < kC / 16; ++kk) {
+    if (kk > w) break;
+    const uint32_t a0 = pack_bf16(sc[2 * kk][0], sc[2 * kk][1]), a1 = pack_bf16(sc[2 * kk][2], sc[2 * kk][3]);
+    const uint32_t a2 = pack_bf16(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
+    const uint32_t a3 = pack_bf16(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+#pragma unroll
+    for (int n = 0; n < kNtV; ++n)
+      mma_bf16(acc[n], a0, a1, a2, a3, ld32(sm.vt + v_frag(n, kk, lane, 0)), ld32(sm.vt + v_frag(n, kk, lane, 1)));
+  }
+#pragma unroll
+  for (int n = 0; n < kNtV; ++n) {
+    const int col = dv0 + 8 * n + acc_col(lane, 0);
+    if (c0 + r_lo < hd.S)
+      *reinterpret_cast<__nv_bfloat162*>(hd.o + int64_t(c0 + r_lo) * hd.row + col) = __floats2bfloat162_rn(acc[n][0], acc[n][1]);
+    if (c0 + r_hi < hd.S)
+      *reinterpret_cast<__nv_bfloat162*>(hd.o + int64_t(c0 + r_hi) * hd.row + col) = __floats2bfloat162_rn(acc[n][2], acc[n][3]);
+  }
+}
+
+/// st = 2^cum_last st + K~^T V for the warp's state rows w*D/4.. (kMt tiles of 16).
+template <int D, int DV>
+__device__ __forceinline__ void update_state(float (&st)[D / 64][DV / 8][4], const Smem<D, DV>& sm) {
+  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const float gc = exp2f(sm.cum[kC - 1]);
+#pragma unroll
+  for (int m = 0; m < D / 64; ++m)
+#pragma unroll
+    for (int n = 0; n < DV / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) st[m][n][e] *= gc;
+#pragma unroll
+  for (int kk = 0; kk < kC / 16; ++kk)
+#pragma unroll
+    for (int m = 0; m < D / 64; ++m) {
+      const int m0 = w * (D / 4) + 16 * m;
+      const uint32_t a0 = ld32(sm.kwt + kw_frag(m0, kk, lane, 0)), a1 = ld32(sm.kwt + kw_frag(m0, kk, lane, 1));
+      const uint32_t a2 = ld32(sm.kwt + kw_frag(m0, kk, lane, 2)), a3 = ld32(sm.kwt + kw_frag(m0, kk, lane, 3));
+#pragma unroll
+      for (int n = 0; n < DV / 8; ++n)
+        mma_bf16(st[m][n], a0, a1, a2, a3, ld32(sm.vt + v_frag(n, kk, lane, 0)), ld32(sm.vt + v_frag(n, kk, lane, 1)));
+    }
+}
+
+/// bf16(st) into SbT[dv][dk] (the B operand of the next chunk's Q S).
+template <int D, int DV>
+__device__ __forceinline__ void publish_state(const float (&st)[D / 64][DV / 8][4], const Smem<D, DV>& sm) {
+  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int m = 0; m < D / 64; ++m)
+#pragma unroll
+    for (int n = 0; n < DV / 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int dk = w * (D / 4) + 16 * m + acc_row(lane, e), dv = 8 * n + acc_col(lane, e);
+        sm.sbt[sbt_at(D, dv, dk)] = __float2bfloat16_rn(st[m][n][e]);
+      }
+}
+
+template <int D, int DV>
+__global__ void __launch_bounds__(kThreads) chunked_linear_attention(
+    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k, const __nv_bfloat16* __restrict__ v,
+    const float* __restrict__ a, __nv_bfloat16* __restrict__ o, float* __restrict__ state, int S, int H) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  Smem<D, DV> sm(smem_raw);
+  constexpr int kSplit = D / DV;
+  const int bh = blockIdx.x / kSplit, dv0 = DV * (blockIdx.x % kSplit);
+  const int b = bh / H, h = bh % H;
+  const int64_t first = (int64_t(b) * S * H + h) * D;
+  const Head hd{q + first, k + first, v + first, a + int64_t(bh) * S, o + first, int64_t(H) * D, S};
+
+  float st[D / 64][DV / 8][4];
+#pragma unroll
+  for (int m = 0; m < D / 64; ++m)
+#pragma unroll
+    for (int n = 0; n < DV / 8; ++n) st[m][n][0] = st[m][n][1] = st[m][n][2] = st[m][n][3] = 0.f;
+
+#if CLA_PREFETCH
+  issue_qk<D>(hd, 0, sm.q_buf(0), sm.q_buf(0) + smem_elems_q(D));
+#endif
+  for (int c0 = 0, it = 0; c0 < S; c0 += kC, ++it) {
+#if CLA_PREFETCH
+    cp_async_wait_all();  // this chunk's q and k (issued during the previous chunk) have landed
+    sm.use(it & 1);
+#endif
+    __syncthreads();  // the previous chunk's reads of every shared array are done
+    publish_state<D, DV>(st, sm);
+    if (threadIdx.x < 32) scan_decays(hd, c0, sm.cum);
+    __syncthreads();  // cum ready for the K~ weights
+#if CLA_PREFETCH
+    if (c0 + kC < S) {
+      __nv_bfloat16* next = sm.q_buf((it + 1) & 1);
+      issue_qk<D>(hd, c0 + kC, next, next + smem_elems_q(D));
+    }
+    stage_from_buffers<D, DV>(hd, c0, dv0, sm);
+#else
+    stage_chunk<D, DV>(hd, c0, dv0, sm);
+#endif
+    __syncthreads();  // the chunk and bf16(S) staged
+    chunk_output<D, DV>(hd, c0, dv0, sm);
+    update_state<D, DV>(st, sm);
+  }
+
+  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float* out = state + int64_t(bh) * D * D;
+#pragma unroll
+  for (int m = 0; m < D / 64; ++m)
+#pragma unroll
+    for (int n = 0; n < DV / 8; ++n) {
+      const int dk = w * (D / 4) + 16 * m + acc_row(lane, 0), dv = dv0 + 8 * n + acc_col(lane, 0);
+      *reinterpret_cast<float2*>(out + int64_t(dk) * D + dv) = make_float2(st[m][n][0], st[m][n][1]);
+      *reinterpret_cast<float2*>(out + int64_t(dk + 8) * D + dv) = make_float2(st[m][n][2], st[m][n][3]);
+    }
+}
+
+template <int D>
+void launch(const cla::Tensors& t, cudaStream_t st) {
+  constexpr int DV = CLA_DV < D ? CLA_DV : D;
+  static_assert(DV % 8 == 0 && D % DV == 0, "CLA_DV must be 8, 16, 32 or 64 (a divisor of 64)");
+  const int bytes = smem_bytes(D, DV, kStages);
+  auto kernel = chunked_linear_attention<D, DV>;
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e != cudaSuccess) throw std::runtime_error(std::string("expert: smem attribute: ") + cudaGetErrorString(e));
+  const int64_t ctas = t.d.B * t.d.H * (D / DV);
+  if (ctas > int64_t(0x7fffffff)) throw d2k::abi_error("expert: B*H*D/DV exceeds the grid limit");
+  kernel<<<unsigned(ctas), kThreads, bytes, st>>>(
+      static_cast<const __nv_bfloat16*>(t.q), static_cast<const __nv_bfloat16*>(t.k),
+      static_cast<const __nv_bfloat16*>(t.v), t.a, static_cast<__nv_bfloat16*>(t.o), t.state, int(t.d.S), int(t.d.H));
+  e = cudaGetLastError();
+  if (e != cudaSuccess) throw std::runtime_error(std::string("expert: launch: ") + cudaGetErrorString(e));
+}
+
+void run(const d2k_args* args) {
+  const cla::Tensors t = cla::parse(args, "expert");
+  for (const void* p : {t.q, t.k, t.v, static_cast<const void*>(t.o)})
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
+      throw d2k::abi_error("expert: q, k, v and o must be 16-byte aligned (16-byte vector accesses)");
+  if (reinterpret_cast<uintptr_t>(t.state) % 8 != 0) throw d2k::abi_error("expert: final_state must be 8-byte aligned");
+  cudaStream_t st = static_cast<cudaStream_t>(args->stream);
+  if (t.d.D == 64)
+    launch<64>(t, st);
+  else
+    launch<128>(t, st);
+}
+
+}  // namespace
+
+extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
+
+extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
+  D2K_ENTRY(args, {
+    cla::parse_dims(args, "expert");
+    *bytes = 0;
+    return D2K_OK;
+  });
+}
+
+extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
+  D2K_ENTRY(args, {
+    run(args);
+    return D2K_OK;
+  });
+}

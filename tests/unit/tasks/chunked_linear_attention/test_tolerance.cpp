@@ -1,0 +1,288 @@
+// chunked_linear_attention: the comparison rules of definition.json checked both ways. Host
+// emulations of an implementation's arithmetic are compared with the fp64 golden (the task's
+// reference.so, inputs from the task's generators) under the workload's effective rules:
+//   - the expert's chunkwise-parallel form (chunks of 64 steps; inclusive cumulative log2 decays in
+//     fp32; intra-chunk scores q.k^T in fp32, decayed by exp2(cum_i - cum_j) and masked, rounded to
+//     bf16 as the A operand of P.V; the state in fp32, rounded to bf16 only as the B operand of
+//     q.S, whose fp32 result is scaled by exp2(cum_i); the state update with k_j * exp2(cum_last -
+//     cum_j) rounded to bf16) passes every check workload and hidden draws;
+//   - the naive token recurrence in fp32 passes;
+//   - wrong variants fail: the decay dropped inside a chunk, the decay of the previous step used
+//     (off by one), the state kept in bf16 from chunk to chunk (over 512 chunks of weak decay).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "../task_harness.h"
+#include "check/compare.h"
+
+using namespace d2k;
+using namespace d2k::tolerance_test;
+
+namespace {
+
+constexpr int kChunk = 64;  // the expert's chunk (CLA_CHUNK)
+constexpr float kLog2e = 1.4426950408889634f;
+
+enum class Variant {
+  kExpert,        ///< the expert's chunkwise arithmetic
+  kNaive,         ///< the fp32 token recurrence
+  kNoIntraDecay,  ///< the decay mask inside a chunk dropped (L_ij = 1 for j <= i)
+  kOffByOne,      ///< every step uses the previous step's decay (a_{t-1}, a_{-1} = 0)
+  kBf16State,     ///< the state rounded to bf16 after every chunk's update
+};
+
+struct Dims {
+  std::int64_t B, H, S, D;
+};
+
+/// One head in the naive fp32 recurrence: o rows (fp32, before rounding) and the final state.
+void naive_head(const Dims& d, const float* q, const float* k, const float* v, std::int64_t row,
+                const float* a, float* o, float* state) {
+  const std::int64_t D = d.D;
+  std::vector<float> s(static_cast<size_t>(D * D), 0.f);
+  for (std::int64_t t = 0; t < d.S; ++t) {
+    const float g = std::exp(a[t]);
+    const float *kt = k + t * row, *vt = v + t * row, *qt = q + t * row;
+    for (std::int64_t i = 0; i < D; ++i)
+      for (std::int64_t j = 0; j < D; ++j) s[i * D + j] = std::fma(kt[i], vt[j], g * s[i * D + j]);
+    for (std::int64_t j = 0; j < D; ++j) {
+      float acc = 0.f;
+      for (std::int64_t i = 0; i < D; ++i) acc = std::fma(qt[i], s[i * D + j], acc);
+      o[t * row + j] = acc;
+    }
+  }
+  std::copy(s.begin(), s.end(), state);
+}
+
+/// One head in the expert's chunkwise arithmetic (or a wrong variant of it).
+void chunked_head(Variant var, const Dims& d, const float* q, const float* k, const float* v, std::int64_t row,
+                  const float* a, float* o, float* state) {
+  const std::int64_t D = d.D;
+  std::vector<float> s(static_cast<size_t>(D * D), 0.f), sb(s.size()), cum(kChunk), kw(static_cast<size_t>(kChunk * D)),
+      sc(kChunk);
+  for (std::int64_t c0 = 0; c0 < d.S; c0 += kChunk) {
+    const int n = static_cast<int>(std::min<std::int64_t>(kChunk, d.S - c0));
+    float run = 0.f;  // inclusive cumulative log2 decay inside the chunk
+    for (int i = 0; i < n; ++i) {
+      const std::int64_t t = c0 + i;
+      const float at = var == Variant::kOffByOne ? (t == 0 ? 0.f : a[t - 1]) : a[t];
+      run += at * kLog2e;
+      cum[i] = run;
+    }
+    const float last = cum[n - 1];
+    for (std::int64_t x = 0; x < D * D; ++x) sb[x] = bf16_rn(s[x]);  // the B operand of q.S
+    for (int i = 0; i < n; ++i) {
+      const float* qi = q + (c0 + i) * row;
+      for (int j = 0; j <= i; ++j) {
+        const float* kj = k + (c0 + j) * row;
+        float dot = 0.f;
+        for (std::int64_t x = 0; x < D; ++x) dot = std::fma(qi[x], kj[x], dot);
+        const float decay = var == Variant::kNoIntraDecay ? 1.f : std::exp2(cum[i] - cum[j]);
+        sc[j] = bf16_rn(dot * decay);
+      }
+      const float gi = std::exp2(cum[i]);
+      for (std::int64_t y = 0; y < D; ++y) {
+        float intra = 0.f, inter = 0.f;
+        for (int j = 0; j <= i; ++j) intra = std::fma(sc[j], v[(c0 + j) * row + y], intra);
+        for (std::int64_t x = 0; x < D; ++x) inter = std::fma(qi[x], sb[x * D + y], inter);
+        o[(c0 + i) * row + y] = std::fma(inter, gi, intra);
+      }
+    }
+    // State update: S = exp2(last) S + sum_j bf16(k_j exp2(last - cum_j))^T v_j.
+    for (int j = 0; j < n; ++j) {
+      const float w = std::exp2(last - cum[j]);
+      for (std::int64_t x = 0; x < D; ++x) kw[j * D + x] = bf16_rn(k[(c0 + j) * row + x] * w);
+    }
+    const float gc = std::exp2(last);
+    for (std::int64_t x = 0; x < D; ++x)
+      for (std::int64_t y = 0; y < D; ++y) {
+        float acc = s[x * D + y] * gc;
+        for (int j = 0; j < n; ++j) acc = std::fma(kw[j * D + x], v[(c0 + j) * row + y], acc);
+        s[x * D + y] = var == Variant::kBf16State ? bf16_rn(acc) : acc;
+      }
+  }
+  std::copy(s.begin(), s.end(), state);
+}
+
+std::vector<HostTensor> emulate(Variant var, const Case& c) {
+  const Dims d{c.axis("B"), c.axis("H"), c.axis("S"), c.axis("D")};
+  auto widen = [](const HostTensor& t) {
+    std::vector<float> out(static_cast<size_t>(t.numel()));
+    for (std::int64_t i = 0; i < t.numel(); ++i) out[i] = bf16_at(t, i);
+    return out;
+  };
+  const std::vector<float> qf = widen(c.in("q")), kf = widen(c.in("k")), vf = widen(c.in("v"));
+  const float* a = c.in("a").as<float>();
+  std::vector<HostTensor> out = c.outputs();
+  HostTensor& o = out[c.out_index("o")];
+  float* st = out[c.out_index("final_state")].as<float>();
+  std::vector<float> of(qf.size());
+  const std::int64_t row = d.H * d.D;
+  for (std::int64_t b = 0; b < d.B; ++b)
+    for (std::int64_t h = 0; h < d.H; ++h) {
+      const std::int64_t off = (b * d.S * d.H + h) * d.D;
+      const float* ah = a + (b * d.H + h) * d.S;
+      float* sh = st + (b * d.H + h) * d.D * d.D;
+      if (var == Variant::kNaive)
+        naive_head(d, qf.data() + off, kf.data() + off, vf.data() + off, row, ah, of.data() + off, sh);
+      else
+        chunked_head(var, d, qf.data() + off, kf.data() + off, vf.data() + off, row, ah, of.data() + off, sh);
+    }
+  for (std::int64_t i = 0; i < o.numel(); ++i) set_bf16(o, i, of[i]);
+  return out;
+}
+
+struct Verdict {
+  CompareResult o, state;
+  bool passed() const { return o.passed && state.passed; }
+};
+
+class ChunkedLinearAttentionTolerance : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    task_ = new Task(load_pilot("chunked_linear_attention"));
+    const LoadedImpl ref = load_reference("chunked_linear_attention");
+    cases_ = new std::vector<Case>;
+    for (const Workload& w : check_workloads(*task_)) cases_->push_back(make_case(*task_, ref, w, kSeed));
+  }
+  static void TearDownTestSuite() {
+    delete cases_;
+    delete task_;
+    cases_ = nullptr;
+    task_ = nullptr;
+  }
+  static Verdict run(Variant var, const Case& c) {
+    const std::vector<HostTensor> out = emulate(var, c);
+    const std::size_t io = c.out_index("o"), is = c.out_index("final_state");
+    const Verdict r{compare(c.plan.outputs.at(io).cmp, c.expected.at(io), out.at(io)),
+                    compare(c.plan.outputs.at(is).cmp, c.expected.at(is), out.at(is))};
+    std::printf("%-12s %-64s o rel_l2 %.3g | state rel_l2 %.3g\n", name(var), c.plan.workload.uuid.c_str(),
+                r.o.rel_l2, r.state.rel_l2);
+    return r;
+  }
+  static const char* name(Variant v) {
+    switch (v) {
+      case Variant::kExpert: return "expert";
+      case Variant::kNaive: return "naive";
+      case Variant::kNoIntraDecay: return "no-intra";
+      case Variant::kOffByOne: return "off-by-one";
+      case Variant::kBf16State: return "bf16-state";
+    }
+    return "?";
+  }
+  static const Case& by_suffix(const std::string& suffix) {
+    for (const Case& c : *cases_)
+      if (c.plan.workload.uuid == "chunked_linear_attention-" + suffix) return c;
+    throw std::runtime_error("no check workload " + suffix);
+  }
+
+  static constexpr std::uint64_t kSeed = 1;
+  static Task* task_;
+  static std::vector<Case>* cases_;
+};
+
+Task* ChunkedLinearAttentionTolerance::task_ = nullptr;
+std::vector<Case>* ChunkedLinearAttentionTolerance::cases_ = nullptr;
+
+TEST_F(ChunkedLinearAttentionTolerance, CheckWorkloadsCoverTheEdges) {
+  ASSERT_EQ(cases_->size(), 7u);
+  bool s1 = false, d64 = false, d128 = false, partial = false, long512 = false;
+  for (const Case& c : *cases_) {
+    s1 |= c.axis("S") == 1;
+    d64 |= c.axis("D") == 64;
+    d128 |= c.axis("D") == 128;
+    partial |= c.axis("S") % kChunk != 0 && c.axis("S") > kChunk;
+    long512 |= c.axis("S") >= 512 * kChunk;
+  }
+  EXPECT_TRUE(s1 && d64 && d128 && partial && long512);
+  // The mixed workload has exact zeros and -8 among its decays; the strong one is -8 throughout.
+  const Case& mixed = by_suffix("check-1x2x300x64-mixed-decay");
+  const HostTensor& am = mixed.in("a");
+  int zeros = 0, minus8 = 0;
+  for (std::int64_t i = 0; i < am.numel(); ++i) {
+    zeros += am.as<float>()[i] == 0.f;
+    minus8 += am.as<float>()[i] == -8.f;
+  }
+  EXPECT_GT(zeros, 30);
+  EXPECT_GT(minus8, 30);
+  EXPECT_EQ(by_suffix("check-1x2x200x128-strong-decay").in("a").as<float>()[7], -8.f);
+  // Public decays are never all zero: the bench generator stays within [-0.125, -0.005].
+  const HostTensor& a3 = by_suffix("check-1x2x300x128").in("a");
+  for (std::int64_t i = 0; i < a3.numel(); ++i) {
+    ASSERT_LE(a3.as<float>()[i], -0.005f);
+    ASSERT_GE(a3.as<float>()[i], -0.125f);
+  }
+}
+
+TEST_F(ChunkedLinearAttentionTolerance, ExpertChunkwiseArithmeticPasses) {
+  for (const Case& c : *cases_) {
+    const Verdict r = run(Variant::kExpert, c);
+    EXPECT_TRUE(r.o.passed) << c.plan.workload.uuid << ": " << r.o.message;
+    EXPECT_TRUE(r.state.passed) << c.plan.workload.uuid << ": " << r.state.message;
+  }
+}
+
+TEST_F(ChunkedLinearAttentionTolerance, NaiveRecurrencePasses) {
+  for (const Case& c : *cases_) {
+    const Verdict r = run(Variant::kNaive, c);
+    EXPECT_TRUE(r.o.passed) << c.plan.workload.uuid << ": " << r.o.message;
+    EXPECT_TRUE(r.state.passed) << c.plan.workload.uuid << ": " << r.state.message;
+  }
+}
+
+TEST_F(ChunkedLinearAttentionTolerance, DecayDroppedInsideAChunkFails) {
+  for (const Case& c : *cases_) {
+    if (c.axis("S") == 1) continue;  // one step: no pair inside a chunk to decay
+    // decays in [-1e-4, 0]: a chunk's decay is at most e^-0.0064, nothing to drop
+    if (c.plan.workload.uuid.find("weak-decay") != std::string::npos) continue;
+    const Verdict r = run(Variant::kNoIntraDecay, c);
+    EXPECT_FALSE(r.o.passed) << c.plan.workload.uuid << " accepted o without the decay inside a chunk";
+  }
+}
+
+TEST_F(ChunkedLinearAttentionTolerance, DecayOfTheWrongStepFails) {
+  for (const Case& c : *cases_) {
+    if (c.axis("S") == 1) continue;  // one step: a_0 is never used
+    // A constant decay shifted by one step is the same decay; near-zero decays barely differ.
+    if (c.plan.workload.uuid.find("strong-decay") != std::string::npos ||
+        c.plan.workload.uuid.find("weak-decay") != std::string::npos)
+      continue;
+    const Verdict r = run(Variant::kOffByOne, c);
+    EXPECT_FALSE(r.passed()) << c.plan.workload.uuid << " accepted the previous step's decay";
+  }
+}
+
+// The state in bf16 adds one bf16 rounding of the state per chunk. Where the state forgets within
+// a chunk or two (the public decays, -8) that stays within the bf16 rounding of the q.S operand the
+// expert makes anyway; over 512 chunks of near-zero decay the roundings accumulate and it fails.
+TEST_F(ChunkedLinearAttentionTolerance, Bf16StateAcross512ChunksFails) {
+  const Verdict r = run(Variant::kBf16State, by_suffix("check-1x1x32768x64-weak-decay-long"));
+  EXPECT_FALSE(r.state.passed) << "accepted a final state kept in bf16";
+  EXPECT_FALSE(r.o.passed) << "accepted o from a state kept in bf16";
+}
+
+// Hidden draws: every constraint holds (D is 64 or 128), the golden accepts the inputs and the
+// expert's arithmetic passes at the odd shapes the draws pick.
+TEST(ChunkedLinearAttentionHidden, DrawsAreValidAndExpertPasses) {
+  const Task t = load_pilot("chunked_linear_attention");
+  const LoadedImpl ref = load_reference("chunked_linear_attention");
+  const std::vector<Workload> hidden = draw_hidden_workloads(t.def, 12345, 6);
+  ASSERT_FALSE(hidden.empty());
+  for (const Workload& w : hidden) {
+    const Case c = make_case(t, ref, w, 3);
+    std::printf("%s: B %lld H %lld S %lld D %lld\n", w.uuid.c_str(), static_cast<long long>(c.axis("B")),
+                static_cast<long long>(c.axis("H")), static_cast<long long>(c.axis("S")),
+                static_cast<long long>(c.axis("D")));
+    ASSERT_TRUE(c.axis("D") == 64 || c.axis("D") == 128);
+    EXPECT_EQ(judge(c, emulate(Variant::kExpert, c)).status, Status::PASSED) << w.uuid;
+    EXPECT_EQ(judge(c, emulate(Variant::kNaive, c)).status, Status::PASSED) << w.uuid;
+  }
+}
+
+}  // namespace
