@@ -460,8 +460,8 @@ class CudaEvaluation {
   Rotation allocate_rotation(const WorkloadPlan& plan, MemKind kind) {
     Rotation rot;
     // The parent's batch comes later and cannot borrow the rotation's outputs: leave it its least
-    // (a 3-call slab, the judge's slot and one set of naive outputs).
-    const std::size_t batch_least = 5 * plan.output_bytes(), free_b = free_beside_naive(plan);
+    // (a slab of its fewest calls, the judge's slot and one set of naive outputs).
+    const std::size_t batch_least = (kBatchMinCalls + 2) * plan.output_bytes(), free_b = free_beside_naive(plan);
     const std::size_t n = rotation_copies(plan.input_bytes() + plan.output_bytes(), free_b > batch_least ? free_b - batch_least : 0);
     for (std::size_t i = 0; i < n; ++i) {
       rot.ins.push_back(DeviceSet::allocate(plan.inputs, kind));

@@ -57,11 +57,6 @@ void copy_slot(const WorkloadPlan& plan, const BatchShape& b, const DevMem& slab
                                    plan.outputs[j].bytes, cudaMemcpyDeviceToDevice, s));
 }
 
-/// What the parent's watch of one batch saw.
-struct Watched {
-  double final_check_s = 0;  ///< the last whole-slab count's duration (after the clock)
-};
-
 /// Byte offset of the last 16-bit word of output j inside its buffer.
 std::size_t last_word_offset(const WorkloadPlan& plan, std::size_t j) {
   return std::max<std::size_t>(plan.outputs[j].bytes, 2) / 2 * 2 - 2;
@@ -104,11 +99,11 @@ bool last_words_written(const DevMem& slab, const BatchShape& b, const WorkloadP
 
 /// Watches the slab on the parent's own stream until `end` decides (every call's outputs written,
 /// or a count that holds): first the last call's slot (cheap, polled often; honest batches run in
-/// order), then the whole slab.
-Watched watch_slab(const DevMem& slab, const BatchShape& b, const WorkloadPlan& plan, const std::vector<char>& watched,
+/// order), then the whole slab. Returns the duration of its last whole-slab count (after the clock).
+double watch_slab(const DevMem& slab, const BatchShape& b, const WorkloadPlan& plan, const std::vector<char>& watched,
                    std::uint64_t honest_last, Clock::time_point t0, double expect_s, double timeout_s, BatchEnd& end,
                    cudaStream_t s) {
-  Watched w;
+  double check_s = 0;
   // Start looking at kFirstLook of the expected time (the worker's cold median; the batch runs
   // cold too), then look every expect/1000: every look is a copy from another context, which the
   // GPU time-slices against the worker's kernels, so looks are few and late. A late look only
@@ -129,12 +124,12 @@ Watched watch_slab(const DevMem& slab, const BatchShape& b, const WorkloadPlan& 
       const double seen = seconds_since(t0);
       const auto c0 = Clock::now();
       const std::uint64_t count = count_poison(slab.get(), b.calls * b.stride, s);
-      w.final_check_s = seconds_since(c0);
-      if (end.look(seen, count, w.final_check_s)) return w;
+      check_s = seconds_since(c0);
+      if (end.look(seen, count, check_s)) return check_s;
     }
     std::this_thread::sleep_for(every);
   }
-  return w;
+  return check_s;
 }
 
 /// Every call's outputs: bitwise equal to those of the first call on the same input set (a
@@ -166,7 +161,8 @@ BatchShape batch_shape(const WorkloadPlan& plan, double median_s) {
   b.stride = std::max<std::size_t>(b.stride, 256);
   const double per = std::max(median_s, 1e-7);
   const std::size_t want = static_cast<std::size_t>(std::ceil(kBatchTarget_s / per));
-  b.calls = std::clamp<std::size_t>(want, 3, std::max<std::size_t>(3, std::min(kBatchMaxCalls, kBatchBudgetBytes / b.stride)));
+  b.calls = std::clamp<std::size_t>(want, kBatchMinCalls,
+                                    std::max(kBatchMinCalls, std::min(kBatchMaxCalls, kBatchBudgetBytes / b.stride)));
   return b;
 }
 
@@ -262,7 +258,7 @@ bool one_batch(TargetRunner& runner, const WorkloadPlan& plan, const BatchShape&
     return false;
   }
   BatchEnd end(honest_all, idle_check_s);
-  const Watched w = watch_slab(slab, b, plan, watched, honest[(b.calls - 1) % honest.size()], t0,
+  const double final_check_s = watch_slab(slab, b, plan, watched, honest[(b.calls - 1) % honest.size()], t0,
                                median_s * static_cast<double>(b.calls), timeout_s, end, s);
   if (CallOutcome o = runner.batch_wait(timeout_s); !o.ok) {
     res.call = o;
@@ -279,7 +275,7 @@ bool one_batch(TargetRunner& runner, const WorkloadPlan& plan, const BatchShape&
   res.timing.calls += b.calls;
   res.timing.batches += 1;
   res.timing.batch_s += end.end_s();
-  res.timing.after_clock_s += w.final_check_s;
+  res.timing.after_clock_s += final_check_s;
   return true;
 }
 

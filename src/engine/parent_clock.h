@@ -23,6 +23,7 @@ struct BatchShape {
 };
 
 inline constexpr double kBatchTarget_s = 0.1;               ///< calls on the parent's clock, all batches together
+inline constexpr std::size_t kBatchMinCalls = 3;  ///< even where one call's outputs pass the budget
 inline constexpr std::size_t kBatchMaxCalls = 20000;
 inline constexpr std::size_t kBatchBudgetBytes = std::size_t(16) << 30;  ///< device memory for the batch's outputs
 inline constexpr std::size_t kBatchMaxRepeats = 32;         ///< batches (each fully checked) whose times add up

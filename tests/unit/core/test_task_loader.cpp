@@ -283,19 +283,16 @@ TEST(Loader, DatasetListsEveryTaskFolder) {
 
 // launches_vary_with_inputs: a reason, never an empty string (docs/task-format.md).
 TEST(Loader, LaunchesVaryWithInputsNeedsAReason) {
+  std::ifstream in(fixture("good_task") / "definition.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const fs::path dir = fs::temp_directory_path() / "d2k_loader_launches_vary" / "good_task";
-  fs::remove_all(dir.parent_path());
-  fs::create_directories(dir.parent_path());
-  fs::copy(fixture("good_task"), dir, fs::copy_options::recursive);
   for (const std::string value : {"\"\"", "\"group sizes pick the GEMM kernels\""}) {
-    std::ifstream in(dir / "definition.json");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    in.close();
+    fs::remove_all(dir.parent_path());
+    fs::create_directories(dir.parent_path());
+    fs::copy(fixture("good_task"), dir, fs::copy_options::recursive);
     const std::size_t at = text.find('{');
-    const std::string edited = text.substr(0, at + 1) + "\"launches_vary_with_inputs\": " + value + ", " + text.substr(at + 1);
-    std::ofstream(dir / "definition.json.edited") << edited;
-    fs::rename(dir / "definition.json", dir / "definition.json.orig");
-    fs::rename(dir / "definition.json.edited", dir / "definition.json");
+    std::ofstream(dir / "definition.json", std::ios::trunc)
+        << text.substr(0, at + 1) << "\"launches_vary_with_inputs\": " << value << ", " << text.substr(at + 1);
     Diagnostics diag;
     const Task t = load_and_validate_task(dir, levels(), diag);
     if (value == "\"\"") {
@@ -304,8 +301,6 @@ TEST(Loader, LaunchesVaryWithInputsNeedsAReason) {
       EXPECT_TRUE(diag.ok()) << diag.format();
       EXPECT_EQ(t.def.launches_vary_with_inputs, "group sizes pick the GEMM kernels");
     }
-    fs::remove(dir / "definition.json");
-    fs::rename(dir / "definition.json.orig", dir / "definition.json");
   }
   fs::remove_all(dir.parent_path());
 }
