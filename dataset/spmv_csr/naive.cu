@@ -5,7 +5,8 @@
 //   fp64 and rounded once. Naive's outputs are what every bench call is judged against, and a
 //   bench row is far longer than a check row: a sequential fp32 sum of a power-law row of 1e6
 //   entries is 1.6e-4 off the exact sum and one of 3e6 entries 1.4e-3 (the partial sum's ulp
-//   outgrows the terms), past the task's 5e-4. The loads, not the adds, set this kernel's time.
+//   outgrows the terms), past the task's 5e-4. Each step waits on two dependent loads (the column,
+//   then x), beside which an fp64 add's latency is small; its time was not measured against fp32's.
 // Nothing is slowed on purpose, but the layout defeats it: the 32 threads of a warp read 32
 // different rows, so the value and column loads of a warp touch up to 32 separate cache lines per
 // step (uncoalesced), and a warp runs as long as its longest row (a dense row of 1e6 entries keeps
