@@ -49,6 +49,9 @@
 //   %VARIANT% occ1 -DLNB_MIN_BLOCKS=1
 //   %VARIANT% plain_loads -DLNB_STREAMING=0
 //   %VARIANT% no_pdl -DLNB_PDL=0
+//   %VARIANT% ring2 -DLNB_RING=2 -DLNB_STREAMING=0
+//   %VARIANT% ring3 -DLNB_RING=3 -DLNB_STREAMING=0
+//   %VARIANT% ring4 -DLNB_RING=4 -DLNB_STREAMING=0
 // LNB_MIN_BLOCKS: the __launch_bounds__ minimum CTAs per SM of stage 1 (2 caps registers at 128,
 //   keeping 16 warps per SM to hide DRAM latency; 1 gives the compiler 255 and halves residency).
 // LNB_STREAMING: evict-first loads and stores (ld.global.cs / st.global.cs) for the single-use
@@ -57,6 +60,9 @@
 //   griddepcontrol.launch_dependents as they start, so stage 2 is launched while stage 1 runs and
 //   its CTAs wait in griddepcontrol.wait for stage 1's completion and memory flush; the launch
 //   gap between the two kernels (a few us, 2-5% of a bench workload) leaves the critical path.
+// LNB_RING: 0 holds each row in registers (ln_bwd_rows_vec); S = 2..4 prefetches each team's next
+//   rows with cp.async into an S-stage shared-memory ring (ln_bwd_rows_ring): S - 1 rows per team
+//   in flight while one is worked on. With LNB_RING, LNB_STREAMING applies to the dx stores only.
 #ifndef LNB_PDL
 #define LNB_PDL 1
 #endif
@@ -65,6 +71,9 @@
 #endif
 #ifndef LNB_STREAMING
 #define LNB_STREAMING 1
+#endif
+#ifndef LNB_RING
+#define LNB_RING 0
 #endif
 
 namespace lnb {
@@ -131,7 +140,108 @@ struct Plan {
   int64_t ctas;          ///< G = number of partial rows
 };
 
-/// Stage 1 (vector path). See the file comment.
+/// The eight gamma values of vector v (shared memory, float4-aligned).
+struct Gamma8 {
+  float g[8];
+  __device__ __forceinline__ explicit Gamma8(const float* s_gamma, int v) {
+    const float4 g0 = reinterpret_cast<const float4*>(s_gamma)[2 * v];
+    const float4 g1 = reinterpret_cast<const float4*>(s_gamma)[2 * v + 1];
+    g[0] = g0.x, g[1] = g0.y, g[2] = g0.z, g[3] = g0.w, g[4] = g1.x, g[5] = g1.y, g[6] = g1.z, g[7] = g1.w;
+  }
+};
+
+/// First use of a vector of the row: its terms of the row sums (a, b) and of the thread's column
+/// partials. Both stage-1 kernels call it, so their arithmetic and order are the same.
+__device__ __forceinline__ void accumulate_vec(const uint4& vdy, const uint4& vx, const Gamma8& gam, float mu,
+                                               float rs, float& a, float& b, float (&acc_g)[8], float (&acc_b)[8]) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const float d = bf16_at(vdy, j);
+    const float xh = (bf16_at(vx, j) - mu) * rs;
+    const float g = gam.g[j] * d;
+    a = fmaf(g, xh, a);
+    b += g;
+    acc_g[j] = fmaf(d, xh, acc_g[j]);
+    acc_b[j] += d;
+  }
+}
+
+/// Second use of a vector: its eight dx, packed to bf16.
+__device__ __forceinline__ uint4 dx_vec(const uint4& vdy, const uint4& vx, const Gamma8& gam, float mu, float rs,
+                                        float ca, float cb) {
+  float o[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const float xh = (bf16_at(vx, j) - mu) * rs;
+    o[j] = fmaf(rs, gam.g[j] * bf16_at(vdy, j), -fmaf(xh, ca, cb));
+  }
+  return make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]), pack_bf16x2(o[4], o[5]),
+                    pack_bf16x2(o[6], o[7]));
+}
+
+/// (a, b) of the team's row: warp butterflies, then (teams of several warps) the team's warps in
+/// order through red[it & 1]. Every thread of the CTA must call it (a barrier when warps_per_team > 1).
+__device__ __forceinline__ void team_sums(float& a, float& b, float2 (&red)[2][kWarps], int64_t it, int team,
+                                          int warps_per_team) {
+  a = warp_sum(a);
+  b = warp_sum(b);
+  if (warps_per_team > 1) {  // uniform over the CTA
+    float2* buf = red[it & 1];
+    if ((threadIdx.x & 31) == 0) buf[threadIdx.x / 32] = make_float2(a, b);
+    __syncthreads();
+    a = b = 0.f;
+    for (int w = team * warps_per_team; w < (team + 1) * warps_per_team; ++w) {
+      a += buf[w].x;
+      b += buf[w].y;
+    }
+  }
+}
+
+/// The CTA's partial rows of dgamma and dbeta: teams summed in team order through s_sum (H floats
+/// of shared memory, used only when the CTA has several teams; deterministic).
+__device__ __forceinline__ void write_partials(const float (&acc_g)[kMaxVec][8], const float (&acc_b)[kMaxVec][8],
+                                               float* s_sum, float* __restrict__ part_g, float* __restrict__ part_b,
+                                               int H, int team_width) {
+  const int nvec = H / 8;
+  const int teams = kThreads / team_width;
+  const int team = threadIdx.x / team_width, tl = threadIdx.x % team_width;
+  float* pg = part_g + static_cast<int64_t>(blockIdx.x) * H;
+  float* pb = part_b + static_cast<int64_t>(blockIdx.x) * H;
+  if (teams == 1) {
+#pragma unroll
+    for (int k = 0; k < kMaxVec; ++k) {
+      const int v = tl + k * team_width;
+      if (v >= nvec) continue;
+      reinterpret_cast<float4*>(pg)[2 * v] = make_float4(acc_g[k][0], acc_g[k][1], acc_g[k][2], acc_g[k][3]);
+      reinterpret_cast<float4*>(pg)[2 * v + 1] = make_float4(acc_g[k][4], acc_g[k][5], acc_g[k][6], acc_g[k][7]);
+      reinterpret_cast<float4*>(pb)[2 * v] = make_float4(acc_b[k][0], acc_b[k][1], acc_b[k][2], acc_b[k][3]);
+      reinterpret_cast<float4*>(pb)[2 * v + 1] = make_float4(acc_b[k][4], acc_b[k][5], acc_b[k][6], acc_b[k][7]);
+    }
+    return;
+  }
+  for (int q = 0; q < 2; ++q) {
+    for (int t = 0; t < teams; ++t) {
+      if (team == t) {
+#pragma unroll
+        for (int k = 0; k < kMaxVec; ++k) {
+          const int v = tl + k * team_width;
+          if (v >= nvec) continue;
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const float add = q == 0 ? acc_g[k][j] : acc_b[k][j];
+            s_sum[v * 8 + j] = t == 0 ? add : s_sum[v * 8 + j] + add;
+          }
+        }
+      }
+      __syncthreads();
+    }
+    float* dst = q == 0 ? pg : pb;
+    for (int i = threadIdx.x; i < H; i += kThreads) dst[i] = s_sum[i];
+    __syncthreads();  // s_sum is rewritten for dbeta
+  }
+}
+
+/// Stage 1 (vector path, the row held in registers). See the file comment.
 __global__ void __launch_bounds__(kThreads, LNB_MIN_BLOCKS)
     ln_bwd_rows_vec(const uint4* __restrict__ dy, const uint4* __restrict__ x, const float* __restrict__ mean,
                     const float* __restrict__ rstd, const float* __restrict__ gamma, uint4* __restrict__ dx,
@@ -141,11 +251,9 @@ __global__ void __launch_bounds__(kThreads, LNB_MIN_BLOCKS)
   float* smem = reinterpret_cast<float*>(smem_v);  // float4: 16-byte aligned for the vector reads
   __shared__ float2 red[2][kWarps];  // (a, b) per warp, double-buffered across iterations
   float* s_gamma = smem;
-  float* s_sum = smem + H;
   const int nvec = H / 8;
   const int teams = kThreads / team_width;
   const int team = threadIdx.x / team_width, tl = threadIdx.x % team_width;
-  const int warp = threadIdx.x / 32;
   const int warps_per_team = team_width / 32;
   const float inv_h = 1.0f / static_cast<float>(H);
   pdl_launch_dependents();  // stage 2 may launch now; it waits for this grid's completion
@@ -185,91 +293,151 @@ __global__ void __launch_bounds__(kThreads, LNB_MIN_BLOCKS)
 #pragma unroll
       for (int k = 0; k < kMaxVec; ++k) {
         const int v = tl + k * team_width;
-        if (v >= nvec) continue;
-        const float4 g0 = reinterpret_cast<const float4*>(s_gamma)[2 * v];
-        const float4 g1 = reinterpret_cast<const float4*>(s_gamma)[2 * v + 1];
-        const float gam[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const float d = bf16_at(vdy[k], j);
-          const float xh = (bf16_at(vx[k], j) - mu) * rs;
-          const float g = gam[j] * d;
-          a = fmaf(g, xh, a);
-          b += g;
-          acc_g[k][j] = fmaf(d, xh, acc_g[k][j]);
-          acc_b[k][j] += d;
-        }
+        if (v < nvec) accumulate_vec(vdy[k], vx[k], Gamma8(s_gamma, v), mu, rs, a, b, acc_g[k], acc_b[k]);
       }
     }
-    a = warp_sum(a);
-    b = warp_sum(b);
-    if (warps_per_team > 1) {  // uniform over the CTA
-      float2* buf = red[it & 1];
-      if ((threadIdx.x & 31) == 0) buf[warp] = make_float2(a, b);
-      __syncthreads();
-      a = b = 0.f;
-      for (int w = team * warps_per_team; w < (team + 1) * warps_per_team; ++w) {
-        a += buf[w].x;
-        b += buf[w].y;
-      }
-    }
+    team_sums(a, b, red, it, team, warps_per_team);
     if (!active) continue;
     const float ca = rs * a * inv_h, cb = rs * b * inv_h;
 #pragma unroll
     for (int k = 0; k < kMaxVec; ++k) {
       const int v = tl + k * team_width;
-      if (v >= nvec) continue;
-      const float4 g0 = reinterpret_cast<const float4*>(s_gamma)[2 * v];
-      const float4 g1 = reinterpret_cast<const float4*>(s_gamma)[2 * v + 1];
-      const float gam[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
-      float o[8];
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const float xh = (bf16_at(vx[k], j) - mu) * rs;
-        o[j] = fmaf(rs, gam[j] * bf16_at(vdy[k], j), -fmaf(xh, ca, cb));
-      }
-      store_stream(dx + row * nvec + v,
-                   make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]), pack_bf16x2(o[4], o[5]),
-                              pack_bf16x2(o[6], o[7])));
+      if (v < nvec) store_stream(dx + row * nvec + v, dx_vec(vdy[k], vx[k], Gamma8(s_gamma, v), mu, rs, ca, cb));
     }
   }
+  write_partials(acc_g, acc_b, smem + H, part_g, part_b, H, team_width);
+}
 
-  // The CTA's partial rows: teams summed in team order through shared memory (deterministic).
-  float* pg = part_g + static_cast<int64_t>(blockIdx.x) * H;
-  float* pb = part_b + static_cast<int64_t>(blockIdx.x) * H;
-  if (teams == 1) {
+#if LNB_RING
+constexpr int kStages = LNB_RING;  ///< rows of each team in the shared-memory ring
+static_assert(kStages >= 2 && kStages <= 4, "LNB_RING: 2 to 4 stages");
+
+/// cp.async: a thread's own 16-byte (L2 only, .cg) or 4-byte copy from global to shared memory.
+/// The issuing thread sees the bytes after its cp.async.wait_group; no other thread reads them.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(gmem) : "memory");
+}
+/// One 16-byte shared-memory load (LDS.128): a uint4 read through a reference is otherwise split
+/// into the 32-bit words the arithmetic uses.
+__device__ __forceinline__ uint4 lds128(const uint4* p) {
+  uint4 v;
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(s));
+  return v;
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+/// Wait until at most N of this thread's committed groups are pending.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+/// Shared memory of the ring kernel: gamma[H] | ring[kStages][2 tensors][vpt][kThreads] uint4 |
+/// stats[kStages][kWarps] (mean, rstd). The team sums of write_partials reuse the ring.
+size_t ring_smem_bytes(int64_t H, int vpt) {
+  return static_cast<size_t>(H) * sizeof(float) + size_t{kStages} * 2 * vpt * kThreads * sizeof(uint4) +
+         size_t{kStages} * kWarps * sizeof(float2);
+}
+
+/// Stage 1 (vector path, rows prefetched into shared memory). The same teams, bands, arithmetic
+/// and partials as ln_bwd_rows_vec, but a thread copies its vectors of the next kStages rows with
+/// cp.async into its own slots of a ring, so that kStages - 1 rows per team are in flight while
+/// it works on one, and the registers hold only the column partials and the vector in use: the
+/// bytes in flight per SM no longer depend on the registers left after the 64 accumulators.
+__global__ void __launch_bounds__(kThreads, LNB_MIN_BLOCKS)
+    ln_bwd_rows_ring(const uint4* __restrict__ dy, const uint4* __restrict__ x, const float* __restrict__ mean,
+                     const float* __restrict__ rstd, const float* __restrict__ gamma, uint4* __restrict__ dx,
+                     float* __restrict__ part_g, float* __restrict__ part_b, int64_t T, int H, int team_width,
+                     int64_t rows_per_cta) {
+  extern __shared__ float4 smem_v[];
+  __shared__ float2 red[2][kWarps];
+  const int nvec = H / 8;
+  const int vpt = (nvec + team_width - 1) / team_width;  // vectors per thread per tensor (<= kMaxVec)
+  float* s_gamma = reinterpret_cast<float*>(smem_v);
+  uint4* ring = reinterpret_cast<uint4*>(s_gamma + H);  // H % 8 == 0: 16-byte aligned
+  float2* stats = reinterpret_cast<float2*>(ring + kStages * 2 * vpt * kThreads);
+  const int teams = kThreads / team_width;
+  const int team = threadIdx.x / team_width, tl = threadIdx.x % team_width;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warps_per_team = team_width / 32;
+  const float inv_h = 1.0f / static_cast<float>(H);
+  // slot of (stage s, tensor q: 0 dy, 1 x, vector k) for this thread: consecutive threads, consecutive 16 B
+  auto slot = [&](int s, int q, int k) { return ring + ((s * 2 + q) * vpt + k) * kThreads + threadIdx.x; };
+  pdl_launch_dependents();
+
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * rows_per_cta;
+  const int64_t row_end = min(T, row0 + rows_per_cta);
+  const int64_t iters = row_end > row0 ? (row_end - row0 + teams - 1) / teams : 0;
+  // One commit per call, empty past the band: the wait below counts groups.
+  auto prefetch = [&](int64_t it, int s) {
+    const int64_t row = row0 + it * teams + team;
+    if (it < iters && row < row_end) {
 #pragma unroll
-    for (int k = 0; k < kMaxVec; ++k) {
-      const int v = tl + k * team_width;
-      if (v >= nvec) continue;
-      reinterpret_cast<float4*>(pg)[2 * v] = make_float4(acc_g[k][0], acc_g[k][1], acc_g[k][2], acc_g[k][3]);
-      reinterpret_cast<float4*>(pg)[2 * v + 1] = make_float4(acc_g[k][4], acc_g[k][5], acc_g[k][6], acc_g[k][7]);
-      reinterpret_cast<float4*>(pb)[2 * v] = make_float4(acc_b[k][0], acc_b[k][1], acc_b[k][2], acc_b[k][3]);
-      reinterpret_cast<float4*>(pb)[2 * v + 1] = make_float4(acc_b[k][4], acc_b[k][5], acc_b[k][6], acc_b[k][7]);
-    }
-    return;
-  }
-  for (int q = 0; q < 2; ++q) {
-    for (int t = 0; t < teams; ++t) {
-      if (team == t) {
-#pragma unroll
-        for (int k = 0; k < kMaxVec; ++k) {
-          const int v = tl + k * team_width;
-          if (v >= nvec) continue;
-#pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            const float add = q == 0 ? acc_g[k][j] : acc_b[k][j];
-            s_sum[v * 8 + j] = t == 0 ? add : s_sum[v * 8 + j] + add;
-          }
+      for (int k = 0; k < kMaxVec; ++k) {
+        const int v = tl + k * team_width;
+        if (v < nvec) {
+          cp_async16(slot(s, 0, k), dy + row * nvec + v);
+          cp_async16(slot(s, 1, k), x + row * nvec + v);
         }
       }
-      __syncthreads();
+      if (lane == 0) {  // one copy per warp, shared by shuffle
+        cp_async4(&stats[s * kWarps + warp].x, mean + row);
+        cp_async4(&stats[s * kWarps + warp].y, rstd + row);
+      }
     }
-    float* dst = q == 0 ? pg : pb;
-    for (int i = threadIdx.x; i < H; i += kThreads) dst[i] = s_sum[i];
-    __syncthreads();  // s_sum is rewritten for dbeta
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int s = 0; s < kStages; ++s) prefetch(s, s);
+
+  for (int i = threadIdx.x; i < H; i += kThreads) s_gamma[i] = gamma[i];
+  __syncthreads();
+
+  float acc_g[kMaxVec][8], acc_b[kMaxVec][8];
+#pragma unroll
+  for (int k = 0; k < kMaxVec; ++k)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc_g[k][j] = acc_b[k][j] = 0.f;
+
+  int s = 0;  // it % kStages
+  for (int64_t it = 0; it < iters; ++it) {
+    const int64_t row = row0 + it * teams + team;
+    const bool active = row < row_end;  // uniform within a team; every thread reaches the barrier
+    cp_async_wait<kStages - 1>();       // this thread's group of row `it` has landed
+    float2 st = make_float2(0.f, 0.f);
+    if (active && lane == 0) st = stats[s * kWarps + warp];
+    const float mu = __shfl_sync(0xffffffffu, st.x, 0), rs = __shfl_sync(0xffffffffu, st.y, 0);
+    float a = 0.f, b = 0.f;
+    if (active) {
+#pragma unroll
+      for (int k = 0; k < kMaxVec; ++k) {
+        const int v = tl + k * team_width;
+        if (v < nvec) accumulate_vec(lds128(slot(s, 0, k)), lds128(slot(s, 1, k)), Gamma8(s_gamma, v), mu, rs, a, b, acc_g[k], acc_b[k]);
+      }
+    }
+    team_sums(a, b, red, it, team, warps_per_team);
+    if (active) {
+      const float ca = rs * a * inv_h, cb = rs * b * inv_h;
+#pragma unroll
+      for (int k = 0; k < kMaxVec; ++k) {
+        const int v = tl + k * team_width;
+        if (v < nvec)
+          store_stream(dx + row * nvec + v, dx_vec(lds128(slot(s, 0, k)), lds128(slot(s, 1, k)), Gamma8(s_gamma, v), mu, rs, ca, cb));
+      }
+    }
+    prefetch(it + kStages, s);  // into the slots just read (this thread's own)
+    s = s + 1 == kStages ? 0 : s + 1;
   }
+  cp_async_wait<0>();
+  __syncthreads();  // every thread done with the ring: write_partials reuses it for the team sums
+  write_partials(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
 }
+#endif  // LNB_RING
 
 /// Generic path, dx: a CTA per row; pass 1 the sums, pass 2 re-reads the row (L1/L2) for dx.
 __global__ void __launch_bounds__(kThreads)
@@ -435,15 +603,24 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     int64_t parts = 0;
     if (T > 0 && vec) {
       const int tw = team_width_for(H / 8);
+#if LNB_RING
+      auto* const rows_kernel = ln_bwd_rows_ring;
+      const size_t smem = ring_smem_bytes(H, static_cast<int>((H / 8 + tw - 1) / tw));
+      // Shared memory over L1: the ring bypasses L1 (.cg) and two CTAs of ~100 KB need the largest carveout.
+      D2K_CUDA_TRY(args, cudaFuncSetAttribute(rows_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                              cudaSharedmemCarveoutMaxShared));
+#else
+      auto* const rows_kernel = ln_bwd_rows_vec;
       const size_t smem = vec_smem_bytes(H, tw);
-      D2K_CUDA_TRY(args, cudaFuncSetAttribute(ln_bwd_rows_vec, cudaFuncAttributeMaxDynamicSharedMemorySize,
+#endif
+      D2K_CUDA_TRY(args, cudaFuncSetAttribute(rows_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               static_cast<int>(smem)));
       int dev = 0, sms = 0, per_sm = 0;
       D2K_CUDA_TRY(args, cudaGetDevice(&dev));
       D2K_CUDA_TRY(args, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-      D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ln_bwd_rows_vec, kThreads, smem));
+      D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, rows_kernel, kThreads, smem));
       const Plan p = plan_vec(T, H, std::max(1, sms * per_sm));
-      ln_bwd_rows_vec<<<static_cast<unsigned>(p.ctas), kThreads, smem, stream>>>(
+      rows_kernel<<<static_cast<unsigned>(p.ctas), kThreads, smem, stream>>>(
           reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
           reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width,
           p.rows_per_cta);
