@@ -3,16 +3,25 @@ the median, % of SOL (d2k's, and against the calibrated copy bandwidth with the 
 6TH + 8T + 12H), and the expert's speed-up over each other target; then the issue's bars
 (expert >= 80% of SOL, >= 2x torch_eager and naive where measured). Targets that did not pass
 are listed with their status. Exit status: not-passed records plus missed bars.
+With --variants (a `d2k bench` of expert and expert:NAME targets in one run): the same cells with
+each target's speed-up over the default expert of that run, then per target its lowest % of SOL
+over the bench rows, whether it meets the 80% bar on every row, and its geometric-mean speed-up;
+the fastest target by geometric-mean time is named on a FASTEST line. Exit status: not-passed
+records.
 Usage: python3 bench_table.py FILE.jsonl...
+       python3 bench_table.py --variants VARIANTS.jsonl
 """
 import json
+import math
 import os
 import sys
 
 COPY_BW = 4.26e12  # bytes/s, the calibrated copy bandwidth (docs/results/calibrate-2026-11-29.md)
+BAR_PCT = 80.0  # issue #15: the expert at >= 80% of SOL on every bench row
 
 
-def main(paths):
+def load(paths):
+    """rows[uuid][target] = (median us, d2k % of SOL, % of the copy bandwidth), target order, failures."""
     rows, order, bad = {}, [], []
     for path in paths:
         if not os.path.exists(path):
@@ -32,18 +41,30 @@ def main(paths):
             t_us = rec["performance"]["median_us"]
             copy = 100 * (6 * T * H + 8 * T + 12 * H) / COPY_BW / (t_us * 1e-6)
             rows.setdefault(wl["uuid"], {})[target] = (t_us, rec["roofline"]["pct_sol"], copy)
+    return rows, order, bad
+
+
+def short(uuid):
+    return uuid.replace("layernorm_backward-bench-", "")
+
+
+def cell(m):
+    return f"{m[0]:.1f} us {m[1]:.1f}% ({m[2]:.1f}% copy)"
+
+
+def bars(paths):
+    rows, order, bad = load(paths)
     print("| workload | " + " | ".join(order) + " |")
     print("| --- |" + " --- |" * len(order))
     misses = []
     for uuid, per in rows.items():
-        cells = [f"{per[t][0]:.1f} us {per[t][1]:.1f}% ({per[t][2]:.1f}% copy)" if t in per else "-" for t in order]
-        print(f"| {uuid.replace('layernorm_backward-bench-', '')} | " + " | ".join(cells) + " |")
+        print(f"| {short(uuid)} | " + " | ".join(cell(per[t]) if t in per else "-" for t in order) + " |")
         if "expert" in per:
             e = per["expert"][0]
             ups = ", ".join(f"{e and per[t][0] / e:.2f}x vs {t}" for t in order if t in per and t != "expert")
             print(f"  expert {uuid}: {ups}")
-            if per["expert"][1] < 80:
-                misses.append(f"{uuid}: expert at {per['expert'][1]:.1f}% of SOL (< 80)")
+            if per["expert"][1] < BAR_PCT:
+                misses.append(f"{uuid}: expert at {per['expert'][1]:.1f}% of SOL (< {BAR_PCT:.0f})")
             for t in ("naive", "torch_eager"):
                 if t in per and per[t][0] < 2 * e:
                     misses.append(f"{uuid}: expert only {per[t][0] / e:.2f}x {t} (< 2x)")
@@ -54,5 +75,36 @@ def main(paths):
     return len(bad) + len(misses)
 
 
+def variants(path):
+    rows, order, bad = load([path])
+    print("| workload | " + " | ".join(order) + " |")
+    print("| --- |" + " --- |" * len(order))
+    for uuid, per in rows.items():
+        e = per.get("expert", (None,))[0]
+        cells = [cell(per[t]) + (f" {e / per[t][0]:.2f}x" if e else "") if t in per else "-" for t in order]
+        print(f"| {short(uuid)} | " + " | ".join(cells) + " |")
+    best, best_gm = None, math.inf
+    for t in order:
+        got = [per[t] for per in rows.values() if t in per]
+        if len(got) < len(rows):  # a target without every row is not ranked
+            print(f"{t}: {len(got)} of {len(rows)} bench rows timed, not ranked")
+            continue
+        gm = math.exp(sum(math.log(m[0]) for m in got) / len(got))
+        ups = [per["expert"][0] / per[t][0] for per in rows.values() if "expert" in per]
+        up = math.exp(sum(math.log(u) for u in ups) / len(ups)) if ups else float("nan")
+        low = min(m[1] for m in got)
+        print(f"{t}: lowest {low:.1f}% of SOL (copy {min(m[2] for m in got):.1f}%), "
+              f"80% bar on every row: {'yes' if low >= BAR_PCT else 'no'}, geomean {up:.3f}x the expert")
+        if gm < best_gm:
+            best, best_gm = t, gm
+    if best:
+        print(f"FASTEST {best} (geometric mean of the medians over {len(rows)} bench rows)")
+    for b in bad:
+        print("NOT PASSED", b)
+    return len(bad)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    if sys.argv[1:2] == ["--variants"]:
+        sys.exit(variants(sys.argv[2]))
+    sys.exit(bars(sys.argv[1:]))
