@@ -36,7 +36,35 @@
 //      extra small launch.
 //   d. a thread-block cluster reducing partials over DSMEM instead of stage 2: saves the launch
 //      and the L2 round trip of the partials, at the cost of cluster scheduling; kept for later.
-// Not yet measured on the H200: docs/results/layernorm_backward.md holds the command.
+//
+// Why the first H200 run (2026-12-01, docs/results/layernorm_backward.md) is at 72-78% of the
+// 4.26 TB/s copy and not nearer it: stage 1 is short of bytes in flight. 64 of the 128 registers
+// are the column partials, so a team holds one row (32 KB of dy + x per CTA, 24 KB at H = 6144)
+// and issues the next row's loads only after this row's sums, barrier and dx stores: the loads
+// are outstanding for part of each iteration only. The ranking fits: H = 6144 (24 KB per CTA) is
+// the slowest row, H = 1024 (one warp per row: no barrier per row) the fastest. Smaller terms:
+// evict-first loads and stores (.cs), which measured 4-8% slower than plain accesses on the H200
+// in fused_add_rmsnorm's sweep (docs/results/fused_add_rmsnorm-variants.md); the partial rows
+// (2 x 4H bytes per CTA: 2.2-16.8 MB at the bench shapes) written at stage 1's end and re-read by
+// stage 2 after it, off the DRAM stream; static bands, which cannot hand rows from a slow SM to a
+// fast one (dynamic scheduling would make dgamma's summation order depend on timing).
+// Variants for the next run (the `%VARIANT%` lines below):
+//   e. ring2/ring3/ring4 (chosen to attack the first cost): each thread cp.asyncs its own vectors
+//      of its team's next S rows into an S-stage shared-memory ring and waits only for the row it
+//      is about to use, so S - 1 rows per team stay in flight through the sums, barrier and dx of
+//      the current one; registers hold the partials and one vector. Plain dx stores. Arithmetic,
+//      bands and partials as in ln_bwd_rows_vec (bit-identical for the same number of CTAs).
+//      Shared memory per CTA 4H + S x 32 KB (24 KB at H = 6144): ring3 keeps two CTAs per SM up
+//      to H = 6144 (128 KB in flight per SM at H = 1024 and 4096) and one at H = 8192 (64 KB,
+//      half the partial rows); ring2 two CTAs everywhere (64 KB); ring4 one CTA (72-96 KB, half
+//      the partial rows).
+//   f. plain_loads: the register kernel without the .cs hints (the second cost alone).
+// Considered and not built: prefetching the next row into registers (64 more registers: one CTA
+// of 8 warps per SM, 32 KB in flight); the partials in shared memory instead of registers (16 B of
+// shared-memory traffic per element more than the ring); TMA bulk copies of whole rows with
+// mbarriers (the same bytes in flight as the ring, and a producer warp); a cluster reduction of
+// the partials over DSMEM (saves part of the partials' L2 round trip, the smaller cost).
+// The variants are not yet measured on the H200: docs/results/layernorm_backward.md holds the command.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
