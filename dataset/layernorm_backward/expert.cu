@@ -80,6 +80,7 @@
 //   %VARIANT% ring2 -DLNB_RING=2 -DLNB_STREAMING=0
 //   %VARIANT% ring3 -DLNB_RING=3 -DLNB_STREAMING=0
 //   %VARIANT% ring4 -DLNB_RING=4 -DLNB_STREAMING=0
+//   %VARIANT% ring3_512 -DLNB_RING=3 -DLNB_STREAMING=0 -DLNB_CTA_THREADS=512 -DLNB_MIN_BLOCKS=1
 // LNB_MIN_BLOCKS: the __launch_bounds__ minimum CTAs per SM of stage 1 (2 caps registers at 128,
 //   keeping 16 warps per SM to hide DRAM latency; 1 gives the compiler 255 and halves residency).
 // LNB_STREAMING: evict-first loads and stores (ld.global.cs / st.global.cs) for the single-use
@@ -91,6 +92,8 @@
 // LNB_RING: 0 holds each row in registers (ln_bwd_rows_vec); S = 2..4 prefetches each team's next
 //   rows with cp.async into an S-stage shared-memory ring (ln_bwd_rows_ring): S - 1 rows per team
 //   in flight while one is worked on. With LNB_RING, LNB_STREAMING applies to the dx stores only.
+// LNB_CTA_THREADS: threads per CTA of stage 1, 256 or (ring kernel, one CTA per SM) 512: twice the
+//   teams per CTA, so half the partial rows and one copy of gamma per SM.
 #ifndef LNB_PDL
 #define LNB_PDL 1
 #endif
@@ -103,11 +106,18 @@
 #ifndef LNB_RING
 #define LNB_RING 0
 #endif
+#ifndef LNB_CTA_THREADS
+#define LNB_CTA_THREADS 256
+#endif
 
 namespace lnb {
 
-constexpr int kThreads = 256;                   ///< threads per CTA of stage 1 and the fallback
+constexpr int kThreads = 256;                   ///< the widest team; threads per CTA of the fallback
 constexpr int kWarps = kThreads / 32;
+constexpr int kCta = LNB_CTA_THREADS;           ///< threads per CTA of stage 1 (one or more teams)
+constexpr int kCtaWarps = kCta / 32;
+static_assert(kCta == kThreads || (kCta == 2 * kThreads && LNB_RING && LNB_MIN_BLOCKS == 1),
+              "LNB_CTA_THREADS: 256, or 512 with the ring kernel at one CTA per SM (128 registers)");
 constexpr int kMaxVec = 4;                      ///< 16-byte vectors per thread per tensor (8 bf16 each)
 constexpr int64_t kMaxVecH = int64_t{kThreads} * kMaxVec * 8;  ///< longest row of the vector path
 constexpr int64_t kMaxParts = 1024;             ///< most partial rows (CTAs of stage 1)
@@ -208,15 +218,21 @@ __device__ __forceinline__ uint4 dx_vec(const uint4& vdy, const uint4& vx, const
 }
 
 /// (a, b) of the team's row: warp butterflies, then (teams of several warps) the team's warps in
-/// order through red[it & 1]. Every thread of the CTA must call it (a barrier when warps_per_team > 1).
-__device__ __forceinline__ void team_sums(float& a, float& b, float2 (&red)[2][kWarps], int64_t it, int team,
+/// order through red[it & 1]. Every thread of the CTA must call it (a barrier when warps_per_team > 1):
+/// the CTA's barrier, or with kTeamBarrier the team's own named barrier (bar.sync 1 + team, one per
+/// team: only the team reads its warps' entries), so that a team waits for its own warps only.
+template <bool kTeamBarrier = false>
+__device__ __forceinline__ void team_sums(float& a, float& b, float2 (&red)[2][kCtaWarps], int64_t it, int team,
                                           int warps_per_team) {
   a = warp_sum(a);
   b = warp_sum(b);
   if (warps_per_team > 1) {  // uniform over the CTA
     float2* buf = red[it & 1];
     if ((threadIdx.x & 31) == 0) buf[threadIdx.x / 32] = make_float2(a, b);
-    __syncthreads();
+    if (kTeamBarrier)
+      asm volatile("bar.sync %0, %1;" ::"r"(1 + team), "r"(warps_per_team * 32) : "memory");
+    else
+      __syncthreads();
     a = b = 0.f;
     for (int w = team * warps_per_team; w < (team + 1) * warps_per_team; ++w) {
       a += buf[w].x;
@@ -231,7 +247,7 @@ __device__ __forceinline__ void write_partials(const float (&acc_g)[kMaxVec][8],
                                                float* s_sum, float* __restrict__ part_g, float* __restrict__ part_b,
                                                int H, int team_width) {
   const int nvec = H / 8;
-  const int teams = kThreads / team_width;
+  const int teams = kCta / team_width;
   const int team = threadIdx.x / team_width, tl = threadIdx.x % team_width;
   float* pg = part_g + static_cast<int64_t>(blockIdx.x) * H;
   float* pb = part_b + static_cast<int64_t>(blockIdx.x) * H;
@@ -264,29 +280,29 @@ __device__ __forceinline__ void write_partials(const float (&acc_g)[kMaxVec][8],
       __syncthreads();
     }
     float* dst = q == 0 ? pg : pb;
-    for (int i = threadIdx.x; i < H; i += kThreads) dst[i] = s_sum[i];
+    for (int i = threadIdx.x; i < H; i += kCta) dst[i] = s_sum[i];
     __syncthreads();  // s_sum is rewritten for dbeta
   }
 }
 
 /// Stage 1 (vector path, the row held in registers). See the file comment.
-__global__ void __launch_bounds__(kThreads, LNB_MIN_BLOCKS)
+__global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
     ln_bwd_rows_vec(const uint4* __restrict__ dy, const uint4* __restrict__ x, const float* __restrict__ mean,
                     const float* __restrict__ rstd, const float* __restrict__ gamma, uint4* __restrict__ dx,
                     float* __restrict__ part_g, float* __restrict__ part_b, int64_t T, int H, int team_width,
                     int64_t rows_per_cta) {
   extern __shared__ float4 smem_v[];  // gamma[H], then (when the CTA has several teams) sum[H];
   float* smem = reinterpret_cast<float*>(smem_v);  // float4: 16-byte aligned for the vector reads
-  __shared__ float2 red[2][kWarps];  // (a, b) per warp, double-buffered across iterations
+  __shared__ float2 red[2][kCtaWarps];  // (a, b) per warp, double-buffered across iterations
   float* s_gamma = smem;
   const int nvec = H / 8;
-  const int teams = kThreads / team_width;
+  const int teams = kCta / team_width;
   const int team = threadIdx.x / team_width, tl = threadIdx.x % team_width;
   const int warps_per_team = team_width / 32;
   const float inv_h = 1.0f / static_cast<float>(H);
   pdl_launch_dependents();  // stage 2 may launch now; it waits for this grid's completion
 
-  for (int i = threadIdx.x; i < H; i += kThreads) s_gamma[i] = gamma[i];
+  for (int i = threadIdx.x; i < H; i += kCta) s_gamma[i] = gamma[i];
   __syncthreads();
 
   float acc_g[kMaxVec][8], acc_b[kMaxVec][8];
@@ -339,6 +355,7 @@ __global__ void __launch_bounds__(kThreads, LNB_MIN_BLOCKS)
 #if LNB_RING
 constexpr int kStages = LNB_RING;  ///< rows of each team in the shared-memory ring
 static_assert(kStages >= 2 && kStages <= 4, "LNB_RING: 2 to 4 stages");
+static_assert(kCta / 64 < 16, "a named barrier per team of several warps: ids 1..15");
 
 /// cp.async: a thread's own 16-byte (L2 only, .cg) or 4-byte copy from global to shared memory.
 /// The issuing thread sees the bytes after its cp.async.wait_group; no other thread reads them.
@@ -365,37 +382,38 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
-/// Shared memory of the ring kernel: gamma[H] | ring[kStages][2 tensors][vpt][kThreads] uint4 |
-/// stats[kStages][kWarps] (mean, rstd). The team sums of write_partials reuse the ring.
+/// Shared memory of the ring kernel: gamma[H] | ring[kStages][2 tensors][vpt][kCta] uint4 |
+/// stats[kStages][kCtaWarps] (mean, rstd). The team sums of write_partials reuse the ring.
 size_t ring_smem_bytes(int64_t H, int vpt) {
-  return static_cast<size_t>(H) * sizeof(float) + size_t{kStages} * 2 * vpt * kThreads * sizeof(uint4) +
-         size_t{kStages} * kWarps * sizeof(float2);
+  return static_cast<size_t>(H) * sizeof(float) + size_t{kStages} * 2 * vpt * kCta * sizeof(uint4) +
+         size_t{kStages} * kCtaWarps * sizeof(float2);
 }
 
 /// Stage 1 (vector path, rows prefetched into shared memory). The same teams, bands, arithmetic
 /// and partials as ln_bwd_rows_vec, but a thread copies its vectors of the next kStages rows with
 /// cp.async into its own slots of a ring, so that kStages - 1 rows per team are in flight while
 /// it works on one, and the registers hold only the column partials and the vector in use: the
-/// bytes in flight per SM no longer depend on the registers left after the 64 accumulators.
-__global__ void __launch_bounds__(kThreads, LNB_MIN_BLOCKS)
+/// bytes in flight per SM no longer depend on the registers left after the 64 accumulators. Teams
+/// of several warps meet at their own named barrier, not the CTA's (team_sums<true>).
+__global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
     ln_bwd_rows_ring(const uint4* __restrict__ dy, const uint4* __restrict__ x, const float* __restrict__ mean,
                      const float* __restrict__ rstd, const float* __restrict__ gamma, uint4* __restrict__ dx,
                      float* __restrict__ part_g, float* __restrict__ part_b, int64_t T, int H, int team_width,
                      int64_t rows_per_cta) {
   extern __shared__ float4 smem_v[];
-  __shared__ float2 red[2][kWarps];
+  __shared__ float2 red[2][kCtaWarps];
   const int nvec = H / 8;
   const int vpt = (nvec + team_width - 1) / team_width;  // vectors per thread per tensor (<= kMaxVec)
   float* s_gamma = reinterpret_cast<float*>(smem_v);
   uint4* ring = reinterpret_cast<uint4*>(s_gamma + H);  // H % 8 == 0: 16-byte aligned
-  float2* stats = reinterpret_cast<float2*>(ring + kStages * 2 * vpt * kThreads);
-  const int teams = kThreads / team_width;
+  float2* stats = reinterpret_cast<float2*>(ring + kStages * 2 * vpt * kCta);
+  const int teams = kCta / team_width;
   const int team = threadIdx.x / team_width, tl = threadIdx.x % team_width;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warps_per_team = team_width / 32;
   const float inv_h = 1.0f / static_cast<float>(H);
   // slot of (stage s, tensor q: 0 dy, 1 x, vector k) for this thread: consecutive threads, consecutive 16 B
-  auto slot = [&](int s, int q, int k) { return ring + ((s * 2 + q) * vpt + k) * kThreads + threadIdx.x; };
+  auto slot = [&](int s, int q, int k) { return ring + ((s * 2 + q) * vpt + k) * kCta + threadIdx.x; };
   pdl_launch_dependents();
 
   const int64_t row0 = static_cast<int64_t>(blockIdx.x) * rows_per_cta;
@@ -414,8 +432,8 @@ __global__ void __launch_bounds__(kThreads, LNB_MIN_BLOCKS)
         }
       }
       if (lane == 0) {  // one copy per warp, shared by shuffle
-        cp_async4(&stats[s * kWarps + warp].x, mean + row);
-        cp_async4(&stats[s * kWarps + warp].y, rstd + row);
+        cp_async4(&stats[s * kCtaWarps + warp].x, mean + row);
+        cp_async4(&stats[s * kCtaWarps + warp].y, rstd + row);
       }
     }
     cp_async_commit();
@@ -423,7 +441,7 @@ __global__ void __launch_bounds__(kThreads, LNB_MIN_BLOCKS)
 #pragma unroll
   for (int s = 0; s < kStages; ++s) prefetch(s, s);
 
-  for (int i = threadIdx.x; i < H; i += kThreads) s_gamma[i] = gamma[i];
+  for (int i = threadIdx.x; i < H; i += kCta) s_gamma[i] = gamma[i];
   __syncthreads();
 
   float acc_g[kMaxVec][8], acc_b[kMaxVec][8];
@@ -438,7 +456,7 @@ __global__ void __launch_bounds__(kThreads, LNB_MIN_BLOCKS)
     const bool active = row < row_end;  // uniform within a team; every thread reaches the barrier
     cp_async_wait<kStages - 1>();       // this thread's group of row `it` has landed
     float2 st = make_float2(0.f, 0.f);
-    if (active && lane == 0) st = stats[s * kWarps + warp];
+    if (active && lane == 0) st = stats[s * kCtaWarps + warp];
     const float mu = __shfl_sync(0xffffffffu, st.x, 0), rs = __shfl_sync(0xffffffffu, st.y, 0);
     float a = 0.f, b = 0.f;
     if (active) {
@@ -448,7 +466,7 @@ __global__ void __launch_bounds__(kThreads, LNB_MIN_BLOCKS)
         if (v < nvec) accumulate_vec(lds128(slot(s, 0, k)), lds128(slot(s, 1, k)), Gamma8(s_gamma, v), mu, rs, a, b, acc_g[k], acc_b[k]);
       }
     }
-    team_sums(a, b, red, it, team, warps_per_team);
+    team_sums<true>(a, b, red, it, team, warps_per_team);
     if (active) {
       const float ca = rs * a * inv_h, cb = rs * b * inv_h;
 #pragma unroll
@@ -572,14 +590,14 @@ Buffers carve(d2k::Workspace& ws, int64_t T, int64_t H) {
 }
 
 size_t vec_smem_bytes(int64_t H, int team_width) {
-  return static_cast<size_t>(H) * sizeof(float) * (team_width < kThreads ? 2 : 1);
+  return static_cast<size_t>(H) * sizeof(float) * (team_width < kCta ? 2 : 1);
 }
 
 /// Bands for stage 1: G = min(resident CTAs, kMaxParts, rows / teams), B = ceil(T / G).
 Plan plan_vec(int64_t T, int64_t H, int resident) {
   Plan p;
   p.team_width = team_width_for(H / 8);
-  const int64_t teams = kThreads / p.team_width;
+  const int64_t teams = kCta / p.team_width;
   const int64_t want = std::max<int64_t>(1, std::min<int64_t>({int64_t{resident}, kMaxParts, (T + teams - 1) / teams}));
   p.rows_per_cta = (T + want - 1) / want;
   p.ctas = (T + p.rows_per_cta - 1) / p.rows_per_cta;
@@ -649,9 +667,9 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
       int dev = 0, sms = 0, per_sm = 0;
       D2K_CUDA_TRY(args, cudaGetDevice(&dev));
       D2K_CUDA_TRY(args, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-      D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, rows_kernel, kThreads, smem));
+      D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, rows_kernel, kCta, smem));
       const Plan p = plan_vec(T, H, std::max(1, sms * per_sm));
-      rows_kernel<<<static_cast<unsigned>(p.ctas), kThreads, smem, stream>>>(
+      rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
           reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
           reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width,
           p.rows_per_cta);

@@ -44,7 +44,7 @@ constexpr int kMaxVec = 4;
 constexpr std::int64_t kMaxParts = 1024;
 constexpr int kFallbackParts = 256;
 constexpr int kResident = 264;  // the H200: 132 SMs x 2 CTAs of stage 1
-constexpr int kResidentOnePerSm = 132;  // a stage 1 of one CTA per SM (variants occ1, ring3/ring4 at long H)
+constexpr int kResidentOnePerSm = 132;  // a stage 1 of one CTA per SM (variants occ1, ring3/ring4 at long H, ring3_512)
 
 struct Inputs {
   const HostTensor *dy, *x, *mean, *rstd, *gamma;
@@ -67,6 +67,7 @@ struct Emulator {
   Variant v;
   Inputs in;
   std::int64_t resident = kResident;  ///< stage 1's CTAs on the device (the number of bands)
+  std::int64_t cta = kThreads;        ///< threads per CTA of stage 1: its teams are summed in team order
 
   float bf(const HostTensor& t, std::int64_t i) const { return bf16_at(t, i); }
   float mean(std::int64_t t) const { return in.mean->as<float>()[t]; }
@@ -167,7 +168,7 @@ struct Emulator {
     }
     std::vector<float> pg, pb;
     if (vector_path()) {
-      const std::int64_t teams = kThreads / team_width();
+      const std::int64_t teams = cta / team_width();
       const std::int64_t want =
           std::max<std::int64_t>(1, std::min<std::int64_t>({resident, kMaxParts, (T + teams - 1) / teams}));
       const std::int64_t rows = (T + want - 1) / want;
@@ -230,9 +231,9 @@ struct Verdict {
   CompareResult dx, dgamma, dbeta;
 };
 
-Verdict judge_variant(Variant v, const Case& c, std::int64_t resident = kResident) {
+Verdict judge_variant(Variant v, const Case& c, std::int64_t resident = kResident, std::int64_t cta = kThreads) {
   const Inputs in{&c.in("dy"), &c.in("x"), &c.in("mean"), &c.in("rstd"), &c.in("gamma"), c.axis("T"), c.axis("H")};
-  const std::vector<HostTensor> out = Emulator{v, in, resident}.run(c);
+  const std::vector<HostTensor> out = Emulator{v, in, resident, cta}.run(c);
   auto cmp = [&](const std::string& name) {
     const std::size_t i = c.out_index(name);
     return compare(c.plan.outputs.at(i).cmp, c.expected.at(i), out.at(i));
@@ -295,24 +296,30 @@ TEST_F(LayerNormBackwardTolerance, HonestFp32PassesEveryCheckWorkload) {
     }
 }
 
-/// The bands follow the resident CTA count: one CTA per SM (a variant whose stage 1 takes more
-/// shared memory or registers) gives fewer, longer bands and another summation order. It must pass
-/// too, and on the many-short-rows workload it is another order indeed (the partials differ).
+/// The bands follow the resident CTA count and the teams per CTA: one CTA of 256 threads per SM
+/// (a variant whose stage 1 takes more shared memory or registers) gives fewer, longer bands, and
+/// one CTA of 512 threads per SM (ring3_512) sums twice the teams into each band; both are other
+/// summation orders. They must pass too, and on the many-short-rows workload they are other orders
+/// indeed (some columns differ between the default, 256 threads at one CTA per SM, and 512).
 TEST_F(LayerNormBackwardTolerance, ExpertPassesWithOneCtaPerSm) {
-  for (const Case& c : *cases_) {
-    const Verdict r = judge_variant(Variant::kExpert, c, kResidentOnePerSm);
-    print("expert 1/SM", c, r);
-    EXPECT_TRUE(r.dx.passed) << c.plan.workload.uuid << ": " << r.dx.message;
-    EXPECT_TRUE(r.dgamma.passed) << c.plan.workload.uuid << ": " << r.dgamma.message;
-    EXPECT_TRUE(r.dbeta.passed) << c.plan.workload.uuid << ": " << r.dbeta.message;
-  }
   const Case& many = by_uuid("check-2053x64");
   const Inputs in{&many.in("dy"), &many.in("x"), &many.in("mean"), &many.in("rstd"), &many.in("gamma"),
                   many.axis("T"), many.axis("H")};
-  const Emulator two{Variant::kExpert, in, kResident}, one{Variant::kExpert, in, kResidentOnePerSm};
-  int differ = 0;
-  for (std::int64_t h = 0; h < in.H; ++h) differ += two.column(h) != one.column(h);
-  EXPECT_GT(differ, 0) << "132 and 264 bands summed every column of 2053x64 identically";
+  Emulator before{Variant::kExpert, in};  // each configuration is compared with the one before it
+  for (const std::int64_t cta : {std::int64_t{kThreads}, std::int64_t{2 * kThreads}}) {
+    for (const Case& c : *cases_) {
+      const Verdict r = judge_variant(Variant::kExpert, c, kResidentOnePerSm, cta);
+      print(cta == kThreads ? "expert 1/SM" : "expert 1x512", c, r);
+      EXPECT_TRUE(r.dx.passed) << c.plan.workload.uuid << " cta " << cta << ": " << r.dx.message;
+      EXPECT_TRUE(r.dgamma.passed) << c.plan.workload.uuid << " cta " << cta << ": " << r.dgamma.message;
+      EXPECT_TRUE(r.dbeta.passed) << c.plan.workload.uuid << " cta " << cta << ": " << r.dbeta.message;
+    }
+    const Emulator one{Variant::kExpert, in, kResidentOnePerSm, cta};
+    int differ = 0;
+    for (std::int64_t h = 0; h < in.H; ++h) differ += before.column(h) != one.column(h);
+    EXPECT_GT(differ, 0) << "one CTA of " << cta << " threads per SM summed every column of 2053x64 as before";
+    before = one;
+  }
 }
 
 /// Cheaper dx arithmetic is rejected on every workload large enough to show it (H = 1 and H = 8
