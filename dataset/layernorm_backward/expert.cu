@@ -49,15 +49,17 @@
 // stage 2 after it, off the DRAM stream; static bands, which cannot hand rows from a slow SM to a
 // fast one (dynamic scheduling would make dgamma's summation order depend on timing).
 // Variants for the next run (the `%VARIANT%` lines below):
-//   e. ring2/ring3/ring4 (chosen to attack the first cost): each thread cp.asyncs its own vectors
-//      of its team's next S rows into an S-stage shared-memory ring and waits only for the row it
-//      is about to use, so S - 1 rows per team stay in flight through the sums, barrier and dx of
-//      the current one; registers hold the partials and one vector. Plain dx stores. Arithmetic,
-//      bands and partials as in ln_bwd_rows_vec (bit-identical for the same number of CTAs).
-//      Shared memory per CTA 4H + S x 32 KB (24 KB at H = 6144): ring3 keeps two CTAs per SM up
-//      to H = 6144 (128 KB in flight per SM at H = 1024 and 4096) and one at H = 8192 (64 KB,
-//      half the partial rows); ring2 two CTAs everywhere (64 KB); ring4 one CTA (72-96 KB, half
-//      the partial rows).
+//   e. ring2/ring3/ring4/ring3_512 (chosen to attack the first cost): each thread cp.asyncs its
+//      own vectors of its team's next S rows into an S-stage shared-memory ring and waits only for
+//      the row it is about to use, so S - 1 rows per team stay in flight through the sums, barrier
+//      and dx of the current one; registers hold the partials and one vector; a team of several
+//      warps meets at its own named barrier; plain dx stores. Arithmetic, bands and partials as in
+//      ln_bwd_rows_vec (bit-identical for the same CTA count and size). Shared memory per CTA
+//      4H + S x 32 KB (24 KB at H = 6144) per 256 threads: ring3 keeps two CTAs per SM up to
+//      H = 6144 (128 KB in flight per SM at H = 1024 and 4096) and one at H = 8192 (64 KB, half
+//      the partial rows); ring2 two CTAs everywhere (64 KB); ring4 one CTA (72-96 KB, half the
+//      partial rows); ring3_512 one CTA of 512 threads (twice the teams: 96-128 KB in flight, 16
+//      warps, half the partial rows at every shape, up to 224 KB of shared memory at H = 8192).
 //   f. plain_loads: the register kernel without the .cs hints (the second cost alone).
 // Considered and not built: prefetching the next row into registers (64 more registers: one CTA
 // of 8 warps per SM, 32 KB in flight); the partials in shared memory instead of registers (16 B of
