@@ -76,7 +76,9 @@ fi
 
 # SASS of the expert: what design.json's "recognise" fields name.
 sass_counts "(LDG|STG|LDS|STS)\.E?\.?[0-9A-Z.]*128[A-Z.]*|SHFL\.BFLY|F2FP\.BF16[A-Z0-9.]*|ATOM[A-Z.]*|RED\.[A-Z.]*|BAR\.SYNC[A-Z.]*"
-# The ring kernel: cp.async into shared memory, 16-byte reads back, no local memory (spills).
-sass_counts --so expert_ring3 "LDGSTS[A-Z0-9.]*|LDS\.128|DEPBAR[A-Z.]*|STG\.E[A-Z.]*128" "LDGSTS" "LDL|STL"
+# The ring kernels: cp.async into shared memory, 16-byte reads back, no local memory (spills).
+for v in $(built_variants | grep '^ring'); do
+  sass_counts --so "expert_$v" "LDGSTS[A-Z0-9.]*|LDS\.128|DEPBAR[A-Z.]*|STG\.E[A-Z.]*128" "LDGSTS" "LDL|STL"
+done
 echo "t-lnb: $fails failure(s)"
 exit "$fails"
