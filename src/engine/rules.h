@@ -121,6 +121,7 @@ struct ParentTiming {
   std::size_t calls = 0;   ///< calls in all batches, each into its own freshly poisoned outputs
   std::size_t batches = 0; ///< batches whose times add up to batch_s
   double after_clock_s = 0;  ///< the parent's checking after the clock stopped (the confirming counts)
+  double reply_s = 0;  ///< when the worker's replies came, all batches, on the parent's clock (evidence only: not trusted)
   double per_call_s() const;
 };
 
@@ -137,6 +138,12 @@ struct TimeVerdict {
 /// its host work, which honest programs have (fused_adamw's PyTorch program, 300 tensor views a
 /// call: 0.48 of the parent's figure on the H200, docs/isolation.md); the forgery gains nothing.
 TimeVerdict bound_time(double worker_median_s, const ParentTiming& p, bool host_paced = false);
+
+/// Whether a batch is host-paced: the target's track runs an interpreter, or the batch ran without
+/// a graph (a call that cannot be captured: the worker's loop then runs the candidate's host code
+/// between launches, which the worker's samples hide behind the blocking kernel). A candidate that
+/// breaks capture on purpose gains nothing: the parent's figure is what scores.
+inline bool host_paced_batch(bool track_host_paced, bool graph) { return track_host_paced || !graph; }
 
 /// batch_outputs: every call of a batch must have written its own outputs (`unwritten` lists the
 /// calls whose outputs still held poison when the parent looked).

@@ -196,6 +196,20 @@ TEST(Rules, BoundTimeOfAHostPacedTargetReportsTheParentFigure) {
   EXPECT_TRUE(bound_time(10.1e-6, p, false).violation);  // a compiled target: still REWARD_HACK
 }
 
+// A compiled call that cannot be captured runs back to back from the worker's loop, its host code
+// between launches: fused_adamw's expert at 5000 tensors ran at 0.45 of the parent's figure on
+// the H200. Such a batch is bounded as a host-paced one; a captured batch is not.
+TEST(Rules, ABatchWithoutAGraphIsHostPaced) {
+  EXPECT_TRUE(host_paced_batch(false, false));
+  EXPECT_TRUE(host_paced_batch(true, true));
+  EXPECT_FALSE(host_paced_batch(false, true));
+  ParentTiming p{0.2, 0.0, 10000};  // 20 us per call
+  TimeVerdict uncaptured = bound_time(9.0e-6, p, host_paced_batch(false, false));
+  EXPECT_FALSE(uncaptured.violation);
+  EXPECT_EQ(uncaptured.source, "parent");
+  EXPECT_TRUE(bound_time(9.0e-6, p, host_paced_batch(false, true)).violation);
+}
+
 TEST(Rules, ParentCheckTimeIsTakenOffButNotBelowZero) {
   ParentTiming p{0.2, 0.05, 1000};
   EXPECT_DOUBLE_EQ(p.per_call_s(), 150e-6);
