@@ -465,7 +465,9 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
 #pragma unroll
       for (int k = 0; k < kMaxVec; ++k) {
         const int v = tl + k * team_width;
-        if (v < nvec) accumulate_vec(lds128(slot(s, 0, k)), lds128(slot(s, 1, k)), Gamma8(s_gamma, v), mu, rs, a, b, acc_g[k], acc_b[k]);
+        if (v < nvec)
+          accumulate_vec(lds128(slot(s, 0, k)), lds128(slot(s, 1, k)), Gamma8(s_gamma, v), mu, rs, a, b, acc_g[k],
+                         acc_b[k]);
       }
     }
     team_sums<true>(a, b, red, it, team, warps_per_team);
@@ -475,7 +477,8 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
       for (int k = 0; k < kMaxVec; ++k) {
         const int v = tl + k * team_width;
         if (v < nvec)
-          store_stream(dx + row * nvec + v, dx_vec(lds128(slot(s, 0, k)), lds128(slot(s, 1, k)), Gamma8(s_gamma, v), mu, rs, ca, cb));
+          store_stream(dx + row * nvec + v,
+                       dx_vec(lds128(slot(s, 0, k)), lds128(slot(s, 1, k)), Gamma8(s_gamma, v), mu, rs, ca, cb));
       }
     }
     prefetch(it + kStages, s);  // into the slots just read (this thread's own)
