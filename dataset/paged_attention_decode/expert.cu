@@ -90,7 +90,7 @@ constexpr int kLanesPerRow = 16;                     // 16 lanes x 8 bf16 = one 
 constexpr int kElems = kD / kLanesPerRow;            // 8 elements per lane
 constexpr int kStreams = kThreads / kLanesPerRow;    // 8 token streams per CTA
 constexpr int kUnroll = paged_decode::kStepTokens / kStreams;  // 4 tokens per stream per step
-constexpr int kMinCtasPerSm = 4;
+[[maybe_unused]] constexpr int kMinCtasPerSm = 4;  // the CUDA-core form's launch bound
 static_assert(kStreams * kUnroll == paged_decode::kStepTokens, "a CTA step is split_plan.h's");
 static_assert(kThreads == kD, "the merge gives each thread one d");
 
@@ -110,6 +110,7 @@ struct Params {
   int64_t split_tokens;
 };
 
+#if !PAGED_MMA
 __device__ __forceinline__ void bf16x8_to_float(const uint4& r, float* f) {
   const uint32_t w[4] = {r.x, r.y, r.z, r.w};
 #pragma unroll
@@ -118,6 +119,7 @@ __device__ __forceinline__ void bf16x8_to_float(const uint4& r, float* f) {
     f[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
   }
 }
+#endif
 
 #if PAGED_CP_ASYNC
 /// 16-byte asynchronous copy global -> shared, L1 bypassed (LDGSTS).
@@ -151,6 +153,7 @@ __device__ void merge_head(const Params& p, int64_t bh, int d) {
   p.o[bh * kD + d] = __float2bfloat16_rn(den > 0.f ? num / den : 0.f);
 }
 
+#if !PAGED_MMA  // the CUDA-core form (the default, merge_fused, cp_async)
 /// One stream's running softmax for the 4 query heads over the 8 elements of its lane.
 struct StreamState {
   float m[kGroup], l[kGroup], acc[kGroup][kElems];
@@ -363,6 +366,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) split_kv_decode(Param
   __threadfence();
   for (int h = 0; h < kGroup; ++h) merge_head(p, static_cast<int64_t>(b) * kHq + g * kGroup + h, d);
 }
+#endif  // !PAGED_MMA
 
 /// The separate merge (the default; variant merge_fused merges in the decode kernel instead): a CTA
 /// per (b, query head).
