@@ -32,11 +32,11 @@
 // the fused one variant merge_fused. splits_fixed16 was dropped (slower on every row).
 //
 // Why the default is still at ~65% of SOL (diagnosis from the SASS, no counters): it is issue-
-// bound. The loop body of split_kv_decode is ~950 SASS instructions per 32-token step of a warp
-// (its two half-warp streams take 4 tokens each: 32 FFMA for the 4 dot products and 32 for the 4
-// accumulations per lane and token, 64 SHFL + 64 FADD per step for the 4-level butterflies of
-// 4 heads x 4 tokens, bf16 widening, exp2, rescales), so ~1,900 warp instructions per 16-token
-// page of one KV head (8 KB). At the calibrated 4.28 TB/s an SM must take 16.4 B a cycle, 500
+// bound. The loop body of split_kv_decode is ~950 SASS instructions per step of a warp, which
+// takes 8 of the CTA's 32 tokens (two half-warp streams of 4: 32 FFMA for the 4 dot products and
+// 32 for the 4 accumulations per lane and token, 64 SHFL + 64 FADD per step for the 4-level
+// butterflies of 4 heads x 4 tokens, bf16 widening, exp2, rescales): ~1,900 warp instructions
+// per 16-token page of one KV head (8 KB). At the calibrated 4.28 TB/s an SM must take 16.4 B a cycle, 500
 // cycles and 2,000 issue slots (4 schedulers) per 8 KB: at SOL the arithmetic would need ~95% of
 // every issue slot, and between its bursts of arithmetic a warp has no loads in flight. The split
 // count is not the limit (splits_fixed16 was slower; the occupancy rule gives 4-8 waves); the
