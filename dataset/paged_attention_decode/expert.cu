@@ -61,6 +61,7 @@
 #include <string>
 
 #include "d2k/solution.h"
+#include "mma_layout.h"
 #include "split_plan.h"
 
 #ifndef PAGED_MERGE_FUSED
@@ -402,10 +403,6 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ uint32_t word(const uint4& v, int w) {
-  return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
-}
-
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const uint32_t*>(&h);
@@ -423,26 +420,33 @@ struct PageFrag {
 /// by compile-time steps, so a page costs two 64-bit addresses, not 16.
 struct LaneRows {
   int k, v;
+  __device__ explicit LaneRows(int lane)
+      : k(paged_mma::k_token(lane, 0) * kRowVecs + paged_mma::k_chunk(lane, 0)),
+        v(paged_mma::v_token(lane, 0) * kRowVecs + paged_mma::v_chunk(lane, 0)) {}
 };
 
-__device__ __forceinline__ void load_page(PageFrag& f, const Params& p, int64_t page, int rem, int g, int r, int j,
+__device__ __forceinline__ void load_page(PageFrag& f, const Params& p, int64_t page, int rem, int g, int lane,
                                           const LaneRows& lr) {
+  using namespace paged_mma;
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
   const int64_t base = (page * kPage * kHkv + g) * (kD / kElems);
-  const uint4* kp = p.k_cache + base + lr.k;  // token r, chunk j
-  const uint4* vp = p.v_cache + base + lr.v;  // token 2j, chunk r
+  const uint4* kp = p.k_cache + base + lr.k;  // the lane's first K row and chunk
+  const uint4* vp = p.v_cache + base + lr.v;  // its first V row and chunk
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt) {
-    const bool ok = nt * 8 + r < rem;
+    const bool ok = k_token(lane, nt) < rem;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) f.k[nt][i] = ok ? __ldcs(kp + nt * 8 * kRowVecs + 4 * i) : zero;
+    for (int i = 0; i < 4; ++i)
+      f.k[nt][i] = ok ? __ldcs(kp + (k_token(lane, nt) - k_token(lane, 0)) * kRowVecs + k_chunk(lane, i) - k_chunk(lane, 0))
+                      : zero;
   }
 #pragma unroll
   for (int u = 0; u < 4; ++u) {
-    const int dt = (u & 1) + 8 * (u >> 1);  // tokens 2j, 2j + 1, 2j + 8, 2j + 9
-    const bool ok = 2 * j + dt < rem;
+    const bool ok = v_token(lane, u) < rem;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) f.v[u][h] = ok ? __ldcs(vp + dt * kRowVecs + 8 * h) : zero;
+    for (int h = 0; h < 2; ++h)
+      f.v[u][h] = ok ? __ldcs(vp + (v_token(lane, u) - v_token(lane, 0)) * kRowVecs + v_chunk(lane, h) - v_chunk(lane, 0))
+                     : zero;
   }
 }
 
@@ -453,7 +457,8 @@ struct MmaState {
 };
 
 __device__ __forceinline__ void consume_page(MmaState& st, const PageFrag& f, const uint4 (&qa)[4], float scale_log2,
-                                             int rem, int j) {
+                                             int rem, int lane) {
+  using namespace paged_mma;
   // S^T = Q K^T; two accumulators per n-tile halve the dependent chain of 8 k-steps.
   float s[2][2][4] = {};
 #pragma unroll
@@ -470,7 +475,7 @@ __device__ __forceinline__ void consume_page(MmaState& st, const PageFrag& f, co
   for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
     for (int c = 0; c < 2; ++c) {
-      const bool ok = nt * 8 + 2 * j + c < rem;
+      const bool ok = s_token(lane, nt, c) < rem;
       sc[nt][c] = ok ? (s[nt][0][c] + s[nt][1][c]) * scale_log2 : -INFINITY;
       mx = fmaxf(mx, sc[nt][c]);
     }
@@ -491,23 +496,19 @@ __device__ __forceinline__ void consume_page(MmaState& st, const PageFrag& f, co
   }
   st.l = st.l * corr + psum;
   // The factors of O^T's columns 2j, 2j + 1 live in the lanes of heads 2j, 2j + 1.
-  const float corr0 = __shfl_sync(0xFFFFFFFFu, corr, (8 * j) & 31);
-  const float corr1 = __shfl_sync(0xFFFFFFFFu, corr, (8 * j + 4) & 31);
+  const float corr0 = __shfl_sync(0xFFFFFFFFu, corr, 4 * o_head(lane, 0));
+  const float corr1 = __shfl_sync(0xFFFFFFFFu, corr, 4 * o_head(lane, 1));
   // O^T += V^T P^T: m-tile e; A rows r and r + 8 are d 8r + e and 64 + 8r + e.
 #pragma unroll
   for (int e = 0; e < 8; ++e) {
-    const uint32_t sel = (e & 1) ? 0x7632u : 0x5410u;  // the high or the low bf16 of each word
-    const int w = e / 2;
-    const uint32_t a0 = __byte_perm(word(f.v[0][0], w), word(f.v[1][0], w), sel);  // d 8r + e, tokens 2j, 2j + 1
-    const uint32_t a1 = __byte_perm(word(f.v[0][1], w), word(f.v[1][1], w), sel);  // d 64 + 8r + e
-    const uint32_t a2 = __byte_perm(word(f.v[2][0], w), word(f.v[3][0], w), sel);  // tokens 2j + 8, 2j + 9
-    const uint32_t a3 = __byte_perm(word(f.v[2][1], w), word(f.v[3][1], w), sel);
+    uint32_t a[4];
+    v_frag(f.v, e, a);  // byte permutes (PRMT) pairing two tokens' bf16
     st.acc[e][0] *= corr0;
     st.acc[e][1] *= corr1;
     st.acc[e][2] *= corr0;
     st.acc[e][3] *= corr1;
-    mma_bf16(st.acc[e], a0, a1, a2, a3, ph[0], ph[1]);
-    mma_bf16(st.acc[e], a0, a1, a2, a3, pl[0], pl[1]);
+    mma_bf16(st.acc[e], a[0], a[1], a[2], a[3], ph[0], ph[1]);
+    mma_bf16(st.acc[e], a[0], a[1], a[2], a[3], pl[0], pl[1]);
   }
 }
 
@@ -523,7 +524,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinCtasPerSm) split_kv_decode
   uint4 qa[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i)
-    qa[i] = r < kGroup ? *reinterpret_cast<const uint4*>(p.q + (bh0 + r) * kD + 8 * (4 * i + j))
+    qa[i] = r < kGroup ? *reinterpret_cast<const uint4*>(p.q + (bh0 + r) * kD + kElems * paged_mma::k_chunk(lane, i))
                        : make_uint4(0u, 0u, 0u, 0u);
   MmaState st;
   st.m = -INFINITY;
@@ -537,7 +538,7 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinCtasPerSm) split_kv_decode
   // next page's id is read a page ahead, off the path of the K/V loads. rem_of: the page's tokens
   // inside the split (16 but on the last page).
   const int32_t* pages = p.block_table + b * p.P;
-  const LaneRows lr{r * kRowVecs + j, 2 * j * kRowVecs + r};
+  const LaneRows lr(lane);
   const int64_t pg_end = (t_end + kPage - 1) / kPage;
   int64_t pg = t_begin / kPage;
   auto rem_of = [&](int64_t q) { return static_cast<int>(min(t_end - q * kPage, int64_t{kPage})); };
@@ -546,13 +547,13 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinCtasPerSm) split_kv_decode
   // Variant mma_prefetch: the next page's rows are in flight while this one is consumed; past the
   // last page the next fragment is zeros (rem <= 0: nothing read).
   PageFrag cur;
-  load_page(cur, p, page, pg < pg_end ? rem_of(pg) : 0, g, r, j, lr);
+  load_page(cur, p, page, pg < pg_end ? rem_of(pg) : 0, g, lane, lr);
   int64_t next = pg + 1 < pg_end ? __ldg(pages + pg + 1) : 0;
   for (; pg < pg_end; ++pg) {
     const int64_t after = pg + 2 < pg_end ? __ldg(pages + pg + 2) : 0;
     PageFrag nxt;
-    load_page(nxt, p, next, pg + 1 < pg_end ? rem_of(pg + 1) : 0, g, r, j, lr);
-    consume_page(st, cur, qa, p.scale_log2, rem_of(pg), j);
+    load_page(nxt, p, next, pg + 1 < pg_end ? rem_of(pg + 1) : 0, g, lane, lr);
+    consume_page(st, cur, qa, p.scale_log2, rem_of(pg), lane);
     cur = nxt;
     next = after;
   }
@@ -560,8 +561,8 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinCtasPerSm) split_kv_decode
   for (; pg < pg_end; ++pg) {
     const int64_t next = pg + 1 < pg_end ? __ldg(pages + pg + 1) : 0;
     PageFrag f;
-    load_page(f, p, page, rem_of(pg), g, r, j, lr);
-    consume_page(st, f, qa, p.scale_log2, rem_of(pg), j);
+    load_page(f, p, page, rem_of(pg), g, lane, lr);
+    consume_page(st, f, qa, p.scale_log2, rem_of(pg), lane);
     page = next;
   }
 #endif
@@ -570,17 +571,17 @@ __global__ void __launch_bounds__(kMmaThreads, kMmaMinCtasPerSm) split_kv_decode
   // (r, j < 2) writes heads 2j, 2j + 1 at d 8r .. 8r + 7 and 64 + 8r .. 64 + 8r + 7.
   st.l += __shfl_xor_sync(0xFFFFFFFFu, st.l, 1);
   st.l += __shfl_xor_sync(0xFFFFFFFFu, st.l, 2);
-  const float l0 = __shfl_sync(0xFFFFFFFFu, st.l, (8 * j) & 31);
-  const float l1 = __shfl_sync(0xFFFFFFFFu, st.l, (8 * j + 4) & 31);
+  const float l0 = __shfl_sync(0xFFFFFFFFu, st.l, 4 * paged_mma::o_head(lane, 0));
+  const float l1 = __shfl_sync(0xFFFFFFFFu, st.l, 4 * paged_mma::o_head(lane, 1));
   if (p.splits > 1 && r < kGroup && j == 0)
     p.part_lse[(bh0 + r) * p.splits + split] = st.l > 0.f ? st.m + log2f(st.l) : -INFINITY;
-  if (j >= 2) return;
+  if (paged_mma::o_head(lane, 1) >= kGroup) return;  // lanes j >= 2: the zero columns
 #pragma unroll
   for (int c = 0; c < 4; ++c) {  // c: head 2j + c % 2, d from 64 (c / 2) + 8r
     const float l = c % 2 ? l1 : l0;
     const float inv = l > 0.f ? 1.f / l : 0.f;
-    const int64_t bh = bh0 + 2 * j + c % 2;
-    const int d0 = 64 * (c / 2) + 8 * r;
+    const int64_t bh = bh0 + paged_mma::o_head(lane, c);
+    const int d0 = paged_mma::o_dim(lane, c, 0);  // o_dim(lane, c, e) = d0 + e
     float v[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) v[e] = st.acc[e][c] * inv;
