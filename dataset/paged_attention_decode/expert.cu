@@ -44,10 +44,11 @@
 // Variants for the next run (not yet measured on the H200):
 //   mma: both products on the tensor cores (mma.sync m16n8k16, P as a bf16 high + low pair), the
 //     fragments straight from 16-byte global loads (no shared memory), a warp per (split, KV head):
-//     a loop body of ~320 SASS instructions per 8 KB page instead of ~1,900 (ptxas: 162
+//     a loop body of ~360 SASS instructions per 8 KB page instead of ~1,900 (ptxas: 164
 //     registers, no spills, 3 CTAs of 4 warps per SM, 8 KB in flight per warp and page).
-//   mma_prefetch: as mma with the next page's rows loaded while this one is consumed (210
-//     registers, 2 CTAs per SM: 16 KB a warp in flight).
+//     mma_layout.h holds the fragment layout (checked lane by lane on the host).
+//   mma_prefetch: as mma with the next page's rows loaded while this one is consumed (212
+//     registers, 2 CTAs per SM, ~390 instructions a page: 16 KB a warp in flight).
 //   cp_async: the CUDA-core form with a cp.async double buffer, now beside the separate merge.
 // %VARIANT% merge_fused -DPAGED_MERGE_FUSED=1
 // %VARIANT% cp_async -DPAGED_CP_ASYNC=1
