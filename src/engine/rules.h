@@ -121,7 +121,6 @@ struct ParentTiming {
   std::size_t calls = 0;   ///< calls in all batches, each into its own freshly poisoned outputs
   std::size_t batches = 0; ///< batches whose times add up to batch_s
   double after_clock_s = 0;  ///< the parent's checking after the clock stopped (the confirming counts)
-  double reply_s = 0;  ///< when the worker's replies came, all batches, on the parent's clock (evidence only: not trusted)
   double per_call_s() const;
 };
 

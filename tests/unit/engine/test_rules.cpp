@@ -197,8 +197,8 @@ TEST(Rules, BoundTimeOfAHostPacedTargetReportsTheParentFigure) {
 }
 
 // A compiled call that cannot be captured runs back to back from the worker's loop, its host code
-// between launches: fused_adamw's expert at 5000 tensors ran at 0.45 of the parent's figure on
-// the H200. Such a batch is bounded as a host-paced one; a captured batch is not.
+// between launches, as an interpreter's does. Such a batch is bounded as a host-paced one; a
+// captured batch is not.
 TEST(Rules, ABatchWithoutAGraphIsHostPaced) {
   EXPECT_TRUE(host_paced_batch(false, false));
   EXPECT_TRUE(host_paced_batch(true, true));
