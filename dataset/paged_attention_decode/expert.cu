@@ -36,11 +36,12 @@
 // takes 8 of the CTA's 32 tokens (two half-warp streams of 4: 32 FFMA for the 4 dot products and
 // 32 for the 4 accumulations per lane and token, 64 SHFL + 64 FADD per step for the 4-level
 // butterflies of 4 heads x 4 tokens, bf16 widening, exp2, rescales): ~1,900 warp instructions
-// per 16-token page of one KV head (8 KB). At the calibrated 4.28 TB/s an SM must take 16.4 B a cycle, 500
-// cycles and 2,000 issue slots (4 schedulers) per 8 KB: at SOL the arithmetic would need ~95% of
-// every issue slot, and between its bursts of arithmetic a warp has no loads in flight. The split
-// count is not the limit (splits_fixed16 was slower; the occupancy rule gives 4-8 waves); the
-// page-table reads are one broadcast load per 16 tokens, a step ahead.
+// per 16-token page of one KV head (8 KB). At the calibrated 4.28 TB/s an SM must take 16.4 B a
+// cycle, so it has 500 cycles and 2,000 issue slots (4 schedulers) per 8 KB: at SOL the
+// arithmetic would need ~95% of every issue slot, and between its bursts of arithmetic a warp
+// has no loads in flight. The split count is not the limit (splits_fixed16 was slower; the
+// occupancy rule gives 4-8 waves); the page-table reads are one broadcast load per 16 tokens, a
+// step ahead.
 // Variants for the next run (not yet measured on the H200):
 //   mma: both products on the tensor cores (mma.sync m16n8k16, P as a bf16 high + low pair), the
 //     fragments straight from 16-byte global loads (no shared memory), a warp per (split, KV head):
@@ -88,11 +89,11 @@ namespace {
 
 constexpr int kHq = 32, kHkv = 8, kGroup = kHq / kHkv, kD = 128, kPage = 16;
 constexpr int kThreads = 128;
-constexpr int kLanesPerRow = 16;                     // 16 lanes x 8 bf16 = one D = 128 row
-constexpr int kElems = kD / kLanesPerRow;            // 8 elements per lane
-constexpr int kStreams = kThreads / kLanesPerRow;    // 8 token streams per CTA
+constexpr int kLanesPerRow = 16;                               // 16 lanes x 8 bf16 = one D = 128 row
+constexpr int kElems = kD / kLanesPerRow;                      // 8 elements per lane
+constexpr int kStreams = kThreads / kLanesPerRow;              // 8 token streams per CTA
 constexpr int kUnroll = paged_decode::kStepTokens / kStreams;  // 4 tokens per stream per step
-[[maybe_unused]] constexpr int kMinCtasPerSm = 4;  // the CUDA-core form's launch bound
+[[maybe_unused]] constexpr int kMinCtasPerSm = 4;              // the CUDA-core form's launch bound
 static_assert(kStreams * kUnroll == paged_decode::kStepTokens, "a CTA step is split_plan.h's");
 static_assert(kThreads == kD, "the merge gives each thread one d");
 
@@ -103,11 +104,11 @@ struct Params {
   const int32_t* block_table;
   const int32_t* seq_lens;
   __nv_bfloat16* o;
-  float* part_o;    // [B, Hq, splits, D]: o / l of each split
-  float* part_lse;  // [B, Hq, splits]: log2(l) + m of each split, -inf when empty
+  float* part_o;      // [B, Hq, splits, D]: o / l of each split
+  float* part_lse;    // [B, Hq, splits]: log2(l) + m of each split, -inf when empty
   int32_t* counters;  // [B, Hkv]: splits done (fused merge)
   int64_t P;
-  float scale_log2;   // scale * log2(e)
+  float scale_log2;  // scale * log2(e)
   int splits;
   int64_t split_tokens;
 };
@@ -197,7 +198,7 @@ __device__ __forceinline__ void consume(StreamState& st, const float (&qr)[kGrou
     float mnew = st.m[h];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) mnew = fmaxf(mnew, s[u][h]);
-    if (mnew == -INFINITY) continue;  // nothing valid yet in this stream
+    if (mnew == -INFINITY) continue;           // nothing valid yet in this stream
     const float corr = exp2f(st.m[h] - mnew);  // 0 when m was -inf
     st.l[h] *= corr;
 #pragma unroll
@@ -223,8 +224,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) split_kv_decode(Param
   float qr[kGroup][kElems];
 #pragma unroll
   for (int h = 0; h < kGroup; ++h) {
-    const uint4 raw = *reinterpret_cast<const uint4*>(p.q + (static_cast<int64_t>(b) * kHq + g * kGroup + h) * kD +
-                                                      lane * kElems);
+    const uint4 raw =
+        *reinterpret_cast<const uint4*>(p.q + (static_cast<int64_t>(b) * kHq + g * kGroup + h) * kD + lane * kElems);
     bf16x8_to_float(raw, qr[h]);
 #pragma unroll
     for (int e = 0; e < kElems; ++e) qr[h][e] *= p.scale_log2;
@@ -324,9 +325,9 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) split_kv_decode(Param
 #endif
 
   // Phase 2: merge the 8 streams through shared memory; thread d owns element d of each head.
-  auto* sm_m = reinterpret_cast<float(*)[kGroup]>(smem_pool);                  // [kStreams][kGroup]
-  auto* sm_l = sm_m + kStreams;                                                 // [kStreams][kGroup]
-  auto* sm_acc = reinterpret_cast<float(*)[kGroup][kD]>(sm_l + kStreams);      // [kStreams][kGroup][kD]
+  auto* sm_m = reinterpret_cast<float(*)[kGroup]>(smem_pool);              // [kStreams][kGroup]
+  auto* sm_l = sm_m + kStreams;                                            // [kStreams][kGroup]
+  auto* sm_acc = reinterpret_cast<float(*)[kGroup][kD]>(sm_l + kStreams);  // [kStreams][kGroup][kD]
 #pragma unroll
   for (int h = 0; h < kGroup; ++h) {
     if (lane == 0) {
@@ -438,16 +439,18 @@ __device__ __forceinline__ void load_page(PageFrag& f, const Params& p, int64_t 
     const bool ok = k_token(lane, nt) < rem;
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      f.k[nt][i] = ok ? __ldcs(kp + (k_token(lane, nt) - k_token(lane, 0)) * kRowVecs + k_chunk(lane, i) - k_chunk(lane, 0))
-                      : zero;
+      f.k[nt][i] =
+          ok ? __ldcs(kp + (k_token(lane, nt) - k_token(lane, 0)) * kRowVecs + k_chunk(lane, i) - k_chunk(lane, 0))
+             : zero;
   }
 #pragma unroll
   for (int u = 0; u < 4; ++u) {
     const bool ok = v_token(lane, u) < rem;
 #pragma unroll
     for (int h = 0; h < 2; ++h)
-      f.v[u][h] = ok ? __ldcs(vp + (v_token(lane, u) - v_token(lane, 0)) * kRowVecs + v_chunk(lane, h) - v_chunk(lane, 0))
-                     : zero;
+      f.v[u][h] =
+          ok ? __ldcs(vp + (v_token(lane, u) - v_token(lane, 0)) * kRowVecs + v_chunk(lane, h) - v_chunk(lane, 0))
+             : zero;
   }
 }
 

@@ -49,7 +49,8 @@ Acc mma(const std::array<Frag, kLanes>& a, const std::array<Frag, kLanes>& b, co
       B[2 * t + 8 * i][g] = bf16(lo16(b[lane][i]));
       B[2 * t + 8 * i + 1][g] = bf16(hi16(b[lane][i]));
     }
-    C[g][2 * t] = c[lane][0], C[g][2 * t + 1] = c[lane][1], C[g + 8][2 * t] = c[lane][2], C[g + 8][2 * t + 1] = c[lane][3];
+    C[g][2 * t] = c[lane][0], C[g][2 * t + 1] = c[lane][1], C[g + 8][2 * t] = c[lane][2],
+             C[g + 8][2 * t + 1] = c[lane][3];
   }
   Acc d{};
   for (int lane = 0; lane < kLanes; ++lane) {

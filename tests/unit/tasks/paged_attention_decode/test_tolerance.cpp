@@ -25,10 +25,10 @@ using namespace d2k::tolerance_test;
 namespace {
 
 constexpr int kHq = 32, kHkv = 8, kGroup = 4, kD = 128, kPage = 16;
-constexpr int kStreams = 8, kUnroll = 4;        // expert.cu: 8 half-warp streams, 4 tokens each per step
+constexpr int kStreams = 8, kUnroll = 4;  // expert.cu: 8 half-warp streams, 4 tokens each per step
 constexpr float kLog2e = 1.44269504088896341f;
-constexpr std::int64_t kH200ResidentCtas = 132 * 4;  // 132 SMs x 4 CTAs (expert's launch bound)
-constexpr std::int64_t kMmaKvHeadsPerCta = 4;        // expert.cu kMmaWarps
+constexpr std::int64_t kH200ResidentCtas = 132 * 4;     // 132 SMs x 4 CTAs (expert's launch bound)
+constexpr std::int64_t kMmaKvHeadsPerCta = 4;           // expert.cu kMmaWarps
 constexpr std::int64_t kH200ResidentMmaCtas = 132 * 3;  // split_kv_decode_mma: 3 CTAs per SM
 
 enum class Variant {
@@ -97,8 +97,8 @@ struct Emulator {
   }
 
   /// One stream's tokens [the positions it takes of [t_begin, t_end)] into its 4 states.
-  void run_stream(std::int64_t b, std::int64_t g, const std::vector<float>& q, std::int64_t t_begin,
-                  std::int64_t t_end, int stream, std::vector<State>& st) const {
+  void run_stream(std::int64_t b, std::int64_t g, const std::vector<float>& q, std::int64_t t_begin, std::int64_t t_end,
+                  int stream, std::vector<State>& st) const {
     for (std::int64_t t0 = t_begin; t0 < t_end; t0 += kStreams * kUnroll) {
       float s[kUnroll][kGroup];
       bool valid[kUnroll];
