@@ -11,28 +11,50 @@
 //       independent softmax states, merged through shared memory at the end of the split.
 //   L3  16-byte streaming loads (LDG.E.128, evict-first) of K and V rows, 4 tokens per stream
 //       issued before any is used (8 x 16 B in flight per lane), the next step's two page ids
-//       loaded a step ahead; q pre-scaled by scale * log2(e) so the softmax is exp2; the merge
-//       fused into the last CTA of each (b, g), found with an atomic counter (no second kernel).
+//       loaded a step ahead; q pre-scaled by scale * log2(e) so the softmax is exp2; the splits
+//       combined by a separate merge kernel (a CTA per (b, query head)).
 //
 // Variants considered (H200, 2026-12-02: median us and % of SOL, `d2k bench --task
 // paged_attention_decode --targets expert,expert:cp_async,expert:merge_separate,expert:splits_fixed16
 // --bench-rounds 1 --max-time 0.3`, noise 0.4-1.0% (splits_fixed16 at 32768: 3.2%);
-// docs/results/paged_attention_decode.md has the tables):
+// docs/results/paged_attention_decode.md has the tables; that run's default fused the merge):
 //   variant                                                     | B64 ctx4096  | B8 ctx32768  | B256 ctx1024
-//   default: splits from occupancy, merge fused into the last   | 283.0 63.9%  | 292.6 62.1%  | 303.5 60.3%
-//     CTA, rows loaded into registers 4 tokens ahead            |              |              |
+//   merge fused into the last CTA of each (b, g) (atomic        | 283.0 63.9%  | 292.6 62.1%  | 303.5 60.3%
+//     counter), splits from occupancy, rows 4 tokens ahead      |              |              |
 //   splits_fixed16: 16 splits whatever the shape                | 309.4 58.5%  | 311.2 58.4%  | 317.2 57.6%
-//   merge_separate: a separate merge kernel                     | 276.0 65.6%  | 276.1 65.8%  | 289.4 63.2%
-//   cp_async: a cp.async double buffer in shared memory, the    | 276.4 65.5%  | 291.6 62.3%  | 295.6 61.9%
-//     next step's rows in flight while this one computes        |              |              |
+//   separate merge kernel (now the default)                     | 276.0 65.6%  | 276.1 65.8%  | 289.4 63.2%
+//   cp_async (with the fused merge): a cp.async double buffer   | 276.4 65.5%  | 291.6 62.3%  | 295.6 61.9%
+//     in shared memory, the next step's rows in flight          |              |              |
 //   (a TMA pipeline was not built: a 256-byte row per (page slot, KV head) is too small a box to
 //   pay for a descriptor-driven copy, and the page ids change the address every 16 tokens).
-// Measured: the fused merge is slower than a separate merge kernel on every row (1.03x / 1.06x /
-// 1.05x): merge_separate is the better default. Every form is short of the issue's 80% of SOL; the
-// expert is 2.99x / 2.89x / 2.79x gather + SDPA (bar 2.5x: met).
-// %VARIANT% merge_separate -DPAGED_MERGE_FUSED=0
-// %VARIANT% splits_fixed16 -DPAGED_FIXED_SPLITS=16
+// Measured: the fused merge is 1.03x / 1.06x / 1.05x slower than the separate kernel (the last
+// CTA of each (b, g) merges serially while the grid drains): the separate merge is the default,
+// the fused one variant merge_fused. splits_fixed16 was dropped (slower on every row).
+//
+// Why the default is still at ~65% of SOL (diagnosis from the SASS, no counters): it is issue-
+// bound. The loop body of split_kv_decode is ~950 SASS instructions per step of a warp, which
+// takes 8 of the CTA's 32 tokens (two half-warp streams of 4: 32 FFMA for the 4 dot products and
+// 32 for the 4 accumulations per lane and token, 64 SHFL + 64 FADD per step for the 4-level
+// butterflies of 4 heads x 4 tokens, bf16 widening, exp2, rescales): ~1,900 warp instructions
+// per 16-token page of one KV head (8 KB). At the calibrated 4.28 TB/s an SM must take 16.4 B a
+// cycle, so it has 500 cycles and 2,000 issue slots (4 schedulers) per 8 KB: at SOL the
+// arithmetic would need ~95% of every issue slot, and between its bursts of arithmetic a warp
+// has no loads in flight. The split count is not the limit (splits_fixed16 was slower; the
+// occupancy rule gives 4-8 waves); the page-table reads are one broadcast load per 16 tokens, a
+// step ahead.
+// Variants for the next run (not yet measured on the H200):
+//   mma: both products on the tensor cores (mma.sync m16n8k16, P as a bf16 high + low pair), the
+//     fragments straight from 16-byte global loads (no shared memory), a warp per (split, KV head):
+//     a loop body of ~360 SASS instructions per 8 KB page instead of ~1,900 (ptxas: 164
+//     registers, no spills, 3 CTAs of 4 warps per SM, 8 KB in flight per warp and page).
+//     mma_layout.h holds the fragment layout (checked lane by lane on the host).
+//   mma_prefetch: as mma with the next page's rows loaded while this one is consumed (212
+//     registers, 2 CTAs per SM, ~390 instructions a page: 16 KB a warp in flight).
+//   cp_async: the CUDA-core form with a cp.async double buffer, now beside the separate merge.
+// %VARIANT% merge_fused -DPAGED_MERGE_FUSED=1
 // %VARIANT% cp_async -DPAGED_CP_ASYNC=1
+// %VARIANT% mma -DPAGED_MMA=1
+// %VARIANT% mma_prefetch -DPAGED_MMA=1 -DPAGED_MMA_PREFETCH=1
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -41,10 +63,11 @@
 #include <string>
 
 #include "d2k/solution.h"
+#include "mma_layout.h"
 #include "split_plan.h"
 
 #ifndef PAGED_MERGE_FUSED
-#define PAGED_MERGE_FUSED 1
+#define PAGED_MERGE_FUSED 0
 #endif
 #ifndef PAGED_FIXED_SPLITS
 #define PAGED_FIXED_SPLITS 0
@@ -52,16 +75,25 @@
 #ifndef PAGED_CP_ASYNC
 #define PAGED_CP_ASYNC 0
 #endif
+#ifndef PAGED_MMA
+#define PAGED_MMA 0
+#endif
+#ifndef PAGED_MMA_PREFETCH
+#define PAGED_MMA_PREFETCH 0
+#endif
+#if PAGED_MMA && (PAGED_MERGE_FUSED || PAGED_CP_ASYNC || PAGED_FIXED_SPLITS)
+#error "the tensor-core path (PAGED_MMA) takes the separate merge and the occupancy split rule only"
+#endif
 
 namespace {
 
 constexpr int kHq = 32, kHkv = 8, kGroup = kHq / kHkv, kD = 128, kPage = 16;
 constexpr int kThreads = 128;
-constexpr int kLanesPerRow = 16;                     // 16 lanes x 8 bf16 = one D = 128 row
-constexpr int kElems = kD / kLanesPerRow;            // 8 elements per lane
-constexpr int kStreams = kThreads / kLanesPerRow;    // 8 token streams per CTA
+constexpr int kLanesPerRow = 16;                               // 16 lanes x 8 bf16 = one D = 128 row
+constexpr int kElems = kD / kLanesPerRow;                      // 8 elements per lane
+constexpr int kStreams = kThreads / kLanesPerRow;              // 8 token streams per CTA
 constexpr int kUnroll = paged_decode::kStepTokens / kStreams;  // 4 tokens per stream per step
-constexpr int kMinCtasPerSm = 4;
+[[maybe_unused]] constexpr int kMinCtasPerSm = 4;              // the CUDA-core form's launch bound
 static_assert(kStreams * kUnroll == paged_decode::kStepTokens, "a CTA step is split_plan.h's");
 static_assert(kThreads == kD, "the merge gives each thread one d");
 
@@ -72,15 +104,16 @@ struct Params {
   const int32_t* block_table;
   const int32_t* seq_lens;
   __nv_bfloat16* o;
-  float* part_o;    // [B, Hq, splits, D]: o / l of each split
-  float* part_lse;  // [B, Hq, splits]: log2(l) + m of each split, -inf when empty
+  float* part_o;      // [B, Hq, splits, D]: o / l of each split
+  float* part_lse;    // [B, Hq, splits]: log2(l) + m of each split, -inf when empty
   int32_t* counters;  // [B, Hkv]: splits done (fused merge)
   int64_t P;
-  float scale_log2;   // scale * log2(e)
+  float scale_log2;  // scale * log2(e)
   int splits;
   int64_t split_tokens;
 };
 
+#if !PAGED_MMA
 __device__ __forceinline__ void bf16x8_to_float(const uint4& r, float* f) {
   const uint32_t w[4] = {r.x, r.y, r.z, r.w};
 #pragma unroll
@@ -89,6 +122,7 @@ __device__ __forceinline__ void bf16x8_to_float(const uint4& r, float* f) {
     f[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
   }
 }
+#endif
 
 #if PAGED_CP_ASYNC
 /// 16-byte asynchronous copy global -> shared, L1 bypassed (LDGSTS).
@@ -122,6 +156,7 @@ __device__ void merge_head(const Params& p, int64_t bh, int d) {
   p.o[bh * kD + d] = __float2bfloat16_rn(den > 0.f ? num / den : 0.f);
 }
 
+#if !PAGED_MMA  // the CUDA-core form (the default, merge_fused, cp_async)
 /// One stream's running softmax for the 4 query heads over the 8 elements of its lane.
 struct StreamState {
   float m[kGroup], l[kGroup], acc[kGroup][kElems];
@@ -163,7 +198,7 @@ __device__ __forceinline__ void consume(StreamState& st, const float (&qr)[kGrou
     float mnew = st.m[h];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) mnew = fmaxf(mnew, s[u][h]);
-    if (mnew == -INFINITY) continue;  // nothing valid yet in this stream
+    if (mnew == -INFINITY) continue;           // nothing valid yet in this stream
     const float corr = exp2f(st.m[h] - mnew);  // 0 when m was -inf
     st.l[h] *= corr;
 #pragma unroll
@@ -189,8 +224,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) split_kv_decode(Param
   float qr[kGroup][kElems];
 #pragma unroll
   for (int h = 0; h < kGroup; ++h) {
-    const uint4 raw = *reinterpret_cast<const uint4*>(p.q + (static_cast<int64_t>(b) * kHq + g * kGroup + h) * kD +
-                                                      lane * kElems);
+    const uint4 raw =
+        *reinterpret_cast<const uint4*>(p.q + (static_cast<int64_t>(b) * kHq + g * kGroup + h) * kD + lane * kElems);
     bf16x8_to_float(raw, qr[h]);
 #pragma unroll
     for (int e = 0; e < kElems; ++e) qr[h][e] *= p.scale_log2;
@@ -290,9 +325,9 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) split_kv_decode(Param
 #endif
 
   // Phase 2: merge the 8 streams through shared memory; thread d owns element d of each head.
-  auto* sm_m = reinterpret_cast<float(*)[kGroup]>(smem_pool);                  // [kStreams][kGroup]
-  auto* sm_l = sm_m + kStreams;                                                 // [kStreams][kGroup]
-  auto* sm_acc = reinterpret_cast<float(*)[kGroup][kD]>(sm_l + kStreams);      // [kStreams][kGroup][kD]
+  auto* sm_m = reinterpret_cast<float(*)[kGroup]>(smem_pool);              // [kStreams][kGroup]
+  auto* sm_l = sm_m + kStreams;                                            // [kStreams][kGroup]
+  auto* sm_acc = reinterpret_cast<float(*)[kGroup][kD]>(sm_l + kStreams);  // [kStreams][kGroup][kD]
 #pragma unroll
   for (int h = 0; h < kGroup; ++h) {
     if (lane == 0) {
@@ -334,9 +369,237 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) split_kv_decode(Param
   __threadfence();
   for (int h = 0; h < kGroup; ++h) merge_head(p, static_cast<int64_t>(b) * kHq + g * kGroup + h, d);
 }
+#endif  // !PAGED_MMA
 
-/// The separate merge (variant merge_separate): a CTA per (b, query head).
+/// The separate merge (the default; variant merge_fused merges in the decode kernel instead): a CTA
+/// per (b, query head).
 __global__ void __launch_bounds__(kThreads) merge_splits(Params p) { merge_head(p, blockIdx.x, threadIdx.x); }
+
+#if PAGED_MMA
+// Variants mma / mma_prefetch: both products on the tensor cores (mma.sync m16n8k16, bf16 in,
+// fp32 accumulate), one warp per (split, KV head, sequence), a CTA per (split, 4 KV heads,
+// sequence), so a CTA reads 1 KB of each token's K (and V) row of 2 KB whole. Per 16-token page:
+//   S^T (16 rows: 4 heads, the rest zero; 16 tokens) = Q . K^T: 2 n-tiles x 8 k-steps;
+//   O^T (128 d x 8 columns: 4 heads) += V^T . P^T: 8 m-tiles x 1 k-step, P split into a bf16 high
+//   and low part (two products), so the weights keep about 16 bits, not bf16's 8.
+// No shared memory: the fragments come from 16-byte global loads. A dot product may take d in any
+// order, so lane (r = lane / 4, j = lane % 4) loads chunks 4i + j (8 d each) of K tokens r and
+// 8 + r and the same chunks of q: each chunk's 4 words are the (b0, b1) or (a0, a2) of two
+// k-steps. O^T's rows (d) may be placed anywhere too: m-tile e, row r is d = 8r + e and row r + 8
+// is d = 64 + 8r + e, so lane (r, j) loads chunks r and r + 8 of V tokens 2j, 2j + 1, 2j + 8,
+// 2j + 9 and pairs their bf16 with byte permutes (PRMT) into A fragments. The C fragment of S^T
+// (head r; tokens 2j, 2j + 1 of each n-tile) is the B fragment of P^T as it stands. Lane (r, j)
+// keeps head r's softmax state and O^T's columns 2j, 2j + 1 (heads 2j, 2j + 1; lanes j >= 2 hold
+// the zero columns 4-7), so the rescale factors cross lanes by two shuffles a page.
+constexpr int kMmaWarps = 4;  // KV heads per CTA
+constexpr int kMmaThreads = 32 * kMmaWarps;
+constexpr int kMmaMinCtasPerSm = PAGED_MMA_PREFETCH ? 2 : 3;
+constexpr int kRowVecs = kHkv * kD / kElems;  // uint4 from a token's row of a head to the next token's
+
+/// c += a . b on the tensor cores (m16n8k16, row.col, bf16 in, fp32 accumulate).
+__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                         uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+/// One page of one KV head as lane (r, j) holds it: K tokens r, 8 + r (chunks 4i + j) and V tokens
+/// 2j, 2j + 1, 2j + 8, 2j + 9 (chunks r, r + 8). Rows at or past the split's end (the page's first
+/// `rem` tokens are in it) are zeros and never read.
+struct PageFrag {
+  uint4 k[2][4];
+  uint4 v[4][2];
+};
+
+/// Offsets (uint4, KV head 0) of lane (r, j)'s first K and V row in a page: the other rows differ
+/// by compile-time steps, so a page costs two 64-bit addresses, not 16.
+struct LaneRows {
+  int k, v;
+  __device__ explicit LaneRows(int lane)
+      : k(paged_mma::k_token(lane, 0) * kRowVecs + paged_mma::k_chunk(lane, 0)),
+        v(paged_mma::v_token(lane, 0) * kRowVecs + paged_mma::v_chunk(lane, 0)) {}
+};
+
+__device__ __forceinline__ void load_page(PageFrag& f, const Params& p, int64_t page, int rem, int g, int lane,
+                                          const LaneRows& lr) {
+  using namespace paged_mma;
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+  const int64_t base = (page * kPage * kHkv + g) * (kD / kElems);
+  const uint4* kp = p.k_cache + base + lr.k;  // the lane's first K row and chunk
+  const uint4* vp = p.v_cache + base + lr.v;  // its first V row and chunk
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt) {
+    const bool ok = k_token(lane, nt) < rem;
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      f.k[nt][i] =
+          ok ? __ldcs(kp + (k_token(lane, nt) - k_token(lane, 0)) * kRowVecs + k_chunk(lane, i) - k_chunk(lane, 0))
+             : zero;
+  }
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+    const bool ok = v_token(lane, u) < rem;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      f.v[u][h] =
+          ok ? __ldcs(vp + (v_token(lane, u) - v_token(lane, 0)) * kRowVecs + v_chunk(lane, h) - v_chunk(lane, 0))
+             : zero;
+  }
+}
+
+/// The warp's running softmax: m (log2 units) of head r, equal across the quad; the lane's share of
+/// head r's l; O^T's accumulators (acc[e] = d 8r + e and 64 + 8r + e, heads 2j and 2j + 1).
+struct MmaState {
+  float m, l, acc[8][4];
+};
+
+__device__ __forceinline__ void consume_page(MmaState& st, const PageFrag& f, const uint4 (&qa)[4], float scale_log2,
+                                             int rem, int lane) {
+  using namespace paged_mma;
+  // S^T = Q K^T; two accumulators per n-tile halve the dependent chain of 8 k-steps.
+  float s[2][2][4] = {};
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf)
+        mma_bf16(s[nt][i & 1], word(qa[i], 2 * hf), 0u, word(qa[i], 2 * hf + 1), 0u, word(f.k[nt][i], 2 * hf),
+                 word(f.k[nt][i], 2 * hf + 1));
+  float sc[2][2];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const bool ok = s_token(lane, nt, c) < rem;
+      sc[nt][c] = ok ? (s[nt][0][c] + s[nt][1][c]) * scale_log2 : -INFINITY;
+      mx = fmaxf(mx, sc[nt][c]);
+    }
+  mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 1));
+  mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, 2));
+  const float mnew = fmaxf(st.m, mx);     // finite: token 0 of every page consumed is in the split
+  const float corr = exp2f(st.m - mnew);  // 0 on the first page (m = -inf)
+  st.m = mnew;
+  uint32_t ph[2], pl[2];
+  float psum = 0.f;
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt) {
+    const float p0 = exp2f(sc[nt][0] - mnew), p1 = exp2f(sc[nt][1] - mnew);
+    psum += p0 + p1;
+    ph[nt] = pack_bf16(p0, p1);
+    const float2 back = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&ph[nt]));
+    pl[nt] = pack_bf16(p0 - back.x, p1 - back.y);
+  }
+  st.l = st.l * corr + psum;
+  // The factors of O^T's columns 2j, 2j + 1 live in the lanes of heads 2j, 2j + 1.
+  const float corr0 = __shfl_sync(0xFFFFFFFFu, corr, 4 * o_head(lane, 0));
+  const float corr1 = __shfl_sync(0xFFFFFFFFu, corr, 4 * o_head(lane, 1));
+  // O^T += V^T P^T: m-tile e; A rows r and r + 8 are d 8r + e and 64 + 8r + e.
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    uint32_t a[4];
+    v_frag(f.v, e, a);  // byte permutes (PRMT) pairing two tokens' bf16
+    st.acc[e][0] *= corr0;
+    st.acc[e][1] *= corr1;
+    st.acc[e][2] *= corr0;
+    st.acc[e][3] *= corr1;
+    mma_bf16(st.acc[e], a[0], a[1], a[2], a[3], ph[0], ph[1]);
+    mma_bf16(st.acc[e], a[0], a[1], a[2], a[3], pl[0], pl[1]);
+  }
+}
+
+__global__ void __launch_bounds__(kMmaThreads, kMmaMinCtasPerSm) split_kv_decode_mma(Params p) {
+  const int split = blockIdx.x, b = blockIdx.z;
+  const int g = blockIdx.y * kMmaWarps + threadIdx.x / 32, lane = threadIdx.x % 32, r = lane / 4, j = lane % 4;
+  const int64_t len = min(max(static_cast<int64_t>(p.seq_lens[b]), int64_t{0}), p.P * kPage);
+  const int64_t t_begin = split * p.split_tokens;
+  const int64_t t_end = min(len, t_begin + p.split_tokens);
+
+  // q of head r (rows 4-7 zero): chunk i holds d 8 (4i + j) .. + 7, the k-steps 2i and 2i + 1.
+  const int64_t bh0 = static_cast<int64_t>(b) * kHq + g * kGroup;  // the group's first query head
+  uint4 qa[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    qa[i] = r < kGroup ? *reinterpret_cast<const uint4*>(p.q + (bh0 + r) * kD + kElems * paged_mma::k_chunk(lane, i))
+                       : make_uint4(0u, 0u, 0u, 0u);
+  MmaState st;
+  st.m = -INFINITY;
+  st.l = 0.f;
+#pragma unroll
+  for (int e = 0; e < 8; ++e)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) st.acc[e][c] = 0.f;
+
+  // Pages [t_begin / 16, ceil(t_end / 16)): t_begin is a multiple of 32, so pages are whole; the
+  // next page's id is read a page ahead, off the path of the K/V loads. rem_of: the page's tokens
+  // inside the split (16 but on the last page).
+  const int32_t* pages = p.block_table + b * p.P;
+  const LaneRows lr(lane);
+  const int64_t pg_end = (t_end + kPage - 1) / kPage;
+  int64_t pg = t_begin / kPage;
+  auto rem_of = [&](int64_t q) { return static_cast<int>(min(t_end - q * kPage, int64_t{kPage})); };
+  int64_t page = pg < pg_end ? __ldg(pages + pg) : 0;
+#if PAGED_MMA_PREFETCH
+  // Variant mma_prefetch: the next page's rows are in flight while this one is consumed; past the
+  // last page the next fragment is zeros (rem <= 0: nothing read).
+  PageFrag cur;
+  load_page(cur, p, page, pg < pg_end ? rem_of(pg) : 0, g, lane, lr);
+  int64_t next = pg + 1 < pg_end ? __ldg(pages + pg + 1) : 0;
+  for (; pg < pg_end; ++pg) {
+    const int64_t after = pg + 2 < pg_end ? __ldg(pages + pg + 2) : 0;
+    PageFrag nxt;
+    load_page(nxt, p, next, pg + 1 < pg_end ? rem_of(pg + 1) : 0, g, lane, lr);
+    consume_page(st, cur, qa, p.scale_log2, rem_of(pg), lane);
+    cur = nxt;
+    next = after;
+  }
+#else
+  for (; pg < pg_end; ++pg) {
+    const int64_t next = pg + 1 < pg_end ? __ldg(pages + pg + 1) : 0;
+    PageFrag f;
+    load_page(f, p, page, rem_of(pg), g, lane, lr);
+    consume_page(st, f, qa, p.scale_log2, rem_of(pg), lane);
+    page = next;
+  }
+#endif
+
+  // The split's partial. Head r's l summed over its quad, its lse written by lane (r, 0); lane
+  // (r, j < 2) writes heads 2j, 2j + 1 at d 8r .. 8r + 7 and 64 + 8r .. 64 + 8r + 7.
+  st.l += __shfl_xor_sync(0xFFFFFFFFu, st.l, 1);
+  st.l += __shfl_xor_sync(0xFFFFFFFFu, st.l, 2);
+  const float l0 = __shfl_sync(0xFFFFFFFFu, st.l, 4 * paged_mma::o_head(lane, 0));
+  const float l1 = __shfl_sync(0xFFFFFFFFu, st.l, 4 * paged_mma::o_head(lane, 1));
+  if (p.splits > 1 && r < kGroup && j == 0)
+    p.part_lse[(bh0 + r) * p.splits + split] = st.l > 0.f ? st.m + log2f(st.l) : -INFINITY;
+  if (paged_mma::o_head(lane, 1) >= kGroup) return;  // lanes j >= 2: the zero columns
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {  // c: head 2j + c % 2, d from 64 (c / 2) + 8r
+    const float l = c % 2 ? l1 : l0;
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const int64_t bh = bh0 + paged_mma::o_head(lane, c);
+    const int d0 = paged_mma::o_dim(lane, c, 0);  // o_dim(lane, c, e) = d0 + e
+    float v[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[e] = st.acc[e][c] * inv;
+    if (p.splits == 1) {
+      *reinterpret_cast<uint4*>(p.o + bh * kD + d0) =
+          make_uint4(pack_bf16(v[0], v[1]), pack_bf16(v[2], v[3]), pack_bf16(v[4], v[5]), pack_bf16(v[6], v[7]));
+    } else {
+      float4* dst = reinterpret_cast<float4*>(p.part_o + (bh * p.splits + split) * kD + d0);
+      dst[0] = make_float4(v[0], v[1], v[2], v[3]);
+      dst[1] = make_float4(v[4], v[5], v[6], v[7]);
+    }
+  }
+}
+#endif  // PAGED_MMA
 
 struct Shape {
   int64_t B, P, N;
@@ -367,14 +630,24 @@ Buffers carve(d2k::Workspace& ws, const Shape& s) {
   return b;
 }
 
-/// Resident CTAs of split_kv_decode on the current device (SMs x CTAs per SM), asked once.
+#if PAGED_MMA
+constexpr auto kDecodeKernel = split_kv_decode_mma;
+constexpr int kDecodeThreads = kMmaThreads, kDecodeMinCtasPerSm = kMmaMinCtasPerSm;
+constexpr int kKvHeadsPerCta = kMmaWarps;
+#else
+constexpr auto kDecodeKernel = split_kv_decode;
+constexpr int kDecodeThreads = kThreads, kDecodeMinCtasPerSm = kMinCtasPerSm;
+constexpr int kKvHeadsPerCta = 1;
+#endif
+
+/// Resident CTAs of the decode kernel on the current device (SMs x CTAs per SM), asked once.
 int64_t resident_ctas() {
   static const int64_t n = [] {
     int dev = 0, sms = 0, per_sm = 0;
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, split_kv_decode, kThreads, 0) != cudaSuccess)
-      return int64_t{132 * kMinCtasPerSm};
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kDecodeKernel, kDecodeThreads, 0) != cudaSuccess)
+      return int64_t{132 * kDecodeMinCtasPerSm};
     return static_cast<int64_t>(sms) * per_sm;
   }();
   return n;
@@ -411,12 +684,17 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     p.counters = w.counters;
     p.P = s.P;
     p.scale_log2 = static_cast<float>(d2k::scalar_f(args, "scale") * 1.4426950408889634);
-    p.splits = paged_decode::choose_splits(s.B, kHkv, s.P, kPage, resident_ctas(), PAGED_FIXED_SPLITS);
+    // A CTA serves kKvHeadsPerCta KV heads: the split rule counts CTAs per sequence.
+    p.splits = paged_decode::choose_splits(s.B, kHkv / kKvHeadsPerCta, s.P, kPage, resident_ctas(), PAGED_FIXED_SPLITS);
     p.split_tokens = paged_decode::split_tokens(s.P, kPage, p.splits);
     cudaStream_t stream = static_cast<cudaStream_t>(args->stream);
     if (p.splits > 1 && PAGED_MERGE_FUSED)
       D2K_CUDA_TRY(args, cudaMemsetAsync(p.counters, 0, sizeof(int32_t) * s.B * kHkv, stream));
+#if PAGED_MMA
+    split_kv_decode_mma<<<dim3(p.splits, kHkv / kMmaWarps, static_cast<unsigned>(s.B)), kMmaThreads, 0, stream>>>(p);
+#else
     split_kv_decode<<<dim3(p.splits, kHkv, static_cast<unsigned>(s.B)), kThreads, 0, stream>>>(p);
+#endif
     D2K_CUDA_TRY(args, cudaGetLastError());
     if (p.splits > 1 && !PAGED_MERGE_FUSED) {
       merge_splits<<<static_cast<unsigned>(s.B * kHq), kThreads, 0, stream>>>(p);

@@ -107,7 +107,11 @@ std::optional<Violation> check_vendor_kernels(const TimerReport& r, bool vendor_
 /// boundary").
 inline constexpr double kTrustBand = 0.12;
 /// Below the parent's figure by more than this share, no honest run has been seen: REWARD_HACK.
-inline constexpr double kCheatBand = 0.22;
+/// Between kTrustBand and this the parent's figure scores, so a forgery there gains nothing. An
+/// honest cooperative kernel ran at 0.45 of the parent's figure back to back on the H200
+/// (fused_adamw's expert at 1e7 parameters, in a graph, two sessions), below the 0.78 this band
+/// was first: a ratio that honest code reaches cannot be a verdict of cheating.
+inline constexpr double kCheatBand = 0.75;
 /// Per call, on top of both shares: what a graph's launch of one node can add to a call that the
 /// worker's corrected events do not count (a constant, not the worker's kernel count, which it
 /// could forge). It loosens the bound only for calls of a few microseconds, where the physical
@@ -121,7 +125,6 @@ struct ParentTiming {
   std::size_t calls = 0;   ///< calls in all batches, each into its own freshly poisoned outputs
   std::size_t batches = 0; ///< batches whose times add up to batch_s
   double after_clock_s = 0;  ///< the parent's checking after the clock stopped (the confirming counts)
-  double reply_s = 0;  ///< when the worker's replies came, all batches, on the parent's clock (evidence only: not trusted)
   double per_call_s() const;
 };
 

@@ -110,6 +110,27 @@ __global__ void read_vec16(const uint4* __restrict__ src, std::size_t n16, unsig
   if (acc == sentinel) *sink = acc;  // keeps the loads alive
 }
 
+// kReadLoadsInFlight independent 16-byte streaming loads per thread per step (each a grid stride
+// apart, evict-first), so that an SM keeps more bytes in flight than the one-load loop above:
+// the histogram expert's eight-load loop read 0.4 % faster than read_vec16 on the H200.
+__global__ void read_vec16_unrolled(const uint4* __restrict__ src, std::size_t n16, unsigned* sink, unsigned sentinel) {
+  unsigned acc = 0;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (; i + (kReadLoadsInFlight - 1) * stride < n16; i += kReadLoadsInFlight * stride) {
+    uint4 v[kReadLoadsInFlight];
+#pragma unroll
+    for (int j = 0; j < kReadLoadsInFlight; ++j) v[j] = __ldcs(src + i + j * stride);
+#pragma unroll
+    for (int j = 0; j < kReadLoadsInFlight; ++j) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+  }
+  for (; i < n16; i += stride) {
+    const uint4 v = __ldcs(src + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == sentinel) *sink = acc;  // keeps the loads alive
+}
+
 // Register-resident multiply-add loop; a and b come from the host so nothing folds.
 template <typename T>
 __global__ void fma_loop(T* sink, T a, T b, int iters) {
@@ -158,6 +179,12 @@ cudaError_t launch_write_vec16(void* dst, std::size_t n16, unsigned salt, int gr
 cudaError_t launch_read_vec16(const void* src, std::size_t n16, unsigned* sink, unsigned sentinel, int grid,
                               cudaStream_t s) {
   read_vec16<<<grid, 256, 0, s>>>(static_cast<const uint4*>(src), n16, sink, sentinel);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_read_vec16_unrolled(const void* src, std::size_t n16, unsigned* sink, unsigned sentinel, int grid,
+                                       cudaStream_t s) {
+  read_vec16_unrolled<<<grid, 256, 0, s>>>(static_cast<const uint4*>(src), n16, sink, sentinel);
   return cudaGetLastError();
 }
 

@@ -24,6 +24,11 @@ cudaError_t launch_write_vec16(void* dst, std::size_t n16, unsigned salt, int gr
 cudaError_t launch_read_vec16(const void* src, std::size_t n16, unsigned* sink, unsigned sentinel, int grid,
                               cudaStream_t s);
 
+/// The same read with kReadLoadsInFlight independent streaming loads per thread per step.
+inline constexpr int kReadLoadsInFlight = 8;
+cudaError_t launch_read_vec16_unrolled(const void* src, std::size_t n16, unsigned* sink, unsigned sentinel, int grid,
+                                       cudaStream_t s);
+
 /// Independent multiply-add chains per thread in the FMA loops.
 inline constexpr int kFmaChains = 16;
 /// Register-resident loops of `iters` x kFmaChains multiply-adds per thread.
