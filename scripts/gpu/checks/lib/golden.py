@@ -20,13 +20,18 @@ import numpy as np
 GOLDEN = "expected"
 
 
-def parse_args(dataset=False):
-    """DUMP_DIR, and --dataset (default `dataset`) where the task's rules are read."""
+def parser(dataset=False):
+    """DUMP_DIR, and --dataset (default `dataset`) where the task's rules are read; a script adds
+    its own options to it."""
     ap = argparse.ArgumentParser()
     ap.add_argument("dump")
     if dataset:
         ap.add_argument("--dataset", default="dataset")
-    return ap.parse_args()
+    return ap
+
+
+def parse_args(dataset=False):
+    return parser(dataset).parse_args()
 
 
 class Workload:
@@ -107,10 +112,25 @@ def rel_l2(got, want):
 
 
 def over_tol(ours, got, rule):
-    """|got - ours| and how many elements are outside the rule's atol and rtol (both exceeded)."""
+    """|got - ours| and how many elements are outside the rule's atol and rtol * |ours| (both
+    exceeded; a bound the rule lacks is 0)."""
     ours = np.asarray(ours, dtype=np.float64)
     err = np.abs(np.asarray(got, dtype=np.float64).reshape(ours.shape) - ours)
-    return err, int(((err > rule["atol"]) & (err > rule["rtol"] * np.abs(ours))).sum())
+    return err, int(((err > rule.get("atol", 0.0)) & (err > rule.get("rtol", 0.0) * np.abs(ours))).sum())
+
+
+def allclose(got, want, rule):
+    """The allclose rule as docs/task-format.md states it: an element fails where |got - want|
+    exceeds both atol and rtol * |want|; at most (1 - matched_ratio) of them may, and none may
+    exceed max_error_cap where it is set. Returns (ok, detail)."""
+    want = np.asarray(want, dtype=np.float64)
+    err = np.abs(np.asarray(got, dtype=np.float64).reshape(want.shape) - want)
+    bad = int(((err > rule.get("atol", 0.0)) & (err > rule.get("rtol", 0.0) * np.abs(want))).sum())
+    allowed = int((1.0 - rule.get("matched_ratio", 1.0)) * err.size)
+    cap = rule.get("max_error_cap", 0.0)
+    worst = float(err.max()) if err.size else 0.0
+    ok = bad <= allowed and not (cap > 0 and worst > cap)
+    return ok, f"{bad} over tol (allowed {allowed}), max|err| {worst:.3g}"
 
 
 def first_difference(got, want):
@@ -133,7 +153,7 @@ class Report:
         self.ok += bool(ok)
         print(f"{'PASS' if ok else 'FAIL'} {uuid}: {detail}")
 
-    def finish(self, what):
-        """Prints `golden cross-check: K/N workloads WHAT` and exits."""
-        print(f"golden cross-check: {self.ok}/{self.n} workloads {what}")
+    def finish(self, what, unit="workloads"):
+        """Prints `golden cross-check: K/N UNIT WHAT` and exits."""
+        print(f"golden cross-check: {self.ok}/{self.n} {unit} {what}")
         sys.exit(0 if self.n and self.ok == self.n else 1)
