@@ -113,11 +113,13 @@ int process_group_threads(pid_t pgid) {
     std::istringstream rest(line.substr(close + 1));
     std::string field;
     long long pgrp = -1, num_threads = -1;
+    bool exited = false;  // a zombie (Z) or dead (X) process runs no thread
     for (int i = 3; i <= 20 && rest >> field; ++i) {
+      if (i == 3) exited = field == "Z" || field == "X";
       if (i == 5) pgrp = std::atoll(field.c_str());
       if (i == 20) num_threads = std::atoll(field.c_str());
     }
-    if (pgrp != pgid || num_threads < 0) continue;
+    if (pgrp != pgid || num_threads < 0 || exited) continue;
     ++members;
     threads += static_cast<int>(num_threads);
   }
