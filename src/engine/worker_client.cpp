@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -263,14 +264,8 @@ class WorkerRunner final : public TargetRunner {
   /// reports, never /proc as the parent reads it: where the parent's pair shows more threads
   /// than at the baseline, that pair is the one judged.
   void bound_thread_counts(CallOutcome& o, int reported_after) const {
-    o.threads_before = baseline_threads_;
-    o.threads_after = reported_after;
-    const int observed = process_group_threads(group_.load());
-    if (observed_baseline_ >= 0 && observed > observed_baseline_ &&
-        (reported_after < 0 || baseline_threads_ < 0 || reported_after - baseline_threads_ < observed - observed_baseline_)) {
-      o.threads_before = observed_baseline_;
-      o.threads_after = observed;
-    }
+    std::tie(o.threads_before, o.threads_after) =
+        bounded_thread_counts(baseline_threads_, reported_after, observed_baseline_, process_group_threads(group_.load()));
   }
 
   /// Waits for the worker's next message until `deadline` (the parent's own clock: the worker's

@@ -82,9 +82,10 @@ inline LoadedImpl load_reference(const std::string& task) {
 
 /// The fixture every tolerance suite shares (CRTP): SetUpTestSuite loads the task named
 /// Derived::kTask, its built reference and a Case for each check workload, then for each of
-/// Derived::extra_workloads() (a static function; none where the suite lacks one), drawn with
-/// Derived::kSeed (1 where the suite names none); TearDownTestSuite frees them. The suite's tests
-/// read task_, ref_ and cases_, and find a case by its uuid's suffix after "<task>-".
+/// Derived::extra_workloads(task) (a static function, e.g. hidden draws or long rows; none where
+/// the suite lacks one), drawn with Derived::kSeed (1 where the suite names none);
+/// TearDownTestSuite frees them. The suite's tests read task(), ref_ and cases_, and find a case
+/// by its uuid's suffix after "<task>-".
 template <class Derived>
 class TaskSuite : public ::testing::Test {
  protected:
@@ -103,6 +104,7 @@ class TaskSuite : public ::testing::Test {
     ref_ = nullptr;
     task_ = nullptr;
   }
+  static const Task& task() { return *task_; }
   static const Case& by_suffix(const std::string& suffix) {
     const std::string uuid = std::string(Derived::kTask) + "-" + suffix;
     for (const Case& c : *cases_)
@@ -121,7 +123,7 @@ class TaskSuite : public ::testing::Test {
   static std::uint64_t seed_of(long) { return 1; }
   static std::uint64_t seed() { return seed_of<Derived>(0); }
   template <class D>
-  static auto extra_of(int) -> decltype(D::extra_workloads()) { return D::extra_workloads(); }
+  static auto extra_of(int) -> decltype(D::extra_workloads(*task_)) { return D::extra_workloads(*task_); }
   template <class D>
   static std::vector<Workload> extra_of(long) { return {}; }
   static std::vector<Workload> extra() { return extra_of<Derived>(0); }
