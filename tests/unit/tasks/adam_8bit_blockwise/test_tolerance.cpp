@@ -250,7 +250,6 @@ class Adam8Tolerance : public TaskSuite<Adam8Tolerance> {
   static constexpr const char* kTask = "adam_8bit_blockwise";
 };
 
-
 TEST_F(Adam8Tolerance, HonestArithmeticAndAnyTieRulePass) {
   for (const Case& c : *cases_)
     for (Variant v : {Variant::kExpert, Variant::kExpertBsearch, Variant::kNaive, Variant::kTiesDown, Variant::kBnbSign,

@@ -167,9 +167,7 @@ class ChunkedLinearAttentionTolerance : public TaskSuite<ChunkedLinearAttentionT
     }
     return "?";
   }
-
 };
-
 
 TEST_F(ChunkedLinearAttentionTolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 7u);

@@ -170,9 +170,7 @@ class FlashAttentionTolerance : public TaskSuite<FlashAttentionTolerance> {
     std::printf("%-10s %-56s o max|err| %.3g max rel %.3g rel_l2 %.3g | lse max|err| %.3g\n", what,
                 c.plan.workload.uuid.c_str(), r.o.max_abs_error, r.o.max_rel_error, r.o.rel_l2, r.lse.max_abs_error);
   }
-
 };
-
 
 TEST_F(FlashAttentionTolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 6u);

@@ -282,7 +282,6 @@ class FusedAdamwTolerance : public TaskSuite<FusedAdamwTolerance> {
   }
 };
 
-
 TEST_F(FusedAdamwTolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 8u);
   int n_clipped = 0;

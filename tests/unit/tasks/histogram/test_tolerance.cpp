@@ -156,9 +156,7 @@ class HistogramTolerance : public TaskSuite<HistogramTolerance> {
     for (int64_t b = 0; b < c.axis("B"); ++b) s += golden(c)[b];
     return s;
   }
-
 };
-
 
 TEST_F(HistogramTolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 11u + 4u);  // every check workload of workloads.jsonl, and 4 hidden draws

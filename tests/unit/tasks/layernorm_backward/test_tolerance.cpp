@@ -248,9 +248,7 @@ class LayerNormBackwardTolerance : public TaskSuite<LayerNormBackwardTolerance> 
                 c.plan.workload.uuid.c_str(), static_cast<long long>(r.dx.mismatches), r.dx.max_abs_error,
                 r.dgamma.rel_l2, r.dbeta.rel_l2);
   }
-
 };
-
 
 TEST_F(LayerNormBackwardTolerance, CheckWorkloadsCoverBothPaths) {
   ASSERT_EQ(cases_->size(), 9u);  // every check workload of workloads.jsonl

@@ -31,7 +31,6 @@ using namespace d2k::tolerance_test;
 
 namespace {
 
-
 /// How an emulated implementation routes.
 enum class Variant {
   kExpert,          ///< router.cuh's keys, plan and ranks; fp32 K exponentials, butterfly sum

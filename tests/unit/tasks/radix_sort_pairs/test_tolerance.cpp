@@ -274,9 +274,7 @@ class RadixSortPairsTolerance : public TaskSuite<RadixSortPairsTolerance> {
         return false;
     return true;
   }
-
 };
-
 
 TEST_F(RadixSortPairsTolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 10u + 3u);  // every check workload of workloads.jsonl, and 3 hidden draws

@@ -159,9 +159,7 @@ class SpmvTolerance : public TaskSuite<SpmvTolerance> {
     for (std::int64_t r = 0; r < a.n; ++r) m = std::max<std::int64_t>(m, a.rp[r + 1] - a.rp[r]);
     return m;
   }
-
 };
-
 
 TEST_F(SpmvTolerance, TheCheckWorkloadsCoverTheStructures) {
   ASSERT_GE(cases_->size(), 10u);

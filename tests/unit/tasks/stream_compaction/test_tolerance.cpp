@@ -142,9 +142,7 @@ class StreamCompactionTolerance : public TaskSuite<StreamCompactionTolerance> {
 
  protected:
   static std::int64_t count(const Case& c) { return c.expected[c.out_index("count")].as<std::int64_t>()[0]; }
-
 };
-
 
 TEST_F(StreamCompactionTolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 10u + 4u);  // every check workload of workloads.jsonl, and 4 hidden draws

@@ -113,7 +113,7 @@ std::vector<HostTensor> emulate(Variant v, const WorkloadPlan& p, const std::vec
   return o;
 }
 
-class TpchQ1Tolerance : public TaskSuite<TpchQ1Tolerance> {
+class TpchQ1Tolerance : public tolerance_test::TaskSuite<TpchQ1Tolerance> {
  public:
   static constexpr const char* kTask = "tpch_q1";
 
@@ -132,7 +132,6 @@ class TpchQ1Tolerance : public TaskSuite<TpchQ1Tolerance> {
     return bad;
   }
   static std::int64_t count(const Case& c, int g) { return c.expected.at(7).as<std::int64_t>()[g]; }
-
 };
 
 std::vector<TpchQ1Tolerance::Case>* TpchQ1Tolerance::cases_ = nullptr;

@@ -109,7 +109,7 @@ HostTensor emulate(Variant v, const WorkloadPlan& p, const std::vector<HostTenso
   return out;
 }
 
-class TpchQ6Tolerance : public TaskSuite<TpchQ6Tolerance> {
+class TpchQ6Tolerance : public tolerance_test::TaskSuite<TpchQ6Tolerance> {
  public:
   static constexpr const char* kTask = "tpch_q6";
 
@@ -133,7 +133,6 @@ class TpchQ6Tolerance : public TaskSuite<TpchQ6Tolerance> {
     }
     return n;
   }
-
 };
 
 std::vector<TpchQ6Tolerance::Case>* TpchQ6Tolerance::cases_ = nullptr;
