@@ -21,7 +21,7 @@ OUTS = ("param_out", "m_out", "v_out", "param_bf16_out")
 
 
 def workloads(dataset):
-    rules, base_rules = golden.compare_rules(dataset, TASK)
+    rules, _ = golden.compare_rules(dataset, TASK)
     scalars, _ = golden.scalar_values(dataset, TASK)
     return {uuid: ({o: rules[uuid][o] for o in OUTS}, scalars[uuid]) for uuid in rules}
 

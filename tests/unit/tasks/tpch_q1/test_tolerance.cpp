@@ -134,8 +134,6 @@ class TpchQ1Tolerance : public tolerance_test::TaskSuite<TpchQ1Tolerance> {
   static std::int64_t count(const Case& c, int g) { return c.expected.at(7).as<std::int64_t>()[g]; }
 };
 
-std::vector<TpchQ1Tolerance::Case>* TpchQ1Tolerance::cases_ = nullptr;
-
 TEST_F(TpchQ1Tolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 6u);
   std::int64_t all = 0;

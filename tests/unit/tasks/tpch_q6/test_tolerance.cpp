@@ -135,8 +135,6 @@ class TpchQ6Tolerance : public tolerance_test::TaskSuite<TpchQ6Tolerance> {
   }
 };
 
-std::vector<TpchQ6Tolerance::Case>* TpchQ6Tolerance::cases_ = nullptr;
-
 TEST_F(TpchQ6Tolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 7u);  // every check workload of workloads.jsonl
   auto kept = [](const Case& c) {
