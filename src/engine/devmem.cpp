@@ -9,6 +9,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 #include <utility>
 
 #include "core/cuda_util.h"
@@ -88,9 +89,26 @@ std::size_t round_up(std::size_t n, std::size_t g) { return (n + g - 1) / g * g;
 
 }  // namespace
 
+/// The ids of the allocations that exist now (DevMem::alive).
+struct LiveIds {
+  std::mutex m;
+  std::unordered_set<std::uint64_t> ids;
+};
+
+LiveIds& live_ids() {
+  static LiveIds l;
+  return l;
+}
+
 struct DevMem::State {
   static inline std::atomic<std::uint64_t> next_id{1};
   std::uint64_t id = next_id.fetch_add(1);
+
+  State() {
+    LiveIds& l = live_ids();
+    std::lock_guard lk(l.m);
+    l.ids.insert(id);
+  }
   bool vmm = false;          // a cuMemCreate/cuMemImport mapping (else cudaMalloc)
   void* ptr = nullptr;
   std::size_t bytes = 0;     // as asked
@@ -99,6 +117,11 @@ struct DevMem::State {
   CUmemGenericAllocationHandle handle = 0;
 
   ~State() {
+    {
+      LiveIds& l = live_ids();
+      std::lock_guard lk(l.m);
+      l.ids.erase(id);
+    }
     // No throw from a destructor: a failed release leaks at worst.
     if (!ptr) return;
     if (!vmm) {
@@ -203,6 +226,12 @@ std::vector<std::uint8_t> DevMem::read_slack(cudaStream_t s) const {
   return out;
 }
 std::uint64_t DevMem::id() const { return s_ ? s_->id : 0; }
+
+bool DevMem::alive(std::uint64_t id) {
+  LiveIds& l = live_ids();
+  std::lock_guard lk(l.m);
+  return l.ids.count(id) > 0;
+}
 
 int DevMem::export_fd() const {
   if (!s_ || !s_->vmm) throw std::logic_error("DevMem::export_fd: not a shareable allocation");

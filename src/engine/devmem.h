@@ -50,6 +50,10 @@ class DevMem {
   std::vector<std::uint8_t> read_slack(cudaStream_t s) const;
   /// A number no other allocation of this process has had (addresses are reused, this is not).
   std::uint64_t id() const;
+  /// Whether the allocation numbered `id` still exists in this process. A worker's mapping of a
+  /// buffer the parent has freed keeps its memory allocated until the worker unmaps it
+  /// (TargetRunner::release_freed asks it to).
+  static bool alive(std::uint64_t id);
   /// A new descriptor for this allocation (the caller owns and closes it). Only for shareable.
   int export_fd() const;
 

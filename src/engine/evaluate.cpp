@@ -400,8 +400,10 @@ class CudaEvaluation {
   /// rotation and batch sets need the memory (a 23 GB TPC-H SF100 lineitem, held three times).
   void check_rounds(Trace& tr, TargetState& ts, const WorkloadPlan& plan, const Workload& w, std::size_t wi,
                     std::size_t nw) {
+    release_freed(ts);
     DeviceSet ins = DeviceSet::allocate(plan.inputs, runner(ts)->memory_kind());
     for (int r = 0; r < opt_.bench_rounds && tr.status == Status::PASSED; ++r) {
+      release_freed(ts);  // the last round's output sets
       say(fmt::format("{} {}: bench {}/{} {} check round {}/{}", task_.def.name, ts.target.name, wi + 1, nw, w.uuid,
                       r + 1, opt_.bench_rounds));
       generate_inputs_device(plan, round_seed(opt_.secret_seed, w.uuid, 100 + r), ins, stream_.get());
@@ -455,6 +457,10 @@ class CudaEvaluation {
     const std::size_t free_b = device_free_bytes(), ws = workspace_bytes(naive_, plan);
     return free_b > ws ? free_b - ws : 0;
   }
+
+  /// Memory the target's runner still holds of freed buffers goes back before the next sizing.
+  /// A failure here is the runner's, and its next request reports it.
+  void release_freed(TargetState& ts) { (void)runner(ts)->release_freed(); }
 
   /// Phase: rotation sets, enough that every call sees other addresses than the last.
   Rotation allocate_rotation(const WorkloadPlan& plan, MemKind kind) {
@@ -534,6 +540,7 @@ class CudaEvaluation {
   /// Phase: the parent's clock bounds the time (engine/parent_clock.h). Returns false (trace
   /// failed) on a violation or a failed request; sets the time that scores.
   bool bound_by_parent_clock(Trace& tr, TargetState& ts, const WorkloadPlan& plan, Rotation& rot) {
+    release_freed(ts);  // the timing loop's re-check sets, before the batch is sized
     Performance& perf = *tr.performance;
     const double median_s = perf.median_us * 1e-6;
     const BatchShape shape = batch_shape(plan, median_s);
@@ -578,15 +585,18 @@ class CudaEvaluation {
       fail_with(tr, *pc.violation);
       return false;
     }
+    // Without a graph the worker's loop runs the candidate's host code between launches, which
+    // the worker's samples hide behind the blocking kernel: back to back such a batch is paced by
+    // the host as an interpreter's is, so it is bounded the same way.
     const Track* track = lookup_target_track(ts.target.track);
-    TimeVerdict v = bound_time(median_s, pc.timing, track && track->host_paced());
+    TimeVerdict v = bound_time(median_s, pc.timing, host_paced_batch(track && track->host_paced(), pc.graph));
     const std::string summary = fmt::format("parent_clock: {} calls in {} batches{} over {} input sets in {:.3f} ms "
-                                          "({:.3f} ms checking after the clock): {:.2f} us per call, "
-                                          "worker median {:.2f} us; time from the {}",
+                                          "({:.3f} ms checking after the clock): {:.2f} us per call, worker median {:.2f} us; time from the {}",
                                           pc.timing.calls, pc.timing.batches, pc.graph ? " (one CUDA graph)" : " (no graph: " + pc.note + ")",
                                           n_sets, pc.timing.batch_s * 1e3, pc.timing.after_clock_s * 1e3,
                                           pc.timing.per_call_s() * 1e6, perf.median_us, v.source);
     if (v.violation) {
+      v.violation->message += " [" + summary + "]";
       fail_with(tr, *v.violation);
       return false;
     }
@@ -637,6 +647,7 @@ class CudaEvaluation {
   }
 
   void time_target(Trace& tr, TargetState& ts, const WorkloadPlan& plan) {
+    release_freed(ts);  // the check rounds' sets, before the rotation is sized
     Rotation rot = allocate_rotation(plan, runner(ts)->memory_kind());
     measure::MeasureOptions mo;
     mo.stopping = opt_.stopping;

@@ -97,6 +97,10 @@ class TargetRunner {
   /// Waits until the worker says the batch ended (its word bounds nothing: the parent's own
   /// observation of the outputs ends the batch's time).
   virtual CallOutcome batch_wait(double timeout_s) = 0;
+  /// Drops whatever the runner still holds of buffers the engine has freed, so that their memory
+  /// is free again before the engine sizes its next sets (a worker's mapping of a freed buffer
+  /// keeps it allocated: fused_adamw's 1e9 parameters ran out of memory on the H200 that way).
+  virtual CallOutcome release_freed() { return {}; }
 };
 
 /// Options of a worker.

@@ -15,6 +15,7 @@ namespace d2k::wire {
 /// Parent → worker.
 namespace cmd {
 inline constexpr const char* map = "map";                ///< {buffers:[{id,bytes}]} + one descriptor each
+inline constexpr const char* unmap = "unmap";            ///< {ids}: drop the mappings of buffers the parent freed
 inline constexpr const char* plan = "plan";              ///< {plan}: bind the target to a workload
 inline constexpr const char* call = "call";              ///< {ins, outs}: one untimed call
 inline constexpr const char* time = "time";              ///< {sets, options}: the timing loop
@@ -33,6 +34,7 @@ inline constexpr const char* baseline = "baseline";        ///< {threads}
 inline constexpr const char* ready = "ready";              ///< after load: {lockdown, threads}
 inline constexpr const char* load_failed = "load_failed";  ///< {status, error}
 inline constexpr const char* mapped = "mapped";
+inline constexpr const char* unmapped = "unmapped";
 inline constexpr const char* planned = "planned";          ///< {workspace}
 inline constexpr const char* called = "called";            ///< {threads_after}
 inline constexpr const char* prepare = "prepare";          ///< {call}: asks the parent to prepare call i

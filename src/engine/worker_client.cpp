@@ -316,6 +316,21 @@ class WorkerRunner final : public TargetRunner {
     return {CallOutcome{}, *msg};
   }
 
+  CallOutcome release_freed() override {
+    if (!start_error_.ok || dead_) return {};  // the next request reports it
+    json ids = json::array();
+    for (auto it = mapped_.begin(); it != mapped_.end();) {
+      if (DevMem::alive(*it)) {
+        ++it;
+        continue;
+      }
+      ids.push_back(*it);
+      it = mapped_.erase(it);
+    }
+    if (ids.empty()) return {};
+    return request({{"cmd", wire::cmd::unmap}, {"ids", ids}}, {}, wire::reply::unmapped, opt_.start_timeout_s).first;
+  }
+
   /// Sends the worker descriptors of every buffer it has not mapped yet.
   CallOutcome map(const std::vector<const DeviceSet*>& sets) {
     std::vector<const DevMem*> bufs;

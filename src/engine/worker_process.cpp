@@ -124,6 +124,13 @@ class Worker {
         mem_[bufs[i].at("id").get<std::uint64_t>()] = DevMem::import_fd(fds[i], bufs[i].at("bytes").get<std::size_t>());
       return {{"type", wire::reply::mapped}};
     }
+    if (cmd == wire::cmd::unmap) {
+      // The parent freed these buffers; until this mapping goes, their memory stays allocated.
+      // A captured batch may point into them: it goes first.
+      batch_.reset();
+      for (const json& id : msg.at("ids")) mem_.erase(id.get<std::uint64_t>());
+      return {{"type", wire::reply::unmapped}};
+    }
     if (cmd == wire::cmd::plan) {
       batch_.reset();
       call_.reset();
