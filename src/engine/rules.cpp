@@ -61,6 +61,14 @@ std::optional<Violation> check_threads_after_call(int before, int after) {
   return violation("no_threads_after_call", fmt::format("{} -> {} threads: a thread was left running after the call", before, after));
 }
 
+std::pair<int, int> bounded_thread_counts(int reported_before, int reported_after, int observed_before,
+                                          int observed_after) {
+  if (observed_before < 0 || observed_after < 0) return {reported_before, reported_after};
+  if (reported_before < 0 || reported_after < 0) return {observed_before, observed_after};
+  if (observed_after - observed_before > reported_after - reported_before) return {observed_before, observed_after};
+  return {reported_before, reported_after};
+}
+
 std::optional<Violation> check_canary(std::string_view buffer, std::span<const std::uint8_t> slack, std::uint8_t canary) {
   auto it = std::find_if(slack.begin(), slack.end(), [&](std::uint8_t b) { return b != canary; });
   if (it == slack.end()) return std::nullopt;

@@ -8,6 +8,7 @@
 /// reported: then it is a tripwire, not a boundary) returning the violation or nothing.
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <span>
 #include <string>
 #include <string_view>
@@ -46,6 +47,14 @@ Violation violation(std::string_view rule, std::string message);
 /// no_threads_after_call: the worker's thread count after a call above the count before the
 /// candidate's library was loaded. A count < 0 is unknown and passes.
 std::optional<Violation> check_threads_after_call(int before, int after);
+
+/// The (before, after) pair no_threads_after_call judges: the worker's report (its count before
+/// any candidate code ran, its count after the call), unless the parent's own count of the
+/// worker's process group at the same two moments rose more; then the parent's pair. The
+/// candidate can forge the report, not /proc as the parent reads it. A count < 0 is unknown: an
+/// unknown parent pair leaves the report, an unknown report yields to a known parent pair.
+std::pair<int, int> bounded_thread_counts(int reported_before, int reported_after, int observed_before,
+                                          int observed_after);
 
 /// out_of_bounds: canary bytes in the slack between a buffer's end and its mapping's end must be
 /// unchanged after a call. `slack` is the slack's content read back; `canary` the byte written.

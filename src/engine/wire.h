@@ -23,10 +23,14 @@ inline constexpr const char* prepared = "prepared";      ///< answer to "prepare
 inline constexpr const char* batch = "batch";            ///< {sets, slab, stride, offsets, calls}: capture a timed batch
 inline constexpr const char* batch_run = "batch_run";    ///< run the captured batch
 inline constexpr const char* exit = "exit";              ///< end the worker
+inline constexpr const char* load = "load";              ///< answer to "baseline": load the candidate now
 }  // namespace cmd
 
 /// Worker → parent.
 namespace reply {
+/// First message: the harness and the track's runtime are up, no candidate code has run; the
+/// worker waits for "load" so that the parent counts the worker's threads itself meanwhile.
+inline constexpr const char* baseline = "baseline";        ///< {threads}
 inline constexpr const char* ready = "ready";              ///< after load: {lockdown, threads}
 inline constexpr const char* load_failed = "load_failed";  ///< {status, error}
 inline constexpr const char* mapped = "mapped";

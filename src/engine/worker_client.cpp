@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -54,6 +55,7 @@ class WorkerRunner final : public TargetRunner {
     find_track(t.track).configure_worker(so);
     so.cancel = cancel_;
     so.on_message = [this](const json& msg, ParentChannel& ch) { handle(msg, ch); };
+    so.on_start = [this](pid_t pid) { group_ = pid; };
     std::vector<std::string> argv = {opt.exe.string(), "__worker", "--impl", std::filesystem::absolute(t.so).string(),
                                      "--track", t.track};
     if (!opt.shapes.empty()) argv.insert(argv.end(), {"--shapes", shapes_to_json(opt.shapes).dump()});
@@ -71,7 +73,7 @@ class WorkerRunner final : public TargetRunner {
       done_ = true;
       cv_.notify_all();
     });
-    auto first = wait_incoming(after(opt.start_timeout_s), "start");
+    auto first = start_handshake(after(opt.start_timeout_s));
     if (!first) {
       start_error_ = ended();
     } else if (first->value("type", "") == wire::reply::load_failed) {
@@ -81,7 +83,6 @@ class WorkerRunner final : public TargetRunner {
     } else if (first->value("type", "") != wire::reply::ready) {
       start_error_ = protocol_violation(*first, wire::reply::ready);
     } else {
-      baseline_threads_ = first->value("threads", -1);
       relro_hash_ = first->value("relro_hash", std::uint64_t{0});
     }
   }
@@ -126,8 +127,7 @@ class WorkerRunner final : public TargetRunner {
     if (o.ok) {
       // Against the count before the library was loaded: a thread its constructors or an
       // earlier call started counts too.
-      o.threads_before = baseline_threads_;
-      o.threads_after = msg.value("threads_after", -1);
+      bound_thread_counts(o, msg.value("threads_after", -1));
       if (auto v = skip_got_check_ ? std::nullopt : check_got(relro_hash_, msg.value("relro_hash", std::uint64_t{0}))) {
         dead_ = true;
         end_note_ = v->message;
@@ -245,6 +245,27 @@ class WorkerRunner final : public TargetRunner {
     lk.unlock();
     ch.send(o.msg, o.fds);
     for (int fd : o.fds) close(fd);
+  }
+
+  /// The worker's first message is its thread baseline, sent before any candidate code runs and
+  /// answered with "load": the parent counts the worker's threads itself before answering. Returns
+  /// the message after the load ("ready", "load_failed"), or whatever else came first.
+  std::optional<json> start_handshake(Clock::time_point deadline) {
+    auto first = wait_incoming(deadline, "start");
+    if (!first || first->value("type", "") != wire::reply::baseline) return first;
+    baseline_threads_ = first->value("threads", -1);
+    observed_baseline_ = process_group_threads(group_.load());
+    return exchange({{"cmd", wire::cmd::load}}, {}, deadline, "start");
+  }
+
+  /// Thread counts of a call as the rule sees them: the worker's report (the count before the
+  /// candidate's code, the count after the call), bounded by the parent's own count of the
+  /// worker's process group at the same two moments. The candidate can write whatever the worker
+  /// reports, never /proc as the parent reads it: where the parent's pair shows more threads
+  /// than at the baseline, that pair is the one judged.
+  void bound_thread_counts(CallOutcome& o, int reported_after) const {
+    std::tie(o.threads_before, o.threads_after) =
+        bounded_thread_counts(baseline_threads_, reported_after, observed_baseline_, process_group_threads(group_.load()));
   }
 
   /// Waits for the worker's next message until `deadline` (the parent's own clock: the worker's
@@ -389,7 +410,9 @@ class WorkerRunner final : public TargetRunner {
   ProcessResult result_;
   CallOutcome start_error_;
   std::string end_note_;
-  int baseline_threads_ = -1;
+  int baseline_threads_ = -1;   ///< the worker's report, before any candidate code
+  int observed_baseline_ = -1;  ///< the parent's count of the worker's group at that moment
+  std::atomic<pid_t> group_{-1};  ///< the worker's process group (set when the sandbox forks)
   // Test knob (kSkipGotCheckEnv): read by the parent at start, never from the worker.
   const bool skip_got_check_ = [] {
     const char* k = std::getenv(kSkipGotCheckEnv);

@@ -41,14 +41,19 @@ class Worker {
     timer_ = std::make_unique<measure::Timer>();
     timer_->cupti_available();  // CUPTI's one-time set-up, before the lockdown too
     warm_up_harness();
+    track.start_runtime(impl_path);
+    // Every thread the harness and the track's runtime need exists now (driver, CUPTI, NVML, an
+    // interpreter's): any thread beyond this count after a call is the candidate's, whether it
+    // started at import, in prepare's warm-up calls or in a call. The parent counts too, while
+    // this worker waits for its "load" (worker_client.cpp).
+    const int baseline_threads = count_threads();
+    ch_.send({{"type", wire::reply::baseline}, {"threads", baseline_threads}});
+    if (auto go = ch_.receive(); !go || go->value("cmd", "") != wire::cmd::load) return 0;
     track.prepare(impl_path, shapes);  // may need exec and files: before the lockdown
     LockdownOptions lo;
     if (const char* k = std::getenv(kAllowProtectionChangesEnv); k && std::string_view(k) == "1")
       lo.deny_protection_changes = lo.deny_open_for_write = false;
     const std::string lock = lock_down_worker(lo);
-    // Every thread the harness needs exists now (driver, CUPTI, NVML): any thread beyond this
-    // count after a call is the candidate's.
-    const int baseline_threads = count_threads();
     // The harness's relocation-read-only pages before the candidate's constructors run: a GOT
     // patched at load time differs from this at the first call.
     const std::uint64_t relro0 = relro_hash();

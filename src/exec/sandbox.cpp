@@ -28,6 +28,8 @@
 #include <cstring>
 #include <atomic>
 #include <deque>
+#include <fstream>
+#include <sstream>
 #include <mutex>
 #include <stdexcept>
 
@@ -91,6 +93,37 @@ bool ParentChannel::send_raw(const std::string& line) {
 std::string signal_name(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   return abbrev ? std::string("SIG") + abbrev : fmt::format("signal {}", sig);
+}
+
+int process_group_threads(pid_t pgid) {
+  std::error_code ec;
+  std::filesystem::directory_iterator it("/proc", ec);
+  if (ec) return -1;
+  int threads = 0, members = 0;
+  for (const auto& e : it) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream f(e.path() / "stat");
+    std::string line;
+    if (!std::getline(f, line)) continue;  // gone between the listing and the read
+    // pid (comm) state ppid pgrp ... : comm may hold spaces and parentheses, so fields are
+    // counted from the last ')'. num_threads is field 20, pgrp field 5.
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    std::string field;
+    long long pgrp = -1, num_threads = -1;
+    bool exited = false;  // a zombie (Z) or dead (X) process runs no thread
+    for (int i = 3; i <= 20 && rest >> field; ++i) {
+      if (i == 3) exited = field == "Z" || field == "X";
+      if (i == 5) pgrp = std::atoll(field.c_str());
+      if (i == 20) num_threads = std::atoll(field.c_str());
+    }
+    if (pgrp != pgid || num_threads < 0 || exited) continue;
+    ++members;
+    threads += static_cast<int>(num_threads);
+  }
+  return members ? threads : -1;
 }
 
 namespace {
@@ -1197,6 +1230,7 @@ class SandboxRun {
     if (pid_ < 0) throw std::runtime_error(fmt::format("run_sandboxed: fork: {}", std::strerror(errno)));
     if (pid_ == 0) child_main(plan_);
     setpgid(pid_, pid_);  // also done in the child; whichever runs first wins the race
+    if (opts_.on_start) opts_.on_start(pid_);
     for (int fd : {plan_.out_fd, plan_.err_fd, plan_.report_fd, plan_.chan_fd, plan_.null_fd, plan_.bpf_fd})
       if (fd >= 0) close(fd);
     for (int fd : {out_r_, err_r_, rep_r_, chan_p_}) set_nonblocking(fd);

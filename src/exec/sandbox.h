@@ -7,6 +7,8 @@
 /// The parent never runs the child's code. Each layer can be switched off and the result says
 /// which layers were applied and why any was skipped. docs/isolation.md describes the threat
 /// model and what each layer stops and does not stop.
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -147,6 +149,11 @@ struct SandboxOptions {
   /// Called for every message other than a stage report, on the calling thread, while the
   /// child runs; may answer through the channel.
   std::function<void(const nlohmann::json&, ParentChannel&)> on_message;
+  /// Called once, on the calling thread, right after the fork with the child's pid (also its
+  /// process group's id: everything the sandbox starts stays in that group, setpgid and setsid
+  /// being denied by the baseline filter), so that the caller can observe the child itself
+  /// (process_group_threads) instead of trusting what the child reports.
+  std::function<void(pid_t)> on_start;
 };
 
 /// What happened to the child.
@@ -191,6 +198,11 @@ bool bwrap_available();
 /// toolchain and the C library (/usr, /bin, /lib... or their merged-/usr links) and the dynamic
 /// loader's configuration in /etc. Nothing else of /etc (no passwd, no hosts).
 std::vector<std::filesystem::path> minimal_root_system_paths();
+
+/// Threads of every process in process group `pgid` (num_threads of each /proc/<pid>/stat whose
+/// pgrp is `pgid`), as the caller observes them; -1 when /proc cannot be read or no process of
+/// the group is left. Read by the parent of a sandbox: nothing the child says enters it.
+int process_group_threads(pid_t pgid);
 
 /// "SIGSEGV" for 11, etc.; "signal N" for unknown numbers.
 std::string signal_name(int sig);

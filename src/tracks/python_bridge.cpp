@@ -238,6 +238,14 @@ Obj Bridge::call_shim(const char* fn, Obj args_tuple) {
   return r;
 }
 
+std::string Bridge::warm_runtime(PyMode mode) {
+  Gil gil(api_);
+  Obj args = api_.PyTuple_New(1);
+  if (args) api_.PyTuple_SetItem(args, 0, api_.PyUnicode_FromString(mode_name(mode)));
+  Ref r(api_, call_shim("warm_runtime", args));
+  return r.get() == api_.Py_None ? "" : text(r.get());
+}
+
 void Bridge::load(const std::filesystem::path& file, PyMode mode) {
   Gil gil(api_);
   Obj args = api_.PyTuple_New(2);

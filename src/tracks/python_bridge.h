@@ -34,6 +34,9 @@ class Bridge {
   /// The started bridge, or nullptr.
   static Bridge* current();
 
+  /// The runtime's own start (d2k_shim.warm_runtime), before any candidate code: imports torch
+  /// and Triton and starts what they start at first use. Returns the errors seen ("" none).
+  std::string warm_runtime(PyMode mode);
   /// Imports `file` and finds run(). Throws ExecError(INVALID_SUBMISSION) with the traceback.
   void load(const std::filesystem::path& file, PyMode mode);
   bool loaded() const { return loaded_ != nullptr; }

@@ -28,12 +28,26 @@ LoadFailure& load_failure() {
   return f;
 }
 
+/// Starts the bridge once per process. nullptr when it failed (the cause in load_failure()).
+py::Bridge* started_bridge() {
+  if (load_failure().status != Status::PASSED) return nullptr;
+  try {
+    return &py::Bridge::start(worker_python_install(), py::shim_dir());
+  } catch (const ExecError& e) {
+    load_failure() = {e.status, e.what()};
+  } catch (const std::exception& e) {
+    load_failure() = {Status::RUNTIME_ERROR, std::string("cannot start Python: ") + e.what()};
+  }
+  return nullptr;
+}
+
 /// Starts the bridge and loads `artifact` once per process (prepare and open both may come
 /// first: the in-process runner opens without preparing). nullptr when either failed.
 py::Bridge* bridge_for(const std::filesystem::path& artifact, py::PyMode mode) {
-  if (load_failure().status != Status::PASSED) return nullptr;
+  py::Bridge* started = started_bridge();
+  if (!started) return nullptr;
   try {
-    py::Bridge& b = py::Bridge::start(worker_python_install(), py::shim_dir());
+    py::Bridge& b = *started;
     if (!b.loaded()) b.load(artifact, mode);
     return &b;
   } catch (const ExecError& e) {
@@ -74,6 +88,21 @@ void PythonTrack::configure_worker(SandboxOptions& so) const {
   }
   // Triton and torch start compiler and pool threads; CUDA's own need most of the default.
   so.rlimits.processes = std::max<std::uint64_t>(so.rlimits.processes, 4096);
+}
+
+void PythonTrack::start_runtime(const std::filesystem::path&) const {
+  point_caches_at_scratch();
+  py::Bridge* b = started_bridge();
+  if (!b) return;
+  std::string errors;
+  try {
+    errors = b->warm_runtime(mode_);
+  } catch (const std::exception& e) {
+    errors = e.what();
+  }
+  // Not fatal: a runtime that cannot warm up (no GPU for torch) fails the candidate's calls,
+  // which say why; a thread it starts later is then blamed on the candidate, so say so here.
+  if (!errors.empty()) std::fprintf(stderr, "d2k: %s runtime warm-up: %s\n", py::mode_name(mode_), errors.c_str());
 }
 
 void PythonTrack::prepare(const std::filesystem::path& artifact, const std::vector<WorkloadShape>& shapes) const {

@@ -18,6 +18,9 @@ class PythonTrack : public Track {
   void configure_worker(SandboxOptions& so) const override;
   bool prepares() const override { return true; }
   bool host_paced() const override { return true; }
+  /// Starts the interpreter and warms the runtime (torch, Triton, torch.compile's pools) before
+  /// any of the candidate's code runs. A failed start is kept and reported by open().
+  void start_runtime(const std::filesystem::path& artifact) const override;
   /// Starts the interpreter, imports the file and calls it once per shape. A failed import is
   /// kept and reported by open() (after the lockdown, as a load failure).
   void prepare(const std::filesystem::path& artifact, const std::vector<WorkloadShape>& shapes) const override;

@@ -60,6 +60,8 @@ const Track& find_track(std::string_view name) {
   throw std::invalid_argument(fmt::format("unknown track '{}' ({})", name, fmt::join(track_names(), ", ")));
 }
 
+void Track::start_runtime(const std::filesystem::path&) const {}
+
 void Track::prepare(const std::filesystem::path&, const std::vector<WorkloadShape>&) const {}
 
 LoadedImpl Track::open(const std::filesystem::path& artifact) const { return load_impl(artifact); }

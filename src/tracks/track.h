@@ -63,6 +63,11 @@ class Track {
   /// interpreter): the parent's clock then reports its figure for a large gap instead of
   /// REWARD_HACK(timer_cross_check) (engine/rules.h, bound_time).
   virtual bool host_paced() const { return false; }
+  /// Worker side, before any of the candidate's code runs (its import included): starts what the
+  /// track's own runtime needs (an interpreter, its imports, their thread pools), so that the
+  /// thread baseline the worker takes right after it holds no thread of the candidate's and
+  /// every thread of the runtime's. cuda and cutlass need nothing (the harness is up already).
+  virtual void start_runtime(const std::filesystem::path& artifact) const;
   /// Whether `prepare` does anything: the workloads' shapes are handed to the worker only then.
   virtual bool prepares() const { return false; }
   /// Worker side, before the lockdown filter: whatever the artifact needs done per shape while

@@ -1,8 +1,9 @@
 """The Python side of d2k's Python tracks (triton, torch_eager, torch_compile).
 
-The d2k worker embeds the machine's interpreter and calls three functions of this module:
-load() once, prepare() once per workload shape before the sandbox's lockdown (Triton's JIT
-and autotuning, torch.compile), and call() for every timed or checked call. Tensors arrive
+The d2k worker embeds the machine's interpreter and calls four functions of this module:
+warm_runtime() once before any of the candidate's code (the worker's thread baseline is taken
+after it), load() once, prepare() once per workload shape before the sandbox's lockdown
+(Triton's JIT and autotuning, torch.compile), and call() for every timed or checked call. Tensors arrive
 as DLPack capsules over buffers the d2k parent owns (zero copy); the timer is d2k's, in C++,
 around call(). Every function returns an error string instead of raising: the C side turns it
 into the call's status message.
@@ -72,6 +73,54 @@ def _torch():
         return torch
     except ImportError:
         return None
+
+
+def _warm_triton():
+    """JIT-compiles and launches a one-element Triton kernel (what a first launch starts)."""
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _one(p):
+        tl.store(p, tl.load(p) + 1)
+
+    t = torch.zeros(1, device="cuda")
+    _one[(1,)](t)
+    torch.cuda.synchronize()
+
+
+def _warm_compile():
+    """Compiles a one-line function with torch.compile: inductor's compile pools start here."""
+    import torch
+    try:
+        from torch._inductor.async_compile import AsyncCompile
+        AsyncCompile.warm_pool()
+    except (ImportError, AttributeError):
+        pass
+    f = torch.compile(lambda x: x * 2 + 1)
+    f(torch.zeros(8, device="cuda"))
+    torch.cuda.synchronize()
+
+
+def warm_runtime(mode):
+    """Starts what the runtime starts at first use (torch's CUDA state, Triton's JIT, inductor's
+    pools) before any of the candidate's code runs, so that every thread they leave running is in
+    the worker's thread baseline and every thread beyond it is the candidate's. Returns None or
+    the errors seen (not fatal: without a GPU there is nothing to warm)."""
+    torch = _torch()
+    if torch is None or not torch.cuda.is_available():
+        return None
+    try:
+        (torch.zeros(8, device="cuda") + 1).sum().item()
+        torch.cuda.synchronize()
+        if mode == "triton":
+            _warm_triton()
+        elif mode == "torch_compile":
+            _warm_compile()
+        return None
+    except BaseException as e:  # noqa: B902 - the runtime may raise anything here
+        return _failure("warming the %s runtime" % mode, e)
 
 
 class Loaded:

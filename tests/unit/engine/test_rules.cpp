@@ -71,6 +71,20 @@ TEST(Rules, ThreadsAfterCall) {
   EXPECT_EQ(v->rule, "no_threads_after_call");
 }
 
+// Issue #14: the worker's thread counts are the candidate's to forge; the parent's own counts of
+// the worker's group bound them (a forged report of no new thread does not hide one /proc shows).
+TEST(Rules, ParentThreadCountsBoundTheWorkersReport) {
+  using P = std::pair<int, int>;
+  EXPECT_EQ(bounded_thread_counts(10, 10, 12, 12), P(10, 10));   // both flat: the report
+  EXPECT_EQ(bounded_thread_counts(10, 10, 12, 13), P(12, 13));   // forged flat report, parent saw one more
+  EXPECT_EQ(bounded_thread_counts(10, 12, 12, 13), P(10, 12));   // the report rose more: it stands
+  EXPECT_EQ(bounded_thread_counts(10, 10, -1, 13), P(10, 10));   // no parent count: the report
+  EXPECT_EQ(bounded_thread_counts(-1, 10, 12, 13), P(12, 13));   // no report: the parent's
+  EXPECT_EQ(bounded_thread_counts(10, 10, 12, 11), P(10, 10));   // a thread ended: nothing to flag
+  auto [before, after] = bounded_thread_counts(40, 40, 41, 42);
+  EXPECT_TRUE(check_threads_after_call(before, after)) << "the parent's rise is flagged";
+}
+
 TEST(Rules, CanaryNamesTheBufferAndTheOffset) {
   std::vector<std::uint8_t> slack(4096, 0x5C);
   EXPECT_FALSE(check_canary("out", slack, 0x5C));

@@ -75,6 +75,22 @@ int main(int argc, char** argv) {
     ch.send({{"type", "echoed"}, {"reply", reply ? *reply : nlohmann::json()}});
     return 0;
   }
+  if (mode == "threads") {  // threads N: "before", then N sleeping threads and "after"; each answered
+    auto ch = channel();
+    ch.send({{"type", "before"}});
+    if (!ch.receive(10.0)) return 92;
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> ts;
+    for (int i = 0; i < std::atoi(arg(2, "3").c_str()); ++i)
+      ts.emplace_back([&] {
+        while (!stop) usleep(1000);
+      });
+    ch.send({{"type", "after"}});
+    ch.receive(10.0);
+    stop = true;
+    for (auto& t : ts) t.join();
+    return 0;
+  }
   if (mode == "ids") {
     utsname u{};
     uname(&u);

@@ -245,6 +245,26 @@ TEST_P(SandboxFs, ChannelRoundTrip) {
   EXPECT_EQ(r.last_stage, "check");
 }
 
+// Issue #14: the parent counts the threads of the child's process group itself (the worker's own
+// count is the candidate's to forge); on_start hands it the group before the child runs.
+TEST_P(SandboxFs, ParentCountsTheGroupsThreadsItself) {
+  auto o = opts();
+  pid_t group = -1;
+  int before = -1, after = -1;
+  o.on_start = [&](pid_t pid) { group = pid; };
+  o.on_message = [&](const nlohmann::json& msg, ParentChannel& ch) {
+    const std::string type = msg.value("type", "");
+    (type == "before" ? before : after) = process_group_threads(group);
+    ch.send({{"type", "go"}});
+  };
+  ProcessResult r = run_sandboxed({kProbe, "threads", "3"}, o);
+  ASSERT_EQ(r.status, Status::PASSED) << describe(r);
+  ASSERT_GT(group, 0);
+  EXPECT_GE(before, 1);
+  EXPECT_EQ(after, before + 3) << "three threads started between the two counts";
+  EXPECT_EQ(process_group_threads(group), -1) << "the group is gone after the run";
+}
+
 TEST_P(SandboxFs, ChannelFloodIsCut) {
   auto o = opts();
   o.channel_limit_bytes = 8u << 20;

@@ -20,5 +20,18 @@ for f in t-*.sh; do
     if grep -qF -- "$pat" <<< "$code"; then echo "FAIL $f re-implements a lib step ('$pat'): use lib/steps.sh"; bad=$((bad + 1)); fi
   done
 done
-[ "$bad" -eq 0 ] && echo "OK: $n check scripts parse; the task scripts use lib/steps.sh"
+# The Python helpers parse too (ast, so that nothing is written beside them), and every golden
+# cross-check reads its dump through lib/golden.py rather than a copy of its own.
+py=0
+for f in lib/*.py t-*/*.py; do
+  py=$((py + 1))
+  if ! err=$(python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])' "$f" 2>&1); then
+    echo "FAIL $f: $err"; bad=$((bad + 1))
+  fi
+done
+for f in t-*/golden_check.py; do
+  grep -q '^import golden' "$f" || { echo "FAIL $f does not import lib/golden.py"; bad=$((bad + 1)); }
+  grep -qE 'os\.listdir|np\.load\(|argparse' "$f" && { echo "FAIL $f re-implements lib/golden.py (listing, loading or arguments)"; bad=$((bad + 1)); }
+done
+[ "$bad" -eq 0 ] && echo "OK: $n check scripts and $py Python files parse; the task scripts use lib/steps.sh, the golden checks lib/golden.py"
 exit "$bad"

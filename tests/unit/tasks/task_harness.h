@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,55 @@ inline Case make_case(const Task& t, const LoadedImpl& reference, const Workload
 inline LoadedImpl load_reference(const std::string& task) {
   return load_impl(std::filesystem::path(D2K_BINARY_DIR) / "impl" / task / "reference.so");
 }
+
+/// The fixture every tolerance suite shares (CRTP): SetUpTestSuite loads the task named
+/// Derived::kTask, its built reference and a Case for each check workload, then for each of
+/// Derived::extra_workloads(task) (a static function, e.g. hidden draws or long rows; none where
+/// the suite lacks one), drawn with Derived::kSeed (1 where the suite names none);
+/// TearDownTestSuite frees them. The suite's tests read task(), ref_ and cases_, and find a case
+/// by its uuid's suffix after "<task>-".
+template <class Derived>
+class TaskSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    task_ = new Task(load_pilot(Derived::kTask));
+    ref_ = new LoadedImpl(load_reference(Derived::kTask));
+    cases_ = new std::vector<Case>;
+    for (const Workload& w : check_workloads(*task_, extra()))
+      cases_->push_back(make_case(*task_, *ref_, w, seed()));
+  }
+  static void TearDownTestSuite() {
+    delete cases_;
+    delete ref_;
+    delete task_;
+    cases_ = nullptr;
+    ref_ = nullptr;
+    task_ = nullptr;
+  }
+  static const Task& task() { return *task_; }
+  static const Case& by_suffix(const std::string& suffix) {
+    const std::string uuid = std::string(Derived::kTask) + "-" + suffix;
+    for (const Case& c : *cases_)
+      if (c.plan.workload.uuid == uuid) return c;
+    throw std::runtime_error("no check workload " + uuid);
+  }
+
+  inline static Task* task_ = nullptr;
+  inline static LoadedImpl* ref_ = nullptr;
+  inline static std::vector<Case>* cases_ = nullptr;
+
+ private:
+  template <class D>
+  static auto seed_of(int) -> decltype(D::kSeed, std::uint64_t{}) { return D::kSeed; }
+  template <class D>
+  static std::uint64_t seed_of(long) { return 1; }
+  static std::uint64_t seed() { return seed_of<Derived>(0); }
+  template <class D>
+  static auto extra_of(int) -> decltype(D::extra_workloads(*task_)) { return D::extra_workloads(*task_); }
+  template <class D>
+  static std::vector<Workload> extra_of(long) { return {}; }
+  static std::vector<Workload> extra() { return extra_of<Derived>(0); }
+};
 
 /// The judge's verdict on one run of a variant.
 inline OutputsVerdict judge(const Case& c, const std::vector<HostTensor>& run) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "exec/error.h"
+#include "exec/worker.h"
 #include "tracks/python_bridge.h"
 #include "tracks/python_track.h"
 
@@ -180,6 +181,22 @@ TEST(PythonBridge, AMissingRunIsAnInvalidSubmission) {
     EXPECT_EQ(e.status, Status::INVALID_SUBMISSION);
     EXPECT_NE(std::string(e.what()).find("no callable run"), std::string::npos) << e.what();
   }
+}
+
+// Issue #14: the worker takes its thread baseline after the runtime's warm-up and before the
+// candidate's import, so that a thread started at import (or in prepare's calls) is beyond it. The
+// warm-up runs none of the candidate's code; without a GPU it has nothing to start.
+TEST(PythonBridge, ARuntimeWarmUpRunsNoCandidateCodeAndAThreadStartedAtImportIsCounted) {
+  py::Bridge& b = bridge();
+  EXPECT_EQ(b.warm_runtime(py::PyMode::triton), "");
+  const int baseline = count_threads();
+  ASSERT_GT(baseline, 0);
+  b.load(write_solution("thread_at_import",
+                        "import threading, time\n"
+                        "threading.Thread(target=lambda: time.sleep(30), daemon=True).start()\n"
+                        "def run(x, out):\n    pass\n"),
+         py::PyMode::triton);
+  EXPECT_EQ(count_threads(), baseline + 1) << "the import's thread is beyond the baseline";
 }
 
 TEST(PythonBridge, AFailingImportIsAnInvalidSubmissionWithTheTraceback) {

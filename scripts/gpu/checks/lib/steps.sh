@@ -136,7 +136,9 @@ variants_step() {
 # golden_step [OPTIONS] SECONDS WORKLOADS SCRIPT [ARGS...]: the golden cross-check. `d2k check
 # --dump` of the expert on WORKLOADS (empty: every check workload) writes inputs and golden
 # outputs to $out/dump (a dump an earlier step left there, e.g. a sanitizer run with --dump, is
-# used as it is); SCRIPT DUMP ARGS... recomputes them with PyTorch under $py (step `golden`); the
+# used as it is); SCRIPT DUMP ARGS... (a t-*/golden_check.py: its task's float64 PyTorch reference
+# on lib/golden.py, which reads the dump and prints the verdicts) recomputes them under $py (step
+# `golden`); the
 # .npy files are removed after (golden.log keeps the verdicts). Needs detect_torch: no torch is a
 # SKIP. Options:
 #   --dump-s N   seconds of the dump step (default SECONDS)

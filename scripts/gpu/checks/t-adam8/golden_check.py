@@ -8,14 +8,14 @@ one index everywhere and equal in 99.9% of the elements.
 Prints one line per workload; exit status 1 if any workload disagrees.
 Usage: python3 golden_check.py DUMP_DIR
 """
-import argparse
-import json
 import math
 import os
 import sys
 
-import numpy as np
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import golden  # noqa: E402
 
 TASK = "adam_8bit_blockwise"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,14 +38,10 @@ def dynamic_map(signed):
 def workload_info(uuid):
     scal = {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.01, "step": 500}
     atol = 5e-8
-    with open(os.path.join(ROOT, "dataset", TASK, "workloads.jsonl")) as f:
-        for line in f:
-            if not line.strip():
-                continue
-            w = json.loads(line)
-            if w["uuid"] == uuid:
-                scal.update(w.get("scalars", {}))
-                atol = w.get("compare", {}).get("param_out", {}).get("atol", atol)
+    for w in golden.workload_lines(os.path.join(ROOT, "dataset"), TASK):
+        if w["uuid"] == uuid:
+            scal.update(w.get("scalars", {}))
+            atol = w.get("compare", {}).get("param_out", {}).get("atol", atol)
     return scal, atol
 
 
@@ -91,34 +87,25 @@ def disagreements(got, ref, atol):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dump")
-    a = ap.parse_args()
-    root = os.path.join(a.dump, TASK)
-    n_ok = n = 0
+    a = golden.parse_args()
+    report = golden.Report()
     names_in = ["param", "grad", "m_q", "v_q", "m_absmax", "v_absmax"]
     names_out = ["param_out", "m_q_out", "v_q_out", "m_absmax_out", "v_absmax_out"]
-    for uuid in sorted(os.listdir(root)):
-        d = os.path.join(root, uuid)
-        if not os.path.exists(os.path.join(d, "expected.param_out.npy")):
-            continue
-        s, atol = workload_info(uuid)
-        inp = {k: torch.from_numpy(np.load(os.path.join(d, f"input.{k}.npy")).reshape(-1)) for k in names_in}
+    for w in golden.workloads(a.dump, TASK, "param_out"):
+        s, atol = workload_info(w.uuid)
+        inp = {k: torch.from_numpy(w.input(k).reshape(-1)) for k in names_in}
         ref = step(inp, s)
-        labels = sorted({f.split(".")[0] for f in os.listdir(d) if f.endswith(".param_out.npy")} - {"expected"})
+        labels = w.targets("param_out")
         problems = []
-        for label in ["expected"] + labels:
-            got = {k: torch.from_numpy(np.load(os.path.join(d, f"{label}.{k}.npy")).reshape(-1)) for k in names_out}
+        for label in w.labels("param_out"):
+            got = {k: torch.from_numpy(w.load(label, k).reshape(-1)) for k in names_out}
             got = {k: (t.double() if t.is_floating_point() else t.long()) for k, t in got.items()}
             bad = disagreements(got, ref, atol)
             if bad:
                 problems.append(f"{label}: {'; '.join(bad)}")
-        n += 1
-        n_ok += not problems
-        print(f"{'PASS' if not problems else 'FAIL'} {uuid}: N={inp['param'].numel()}"
-              + (f"; {' | '.join(problems)}" if problems else f"; expected and {', '.join(labels) or 'no target'} agree with torch float64"))
-    print(f"golden cross-check: {n_ok}/{n} workloads agree with a PyTorch float64 step")
-    sys.exit(0 if n and n_ok == n else 1)
+        report.line(w.uuid, not problems, f"N={inp['param'].numel()}"
+                    + (f"; {' | '.join(problems)}" if problems else f"; expected and {', '.join(labels) or 'no target'} agree with torch float64"))
+    report.finish("agree with a PyTorch float64 step")
 
 
 if __name__ == "__main__":

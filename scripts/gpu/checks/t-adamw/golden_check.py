@@ -8,35 +8,28 @@ the bf16 copy from that fp32) and compared with the expected outputs under the t
 errors; exit status 1 if any workload disagrees.
 Usage: python3 golden_check.py DUMP_DIR [--dataset dataset]
 """
-import argparse
-import json
 import os
 import sys
 
-import numpy as np
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import golden  # noqa: E402
 
 TASK = "fused_adamw"
 OUTS = ("param_out", "m_out", "v_out", "param_bf16_out")
 
 
 def workloads(dataset):
-    d = json.load(open(os.path.join(dataset, TASK, "definition.json")))
-    base_rules = {o: d["outputs"][o]["compare"] for o in OUTS}
-    base_scalars = {k: v["value"] for k, v in d["scalars"].items()}
-    per = {}
-    for line in open(os.path.join(dataset, TASK, "workloads.jsonl")):
-        if line.strip():
-            w = json.loads(line)
-            rules = {o: dict(base_rules[o], **w.get("compare", {}).get(o, {})) for o in OUTS}
-            per[w["uuid"]] = (rules, dict(base_scalars, **w.get("scalars", {})))
-    return per
+    rules, _ = golden.compare_rules(dataset, TASK)
+    scalars, _ = golden.scalar_values(dataset, TASK)
+    return {uuid: ({o: rules[uuid][o] for o in OUTS}, scalars[uuid]) for uuid in rules}
 
 
-def torch_step(d, s):
-    load = lambda n: torch.from_numpy(np.load(os.path.join(d, f"input.{n}.npy"))).to(torch.float64)
+def torch_step(w, s):
+    load = lambda n: torch.from_numpy(w.input(n)).to(torch.float64)
     param, grad, m, v = (load(n) for n in ("param", "grad", "m", "v"))
-    bounds = np.load(os.path.join(d, "input.offsets.npy")).tolist()
+    bounds = w.input("offsets").tolist()
     params = [torch.nn.Parameter(param[a:b].clone()) for a, b in zip(bounds[:-1], bounds[1:])]
     for p, a, b in zip(params, bounds[:-1], bounds[1:]):
         p.grad = grad[a:b].clone()
@@ -76,30 +69,22 @@ def judge(out, ours, exp, rule):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dump")
-    ap.add_argument("--dataset", default="dataset")
-    a = ap.parse_args()
+    a = golden.parse_args(dataset=True)
     per = workloads(a.dataset)
-    root = os.path.join(a.dump, TASK)
-    bad, n = 0, 0
-    for uuid in sorted(os.listdir(root)):
-        d = os.path.join(root, uuid)
-        if not os.path.exists(os.path.join(d, "expected.param_out.npy")) or uuid not in per:
+    report = golden.Report()
+    for w in golden.workloads(a.dump, TASK, "param_out"):
+        if w.uuid not in per:
             continue
-        rules, scalars = per[uuid]
-        ours = torch_step(d, scalars)
+        rules, scalars = per[w.uuid]
+        ours = torch_step(w, scalars)
         ok_all, notes = True, []
         for o in OUTS:
-            exp = torch.from_numpy(np.load(os.path.join(d, f"expected.{o}.npy"))).to(torch.float64)
+            exp = torch.from_numpy(w.load(golden.GOLDEN, o)).to(torch.float64)
             ok, note = judge(o, ours[o], exp, rules[o])
             ok_all &= ok
             notes.append(note)
-        bad += 0 if ok_all else 1
-        n += 1
-        print(f"{'PASS' if ok_all else 'FAIL'} {uuid}: " + "; ".join(notes))
-    print(f"golden cross-check: {n - bad}/{n} workloads agree with PyTorch float64")
-    sys.exit(1 if bad or n == 0 else 0)
+        report.line(w.uuid, ok_all, "; ".join(notes))
+    report.finish("agree with PyTorch float64")
 
 
 if __name__ == "__main__":

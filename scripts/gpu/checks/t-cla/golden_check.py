@@ -7,32 +7,21 @@ expert.o) under the task's rel_l2 rules (definition.json, with the workload's ov
 one line per workload with the errors; exit status 1 if any workload disagrees.
 Usage: python3 golden_check.py DUMP_DIR [--dataset dataset]
 """
-import argparse
-import json
 import os
 import sys
 
 import numpy as np
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import golden  # noqa: E402
+
 TASK = "chunked_linear_attention"
 OUTPUTS = ("o", "final_state")
 
 
-def rules(dataset):
-    d = json.load(open(os.path.join(dataset, TASK, "definition.json")))
-    base = {name: d["outputs"][name]["compare"] for name in OUTPUTS}
-    per = {}
-    for line in open(os.path.join(dataset, TASK, "workloads.jsonl")):
-        if line.strip():
-            w = json.loads(line)
-            over = w.get("compare", {})
-            per[w["uuid"]] = {n: dict(base[n], **over.get(n, {})) for n in base}
-    return per, base
-
-
-def load(d, name):
-    return torch.from_numpy(np.load(os.path.join(d, name)).astype(np.float64))
+def load(w, label, name):
+    return torch.from_numpy(w.load(label, name, np.float64))
 
 
 def recurrence(q, k, v, a):
@@ -47,42 +36,28 @@ def recurrence(q, k, v, a):
     return o, state
 
 
-def rel_l2(ours, theirs):
-    den = float(torch.linalg.vector_norm(ours))
-    return float(torch.linalg.vector_norm(theirs - ours)) / den if den > 0 else float("inf")
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dump")
-    ap.add_argument("--dataset", default="dataset")
-    args = ap.parse_args()
-    per, default = rules(args.dataset)
-    root = os.path.join(args.dump, TASK)
-    bad, n = 0, 0
-    for uuid in sorted(os.listdir(root)):
-        d = os.path.join(root, uuid)
-        if not os.path.exists(os.path.join(d, "expected.o.npy")):
-            continue
-        cmp = per.get(uuid, default)
-        q, k, v, a = (load(d, f"input.{x}.npy") for x in ("q", "k", "v", "a"))
+    args = golden.parse_args(dataset=True)
+    per, default = golden.compare_rules(args.dataset, TASK)
+    report = golden.Report()
+    for w in golden.workloads(args.dump, TASK, "o"):
+        cmp = per.get(w.uuid, default)
+        q, k, v, a = (load(w, "input", x) for x in ("q", "k", "v", "a"))
         o, st = recurrence(q, k, v, a)
         ours = {"o": o.to(torch.float32).to(torch.bfloat16).to(torch.float64),  # double rounding: <= 1 bf16 step
                 "final_state": st.to(torch.float32).to(torch.float64)}
-        labels = sorted({f.split(".")[0] for f in os.listdir(d) if f.endswith(".o.npy")} - {"expected"})
         parts, ok = [], True
-        for label in ["expected"] + labels:
+        for label in w.labels("o"):
             errs = []
             for name in OUTPUTS:
-                e = rel_l2(ours[name], load(d, f"{label}.{name}.npy").reshape(ours[name].shape))
+                e = golden.rel_l2(load(w, label, name).reshape(ours[name].shape), ours[name])
                 ok = ok and e <= cmp[name]["tol"]
                 errs.append(f"{name} rel_l2 {e:.3g} (tol {cmp[name]['tol']})")
             parts.append(f"{label}: " + ", ".join(errs))
-        bad += 0 if ok else 1
-        n += 1
-        print(f"{'PASS' if ok else 'FAIL'} {uuid}: " + "; ".join(parts))
-    print(f"golden cross-check: {n - bad}/{n} workloads agree with PyTorch float64")
-    sys.exit(1 if bad or n == 0 else 0)
+        report.line(w.uuid, ok, "; ".join(parts))
+    report.finish("agree with PyTorch float64")
 
 
 if __name__ == "__main__":

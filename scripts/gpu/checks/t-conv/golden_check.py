@@ -6,27 +6,18 @@ workload's overrides from workloads.jsonl). Prints one line per workload with th
 exit status 1 if any workload disagrees.
 Usage: python3 golden_check.py DUMP_DIR [--dataset dataset]
 """
-import argparse
-import json
 import os
 import sys
 
-import numpy as np
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import golden  # noqa: E402
 
 TASK = "causal_conv1d"
 
 
-def rules(dataset):
-    d = json.load(open(os.path.join(dataset, TASK, "definition.json")))
-    base = d["outputs"]["out"]["compare"]
-    per = {}
-    for line in open(os.path.join(dataset, TASK, "workloads.jsonl")):
-        if line.strip():
-            w = json.loads(line)
-            per[w["uuid"]] = dict(base, **w.get("compare", {}).get("out", {}))
-    return per, base
 
 
 def bf16_round(t64):
@@ -36,37 +27,21 @@ def bf16_round(t64):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dump")
-    ap.add_argument("--dataset", default="dataset")
-    a = ap.parse_args()
-    per, base = rules(a.dataset)
-    root = os.path.join(a.dump, TASK)
-    bad_workloads, n = 0, 0
-    for uuid in sorted(os.listdir(root)):
-        d = os.path.join(root, uuid)
-        if not os.path.exists(os.path.join(d, "expected.out.npy")):
-            continue
-        cmp = per.get(uuid, base)
-        x = torch.from_numpy(np.load(os.path.join(d, "input.x.npy"))).to(torch.float64)
-        w = torch.from_numpy(np.load(os.path.join(d, "input.weight.npy"))).to(torch.float64)
-        b = torch.from_numpy(np.load(os.path.join(d, "input.bias.npy"))).to(torch.float64)
+    a = golden.parse_args(dataset=True)
+    per, base = golden.compare_rules(a.dataset, TASK)
+    report = golden.Report()
+    for w in golden.workloads(a.dump, TASK, "out"):
+        cmp = per.get(w.uuid, base)["out"]
+        x, wt, b = (torch.from_numpy(w.input(n)).to(torch.float64) for n in ("x", "weight", "bias"))
         L = x.shape[-1]
-        D, W = w.shape
-        z = F.conv1d(x, w.unsqueeze(1), b, padding=W - 1, groups=D)[..., :L]
+        D, W = wt.shape
+        z = F.conv1d(x, wt.unsqueeze(1), b, padding=W - 1, groups=D)[..., :L]
         ours = bf16_round(F.silu(z))
-        exp = torch.from_numpy(np.load(os.path.join(d, "expected.out.npy"))).to(torch.float64)
-        err = (ours - exp).abs()
-        over = (err > cmp["atol"]) & (err > cmp["rtol"] * exp.abs())
-        nbad = int(over.sum())
-        exact = float((err == 0).double().mean()) if err.numel() else 1.0
-        ok = nbad == 0
-        bad_workloads += 0 if ok else 1
-        n += 1
-        print(f"{'PASS' if ok else 'FAIL'} {uuid}: max|err| {float(err.max()):.3g}, {100 * exact:.3f}% bit-equal, "
-              f"{nbad} over tol")
-    print(f"golden cross-check: {n - bad_workloads}/{n} workloads agree with PyTorch float64")
-    sys.exit(1 if bad_workloads or n == 0 else 0)
+        exp = torch.from_numpy(w.load(golden.GOLDEN, "out")).to(torch.float64)
+        err, nbad = golden.over_tol(exp, ours, cmp)
+        exact = float((err == 0).mean()) if err.size else 1.0
+        report.line(w.uuid, nbad == 0, f"max|err| {float(err.max()):.3g}, {100 * exact:.3f}% bit-equal, {nbad} over tol")
+    report.finish("agree with PyTorch float64")
 
 
 if __name__ == "__main__":

@@ -8,54 +8,35 @@ task's rules (definition.json, with the workload's overrides). Prints one
 line per workload with the largest errors; exit status 1 if any workload disagrees.
 Usage: python3 golden_check.py DUMP_DIR [--dataset dataset]
 """
-import argparse
-import json
 import os
 import sys
 
 import numpy as np
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import golden  # noqa: E402
+
 TASK = "flash_attention_forward"
 
 
 def rules(dataset):
-    d = json.load(open(os.path.join(dataset, TASK, "definition.json")))
-    base = {name: d["outputs"][name]["compare"] for name in ("o", "lse")}
-    scale = d["scalars"]["scale"]["value"]
-    per = {}
-    for line in open(os.path.join(dataset, TASK, "workloads.jsonl")):
-        if line.strip():
-            w = json.loads(line)
-            over = w.get("compare", {})
-            per[w["uuid"]] = ({n: dict(base[n], **over.get(n, {})) for n in base},
-                              w.get("scalars", {}).get("scale", scale))
-    return per, (base, scale)
+    per, base = golden.compare_rules(dataset, TASK)
+    scales, default = golden.scalar_values(dataset, TASK)
+    return {uuid: (per[uuid], scales[uuid]["scale"]) for uuid in per}, (base, default["scale"])
 
 
-def load(d, name):
-    return torch.from_numpy(np.load(os.path.join(d, name)).astype(np.float64))
-
-
-def over_tol(ours, exp, cmp):
-    err = (ours - exp).abs()
-    return err, int(((err > cmp["atol"]) & (err > cmp["rtol"] * exp.abs())).sum())
+def load(w, label, name):
+    return torch.from_numpy(w.load(label, name, np.float64))
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dump")
-    ap.add_argument("--dataset", default="dataset")
-    a = ap.parse_args()
+    a = golden.parse_args(dataset=True)
     per, default = rules(a.dataset)
-    root = os.path.join(a.dump, TASK)
-    bad, n = 0, 0
-    for uuid in sorted(os.listdir(root)):
-        d = os.path.join(root, uuid)
-        if not os.path.exists(os.path.join(d, "expected.o.npy")):
-            continue
-        cmp, scale = per.get(uuid, default)
-        q, k, v = load(d, "input.q.npy"), load(d, "input.k.npy"), load(d, "input.v.npy")  # [B, S, H, D]
+    report = golden.Report()
+    for w in golden.workloads(a.dump, TASK, "o"):
+        cmp, scale = per.get(w.uuid, default)
+        q, k, v = (load(w, "input", n) for n in ("q", "k", "v"))  # [B, S, H, D]
         group = q.shape[2] // k.shape[2]
         qt = q.transpose(1, 2)
         kt = k.transpose(1, 2).repeat_interleave(group, dim=1)
@@ -67,20 +48,17 @@ def main():
         o = (torch.softmax(s, dim=-1) @ vt).transpose(1, 2)  # [B, S, H, D]
         ours_o = o.to(torch.float32).to(torch.bfloat16).to(torch.float64)  # double rounding: <= 1 bf16 step
         ours_lse = lse.to(torch.float32).to(torch.float64)
-        # the golden (expected.*) and every dumped target (e.g. expert.*) against PyTorch float64
-        labels = sorted({f.split(".")[0] for f in os.listdir(d) if f.endswith(".o.npy")} - {"expected"})
+        # the golden (expected.*) and every dumped target (e.g. expert.*) against PyTorch float64;
+        # (rtol scales with the dumped value, |got|)
         parts, ok = [], True
-        for label in ["expected"] + labels:
-            e_o, n_o = over_tol(ours_o, load(d, f"{label}.o.npy").reshape(ours_o.shape), cmp["o"])
-            e_l, n_l = over_tol(ours_lse, load(d, f"{label}.lse.npy").reshape(ours_lse.shape), cmp["lse"])
+        for label in w.labels("o"):
+            e_o, n_o = golden.over_tol(load(w, label, "o").reshape(ours_o.shape), ours_o, cmp["o"])
+            e_l, n_l = golden.over_tol(load(w, label, "lse").reshape(ours_lse.shape), ours_lse, cmp["lse"])
             ok = ok and n_o == 0 and n_l == 0
             parts.append(f"{label}: o max|err| {float(e_o.max()):.3g} ({n_o} over tol), "
                          f"lse max|err| {float(e_l.max()):.3g} ({n_l} over tol)")
-        bad += 0 if ok else 1
-        n += 1
-        print(f"{'PASS' if ok else 'FAIL'} {uuid}: " + "; ".join(parts))
-    print(f"golden cross-check: {n - bad}/{n} workloads agree with PyTorch float64")
-    sys.exit(1 if bad or n == 0 else 0)
+        report.line(w.uuid, ok, "; ".join(parts))
+    report.finish("agree with PyTorch float64")
 
 
 if __name__ == "__main__":

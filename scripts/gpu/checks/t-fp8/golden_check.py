@@ -7,54 +7,43 @@ from definition.json). Prints one line per workload with rel_l2 and the share of
 outputs; exit status 1 if any workload disagrees.
 Usage: python3 golden_check.py DUMP_DIR [--dataset dataset]
 """
-import argparse
-import json
 import os
 import sys
 
-import numpy as np
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import golden  # noqa: E402
 
 TASK = "fp8_blockwise_gemm"
 
 
-def load(d, name):
-    return torch.from_numpy(np.load(os.path.join(d, name))).to(torch.float64)
+def load(w, label, name):
+    return torch.from_numpy(w.load(label, name)).to(torch.float64)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dump")
-    ap.add_argument("--dataset", default="dataset")
-    a = ap.parse_args()
-    tol = json.load(open(os.path.join(a.dataset, TASK, "definition.json")))["outputs"]["c"]["compare"]["tol"]
-    root = os.path.join(a.dump, TASK)
-    bad, n = 0, 0
-    for uuid in sorted(os.listdir(root)):
-        d = os.path.join(root, uuid)
-        if not os.path.exists(os.path.join(d, "expected.c.npy")):
-            continue
-        A, B = load(d, "input.a.npy"), load(d, "input.b.npy")
+    a = golden.parse_args(dataset=True)
+    tol = golden.definition(a.dataset, TASK)["outputs"]["c"]["compare"]["tol"]
+    report = golden.Report()
+    for w in golden.workloads(a.dump, TASK, "c"):
+        A, B = load(w, "input", "a"), load(w, "input", "b")
         # every dumped operand value must be an e4m3 value: the float8 round trip is the identity
-        for name, t in (("a", A), ("b", B)):
-            if not torch.equal(t.to(torch.float32).to(torch.float8_e4m3fn).to(torch.float64), t):
-                print(f"FAIL {uuid}: input {name} holds values that are not e4m3")
-                bad += 1
-        sa, sb = load(d, "input.a_scales.npy"), load(d, "input.b_scales.npy")
+        not_e4m3 = [name for name, t in (("a", A), ("b", B))
+                    if not torch.equal(t.to(torch.float32).to(torch.float8_e4m3fn).to(torch.float64), t)]
+        for name in not_e4m3:
+            report.line(w.uuid, False, f"input {name} holds values that are not e4m3")
+        sa, sb = load(w, "input", "a_scales"), load(w, "input", "b_scales")
         M, K = A.shape
         N = B.shape[0]
         a_deq = A * sa.repeat_interleave(128, dim=1)
         b_deq = B * sb.repeat_interleave(128, dim=0)[:N].repeat_interleave(128, dim=1)
         ours = (a_deq @ b_deq.T).to(torch.float32).to(torch.bfloat16).to(torch.float64)
-        exp = load(d, "expected.c.npy")
-        rel = float(torch.linalg.norm(ours - exp) / torch.linalg.norm(exp)) if float(exp.abs().max()) > 0 else 0.0
+        exp = load(w, golden.GOLDEN, "c")
+        rel = golden.rel_l2(ours, exp) if float(exp.abs().max()) > 0 else 0.0
         exact = float((ours == exp).double().mean())
-        ok = rel <= tol
-        bad += 0 if ok else 1
-        n += 1
-        print(f"{'PASS' if ok else 'FAIL'} {uuid}: rel_l2 {rel:.3g} (tol {tol}), {100 * exact:.3f}% bit-equal")
-    print(f"golden cross-check: {n - bad}/{n} workloads agree with PyTorch float64")
-    sys.exit(1 if bad or n == 0 else 0)
+        report.line(w.uuid, rel <= tol, f"rel_l2 {rel:.3g} (tol {tol}), {100 * exact:.3f}% bit-equal")
+    report.finish("agree with PyTorch float64")
 
 
 if __name__ == "__main__":

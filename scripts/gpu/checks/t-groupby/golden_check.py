@@ -6,12 +6,14 @@ every dumped target (`<target>.out_*.npy`, e.g. the expert), sorted by key, must
 exactly. Prints one line per workload; exit status 1 if any workload disagrees.
 Usage: python3 golden_check.py DUMP_DIR
 """
-import argparse
 import os
 import sys
 
 import numpy as np
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import golden  # noqa: E402
 
 TASK = "groupby_aggregate"
 FIELDS = ("out_keys", "out_count", "out_sum", "out_min", "out_max")
@@ -29,44 +31,34 @@ def torch_groups(keys, values):
     return [uniq.numpy(), count.numpy(), s.view(np.int64), mn.numpy(), mx.numpy()]
 
 
-def same_rows(label, d, want):
-    path = os.path.join(d, f"{label}.num_groups.npy")
-    if not os.path.exists(path):
+def same_rows(label, w, want):
+    if not os.path.exists(w.path(label, "num_groups")):
         return None
-    n = int(np.load(path).reshape(-1)[0])
+    n = int(w.load(label, "num_groups").reshape(-1)[0])
     if n != want[0].size:
         return f"{label} num_groups {n} != {want[0].size}"
-    cols = [np.load(os.path.join(d, f"{label}.{f}.npy"))[:n] for f in FIELDS]
+    cols = [w.load(label, f)[:n] for f in FIELDS]
     order = np.argsort(cols[0], kind="stable")
-    for f, got, w in zip(FIELDS, cols, want):
+    for f, got, col in zip(FIELDS, cols, want):
         got = got[order]
-        if not np.array_equal(got, w):
-            bad = int(np.nonzero(got != w)[0][0])
-            return f"{label} {f} differs at key {int(want[0][bad])}: {int(got[bad])} != {int(w[bad])}"
+        bad = golden.first_difference(got, col)
+        if bad is not None:
+            return f"{label} {f} differs at key {int(want[0][bad])}: {int(got[bad])} != {int(col[bad])}"
     return ""
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dump")
-    a = ap.parse_args()
-    root = os.path.join(a.dump, TASK)
-    n_ok = n = 0
-    for uuid in sorted(os.listdir(root)):
-        d = os.path.join(root, uuid)
-        if not os.path.exists(os.path.join(d, "expected.num_groups.npy")):
-            continue
-        keys = np.load(os.path.join(d, "input.keys.npy")).astype(np.int64)
-        values = np.load(os.path.join(d, "input.values.npy")).astype(np.int64)
+    a = golden.parse_args()
+    report = golden.Report()
+    for w in golden.workloads(a.dump, TASK, "num_groups"):
+        keys = w.input("keys", np.int64)
+        values = w.input("values", np.int64)
         want = torch_groups(keys, values)
-        labels = sorted({f.split(".")[0] for f in os.listdir(d) if f.endswith(".num_groups.npy")} - {"expected"})
-        problems = [p for p in (same_rows(x, d, want) for x in ["expected"] + labels) if p]
-        n += 1
-        n_ok += not problems
-        print(f"{'PASS' if not problems else 'FAIL'} {uuid}: {want[0].size} groups of {keys.size} rows"
-              + (f"; {'; '.join(problems)}" if problems else f"; expected and {', '.join(labels) or 'no target'} equal PyTorch's"))
-    print(f"golden cross-check: {n_ok}/{n} workloads agree with PyTorch unique/bincount/scatter_reduce")
-    sys.exit(0 if n and n_ok == n else 1)
+        labels = w.targets("num_groups")
+        problems = [p for p in (same_rows(x, w, want) for x in w.labels("num_groups")) if p]
+        report.line(w.uuid, not problems, f"{want[0].size} groups of {keys.size} rows"
+                    + (f"; {'; '.join(problems)}" if problems else f"; expected and {', '.join(labels) or 'no target'} equal PyTorch's"))
+    report.finish("agree with PyTorch unique/bincount/scatter_reduce")
 
 
 if __name__ == "__main__":

@@ -6,63 +6,33 @@ compared with expected.dx / expected.dgamma / expected.dbeta under the task's ru
 Prints one line per workload with the largest errors; exit status 1 if any workload disagrees.
 Usage: python3 golden_check.py DUMP_DIR [--dataset dataset]
 """
-import argparse
-import json
 import os
 import sys
 
-import numpy as np
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import golden  # noqa: E402
 
 TASK = "layernorm_backward"
 
 
-def rules(dataset):
-    d = json.load(open(os.path.join(dataset, TASK, "definition.json")))
-    base = {k: v["compare"] for k, v in d["outputs"].items()}
-    per = {}
-    for line in open(os.path.join(dataset, TASK, "workloads.jsonl")):
-        if line.strip():
-            w = json.loads(line)
-            per[w["uuid"]] = {k: dict(v, **w.get("compare", {}).get(k, {})) for k, v in base.items()}
-    return per, base
-
-
-def allclose_verdict(actual, expected, r):
-    """The allclose rule with matched_ratio and max_error_cap, as docs/task-format.md states it."""
-    err = (actual - expected).abs()
-    bad = (err > r.get("atol", 0.0)) & (err > r.get("rtol", 0.0) * expected.abs())
-    allowed = int((1.0 - r.get("matched_ratio", 1.0)) * err.numel())
-    cap = r.get("max_error_cap", 0.0)
-    ok = int(bad.sum()) <= allowed and not (cap > 0 and float(err.max()) > cap)
-    return ok, f"{int(bad.sum())} over tol (allowed {allowed}), max|err| {float(err.max()):.3g}"
-
-
 def rel_l2_verdict(actual, expected, r):
-    num, den = float((actual - expected).norm()), float(expected.norm())
-    rel = num / den if den > 0 else (0.0 if num == 0 else float("inf"))
+    rel = golden.rel_l2(actual, expected)
     return rel <= r["tol"], f"rel_l2 {rel:.3g}"
 
 
-def load(d, name):
-    return torch.from_numpy(np.load(os.path.join(d, name))).to(torch.float64)
+def load(w, label, name):
+    return torch.from_numpy(w.load(label, name)).to(torch.float64)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dump")
-    ap.add_argument("--dataset", default="dataset")
-    a = ap.parse_args()
-    per, default = rules(a.dataset)
-    root = os.path.join(a.dump, TASK)
-    failed = n = 0
-    for uuid in sorted(os.listdir(root)):
-        d = os.path.join(root, uuid)
-        if not os.path.exists(os.path.join(d, "expected.dx.npy")):
-            continue
-        cmp = per.get(uuid, default)
-        dy, x = load(d, "input.dy.npy"), load(d, "input.x.npy")
-        mean, rstd, gamma = load(d, "input.mean.npy"), load(d, "input.rstd.npy"), load(d, "input.gamma.npy")
+    a = golden.parse_args(dataset=True)
+    per, default = golden.compare_rules(a.dataset, TASK)
+    report = golden.Report()
+    for w in golden.workloads(a.dump, TASK, "dx"):
+        cmp = per.get(w.uuid, default)
+        dy, x, mean, rstd, gamma = (load(w, "input", n) for n in ("dy", "x", "mean", "rstd", "gamma"))
         H = x.shape[-1]
         # gamma stands in for the bias: aten only needs it to know that dbeta is wanted.
         dx, dg, db = torch.ops.aten.native_layer_norm_backward(
@@ -70,15 +40,11 @@ def main():
         # float64 -> float32 -> bf16 can round twice; the rule's matched_ratio covers the rare tie.
         dx = dx.to(torch.float32).to(torch.bfloat16).to(torch.float64)
         dg, db = dg.to(torch.float32).to(torch.float64), db.to(torch.float32).to(torch.float64)
-        v = [allclose_verdict(dx, load(d, "expected.dx.npy"), cmp["dx"]),
-             rel_l2_verdict(dg, load(d, "expected.dgamma.npy"), cmp["dgamma"]),
-             rel_l2_verdict(db, load(d, "expected.dbeta.npy"), cmp["dbeta"])]
-        ok = all(o for o, _ in v)
-        failed += 0 if ok else 1
-        n += 1
-        print(f"{'PASS' if ok else 'FAIL'} {uuid}: dx {v[0][1]}; dgamma {v[1][1]}; dbeta {v[2][1]}")
-    print(f"golden cross-check: {n - failed}/{n} workloads agree with PyTorch float64")
-    sys.exit(1 if failed or n == 0 else 0)
+        v = [golden.allclose(dx, load(w, golden.GOLDEN, "dx"), cmp["dx"]),
+             rel_l2_verdict(dg, load(w, golden.GOLDEN, "dgamma"), cmp["dgamma"]),
+             rel_l2_verdict(db, load(w, golden.GOLDEN, "dbeta"), cmp["dbeta"])]
+        report.line(w.uuid, all(o for o, _ in v), f"dx {v[0][1]}; dgamma {v[1][1]}; dbeta {v[2][1]}")
+    report.finish("agree with PyTorch float64")
 
 
 if __name__ == "__main__":

@@ -8,20 +8,20 @@ target runs) is judged on the same inputs too, on the GPU where there is one.
 Prints one line per workload; exit status 1 if any workload disagrees.
 Usage: python3 golden_check.py DUMP_DIR [--dataset dataset] [--pytorch]
 """
-import argparse
 import importlib.util
-import json
 import os
 import sys
 
-import numpy as np
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import golden  # noqa: E402
 
 TASK = "paged_attention_decode"
 
 
-def load(d, name, dtype=torch.float64):
-    return torch.from_numpy(np.load(os.path.join(d, name))).to(dtype)
+def load(w, label, name, dtype=torch.float64):
+    return torch.from_numpy(w.load(label, name)).to(dtype)
 
 
 def bf16_round(t64):
@@ -48,8 +48,8 @@ def attention64(q, kc, vc, bt, lens, scale):
 
 
 def rel_l2(a, e):
-    den = float(e.norm())
-    return float((a - e).norm()) / den if den else float((a - e).norm())
+    # relative to the golden; the absolute norm where the golden is all zero
+    return golden.rel_l2(a, e) if float(e.norm()) else float((a - e).norm())
 
 
 def run_pytorch_program(dataset, inputs, scale, page, device):
@@ -64,50 +64,34 @@ def run_pytorch_program(dataset, inputs, scale, page, device):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dump")
-    ap.add_argument("--dataset", default="dataset")
+    ap = golden.parser(dataset=True)
     ap.add_argument("--pytorch", action="store_true",
                     help="also judge the task's pytorch.py (the torch targets' program) against the golden")
     a = ap.parse_args()
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    d = json.load(open(os.path.join(a.dataset, TASK, "definition.json")))
-    tol = float(d["outputs"]["o"]["compare"]["tol"])
-    default_scale = float(d["scalars"]["scale"]["value"])
-    workloads = {}
-    for line in open(os.path.join(a.dataset, TASK, "workloads.jsonl")):
-        if line.strip():
-            w = json.loads(line)
-            workloads[w["uuid"]] = w
-    root = os.path.join(a.dump, TASK)
-    fails = n = 0
-    for uuid in sorted(os.listdir(root)):
-        w = os.path.join(root, uuid)
-        if not os.path.exists(os.path.join(w, "expected.o.npy")):
-            continue
-        scale = float(workloads.get(uuid, {}).get("scalars", {}).get("scale", default_scale))
-        q, kc, vc = (load(w, f"input.{n_}.npy") for n_ in ("q", "k_cache", "v_cache"))
-        bt = load(w, "input.block_table.npy", torch.int64)
-        lens = load(w, "input.seq_lens.npy", torch.int64)
-        expected = load(w, "expected.o.npy")
+    tol = float(golden.definition(a.dataset, TASK)["outputs"]["o"]["compare"]["tol"])
+    scalars, default = golden.scalar_values(a.dataset, TASK)
+    report = golden.Report()
+    for w in golden.workloads(a.dump, TASK, "o"):
+        scale = float(scalars.get(w.uuid, default)["scale"])
+        q, kc, vc = (load(w, "input", n_) for n_ in ("q", "k_cache", "v_cache"))
+        bt = load(w, "input", "block_table", torch.int64)
+        lens = load(w, "input", "seq_lens", torch.int64)
+        expected = load(w, golden.GOLDEN, "o")
         ours = attention64(q, kc, vc, bt, lens, scale)
         err = rel_l2(ours, expected)
         ok = err <= tol
         parts = [f"torch float64 vs golden rel_l2 {err:.3g}"]
-        labels = sorted({f.split(".")[0] for f in os.listdir(w) if f.endswith(".o.npy")} - {"expected"})
-        for label in labels:
-            e = rel_l2(load(w, f"{label}.o.npy"), expected)
+        for label in w.targets("o"):
+            e = rel_l2(load(w, label, "o"), expected)
             ok &= e <= tol
             parts.append(f"{label} {e:.3g}")
         if a.pytorch:
             e = rel_l2(run_pytorch_program(a.dataset, (q, kc, vc, bt, lens), scale, kc.shape[1], device), expected)
             ok &= e <= tol
             parts.append(f"pytorch.py {e:.3g}")
-        fails += 0 if ok else 1
-        n += 1
-        print(f"{'PASS' if ok else 'FAIL'} {uuid}: " + ", ".join(parts) + f" (tol {tol})")
-    print(f"golden cross-check: {n - fails}/{n} workloads agree with PyTorch float64")
-    sys.exit(1 if fails or n == 0 else 0)
+        report.line(w.uuid, ok, ", ".join(parts) + f" (tol {tol})")
+    report.finish("agree with PyTorch float64")
 
 
 if __name__ == "__main__":

@@ -8,20 +8,20 @@ With --pytorch, the task's pytorch.py (what the torch_eager target runs) is judg
 inputs too, on the GPU where there is one.
 Usage: python3 golden_check.py DUMP_DIR [--dataset dataset] [--pytorch]
 """
-import argparse
-import json
 import math
 import os
 import sys
 
-import numpy as np
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import golden  # noqa: E402
 
 TASK = "rope_qk_norm"
 
 
-def load(d, name):
-    return torch.from_numpy(np.load(os.path.join(d, name))).to(torch.float64)
+def load(w, label, name):
+    return torch.from_numpy(w.load(label, name)).to(torch.float64)
 
 
 def bf16_round(t64):
@@ -37,12 +37,12 @@ def run_pytorch_program(dataset, w, device):
     spec = importlib.util.spec_from_file_location("rope_pytorch", os.path.join(dataset, TASK, "pytorch.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    t = lambda name, dt: load(w, f"input.{name}.npy").to(dt).to(device)
+    t = lambda name, dt: load(w, "input", name).to(dt).to(device)
     qkv = t("qkv", torch.bfloat16)
-    q = torch.empty(load(w, "expected.q.npy").shape, dtype=torch.bfloat16, device=device)
-    k = torch.empty(load(w, "expected.k.npy").shape, dtype=torch.bfloat16, device=device)
+    q = torch.empty(w.load(golden.GOLDEN, "q").shape, dtype=torch.bfloat16, device=device)
+    k = torch.empty(w.load(golden.GOLDEN, "k").shape, dtype=torch.bfloat16, device=device)
     v = torch.empty_like(k)
-    pos = torch.from_numpy(np.load(os.path.join(w, "input.positions.npy"))).to(torch.int64).to(device)
+    pos = torch.from_numpy(w.input("positions")).to(torch.int64).to(device)
     mod.run(qkv, t("q_norm_weight", torch.bfloat16), t("k_norm_weight", torch.bfloat16), pos,
             t("cos_sin_cache", torch.float32), q, k, v, 1e-6)
     return {"q": q.cpu().double(), "k": k.cpu().double(), "v": v.cpu().double()}
@@ -71,33 +71,27 @@ def norm_rope(x, w, cos, sin, eps):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dump")
-    ap.add_argument("--dataset", default="dataset")
+    ap = golden.parser(dataset=True)
     ap.add_argument("--pytorch", action="store_true",
                     help="also judge the task's pytorch.py (the torch targets' program) against the golden")
     a = ap.parse_args()
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    d = json.load(open(os.path.join(a.dataset, TASK, "definition.json")))
+    d = golden.definition(a.dataset, TASK)
     cmp = {k: v["compare"] for k, v in d["outputs"].items()}
     eps = float(d["scalars"]["eps"]["value"])
-    root = os.path.join(a.dump, TASK)
-    fails = n = 0
-    for uuid in sorted(os.listdir(root)):
-        w = os.path.join(root, uuid)
-        if not os.path.exists(os.path.join(w, "expected.q.npy")):
-            continue
-        qkv = load(w, "input.qkv.npy")
-        exp = {o: load(w, f"expected.{o}.npy") for o in ("q", "k", "v")}
+    report = golden.Report()
+    for w in golden.workloads(a.dump, TASK, "q"):
+        qkv = load(w, "input", "qkv")
+        exp = {o: load(w, golden.GOLDEN, o) for o in ("q", "k", "v")}
         T, Hq, D = exp["q"].shape
         Hkv = exp["k"].shape[1]
-        pos = torch.from_numpy(np.load(os.path.join(w, "input.positions.npy"))).to(torch.int64)
-        cs = load(w, "input.cos_sin_cache.npy")[pos].unsqueeze(1)
+        pos = torch.from_numpy(w.input("positions")).to(torch.int64)
+        cs = load(w, "input", "cos_sin_cache")[pos].unsqueeze(1)
         cos, sin = cs[..., : D // 2], cs[..., D // 2:]
         qs, ks, vs = qkv.split([Hq * D, Hkv * D, Hkv * D], dim=-1)
         got = {
-            "q": bf16_round(norm_rope(qs.reshape(T, Hq, D), load(w, "input.q_norm_weight.npy"), cos, sin, eps)),
-            "k": bf16_round(norm_rope(ks.reshape(T, Hkv, D), load(w, "input.k_norm_weight.npy"), cos, sin, eps)),
+            "q": bf16_round(norm_rope(qs.reshape(T, Hq, D), load(w, "input", "q_norm_weight"), cos, sin, eps)),
+            "k": bf16_round(norm_rope(ks.reshape(T, Hkv, D), load(w, "input", "k_norm_weight"), cos, sin, eps)),
             "v": vs.reshape(T, Hkv, D),
         }
         parts, ok_all = [], True
@@ -111,11 +105,8 @@ def main():
                 ok, bad, err = judge(prog[o], exp[o], cmp[o])
                 ok_all &= ok
                 parts.append(f"pytorch.py {o} max|err| {err:.3g} ({bad} over tol)")
-        fails += 0 if ok_all else 1
-        n += 1
-        print(f"{'PASS' if ok_all else 'FAIL'} {uuid}: " + ", ".join(parts))
-    print(f"golden cross-check: {n - fails}/{n} workloads agree with PyTorch float64")
-    sys.exit(1 if fails or n == 0 else 0)
+        report.line(w.uuid, ok_all, ", ".join(parts))
+    report.finish("agree with PyTorch float64")
 
 
 if __name__ == "__main__":

@@ -7,14 +7,14 @@ under the task's rules: weights allclose (atol 1e-6, rtol 1e-5), ids, counts, of
 permutation exactly. Prints one line per workload and program; exit status 1 if any disagrees.
 Usage: python3 golden_check.py DUMP_DIR [--dataset dataset]
 """
-import argparse
 import importlib.util
-import json
 import os
 import sys
 
-import numpy as np
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import golden  # noqa: E402
 
 TASK = "moe_topk_router"
 OUTS = ["topk_weights", "topk_ids", "expert_counts", "expert_offsets", "permutation"]
@@ -65,31 +65,20 @@ def compare(got, expected, cmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dump")
-    ap.add_argument("--dataset", default="dataset")
-    a = ap.parse_args()
-    d = json.load(open(os.path.join(a.dataset, TASK, "definition.json")))
-    cmp = d["outputs"]["topk_weights"]["compare"]
+    a = golden.parse_args(dataset=True)
+    cmp = golden.definition(a.dataset, TASK)["outputs"]["topk_weights"]["compare"]
     spec = importlib.util.spec_from_file_location("router_pytorch", os.path.join(a.dataset, TASK, "pytorch.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    root = os.path.join(a.dump, TASK)
-    n = bad = 0
-    for uuid in sorted(os.listdir(root)):
-        wd = os.path.join(root, uuid)
-        if not os.path.exists(os.path.join(wd, "expected.permutation.npy")):
-            continue
-        x = torch.from_numpy(np.load(os.path.join(wd, "input.logits.npy")))
-        expected = {k: torch.from_numpy(np.load(os.path.join(wd, f"expected.{k}.npy"))) for k in OUTS}
+    report = golden.Report()
+    for w in golden.workloads(a.dump, TASK, "permutation"):
+        x = torch.from_numpy(w.input("logits"))
+        expected = {k: torch.from_numpy(w.load(golden.GOLDEN, k)) for k in OUTS}
         E, K = x.shape[1], expected["topk_ids"].shape[1]
         for label, got in (("fp64", fp64_program(x, K)), ("pytorch.py", torch_program(mod.run, x, E, K))):
             ok, msg = compare(got, expected, cmp)
-            n += 1
-            bad += 0 if ok else 1
-            print(f"{'PASS' if ok else 'FAIL'} {uuid} [{label}]: {msg}")
-    print(f"golden cross-check: {n - bad}/{n} (workload, program) pairs agree with the golden")
-    sys.exit(1 if bad or n == 0 else 0)
+            report.line(f"{w.uuid} [{label}]", ok, msg)
+    report.finish("agree with the golden", unit="(workload, program) pairs")
 
 
 if __name__ == "__main__":

@@ -7,12 +7,14 @@ input indices, it also checks stability directly: within every run of equal keys
 Prints one line per workload; exit status 1 if any workload disagrees.
 Usage: python3 golden_check.py DUMP_DIR
 """
-import argparse
 import os
 import sys
 
 import numpy as np
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import golden  # noqa: E402
 
 TASK = "radix_sort_pairs"
 
@@ -21,13 +23,12 @@ def as_i64(a):
     return torch.from_numpy(np.asarray(a).astype(np.int64))
 
 
-def same_pairs(label, d, keys, values):
+def same_pairs(label, w, keys, values):
     """Rows of <label>.keys_out / values_out must equal PyTorch's sorted pairs bit for bit."""
-    path = os.path.join(d, f"{label}.keys_out.npy")
-    if not os.path.exists(path):
+    if not os.path.exists(w.path(label, "keys_out")):
         return None
     for out, want in (("keys_out", keys), ("values_out", values)):
-        got = as_i64(np.load(os.path.join(d, f"{label}.{out}.npy")).reshape(-1))
+        got = as_i64(w.load(label, out).reshape(-1))
         if got.numel() != want.numel():
             return f"{label} {out} has {got.numel()} elements, not {want.numel()}"
         if not torch.equal(got, want):
@@ -37,17 +38,11 @@ def same_pairs(label, d, keys, values):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dump")
-    a = ap.parse_args()
-    root = os.path.join(a.dump, TASK)
-    n_ok = n = 0
-    for uuid in sorted(os.listdir(root)):
-        d = os.path.join(root, uuid)
-        if not os.path.exists(os.path.join(d, "expected.keys_out.npy")):
-            continue
-        keys = as_i64(np.load(os.path.join(d, "input.keys.npy")).reshape(-1))
-        values = as_i64(np.load(os.path.join(d, "input.values.npy")).reshape(-1))
+    a = golden.parse_args()
+    report = golden.Report()
+    for w in golden.workloads(a.dump, TASK, "keys_out"):
+        keys = as_i64(w.input("keys").reshape(-1))
+        values = as_i64(w.input("values").reshape(-1))
         sorted_keys, order = torch.sort(keys, stable=True)
         sorted_values = values[order]
         problems = []
@@ -55,15 +50,12 @@ def main():
             same = sorted_keys[1:] == sorted_keys[:-1]
             if bool((sorted_values[1:][same] <= sorted_values[:-1][same]).any()):
                 problems.append("torch.sort(stable=True) left equal keys out of input order")
-        labels = sorted({f.split(".")[0] for f in os.listdir(d) if f.endswith(".keys_out.npy")} - {"expected"})
-        problems += [p for p in (same_pairs(x, d, sorted_keys, sorted_values) for x in ["expected"] + labels) if p]
+        labels = w.targets("keys_out")
+        problems += [p for p in (same_pairs(x, w, sorted_keys, sorted_values) for x in w.labels("keys_out")) if p]
         repeated = int((sorted_keys[1:] == sorted_keys[:-1]).sum())
-        n += 1
-        n_ok += not problems
-        print(f"{'PASS' if not problems else 'FAIL'} {uuid}: {keys.numel()} pairs, {repeated} equal-key neighbours"
-              + (f"; {'; '.join(problems)}" if problems else f"; expected and {', '.join(labels) or 'no target'} equal PyTorch's"))
-    print(f"golden cross-check: {n_ok}/{n} workloads agree with torch.sort(stable=True) + gather")
-    sys.exit(0 if n and n_ok == n else 1)
+        report.line(w.uuid, not problems, f"{keys.numel()} pairs, {repeated} equal-key neighbours"
+                    + (f"; {'; '.join(problems)}" if problems else f"; expected and {', '.join(labels) or 'no target'} equal PyTorch's"))
+    report.finish("agree with torch.sort(stable=True) + gather")
 
 
 if __name__ == "__main__":

@@ -8,57 +8,48 @@ rule (allclose rtol 5e-4, atol 1e-6) against the same PyTorch value.
 Prints one line per workload; exit status 1 if any workload disagrees.
 Usage: python3 golden_check.py DUMP_DIR
 """
-import argparse
 import os
 import sys
 
 import numpy as np
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import golden  # noqa: E402
+
 TASK = "spmv_csr"
 RTOL, ATOL = 5e-4, 1e-6  # definition.json's rule for y
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dump")
-    a = ap.parse_args()
-    root = os.path.join(a.dump, TASK)
-    n_ok = n = 0
+    a = golden.parse_args()
+    report = golden.Report()
     worst_golden = 0.0
-    for uuid in sorted(os.listdir(root)):
-        d = os.path.join(root, uuid)
-        path = os.path.join(d, "expected.y.npy")
-        if not os.path.exists(path):
-            continue
-        load = lambda name: np.load(os.path.join(d, f"input.{name}.npy")).reshape(-1)
-        rp, col, val, x = load("row_ptr"), load("col_idx"), load("values"), load("x")
+    for w in golden.workloads(a.dump, TASK, "y"):
+        rp, col, val, x = (w.input(n).reshape(-1) for n in ("row_ptr", "col_idx", "values", "x"))
         n_rows = rp.size - 1
         a64 = torch.sparse_csr_tensor(torch.from_numpy(rp.astype(np.int64)), torch.from_numpy(col.astype(np.int64)),
                                       torch.from_numpy(val.astype(np.float64)), size=(n_rows, n_rows))
         y64 = (a64 @ torch.from_numpy(x.astype(np.float64))).numpy()
         y32 = y64.astype(np.float32).astype(np.float64)
-        expected = np.load(path).astype(np.float64).reshape(-1)
+        expected = w.load(golden.GOLDEN, "y", np.float64).reshape(-1)
         problems = []
         rel = np.abs(expected - y32) / np.maximum(np.abs(y32), np.finfo(np.float32).tiny)
         worst_golden = max(worst_golden, float(rel.max()) if rel.size else 0.0)
         if rel.size and rel.max() > 2.0 ** -23:
             i = int(rel.argmax())
             problems.append(f"golden row {i}: {expected[i]!r} vs torch {y32[i]!r}")
-        labels = sorted({f.split(".")[0] for f in os.listdir(d) if f.endswith(".y.npy")} - {"expected"})
+        labels = w.targets("y")
         for label in labels:
-            got = np.load(os.path.join(d, f"{label}.y.npy")).astype(np.float64).reshape(-1)
+            got = w.load(label, "y", np.float64).reshape(-1)
             err = np.abs(got - y64)
             bad = (err > ATOL) & (err > RTOL * np.abs(y64))
             if bad.any() or not np.isfinite(got).all():
                 i = int(np.argmax(bad)) if bad.any() else int(np.argmax(~np.isfinite(got)))
                 problems.append(f"{label} row {i}: {got[i]!r} vs torch {y64[i]!r}")
-        n += 1
-        n_ok += not problems
-        print(f"{'PASS' if not problems else 'FAIL'} {uuid}: N={n_rows} NNZ={val.size}, golden max rel {rel.max() if rel.size else 0:.2e}"
-              + (f"; {'; '.join(problems)}" if problems else f"; expected and {', '.join(labels) or 'no target'} agree with torch float64"))
-    print(f"golden cross-check: {n_ok}/{n} workloads agree with torch float64 (worst golden rel {worst_golden:.2e})")
-    sys.exit(0 if n and n_ok == n else 1)
+        report.line(w.uuid, not problems, f"N={n_rows} NNZ={val.size}, golden max rel {rel.max() if rel.size else 0:.2e}"
+                    + (f"; {'; '.join(problems)}" if problems else f"; expected and {', '.join(labels) or 'no target'} agree with torch float64"))
+    report.finish(f"agree with torch float64 (worst golden rel {worst_golden:.2e})")
 
 
 if __name__ == "__main__":

@@ -7,28 +7,23 @@ task's rule (the workload's atol). Prints one line per workload with the largest
 share of bit-equal cells; exit status 1 if any workload disagrees or none was found.
 Usage: python3 golden_check.py DUMP_DIR [--dataset dataset]
 """
-import argparse
-import json
 import os
 import sys
 
 import numpy as np
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import golden  # noqa: E402
+
 TASK = "stencil_3d_7pt"
 
 
 def workloads(dataset):
-    d = json.load(open(os.path.join(dataset, TASK, "definition.json")))
-    base_cmp = d["outputs"]["out"]["compare"]
-    base_scalars = {k: v["value"] for k, v in d["scalars"].items()}
-    per = {}
-    for line in open(os.path.join(dataset, TASK, "workloads.jsonl")):
-        if line.strip():
-            w = json.loads(line)
-            per[w["uuid"]] = (dict(base_cmp, **w.get("compare", {}).get("out", {})),
-                              dict(base_scalars, **w.get("scalars", {})), w["axes"])
-    return per
+    rules, _ = golden.compare_rules(dataset, TASK)
+    scalars, _ = golden.scalar_values(dataset, TASK)
+    return {w["uuid"]: (rules[w["uuid"]]["out"], scalars[w["uuid"]], w["axes"])
+            for w in golden.workload_lines(dataset, TASK)}
 
 
 def jacobi(u, c0, c1, T):
@@ -42,32 +37,22 @@ def jacobi(u, c0, c1, T):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dump")
-    ap.add_argument("--dataset", default="dataset")
-    a = ap.parse_args()
+    a = golden.parse_args(dataset=True)
     per = workloads(a.dataset)
-    root = os.path.join(a.dump, TASK)
-    bad, n = 0, 0
-    for uuid in sorted(os.listdir(root)):
-        d = os.path.join(root, uuid)
-        if uuid not in per or not os.path.exists(os.path.join(d, "expected.out.npy")):
+    report = golden.Report()
+    for w in golden.workloads(a.dump, TASK, "out"):
+        if w.uuid not in per:
             continue  # hidden workloads: their T is not in workloads.jsonl
-        cmp, scalars, axes = per[uuid]
-        u = torch.from_numpy(np.load(os.path.join(d, "input.u.npy"))).to(torch.float64)
+        cmp, scalars, axes = per[w.uuid]
+        u = torch.from_numpy(w.input("u")).to(torch.float64)
         ours = jacobi(u, float(scalars["c0"]), float(scalars["c1"]), int(axes["T"]))
         ours = ours.to(torch.float32).to(torch.float64)
-        exp = torch.from_numpy(np.load(os.path.join(d, "expected.out.npy"))).to(torch.float64)
-        err = (ours - exp).abs()
-        nbad = int(((err > cmp["atol"]) & (err > cmp.get("rtol", 0) * exp.abs())).sum())
-        exact = float((err == 0).double().mean()) if err.numel() else 1.0
-        ok = nbad == 0
-        bad += 0 if ok else 1
-        n += 1
-        print(f"{'PASS' if ok else 'FAIL'} {uuid}: max|err| {float(err.max()):.3g} (atol {cmp['atol']:.3g}), "
-              f"{100 * exact:.3f}% bit-equal, {nbad} over tol")
-    print(f"golden cross-check: {n - bad}/{n} workloads agree with PyTorch float64")
-    sys.exit(1 if bad or n == 0 else 0)
+        exp = w.load(golden.GOLDEN, "out", np.float64)
+        err, nbad = golden.over_tol(exp, ours, cmp)
+        exact = float((err == 0).mean()) if err.size else 1.0
+        report.line(w.uuid, nbad == 0, f"max|err| {float(err.max()):.3g} (atol {cmp['atol']:.3g}), "
+                    f"{100 * exact:.3f}% bit-equal, {nbad} over tol")
+    report.finish("agree with PyTorch float64")
 
 
 if __name__ == "__main__":

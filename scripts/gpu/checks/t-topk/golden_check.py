@@ -6,30 +6,22 @@ overrides from workloads.jsonl: allclose, atol 0, so the kept sets must be ident
 Prints one line per workload; exit status 1 if any workload disagrees.
 Usage: python3 golden_check.py DUMP_DIR [--dataset dataset]
 """
-import argparse
 import importlib.util
-import json
 import os
 import sys
 
-import numpy as np
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import golden  # noqa: E402
 
 TASK = "topk_topp_mask"
 
 
 def rules(dataset):
-    d = json.load(open(os.path.join(dataset, TASK, "definition.json")))
-    base_scalars = {k: v["value"] for k, v in d["scalars"].items()}
-    base_cmp = d["outputs"]["probs"]["compare"]
-    per = {}
-    for line in open(os.path.join(dataset, TASK, "workloads.jsonl")):
-        if not line.strip():
-            continue
-        w = json.loads(line)
-        per[w["uuid"]] = (dict(base_scalars, **w.get("scalars", {})),
-                          dict(base_cmp, **w.get("compare", {}).get("probs", {})))
-    return per, (base_scalars, base_cmp)
+    cmp, base_cmp = golden.compare_rules(dataset, TASK)
+    scalars, base_scalars = golden.scalar_values(dataset, TASK)
+    return {uuid: (scalars[uuid], cmp[uuid]["probs"]) for uuid in cmp}, (base_scalars, base_cmp["probs"])
 
 
 def load_program(dataset):
@@ -40,36 +32,22 @@ def load_program(dataset):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dump")
-    ap.add_argument("--dataset", default="dataset")
-    a = ap.parse_args()
+    a = golden.parse_args(dataset=True)
     per, default = rules(a.dataset)
     run = load_program(a.dataset)
-    root = os.path.join(a.dump, TASK)
-    bad_workloads = 0
-    n = 0
-    for uuid in sorted(os.listdir(root)):
-        d = os.path.join(root, uuid)
-        if not os.path.exists(os.path.join(d, "expected.probs.npy")):
-            continue
-        sc, cmp = per.get(uuid, default)
-        x = torch.from_numpy(np.load(os.path.join(d, "input.logits.npy")))
-        expected = torch.from_numpy(np.load(os.path.join(d, "expected.probs.npy"))).to(torch.float64)
+    report = golden.Report()
+    for w in golden.workloads(a.dump, TASK, "probs"):
+        sc, cmp = per.get(w.uuid, default)
+        x = torch.from_numpy(w.input("logits"))
+        expected = torch.from_numpy(w.load(golden.GOLDEN, "probs")).to(torch.float64)
         out = torch.empty_like(x)
         run(x, out, int(sc["k"]), float(sc["top_p"]), float(sc["temperature"]))
         got = out.to(torch.float64)
-        err = (got - expected).abs()
-        bad = (err > cmp["atol"]) & (err > cmp["rtol"] * expected.abs())
+        err, nbad = golden.over_tol(expected, got, cmp)
         set_diff = int(((got != 0) != (expected != 0)).sum())
-        rel = float((err / expected.abs().clamp_min(1e-300))[expected != 0].max()) if (expected != 0).any() else 0.0
-        ok = int(bad.sum()) == 0
-        bad_workloads += 0 if ok else 1
-        n += 1
-        print(f"{'PASS' if ok else 'FAIL'} {uuid}: kept-set differences {set_diff}, max rel err {rel:.3g}, "
-              f"{int(bad.sum())} over tol")
-    print(f"golden cross-check: {n - bad_workloads}/{n} workloads agree with PyTorch float64")
-    sys.exit(1 if bad_workloads or n == 0 else 0)
+        rel = float((torch.from_numpy(err) / expected.abs().clamp_min(1e-300))[expected != 0].max()) if (expected != 0).any() else 0.0
+        report.line(w.uuid, nbad == 0, f"kept-set differences {set_diff}, max rel err {rel:.3g}, {nbad} over tol")
+    report.finish("agree with PyTorch float64")
 
 
 if __name__ == "__main__":

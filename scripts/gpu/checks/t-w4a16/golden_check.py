@@ -6,26 +6,19 @@ x @ w.T in float64 is rounded to bf16 and compared with expected.y under the tas
 with the largest error and the share of bit-equal outputs; exit status 1 if any workload disagrees.
 Usage: python3 golden_check.py DUMP_DIR [--dataset dataset]
 """
-import argparse
-import json
 import os
 import sys
 
 import numpy as np
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import golden  # noqa: E402
+
 TASK = "w4a16_gemv"
 
 
-def rules(dataset):
-    d = json.load(open(os.path.join(dataset, TASK, "definition.json")))
-    base = d["outputs"]["y"]["compare"]
-    per = {}
-    for line in open(os.path.join(dataset, TASK, "workloads.jsonl")):
-        if line.strip():
-            w = json.loads(line)
-            per[w["uuid"]] = dict(base, **w.get("compare", {}).get("y", {}))
-    return per, base
+
 
 
 def bf16_round(t64):
@@ -35,39 +28,26 @@ def bf16_round(t64):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dump")
-    ap.add_argument("--dataset", default="dataset")
-    a = ap.parse_args()
-    per, base = rules(a.dataset)
-    root = os.path.join(a.dump, TASK)
-    bad_workloads, n = 0, 0
-    for uuid in sorted(os.listdir(root)):
-        d = os.path.join(root, uuid)
-        if not os.path.exists(os.path.join(d, "expected.y.npy")):
-            continue
-        cmp = per.get(uuid, base)
-        x = torch.from_numpy(np.load(os.path.join(d, "input.x.npy"))).to(torch.float64)
-        qw = torch.from_numpy(np.load(os.path.join(d, "input.qweight.npy"))).to(torch.int32)
-        s = torch.from_numpy(np.load(os.path.join(d, "input.scales.npy"))).to(torch.float64)
+    a = golden.parse_args(dataset=True)
+    per, base = golden.compare_rules(a.dataset, TASK)
+    report = golden.Report()
+    for w in golden.workloads(a.dump, TASK, "y"):
+        cmp = per.get(w.uuid, base)["y"]
+        x = torch.from_numpy(w.input("x")).to(torch.float64)
+        qw = torch.from_numpy(w.input("qweight")).to(torch.int32)
+        s = torch.from_numpy(w.input("scales")).to(torch.float64)
         N, KP = qw.shape
         K = KP * 8
         shifts = torch.arange(0, 32, 4, dtype=torch.int32)
         q = ((qw.unsqueeze(-1) >> shifts) & 15).reshape(N, K)
-        w = (q.to(torch.float64) - 8) * s.repeat_interleave(128, dim=1)
-        ours = bf16_round(x @ w.T)
-        exp = torch.from_numpy(np.load(os.path.join(d, "expected.y.npy"))).to(torch.float64)
-        err = (ours - exp).abs()
-        over = (err > cmp["atol"]) & (err > cmp["rtol"] * exp.abs())
-        nbad = int(over.sum())
-        exact = float((err == 0).double().mean()) if err.numel() else 1.0
-        ok = nbad <= int((1 - cmp.get("matched_ratio", 1.0)) * err.numel())
-        bad_workloads += 0 if ok else 1
-        n += 1
-        print(f"{'PASS' if ok else 'FAIL'} {uuid}: max|err| {float(err.max()):.3g}, {100 * exact:.3f}% bit-equal, "
-              f"{nbad} over tol")
-    print(f"golden cross-check: {n - bad_workloads}/{n} workloads agree with PyTorch float64")
-    sys.exit(1 if bad_workloads or n == 0 else 0)
+        wq = (q.to(torch.float64) - 8) * s.repeat_interleave(128, dim=1)
+        ours = bf16_round(x @ wq.T)
+        exp = w.load(golden.GOLDEN, "y", np.float64)
+        err, nbad = golden.over_tol(exp, ours, cmp)
+        exact = float((err == 0).mean()) if err.size else 1.0
+        ok = nbad <= int((1 - cmp.get("matched_ratio", 1.0)) * err.size)
+        report.line(w.uuid, ok, f"max|err| {float(err.max()):.3g}, {100 * exact:.3f}% bit-equal, {nbad} over tol")
+    report.finish("agree with PyTorch float64")
 
 
 if __name__ == "__main__":

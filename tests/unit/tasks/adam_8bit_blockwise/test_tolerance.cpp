@@ -245,25 +245,10 @@ Result run(Variant v, const Case& c) {
   return r;
 }
 
-class Adam8Tolerance : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    cases_ = new std::vector<Case>;
-    for (const Workload& w : check_workloads(task())) cases_->push_back(make_case(task(), reference(), w, 1));
-  }
-  static void TearDownTestSuite() {
-    delete cases_;
-    cases_ = nullptr;
-  }
-  static const Case& by_uuid(const std::string& suffix) {
-    for (const Case& c : *cases_)
-      if (c.plan.workload.uuid == "adam_8bit_blockwise-" + suffix) return c;
-    throw std::runtime_error("no check workload " + suffix);
-  }
-  static std::vector<Case>* cases_;
+class Adam8Tolerance : public TaskSuite<Adam8Tolerance> {
+ public:
+  static constexpr const char* kTask = "adam_8bit_blockwise";
 };
-
-std::vector<Case>* Adam8Tolerance::cases_ = nullptr;
 
 TEST_F(Adam8Tolerance, HonestArithmeticAndAnyTieRulePass) {
   for (const Case& c : *cases_)
@@ -278,7 +263,7 @@ TEST_F(Adam8Tolerance, HonestArithmeticAndAnyTieRulePass) {
 // of a step whose v' is mostly (1 - beta2) g^2, and v_absmax_out sees it.
 TEST_F(Adam8Tolerance, BetasComplementedInFp32Fail) {
   for (const char* uuid : {"check-65543-first-step", "check-100003-loss-spike"}) {
-    const Result r = run(Variant::kFloatBetas, by_uuid(uuid));
+    const Result r = run(Variant::kFloatBetas, by_suffix(uuid));
     EXPECT_FALSE(r.passed("v_absmax_out")) << uuid;
   }
 }
@@ -340,7 +325,7 @@ TEST_F(Adam8Tolerance, WrongDecayEpsOrAbsmaxFails) {
     }
     EXPECT_FALSE(run(Variant::kAbsmaxOfOld, c).passed("m_absmax_out")) << c.plan.workload.uuid;
   }
-  EXPECT_FALSE(run(Variant::kEpsUncorrected, by_uuid("check-4099-eps-dominated")).passed("param_out"));
+  EXPECT_FALSE(run(Variant::kEpsUncorrected, by_suffix("check-4099-eps-dominated")).passed("param_out"));
 }
 
 // The closed-form code (the expert's) against the exact nearest entry (binary search over the

@@ -143,20 +143,11 @@ struct Verdict {
   bool passed() const { return o.passed && state.passed; }
 };
 
-class ChunkedLinearAttentionTolerance : public ::testing::Test {
+class ChunkedLinearAttentionTolerance : public TaskSuite<ChunkedLinearAttentionTolerance> {
+ public:
+  static constexpr const char* kTask = "chunked_linear_attention";
+
  protected:
-  static void SetUpTestSuite() {
-    task_ = new Task(load_pilot("chunked_linear_attention"));
-    const LoadedImpl ref = load_reference("chunked_linear_attention");
-    cases_ = new std::vector<Case>;
-    for (const Workload& w : check_workloads(*task_)) cases_->push_back(make_case(*task_, ref, w, kSeed));
-  }
-  static void TearDownTestSuite() {
-    delete cases_;
-    delete task_;
-    cases_ = nullptr;
-    task_ = nullptr;
-  }
   static Verdict run(Variant var, const Case& c) {
     const std::vector<HostTensor> out = emulate(var, c);
     const std::size_t io = c.out_index("o"), is = c.out_index("final_state");
@@ -176,19 +167,7 @@ class ChunkedLinearAttentionTolerance : public ::testing::Test {
     }
     return "?";
   }
-  static const Case& by_suffix(const std::string& suffix) {
-    for (const Case& c : *cases_)
-      if (c.plan.workload.uuid == "chunked_linear_attention-" + suffix) return c;
-    throw std::runtime_error("no check workload " + suffix);
-  }
-
-  static constexpr std::uint64_t kSeed = 1;
-  static Task* task_;
-  static std::vector<Case>* cases_;
 };
-
-Task* ChunkedLinearAttentionTolerance::task_ = nullptr;
-std::vector<Case>* ChunkedLinearAttentionTolerance::cases_ = nullptr;
 
 TEST_F(ChunkedLinearAttentionTolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 7u);

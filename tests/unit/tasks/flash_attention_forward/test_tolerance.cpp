@@ -155,43 +155,22 @@ struct Verdict {
   bool passed() const { return o.passed && lse.passed; }
 };
 
-class FlashAttentionTolerance : public ::testing::Test {
+class FlashAttentionTolerance : public TaskSuite<FlashAttentionTolerance> {
+ public:
+  static constexpr const char* kTask = "flash_attention_forward";
+
  protected:
-  static void SetUpTestSuite() {
-    task_ = new Task(load_pilot("flash_attention_forward"));
-    const LoadedImpl ref = load_reference("flash_attention_forward");
-    cases_ = new std::vector<Case>;
-    for (const Workload& w : check_workloads(*task_)) cases_->push_back(make_case(*task_, ref, w, kSeed));
-  }
-  static void TearDownTestSuite() {
-    delete cases_;
-    delete task_;
-    cases_ = nullptr;
-    task_ = nullptr;
-  }
   static Verdict run(Variant var, const Case& c) {
     const std::vector<HostTensor> out = emulate(var, c);
     const std::size_t io = c.out_index("o"), il = c.out_index("lse");
     return {compare(c.plan.outputs.at(io).cmp, c.expected.at(io), out.at(io)),
             compare(c.plan.outputs.at(il).cmp, c.expected.at(il), out.at(il))};
   }
-  static const Case& by_suffix(const std::string& suffix) {
-    for (const Case& c : *cases_)
-      if (c.plan.workload.uuid == "flash_attention_forward-" + suffix) return c;
-    throw std::runtime_error("no check workload " + suffix);
-  }
   static void print(const char* what, const Case& c, const Verdict& r) {
     std::printf("%-10s %-56s o max|err| %.3g max rel %.3g rel_l2 %.3g | lse max|err| %.3g\n", what,
                 c.plan.workload.uuid.c_str(), r.o.max_abs_error, r.o.max_rel_error, r.o.rel_l2, r.lse.max_abs_error);
   }
-
-  static constexpr std::uint64_t kSeed = 1;
-  static Task* task_;
-  static std::vector<Case>* cases_;
 };
-
-Task* FlashAttentionTolerance::task_ = nullptr;
-std::vector<Case>* FlashAttentionTolerance::cases_ = nullptr;
 
 TEST_F(FlashAttentionTolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 6u);

@@ -270,30 +270,17 @@ Result run(Variant v, const Case& c) {
   return r;
 }
 
-class FusedAdamwTolerance : public ::testing::Test {
+class FusedAdamwTolerance : public TaskSuite<FusedAdamwTolerance> {
+ public:
+  static constexpr const char* kTask = "fused_adamw";
+
  protected:
-  static void SetUpTestSuite() {
-    cases_ = new std::vector<Case>;
-    for (const Workload& w : check_workloads(task())) cases_->push_back(make_case(task(), reference(), w, 1));
-  }
-  static void TearDownTestSuite() {
-    delete cases_;
-    cases_ = nullptr;
-  }
-  static const Case& by_uuid(const std::string& suffix) {
-    for (const Case& c : *cases_)
-      if (c.plan.workload.uuid == "fused_adamw-" + suffix) return c;
-    throw std::runtime_error("no check workload " + suffix);
-  }
   static bool clipped(const Case& c) {
     double sq = 0;
     for (std::int64_t i = 0; i < c.axis("P"); ++i) sq += double(bf16_at(c.in("grad"), i)) * bf16_at(c.in("grad"), i);
     return std::sqrt(sq) + 1e-6 > hyper(c.plan).max_norm;
   }
-  static std::vector<Case>* cases_;
 };
-
-std::vector<Case>* FusedAdamwTolerance::cases_ = nullptr;
 
 TEST_F(FusedAdamwTolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 8u);
@@ -303,7 +290,7 @@ TEST_F(FusedAdamwTolerance, CheckWorkloadsCoverTheEdges) {
   EXPECT_LE(n_clipped, 6);
   // The offsets follow the named model: Llama-3-8B's q_proj (16.8M of 8.03G) is twice... its
   // k_proj (4096 x 1024) a quarter of q_proj, within the rounding of the scaling.
-  const Case& l = by_uuid("check-1000003x291-llama3-8b");
+  const Case& l = by_suffix("check-1000003x291-llama3-8b");
   const auto* o = static_cast<const std::int64_t*>(l.in("offsets").data());
   EXPECT_EQ(o[0], 0);
   EXPECT_EQ(o[291], 1000003);
@@ -342,8 +329,8 @@ TEST_F(FusedAdamwTolerance, WrongClippingFails) {
 TEST_F(FusedAdamwTolerance, WrongBiasCorrectionFailsEarlySteps) {
   for (const char* uuid : {"check-65543x300-first-step", "check-33333x37-adam-classic"})
     for (Variant v : {Variant::kNoBiasCorrection, Variant::kStepOffByOne}) {
-      const Result r = run(v, by_uuid(uuid));
-      EXPECT_FALSE(r.output_passed(by_uuid(uuid), "param_out")) << uuid << " accepted " << name(v);
+      const Result r = run(v, by_suffix(uuid));
+      EXPECT_FALSE(r.output_passed(by_suffix(uuid), "param_out")) << uuid << " accepted " << name(v);
     }
 }
 

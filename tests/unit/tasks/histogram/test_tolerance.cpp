@@ -143,58 +143,37 @@ std::vector<HostTensor> as_outputs(const Case& c, const std::vector<uint32_t>& c
   return out;
 }
 
-class HistogramTolerance : public ::testing::Test {
+class HistogramTolerance : public TaskSuite<HistogramTolerance> {
+ public:
+  static constexpr const char* kTask = "histogram";
+  static constexpr std::uint64_t kSeed = 5;
+  static std::vector<Workload> extra_workloads(const Task& t) { return draw_hidden_workloads(t.def, 77, 4); }
+
  protected:
-  static void SetUpTestSuite() {
-    const Task& t = task();
-    static const LoadedImpl ref = load_reference("histogram");
-    cases_ = new std::vector<Case>;
-    std::vector<Workload> ws = check_workloads(t);
-    for (Workload& h : draw_hidden_workloads(t.def, 77, 4)) ws.push_back(std::move(h));
-    for (const Workload& w : ws) cases_->push_back(make_case(t, ref, w, kSeed));
-  }
-  static void TearDownTestSuite() {
-    delete cases_;
-    cases_ = nullptr;
-  }
-  static const Task& task() {
-    static const Task t = load_pilot("histogram");
-    return t;
-  }
-  static const Case& by_uuid(const std::string& suffix) {
-    for (const Case& c : *cases_)
-      if (c.plan.workload.uuid == "histogram-" + suffix) return c;
-    throw std::runtime_error("no check workload " + suffix);
-  }
   static const uint32_t* golden(const Case& c) { return c.expected[c.out_index("counts")].as<uint32_t>(); }
   static uint64_t total(const Case& c) {
     uint64_t s = 0;
     for (int64_t b = 0; b < c.axis("B"); ++b) s += golden(c)[b];
     return s;
   }
-
-  static constexpr std::uint64_t kSeed = 5;
-  static std::vector<Case>* cases_;
 };
-
-std::vector<Case>* HistogramTolerance::cases_ = nullptr;
 
 TEST_F(HistogramTolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 11u + 4u);  // every check workload of workloads.jsonl, and 4 hidden draws
-  EXPECT_EQ(golden(by_uuid("check-n1-b1"))[0], 1u);
-  EXPECT_EQ(golden(by_uuid("check-n1-b256-last"))[255], 1u);
-  EXPECT_EQ(golden(by_uuid("check-n131071-b256-onebin0"))[0], 131071u);
+  EXPECT_EQ(golden(by_suffix("check-n1-b1"))[0], 1u);
+  EXPECT_EQ(golden(by_suffix("check-n1-b256-last"))[255], 1u);
+  EXPECT_EQ(golden(by_suffix("check-n131071-b256-onebin0"))[0], 131071u);
   // N % 4 != 0 where the vector path leaves a tail.
-  EXPECT_NE(by_uuid("check-n4099-b256").axis("N") % 4, 0);
+  EXPECT_NE(by_suffix("check-n4099-b256").axis("N") % 4, 0);
   // Values >= B exist (about half of them) and fall in no bin.
-  const Case& wide = by_uuid("check-n65537-b4096-wide");
+  const Case& wide = by_suffix("check-n65537-b4096-wide");
   EXPECT_LT(total(wide), 65537u * 6 / 10);
   EXPECT_GT(total(wide), 65537u * 4 / 10);
   // Zipf: bin 0 the most frequent.
-  const Case& z = by_uuid("check-n100003-b4096-zipf");
+  const Case& z = by_suffix("check-n100003-b4096-zipf");
   EXPECT_EQ(std::max_element(golden(z), golden(z) + 4096) - golden(z), 0);
   // The last word: both halves of the packed table's last word wrap (once per CTA on average) over an H200 grid.
-  const Case& last = by_uuid("check-n33554437-b65536-lastword");
+  const Case& last = by_suffix("check-n33554437-b65536-lastword");
   const hist::Plan plan = hist::plan_for(last.axis("N"), last.axis("B"));
   ASSERT_EQ(plan.layout, hist::Layout::kPacked16);
   for (int b : {65534, 65535}) EXPECT_GT(golden(last)[b], uint64_t{65536} * h200_grid(plan)) << b;

@@ -241,38 +241,17 @@ Verdict judge_variant(Variant v, const Case& c, std::int64_t resident = kResiden
   return {cmp("dx"), cmp("dgamma"), cmp("dbeta")};
 }
 
-class LayerNormBackwardTolerance : public ::testing::Test {
+class LayerNormBackwardTolerance : public TaskSuite<LayerNormBackwardTolerance> {
+ public:
+  static constexpr const char* kTask = "layernorm_backward";
+
  protected:
-  static void SetUpTestSuite() {
-    const Task& t = task();
-    LoadedImpl ref = load_reference("layernorm_backward");
-    cases_ = new std::vector<Case>;
-    for (const Workload& w : check_workloads(t)) cases_->push_back(make_case(t, ref, w, kSeed));
-  }
-  static void TearDownTestSuite() {
-    delete cases_;
-    cases_ = nullptr;
-  }
-  static const Task& task() {
-    static const Task t = load_pilot("layernorm_backward");
-    return t;
-  }
-  static const Case& by_uuid(const std::string& suffix) {
-    for (const Case& c : *cases_)
-      if (c.plan.workload.uuid == "layernorm_backward-" + suffix) return c;
-    throw std::runtime_error("no check workload " + suffix);
-  }
   static void print(const char* what, const Case& c, const Verdict& r) {
     std::printf("%-14s %-44s dx mism %lld max|err| %.3g | dgamma rel_l2 %.3g | dbeta rel_l2 %.3g\n", what,
                 c.plan.workload.uuid.c_str(), static_cast<long long>(r.dx.mismatches), r.dx.max_abs_error,
                 r.dgamma.rel_l2, r.dbeta.rel_l2);
   }
-
-  static constexpr std::uint64_t kSeed = 1;
-  static std::vector<Case>* cases_;
 };
-
-std::vector<Case>* LayerNormBackwardTolerance::cases_ = nullptr;
 
 TEST_F(LayerNormBackwardTolerance, CheckWorkloadsCoverBothPaths) {
   ASSERT_EQ(cases_->size(), 9u);  // every check workload of workloads.jsonl
@@ -361,7 +340,7 @@ TEST_F(LayerNormBackwardTolerance, DroppedCorrectionFailsDx) {
 }
 
 TEST_F(LayerNormBackwardTolerance, NoMeanSubtractionFailsShiftedRows) {
-  const Verdict r = judge_variant(Variant::kNoMeanSubtract, by_uuid("check-16x2048-shifted"));
+  const Verdict r = judge_variant(Variant::kNoMeanSubtract, by_suffix("check-16x2048-shifted"));
   EXPECT_FALSE(r.dx.passed);
   EXPECT_FALSE(r.dgamma.passed);
   EXPECT_EQ(r.dx.status, CheckStatus::incorrect_numerical);
@@ -370,7 +349,7 @@ TEST_F(LayerNormBackwardTolerance, NoMeanSubtractionFailsShiftedRows) {
 /// One skipped row of 2053 (0.05% of dx, under the matched_ratio's 0.1%) is still caught: by the
 /// max_error_cap in dx and by rel_l2 in the column sums.
 TEST_F(LayerNormBackwardTolerance, SkippedRowFails) {
-  const Verdict r = judge_variant(Variant::kSkipLastRow, by_uuid("check-2053x64"));
+  const Verdict r = judge_variant(Variant::kSkipLastRow, by_suffix("check-2053x64"));
   EXPECT_FALSE(r.dx.passed);
   EXPECT_FALSE(r.dgamma.passed);
   EXPECT_FALSE(r.dbeta.passed);

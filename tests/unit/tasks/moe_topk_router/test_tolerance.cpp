@@ -31,8 +31,6 @@ using namespace d2k::tolerance_test;
 
 namespace {
 
-constexpr std::uint64_t kSeed = 20261201;
-
 /// How an emulated implementation routes.
 enum class Variant {
   kExpert,          ///< router.cuh's keys, plan and ranks; fp32 K exponentials, butterfly sum
@@ -204,32 +202,14 @@ std::vector<HostTensor> emulate(const Case& c, Variant v) {
   return out;
 }
 
-class RouterTolerance : public ::testing::Test {
+class RouterTolerance : public TaskSuite<RouterTolerance> {
+ public:
+  static constexpr const char* kTask = "moe_topk_router";
+  static constexpr std::uint64_t kSeed = 20261201;
+
  protected:
-  static void SetUpTestSuite() {
-    task_ = new Task(load_pilot("moe_topk_router"));
-    ref_ = new LoadedImpl(load_reference("moe_topk_router"));
-    cases_ = new std::vector<Case>;
-    for (const Workload& w : check_workloads(*task_)) cases_->push_back(make_case(*task_, *ref_, w, kSeed));
-  }
-  static void TearDownTestSuite() {
-    delete cases_;
-    delete ref_;
-    delete task_;
-  }
-  static const Case& by_uuid(const std::string& suffix) {
-    for (const Case& c : *cases_)
-      if (c.plan.workload.uuid == "moe_topk_router-" + suffix) return c;
-    throw std::runtime_error("no check workload " + suffix);
-  }
   static bool passes(const Case& c, Variant v) { return judge(c, emulate(c, v)).status == Status::PASSED; }
-  static Task* task_;
-  static LoadedImpl* ref_;
-  static std::vector<Case>* cases_;
 };
-Task* RouterTolerance::task_ = nullptr;
-LoadedImpl* RouterTolerance::ref_ = nullptr;
-std::vector<Case>* RouterTolerance::cases_ = nullptr;
 
 TEST_F(RouterTolerance, CheckWorkloadsCoverThePlansAndEdges) {
   std::set<int> tokens_per_warp;
@@ -274,8 +254,8 @@ TEST_F(RouterTolerance, TorchArithmeticPassesEveryCheckWorkload) {
 
 TEST_F(RouterTolerance, NarrowWeightsFail) {
   for (const char* u : {"check-37x64-k6-odd", "check-4097x256-k8", "check-33001x128-k8", "check-513x60-k4-qwen1.5"}) {
-    EXPECT_FALSE(passes(by_uuid(u), Variant::kBf16Weights)) << u << " accepted bf16 weights";
-    EXPECT_FALSE(passes(by_uuid(u), Variant::kFp16Weights)) << u << " accepted fp16 weights";
+    EXPECT_FALSE(passes(by_suffix(u), Variant::kBf16Weights)) << u << " accepted bf16 weights";
+    EXPECT_FALSE(passes(by_suffix(u), Variant::kFp16Weights)) << u << " accepted fp16 weights";
   }
 }
 
@@ -289,17 +269,17 @@ TEST_F(RouterTolerance, WeightsNotRenormalisedFail) {
 
 TEST_F(RouterTolerance, TiesWonByTheHigherIdFail) {
   for (const char* u : {"check-300x128-k8-ties", "check-64x256-k8-const", "check-500x64-k8-shifted"})
-    EXPECT_FALSE(passes(by_uuid(u), Variant::kHighIdWinsTies)) << u << " accepted ties won by the higher id";
+    EXPECT_FALSE(passes(by_suffix(u), Variant::kHighIdWinsTies)) << u << " accepted ties won by the higher id";
 }
 
 TEST_F(RouterTolerance, ApproximateSelectionFails) {
   for (const char* u : {"check-4097x256-k8", "check-33001x128-k8"})
-    EXPECT_FALSE(passes(by_uuid(u), Variant::kBf16Selection)) << u << " accepted a top-k on bf16-rounded logits";
+    EXPECT_FALSE(passes(by_suffix(u), Variant::kBf16Selection)) << u << " accepted a top-k on bf16-rounded logits";
 }
 
 TEST_F(RouterTolerance, UnstableSegmentsFail) {
   for (const char* u : {"check-37x64-k6-odd", "check-4097x256-k8", "check-200x8-k2-mixtral"})
-    EXPECT_FALSE(passes(by_uuid(u), Variant::kUnstableSegments)) << u << " accepted a segment out of order";
+    EXPECT_FALSE(passes(by_suffix(u), Variant::kUnstableSegments)) << u << " accepted a segment out of order";
 }
 
 TEST_F(RouterTolerance, SkippedLastTokenFails) {

@@ -261,41 +261,20 @@ std::vector<HostTensor> emulate(Variant v, const Case& c) {
   return out;
 }
 
-class RadixSortPairsTolerance : public ::testing::Test {
+class RadixSortPairsTolerance : public TaskSuite<RadixSortPairsTolerance> {
+ public:
+  static constexpr const char* kTask = "radix_sort_pairs";
+  static constexpr std::uint64_t kSeed = 5;
+  static std::vector<Workload> extra_workloads(const Task& t) { return draw_hidden_workloads(t.def, 91, 3); }
+
  protected:
-  static void SetUpTestSuite() {
-    const Task& t = task();
-    static const LoadedImpl ref = load_reference("radix_sort_pairs");
-    cases_ = new std::vector<Case>;
-    std::vector<Workload> ws = check_workloads(t);
-    for (Workload& h : draw_hidden_workloads(t.def, 91, 3)) ws.push_back(std::move(h));
-    for (const Workload& w : ws) cases_->push_back(make_case(t, ref, w, kSeed));
-  }
-  static void TearDownTestSuite() {
-    delete cases_;
-    cases_ = nullptr;
-  }
-  static const Task& task() {
-    static const Task t = load_pilot("radix_sort_pairs");
-    return t;
-  }
-  static const Case& by_uuid(const std::string& suffix) {
-    for (const Case& c : *cases_)
-      if (c.plan.workload.uuid == "radix_sort_pairs-" + suffix) return c;
-    throw std::runtime_error("no check workload " + suffix);
-  }
   static bool same_outputs(const Case& c, const std::vector<HostTensor>& a) {
     for (const char* name : {"keys_out", "values_out"})
       if (std::memcmp(a[c.out_index(name)].data(), c.expected[c.out_index(name)].data(), c.axis("N") * 4) != 0)
         return false;
     return true;
   }
-
-  static constexpr std::uint64_t kSeed = 5;
-  static std::vector<Case>* cases_;
 };
-
-std::vector<Case>* RadixSortPairsTolerance::cases_ = nullptr;
 
 TEST_F(RadixSortPairsTolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 10u + 3u);  // every check workload of workloads.jsonl, and 3 hidden draws
@@ -303,16 +282,16 @@ TEST_F(RadixSortPairsTolerance, CheckWorkloadsCoverTheEdges) {
     const Pairs p = pairs_of(c);
     return std::set<uint32_t>(p.keys.begin(), p.keys.end()).size();
   };
-  EXPECT_EQ(by_uuid("check-n1").axis("N"), 1);
-  EXPECT_EQ(distinct(by_uuid("check-n65537-all-equal")), 1u);
-  EXPECT_EQ(pairs_of(by_uuid("check-n65537-all-equal")).keys[0], 0xFFFFFFFFu);
-  const Pairs sorted = pairs_of(by_uuid("check-n65521-sorted")), reverse = pairs_of(by_uuid("check-n65537-reverse"));
+  EXPECT_EQ(by_suffix("check-n1").axis("N"), 1);
+  EXPECT_EQ(distinct(by_suffix("check-n65537-all-equal")), 1u);
+  EXPECT_EQ(pairs_of(by_suffix("check-n65537-all-equal")).keys[0], 0xFFFFFFFFu);
+  const Pairs sorted = pairs_of(by_suffix("check-n65521-sorted")), reverse = pairs_of(by_suffix("check-n65537-reverse"));
   EXPECT_TRUE(std::is_sorted(sorted.keys.begin(), sorted.keys.end()));
   EXPECT_TRUE(std::is_sorted(reverse.keys.rbegin(), reverse.keys.rend()));
   EXPECT_EQ(reverse.keys.front(), 0xFFFFFFFFu);
-  EXPECT_EQ(distinct(by_uuid("check-n65537-reverse")), 65537u);
-  EXPECT_LE(distinct(by_uuid("check-n200009-zipf8")), 256u);
-  EXPECT_EQ(distinct(by_uuid("check-n77777-four-keys")), 4u);
+  EXPECT_EQ(distinct(by_suffix("check-n65537-reverse")), 65537u);
+  EXPECT_LE(distinct(by_suffix("check-n200009-zipf8")), 256u);
+  EXPECT_EQ(distinct(by_suffix("check-n77777-four-keys")), 4u);
   for (const Case& c : *cases_) {
     if (c.plan.workload.uuid.rfind("hidden-", 0) == 0) continue;
     const int64_t n = c.axis("N");
@@ -362,7 +341,7 @@ TEST_F(RadixSortPairsTolerance, UnstableScatterFailsOnTheDuplicateKeyWorkloads) 
   // the keys unsorted too; on the all-equal workload the keys come out right whatever the order and
   // only the values (the input indices) show it: that failure is the stability check itself.
   for (const char* uuid : {"check-n77777-four-keys", "check-n200009-zipf8", "check-n65537-all-equal"}) {
-    const Case& c = by_uuid(uuid);
+    const Case& c = by_suffix(uuid);
     for (Variant v : {Variant::kUnstableRank, Variant::kTilesReversed}) {
       const std::vector<HostTensor> run = emulate(v, c);
       if (std::string(uuid).find("all-equal") != std::string::npos) {

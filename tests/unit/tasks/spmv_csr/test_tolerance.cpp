@@ -117,19 +117,12 @@ std::vector<float> expert_y(const Csr& a) {
   return y;
 }
 
-class SpmvTolerance : public ::testing::Test {
+class SpmvTolerance : public TaskSuite<SpmvTolerance> {
+ public:
+  static constexpr const char* kTask = "spmv_csr";
+  static constexpr std::uint64_t kSeed = 20261202;
+
  protected:
-  static void SetUpTestSuite() {
-    task_ = new Task(load_pilot("spmv_csr"));
-    ref_ = new LoadedImpl(load_reference("spmv_csr"));
-    cases_ = new std::vector<Case>();
-    for (const Workload& w : check_workloads(*task_)) cases_->push_back(make_case(*task_, *ref_, w, 20261202));
-  }
-  static void TearDownTestSuite() {
-    delete cases_;
-    delete ref_;
-    delete task_;
-  }
 
   /// The judge's status on every check workload for y computed by `y_of`.
   static std::vector<Status> verdicts(const std::function<std::vector<float>(const Csr&)>& y_of) {
@@ -166,15 +159,7 @@ class SpmvTolerance : public ::testing::Test {
     for (std::int64_t r = 0; r < a.n; ++r) m = std::max<std::int64_t>(m, a.rp[r + 1] - a.rp[r]);
     return m;
   }
-
-  static Task* task_;
-  static LoadedImpl* ref_;
-  static std::vector<Case>* cases_;
 };
-
-Task* SpmvTolerance::task_ = nullptr;
-LoadedImpl* SpmvTolerance::ref_ = nullptr;
-std::vector<Case>* SpmvTolerance::cases_ = nullptr;
 
 TEST_F(SpmvTolerance, TheCheckWorkloadsCoverTheStructures) {
   ASSERT_GE(cases_->size(), 10u);

@@ -134,51 +134,30 @@ std::vector<HostTensor> emulate(Variant v, const Case& c, std::uint8_t poison) {
   return out;
 }
 
-class StreamCompactionTolerance : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    const Task& t = task();
-    static const LoadedImpl ref = load_reference("stream_compaction");
-    cases_ = new std::vector<Case>;
-    std::vector<Workload> ws = check_workloads(t);
-    for (Workload& h : draw_hidden_workloads(t.def, 77, 4)) ws.push_back(std::move(h));
-    for (const Workload& w : ws) cases_->push_back(make_case(t, ref, w, kSeed));
-  }
-  static void TearDownTestSuite() {
-    delete cases_;
-    cases_ = nullptr;
-  }
-  static const Task& task() {
-    static const Task t = load_pilot("stream_compaction");
-    return t;
-  }
-  static const Case& by_uuid(const std::string& suffix) {
-    for (const Case& c : *cases_)
-      if (c.plan.workload.uuid == "stream_compaction-" + suffix) return c;
-    throw std::runtime_error("no check workload " + suffix);
-  }
-  static std::int64_t count(const Case& c) { return c.expected[c.out_index("count")].as<std::int64_t>()[0]; }
-
+class StreamCompactionTolerance : public TaskSuite<StreamCompactionTolerance> {
+ public:
+  static constexpr const char* kTask = "stream_compaction";
   static constexpr std::uint64_t kSeed = 3;
-  static std::vector<Case>* cases_;
-};
+  static std::vector<Workload> extra_workloads(const Task& t) { return draw_hidden_workloads(t.def, 77, 4); }
 
-std::vector<Case>* StreamCompactionTolerance::cases_ = nullptr;
+ protected:
+  static std::int64_t count(const Case& c) { return c.expected[c.out_index("count")].as<std::int64_t>()[0]; }
+};
 
 TEST_F(StreamCompactionTolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 10u + 4u);  // every check workload of workloads.jsonl, and 4 hidden draws
-  EXPECT_EQ(count(by_uuid("check-n1-keep")), 1);
-  EXPECT_EQ(count(by_uuid("check-n1-drop")), 0);
-  EXPECT_EQ(count(by_uuid("check-n65537-all")), 65537);
-  EXPECT_EQ(count(by_uuid("check-n6151-int-max")), 6151);
-  EXPECT_EQ(count(by_uuid("check-n65521-none")), 0);
-  EXPECT_EQ(count(by_uuid("check-n2049-int-min")), 0);
-  const std::int64_t few = count(by_uuid("check-n30011-first-weeks"));
+  EXPECT_EQ(count(by_suffix("check-n1-keep")), 1);
+  EXPECT_EQ(count(by_suffix("check-n1-drop")), 0);
+  EXPECT_EQ(count(by_suffix("check-n65537-all")), 65537);
+  EXPECT_EQ(count(by_suffix("check-n6151-int-max")), 6151);
+  EXPECT_EQ(count(by_suffix("check-n65521-none")), 0);
+  EXPECT_EQ(count(by_suffix("check-n2049-int-min")), 0);
+  const std::int64_t few = count(by_suffix("check-n30011-first-weeks"));
   EXPECT_GT(few, 0);
   EXPECT_LT(few, 40);
-  const double one = static_cast<double>(count(by_uuid("check-n100003-1pct"))) / 100003;
+  const double one = static_cast<double>(count(by_suffix("check-n100003-1pct"))) / 100003;
   EXPECT_NEAR(one, 0.01005, 0.002);
-  const double ninety_nine = static_cast<double>(count(by_uuid("check-n200009-99pct"))) / 200009;
+  const double ninety_nine = static_cast<double>(count(by_suffix("check-n200009-99pct"))) / 200009;
   EXPECT_NEAR(ninety_nine, 0.98995, 0.002);
 }
 
@@ -188,7 +167,7 @@ TEST_F(StreamCompactionTolerance, CheckWorkloadsCoverTheEdges) {
 // 100% of SOL.
 TEST_F(StreamCompactionTolerance, SectorFractionMatchesTheCostModel) {
   for (const char* uuid : {"check-n100003-1pct", "check-n4099-half", "check-n200009-99pct"}) {
-    const Case& c = by_uuid(uuid);
+    const Case& c = by_suffix(uuid);
     const Columns k = columns(c);
     double s = 0;
     for (const auto& sc : c.plan.scalars)

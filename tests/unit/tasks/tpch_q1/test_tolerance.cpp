@@ -113,20 +113,13 @@ std::vector<HostTensor> emulate(Variant v, const WorkloadPlan& p, const std::vec
   return o;
 }
 
-class TpchQ1Tolerance : public ::testing::Test {
+class TpchQ1Tolerance : public tolerance_test::TaskSuite<TpchQ1Tolerance> {
+ public:
+  static constexpr const char* kTask = "tpch_q1";
+
  protected:
   using Case = tolerance_test::Case;  // plan, inputs, expected (the golden)
 
-  static void SetUpTestSuite() {
-    const LoadedImpl ref = tolerance_test::load_reference("tpch_q1");
-    cases_ = new std::vector<Case>;
-    for (const Workload& w : tolerance_test::check_workloads(task()))
-      cases_->push_back(tolerance_test::make_case(task(), ref, w, kSeed));
-  }
-  static void TearDownTestSuite() {
-    delete cases_;
-    cases_ = nullptr;
-  }
   /// Names of the outputs that fail their rule.
   static std::string failing(Variant v, const WorkloadPlan& plan, const std::vector<HostTensor>& in,
                              const std::vector<HostTensor>& golden) {
@@ -138,31 +131,21 @@ class TpchQ1Tolerance : public ::testing::Test {
     }
     return bad;
   }
-  static const Case& by_uuid(const std::string& suffix) {
-    for (const Case& c : *cases_)
-      if (c.plan.workload.uuid == "tpch_q1-" + suffix) return c;
-    throw std::runtime_error("no check workload " + suffix);
-  }
   static std::int64_t count(const Case& c, int g) { return c.expected.at(7).as<std::int64_t>()[g]; }
-
-  static constexpr std::uint64_t kSeed = 1;
-  static std::vector<Case>* cases_;
 };
-
-std::vector<TpchQ1Tolerance::Case>* TpchQ1Tolerance::cases_ = nullptr;
 
 TEST_F(TpchQ1Tolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 6u);
   std::int64_t all = 0;
-  for (int g = 0; g < kGroups; ++g) all += count(by_uuid("check-n65537-all-kept"), g);
+  for (int g = 0; g < kGroups; ++g) all += count(by_suffix("check-n65537-all-kept"), g);
   EXPECT_EQ(all, 65537);
-  for (int g = 0; g < kGroups; ++g) EXPECT_EQ(count(by_uuid("check-n65521-none-kept"), g), 0);
+  for (int g = 0; g < kGroups; ++g) EXPECT_EQ(count(by_suffix("check-n65521-none-kept"), g), 0);
   // The four groups TPC-H's rules allow are all present; (A,O) and (R,O) cannot occur.
-  const Case& d = by_uuid("check-n100003-default");
+  const Case& d = by_suffix("check-n100003-default");
   for (int g : {0, 2, 3, 4}) EXPECT_GT(count(d, g), 100) << "group " << g;
   for (int g : {1, 5}) EXPECT_EQ(count(d, g), 0) << "group " << g;
   // At the current date no row is 'O' yet.
-  EXPECT_EQ(count(by_uuid("check-n30011-at-currentdate"), 3), 0);
+  EXPECT_EQ(count(by_suffix("check-n30011-at-currentdate"), 3), 0);
 }
 
 TEST_F(TpchQ1Tolerance, ExactSumsAndFloat64AveragesPass) {
@@ -187,20 +170,20 @@ TEST_F(TpchQ1Tolerance, CheaperVariantsFail) {
       {Variant::kStatusMajor, "check-n4099-default", "sum_qty, sum_base_price, sum_disc_price, sum_charge, avg_qty, avg_price, avg_disc, count_order"},
   };
   for (const Expect& e : cases) {
-    const Case& c = by_uuid(e.uuid);
+    const Case& c = by_suffix(e.uuid);
     EXPECT_EQ(failing(e.v, c.plan, c.inputs, c.expected), e.fails) << e.uuid << " variant " << static_cast<int>(e.v);
   }
   int dropped = 0;
   for (const Case& c : *cases_) dropped += failing(Variant::kDropTail, c.plan, c.inputs, c.expected) != "";
   EXPECT_GE(dropped, 3) << "a dropped tail passes too many check workloads";
-  EXPECT_NE(failing(Variant::kDropTail, by_uuid("check-n1").plan, by_uuid("check-n1").inputs,
-                    by_uuid("check-n1").expected), "");
+  EXPECT_NE(failing(Variant::kDropTail, by_suffix("check-n1").plan, by_suffix("check-n1").inputs,
+                    by_suffix("check-n1").expected), "");
 }
 
 /// sum_charge's 128-bit form: at scale factor 100 the charge passes 2^63, and the low word's
 /// carries must reach the high word. Rows of one workload repeated to 2^32 rows' worth of sums.
 TEST_F(TpchQ1Tolerance, ChargeCarriesIntoTheHighWord) {
-  const Case& c = by_uuid("check-n100003-default");
+  const Case& c = by_suffix("check-n100003-default");
   const std::vector<HostTensor> once = emulate(Variant::kExact, c.plan, c.inputs);
   const auto lo = static_cast<u128>(static_cast<std::uint64_t>(once[3].as<std::int64_t>()[7]));
   const u128 n_o = lo * 20000;  // (N,O) at 2e9 rows: about 2e19 in 1e-6 units

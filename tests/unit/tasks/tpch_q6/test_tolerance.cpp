@@ -109,27 +109,15 @@ HostTensor emulate(Variant v, const WorkloadPlan& p, const std::vector<HostTenso
   return out;
 }
 
-class TpchQ6Tolerance : public ::testing::Test {
+class TpchQ6Tolerance : public tolerance_test::TaskSuite<TpchQ6Tolerance> {
+ public:
+  static constexpr const char* kTask = "tpch_q6";
+
  protected:
   using Case = tolerance_test::Case;  // plan, inputs, expected (the golden)
 
-  static void SetUpTestSuite() {
-    const LoadedImpl ref = tolerance_test::load_reference("tpch_q6");
-    cases_ = new std::vector<Case>;
-    for (const Workload& w : tolerance_test::check_workloads(task()))
-      cases_->push_back(tolerance_test::make_case(task(), ref, w, kSeed));
-  }
-  static void TearDownTestSuite() {
-    delete cases_;
-    cases_ = nullptr;
-  }
   static CompareResult judge(Variant v, const Case& c) {
     return compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate(v, c.plan, c.inputs));
-  }
-  static const Case& by_uuid(const std::string& suffix) {
-    for (const Case& c : *cases_)
-      if (c.plan.workload.uuid == "tpch_q6-" + suffix) return c;
-    throw std::runtime_error("no check workload " + suffix);
   }
   /// Rows of `c` with a non-zero product that `v` keeps or drops unlike the exact predicate (a
   /// row with discount 0 adds nothing either way, so it cannot tell the two apart).
@@ -145,12 +133,7 @@ class TpchQ6Tolerance : public ::testing::Test {
     }
     return n;
   }
-
-  static constexpr std::uint64_t kSeed = 1;
-  static std::vector<Case>* cases_;
 };
-
-std::vector<TpchQ6Tolerance::Case>* TpchQ6Tolerance::cases_ = nullptr;
 
 TEST_F(TpchQ6Tolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 7u);  // every check workload of workloads.jsonl
@@ -160,13 +143,13 @@ TEST_F(TpchQ6Tolerance, CheckWorkloadsCoverTheEdges) {
     for (std::int64_t i = 0; i < r.n; ++i) k += keeps(Variant::kExactUnsigned, params(c.plan), r.date[i], r.disc[i], r.qty[i]);
     return k;
   };
-  EXPECT_EQ(kept(by_uuid("check-n1")), 1);
-  const Case& all = by_uuid("check-n65537-all-match");
+  EXPECT_EQ(kept(by_suffix("check-n1")), 1);
+  const Case& all = by_suffix("check-n65537-all-match");
   EXPECT_EQ(kept(all), rows(all.inputs).n);
-  EXPECT_EQ(kept(by_uuid("check-n65521-none-match")), 0);
-  EXPECT_EQ(by_uuid("check-n65521-none-match").expected.at(0).as<std::int64_t>()[0], 0);
-  EXPECT_GT(kept(by_uuid("check-n30011-one-day-one-discount")), 0);
-  EXPECT_GT(kept(by_uuid("check-n100003-default")), 1000);
+  EXPECT_EQ(kept(by_suffix("check-n65521-none-match")), 0);
+  EXPECT_EQ(by_suffix("check-n65521-none-match").expected.at(0).as<std::int64_t>()[0], 0);
+  EXPECT_GT(kept(by_suffix("check-n30011-one-day-one-discount")), 0);
+  EXPECT_GT(kept(by_suffix("check-n100003-default")), 1000);
 }
 
 TEST_F(TpchQ6Tolerance, GeneratedColumnsFollowTpchDomains) {
