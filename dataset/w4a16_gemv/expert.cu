@@ -52,6 +52,9 @@
 // Variants built (`// %VARIANT%` lines; measured by scripts/gpu/checks/t-w4a16.sh):
 //   %VARIANT% warps16 -DW4A16_WARPS=16
 //   %VARIANT% rows16 -DW4A16_MTILES=1
+//   %VARIANT% pf4 -DW4A16_KSPLIT=1 -DW4A16_PREFETCH=4
+//   %VARIANT% l2blkpf4 -DW4A16_KSPLIT=1 -DW4A16_L2_256B=1 -DW4A16_PREFETCH=4
+//   %VARIANT% l2blk -DW4A16_KSPLIT=1 -DW4A16_L2_256B=1
 // warps16: 16 warps split K (one CTA per SM, fewer CTAs for the tail); rows16: 16 rows per CTA
 // (more, shorter CTAs: a smaller tail at N = 28672, half the reuse of the x fragments).
 #include <cuda_bf16.h>
@@ -69,6 +72,23 @@
 #ifndef W4A16_MTILES
 #define W4A16_MTILES 2
 #endif
+// How a CTA's warps split K: 0, warp w takes groups w, w + W, ... (the CTA's warps together read
+// 512 contiguous bytes of each row at a time); 1, warp w takes the contiguous range
+// [w·G/W, (w+1)·G/W) (each warp streams its own stretch of every row, so that what it will read
+// next can be fetched ahead of it: W4A16_PREFETCH, W4A16_L2_256B).
+#ifndef W4A16_KSPLIT
+#define W4A16_KSPLIT 0
+#endif
+// Groups of each row that a warp has the copy engine fetch into L2 ahead of its loads
+// (cp.async.bulk.prefetch.L2, one per row and 4 groups = 256 bytes); 0: none. Needs W4A16_KSPLIT 1.
+#ifndef W4A16_PREFETCH
+#define W4A16_PREFETCH 0
+#endif
+// 1: the weight loads carry .L2::256B, so each miss fills the 256-byte block around it (the
+// warp's next three groups of that row with W4A16_KSPLIT 1).
+#ifndef W4A16_L2_256B
+#define W4A16_L2_256B 0
+#endif
 
 namespace {
 
@@ -77,16 +97,33 @@ constexpr int kMTiles = W4A16_MTILES;    // m16 tiles (of weight rows) per warp
 constexpr int kRowsPerCta = 16 * kMTiles;
 constexpr int kMaxWarps = 16;
 static_assert(W4A16_WARPS >= 1 && W4A16_WARPS <= kMaxWarps, "W4A16_WARPS in [1, 16]");
+constexpr bool kContiguousK = W4A16_KSPLIT != 0;
+constexpr int kPrefetchGroups = W4A16_PREFETCH;
+constexpr int kPrefetchChunk = 4;  // groups per bulk prefetch: 256 bytes of a row
+static_assert(kPrefetchGroups == 0 || (kContiguousK && kPrefetchGroups % kPrefetchChunk == 0),
+              "W4A16_PREFETCH needs W4A16_KSPLIT=1 and a multiple of 4 groups");
 
 // ---- register-level pieces ------------------------------------------------------------------
 
 /// 16 bytes of streamed weights: read once, so no L1 allocation.
 __device__ __forceinline__ uint4 load_stream(const uint4* p) {
   uint4 v;
+#if W4A16_L2_256B
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+#else
   asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p));
+#endif
   return v;
+}
+
+/// Has the copy engine fetch [p, p + bytes) into L2 (p and bytes multiples of 16): bytes in flight
+/// from DRAM that hold no register and no shared memory.
+__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 }
 
 /// The bf16 pair (q_j - 8, q_{j+4} - 8) of word w, exact: 0x4300 | q is 128 + q in bf16, and the
@@ -130,6 +167,15 @@ __device__ __forceinline__ void x_pairs(const uint4& v, uint32_t (&b)[4]) {
   b[1] = __byte_perm(v.x, v.z, 0x7632);  // (x1, x5)  step 2u
   b[2] = __byte_perm(v.y, v.w, 0x5410);  // (x2, x6)  step 2u+1
   b[3] = __byte_perm(v.y, v.w, 0x7632);  // (x3, x7)  step 2u+1
+}
+
+/// L2 prefetch of the scales of rows [row0, row0 + kRowsPerCta) (one contiguous block), rounded
+/// in to 16 bytes so that it stays inside the scales array.
+__device__ __forceinline__ void prefetch_scales(const __nv_bfloat16* scales, int row0, int N, int G) {
+  const uintptr_t base = reinterpret_cast<uintptr_t>(scales);
+  const uintptr_t lo = (base + size_t(row0) * G * 2 + 15) & ~uintptr_t{15};
+  const uintptr_t hi = (base + size_t(min(row0 + kRowsPerCta, N)) * G * 2) & ~uintptr_t{15};
+  if (lo < hi) prefetch_l2(reinterpret_cast<const void*>(lo), static_cast<uint32_t>(hi - lo));
 }
 
 // ---- the kernel ------------------------------------------------------------------------------
@@ -177,20 +223,39 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   // With one n8 tile the next group's x is prefetched with its weights (16 more registers); with
   // two, x is loaded at the top of the iteration (prefetching it would pass 128 registers).
   constexpr bool kPrefetchX = NB == 1;
+  // The warp's groups: first, first + step, ... below last.
+  const int g_first = kContiguousK ? warp * G / warps : warp;
+  const int g_last = kContiguousK ? (warp + 1) * G / warps : G;
+  const int g_step = kContiguousK ? 1 : warps;
+
+  // L2 prefetch: lane r fetches row r of the CTA (rows past N clamped, as the loads are).
+  const uint32_t* pf_row = qweight + static_cast<size_t>(min(row0 + (lane % kRowsPerCta), N - 1)) * words_per_row;
+  auto prefetch_groups = [&](int from, int to) {  // groups [from, to) of the lane's row
+    if (lane < kRowsPerCta && from < to) prefetch_l2(pf_row + from * 16, static_cast<uint32_t>(to - from) * 64u);
+  };
+  if constexpr (kPrefetchGroups > 0) {
+    prefetch_groups(g_first, min(g_last, g_first + kPrefetchGroups));
+    if (threadIdx.x == 0) prefetch_scales(scales, row0, N, G);
+  }
+
   float acc[kMTiles][NB][4] = {};
   WeightFrag cur, nxt;
   XRaw<NB> xc, xn;
-  int gi = warp;
-  if (gi < G) {
+  int gi = g_first;
+  if (gi < g_last) {
     load_weights(cur, gi);
     if constexpr (kPrefetchX) load_x(xc, gi);
   }
 #pragma unroll 2  // two copies of the body let cur/nxt swap roles instead of being copied
-  for (; gi < G; gi += warps) {
-    const bool more = gi + warps < G;
-    if (more) load_weights(nxt, gi + warps);  // the next group in flight during this one
+  for (; gi < g_last; gi += g_step) {
+    if constexpr (kPrefetchGroups > 0) {
+      if ((gi - g_first) % kPrefetchChunk == 0)
+        prefetch_groups(gi + kPrefetchGroups, min(g_last, gi + kPrefetchGroups + kPrefetchChunk));
+    }
+    const bool more = gi + g_step < g_last;
+    if (more) load_weights(nxt, gi + g_step);  // the next group in flight during this one
     if constexpr (kPrefetchX) {
-      if (more) load_x(xn, gi + warps);
+      if (more) load_x(xn, gi + g_step);
     } else {
       load_x(xc, gi);
     }

@@ -157,7 +157,10 @@ std::uint32_t code_pair(std::uint32_t w, int j) {
   return float_to_bf16_bits(lo) | (static_cast<std::uint32_t>(float_to_bf16_bits(hi)) << 16);
 }
 
-HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTensor>& in, int warps, int mtiles) {
+/// contiguous: W4A16_KSPLIT=1, warp w sums groups [w·G/W, (w+1)·G/W) in order; otherwise groups
+/// w, w + W, ... (the default build).
+HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTensor>& in, int warps, int mtiles,
+                                bool contiguous = false) {
   const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K"), G = K / kGroup;
   const int NB = B <= 8 ? 1 : 2, rows_per_cta = 16 * mtiles;
   warps = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(warps, G)));
@@ -174,7 +177,9 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
       auto A = [&](int mt, int nb, int lane, int i) -> float& {
         return acc[static_cast<std::size_t>(((mt * NB + nb) * 32 + lane) * 4 + i)];
       };
-      for (std::int64_t gi = warp; gi < G; gi += warps) {
+      const std::int64_t g_first = contiguous ? warp * G / warps : warp;
+      const std::int64_t g_last = contiguous ? (warp + 1) * G / warps : G;
+      for (std::int64_t gi = g_first; gi < g_last; gi += contiguous ? 1 : warps) {
         // x fragments per lane: b[nb][lane][u][4]
         std::vector<std::uint32_t> xb(static_cast<std::size_t>(NB * 32 * 16), 0u);
         for (int nb = 0; nb < NB; ++nb)
@@ -325,12 +330,19 @@ TEST_F(W4A16Tolerance, ExpertAndNaiveArithmeticPass) {
 }
 
 TEST_F(W4A16Tolerance, ExpertLaneEmulationPasses) {
-  // The default build (8 warps, two m16 tiles per warp) and the variants' shapes (16 warps; one tile).
+  // The default build (8 warps, two m16 tiles per warp, groups strided over the warps) and the
+  // variants' shapes (16 warps; one tile; a contiguous range of groups per warp: pf4, l2blk, l2blkpf4).
+  struct Shape {
+    int warps, mtiles;
+    bool contiguous;
+  };
   for (const Case& c : *cases_)
-    for (auto [warps, mtiles] : {std::pair{8, 2}, std::pair{16, 2}, std::pair{8, 1}}) {
-      const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.golden.at(0), emulate_expert_lanes(c.plan, c.inputs, warps, mtiles));
-      report("expert lanes", c, r);
-      EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " warps " << warps << " mtiles " << mtiles << ": " << r.message;
+    for (auto [warps, mtiles, contiguous] : {Shape{8, 2, false}, Shape{16, 2, false}, Shape{8, 1, false}, Shape{8, 2, true}}) {
+      const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.golden.at(0),
+                                      emulate_expert_lanes(c.plan, c.inputs, warps, mtiles, contiguous));
+      report(contiguous ? "expert lanes (contiguous K)" : "expert lanes", c, r);
+      EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " warps " << warps << " mtiles " << mtiles << " contiguous "
+                            << contiguous << ": " << r.message;
       EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid;  // fp32 sums: far inside
     }
 }
