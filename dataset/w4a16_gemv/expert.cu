@@ -55,6 +55,7 @@
 //   %VARIANT% pf4 -DW4A16_KSPLIT=1 -DW4A16_PREFETCH=4
 //   %VARIANT% l2blkpf4 -DW4A16_KSPLIT=1 -DW4A16_L2_256B=1 -DW4A16_PREFETCH=4
 //   %VARIANT% l2blk -DW4A16_KSPLIT=1 -DW4A16_L2_256B=1
+//   %VARIANT% l2blkpf4o -DW4A16_KSPLIT=1 -DW4A16_L2_256B=1 -DW4A16_PREFETCH=4 -DW4A16_OFFSET_MMA=1
 // warps16: 16 warps split K (one CTA per SM, fewer CTAs for the tail); rows16: 16 rows per CTA
 // (more, shorter CTAs: a smaller tail at N = 28672, half the reuse of the x fragments).
 #include <cuda_bf16.h>
@@ -84,6 +85,12 @@
 #ifndef W4A16_PREFETCH
 #define W4A16_PREFETCH 0
 #endif
+// 1: the A fragments carry 128 + q (one SHF and one LOP3 per pair, no HFMA2) and the offset is
+// taken out per group in fp32: p = mma(x, 128 + q) - 136 · sum_k x, the x sums from one more mma
+// per step with an all-ones A (shared by the warp's m16 tiles).
+#ifndef W4A16_OFFSET_MMA
+#define W4A16_OFFSET_MMA 0
+#endif
 // 1: the weight loads carry .L2::256B, so each miss fills the 256-byte block around it (the
 // warp's next three groups of that row with W4A16_KSPLIT 1).
 #ifndef W4A16_L2_256B
@@ -98,6 +105,7 @@ constexpr int kRowsPerCta = 16 * kMTiles;
 constexpr int kMaxWarps = 16;
 static_assert(W4A16_WARPS >= 1 && W4A16_WARPS <= kMaxWarps, "W4A16_WARPS in [1, 16]");
 constexpr bool kContiguousK = W4A16_KSPLIT != 0;
+constexpr bool kOffsetMma = W4A16_OFFSET_MMA != 0;
 constexpr int kPrefetchGroups = W4A16_PREFETCH;
 constexpr int kPrefetchChunk = 4;  // groups per bulk prefetch: 256 bytes of a row
 static_assert(kPrefetchGroups == 0 || (kContiguousK && kPrefetchGroups % kPrefetchChunk == 0),
@@ -133,6 +141,11 @@ __device__ __forceinline__ uint32_t code_pair(uint32_t w, int j) {
   uint32_t d;
   asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(v), "r"(0x3F803F80u), "r"(0xC308C308u));
   return d;
+}
+
+/// The bf16 pair (128 + q_j, 128 + q_{j+4}) of word w, exact (W4A16_OFFSET_MMA).
+__device__ __forceinline__ uint32_t code_pair_biased(uint32_t w, int j) {
+  return ((w >> (4 * j)) & 0x000F000Fu) | 0x43004300u;
 }
 
 /// d = a · b + d on the tensor cores: A 16x16 (row), B 16x8 (col), bf16; D fp32.
@@ -222,7 +235,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 
   // With one n8 tile the next group's x is prefetched with its weights (16 more registers); with
   // two, x is loaded at the top of the iteration (prefetching it would pass 128 registers).
-  constexpr bool kPrefetchX = NB == 1;
+  // W4A16_OFFSET_MMA's x sums take 4 registers more: there, x is loaded at the top of the iteration
+  // (an L1 hit: every CTA of the SM reads the same x), and the offset form is for one n8 tile only.
+  constexpr bool kOffset = kOffsetMma && NB == 1;
+  constexpr bool kPrefetchX = NB == 1 && !kOffset;
   // The warp's groups: first, first + step, ... below last.
   const int g_first = kContiguousK ? warp * G / warps : warp;
   const int g_last = kContiguousK ? (warp + 1) * G / warps : G;
@@ -264,6 +280,19 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
       for (int u = 0; u < 4; ++u) x_pairs(xc.v[nb][u], xb[nb][u]);
+    // W4A16_OFFSET_MMA: xs[nb][i] = sum of the group's x over k for column 2t + (i & 1) (every row
+    // of an all-ones A gives the same sum).
+    float xs[NB][4] = {};
+    if constexpr (kOffset) {
+      constexpr uint32_t kOnes = 0x3F803F80u;  // bf16 (1, 1)
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+#pragma unroll
+        for (int half = 0; half < 2; ++half)
+#pragma unroll
+          for (int nb = 0; nb < NB; ++nb)
+            mma_bf16(xs[nb], kOnes, kOnes, kOnes, kOnes, xb[nb][u][2 * half], xb[nb][u][2 * half + 1]);
+    }
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
       float p[NB][4] = {};
@@ -273,12 +302,19 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       for (int u = 0; u < 4; ++u)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {  // step 2u + half: pairs (2·half) and (2·half + 1)
-          const uint32_t a0 = code_pair(w_lo[u], 2 * half), a1 = code_pair(w_hi[u], 2 * half);
-          const uint32_t a2 = code_pair(w_lo[u], 2 * half + 1), a3 = code_pair(w_hi[u], 2 * half + 1);
+          auto pair = [](uint32_t w, int j) { return kOffset ? code_pair_biased(w, j) : code_pair(w, j); };
+          const uint32_t a0 = pair(w_lo[u], 2 * half), a1 = pair(w_hi[u], 2 * half);
+          const uint32_t a2 = pair(w_lo[u], 2 * half + 1), a3 = pair(w_hi[u], 2 * half + 1);
 #pragma unroll
           for (int nb = 0; nb < NB; ++nb)
             mma_bf16(p[nb], a0, a1, a2, a3, xb[nb][u][2 * half], xb[nb][u][2 * half + 1]);
         }
+      if constexpr (kOffset) {
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) p[nb][i] = fmaf(-136.f, xs[nb][i], p[nb][i]);
+      }
 #pragma unroll
       for (int nb = 0; nb < NB; ++nb) {  // c0, c1: row g; c2, c3: row g + 8
         acc[mt][nb][0] = fmaf(cur.s[mt][0], p[nb][0], acc[mt][nb][0]);
