@@ -56,6 +56,8 @@
 //   %VARIANT% l2blkpf4 -DW4A16_KSPLIT=1 -DW4A16_L2_256B=1 -DW4A16_PREFETCH=4
 //   %VARIANT% l2blk -DW4A16_KSPLIT=1 -DW4A16_L2_256B=1
 //   %VARIANT% l2blkpf4o -DW4A16_KSPLIT=1 -DW4A16_L2_256B=1 -DW4A16_PREFETCH=4 -DW4A16_OFFSET_MMA=1
+//   %VARIANT% spf2 -DW4A16_PREFETCH_STEPS=2
+//   %VARIANT% spf4o -DW4A16_PREFETCH_STEPS=4 -DW4A16_OFFSET_MMA=1
 // warps16: 16 warps split K (one CTA per SM, fewer CTAs for the tail); rows16: 16 rows per CTA
 // (more, shorter CTAs: a smaller tail at N = 28672, half the reuse of the x fragments).
 #include <cuda_bf16.h>
@@ -85,6 +87,13 @@
 #ifndef W4A16_PREFETCH
 #define W4A16_PREFETCH 0
 #endif
+// With the strided split (W4A16_KSPLIT 0): CTA steps ahead that the copy engine fetches into L2.
+// Step s is groups [s·W, (s+1)·W), 512 contiguous bytes of each row at W = 8, the CTA's warps'
+// iteration s; warp s mod W, at its iteration s, has step s + D fetched (lane r: row r), so each
+// step costs 32 prefetches (not 32 per warp) and one warp in W pays them. 0: none.
+#ifndef W4A16_PREFETCH_STEPS
+#define W4A16_PREFETCH_STEPS 0
+#endif
 // 1: the A fragments carry 128 + q (one SHF and one LOP3 per pair, no HFMA2) and the offset is
 // taken out per group in fp32: p = mma(x, 128 + q) - 136 · sum_k x, the x sums from one more mma
 // per step with an all-ones A (shared by the warp's m16 tiles).
@@ -108,6 +117,8 @@ constexpr bool kContiguousK = W4A16_KSPLIT != 0;
 constexpr bool kOffsetMma = W4A16_OFFSET_MMA != 0;
 constexpr int kPrefetchGroups = W4A16_PREFETCH;
 constexpr int kPrefetchChunk = 4;  // groups per bulk prefetch: 256 bytes of a row
+constexpr int kPrefetchSteps = W4A16_PREFETCH_STEPS;
+static_assert(kPrefetchSteps == 0 || !kContiguousK, "W4A16_PREFETCH_STEPS is for the strided split (W4A16_KSPLIT=0)");
 static_assert(kPrefetchGroups == 0 || (kContiguousK && kPrefetchGroups % kPrefetchChunk == 0),
               "W4A16_PREFETCH needs W4A16_KSPLIT=1 and a multiple of 4 groups");
 
@@ -253,6 +264,12 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     prefetch_groups(g_first, min(g_last, g_first + kPrefetchGroups));
     if (threadIdx.x == 0) prefetch_scales(scales, row0, N, G);
   }
+  auto prefetch_step = [&](int st) { prefetch_groups(st * warps, min(G, (st + 1) * warps)); };
+  if constexpr (kPrefetchSteps > 0) {
+    for (int st = warp; st < kPrefetchSteps; st += warps) prefetch_step(st);
+    if (threadIdx.x == 0) prefetch_scales(scales, row0, N, G);
+  }
+  int it = 0;  // the warp's iteration (strided split: the CTA step)
 
   float acc[kMTiles][NB][4] = {};
   WeightFrag cur, nxt;
@@ -267,6 +284,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     if constexpr (kPrefetchGroups > 0) {
       if ((gi - g_first) % kPrefetchChunk == 0)
         prefetch_groups(gi + kPrefetchGroups, min(g_last, gi + kPrefetchGroups + kPrefetchChunk));
+    }
+    if constexpr (kPrefetchSteps > 0) {
+      if (it % warps == warp) prefetch_step(it + kPrefetchSteps);
+      ++it;
     }
     const bool more = gi + g_step < g_last;
     if (more) load_weights(nxt, gi + g_step);  // the next group in flight during this one

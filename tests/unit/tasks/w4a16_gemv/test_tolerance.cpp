@@ -341,7 +341,7 @@ TEST_F(W4A16Tolerance, ExpertAndNaiveArithmeticPass) {
 TEST_F(W4A16Tolerance, ExpertLaneEmulationPasses) {
   // The default build (8 warps, two m16 tiles per warp, groups strided over the warps) and the
   // variants' shapes (16 warps; one tile; a contiguous range of groups per warp: pf4, l2blk, l2blkpf4).
-  // l2blkpf4o adds the offset form (B <= 8).
+  // l2blkpf4o and spf4o add the offset form (B <= 8); spf2 computes as the default build.
   struct Shape {
     int warps, mtiles;
     bool contiguous, offset;
@@ -349,10 +349,10 @@ TEST_F(W4A16Tolerance, ExpertLaneEmulationPasses) {
   for (const Case& c : *cases_)
     for (auto [warps, mtiles, contiguous, offset] : {Shape{8, 2, false, false}, Shape{16, 2, false, false},
                                                      Shape{8, 1, false, false}, Shape{8, 2, true, false},
-                                                     Shape{8, 2, true, true}}) {
+                                                     Shape{8, 2, true, true}, Shape{8, 2, false, true}}) {
       const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.golden.at(0),
                                       emulate_expert_lanes(c.plan, c.inputs, warps, mtiles, contiguous, offset));
-      report(offset ? "expert lanes (contiguous K, offset)" : contiguous ? "expert lanes (contiguous K)" : "expert lanes", c, r);
+      report(offset ? (contiguous ? "expert lanes (contiguous K, offset)" : "expert lanes (offset)") : contiguous ? "expert lanes (contiguous K)" : "expert lanes", c, r);
       EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " warps " << warps << " mtiles " << mtiles << " contiguous "
                             << contiguous << " offset " << offset << ": " << r.message;
       EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid;  // fp32 sums: far inside
