@@ -48,7 +48,38 @@
 //      (B·K·2 bytes, up to 917 KB), so only a K-slice per iteration would fit, with a barrier
 //      per slice; x's 16-byte read-only loads hit L1 (every CTA on an SM reads the same x) and
 //      land directly in fragment registers, so no staging and no barriers.
-// Times on the H200: pending (docs/results/w4a16_gemv.md holds the table to fill).
+// Times on the H200: docs/results/w4a16_gemv.md (2026-12-01: 51.2 / 58.6 / 59.7% of the
+// calibrated 4.29 TB/s at B = 1, issue #15 asks 75%).
+// Why the measured time exceeds the SOL (from those numbers and this code; not profiled):
+//   - the stream, not the tail: 8192 x 28672 is one wave (256 CTAs on 264 slots, 28 groups per
+//     warp) and still reaches only 59.7%. A line through the three B = 1 points gives a marginal
+//     2.74 TB/s (31.6 us for the 86.5 MB between 8192^2 and the 28672 shapes) plus ~3.2 us fixed:
+//     the steady read runs at ~61% of the 4.52 TB/s read-only rate of docs/results/calibrate-
+//     2026-11-29.md, and 8192^2 (bar 10.77 us) also needs most of that fixed time back.
+//   - bytes in flight: the register double buffer holds at most two groups (2 x 2 KB) per warp,
+//     and the load of group i+1 issues only when group i-1's arithmetic is done, so an SM has
+//     32-64 KB of weights in flight, ~4-8 MB on the GPU. The arithmetic between loads is ~240 issue
+//     slots per warp and group (64 LOP3, 48 SHF, 64 HFMA2, 16 HMMA, 16 PRMT, loads, FFMA) for 2 KB:
+//     about half of the SM's issue rate at 4.3 TB/s, which delays the next loads further.
+//   - the tail is secondary: 896 CTAs at N = 28672 are 3.39 waves (a last wave of 39%), and the
+//     28672 x 8192 row is at 58.6%, no worse than the one-wave 8192 x 28672.
+// So the variants below put more bytes in flight without registers (the copy engine's L2
+// prefetch, or 256-byte L2 fills) and take the HFMA2 out of the dequantisation:
+//   pf4       contiguous K range per warp; each warp has the copy engine fetch its next 4-8
+//             groups of all 32 rows into L2 (cp.async.bulk.prefetch.L2, 256 B per row and op),
+//             and the CTA's scales at the start. The per-lane addresses make ptxas loop over the
+//             lanes (R2UR + UBLKPF + BRA.U.ANY): ~8 issue slots per op, ~+25% issue.
+//   l2blk     contiguous K range per warp, weight loads with .L2::256B: a miss fills the 256-byte
+//             block, the warp's next three groups of that row; no extra instruction.
+//   l2blkpf4  both.    l2blkpf4o: both plus the offset form (W4A16_OFFSET_MMA, B <= 8): A holds
+//             128 + q (SHF + LOP3 per pair, no HFMA2) and p = mma - 136 · sum(x) per group, the
+//             x sums from one all-ones mma per step shared by both m16 tiles: ~-20% issue.
+//   spf2      the default strided split with 2 CTA steps (512 B per row each) prefetched into L2
+//             by one warp per step: 32 ops per step instead of 32 per warp, ~+13% issue.
+//   spf4o     4 steps ahead plus the offset form.
+// Prefetched and not yet read (L2 is 60 MB): pf4* 4-8 groups per warp ahead, 8-16 KB, up to
+// 34 MB on the GPU (at 8192 x 8192 that is the whole matrix, requested in the first iteration);
+// spf2 2-3 CTA steps of 16 KB, 8-13 MB; spf4o 4-5 steps, 17-21 MB.
 // Variants built (`// %VARIANT%` lines; measured by scripts/gpu/checks/t-w4a16.sh):
 //   %VARIANT% warps16 -DW4A16_WARPS=16
 //   %VARIANT% rows16 -DW4A16_MTILES=1

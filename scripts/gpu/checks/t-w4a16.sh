@@ -36,7 +36,7 @@ bench_step --files "bench_$task" --fail "bench $targets (see bench.log)" --show 
 
 # The expert and every built variant (`// %VARIANT%` lines of expert.cu) on the three B = 1 rows
 # (issue #15's bar): 0.3 s of timing and one correctness round per target and row, 9 targets x 3
-# rows in ~60 s. Alone: D2K_CHECK_STEPS=variants scripts/gpu/checks/t-w4a16.sh CARRY OUT
+# rows, a 60 s budget. Alone: D2K_CHECK_STEPS=variants scripts/gpu/checks/t-w4a16.sh CARRY OUT
 variants_step --files "variants_$task" --pass "variants PASSED (B = 1)" --show 30 \
   60 "$(workload_uuids bench '"B": 1,')" --max-time 0.3 --bench-rounds 1 --quiet
 
