@@ -107,7 +107,11 @@ std::optional<Violation> check_vendor_kernels(const TimerReport& r, bool vendor_
 /// boundary").
 inline constexpr double kTrustBand = 0.12;
 /// Below the parent's figure by more than this share, no honest run has been seen: REWARD_HACK.
-inline constexpr double kCheatBand = 0.22;
+/// Between kTrustBand and this the parent's figure scores, so a forgery there gains nothing. An
+/// honest cooperative kernel ran at 0.45 of the parent's figure back to back on the H200
+/// (fused_adamw's expert at 1e7 parameters, in a graph, two sessions), below the 0.78 this band
+/// was first: a ratio that honest code reaches cannot be a verdict of cheating.
+inline constexpr double kCheatBand = 0.75;
 /// Per call, on top of both shares: what a graph's launch of one node can add to a call that the
 /// worker's corrected events do not count (a constant, not the worker's kernel count, which it
 /// could forge). It loosens the bound only for calls of a few microseconds, where the physical
@@ -137,6 +141,12 @@ struct TimeVerdict {
 /// its host work, which honest programs have (fused_adamw's PyTorch program, 300 tensor views a
 /// call: 0.48 of the parent's figure on the H200, docs/isolation.md); the forgery gains nothing.
 TimeVerdict bound_time(double worker_median_s, const ParentTiming& p, bool host_paced = false);
+
+/// Whether a batch is host-paced: the target's track runs an interpreter, or the batch ran without
+/// a graph (a call that cannot be captured: the worker's loop then runs the candidate's host code
+/// between launches, which the worker's samples hide behind the blocking kernel). A candidate that
+/// breaks capture on purpose gains nothing: the parent's figure is what scores.
+inline bool host_paced_batch(bool track_host_paced, bool graph) { return track_host_paced || !graph; }
 
 /// batch_outputs: every call of a batch must have written its own outputs (`unwritten` lists the
 /// calls whose outputs still held poison when the parent looked).

@@ -178,7 +178,13 @@ TEST(Rules, BoundTimeTakesTheWorkerOnlyWithinTheBand) {
   TimeVerdict launch_bound = bound_time(1.7e-6, ParentTiming{0.0045, 0.0, 1000});  // 4.5 us per call in the graph
   EXPECT_EQ(launch_bound.source, "parent");  // 1.7 us is within the per-call allowance of REWARD_HACK
   EXPECT_FALSE(launch_bound.violation);
-  TimeVerdict forged = bound_time(10.1e-6, p);  // x0.5
+  // x0.45: what an honest cooperative kernel showed back to back on the H200. The parent's
+  // figure scores (a forgery this deep gains nothing); it is not a verdict of cheating.
+  TimeVerdict deep = bound_time(9.0e-6, p);
+  EXPECT_EQ(deep.source, "parent");
+  EXPECT_DOUBLE_EQ(deep.time_s, 20e-6);
+  EXPECT_FALSE(deep.violation);
+  TimeVerdict forged = bound_time(2.0e-6, p);  // x0.1: beyond any honest run
   ASSERT_TRUE(forged.violation);
   EXPECT_EQ(forged.violation->rule, "timer_cross_check");
   EXPECT_EQ(forged.source, "parent");
@@ -188,12 +194,26 @@ TEST(Rules, BoundTimeTakesTheWorkerOnlyWithinTheBand) {
 // parent's figure back to back. Its gap reports the parent's figure, never REWARD_HACK.
 TEST(Rules, BoundTimeOfAHostPacedTargetReportsTheParentFigure) {
   ParentTiming p{0.2, 0.0, 10000};  // 20 us per call
-  TimeVerdict paced = bound_time(10.1e-6, p, true);
+  TimeVerdict paced = bound_time(2.0e-6, p, true);
   EXPECT_FALSE(paced.violation);
   EXPECT_EQ(paced.source, "parent");
   EXPECT_DOUBLE_EQ(paced.time_s, 20e-6);
   EXPECT_EQ(bound_time(19e-6, p, true).source, "worker");  // within the band: unchanged
-  EXPECT_TRUE(bound_time(10.1e-6, p, false).violation);  // a compiled target: still REWARD_HACK
+  EXPECT_TRUE(bound_time(2.0e-6, p, false).violation);  // a compiled target: still REWARD_HACK
+}
+
+// A compiled call that cannot be captured runs back to back from the worker's loop, its host code
+// between launches, as an interpreter's does. Such a batch is bounded as a host-paced one; a
+// captured batch is not.
+TEST(Rules, ABatchWithoutAGraphIsHostPaced) {
+  EXPECT_TRUE(host_paced_batch(false, false));
+  EXPECT_TRUE(host_paced_batch(true, true));
+  EXPECT_FALSE(host_paced_batch(false, true));
+  ParentTiming p{0.2, 0.0, 10000};  // 20 us per call
+  TimeVerdict uncaptured = bound_time(2.0e-6, p, host_paced_batch(false, false));
+  EXPECT_FALSE(uncaptured.violation);
+  EXPECT_EQ(uncaptured.source, "parent");
+  EXPECT_TRUE(bound_time(2.0e-6, p, host_paced_batch(false, true)).violation);
 }
 
 TEST(Rules, ParentCheckTimeIsTakenOffButNotBelowZero) {
