@@ -9,7 +9,10 @@
 # the expert's SASS counts. Each step gets what is left of a 140 s budget (the 150 s of
 # scripts/gpu/run_checks.sh).
 # What it must show: every line PASS; in bench.md, expert >= 75% of SOL at B = 1 on the three
-# shapes and faster than library (dequantise + cuBLAS) and naive at every B.
+# shapes and faster than library (dequantise + cuBLAS) and naive at every B; in
+# variants_w4a16_gemv.md, which variant is fastest on each B = 1 row (the sweep for issue #15:
+# D2K_CHECK_STEPS=variants,memcheck_pf4,memcheck_l2blk,memcheck_l2blkpf4,memcheck_l2blkpf4o,
+# memcheck_spf2,memcheck_spf4o, <= 120 s).
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-w4a16.sh CARRY OUT [compile]
 # `compile` adds the torch_compile target (its own 90 s allowance beyond the budget).
