@@ -48,10 +48,47 @@
 //      (B·K·2 bytes, up to 917 KB), so only a K-slice per iteration would fit, with a barrier
 //      per slice; x's 16-byte read-only loads hit L1 (every CTA on an SM reads the same x) and
 //      land directly in fragment registers, so no staging and no barriers.
-// Times on the H200: pending (docs/results/w4a16_gemv.md holds the table to fill).
+// Times on the H200: docs/results/w4a16_gemv.md (2026-12-01: 51.2 / 58.6 / 59.7% of the
+// calibrated 4.29 TB/s at B = 1, issue #15 asks 75%).
+// Why the measured time exceeds the SOL (from those numbers and this code; not profiled):
+//   - the stream, not the tail: 8192 x 28672 is one wave (256 CTAs on 264 slots, 28 groups per
+//     warp) and still reaches only 59.7%. A line through the three B = 1 points gives a marginal
+//     2.74 TB/s (31.6 us for the 86.5 MB between 8192^2 and the 28672 shapes) plus ~3.2 us fixed:
+//     the steady read runs at ~61% of the 4.52 TB/s read-only rate of docs/results/calibrate-
+//     2026-11-29.md, and 8192^2 (bar 10.77 us) also needs most of that fixed time back.
+//   - bytes in flight: the register double buffer holds at most two groups (2 x 2 KB) per warp,
+//     and the load of group i+1 issues only when group i-1's arithmetic is done, so an SM has
+//     32-64 KB of weights in flight, ~4-8 MB on the GPU. The arithmetic between loads is ~240 issue
+//     slots per warp and group (64 LOP3, 48 SHF, 64 HFMA2, 16 HMMA, 16 PRMT, loads, FFMA) for 2 KB:
+//     about half of the SM's issue rate at 4.3 TB/s, which delays the next loads further.
+//   - the tail is secondary: 896 CTAs at N = 28672 are 3.39 waves (a last wave of 39%), and the
+//     28672 x 8192 row is at 58.6%, no worse than the one-wave 8192 x 28672.
+// So the variants below put more bytes in flight without registers (the copy engine's L2
+// prefetch, or 256-byte L2 fills) and take the HFMA2 out of the dequantisation:
+//   pf4       contiguous K range per warp; each warp has the copy engine fetch its next 4-8
+//             groups of all 32 rows into L2 (cp.async.bulk.prefetch.L2, 256 B per row and op),
+//             and the CTA's scales at the start. The per-lane addresses make ptxas loop over the
+//             lanes (R2UR + UBLKPF + BRA.U.ANY): ~8 issue slots per op, ~+25% issue.
+//   l2blk     contiguous K range per warp, weight loads with .L2::256B: a miss fills the 256-byte
+//             block, the warp's next three groups of that row; no extra instruction.
+//   l2blkpf4  both.    l2blkpf4o: both plus the offset form (W4A16_OFFSET_MMA, B <= 8): A holds
+//             128 + q (SHF + LOP3 per pair, no HFMA2) and p = mma - 136 · sum(x) per group, the
+//             x sums from one all-ones mma per step shared by both m16 tiles: ~-20% issue.
+//   spf2      the default strided split with 2 CTA steps (512 B per row each) prefetched into L2
+//             by one warp per step: 32 ops per step instead of 32 per warp, ~+13% issue.
+//   spf4o     4 steps ahead plus the offset form.
+// Prefetched and not yet read (L2 is 60 MB): pf4* 4-8 groups per warp ahead, 8-16 KB, up to
+// 34 MB on the GPU (at 8192 x 8192 that is the whole matrix, requested in the first iteration);
+// spf2 2-3 CTA steps of 16 KB, 8-13 MB; spf4o 4-5 steps, 17-21 MB.
 // Variants built (`// %VARIANT%` lines; measured by scripts/gpu/checks/t-w4a16.sh):
 //   %VARIANT% warps16 -DW4A16_WARPS=16
 //   %VARIANT% rows16 -DW4A16_MTILES=1
+//   %VARIANT% pf4 -DW4A16_KSPLIT=1 -DW4A16_PREFETCH=4
+//   %VARIANT% l2blkpf4 -DW4A16_KSPLIT=1 -DW4A16_L2_256B=1 -DW4A16_PREFETCH=4
+//   %VARIANT% l2blk -DW4A16_KSPLIT=1 -DW4A16_L2_256B=1
+//   %VARIANT% l2blkpf4o -DW4A16_KSPLIT=1 -DW4A16_L2_256B=1 -DW4A16_PREFETCH=4 -DW4A16_OFFSET_MMA=1
+//   %VARIANT% spf2 -DW4A16_PREFETCH_STEPS=2
+//   %VARIANT% spf4o -DW4A16_PREFETCH_STEPS=4 -DW4A16_OFFSET_MMA=1
 // warps16: 16 warps split K (one CTA per SM, fewer CTAs for the tail); rows16: 16 rows per CTA
 // (more, shorter CTAs: a smaller tail at N = 28672, half the reuse of the x fragments).
 #include <cuda_bf16.h>
@@ -69,6 +106,36 @@
 #ifndef W4A16_MTILES
 #define W4A16_MTILES 2
 #endif
+// How a CTA's warps split K: 0, warp w takes groups w, w + W, ... (the CTA's warps together read
+// 512 contiguous bytes of each row at a time); 1, warp w takes the contiguous range
+// [w·G/W, (w+1)·G/W) (each warp streams its own stretch of every row, so that what it will read
+// next can be fetched ahead of it: W4A16_PREFETCH, W4A16_L2_256B).
+#ifndef W4A16_KSPLIT
+#define W4A16_KSPLIT 0
+#endif
+// Groups of each row that a warp has the copy engine fetch into L2 ahead of its loads
+// (cp.async.bulk.prefetch.L2, one per row and 4 groups = 256 bytes); 0: none. Needs W4A16_KSPLIT 1.
+#ifndef W4A16_PREFETCH
+#define W4A16_PREFETCH 0
+#endif
+// With the strided split (W4A16_KSPLIT 0): CTA steps ahead that the copy engine fetches into L2.
+// Step s is groups [s·W, (s+1)·W), 512 contiguous bytes of each row at W = 8, the CTA's warps'
+// iteration s; warp s mod W, at its iteration s, has step s + D fetched (lane r: row r), so each
+// step costs 32 prefetches (not 32 per warp) and one warp in W pays them. 0: none.
+#ifndef W4A16_PREFETCH_STEPS
+#define W4A16_PREFETCH_STEPS 0
+#endif
+// 1: the A fragments carry 128 + q (one SHF and one LOP3 per pair, no HFMA2) and the offset is
+// taken out per group in fp32: p = mma(x, 128 + q) - 136 · sum_k x, the x sums from one more mma
+// per step with an all-ones A (shared by the warp's m16 tiles).
+#ifndef W4A16_OFFSET_MMA
+#define W4A16_OFFSET_MMA 0
+#endif
+// 1: the weight loads carry .L2::256B, so each miss fills the 256-byte block around it (the
+// warp's next three groups of that row with W4A16_KSPLIT 1).
+#ifndef W4A16_L2_256B
+#define W4A16_L2_256B 0
+#endif
 
 namespace {
 
@@ -77,16 +144,36 @@ constexpr int kMTiles = W4A16_MTILES;    // m16 tiles (of weight rows) per warp
 constexpr int kRowsPerCta = 16 * kMTiles;
 constexpr int kMaxWarps = 16;
 static_assert(W4A16_WARPS >= 1 && W4A16_WARPS <= kMaxWarps, "W4A16_WARPS in [1, 16]");
+constexpr bool kContiguousK = W4A16_KSPLIT != 0;
+constexpr bool kOffsetMma = W4A16_OFFSET_MMA != 0;
+constexpr int kPrefetchGroups = W4A16_PREFETCH;
+constexpr int kPrefetchChunk = 4;  // groups per bulk prefetch: 256 bytes of a row
+constexpr int kPrefetchSteps = W4A16_PREFETCH_STEPS;
+static_assert(kPrefetchSteps == 0 || !kContiguousK, "W4A16_PREFETCH_STEPS is for the strided split (W4A16_KSPLIT=0)");
+static_assert(kPrefetchGroups == 0 || (kContiguousK && kPrefetchGroups % kPrefetchChunk == 0),
+              "W4A16_PREFETCH needs W4A16_KSPLIT=1 and a multiple of 4 groups");
 
 // ---- register-level pieces ------------------------------------------------------------------
 
 /// 16 bytes of streamed weights: read once, so no L1 allocation.
 __device__ __forceinline__ uint4 load_stream(const uint4* p) {
   uint4 v;
+#if W4A16_L2_256B
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+#else
   asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p));
+#endif
   return v;
+}
+
+/// Has the copy engine fetch [p, p + bytes) into L2 (p and bytes multiples of 16): bytes in flight
+/// from DRAM that hold no register and no shared memory.
+__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
 }
 
 /// The bf16 pair (q_j - 8, q_{j+4} - 8) of word w, exact: 0x4300 | q is 128 + q in bf16, and the
@@ -96,6 +183,11 @@ __device__ __forceinline__ uint32_t code_pair(uint32_t w, int j) {
   uint32_t d;
   asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(v), "r"(0x3F803F80u), "r"(0xC308C308u));
   return d;
+}
+
+/// The bf16 pair (128 + q_j, 128 + q_{j+4}) of word w, exact (W4A16_OFFSET_MMA).
+__device__ __forceinline__ uint32_t code_pair_biased(uint32_t w, int j) {
+  return ((w >> (4 * j)) & 0x000F000Fu) | 0x43004300u;
 }
 
 /// d = a · b + d on the tensor cores: A 16x16 (row), B 16x8 (col), bf16; D fp32.
@@ -130,6 +222,15 @@ __device__ __forceinline__ void x_pairs(const uint4& v, uint32_t (&b)[4]) {
   b[1] = __byte_perm(v.x, v.z, 0x7632);  // (x1, x5)  step 2u
   b[2] = __byte_perm(v.y, v.w, 0x5410);  // (x2, x6)  step 2u+1
   b[3] = __byte_perm(v.y, v.w, 0x7632);  // (x3, x7)  step 2u+1
+}
+
+/// L2 prefetch of the scales of rows [row0, row0 + kRowsPerCta) (one contiguous block), rounded
+/// in to 16 bytes so that it stays inside the scales array.
+__device__ __forceinline__ void prefetch_scales(const __nv_bfloat16* scales, int row0, int N, int G) {
+  const uintptr_t base = reinterpret_cast<uintptr_t>(scales);
+  const uintptr_t lo = (base + size_t(row0) * G * 2 + 15) & ~uintptr_t{15};
+  const uintptr_t hi = (base + size_t(min(row0 + kRowsPerCta, N)) * G * 2) & ~uintptr_t{15};
+  if (lo < hi) prefetch_l2(reinterpret_cast<const void*>(lo), static_cast<uint32_t>(hi - lo));
 }
 
 // ---- the kernel ------------------------------------------------------------------------------
@@ -176,21 +277,53 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 
   // With one n8 tile the next group's x is prefetched with its weights (16 more registers); with
   // two, x is loaded at the top of the iteration (prefetching it would pass 128 registers).
-  constexpr bool kPrefetchX = NB == 1;
+  // W4A16_OFFSET_MMA's x sums take 4 registers more: there, x is loaded at the top of the iteration
+  // (an L1 hit: every CTA of the SM reads the same x), and the offset form is for one n8 tile only.
+  constexpr bool kOffset = kOffsetMma && NB == 1;
+  constexpr bool kPrefetchX = NB == 1 && !kOffset;
+  // The warp's groups: first, first + step, ... below last.
+  const int g_first = kContiguousK ? warp * G / warps : warp;
+  const int g_last = kContiguousK ? (warp + 1) * G / warps : G;
+  const int g_step = kContiguousK ? 1 : warps;
+
+  // L2 prefetch: lane r fetches row r of the CTA (rows past N clamped, as the loads are).
+  const uint32_t* pf_row = qweight + static_cast<size_t>(min(row0 + (lane % kRowsPerCta), N - 1)) * words_per_row;
+  auto prefetch_groups = [&](int from, int to) {  // groups [from, to) of the lane's row
+    if (lane < kRowsPerCta && from < to) prefetch_l2(pf_row + from * 16, static_cast<uint32_t>(to - from) * 64u);
+  };
+  if constexpr (kPrefetchGroups > 0) {
+    prefetch_groups(g_first, min(g_last, g_first + kPrefetchGroups));
+    if (threadIdx.x == 0) prefetch_scales(scales, row0, N, G);
+  }
+  auto prefetch_step = [&](int st) { prefetch_groups(st * warps, min(G, (st + 1) * warps)); };
+  if constexpr (kPrefetchSteps > 0) {
+    for (int st = warp; st < kPrefetchSteps; st += warps) prefetch_step(st);
+    if (threadIdx.x == 0) prefetch_scales(scales, row0, N, G);
+  }
+  int it = 0;  // the warp's iteration (strided split: the CTA step)
+
   float acc[kMTiles][NB][4] = {};
   WeightFrag cur, nxt;
   XRaw<NB> xc, xn;
-  int gi = warp;
-  if (gi < G) {
+  int gi = g_first;
+  if (gi < g_last) {
     load_weights(cur, gi);
     if constexpr (kPrefetchX) load_x(xc, gi);
   }
 #pragma unroll 2  // two copies of the body let cur/nxt swap roles instead of being copied
-  for (; gi < G; gi += warps) {
-    const bool more = gi + warps < G;
-    if (more) load_weights(nxt, gi + warps);  // the next group in flight during this one
+  for (; gi < g_last; gi += g_step) {
+    if constexpr (kPrefetchGroups > 0) {
+      if ((gi - g_first) % kPrefetchChunk == 0)
+        prefetch_groups(gi + kPrefetchGroups, min(g_last, gi + kPrefetchGroups + kPrefetchChunk));
+    }
+    if constexpr (kPrefetchSteps > 0) {
+      if (it % warps == warp) prefetch_step(it + kPrefetchSteps);
+      ++it;
+    }
+    const bool more = gi + g_step < g_last;
+    if (more) load_weights(nxt, gi + g_step);  // the next group in flight during this one
     if constexpr (kPrefetchX) {
-      if (more) load_x(xn, gi + warps);
+      if (more) load_x(xn, gi + g_step);
     } else {
       load_x(xc, gi);
     }
@@ -199,6 +332,19 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
       for (int u = 0; u < 4; ++u) x_pairs(xc.v[nb][u], xb[nb][u]);
+    // W4A16_OFFSET_MMA: xs[nb][i] = sum of the group's x over k for column 2t + (i & 1) (every row
+    // of an all-ones A gives the same sum).
+    float xs[NB][4] = {};
+    if constexpr (kOffset) {
+      constexpr uint32_t kOnes = 0x3F803F80u;  // bf16 (1, 1)
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+#pragma unroll
+        for (int half = 0; half < 2; ++half)
+#pragma unroll
+          for (int nb = 0; nb < NB; ++nb)
+            mma_bf16(xs[nb], kOnes, kOnes, kOnes, kOnes, xb[nb][u][2 * half], xb[nb][u][2 * half + 1]);
+    }
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
       float p[NB][4] = {};
@@ -208,12 +354,19 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       for (int u = 0; u < 4; ++u)
 #pragma unroll
         for (int half = 0; half < 2; ++half) {  // step 2u + half: pairs (2·half) and (2·half + 1)
-          const uint32_t a0 = code_pair(w_lo[u], 2 * half), a1 = code_pair(w_hi[u], 2 * half);
-          const uint32_t a2 = code_pair(w_lo[u], 2 * half + 1), a3 = code_pair(w_hi[u], 2 * half + 1);
+          auto pair = [](uint32_t w, int j) { return kOffset ? code_pair_biased(w, j) : code_pair(w, j); };
+          const uint32_t a0 = pair(w_lo[u], 2 * half), a1 = pair(w_hi[u], 2 * half);
+          const uint32_t a2 = pair(w_lo[u], 2 * half + 1), a3 = pair(w_hi[u], 2 * half + 1);
 #pragma unroll
           for (int nb = 0; nb < NB; ++nb)
             mma_bf16(p[nb], a0, a1, a2, a3, xb[nb][u][2 * half], xb[nb][u][2 * half + 1]);
         }
+      if constexpr (kOffset) {
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) p[nb][i] = fmaf(-136.f, xs[nb][i], p[nb][i]);
+      }
 #pragma unroll
       for (int nb = 0; nb < NB; ++nb) {  // c0, c1: row g; c2, c3: row g + 8
         acc[mt][nb][0] = fmaf(cur.s[mt][0], p[nb][0], acc[mt][nb][0]);

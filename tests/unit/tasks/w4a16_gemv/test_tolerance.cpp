@@ -150,6 +150,8 @@ std::uint32_t byte_perm(std::uint32_t x, std::uint32_t y, std::uint32_t sel) {  
 }
 float lo_bf16(std::uint32_t r) { return bf16_bits_to_float(static_cast<std::uint16_t>(r & 0xFFFF)); }
 float hi_bf16(std::uint32_t r) { return bf16_bits_to_float(static_cast<std::uint16_t>(r >> 16)); }
+/// code_pair_biased: ((w >> 4j) & 0x000F000F) | 0x43004300, the bf16 pair (128 + q_j, 128 + q_{j+4}).
+std::uint32_t code_pair_biased(std::uint32_t w, int j) { return ((w >> (4 * j)) & 0x000F000Fu) | 0x43004300u; }
 /// code_pair: ((w >> 4j) & 0x000F000F) | 0x43004300, then fma.rn.bf16x2(v, 1, -136) (exact).
 std::uint32_t code_pair(std::uint32_t w, int j) {
   const std::uint32_t v = ((w >> (4 * j)) & 0x000F000Fu) | 0x43004300u;
@@ -157,9 +159,14 @@ std::uint32_t code_pair(std::uint32_t w, int j) {
   return float_to_bf16_bits(lo) | (static_cast<std::uint32_t>(float_to_bf16_bits(hi)) << 16);
 }
 
-HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTensor>& in, int warps, int mtiles) {
+/// contiguous: W4A16_KSPLIT=1, warp w sums groups [w·G/W, (w+1)·G/W) in order; otherwise groups
+/// w, w + W, ... (the default build). offset: W4A16_OFFSET_MMA=1, which at B <= 8 feeds A with
+/// 128 + q and takes 136 · (sum of the group's x, an all-ones A times x) off each group's sum.
+HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTensor>& in, int warps, int mtiles,
+                                bool contiguous = false, bool offset = false) {
   const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K"), G = K / kGroup;
   const int NB = B <= 8 ? 1 : 2, rows_per_cta = 16 * mtiles;
+  offset = offset && NB == 1;
   warps = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(warps, G)));
   const auto* x = in.at(0).as<std::uint16_t>();
   const auto* q = in.at(1).as<std::uint32_t>();
@@ -174,7 +181,9 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
       auto A = [&](int mt, int nb, int lane, int i) -> float& {
         return acc[static_cast<std::size_t>(((mt * NB + nb) * 32 + lane) * 4 + i)];
       };
-      for (std::int64_t gi = warp; gi < G; gi += warps) {
+      const std::int64_t g_first = contiguous ? warp * G / warps : warp;
+      const std::int64_t g_last = contiguous ? (warp + 1) * G / warps : G;
+      for (std::int64_t gi = g_first; gi < g_last; gi += contiguous ? 1 : warps) {
         // x fragments per lane: b[nb][lane][u][4]
         std::vector<std::uint32_t> xb(static_cast<std::size_t>(NB * 32 * 16), 0u);
         for (int nb = 0; nb < NB; ++nb)
@@ -196,6 +205,7 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
           }
         for (int mt = 0; mt < mtiles; ++mt) {
           float part[2][32][4] = {};  // [nb][lane][i]
+          float xs[2][32][4] = {};    // offset: the all-ones mma's sums of x
           for (int u = 0; u < 4; ++u)
             for (int half = 0; half < 2; ++half) {
               float Am[16][16], Bm[2][16][8];
@@ -205,8 +215,9 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
                 const std::int64_t r_hi = std::min<std::int64_t>(row0 + mt * 16 + 8 + g, N - 1);
                 const std::uint32_t w_lo = q[r_lo * (K / 8) + gi * 16 + 4 * t + u];
                 const std::uint32_t w_hi = q[r_hi * (K / 8) + gi * 16 + 4 * t + u];
-                const std::uint32_t a[4] = {code_pair(w_lo, 2 * half), code_pair(w_hi, 2 * half),
-                                            code_pair(w_lo, 2 * half + 1), code_pair(w_hi, 2 * half + 1)};
+                auto pair = [&](std::uint32_t w, int j) { return offset ? code_pair_biased(w, j) : code_pair(w, j); };
+                const std::uint32_t a[4] = {pair(w_lo, 2 * half), pair(w_hi, 2 * half), pair(w_lo, 2 * half + 1),
+                                            pair(w_hi, 2 * half + 1)};
                 // A (row-major 16x16): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..)
                 Am[g][2 * t] = lo_bf16(a[0]), Am[g][2 * t + 1] = hi_bf16(a[0]);
                 Am[g + 8][2 * t] = lo_bf16(a[1]), Am[g + 8][2 * t + 1] = hi_bf16(a[1]);
@@ -224,9 +235,11 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
                   const int g = lane >> 2, t = lane & 3;
                   for (int i = 0; i < 4; ++i) {  // C: c0 (g, 2t), c1 (g, 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1)
                     const int m = g + (i >> 1) * 8, n = 2 * t + (i & 1);
-                    float d = 0.f;
+                    float d = 0.f, ones = 0.f;
                     for (int k = 0; k < 16; ++k) d += Am[m][k] * Bm[nb][k][n];
+                    for (int k = 0; k < 16; ++k) ones += Bm[nb][k][n];
                     part[nb][lane][i] += d;
+                    xs[nb][lane][i] += ones;
                   }
                 }
             }
@@ -235,6 +248,7 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
               for (int i = 0; i < 4; ++i) {
                 const int g = lane >> 2;
                 const std::int64_t r = std::min<std::int64_t>(row0 + mt * 16 + (i >> 1) * 8 + g, N - 1);
+                if (offset) part[nb][lane][i] = std::fmaf(-136.f, xs[nb][lane][i], part[nb][lane][i]);
                 A(mt, nb, lane, i) = std::fmaf(bf16_bits_to_float(sc[r * G + gi]), part[nb][lane][i], A(mt, nb, lane, i));
               }
         }
@@ -325,12 +339,22 @@ TEST_F(W4A16Tolerance, ExpertAndNaiveArithmeticPass) {
 }
 
 TEST_F(W4A16Tolerance, ExpertLaneEmulationPasses) {
-  // The default build (8 warps, two m16 tiles per warp) and the variants' shapes (16 warps; one tile).
+  // The default build (8 warps, two m16 tiles per warp, groups strided over the warps) and the
+  // variants' shapes (16 warps; one tile; a contiguous range of groups per warp: pf4, l2blk, l2blkpf4).
+  // l2blkpf4o and spf4o add the offset form (B <= 8); spf2 computes as the default build.
+  struct Shape {
+    int warps, mtiles;
+    bool contiguous, offset;
+  };
   for (const Case& c : *cases_)
-    for (auto [warps, mtiles] : {std::pair{8, 2}, std::pair{16, 2}, std::pair{8, 1}}) {
-      const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.golden.at(0), emulate_expert_lanes(c.plan, c.inputs, warps, mtiles));
-      report("expert lanes", c, r);
-      EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " warps " << warps << " mtiles " << mtiles << ": " << r.message;
+    for (auto [warps, mtiles, contiguous, offset] : {Shape{8, 2, false, false}, Shape{16, 2, false, false},
+                                                     Shape{8, 1, false, false}, Shape{8, 2, true, false},
+                                                     Shape{8, 2, true, true}, Shape{8, 2, false, true}}) {
+      const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.golden.at(0),
+                                      emulate_expert_lanes(c.plan, c.inputs, warps, mtiles, contiguous, offset));
+      report(offset ? (contiguous ? "expert lanes (contiguous K, offset)" : "expert lanes (offset)") : contiguous ? "expert lanes (contiguous K)" : "expert lanes", c, r);
+      EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " warps " << warps << " mtiles " << mtiles << " contiguous "
+                            << contiguous << " offset " << offset << ": " << r.message;
       EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid;  // fp32 sums: far inside
     }
 }
