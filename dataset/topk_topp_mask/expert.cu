@@ -78,6 +78,36 @@ constexpr int kTicketStats = 0, kTicketCollect = 1, kTicketRecheck = 2;
 constexpr int kRecheckCtas = 264;        ///< the recheck grid (two per SM of an H200)
 constexpr int64_t kRecheckSlice = 8192;  ///< logits per recheck work item
 
+// Variant switches (the `%VARIANT%` lines above; each off by default).
+#ifndef TOPK_MIN_BLOCKS
+#define TOPK_MIN_BLOCKS 1
+#endif
+/// CTAs per SM the statistics and collecting kernels are compiled for (__launch_bounds__'s
+/// second argument): 2 caps them at 64 registers, so that a second CTA streams while the row's
+/// last CTA runs its serial merge, bin choice, sort and decision.
+constexpr int kMinBlocks = TOPK_MIN_BLOCKS;
+#ifdef TOPK_REVERSE_COLLECT
+/// The collecting pass walks the rows from the last: its first CTAs re-read what the statistics
+/// pass read last, still in L2 (whose loads then keep the default L2 policy, not evict-first).
+constexpr bool kReverseCollect = true;
+#else
+constexpr bool kReverseCollect = false;
+#endif
+#ifdef TOPK_FUSED_OUTPUT
+/// The collecting pass writes the zeros of its slice and the row's last CTA stores the kept
+/// values: no output pass over the row; the output kernel finishes only the rows decided in fp64
+/// or whose kept set includes an unlisted tie group.
+constexpr bool kFusedOutput = true;
+#else
+constexpr bool kFusedOutput = false;
+#endif
+#ifdef TOPK_W32
+/// The error weight w summed in fp32 per thread (one fp64 conversion per logit instead of two).
+constexpr bool kW32 = true;
+#else
+constexpr bool kW32 = false;
+#endif
+
 /// Everything a row carries between the stages.
 struct RowState {
   Stats stats;
@@ -101,6 +131,7 @@ struct Params {
   unsigned long long* cand;    ///< [B * kCap] (key << 32 | index)
   std::uint32_t* counters;     ///< [B * kTickets] arrival tickets, then [B] candidate counts
   std::uint32_t* flagged;      ///< [B] rows to decide in fp64, then the count
+  std::uint32_t* finish;       ///< kFusedOutput: [B] rows the output kernel writes, then the count
   double* part64;              ///< [B * recheck slices] fp64 partial sums
   int64_t recheck_slices;
 };
@@ -112,7 +143,15 @@ __host__ __device__ inline int64_t lmin(int64_t a, int64_t b) { return a < b ? a
 
 /// Calls f(x, i) for every logit i in [beg, end) of the row at `rowp` (unaligned head and tail
 /// scalar, the body as float4, four loads in flight per thread).
-template <class F>
+/// Row loads: evict-first (the row's last read) or, with kKeep, the default L2 policy (a read
+/// the next pass repeats soon).
+template <bool kKeep>
+__device__ __forceinline__ float4 load_row(const float4* p) {
+  if constexpr (kKeep) return __ldg(p);
+  else return __ldcs(p);
+}
+
+template <bool kKeep = false, class F>
 __device__ __forceinline__ void for_slice(const float* rowp, int64_t beg, int64_t end, F&& f) {
   const float* p = rowp + beg;
   const int64_t n = end - beg;
@@ -125,7 +164,7 @@ __device__ __forceinline__ void for_slice(const float* rowp, int64_t beg, int64_
   for (; v + (kUnroll - 1) * kThreads < nv; v += kUnroll * kThreads) {
     float4 q[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) q[u] = __ldcs(pv + v + u * kThreads);
+    for (int u = 0; u < kUnroll; ++u) q[u] = load_row<kKeep>(pv + v + u * kThreads);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t i = beg + head + 4 * (v + u * kThreads);
@@ -136,7 +175,7 @@ __device__ __forceinline__ void for_slice(const float* rowp, int64_t beg, int64_
     }
   }
   for (; v < nv; v += kThreads) {
-    const float4 q = __ldcs(pv + v);
+    const float4 q = load_row<kKeep>(pv + v);
     const int64_t i = beg + head + 4 * v;
     f(q.x, i);
     f(q.y, i + 1);
@@ -277,7 +316,7 @@ __device__ void refine_row(const Params& P, int64_t row, std::uint32_t* h, std::
 
 // ---- 1. statistics and the first digit -------------------------------------------------------
 
-__global__ void __launch_bounds__(kThreads) stats_kernel(Params P) {
+__global__ void __launch_bounds__(kThreads, kMinBlocks) stats_kernel(Params P) {
   __shared__ std::uint32_t h[kMaxBins];
   __shared__ StatsScratch scratch;
   __shared__ std::uint32_t pick[3];
@@ -288,10 +327,13 @@ __global__ void __launch_bounds__(kThreads) stats_kernel(Params P) {
   const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
   const float c = P.c;
   Stats s;
-  for_slice(P.x + row * P.V, beg, end, [&](float x, int64_t) {
+  float wf = 0;  // kW32: the fp32 part of s.w
+  for_slice<kReverseCollect>(P.x + row * P.V, beg, end, [&](float x, int64_t) {
     hist_add(h, topk::digit(topk::order_key(x), 0));
-    topk::accumulate(s, x, c);
+    if constexpr (kW32) topk::accumulate_w32(s, wf, x, c);
+    else topk::accumulate(s, x, c);
   });
+  if constexpr (kW32) topk::flush_w(s, wf);
   s = block_stats(s, c, scratch);
   if (threadIdx.x == 0) P.part[row * P.S + slice] = s;
   if (!merge_hist(P, row, slice, kMaxBins, h)) return;
@@ -341,16 +383,43 @@ __device__ void bitonic_sort_desc(unsigned long long* s, int n2) {
     }
 }
 
-__global__ void __launch_bounds__(kThreads) collect_kernel(Params P) {
+/// Zeros o[beg, end) with 16-byte streaming stores where aligned.
+__device__ __forceinline__ void zero_slice(float* o, int64_t beg, int64_t end) {
+  float* p = o + beg;
+  const int64_t n = end - beg;
+  const int64_t head = lmin(n, (16 - (reinterpret_cast<uintptr_t>(p) & 15)) / 4 & 3);
+  for (int64_t i = threadIdx.x; i < head; i += kThreads) p[i] = 0.f;
+  const int64_t nv = (n - head) / 4;
+  float4* pv = reinterpret_cast<float4*>(p + head);
+  for (int64_t v = threadIdx.x; v < nv; v += kThreads) __stcs(pv + v, make_float4(0.f, 0.f, 0.f, 0.f));
+  for (int64_t i = head + 4 * nv + threadIdx.x; i < n; i += kThreads) p[i] = 0.f;
+}
+
+/// Stores the kept values of the listed candidates `list` (sorted, key << 32 | index) whose index
+/// lies in [beg, end); the zeros are already there.
+__device__ __forceinline__ void scatter_kept(float* o, const unsigned long long* list, const RowDecision& d, float m,
+                                             float c, int64_t beg, int64_t end) {
+  for (int q = threadIdx.x; q < d.n_keep; q += kThreads) {
+    const unsigned long long e = list[q];
+    const int64_t i = static_cast<std::uint32_t>(e);
+    if (i >= beg && i < end) o[i] = topk::term(static_cast<std::uint32_t>(e >> 32), m, c) * d.inv_s;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, kMinBlocks) collect_kernel(Params P) {
   __shared__ unsigned long long cs[kCap];
   __shared__ std::uint32_t keys[kCap];
-  const int64_t row = blockIdx.x / P.S;
+  __shared__ alignas(RowDecision) unsigned char dec_raw[sizeof(RowDecision)];  // no initialisers in __shared__
+  RowDecision& dec = *reinterpret_cast<RowDecision*>(dec_raw);
+  const int64_t by_launch = blockIdx.x / P.S;
+  const int64_t row = kReverseCollect ? P.B - 1 - by_launch : by_launch;
   const int slice = static_cast<int>(blockIdx.x % P.S);
   const Bucket b = P.rows[row].bucket;
   const std::uint32_t from = b.listed ? b.lo : b.hi + 1u;  // keys >= from are listed
   std::uint32_t* count = P.counters + P.B * kTickets + row;
   unsigned long long* list = P.cand + row * kCap;
   const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
+  if constexpr (kFusedOutput) zero_slice(P.out + row * P.V, beg, end);
   for_slice(P.x + row * P.V, beg, end, [&](float x, int64_t i) {
     const std::uint32_t key = topk::order_key(x);
     const bool take = key >= from;
@@ -367,6 +436,8 @@ __global__ void __launch_bounds__(kThreads) collect_kernel(Params P) {
         list[pos] = (static_cast<unsigned long long>(key) << 32) | static_cast<std::uint32_t>(i);
     }
   });
+  // With kFusedOutput the fences of the arrival also order this CTA's zeros before the last
+  // CTA's stores of the kept values (same addresses).
   if (!last_to_arrive(P, row, kTicketCollect)) return;
   const int n = static_cast<int>(lmin(__ldcg(count), kCap));
   int n2 = 1;
@@ -386,6 +457,15 @@ __global__ void __launch_bounds__(kThreads) collect_kernel(Params P) {
     P.rows[row].decision = d;
     P.rows[row].n_cand = static_cast<std::uint32_t>(n);
     if (d.uncertain) P.flagged[atomicAdd(P.flagged + P.B, 1u)] = static_cast<std::uint32_t>(row);
+    // The output kernel finishes the rows this CTA cannot: decided again in fp64, or a kept tie
+    // group that is not listed (the row is read again).
+    if (kFusedOutput && (d.uncertain || d.tie_kept))
+      P.finish[atomicAdd(P.finish + P.B, 1u)] = static_cast<std::uint32_t>(row);
+    dec = d;
+  }
+  if constexpr (kFusedOutput) {
+    __syncthreads();
+    if (!dec.uncertain && !dec.tie_kept) scatter_kept(P.out + row * P.V, cs, dec, P.rows[row].stats.m, P.c, 0, P.V);
   }
 }
 
@@ -436,12 +516,11 @@ __global__ void __launch_bounds__(kThreads) recheck_kernel(Params P) {
 
 // ---- 4. the output row -------------------------------------------------------------------------
 
-__global__ void __launch_bounds__(kThreads) output_kernel(Params P) {
-  const int64_t row = blockIdx.x / P.S;
-  const int slice = static_cast<int>(blockIdx.x % P.S);
+/// Writes the output of slice [beg, end) of `row` from its decision: the masked row when the kept
+/// set includes an unlisted tie group, else (with `zero`) zeros, then the kept candidates.
+__device__ void write_slice(const Params& P, int64_t row, int64_t beg, int64_t end, bool zero) {
   const RowDecision d = P.rows[row].decision;
   const float m = P.rows[row].stats.m, c = P.c, inv_s = d.inv_s;
-  const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
   float* o = P.out + row * P.V;
   if (d.tie_kept) {  // the kept set is not all listed: read the row and mask it
     const float* rowp = P.x + row * P.V;
@@ -451,21 +530,27 @@ __global__ void __launch_bounds__(kThreads) output_kernel(Params P) {
     }
     return;
   }
-  // Zeros with 16-byte stores where aligned, then the kept candidates of this slice by index.
-  float* p = o + beg;
-  const int64_t n = end - beg;
-  const int64_t head = lmin(n, (16 - (reinterpret_cast<uintptr_t>(p) & 15)) / 4 & 3);
-  for (int64_t i = threadIdx.x; i < head; i += kThreads) p[i] = 0.f;
-  const int64_t nv = (n - head) / 4;
-  float4* pv = reinterpret_cast<float4*>(p + head);
-  for (int64_t v = threadIdx.x; v < nv; v += kThreads) __stcs(pv + v, make_float4(0.f, 0.f, 0.f, 0.f));
-  for (int64_t i = head + 4 * nv + threadIdx.x; i < n; i += kThreads) p[i] = 0.f;
-  __syncthreads();  // the zeros before the kept values (same addresses, other threads)
-  const unsigned long long* list = P.cand + row * kCap;
-  for (int q = threadIdx.x; q < d.n_keep; q += kThreads) {
-    const unsigned long long e = list[q];
-    const int64_t i = static_cast<std::uint32_t>(e);
-    if (i >= beg && i < end) o[i] = topk::term(static_cast<std::uint32_t>(e >> 32), m, c) * inv_s;
+  if (zero) {
+    zero_slice(o, beg, end);
+    __syncthreads();  // the zeros before the kept values (same addresses, other threads)
+  }
+  scatter_kept(o, P.cand + row * kCap, d, m, c, beg, end);
+}
+
+__global__ void __launch_bounds__(kThreads) output_kernel(Params P) {
+  if constexpr (kFusedOutput) {
+    // Only the rows the collecting pass could not finish, in slices over a fixed grid; returns
+    // at once when there are none (every bench row).
+    const int64_t items = static_cast<int64_t>(P.finish[P.B]) * P.recheck_slices;
+    for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
+      const int64_t row = P.finish[w / P.recheck_slices], r = w % P.recheck_slices;
+      write_slice(P, row, r * kRecheckSlice, lmin(P.V, (r + 1) * kRecheckSlice), false);
+    }
+  } else {
+    const int64_t row = blockIdx.x / P.S;
+    const int slice = static_cast<int>(blockIdx.x % P.S);
+    const int64_t beg = slice * P.chunk;
+    write_slice(P, row, beg, lmin(P.V, beg + P.chunk), true);
   }
 }
 
@@ -486,6 +571,9 @@ inline Layout layout(int64_t B, int64_t V) {
   return L;
 }
 
+/// Tickets, candidate counts, the flagged rows and their count, the rows to finish and their count.
+inline int64_t counter_words(int64_t B) { return B * kTickets + B + (B + 1) + (B + 1); }
+
 struct Buffers {
   RowState* rows;
   Stats* part;
@@ -500,7 +588,7 @@ inline Buffers carve(d2k::Workspace& ws, int64_t B, const Layout& L) {
   b.part = ws.take<Stats>(B * L.S);
   b.slots = ws.take<std::uint32_t>(L.S > 1 ? B * L.S * kMaxBins : 0);
   b.cand = ws.take<unsigned long long>(B * kCap);
-  b.counters = ws.take<std::uint32_t>(B * kTickets + B + B + 1);
+  b.counters = ws.take<std::uint32_t>(counter_words(B));
   b.part64 = ws.take<double>(B * L.recheck_slices);
   return b;
 }
@@ -557,16 +645,17 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     P.cand = buf.cand;
     P.counters = buf.counters;
     P.flagged = buf.counters + B * kTickets + B;
+    P.finish = P.flagged + B + 1;
     P.part64 = buf.part64;
     P.recheck_slices = L.recheck_slices;
     if (B * L.S > 2147483647) throw d2k::abi_error("expert: B * CTAs per row exceeds the grid limit");
     const unsigned grid = static_cast<unsigned>(B * L.S);
     auto stream = static_cast<cudaStream_t>(args->stream);
-    D2K_CUDA_TRY(args, cudaMemsetAsync(buf.counters, 0, sizeof(std::uint32_t) * (B * kTickets + B + B + 1), stream));
+    D2K_CUDA_TRY(args, cudaMemsetAsync(buf.counters, 0, sizeof(std::uint32_t) * counter_words(B), stream));
     stats_kernel<<<grid, kThreads, 0, stream>>>(P);
     collect_kernel<<<grid, kThreads, 0, stream>>>(P);
     recheck_kernel<<<kRecheckCtas, kThreads, 0, stream>>>(P);
-    output_kernel<<<grid, kThreads, 0, stream>>>(P);
+    output_kernel<<<kFusedOutput ? kRecheckCtas : grid, kThreads, 0, stream>>>(P);
     D2K_CUDA_TRY(args, cudaGetLastError());
     return D2K_OK;
   });

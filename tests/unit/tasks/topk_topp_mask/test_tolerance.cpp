@@ -68,13 +68,20 @@ struct ExpertTrace {
   int tie_read = 0;  ///< rows whose kept set includes an unlisted tie group
 };
 
-void expert_row(const Row& r, float* out, ExpertTrace& trace) {
+/// `w32`: the statistics as the expert's TOPK_W32 variant sums them (the error weight in fp32).
+void expert_row(const Row& r, float* out, ExpertTrace& trace, bool w32) {
   const float c = static_cast<float>(1.4426950408889634 / r.temperature);
   const double inv_t = 1.0 / r.temperature;
   // Pass 1: statistics in 64 strided lanes merged as a tree (the kernel's threads), histogram.
   constexpr int kLanes = 64;
   std::vector<topk::Stats> lane(kLanes);
-  for (std::int64_t i = 0; i < r.V; ++i) topk::accumulate(lane[static_cast<std::size_t>(i % kLanes)], r.x[i], c);
+  std::vector<float> wf(kLanes, 0.f);
+  for (std::int64_t i = 0; i < r.V; ++i) {
+    const auto l = static_cast<std::size_t>(i % kLanes);
+    if (w32) topk::accumulate_w32(lane[l], wf[l], r.x[i], c);
+    else topk::accumulate(lane[l], r.x[i], c);
+  }
+  for (int q = 0; q < kLanes; ++q) topk::flush_w(lane[q], wf[q]);  // no-op without w32 (wf stays 0)
   for (int w = kLanes / 2; w > 0; w /= 2)
     for (int q = 0; q < w; ++q) lane[q] = topk::merge(lane[q], lane[q + w], c);
   const topk::Stats st = lane[0];
@@ -213,9 +220,10 @@ Case make_case(const LoadedImpl& ref, const Workload& w, std::uint64_t seed) {
   return c;
 }
 
-HostTensor emulate_expert(const Case& c, ExpertTrace& trace) {
+HostTensor emulate_expert(const Case& c, ExpertTrace& trace, bool w32 = false) {
   HostTensor out("probs", DType::f32, {c.B(), c.V()});
-  for (std::int64_t b = 0; b < c.B(); ++b) expert_row(row_of(c.plan, c.inputs.at(0), b), out.as<float>() + b * c.V(), trace);
+  for (std::int64_t b = 0; b < c.B(); ++b)
+    expert_row(row_of(c.plan, c.inputs.at(0), b), out.as<float>() + b * c.V(), trace, w32);
   return out;
 }
 HostTensor emulate(Variant v, const Case& c) {
@@ -284,11 +292,14 @@ TEST_F(TopkToppTolerance, CheckWorkloadsCoverTheEdges) {
   for (std::int64_t q : kept(by_uuid("check-12x20000-k1024-p1"))) EXPECT_EQ(q, 1024);
 }
 
-TEST_F(TopkToppTolerance, ExpertDecisionsPassEveryCheckWorkload) {
+class ExpertDecisions : public TopkToppTolerance, public ::testing::WithParamInterface<bool> {};
+
+// GetParam(): the TOPK_W32 variant's statistics (error weight summed in fp32).
+TEST_P(ExpertDecisions, PassEveryCheckWorkload) {
   ExpertTrace total;
   for (const Case& c : *cases_) {
     ExpertTrace t;
-    const CompareResult r = judge(c, emulate_expert(c, t));
+    const CompareResult r = judge(c, emulate_expert(c, t, GetParam()));
     std::printf("%-48s max rel %.3g  flagged %d refined %d tie-read %d\n", c.plan.workload.uuid.c_str(), r.max_rel_error,
                 t.flagged, t.refined, t.tie_read);
     EXPECT_TRUE(r.passed) << c.plan.workload.uuid << ": " << r.message;
@@ -299,6 +310,8 @@ TEST_F(TopkToppTolerance, ExpertDecisionsPassEveryCheckWorkload) {
   EXPECT_GT(total.refined, 0);
   EXPECT_GT(total.tie_read, 0);
 }
+INSTANTIATE_TEST_SUITE_P(TopkToppTolerance, ExpertDecisions, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "W32" : "Default"; });
 
 // Rows whose top-p mass sits at top_p to within fp32's error: two leading logits 0 and about
 // -ln(9)*T (so the top token holds about 0.9 of the mass), the rest far below. The expert's fp32
@@ -328,10 +341,12 @@ TEST_F(TopkToppTolerance, RowsAtTopPAreDecidedInFp64LikeTheGolden) {
   for (std::int64_t b = 0; b < c.B(); ++b) ++decided_each_way[c.golden.at(0).as<float>()[b * V + 1 + b % 7] != 0.f];
   EXPECT_GT(decided_each_way[0], 0);  // the second token dropped (mass above it >= 0.9 Z)
   EXPECT_GT(decided_each_way[1], 0);  // kept
-  ExpertTrace t;
-  const CompareResult r = judge(c, emulate_expert(c, t));
-  EXPECT_TRUE(r.passed) << r.message;
-  EXPECT_GE(t.flagged, c.B() / 2) << "rows at top_p must be decided in fp64";
+  for (bool w32 : {false, true}) {
+    ExpertTrace t;
+    const CompareResult r = judge(c, emulate_expert(c, t, w32));
+    EXPECT_TRUE(r.passed) << (w32 ? "w32: " : "") << r.message;
+    EXPECT_GE(t.flagged, c.B() / 2) << (w32 ? "w32: " : "") << "rows at top_p must be decided in fp64";
+  }
   // fp32 running sums (a softmax and a cumulative sum in fp32) keep or drop tokens the rule does not.
   EXPECT_FALSE(judge(c, emulate(Variant::kFp32Sums, c)).passed) << "fp32 top-p decisions passed at top_p";
 }
@@ -425,6 +440,38 @@ TEST(TopkToppDecide, KeysPreserveOrderAndMergeZeros) {
 }
 
 }  // namespace
+
+// The TOPK_W32 statistics: the same fp32 terms summed in the same order into z (bit for bit), and
+// the error weight w within the fp32 sum's bound ((n - 1) * 2^-24 relative for n non-negative
+// terms) of the fp64 sum, across new maxima (each folds the fp32 part into w).
+TEST(TopkToppDecide, Fp32ErrorWeightStaysWithinItsBound) {
+  std::uint64_t state = 0x9E3779B97F4A7C15ull;
+  auto uniform = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(state >> 11) * 0x1.0p-53;
+  };
+  const float c = static_cast<float>(1.4426950408889634 / 0.6);
+  for (int n : {1, 37, 4096, 40000}) {
+    topk::Stats a, b;
+    float wf = 0;
+    int maxima = 0;
+    for (int i = 0; i < n; ++i) {
+      // A rising trend: new maxima all along the row, as the rescale must fold wf each time.
+      const float x = static_cast<float>(3.0 * std::sqrt(-2.0 * std::log(1.0 - uniform())) *
+                                         std::cos(6.283185307179586 * uniform()) + 1e-3 * i);
+      maxima += x > a.m;
+      topk::accumulate(a, x, c);
+      topk::accumulate_w32(b, wf, x, c);
+    }
+    topk::flush_w(b, wf);
+    EXPECT_EQ(a.m, b.m);
+    EXPECT_EQ(a.z, b.z) << n;
+    EXPECT_LE(std::fabs(b.w - a.w), n * 0x1.0p-24 * a.w + 1e-300) << n << " logits, " << maxima << " maxima";
+    if (n >= 4096) {
+      EXPECT_GT(maxima, 3) << "the rows must exercise the rescale";
+    }
+  }
+}
 
 // Hidden draws (B up to 48, V up to 40000, one of them long): the golden accepts the inputs and
 // the expert's decisions pass there too.
