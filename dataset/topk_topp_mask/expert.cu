@@ -52,6 +52,40 @@
 // the plain atomics 1.36x / 1.76x / 1.07x faster), so it is the variant now.
 // %VARIANT% matchany -DTOPK_WARP_AGGREGATED_ATOMICS
 //   (warp-aggregated histogram: MATCH.ANY + one ATOMS per distinct bin; measures the match)
+//
+// Why the default misses 50% of SOL (330.85 / 751.58 us against 108.6 / 367.4 us; diagnosis from
+// the code and ptxas, not a profile):
+//   - stats_kernel holds 91 registers x 512 threads: ONE CTA per SM (25% occupancy). The row's
+//     last CTA then runs its serial tail alone on the SM (the S histograms merged from L2, a
+//     one-warp scan of 4096 bins, thread 0 merging S partial statistics with fp64 exp2): the SM
+//     streams nothing meanwhile. At B = 256 (S = 4, 152 KB slices) a quarter of the CTAs carry
+//     that tail over about 9 us of streaming each, which is why the Qwen row is the worst per byte.
+//     collect_kernel (58 registers, 2 CTAs/SM) has the same shape with the bitonic sort and
+//     thread 0's decision loop.
+//   - per logit the statistics cost an exp2f (MUFU), two F2F.F64.F32 (quarter-rate conversions,
+//     16/clk/SM) and a DADD + DFMA besides the histogram atomic; the rescale on a new maximum
+//     (fp64 exp2) is inlined at each of the 16 unrolled logits (10k SASS lines for the kernel).
+//   - 12 B/logit of DRAM in four kernels and a memset: each boundary drains the GPU (tail) and
+//     the output pass streams zeros alone.
+// Variants for the next run (docs/results/topk_topp_mask.md, "Variants for the next run"):
+// %VARIANT% occ2 -DTOPK_MIN_BLOCKS=2
+//   (stats and collect kernels at <= 64 registers, 2 CTAs/SM: a second CTA streams through the
+//   last CTA's serial tail; 56 registers, no spill)
+// %VARIANT% occ2w32 -DTOPK_MIN_BLOCKS=2 -DTOPK_W32
+//   (occ2 + the error weight w summed in fp32, the rescale out of line: one F2F per logit fewer;
+//   40 B of spill in the rare refine path, none in the per-logit loop)
+// %VARIANT% fused -DTOPK_MIN_BLOCKS=2 -DTOPK_REVERSE_COLLECT -DTOPK_FUSED_OUTPUT
+//   (occ2 + the collecting pass writes the zeros and stores the kept values: no output pass over
+//   the row, three launches that stream; rows walked from the last so that the first collecting
+//   CTAs hit what the statistics pass left in L2)
+// %VARIANT% reread -DTOPK_MIN_BLOCKS=2 -DTOPK_L2_REREAD
+//   (one persistent kernel: each 64 KiB slice read twice within microseconds, the second read
+//   from L2: 8 B/logit of DRAM instead of 12; a wait per row for its bin; zeros and kept values
+//   written as in fused)
+// %VARIANT% rereadw32 -DTOPK_MIN_BLOCKS=2 -DTOPK_L2_REREAD -DTOPK_W32
+//   (reread + the fp32 error weight)
+// %VARIANT% reread256 -DTOPK_THREADS=256 -DTOPK_MIN_BLOCKS=4 -DTOPK_L2_REREAD
+//   (reread with 256-thread CTAs, 4 per SM: more CTAs to cover each row's wait for its bin)
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -69,7 +103,11 @@ using topk::kMaxBins;
 using topk::RowDecision;
 using topk::Stats;
 
-constexpr int kThreads = 512;
+#ifndef TOPK_THREADS
+#define TOPK_THREADS 512
+#endif
+constexpr int kThreads = TOPK_THREADS;  ///< threads per CTA (a multiple of 32, at least 64)
+static_assert(kThreads % 32 == 0 && kThreads >= 64, "whole warps; the bin choice uses the first");
 constexpr int kWarps = kThreads / 32;
 constexpr int kCtaTarget = 1024;         ///< CTAs per launch the row split aims at
 constexpr int64_t kMinSlice = 4096;      ///< logits per CTA at least
@@ -93,7 +131,19 @@ constexpr bool kReverseCollect = true;
 #else
 constexpr bool kReverseCollect = false;
 #endif
-#ifdef TOPK_FUSED_OUTPUT
+#ifdef TOPK_L2_REREAD
+/// One persistent kernel reads each slice twice in a row (statistics and histogram, then, once
+/// the row's bin is known, the candidates) so that the second read hits L2: 8 B of DRAM per
+/// logit instead of 12. Implies kFusedOutput.
+constexpr bool kL2Reread = true;
+#else
+constexpr bool kL2Reread = false;
+#endif
+/// kL2Reread's work item: 64 KiB of logits, so that the slices of all resident CTAs (a few
+/// hundred) stay well inside the 50 MB L2 between a slice's two reads.
+constexpr int64_t kRereadSlice = 16384;
+constexpr int kRereadMaxSlices = 64;  ///< V <= 2^20: 64 slices of 16384
+#if defined(TOPK_FUSED_OUTPUT) || defined(TOPK_L2_REREAD)
 /// The collecting pass writes the zeros of its slice and the row's last CTA stores the kept
 /// values: no output pass over the row; the output kernel finishes only the rows decided in fp64
 /// or whose kept set includes an unlisted tie group.
@@ -132,6 +182,9 @@ struct Params {
   std::uint32_t* counters;     ///< [B * kTickets] arrival tickets, then [B] candidate counts
   std::uint32_t* flagged;      ///< [B] rows to decide in fp64, then the count
   std::uint32_t* finish;       ///< kFusedOutput: [B] rows the output kernel writes, then the count
+  std::uint32_t* ready;        ///< kL2Reread: [B] the row's bucket and statistics are published
+  std::uint32_t* claim;        ///< kL2Reread: the next work item
+  std::uint32_t* row_hist;     ///< kL2Reread: [B * kMaxBins] the row's first-digit histogram
   double* part64;              ///< [B * recheck slices] fp64 partial sums
   int64_t recheck_slices;
 };
@@ -406,21 +459,13 @@ __device__ __forceinline__ void scatter_kept(float* o, const unsigned long long*
   }
 }
 
-__global__ void __launch_bounds__(kThreads, kMinBlocks) collect_kernel(Params P) {
-  __shared__ unsigned long long cs[kCap];
-  __shared__ std::uint32_t keys[kCap];
-  __shared__ alignas(RowDecision) unsigned char dec_raw[sizeof(RowDecision)];  // no initialisers in __shared__
-  RowDecision& dec = *reinterpret_cast<RowDecision*>(dec_raw);
-  const int64_t by_launch = blockIdx.x / P.S;
-  const int64_t row = kReverseCollect ? P.B - 1 - by_launch : by_launch;
-  const int slice = static_cast<int>(blockIdx.x % P.S);
-  const Bucket b = P.rows[row].bucket;
-  const std::uint32_t from = b.listed ? b.lo : b.hi + 1u;  // keys >= from are listed
+/// Appends the keys >= `from` of slice [beg, end) of `row` to the row's candidate list
+/// (warp-aggregated atomics on the row's count); a list past kCap keeps its count only.
+template <bool kKeep = false>
+__device__ __forceinline__ void collect_slice(const Params& P, int64_t row, int64_t beg, int64_t end, std::uint32_t from) {
   std::uint32_t* count = P.counters + P.B * kTickets + row;
   unsigned long long* list = P.cand + row * kCap;
-  const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
-  if constexpr (kFusedOutput) zero_slice(P.out + row * P.V, beg, end);
-  for_slice(P.x + row * P.V, beg, end, [&](float x, int64_t i) {
+  for_slice<kKeep>(P.x + row * P.V, beg, end, [&](float x, int64_t i) {
     const std::uint32_t key = topk::order_key(x);
     const bool take = key >= from;
     const unsigned active = __activemask();
@@ -436,9 +481,24 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) collect_kernel(Params P)
         list[pos] = (static_cast<unsigned long long>(key) << 32) | static_cast<std::uint32_t>(i);
     }
   });
-  // With kFusedOutput the fences of the arrival also order this CTA's zeros before the last
-  // CTA's stores of the kept values (same addresses).
-  if (!last_to_arrive(P, row, kTicketCollect)) return;
+}
+
+/// Shared scratch of finish_row.
+struct FinishScratch {
+  unsigned long long cs[kCap];
+  std::uint32_t keys[kCap];
+  alignas(RowDecision) unsigned char dec_raw[sizeof(RowDecision)];  // no initialisers in __shared__
+};
+
+/// The row's last collecting CTA: sorts the candidates, decides tau (flagging the row for the
+/// fp64 recheck near top_p) and, with kFusedOutput, stores the kept values over the zeros the
+/// row's CTAs wrote (or lists the row for the output kernel when it cannot).
+__device__ void finish_row(const Params& P, int64_t row, const Bucket& b, const Stats& st, FinishScratch& f) {
+  unsigned long long* cs = f.cs;
+  std::uint32_t* keys = f.keys;
+  RowDecision& dec = *reinterpret_cast<RowDecision*>(f.dec_raw);
+  const std::uint32_t* count = P.counters + P.B * kTickets + row;
+  unsigned long long* list = P.cand + row * kCap;
   const int n = static_cast<int>(lmin(__ldcg(count), kCap));
   int n2 = 1;
   while (n2 < n) n2 <<= 1;
@@ -451,7 +511,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) collect_kernel(Params P)
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    const Stats st = P.rows[row].stats;
     const topk::RowInput in{P.k_eff, P.top_p, st.m, P.c, st.z, st.w, b};
     const RowDecision d = topk::decide(in, keys, n, false, 0.0, P.inv_t);
     P.rows[row].decision = d;
@@ -465,9 +524,126 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) collect_kernel(Params P)
   }
   if constexpr (kFusedOutput) {
     __syncthreads();
-    if (!dec.uncertain && !dec.tie_kept) scatter_kept(P.out + row * P.V, cs, dec, P.rows[row].stats.m, P.c, 0, P.V);
+    if (!dec.uncertain && !dec.tie_kept) scatter_kept(P.out + row * P.V, cs, dec, st.m, P.c, 0, P.V);
   }
 }
+
+__global__ void __launch_bounds__(kThreads, kMinBlocks) collect_kernel(Params P) {
+  __shared__ FinishScratch scratch;
+  const int64_t by_launch = blockIdx.x / P.S;
+  const int64_t row = kReverseCollect ? P.B - 1 - by_launch : by_launch;
+  const int slice = static_cast<int>(blockIdx.x % P.S);
+  const Bucket b = P.rows[row].bucket;
+  const std::uint32_t from = b.listed ? b.lo : b.hi + 1u;  // keys >= from are listed
+  const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
+  if constexpr (kFusedOutput) zero_slice(P.out + row * P.V, beg, end);
+  collect_slice(P, row, beg, end, from);
+  // With kFusedOutput the fences of the arrival also order this CTA's zeros before the last
+  // CTA's stores of the kept values (same addresses).
+  if (!last_to_arrive(P, row, kTicketCollect)) return;
+  finish_row(P, row, b, P.rows[row].stats, scratch);
+}
+
+// ---- 1+2 as one persistent kernel (kL2Reread) ---------------------------------------------------
+#ifdef TOPK_L2_REREAD
+
+/// A copy of *p read from L2 (bypassing L1, which may hold a stale line: the rows' states share
+/// cache lines and are published while the kernel runs).
+template <class T>
+__device__ T load_cg(const T* p) {
+  static_assert(sizeof(T) % 4 == 0, "whole 32-bit words");
+  T v;
+  const unsigned* src = reinterpret_cast<const unsigned*>(p);
+  unsigned* dst = reinterpret_cast<unsigned*>(&v);
+  for (unsigned i = 0; i < sizeof(T) / 4; ++i) dst[i] = __ldcg(src + i);
+  return v;
+}
+
+/// Work items (row, slice) claimed in order from a counter. Each item: (1) reads its slice for the
+/// statistics and the first digit's histogram (default L2 policy), adds its non-empty bins to the
+/// row's histogram; the row's last arrival picks the bin (and refines it if needed) and publishes
+/// the bucket; the others wait for it. (2) re-reads the slice, now from L2, for the candidates and
+/// writes its zeros; the row's last arrival sorts, decides and stores the kept values.
+/// Progress: an item's first phase never waits, and items are claimed in order, so only the
+/// newest row can have unclaimed items; the wait needs as many resident CTAs as slices per row
+/// (at most 64; an H200 holds 264 of these CTAs).
+__global__ void __launch_bounds__(kThreads, kMinBlocks) reread_kernel(Params P) {
+  __shared__ std::uint32_t h[kMaxBins];
+  __shared__ StatsScratch scratch;
+  __shared__ std::uint32_t pick[3];
+  __shared__ FinishScratch fin;
+  __shared__ long long item_s;
+  // Raw storage: __shared__ objects cannot have initialisers.
+  __shared__ alignas(Bucket) unsigned char bucket_raw[sizeof(Bucket)];
+  __shared__ alignas(Stats) unsigned char stats_raw[sizeof(Stats)];
+  __shared__ alignas(Stats) unsigned char parts_raw[kRereadMaxSlices * sizeof(Stats)];
+  Bucket& bucket = *reinterpret_cast<Bucket*>(bucket_raw);
+  Stats& row_stats = *reinterpret_cast<Stats*>(stats_raw);
+  Stats* parts = reinterpret_cast<Stats*>(parts_raw);
+  const int64_t items = P.B * P.S;
+  const float c = P.c;
+  for (;;) {
+    if (threadIdx.x == 0) item_s = atomicAdd(P.claim, 1u);
+    for (int i = threadIdx.x; i < kMaxBins; i += kThreads) h[i] = 0;
+    __syncthreads();
+    const int64_t item = item_s;
+    if (item >= items) return;
+    const int64_t row = item / P.S;
+    const int slice = static_cast<int>(item % P.S);
+    const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
+    // (1) statistics and the first digit; the L2 keeps the slice for (2)
+    Stats s;
+    float wf = 0;  // kW32: the fp32 part of s.w
+    for_slice<true>(P.x + row * P.V, beg, end, [&](float x, int64_t) {
+      hist_add(h, topk::digit(topk::order_key(x), 0));
+      if constexpr (kW32) topk::accumulate_w32(s, wf, x, c);
+      else topk::accumulate(s, x, c);
+    });
+    if constexpr (kW32) topk::flush_w(s, wf);
+    s = block_stats(s, c, scratch);  // its barrier also ends the histogram's updates
+    if (threadIdx.x == 0) P.part[row * P.S + slice] = s;
+    std::uint32_t* rh = P.row_hist + row * kMaxBins;
+    for (int i = threadIdx.x; i < kMaxBins; i += kThreads)
+      if (h[i]) atomicAdd(rh + i, h[i]);
+    if (last_to_arrive(P, row, kTicketStats)) {
+      for (int i = threadIdx.x; i < kMaxBins; i += kThreads) h[i] = __ldcg(rh + i);
+      for (int q = threadIdx.x; q < P.S; q += kThreads) parts[q] = load_cg(P.part + row * P.S + q);
+      __syncthreads();
+      if (threadIdx.x < 32) warp_pick(h, kMaxBins, static_cast<std::uint32_t>(P.k_eff), pick);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        Stats all;  // the slices in their order: the same sum every call
+        for (int q = 0; q < P.S; ++q) all = topk::merge(all, parts[q], c);
+        row_stats = all;
+        P.rows[row].stats = all;
+        Bucket b;
+        topk::advance(b, 0, pick[0], pick[1], pick[2]);
+        bucket = b;
+      }
+      __syncthreads();
+      refine_row(P, row, h, pick, bucket);
+      if (threadIdx.x == 0) {
+        P.rows[row].bucket = bucket;
+        __threadfence();
+        atomicExch(P.ready + row, 1u);
+      }
+    } else if (threadIdx.x == 0) {
+      while (*static_cast<volatile std::uint32_t*>(P.ready + row) == 0) __nanosleep(128);
+      __threadfence();
+      bucket = load_cg(&P.rows[row].bucket);
+      row_stats = load_cg(&P.rows[row].stats);
+    }
+    __syncthreads();
+    const Bucket b = bucket;
+    const Stats st = row_stats;
+    // (2) the candidates and the zeros; the slice's last read (evict-first)
+    zero_slice(P.out + row * P.V, beg, end);
+    collect_slice(P, row, beg, end, b.listed ? b.lo : b.hi + 1u);
+    if (last_to_arrive(P, row, kTicketCollect)) finish_row(P, row, b, st, fin);
+    __syncthreads();  // shared state free for the next item
+  }
+}
+#endif  // TOPK_L2_REREAD
 
 // ---- 3. fp64 decision of the rows near top_p -------------------------------------------------
 
@@ -564,7 +740,7 @@ inline Layout layout(int64_t B, int64_t V) {
   Layout L;
   const int64_t by_rows = ceil_div(kCtaTarget, B > 0 ? B : 1);
   const int64_t by_len = V / kMinSlice > 1 ? V / kMinSlice : 1;
-  const int64_t S0 = by_rows < by_len ? by_rows : by_len;
+  const int64_t S0 = kL2Reread ? lmin(ceil_div(V, kRereadSlice), kRereadMaxSlices) : lmin(by_rows, by_len);
   L.chunk = ceil_div(ceil_div(V, S0), 4) * 4;
   L.S = static_cast<int>(ceil_div(V, L.chunk));  // every slice non-empty
   L.recheck_slices = ceil_div(V, kRecheckSlice);
@@ -572,23 +748,31 @@ inline Layout layout(int64_t B, int64_t V) {
 }
 
 /// Tickets, candidate counts, the flagged rows and their count, the rows to finish and their count.
-inline int64_t counter_words(int64_t B) { return B * kTickets + B + (B + 1) + (B + 1); }
+/// With kL2Reread, the row-ready flags and the work-item counter.
+inline int64_t counter_words(int64_t B) { return B * kTickets + B + (B + 1) + (B + 1) + (kL2Reread ? B + 1 : 0); }
 
 struct Buffers {
   RowState* rows;
   Stats* part;
   std::uint32_t* slots;
   unsigned long long* cand;
-  std::uint32_t* counters;  ///< tickets, candidate counts, flagged rows and their count: zeroed per call
+  std::uint32_t* counters;  ///< counter_words(B) words, then row_hist: zeroed per call (one memset)
+  std::uint32_t* row_hist;  ///< kL2Reread: [B * kMaxBins]
   double* part64;
+  /// Bytes from counters to the end of row_hist: what the call zeroes.
+  std::size_t zeroed_bytes(int64_t B) const {
+    const std::uint32_t* end = kL2Reread ? row_hist + B * kMaxBins : counters + counter_words(B);
+    return static_cast<std::size_t>(reinterpret_cast<const char*>(end) - reinterpret_cast<const char*>(counters));
+  }
 };
 inline Buffers carve(d2k::Workspace& ws, int64_t B, const Layout& L) {
   Buffers b;
   b.rows = ws.take<RowState>(B);
   b.part = ws.take<Stats>(B * L.S);
-  b.slots = ws.take<std::uint32_t>(L.S > 1 ? B * L.S * kMaxBins : 0);
+  b.slots = ws.take<std::uint32_t>(!kL2Reread && L.S > 1 ? B * L.S * kMaxBins : 0);
   b.cand = ws.take<unsigned long long>(B * kCap);
   b.counters = ws.take<std::uint32_t>(counter_words(B));
+  b.row_hist = ws.take<std::uint32_t>(kL2Reread ? B * kMaxBins : 0);  // right after counters: one memset
   b.part64 = ws.take<double>(B * L.recheck_slices);
   return b;
 }
@@ -646,14 +830,31 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     P.counters = buf.counters;
     P.flagged = buf.counters + B * kTickets + B;
     P.finish = P.flagged + B + 1;
+    P.ready = P.finish + B + 1;
+    P.claim = P.ready + B;
+    P.row_hist = buf.row_hist;
     P.part64 = buf.part64;
     P.recheck_slices = L.recheck_slices;
     if (B * L.S > 2147483647) throw d2k::abi_error("expert: B * CTAs per row exceeds the grid limit");
     const unsigned grid = static_cast<unsigned>(B * L.S);
     auto stream = static_cast<cudaStream_t>(args->stream);
-    D2K_CUDA_TRY(args, cudaMemsetAsync(buf.counters, 0, sizeof(std::uint32_t) * counter_words(B), stream));
+    D2K_CUDA_TRY(args, cudaMemsetAsync(buf.counters, 0, buf.zeroed_bytes(B), stream));
+#ifdef TOPK_L2_REREAD
+    {
+      // As many CTAs as are resident at once: each claims items until none is left.
+      int dev = 0, sms = 0, per_sm = 0;
+      D2K_CUDA_TRY(args, cudaGetDevice(&dev));
+      D2K_CUDA_TRY(args, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+      D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reread_kernel, kThreads, 0));
+      if (per_sm < 1) throw d2k::abi_error("expert: the persistent kernel does not fit an SM");
+      const int64_t items = B * L.S;
+      const int64_t resident = static_cast<int64_t>(per_sm) * sms;
+      reread_kernel<<<static_cast<unsigned>(lmin(items, resident)), kThreads, 0, stream>>>(P);
+    }
+#else
     stats_kernel<<<grid, kThreads, 0, stream>>>(P);
     collect_kernel<<<grid, kThreads, 0, stream>>>(P);
+#endif
     recheck_kernel<<<kRecheckCtas, kThreads, 0, stream>>>(P);
     output_kernel<<<kFusedOutput ? kRecheckCtas : grid, kThreads, 0, stream>>>(P);
     D2K_CUDA_TRY(args, cudaGetLastError());
