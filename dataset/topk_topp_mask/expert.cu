@@ -139,10 +139,12 @@ constexpr bool kL2Reread = true;
 #else
 constexpr bool kL2Reread = false;
 #endif
-/// kL2Reread's work item: 64 KiB of logits, so that the slices of all resident CTAs (a few
-/// hundred) stay well inside the 50 MB L2 between a slice's two reads.
-constexpr int64_t kRereadSlice = 16384;
-constexpr int kRereadMaxSlices = 64;  ///< V <= 2^20: 64 slices of 16384
+/// kL2Reread's work item: 32 logits per thread (64 KiB for 512 threads), so that the slices of
+/// all resident CTAs (about 17 MB for 2 x 512 or 4 x 256 threads per SM) stay well inside the
+/// 50 MB L2 between a slice's two reads.
+constexpr int64_t kRereadSlice = 32 * TOPK_THREADS;
+constexpr int kRereadMaxSlices = 64;  ///< slices per row at most (longer slices beyond 2^20 / 64 logits)
+static_assert(kRereadMaxSlices <= kThreads, "one partial statistic per thread in the merge");
 #if defined(TOPK_FUSED_OUTPUT) || defined(TOPK_L2_REREAD)
 /// The collecting pass writes the zeros of its slice and the row's last CTA stores the kept
 /// values: no output pass over the row; the output kernel finishes only the rows decided in fp64
@@ -559,6 +561,44 @@ __device__ T load_cg(const T* p) {
   return v;
 }
 
+/// The block form of topk::pick_bin over h[0, kMaxBins) (every thread calls it; the result in
+/// out[0..2] after it returns): thread t owns kMaxBins / kThreads bins from the top, a block scan of
+/// their sums finds the one thread whose range holds the `need`-th key from the top, and that
+/// thread walks its bins. A few barriers instead of warp_pick's 128 serial loads per lane: the
+/// row's other CTAs wait on it.
+__device__ void block_pick(const std::uint32_t* h, std::uint32_t need, std::uint32_t* out) {
+  __shared__ std::uint32_t warp_sums[kWarps];
+  constexpr int per = kMaxBins / kThreads;
+  static_assert(per * kThreads == kMaxBins, "whole bins per thread");
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  const int top = kMaxBins - 1 - static_cast<int>(threadIdx.x) * per;  // bins top, top-1, ..., top-per+1
+  std::uint32_t sum = 0;
+  for (int i = 0; i < per; ++i) sum += h[top - i];
+  std::uint32_t incl = sum;
+  for (int o = 1; o < 32; o <<= 1) {
+    const std::uint32_t t = __shfl_up_sync(0xFFFFFFFFu, incl, o);
+    if (lane >= o) incl += t;
+  }
+  if (lane == 31) warp_sums[warp] = incl;
+  __syncthreads();
+  for (int w = 0; w < warp; ++w) incl += warp_sums[w];
+  const std::uint32_t excl = incl - sum;
+  if (excl < need && incl >= need) {
+    std::uint32_t a = excl;
+    for (int i = 0; i < per; ++i) {
+      const std::uint32_t c = h[top - i];
+      if (a + c >= need) {
+        out[0] = static_cast<std::uint32_t>(top - i);
+        out[1] = a;
+        out[2] = c;
+        break;
+      }
+      a += c;
+    }
+  }
+  __syncthreads();
+}
+
 /// Work items (row, slice) claimed in order from a counter. Each item: (1) reads its slice for the
 /// statistics and the first digit's histogram (default L2 policy), adds its non-empty bins to the
 /// row's histogram; the row's last arrival picks the bin (and refines it if needed) and publishes
@@ -576,10 +616,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) reread_kernel(Params P) 
   // Raw storage: __shared__ objects cannot have initialisers.
   __shared__ alignas(Bucket) unsigned char bucket_raw[sizeof(Bucket)];
   __shared__ alignas(Stats) unsigned char stats_raw[sizeof(Stats)];
-  __shared__ alignas(Stats) unsigned char parts_raw[kRereadMaxSlices * sizeof(Stats)];
   Bucket& bucket = *reinterpret_cast<Bucket*>(bucket_raw);
   Stats& row_stats = *reinterpret_cast<Stats*>(stats_raw);
-  Stats* parts = reinterpret_cast<Stats*>(parts_raw);
   const int64_t items = P.B * P.S;
   const float c = P.c;
   for (;;) {
@@ -606,14 +644,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) reread_kernel(Params P) 
     for (int i = threadIdx.x; i < kMaxBins; i += kThreads)
       if (h[i]) atomicAdd(rh + i, h[i]);
     if (last_to_arrive(P, row, kTicketStats)) {
+      // The row's last arrival: its histogram and statistics, merged by the whole block (a fixed
+      // tree: the same sums every call), then the bin; the others wait for it.
       for (int i = threadIdx.x; i < kMaxBins; i += kThreads) h[i] = __ldcg(rh + i);
-      for (int q = threadIdx.x; q < P.S; q += kThreads) parts[q] = load_cg(P.part + row * P.S + q);
-      __syncthreads();
-      if (threadIdx.x < 32) warp_pick(h, kMaxBins, static_cast<std::uint32_t>(P.k_eff), pick);
-      __syncthreads();
+      Stats mine;
+      if (static_cast<int>(threadIdx.x) < P.S) mine = load_cg(P.part + row * P.S + threadIdx.x);
+      const Stats all = block_stats(mine, c, scratch);  // its barrier also ends the loads of h
+      block_pick(h, static_cast<std::uint32_t>(P.k_eff), pick);
       if (threadIdx.x == 0) {
-        Stats all;  // the slices in their order: the same sum every call
-        for (int q = 0; q < P.S; ++q) all = topk::merge(all, parts[q], c);
         row_stats = all;
         P.rows[row].stats = all;
         Bucket b;
