@@ -65,6 +65,10 @@
 //   - per logit the statistics cost an exp2f (MUFU), two F2F.F64.F32 (quarter-rate conversions,
 //     16/clk/SM) and a DADD + DFMA besides the histogram atomic; the rescale on a new maximum
 //     (fp64 exp2) is inlined at each of the 16 unrolled logits (10k SASS lines for the kernel).
+//     At 4.27 TB/s an SM must take about 4.6 logits per clock: the conversions alone allow 8.
+//     The histogram atomic is not the suspect: atomicAdd(..., 1) compiles to ATOMS.POPC.INC,
+//     which merges a warp's same-bin increments in hardware (why MATCH.ANY only added cost; the
+//     matchany build has 56 registers, 2 CTAs/SM, and was still the slower).
 //   - 12 B/logit of DRAM in four kernels and a memset: each boundary drains the GPU (tail) and
 //     the output pass streams zeros alone.
 // Variants for the next run (docs/results/topk_topp_mask.md, "Variants for the next run"):
@@ -74,6 +78,9 @@
 // %VARIANT% occ2w32 -DTOPK_MIN_BLOCKS=2 -DTOPK_W32
 //   (occ2 + the error weight w summed in fp32, the rescale out of line: one F2F per logit fewer;
 //   40 B of spill in the rare refine path, none in the per-logit loop)
+// %VARIANT% occ2c32 -DTOPK_MIN_BLOCKS=2 -DTOPK_C32
+//   (occ2 + the per-thread statistics all in fp32: z as a compensated TwoSum pair, w in fp32; no
+//   fp64 operation or conversion per logit; the same 40 B of spill in the refine path)
 // %VARIANT% fused -DTOPK_MIN_BLOCKS=2 -DTOPK_REVERSE_COLLECT -DTOPK_FUSED_OUTPUT
 //   (occ2 + the collecting pass writes the zeros and stores the kept values: no output pass over
 //   the row, three launches that stream; rows walked from the last so that the first collecting
@@ -81,11 +88,12 @@
 // %VARIANT% reread -DTOPK_MIN_BLOCKS=2 -DTOPK_L2_REREAD
 //   (one persistent kernel: each 64 KiB slice read twice within microseconds, the second read
 //   from L2: 8 B/logit of DRAM instead of 12; a wait per row for its bin; zeros and kept values
-//   written as in fused)
-// %VARIANT% rereadw32 -DTOPK_MIN_BLOCKS=2 -DTOPK_L2_REREAD -DTOPK_W32
-//   (reread + the fp32 error weight)
+//   written as in fused; 16 B of spill, stored and loaded once per work item, none per logit)
+// %VARIANT% rereadc32 -DTOPK_MIN_BLOCKS=2 -DTOPK_L2_REREAD -DTOPK_C32
+//   (reread + the fp32 compensated statistics; no spill)
 // %VARIANT% reread256 -DTOPK_THREADS=256 -DTOPK_MIN_BLOCKS=4 -DTOPK_L2_REREAD
-//   (reread with 256-thread CTAs, 4 per SM: more CTAs to cover each row's wait for its bin)
+//   (reread with 256-thread CTAs, 4 per SM: more CTAs to cover each row's wait for its bin; 24 B
+//   of spill, once per work item)
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -158,6 +166,13 @@ constexpr bool kFusedOutput = false;
 constexpr bool kW32 = true;
 #else
 constexpr bool kW32 = false;
+#endif
+#ifdef TOPK_C32
+/// The per-thread statistics in fp32 only: z as a compensated pair, w in fp32 (no fp64 operation
+/// or conversion per logit). Wins over kW32.
+constexpr bool kC32 = true;
+#else
+constexpr bool kC32 = false;
 #endif
 
 /// Everything a row carries between the stages.
@@ -251,6 +266,24 @@ __device__ __forceinline__ void hist_add(std::uint32_t* h, std::uint32_t bin) {
   atomicAdd(&h[bin], 1u);
 #endif
 }
+
+/// A thread's running statistics in the form the switches choose: fp32 terms summed in fp64
+/// (select.cuh accumulate), the error weight in fp32 (kW32) or all in fp32 (kC32).
+struct ThreadStats {
+  Stats s;
+  float wf = 0;
+  topk::Part32 q;
+  __device__ __forceinline__ void add(float x, float c) {
+    if constexpr (kC32) topk::accumulate_c32(s, q, x, c);
+    else if constexpr (kW32) topk::accumulate_w32(s, wf, x, c);
+    else topk::accumulate(s, x, c);
+  }
+  __device__ __forceinline__ Stats done() {
+    if constexpr (kC32) topk::fold_c32(s, q);
+    else if constexpr (kW32) topk::flush_w(s, wf);
+    return s;
+  }
+};
 
 /// Shared scratch of block_stats (plain arrays: a __shared__ object cannot have initialisers).
 struct StatsScratch {
@@ -381,15 +414,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stats_kernel(Params P) {
   __syncthreads();
   const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
   const float c = P.c;
-  Stats s;
-  float wf = 0;  // kW32: the fp32 part of s.w
+  ThreadStats ts;
   for_slice<kReverseCollect>(P.x + row * P.V, beg, end, [&](float x, int64_t) {
     hist_add(h, topk::digit(topk::order_key(x), 0));
-    if constexpr (kW32) topk::accumulate_w32(s, wf, x, c);
-    else topk::accumulate(s, x, c);
+    ts.add(x, c);
   });
-  if constexpr (kW32) topk::flush_w(s, wf);
-  s = block_stats(s, c, scratch);
+  const Stats s = block_stats(ts.done(), c, scratch);
   if (threadIdx.x == 0) P.part[row * P.S + slice] = s;
   if (!merge_hist(P, row, slice, kMaxBins, h)) return;
   // The row's last CTA: its statistics, then the bin of the k-th largest key. (Raw storage: a
@@ -630,15 +660,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) reread_kernel(Params P) 
     const int slice = static_cast<int>(item % P.S);
     const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
     // (1) statistics and the first digit; the L2 keeps the slice for (2)
-    Stats s;
-    float wf = 0;  // kW32: the fp32 part of s.w
+    ThreadStats ts;
     for_slice<true>(P.x + row * P.V, beg, end, [&](float x, int64_t) {
       hist_add(h, topk::digit(topk::order_key(x), 0));
-      if constexpr (kW32) topk::accumulate_w32(s, wf, x, c);
-      else topk::accumulate(s, x, c);
+      ts.add(x, c);
     });
-    if constexpr (kW32) topk::flush_w(s, wf);
-    s = block_stats(s, c, scratch);  // its barrier also ends the histogram's updates
+    const Stats s = block_stats(ts.done(), c, scratch);  // its barrier also ends the histogram's updates
     if (threadIdx.x == 0) P.part[row * P.S + slice] = s;
     std::uint32_t* rh = P.row_hist + row * kMaxBins;
     for (int i = threadIdx.x; i < kMaxBins; i += kThreads)

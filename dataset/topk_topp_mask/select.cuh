@@ -187,6 +187,52 @@ TOPK_HD void flush_w(Stats& s, float& wf) {
   wf = 0;
 }
 
+/// The per-thread part of the statistics in fp32 only (the expert's TOPK_C32 variant: no fp64
+/// operation or conversion per logit): z as a compensated pair (hi + lo, Knuth's TwoSum: lo
+/// collects each addition's exact rounding error) and w as in accumulate_w32. Folded into a
+/// Stats (fp64) at each new maximum and by flush_c32. The pair's error is at most about
+/// (n * 2^-24)^2 relative for n terms (Ogita, Rump and Oishi's Sum2), 1.5e-8 for the 2048 terms
+/// of a thread over a 2^20-logit row: far inside the bound's factor-2 margin (kTermRel).
+struct Part32 {
+  float zh = 0, zl = 0, w = 0;
+};
+TOPK_HD void fold_c32(Stats& s, Part32& q) {
+  s.z += static_cast<double>(q.zh) + static_cast<double>(q.zl);
+  s.w += q.w;
+  q = Part32{};
+}
+/// A new maximum x (rare; out of line and by value as rescale_w32).
+#if defined(__CUDACC__)
+__host__ __device__ __noinline__
+#else
+inline
+#endif
+Stats rescale_c32(Stats s, Part32 q, float x, float c) {
+  fold_c32(s, q);
+  if (s.z > 0) {
+    const double d = (static_cast<double>(s.m) - x) * c;  // < 0
+    const double f = exp2(d);
+    s.w = f * (s.w - d * s.z);
+    s.z *= f;
+  }
+  s.m = x;
+  return s;
+}
+TOPK_HD void accumulate_c32(Stats& s, Part32& q, float x, float c) {
+  if (x > s.m) {
+    s = rescale_c32(s, q, x, c);
+    q = Part32{};
+  }
+  const float t = (x - s.m) * c;
+  const float e = exp2f(t);
+  const float sum = q.zh + e;  // TwoSum: sum + err == q.zh + e exactly
+  const float bp = sum - q.zh;
+  const float err = (q.zh - (sum - bp)) + (e - bp);
+  q.zh = sum;
+  q.zl += err;
+  q.w = fmaf(e, -t, q.w);
+}
+
 /// What the threshold decision needs about a row.
 struct RowInput {
   std::int64_t k_eff;  ///< min(k, V)
