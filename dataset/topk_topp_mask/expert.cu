@@ -213,11 +213,11 @@ __host__ __device__ inline int64_t lmin(int64_t a, int64_t b) { return a < b ? a
 
 /// Calls f(x, i) for every logit i in [beg, end) of the row at `rowp` (unaligned head and tail
 /// scalar, the body as float4, four loads in flight per thread).
-/// Row loads: evict-first (the row's last read) or, with kKeep, the default L2 policy (a read
-/// the next pass repeats soon).
+/// Row loads: evict-first (the row's last read) or, with kKeep, cached in L2 only with the
+/// default policy (a read the next pass repeats soon; L1 would not keep it that long).
 template <bool kKeep>
 __device__ __forceinline__ float4 load_row(const float4* p) {
-  if constexpr (kKeep) return __ldg(p);
+  if constexpr (kKeep) return __ldcg(p);
   else return __ldcs(p);
 }
 
