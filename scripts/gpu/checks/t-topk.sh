@@ -33,14 +33,15 @@ starter_verdict 10
 # timed on the three bench rows, each first checked there and on the check workloads whose rows
 # take the other paths (kept tie groups read again, refined digits, unaligned rows): at most 85 s.
 # Then the variants whose memory accesses differ from the expert's (fused output, the persistent
-# reread kernel and its waits) under memcheck on the tie workload: at most 8 s each. Alone, with
-# D2K_CHECK_STEPS=variants, the step fits 120 s.
+# reread kernel and its waits) under memcheck on two tie workloads (4x40000-bigties: 3 slices a
+# row for reread, so CTAs wait for their row's bin; refined digits; a kept tie group too large to
+# list): at most 10 s each. Alone, with D2K_CHECK_STEPS=variants, the step fits 120 s.
 variant_rows=$(workload_uuids bench),$(workload_uuids check "16x4096-ties\"\|4x40000-bigties\|33x32007-odd")
 variants_step --show 12 85 "$variant_rows" --max-time 0.3 --bench-rounds 1 --quiet
 if selected variants; then
   for v in fused reread reread256; do
     [[ " $(echo $variants) " == *" $v "* ]] || continue
-    D2K_CHECK_STEPS="" sanitize --impl "expert:$v" memcheck 8 topk_topp_mask-check-16x4096-ties
+    D2K_CHECK_STEPS="" sanitize --impl "expert:$v" memcheck 10 topk_topp_mask-check-16x4096-ties,topk_topp_mask-check-4x40000-bigties
   done
 fi
 
