@@ -59,7 +59,8 @@
 //     last CTA then runs its serial tail alone on the SM (the S histograms merged from L2, a
 //     one-warp scan of 4096 bins, thread 0 merging S partial statistics with fp64 exp2): the SM
 //     streams nothing meanwhile. At B = 256 (S = 4, 152 KB slices) a quarter of the CTAs carry
-//     that tail over about 9 us of streaming each, which is why the Qwen row is the worst per byte.
+//     that tail over about 5 us of streaming each (152 KB at 1/132 of 4.27 TB/s), which is why the
+//     Qwen row is the worst per byte.
 //     collect_kernel (58 registers, 2 CTAs/SM) has the same shape with the bitonic sort and
 //     thread 0's decision loop.
 //   - per logit the statistics cost an exp2f (MUFU), two F2F.F64.F32 (quarter-rate conversions,
@@ -92,7 +93,7 @@
 // %VARIANT% rereadc32 -DTOPK_MIN_BLOCKS=2 -DTOPK_L2_REREAD -DTOPK_C32
 //   (reread + the fp32 compensated statistics; no spill)
 // %VARIANT% reread256 -DTOPK_THREADS=256 -DTOPK_MIN_BLOCKS=4 -DTOPK_L2_REREAD
-//   (reread with 256-thread CTAs, 4 per SM: more CTAs to cover each row's wait for its bin; 24 B
+//   (reread with 256-thread CTAs, 4 per SM: more CTAs to cover each row's wait for its bin; 16 B
 //   of spill, once per work item)
 #include <cuda_runtime.h>
 
