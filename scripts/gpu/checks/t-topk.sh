@@ -2,8 +2,8 @@
 # topk_topp_mask on the H200 (issue #15): validation; d2k bench of naive, expert, the expert's
 # matchany variant and torch_eager (where torch is installed) with the table; the starter's
 # verdict (must be INCORRECT_*); step `variants`: the expert and every built variant timed on the
-# bench rows, each variant under memcheck on one check workload; the golden cross-check against PyTorch float64 (the task's
-# pytorch.py on the CPU) on `d2k check --dump` inputs; the expert under compute-sanitizer memcheck
+# bench rows, the variants with their own memory accesses under memcheck; the golden cross-check
+# against PyTorch float64 (the task's pytorch.py on the CPU) on `d2k check --dump` inputs; the expert under compute-sanitizer memcheck
 # on small check workloads (in-process: --isolation none); the expert's SASS counts (what
 # design.json's "recognise" fields name: MATCH + ATOMS, 128-bit accesses).
 # Fits 270 s: each step gets what is left of a 265 s budget (TOPK_BUDGET_S); the variants step
