@@ -3,9 +3,10 @@
 # matchany variant and torch_eager (where torch is installed) with the table; the starter's
 # verdict (must be INCORRECT_*); step `variants`: the expert and every built variant timed on the
 # bench rows, the variants with their own memory accesses under memcheck; the golden cross-check
-# against PyTorch float64 (the task's pytorch.py on the CPU) on `d2k check --dump` inputs; the expert under compute-sanitizer memcheck
-# on small check workloads (in-process: --isolation none); the expert's SASS counts (what
-# design.json's "recognise" fields name: MATCH + ATOMS, 128-bit accesses).
+# against PyTorch float64 (the task's pytorch.py on the CPU) on `d2k check --dump` inputs; the
+# expert under compute-sanitizer memcheck on small check workloads (in-process: --isolation
+# none); the expert's SASS counts (what design.json's "recognise" fields name: MATCH + ATOMS,
+# 128-bit accesses).
 # Fits 270 s: each step gets what is left of a 265 s budget (TOPK_BUDGET_S); the variants step
 # alone (D2K_CHECK_STEPS=variants, a build with -DD2K_EXPERT_VARIANTS=ON) fits 120 s.
 # Helpers: scripts/gpu/checks/t-topk/golden_check.py.
