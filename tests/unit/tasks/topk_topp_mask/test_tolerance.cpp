@@ -514,7 +514,7 @@ TEST(TopkToppHidden, ExpertDecisionsPassHiddenDraws) {
 
 // A measurement, not a check (disabled: minutes and ~2 GB on the host): the expert's decisions on
 // the bench workloads against the golden, and how many rows the fp32 pass flags for the fp64
-// recheck. Run: task_topk_topp_mask_tolerance_test --gtest_also_run_disabled_tests
+// recheck, for each way of summing the statistics (the default, TOPK_W32, TOPK_C32). Run: task_topk_topp_mask_tolerance_test --gtest_also_run_disabled_tests
 //   --gtest_filter='*BenchRows*'
 TEST(TopkToppBench, DISABLED_BenchRowsFlagRate) {
   LoadedImpl ref = load_impl(fs::path(D2K_BINARY_DIR) / "impl/topk_topp_mask/reference.so");
@@ -523,10 +523,13 @@ TEST(TopkToppBench, DISABLED_BenchRowsFlagRate) {
     Workload as_check = w;
     as_check.role = WorkloadRole::check;
     const Case c = make_case(ref, as_check, 1);
-    ExpertTrace t;
-    const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.golden.at(0), emulate_expert(c, t));
-    std::printf("%s: %lld rows, flagged %d, refined %d, max rel %.3g, %s\n", w.uuid.c_str(),
-                static_cast<long long>(c.B()), t.flagged, t.refined, r.max_rel_error, r.passed ? "PASSED" : r.message.c_str());
-    EXPECT_TRUE(r.passed) << w.uuid;
+    for (StatsForm form : {StatsForm::kFp64, StatsForm::kW32, StatsForm::kC32}) {
+      ExpertTrace t;
+      const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.golden.at(0), emulate_expert(c, t, form));
+      std::printf("%s (statistics form %d): %lld rows, flagged %d, refined %d, max rel %.3g, %s\n", w.uuid.c_str(),
+                  static_cast<int>(form), static_cast<long long>(c.B()), t.flagged, t.refined, r.max_rel_error,
+                  r.passed ? "PASSED" : r.message.c_str());
+      EXPECT_TRUE(r.passed) << w.uuid << " form " << static_cast<int>(form);
+    }
   }
 }
