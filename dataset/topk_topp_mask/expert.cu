@@ -52,6 +52,49 @@
 // the plain atomics 1.36x / 1.76x / 1.07x faster), so it is the variant now.
 // %VARIANT% matchany -DTOPK_WARP_AGGREGATED_ATOMICS
 //   (warp-aggregated histogram: MATCH.ANY + one ATOMS per distinct bin; measures the match)
+//
+// Why the default misses 50% of SOL (330.85 / 751.58 us against 108.6 / 367.4 us; diagnosis from
+// the code and ptxas, not a profile):
+//   - stats_kernel holds 91 registers x 512 threads: ONE CTA per SM (25% occupancy). The row's
+//     last CTA then runs its serial tail alone on the SM (the S histograms merged from L2, a
+//     one-warp scan of 4096 bins, thread 0 merging S partial statistics with fp64 exp2): the SM
+//     streams nothing meanwhile. At B = 256 (S = 4, 152 KB slices) a quarter of the CTAs carry
+//     that tail over about 5 us of streaming each (152 KB at 1/132 of 4.27 TB/s), which is why the
+//     Qwen row is the worst per byte.
+//     collect_kernel (58 registers, 2 CTAs/SM) has the same shape with the bitonic sort and
+//     thread 0's decision loop.
+//   - per logit the statistics cost an exp2f (MUFU), two F2F.F64.F32 (quarter-rate conversions,
+//     16/clk/SM) and a DADD + DFMA besides the histogram atomic; the rescale on a new maximum
+//     (fp64 exp2) is inlined at each of the 16 unrolled logits (10k SASS lines for the kernel).
+//     At 4.27 TB/s an SM must take about 4.6 logits per clock: the conversions alone allow 8.
+//     The histogram atomic is not the suspect: atomicAdd(..., 1) compiles to ATOMS.POPC.INC,
+//     which merges a warp's same-bin increments in hardware (why MATCH.ANY only added cost; the
+//     matchany build has 56 registers, 2 CTAs/SM, and was still the slower).
+//   - 12 B/logit of DRAM in four kernels and a memset: each boundary drains the GPU (tail) and
+//     the output pass streams zeros alone.
+// Variants for the next run (docs/results/topk_topp_mask.md, "Variants for the next run"):
+// %VARIANT% occ2 -DTOPK_MIN_BLOCKS=2
+//   (stats and collect kernels at <= 64 registers, 2 CTAs/SM: a second CTA streams through the
+//   last CTA's serial tail; 56 registers, no spill)
+// %VARIANT% occ2w32 -DTOPK_MIN_BLOCKS=2 -DTOPK_W32
+//   (occ2 + the error weight w summed in fp32, the rescale out of line: one F2F per logit fewer;
+//   40 B of spill in the rare refine path, none in the per-logit loop)
+// %VARIANT% occ2c32 -DTOPK_MIN_BLOCKS=2 -DTOPK_C32
+//   (occ2 + the per-thread statistics all in fp32: z as a compensated TwoSum pair, w in fp32; no
+//   fp64 operation or conversion per logit; the same 40 B of spill in the refine path)
+// %VARIANT% fused -DTOPK_MIN_BLOCKS=2 -DTOPK_REVERSE_COLLECT -DTOPK_FUSED_OUTPUT
+//   (occ2 + the collecting pass writes the zeros and stores the kept values: no output pass over
+//   the row, three launches that stream; rows walked from the last so that the first collecting
+//   CTAs hit what the statistics pass left in L2)
+// %VARIANT% reread -DTOPK_MIN_BLOCKS=2 -DTOPK_L2_REREAD
+//   (one persistent kernel: each 64 KiB slice read twice within microseconds, the second read
+//   from L2: 8 B/logit of DRAM instead of 12; a wait per row for its bin; zeros and kept values
+//   written as in fused; 16 B of spill, stored and loaded once per work item, none per logit)
+// %VARIANT% rereadc32 -DTOPK_MIN_BLOCKS=2 -DTOPK_L2_REREAD -DTOPK_C32
+//   (reread + the fp32 compensated statistics; no spill)
+// %VARIANT% reread256 -DTOPK_THREADS=256 -DTOPK_MIN_BLOCKS=4 -DTOPK_L2_REREAD
+//   (reread with 256-thread CTAs, 4 per SM: more CTAs to cover each row's wait for its bin; 16 B
+//   of spill, once per work item)
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -69,7 +112,11 @@ using topk::kMaxBins;
 using topk::RowDecision;
 using topk::Stats;
 
-constexpr int kThreads = 512;
+#ifndef TOPK_THREADS
+#define TOPK_THREADS 512
+#endif
+constexpr int kThreads = TOPK_THREADS;  ///< threads per CTA (a multiple of 32, at least 64)
+static_assert(kThreads % 32 == 0 && kThreads >= 64, "whole warps; the bin choice uses the first");
 constexpr int kWarps = kThreads / 32;
 constexpr int kCtaTarget = 1024;         ///< CTAs per launch the row split aims at
 constexpr int64_t kMinSlice = 4096;      ///< logits per CTA at least
@@ -77,6 +124,57 @@ constexpr int kTickets = 4;              ///< per-row arrival counters, one per 
 constexpr int kTicketStats = 0, kTicketCollect = 1, kTicketRecheck = 2;
 constexpr int kRecheckCtas = 264;        ///< the recheck grid (two per SM of an H200)
 constexpr int64_t kRecheckSlice = 8192;  ///< logits per recheck work item
+
+// Variant switches (the `%VARIANT%` lines above; each off by default).
+#ifndef TOPK_MIN_BLOCKS
+#define TOPK_MIN_BLOCKS 1
+#endif
+/// CTAs per SM the statistics and collecting kernels are compiled for (__launch_bounds__'s
+/// second argument): 2 caps them at 64 registers, so that a second CTA streams while the row's
+/// last CTA runs its serial merge, bin choice, sort and decision.
+constexpr int kMinBlocks = TOPK_MIN_BLOCKS;
+#ifdef TOPK_REVERSE_COLLECT
+/// The collecting pass walks the rows from the last: its first CTAs re-read what the statistics
+/// pass read last, still in L2 (whose loads then keep the default L2 policy, not evict-first).
+constexpr bool kReverseCollect = true;
+#else
+constexpr bool kReverseCollect = false;
+#endif
+#ifdef TOPK_L2_REREAD
+/// One persistent kernel reads each slice twice in a row (statistics and histogram, then, once
+/// the row's bin is known, the candidates) so that the second read hits L2: 8 B of DRAM per
+/// logit instead of 12. Implies kFusedOutput.
+constexpr bool kL2Reread = true;
+#else
+constexpr bool kL2Reread = false;
+#endif
+/// kL2Reread's work item: 32 logits per thread (64 KiB for 512 threads), so that the slices of
+/// all resident CTAs (about 17 MB for 2 x 512 or 4 x 256 threads per SM) stay well inside the
+/// 50 MB L2 between a slice's two reads.
+constexpr int64_t kRereadSlice = 32 * TOPK_THREADS;
+constexpr int kRereadMaxSlices = 64;  ///< slices per row at most (longer slices beyond 2^20 / 64 logits)
+static_assert(kRereadMaxSlices <= kThreads, "one partial statistic per thread in the merge");
+#if defined(TOPK_FUSED_OUTPUT) || defined(TOPK_L2_REREAD)
+/// The collecting pass writes the zeros of its slice and the row's last CTA stores the kept
+/// values: no output pass over the row; the output kernel finishes only the rows decided in fp64
+/// or whose kept set includes an unlisted tie group.
+constexpr bool kFusedOutput = true;
+#else
+constexpr bool kFusedOutput = false;
+#endif
+#ifdef TOPK_W32
+/// The error weight w summed in fp32 per thread (one fp64 conversion per logit instead of two).
+constexpr bool kW32 = true;
+#else
+constexpr bool kW32 = false;
+#endif
+#ifdef TOPK_C32
+/// The per-thread statistics in fp32 only: z as a compensated pair, w in fp32 (no fp64 operation
+/// or conversion per logit). Wins over kW32.
+constexpr bool kC32 = true;
+#else
+constexpr bool kC32 = false;
+#endif
 
 /// Everything a row carries between the stages.
 struct RowState {
@@ -101,6 +199,10 @@ struct Params {
   unsigned long long* cand;    ///< [B * kCap] (key << 32 | index)
   std::uint32_t* counters;     ///< [B * kTickets] arrival tickets, then [B] candidate counts
   std::uint32_t* flagged;      ///< [B] rows to decide in fp64, then the count
+  std::uint32_t* finish;       ///< kFusedOutput: [B] rows the output kernel writes, then the count
+  std::uint32_t* ready;        ///< kL2Reread: [B] the row's bucket and statistics are published
+  std::uint32_t* claim;        ///< kL2Reread: the next work item
+  std::uint32_t* row_hist;     ///< kL2Reread: [B * kMaxBins] the row's first-digit histogram
   double* part64;              ///< [B * recheck slices] fp64 partial sums
   int64_t recheck_slices;
 };
@@ -112,7 +214,15 @@ __host__ __device__ inline int64_t lmin(int64_t a, int64_t b) { return a < b ? a
 
 /// Calls f(x, i) for every logit i in [beg, end) of the row at `rowp` (unaligned head and tail
 /// scalar, the body as float4, four loads in flight per thread).
-template <class F>
+/// Row loads: evict-first (the row's last read) or, with kKeep, cached in L2 only with the
+/// default policy (a read the next pass repeats soon; L1 would not keep it that long).
+template <bool kKeep>
+__device__ __forceinline__ float4 load_row(const float4* p) {
+  if constexpr (kKeep) return __ldcg(p);
+  else return __ldcs(p);
+}
+
+template <bool kKeep = false, class F>
 __device__ __forceinline__ void for_slice(const float* rowp, int64_t beg, int64_t end, F&& f) {
   const float* p = rowp + beg;
   const int64_t n = end - beg;
@@ -125,7 +235,7 @@ __device__ __forceinline__ void for_slice(const float* rowp, int64_t beg, int64_
   for (; v + (kUnroll - 1) * kThreads < nv; v += kUnroll * kThreads) {
     float4 q[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) q[u] = __ldcs(pv + v + u * kThreads);
+    for (int u = 0; u < kUnroll; ++u) q[u] = load_row<kKeep>(pv + v + u * kThreads);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t i = beg + head + 4 * (v + u * kThreads);
@@ -136,7 +246,7 @@ __device__ __forceinline__ void for_slice(const float* rowp, int64_t beg, int64_
     }
   }
   for (; v < nv; v += kThreads) {
-    const float4 q = __ldcs(pv + v);
+    const float4 q = load_row<kKeep>(pv + v);
     const int64_t i = beg + head + 4 * v;
     f(q.x, i);
     f(q.y, i + 1);
@@ -157,6 +267,24 @@ __device__ __forceinline__ void hist_add(std::uint32_t* h, std::uint32_t bin) {
   atomicAdd(&h[bin], 1u);
 #endif
 }
+
+/// A thread's running statistics in the form the switches choose: fp32 terms summed in fp64
+/// (select.cuh accumulate), the error weight in fp32 (kW32) or all in fp32 (kC32).
+struct ThreadStats {
+  Stats s;
+  float wf = 0;
+  topk::Part32 q;
+  __device__ __forceinline__ void add(float x, float c) {
+    if constexpr (kC32) topk::accumulate_c32(s, q, x, c);
+    else if constexpr (kW32) topk::accumulate_w32(s, wf, x, c);
+    else topk::accumulate(s, x, c);
+  }
+  __device__ __forceinline__ Stats done() {
+    if constexpr (kC32) topk::fold_c32(s, q);
+    else if constexpr (kW32) topk::flush_w(s, wf);
+    return s;
+  }
+};
 
 /// Shared scratch of block_stats (plain arrays: a __shared__ object cannot have initialisers).
 struct StatsScratch {
@@ -277,7 +405,7 @@ __device__ void refine_row(const Params& P, int64_t row, std::uint32_t* h, std::
 
 // ---- 1. statistics and the first digit -------------------------------------------------------
 
-__global__ void __launch_bounds__(kThreads) stats_kernel(Params P) {
+__global__ void __launch_bounds__(kThreads, kMinBlocks) stats_kernel(Params P) {
   __shared__ std::uint32_t h[kMaxBins];
   __shared__ StatsScratch scratch;
   __shared__ std::uint32_t pick[3];
@@ -287,12 +415,12 @@ __global__ void __launch_bounds__(kThreads) stats_kernel(Params P) {
   __syncthreads();
   const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
   const float c = P.c;
-  Stats s;
-  for_slice(P.x + row * P.V, beg, end, [&](float x, int64_t) {
+  ThreadStats ts;
+  for_slice<kReverseCollect>(P.x + row * P.V, beg, end, [&](float x, int64_t) {
     hist_add(h, topk::digit(topk::order_key(x), 0));
-    topk::accumulate(s, x, c);
+    ts.add(x, c);
   });
-  s = block_stats(s, c, scratch);
+  const Stats s = block_stats(ts.done(), c, scratch);
   if (threadIdx.x == 0) P.part[row * P.S + slice] = s;
   if (!merge_hist(P, row, slice, kMaxBins, h)) return;
   // The row's last CTA: its statistics, then the bin of the k-th largest key. (Raw storage: a
@@ -341,17 +469,36 @@ __device__ void bitonic_sort_desc(unsigned long long* s, int n2) {
     }
 }
 
-__global__ void __launch_bounds__(kThreads) collect_kernel(Params P) {
-  __shared__ unsigned long long cs[kCap];
-  __shared__ std::uint32_t keys[kCap];
-  const int64_t row = blockIdx.x / P.S;
-  const int slice = static_cast<int>(blockIdx.x % P.S);
-  const Bucket b = P.rows[row].bucket;
-  const std::uint32_t from = b.listed ? b.lo : b.hi + 1u;  // keys >= from are listed
+/// Zeros o[beg, end) with 16-byte streaming stores where aligned.
+__device__ __forceinline__ void zero_slice(float* o, int64_t beg, int64_t end) {
+  float* p = o + beg;
+  const int64_t n = end - beg;
+  const int64_t head = lmin(n, (16 - (reinterpret_cast<uintptr_t>(p) & 15)) / 4 & 3);
+  for (int64_t i = threadIdx.x; i < head; i += kThreads) p[i] = 0.f;
+  const int64_t nv = (n - head) / 4;
+  float4* pv = reinterpret_cast<float4*>(p + head);
+  for (int64_t v = threadIdx.x; v < nv; v += kThreads) __stcs(pv + v, make_float4(0.f, 0.f, 0.f, 0.f));
+  for (int64_t i = head + 4 * nv + threadIdx.x; i < n; i += kThreads) p[i] = 0.f;
+}
+
+/// Stores the kept values of the listed candidates `list` (sorted, key << 32 | index) whose index
+/// lies in [beg, end); the zeros are already there.
+__device__ __forceinline__ void scatter_kept(float* o, const unsigned long long* list, const RowDecision& d, float m,
+                                             float c, int64_t beg, int64_t end) {
+  for (int q = threadIdx.x; q < d.n_keep; q += kThreads) {
+    const unsigned long long e = list[q];
+    const int64_t i = static_cast<std::uint32_t>(e);
+    if (i >= beg && i < end) o[i] = topk::term(static_cast<std::uint32_t>(e >> 32), m, c) * d.inv_s;
+  }
+}
+
+/// Appends the keys >= `from` of slice [beg, end) of `row` to the row's candidate list
+/// (warp-aggregated atomics on the row's count); a list past kCap keeps its count only.
+template <bool kKeep = false>
+__device__ __forceinline__ void collect_slice(const Params& P, int64_t row, int64_t beg, int64_t end, std::uint32_t from) {
   std::uint32_t* count = P.counters + P.B * kTickets + row;
   unsigned long long* list = P.cand + row * kCap;
-  const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
-  for_slice(P.x + row * P.V, beg, end, [&](float x, int64_t i) {
+  for_slice<kKeep>(P.x + row * P.V, beg, end, [&](float x, int64_t i) {
     const std::uint32_t key = topk::order_key(x);
     const bool take = key >= from;
     const unsigned active = __activemask();
@@ -367,7 +514,24 @@ __global__ void __launch_bounds__(kThreads) collect_kernel(Params P) {
         list[pos] = (static_cast<unsigned long long>(key) << 32) | static_cast<std::uint32_t>(i);
     }
   });
-  if (!last_to_arrive(P, row, kTicketCollect)) return;
+}
+
+/// Shared scratch of finish_row.
+struct FinishScratch {
+  unsigned long long cs[kCap];
+  std::uint32_t keys[kCap];
+  alignas(RowDecision) unsigned char dec_raw[sizeof(RowDecision)];  // no initialisers in __shared__
+};
+
+/// The row's last collecting CTA: sorts the candidates, decides tau (flagging the row for the
+/// fp64 recheck near top_p) and, with kFusedOutput, stores the kept values over the zeros the
+/// row's CTAs wrote (or lists the row for the output kernel when it cannot).
+__device__ void finish_row(const Params& P, int64_t row, const Bucket& b, const Stats& st, FinishScratch& f) {
+  unsigned long long* cs = f.cs;
+  std::uint32_t* keys = f.keys;
+  RowDecision& dec = *reinterpret_cast<RowDecision*>(f.dec_raw);
+  const std::uint32_t* count = P.counters + P.B * kTickets + row;
+  unsigned long long* list = P.cand + row * kCap;
   const int n = static_cast<int>(lmin(__ldcg(count), kCap));
   int n2 = 1;
   while (n2 < n) n2 <<= 1;
@@ -380,14 +544,172 @@ __global__ void __launch_bounds__(kThreads) collect_kernel(Params P) {
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    const Stats st = P.rows[row].stats;
     const topk::RowInput in{P.k_eff, P.top_p, st.m, P.c, st.z, st.w, b};
     const RowDecision d = topk::decide(in, keys, n, false, 0.0, P.inv_t);
     P.rows[row].decision = d;
     P.rows[row].n_cand = static_cast<std::uint32_t>(n);
     if (d.uncertain) P.flagged[atomicAdd(P.flagged + P.B, 1u)] = static_cast<std::uint32_t>(row);
+    // The output kernel finishes the rows this CTA cannot: decided again in fp64, or a kept tie
+    // group that is not listed (the row is read again).
+    if (kFusedOutput && (d.uncertain || d.tie_kept))
+      P.finish[atomicAdd(P.finish + P.B, 1u)] = static_cast<std::uint32_t>(row);
+    dec = d;
+  }
+  if constexpr (kFusedOutput) {
+    __syncthreads();
+    if (!dec.uncertain && !dec.tie_kept) scatter_kept(P.out + row * P.V, cs, dec, st.m, P.c, 0, P.V);
   }
 }
+
+__global__ void __launch_bounds__(kThreads, kMinBlocks) collect_kernel(Params P) {
+  __shared__ FinishScratch scratch;
+  const int64_t by_launch = blockIdx.x / P.S;
+  const int64_t row = kReverseCollect ? P.B - 1 - by_launch : by_launch;
+  const int slice = static_cast<int>(blockIdx.x % P.S);
+  const Bucket b = P.rows[row].bucket;
+  const std::uint32_t from = b.listed ? b.lo : b.hi + 1u;  // keys >= from are listed
+  const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
+  if constexpr (kFusedOutput) zero_slice(P.out + row * P.V, beg, end);
+  collect_slice(P, row, beg, end, from);
+  // With kFusedOutput the fences of the arrival also order this CTA's zeros before the last
+  // CTA's stores of the kept values (same addresses).
+  if (!last_to_arrive(P, row, kTicketCollect)) return;
+  finish_row(P, row, b, P.rows[row].stats, scratch);
+}
+
+// ---- 1+2 as one persistent kernel (kL2Reread) ---------------------------------------------------
+#ifdef TOPK_L2_REREAD
+
+/// A copy of *p read from L2 (bypassing L1, which may hold a stale line: the rows' states share
+/// cache lines and are published while the kernel runs).
+template <class T>
+__device__ T load_cg(const T* p) {
+  static_assert(sizeof(T) % 4 == 0, "whole 32-bit words");
+  T v;
+  const unsigned* src = reinterpret_cast<const unsigned*>(p);
+  unsigned* dst = reinterpret_cast<unsigned*>(&v);
+  for (unsigned i = 0; i < sizeof(T) / 4; ++i) dst[i] = __ldcg(src + i);
+  return v;
+}
+
+/// The block form of topk::pick_bin over h[0, kMaxBins) (every thread calls it; the result in
+/// out[0..2] after it returns): thread t owns kMaxBins / kThreads bins from the top, a block scan of
+/// their sums finds the one thread whose range holds the `need`-th key from the top, and that
+/// thread walks its bins. A few barriers instead of warp_pick's 128 serial loads per lane: the
+/// row's other CTAs wait on it.
+__device__ void block_pick(const std::uint32_t* h, std::uint32_t need, std::uint32_t* out) {
+  __shared__ std::uint32_t warp_sums[kWarps];
+  constexpr int per = kMaxBins / kThreads;
+  static_assert(per * kThreads == kMaxBins, "whole bins per thread");
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  const int top = kMaxBins - 1 - static_cast<int>(threadIdx.x) * per;  // bins top, top-1, ..., top-per+1
+  std::uint32_t sum = 0;
+  for (int i = 0; i < per; ++i) sum += h[top - i];
+  std::uint32_t incl = sum;
+  for (int o = 1; o < 32; o <<= 1) {
+    const std::uint32_t t = __shfl_up_sync(0xFFFFFFFFu, incl, o);
+    if (lane >= o) incl += t;
+  }
+  if (lane == 31) warp_sums[warp] = incl;
+  __syncthreads();
+  for (int w = 0; w < warp; ++w) incl += warp_sums[w];
+  const std::uint32_t excl = incl - sum;
+  if (excl < need && incl >= need) {
+    std::uint32_t a = excl;
+    for (int i = 0; i < per; ++i) {
+      const std::uint32_t c = h[top - i];
+      if (a + c >= need) {
+        out[0] = static_cast<std::uint32_t>(top - i);
+        out[1] = a;
+        out[2] = c;
+        break;
+      }
+      a += c;
+    }
+  }
+  __syncthreads();
+}
+
+/// Work items (row, slice) claimed in order from a counter. Each item: (1) reads its slice for the
+/// statistics and the first digit's histogram (default L2 policy), adds its non-empty bins to the
+/// row's histogram; the row's last arrival picks the bin (and refines it if needed) and publishes
+/// the bucket; the others wait for it. (2) re-reads the slice, now from L2, for the candidates and
+/// writes its zeros; the row's last arrival sorts, decides and stores the kept values.
+/// Progress: an item's first phase never waits, and items are claimed in order, so only the
+/// newest row can have unclaimed items; the wait needs as many resident CTAs as slices per row
+/// (at most 64; an H200 holds 264 of these CTAs).
+__global__ void __launch_bounds__(kThreads, kMinBlocks) reread_kernel(Params P) {
+  __shared__ std::uint32_t h[kMaxBins];
+  __shared__ StatsScratch scratch;
+  __shared__ std::uint32_t pick[3];
+  __shared__ FinishScratch fin;
+  __shared__ long long item_s;
+  // Raw storage: __shared__ objects cannot have initialisers.
+  __shared__ alignas(Bucket) unsigned char bucket_raw[sizeof(Bucket)];
+  __shared__ alignas(Stats) unsigned char stats_raw[sizeof(Stats)];
+  Bucket& bucket = *reinterpret_cast<Bucket*>(bucket_raw);
+  Stats& row_stats = *reinterpret_cast<Stats*>(stats_raw);
+  const int64_t items = P.B * P.S;
+  const float c = P.c;
+  for (;;) {
+    if (threadIdx.x == 0) item_s = atomicAdd(P.claim, 1u);
+    for (int i = threadIdx.x; i < kMaxBins; i += kThreads) h[i] = 0;
+    __syncthreads();
+    const int64_t item = item_s;
+    if (item >= items) return;
+    const int64_t row = item / P.S;
+    const int slice = static_cast<int>(item % P.S);
+    const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
+    // (1) statistics and the first digit; the L2 keeps the slice for (2)
+    ThreadStats ts;
+    for_slice<true>(P.x + row * P.V, beg, end, [&](float x, int64_t) {
+      hist_add(h, topk::digit(topk::order_key(x), 0));
+      ts.add(x, c);
+    });
+    const Stats s = block_stats(ts.done(), c, scratch);  // its barrier also ends the histogram's updates
+    if (threadIdx.x == 0) P.part[row * P.S + slice] = s;
+    std::uint32_t* rh = P.row_hist + row * kMaxBins;
+    for (int i = threadIdx.x; i < kMaxBins; i += kThreads)
+      if (h[i]) atomicAdd(rh + i, h[i]);
+    if (last_to_arrive(P, row, kTicketStats)) {
+      // The row's last arrival: its histogram and statistics, merged by the whole block (a fixed
+      // tree: the same sums every call), then the bin; the others wait for it.
+      for (int i = threadIdx.x; i < kMaxBins; i += kThreads) h[i] = __ldcg(rh + i);
+      Stats mine;
+      if (static_cast<int>(threadIdx.x) < P.S) mine = load_cg(P.part + row * P.S + threadIdx.x);
+      const Stats all = block_stats(mine, c, scratch);  // its barrier also ends the loads of h
+      block_pick(h, static_cast<std::uint32_t>(P.k_eff), pick);
+      if (threadIdx.x == 0) {
+        row_stats = all;
+        P.rows[row].stats = all;
+        Bucket b;
+        topk::advance(b, 0, pick[0], pick[1], pick[2]);
+        bucket = b;
+      }
+      __syncthreads();
+      refine_row(P, row, h, pick, bucket);
+      if (threadIdx.x == 0) {
+        P.rows[row].bucket = bucket;
+        __threadfence();
+        atomicExch(P.ready + row, 1u);
+      }
+    } else if (threadIdx.x == 0) {
+      while (*static_cast<volatile std::uint32_t*>(P.ready + row) == 0) __nanosleep(128);
+      __threadfence();
+      bucket = load_cg(&P.rows[row].bucket);
+      row_stats = load_cg(&P.rows[row].stats);
+    }
+    __syncthreads();
+    const Bucket b = bucket;
+    const Stats st = row_stats;
+    // (2) the candidates and the zeros; the slice's last read (evict-first)
+    zero_slice(P.out + row * P.V, beg, end);
+    collect_slice(P, row, beg, end, b.listed ? b.lo : b.hi + 1u);
+    if (last_to_arrive(P, row, kTicketCollect)) finish_row(P, row, b, st, fin);
+    __syncthreads();  // shared state free for the next item
+  }
+}
+#endif  // TOPK_L2_REREAD
 
 // ---- 3. fp64 decision of the rows near top_p -------------------------------------------------
 
@@ -436,12 +758,11 @@ __global__ void __launch_bounds__(kThreads) recheck_kernel(Params P) {
 
 // ---- 4. the output row -------------------------------------------------------------------------
 
-__global__ void __launch_bounds__(kThreads) output_kernel(Params P) {
-  const int64_t row = blockIdx.x / P.S;
-  const int slice = static_cast<int>(blockIdx.x % P.S);
+/// Writes the output of slice [beg, end) of `row` from its decision: the masked row when the kept
+/// set includes an unlisted tie group, else (with `zero`) zeros, then the kept candidates.
+__device__ void write_slice(const Params& P, int64_t row, int64_t beg, int64_t end, bool zero) {
   const RowDecision d = P.rows[row].decision;
   const float m = P.rows[row].stats.m, c = P.c, inv_s = d.inv_s;
-  const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
   float* o = P.out + row * P.V;
   if (d.tie_kept) {  // the kept set is not all listed: read the row and mask it
     const float* rowp = P.x + row * P.V;
@@ -451,21 +772,27 @@ __global__ void __launch_bounds__(kThreads) output_kernel(Params P) {
     }
     return;
   }
-  // Zeros with 16-byte stores where aligned, then the kept candidates of this slice by index.
-  float* p = o + beg;
-  const int64_t n = end - beg;
-  const int64_t head = lmin(n, (16 - (reinterpret_cast<uintptr_t>(p) & 15)) / 4 & 3);
-  for (int64_t i = threadIdx.x; i < head; i += kThreads) p[i] = 0.f;
-  const int64_t nv = (n - head) / 4;
-  float4* pv = reinterpret_cast<float4*>(p + head);
-  for (int64_t v = threadIdx.x; v < nv; v += kThreads) __stcs(pv + v, make_float4(0.f, 0.f, 0.f, 0.f));
-  for (int64_t i = head + 4 * nv + threadIdx.x; i < n; i += kThreads) p[i] = 0.f;
-  __syncthreads();  // the zeros before the kept values (same addresses, other threads)
-  const unsigned long long* list = P.cand + row * kCap;
-  for (int q = threadIdx.x; q < d.n_keep; q += kThreads) {
-    const unsigned long long e = list[q];
-    const int64_t i = static_cast<std::uint32_t>(e);
-    if (i >= beg && i < end) o[i] = topk::term(static_cast<std::uint32_t>(e >> 32), m, c) * inv_s;
+  if (zero) {
+    zero_slice(o, beg, end);
+    __syncthreads();  // the zeros before the kept values (same addresses, other threads)
+  }
+  scatter_kept(o, P.cand + row * kCap, d, m, c, beg, end);
+}
+
+__global__ void __launch_bounds__(kThreads) output_kernel(Params P) {
+  if constexpr (kFusedOutput) {
+    // Only the rows the collecting pass could not finish, in slices over a fixed grid; returns
+    // at once when there are none (every bench row).
+    const int64_t items = static_cast<int64_t>(P.finish[P.B]) * P.recheck_slices;
+    for (int64_t w = blockIdx.x; w < items; w += gridDim.x) {
+      const int64_t row = P.finish[w / P.recheck_slices], r = w % P.recheck_slices;
+      write_slice(P, row, r * kRecheckSlice, lmin(P.V, (r + 1) * kRecheckSlice), false);
+    }
+  } else {
+    const int64_t row = blockIdx.x / P.S;
+    const int slice = static_cast<int>(blockIdx.x % P.S);
+    const int64_t beg = slice * P.chunk;
+    write_slice(P, row, beg, lmin(P.V, beg + P.chunk), true);
   }
 }
 
@@ -479,28 +806,39 @@ inline Layout layout(int64_t B, int64_t V) {
   Layout L;
   const int64_t by_rows = ceil_div(kCtaTarget, B > 0 ? B : 1);
   const int64_t by_len = V / kMinSlice > 1 ? V / kMinSlice : 1;
-  const int64_t S0 = by_rows < by_len ? by_rows : by_len;
+  const int64_t S0 = kL2Reread ? lmin(ceil_div(V, kRereadSlice), kRereadMaxSlices) : lmin(by_rows, by_len);
   L.chunk = ceil_div(ceil_div(V, S0), 4) * 4;
   L.S = static_cast<int>(ceil_div(V, L.chunk));  // every slice non-empty
   L.recheck_slices = ceil_div(V, kRecheckSlice);
   return L;
 }
 
+/// Tickets, candidate counts, the flagged rows and their count, the rows to finish and their count.
+/// With kL2Reread, the row-ready flags and the work-item counter.
+inline int64_t counter_words(int64_t B) { return B * kTickets + B + (B + 1) + (B + 1) + (kL2Reread ? B + 1 : 0); }
+
 struct Buffers {
   RowState* rows;
   Stats* part;
   std::uint32_t* slots;
   unsigned long long* cand;
-  std::uint32_t* counters;  ///< tickets, candidate counts, flagged rows and their count: zeroed per call
+  std::uint32_t* counters;  ///< counter_words(B) words, then row_hist: zeroed per call (one memset)
+  std::uint32_t* row_hist;  ///< kL2Reread: [B * kMaxBins]
   double* part64;
+  /// Bytes from counters to the end of row_hist: what the call zeroes.
+  std::size_t zeroed_bytes(int64_t B) const {
+    const std::uint32_t* end = kL2Reread ? row_hist + B * kMaxBins : counters + counter_words(B);
+    return static_cast<std::size_t>(reinterpret_cast<const char*>(end) - reinterpret_cast<const char*>(counters));
+  }
 };
 inline Buffers carve(d2k::Workspace& ws, int64_t B, const Layout& L) {
   Buffers b;
   b.rows = ws.take<RowState>(B);
   b.part = ws.take<Stats>(B * L.S);
-  b.slots = ws.take<std::uint32_t>(L.S > 1 ? B * L.S * kMaxBins : 0);
+  b.slots = ws.take<std::uint32_t>(!kL2Reread && L.S > 1 ? B * L.S * kMaxBins : 0);
   b.cand = ws.take<unsigned long long>(B * kCap);
-  b.counters = ws.take<std::uint32_t>(B * kTickets + B + B + 1);
+  b.counters = ws.take<std::uint32_t>(counter_words(B));
+  b.row_hist = ws.take<std::uint32_t>(kL2Reread ? B * kMaxBins : 0);  // right after counters: one memset
   b.part64 = ws.take<double>(B * L.recheck_slices);
   return b;
 }
@@ -557,16 +895,34 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     P.cand = buf.cand;
     P.counters = buf.counters;
     P.flagged = buf.counters + B * kTickets + B;
+    P.finish = P.flagged + B + 1;
+    P.ready = P.finish + B + 1;
+    P.claim = P.ready + B;
+    P.row_hist = buf.row_hist;
     P.part64 = buf.part64;
     P.recheck_slices = L.recheck_slices;
     if (B * L.S > 2147483647) throw d2k::abi_error("expert: B * CTAs per row exceeds the grid limit");
     const unsigned grid = static_cast<unsigned>(B * L.S);
     auto stream = static_cast<cudaStream_t>(args->stream);
-    D2K_CUDA_TRY(args, cudaMemsetAsync(buf.counters, 0, sizeof(std::uint32_t) * (B * kTickets + B + B + 1), stream));
+    D2K_CUDA_TRY(args, cudaMemsetAsync(buf.counters, 0, buf.zeroed_bytes(B), stream));
+#ifdef TOPK_L2_REREAD
+    {
+      // As many CTAs as are resident at once: each claims items until none is left.
+      int dev = 0, sms = 0, per_sm = 0;
+      D2K_CUDA_TRY(args, cudaGetDevice(&dev));
+      D2K_CUDA_TRY(args, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+      D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reread_kernel, kThreads, 0));
+      if (per_sm < 1) throw d2k::abi_error("expert: the persistent kernel does not fit an SM");
+      const int64_t items = B * L.S;
+      const int64_t resident = static_cast<int64_t>(per_sm) * sms;
+      reread_kernel<<<static_cast<unsigned>(lmin(items, resident)), kThreads, 0, stream>>>(P);
+    }
+#else
     stats_kernel<<<grid, kThreads, 0, stream>>>(P);
     collect_kernel<<<grid, kThreads, 0, stream>>>(P);
+#endif
     recheck_kernel<<<kRecheckCtas, kThreads, 0, stream>>>(P);
-    output_kernel<<<grid, kThreads, 0, stream>>>(P);
+    output_kernel<<<kFusedOutput ? kRecheckCtas : grid, kThreads, 0, stream>>>(P);
     D2K_CUDA_TRY(args, cudaGetLastError());
     return D2K_OK;
   });

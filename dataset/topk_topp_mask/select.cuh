@@ -150,6 +150,89 @@ TOPK_HD void accumulate(Stats& s, float x, float c) {
   s.w += static_cast<double>(e) * -t;
 }
 
+/// accumulate with the error weight's terms summed in fp32 into `wf` (the expert's TOPK_W32
+/// variant: one fp64 conversion per logit fewer). `wf` is folded into s.w at each new maximum and
+/// by flush_w at the end. w only weighs the argument errors in the error bound: an fp32 sum of n
+/// non-negative terms is within (n - 1) * 2^-24 relative (1.2e-4 for the 2048 terms of a thread
+/// over a 2^20-logit row), far inside the bound's factor-2 margin (kTermRelPerT).
+/// A new maximum x (rare: about ln n times over n logits; out of line and by value, so that the
+/// per-logit path keeps its registers and no local memory).
+#if defined(__CUDACC__)
+__host__ __device__ __noinline__
+#else
+inline
+#endif
+Stats rescale_w32(Stats s, float wf, float x, float c) {
+  if (s.z > 0) {
+    const double d = (static_cast<double>(s.m) - x) * c;  // < 0
+    const double f = exp2(d);
+    s.w = f * (s.w + wf - d * s.z);
+    s.z *= f;
+  }
+  s.m = x;
+  return s;
+}
+TOPK_HD void accumulate_w32(Stats& s, float& wf, float x, float c) {
+  if (x > s.m) {
+    s = rescale_w32(s, wf, x, c);
+    wf = 0;
+  }
+  const float t = (x - s.m) * c;
+  const float e = exp2f(t);
+  s.z += e;
+  wf = fmaf(e, -t, wf);
+}
+TOPK_HD void flush_w(Stats& s, float& wf) {
+  s.w += wf;
+  wf = 0;
+}
+
+/// The per-thread part of the statistics in fp32 only (the expert's TOPK_C32 variant: no fp64
+/// operation or conversion per logit): z as a compensated pair (hi + lo, Knuth's TwoSum: lo
+/// collects each addition's exact rounding error) and w as in accumulate_w32. Folded into a
+/// Stats (fp64) at each new maximum and by flush_c32. The pair's error is at most about
+/// (n * 2^-24)^2 relative for n terms (Ogita, Rump and Oishi's Sum2), 1.5e-8 for the 2048 terms
+/// of a thread over a 2^20-logit row: far inside the bound's factor-2 margin (kTermRel).
+struct Part32 {
+  float zh = 0, zl = 0, w = 0;
+};
+TOPK_HD void fold_c32(Stats& s, Part32& q) {
+  s.z += static_cast<double>(q.zh) + static_cast<double>(q.zl);
+  s.w += q.w;
+  q = Part32{};
+}
+/// A new maximum x (rare; out of line and by value as rescale_w32).
+#if defined(__CUDACC__)
+__host__ __device__ __noinline__
+#else
+inline
+#endif
+Stats rescale_c32(Stats s, Part32 q, float x, float c) {
+  fold_c32(s, q);
+  if (s.z > 0) {
+    const double d = (static_cast<double>(s.m) - x) * c;  // < 0
+    const double f = exp2(d);
+    s.w = f * (s.w - d * s.z);
+    s.z *= f;
+  }
+  s.m = x;
+  return s;
+}
+TOPK_HD void accumulate_c32(Stats& s, Part32& q, float x, float c) {
+  if (x > s.m) {
+    s = rescale_c32(s, q, x, c);
+    q = Part32{};
+  }
+  const float t = (x - s.m) * c;
+  const float e = exp2f(t);
+  const float sum = q.zh + e;  // TwoSum: sum + err == q.zh + e exactly
+  const float bp = sum - q.zh;
+  const float err = (q.zh - (sum - bp)) + (e - bp);
+  q.zh = sum;
+  q.zl += err;
+  q.w = fmaf(e, -t, q.w);
+}
+
 /// What the threshold decision needs about a row.
 struct RowInput {
   std::int64_t k_eff;  ///< min(k, V)

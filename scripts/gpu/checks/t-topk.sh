@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # topk_topp_mask on the H200 (issue #15): validation; d2k bench of naive, expert, the expert's
 # matchany variant and torch_eager (where torch is installed) with the table; the starter's
-# verdict (must be INCORRECT_*); the golden cross-check against PyTorch float64 (the task's
-# pytorch.py on the CPU) on `d2k check --dump` inputs; the expert under compute-sanitizer memcheck
-# on small check workloads (in-process: --isolation none); the expert's SASS counts (what
-# design.json's "recognise" fields name: MATCH + ATOMS, 128-bit accesses).
-# Fits 150 s: each step gets what is left of a 145 s budget (TOPK_BUDGET_S).
+# verdict (must be INCORRECT_*); step `variants`: the expert and every built variant timed on the
+# bench rows, the variants with their own memory accesses under memcheck; the golden cross-check
+# against PyTorch float64 (the task's pytorch.py on the CPU) on `d2k check --dump` inputs; the
+# expert under compute-sanitizer memcheck on small check workloads (in-process: --isolation
+# none); the expert's SASS counts (what design.json's "recognise" fields name: MATCH + ATOMS,
+# 128-bit accesses).
+# Fits 270 s: each step gets what is left of a 265 s budget (TOPK_BUDGET_S); the variants step
+# alone (D2K_CHECK_STEPS=variants, a build with -DD2K_EXPERT_VARIANTS=ON) fits 120 s.
 # Helpers: scripts/gpu/checks/t-topk/golden_check.py.
 # Usage (repository root, build packed by scripts/gpu/pack.sh): scripts/gpu/checks/t-topk.sh CARRY OUT
 # Exit status: the number of FAIL lines.
@@ -16,7 +19,7 @@ source "$(dirname "$0")/../env.sh" "$carry" "$out"
 d2k="$carry/d2k"
 task=topk_topp_mask
 helpers=scripts/gpu/checks/t-topk
-budget=${TOPK_BUDGET_S:-145}
+budget=${TOPK_BUDGET_S:-265}
 source "$(dirname "$0")/lib/steps.sh"
 detect_torch
 
@@ -26,6 +29,22 @@ targets=naive,expert
 targets+=$torch
 bench_step --pass "bench: every target PASSED ($targets)" --show 16 bench 75 $targets "" --quiet
 starter_verdict 10
+
+# The expert and its variants (expert.cu's %VARIANT% lines; a build with -DD2K_EXPERT_VARIANTS=ON)
+# timed on the three bench rows, each first checked there and on the check workloads whose rows
+# take the other paths (kept tie groups read again, refined digits, unaligned rows): at most 85 s.
+# Then the variants whose memory accesses differ from the expert's (fused output, the persistent
+# reread kernel and its waits) under memcheck on two tie workloads (4x40000-bigties: 3 slices a
+# row for reread, so CTAs wait for their row's bin; refined digits; a kept tie group too large to
+# list): at most 10 s each. Alone, with D2K_CHECK_STEPS=variants, the step fits 120 s.
+variant_rows=$(workload_uuids bench),$(workload_uuids check "16x4096-ties\"\|4x40000-bigties\|33x32007-odd")
+variants_step --show 12 85 "$variant_rows" --max-time 0.3 --bench-rounds 1 --quiet
+if selected variants; then
+  for v in fused reread reread256; do
+    [[ " $(echo $variants) " == *" $v "* ]] || continue
+    D2K_CHECK_STEPS="" sanitize --impl "expert:$v" memcheck 10 topk_topp_mask-check-16x4096-ties,topk_topp_mask-check-4x40000-bigties
+  done
+fi
 
 sanitize memcheck 30 topk_topp_mask-check-5x37-vsmallerthank,topk_topp_mask-check-33x32007-odd,topk_topp_mask-check-4x40000-bigties,topk_topp_mask-check-16x4096-shifted,topk_topp_mask-check-3x262144-gemma
 

@@ -68,13 +68,31 @@ struct ExpertTrace {
   int tie_read = 0;  ///< rows whose kept set includes an unlisted tie group
 };
 
-void expert_row(const Row& r, float* out, ExpertTrace& trace) {
+/// How a thread of the expert sums its statistics (expert.cu's switches).
+enum class StatsForm {
+  kFp64,  ///< fp32 terms summed in fp64 (the default)
+  kW32,   ///< TOPK_W32: the error weight in fp32
+  kC32,   ///< TOPK_C32: all in fp32, z as a compensated pair
+};
+
+void expert_row(const Row& r, float* out, ExpertTrace& trace, StatsForm form) {
   const float c = static_cast<float>(1.4426950408889634 / r.temperature);
   const double inv_t = 1.0 / r.temperature;
   // Pass 1: statistics in 64 strided lanes merged as a tree (the kernel's threads), histogram.
   constexpr int kLanes = 64;
   std::vector<topk::Stats> lane(kLanes);
-  for (std::int64_t i = 0; i < r.V; ++i) topk::accumulate(lane[static_cast<std::size_t>(i % kLanes)], r.x[i], c);
+  std::vector<float> wf(kLanes, 0.f);
+  std::vector<topk::Part32> part(kLanes);
+  for (std::int64_t i = 0; i < r.V; ++i) {
+    const auto l = static_cast<std::size_t>(i % kLanes);
+    if (form == StatsForm::kC32) topk::accumulate_c32(lane[l], part[l], r.x[i], c);
+    else if (form == StatsForm::kW32) topk::accumulate_w32(lane[l], wf[l], r.x[i], c);
+    else topk::accumulate(lane[l], r.x[i], c);
+  }
+  for (int q = 0; q < kLanes; ++q) {  // no-ops for the forms that do not use them
+    topk::flush_w(lane[q], wf[q]);
+    topk::fold_c32(lane[q], part[q]);
+  }
   for (int w = kLanes / 2; w > 0; w /= 2)
     for (int q = 0; q < w; ++q) lane[q] = topk::merge(lane[q], lane[q + w], c);
   const topk::Stats st = lane[0];
@@ -213,9 +231,10 @@ Case make_case(const LoadedImpl& ref, const Workload& w, std::uint64_t seed) {
   return c;
 }
 
-HostTensor emulate_expert(const Case& c, ExpertTrace& trace) {
+HostTensor emulate_expert(const Case& c, ExpertTrace& trace, StatsForm form = StatsForm::kFp64) {
   HostTensor out("probs", DType::f32, {c.B(), c.V()});
-  for (std::int64_t b = 0; b < c.B(); ++b) expert_row(row_of(c.plan, c.inputs.at(0), b), out.as<float>() + b * c.V(), trace);
+  for (std::int64_t b = 0; b < c.B(); ++b)
+    expert_row(row_of(c.plan, c.inputs.at(0), b), out.as<float>() + b * c.V(), trace, form);
   return out;
 }
 HostTensor emulate(Variant v, const Case& c) {
@@ -284,11 +303,14 @@ TEST_F(TopkToppTolerance, CheckWorkloadsCoverTheEdges) {
   for (std::int64_t q : kept(by_uuid("check-12x20000-k1024-p1"))) EXPECT_EQ(q, 1024);
 }
 
-TEST_F(TopkToppTolerance, ExpertDecisionsPassEveryCheckWorkload) {
+class ExpertDecisions : public TopkToppTolerance, public ::testing::WithParamInterface<StatsForm> {};
+
+// GetParam(): how the statistics are summed (the default and the TOPK_W32 and TOPK_C32 variants).
+TEST_P(ExpertDecisions, PassEveryCheckWorkload) {
   ExpertTrace total;
   for (const Case& c : *cases_) {
     ExpertTrace t;
-    const CompareResult r = judge(c, emulate_expert(c, t));
+    const CompareResult r = judge(c, emulate_expert(c, t, GetParam()));
     std::printf("%-48s max rel %.3g  flagged %d refined %d tie-read %d\n", c.plan.workload.uuid.c_str(), r.max_rel_error,
                 t.flagged, t.refined, t.tie_read);
     EXPECT_TRUE(r.passed) << c.plan.workload.uuid << ": " << r.message;
@@ -299,6 +321,11 @@ TEST_F(TopkToppTolerance, ExpertDecisionsPassEveryCheckWorkload) {
   EXPECT_GT(total.refined, 0);
   EXPECT_GT(total.tie_read, 0);
 }
+INSTANTIATE_TEST_SUITE_P(TopkToppTolerance, ExpertDecisions,
+                         ::testing::Values(StatsForm::kFp64, StatsForm::kW32, StatsForm::kC32),
+                         [](const ::testing::TestParamInfo<StatsForm>& i) {
+                           return i.param == StatsForm::kFp64 ? "Fp64" : i.param == StatsForm::kW32 ? "W32" : "C32";
+                         });
 
 // Rows whose top-p mass sits at top_p to within fp32's error: two leading logits 0 and about
 // -ln(9)*T (so the top token holds about 0.9 of the mass), the rest far below. The expert's fp32
@@ -328,10 +355,12 @@ TEST_F(TopkToppTolerance, RowsAtTopPAreDecidedInFp64LikeTheGolden) {
   for (std::int64_t b = 0; b < c.B(); ++b) ++decided_each_way[c.golden.at(0).as<float>()[b * V + 1 + b % 7] != 0.f];
   EXPECT_GT(decided_each_way[0], 0);  // the second token dropped (mass above it >= 0.9 Z)
   EXPECT_GT(decided_each_way[1], 0);  // kept
-  ExpertTrace t;
-  const CompareResult r = judge(c, emulate_expert(c, t));
-  EXPECT_TRUE(r.passed) << r.message;
-  EXPECT_GE(t.flagged, c.B() / 2) << "rows at top_p must be decided in fp64";
+  for (StatsForm form : {StatsForm::kFp64, StatsForm::kW32, StatsForm::kC32}) {
+    ExpertTrace t;
+    const CompareResult r = judge(c, emulate_expert(c, t, form));
+    EXPECT_TRUE(r.passed) << "form " << static_cast<int>(form) << ": " << r.message;
+    EXPECT_GE(t.flagged, c.B() / 2) << "form " << static_cast<int>(form) << ": rows at top_p must be decided in fp64";
+  }
   // fp32 running sums (a softmax and a cumulative sum in fp32) keep or drop tokens the rule does not.
   EXPECT_FALSE(judge(c, emulate(Variant::kFp32Sums, c)).passed) << "fp32 top-p decisions passed at top_p";
 }
@@ -426,6 +455,47 @@ TEST(TopkToppDecide, KeysPreserveOrderAndMergeZeros) {
 
 }  // namespace
 
+// The TOPK_W32 statistics: the same fp32 terms summed in the same order into z (bit for bit), and
+// the error weight w within the fp32 sum's bound ((n - 1) * 2^-24 relative for n non-negative
+// terms) of the fp64 sum, across new maxima (each folds the fp32 part into w). The TOPK_C32
+// statistics: z from the compensated fp32 pair within (n * 2^-24)^2 of the fp64 sum, w as W32.
+TEST(TopkToppDecide, Fp32StatisticsStayWithinTheirBounds) {
+  std::uint64_t state = 0x9E3779B97F4A7C15ull;
+  auto uniform = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(state >> 11) * 0x1.0p-53;
+  };
+  const float c = static_cast<float>(1.4426950408889634 / 0.6);
+  for (int n : {1, 37, 4096, 40000}) {
+    topk::Stats a, b, d;
+    float wf = 0;
+    topk::Part32 q;
+    int maxima = 0;
+    for (int i = 0; i < n; ++i) {
+      // A rising trend: new maxima all along the row, as the rescale must fold wf each time.
+      const float x = static_cast<float>(3.0 * std::sqrt(-2.0 * std::log(1.0 - uniform())) *
+                                         std::cos(6.283185307179586 * uniform()) + 1e-3 * i);
+      maxima += x > a.m;
+      topk::accumulate(a, x, c);
+      topk::accumulate_w32(b, wf, x, c);
+      topk::accumulate_c32(d, q, x, c);
+    }
+    topk::flush_w(b, wf);
+    topk::fold_c32(d, q);
+    EXPECT_EQ(a.m, b.m);
+    EXPECT_EQ(a.z, b.z) << n;
+    EXPECT_LE(std::fabs(b.w - a.w), n * 0x1.0p-24 * a.w + 1e-300) << n << " logits, " << maxima << " maxima";
+    // The compensated fp32 pair: z within (n 2^-24)^2 (and fp64's own rounding) of the fp64 sum.
+    const double g = n * 0x1.0p-24;
+    EXPECT_EQ(a.m, d.m);
+    EXPECT_LE(std::fabs(d.z - a.z), (g * g + n * 0x1.0p-52) * a.z) << n << " logits (c32 z)";
+    EXPECT_LE(std::fabs(d.w - a.w), n * 0x1.0p-24 * a.w + 1e-300) << n << " logits (c32 w)";
+    if (n >= 4096) {
+      EXPECT_GT(maxima, 3) << "the rows must exercise the rescale";
+    }
+  }
+}
+
 // Hidden draws (B up to 48, V up to 40000, one of them long): the golden accepts the inputs and
 // the expert's decisions pass there too.
 TEST(TopkToppHidden, ExpertDecisionsPassHiddenDraws) {
@@ -444,7 +514,7 @@ TEST(TopkToppHidden, ExpertDecisionsPassHiddenDraws) {
 
 // A measurement, not a check (disabled: minutes and ~2 GB on the host): the expert's decisions on
 // the bench workloads against the golden, and how many rows the fp32 pass flags for the fp64
-// recheck. Run: task_topk_topp_mask_tolerance_test --gtest_also_run_disabled_tests
+// recheck, for each way of summing the statistics (the default, TOPK_W32, TOPK_C32). Run: task_topk_topp_mask_tolerance_test --gtest_also_run_disabled_tests
 //   --gtest_filter='*BenchRows*'
 TEST(TopkToppBench, DISABLED_BenchRowsFlagRate) {
   LoadedImpl ref = load_impl(fs::path(D2K_BINARY_DIR) / "impl/topk_topp_mask/reference.so");
@@ -453,10 +523,13 @@ TEST(TopkToppBench, DISABLED_BenchRowsFlagRate) {
     Workload as_check = w;
     as_check.role = WorkloadRole::check;
     const Case c = make_case(ref, as_check, 1);
-    ExpertTrace t;
-    const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.golden.at(0), emulate_expert(c, t));
-    std::printf("%s: %lld rows, flagged %d, refined %d, max rel %.3g, %s\n", w.uuid.c_str(),
-                static_cast<long long>(c.B()), t.flagged, t.refined, r.max_rel_error, r.passed ? "PASSED" : r.message.c_str());
-    EXPECT_TRUE(r.passed) << w.uuid;
+    for (StatsForm form : {StatsForm::kFp64, StatsForm::kW32, StatsForm::kC32}) {
+      ExpertTrace t;
+      const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.golden.at(0), emulate_expert(c, t, form));
+      std::printf("%s (statistics form %d): %lld rows, flagged %d, refined %d, max rel %.3g, %s\n", w.uuid.c_str(),
+                  static_cast<int>(form), static_cast<long long>(c.B()), t.flagged, t.refined, r.max_rel_error,
+                  r.passed ? "PASSED" : r.message.c_str());
+      EXPECT_TRUE(r.passed) << w.uuid << " form " << static_cast<int>(form);
+    }
   }
 }
