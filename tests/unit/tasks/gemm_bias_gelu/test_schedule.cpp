@@ -37,9 +37,10 @@ TEST(GemmBiasGeluSchedule, FewestClustersWithTheSameRounds) {
       ASSERT_LE(c, max_clusters) << "units " << units;
       ASSERT_EQ(persistent_rounds(units, c), persistent_rounds(units, max_clusters))
           << "units " << units << " max " << max_clusters << " chose " << c;
-      if (c > 1)
+      if (c > 1) {
         ASSERT_GT(persistent_rounds(units, c - 1), persistent_rounds(units, max_clusters))
             << "units " << units << " max " << max_clusters << ": " << c - 1 << " clusters suffice";
+      }
     }
   }
 }
