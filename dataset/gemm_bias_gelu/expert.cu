@@ -41,13 +41,51 @@
 // the better default for M <= 128); the multicast cluster with the tiled scheduler is worth
 // 1.14x / 1.19x on the large shapes, the swizzle 1.04x / 1.07x. On the two large shapes the
 // expert is 0.98x the library (2.3% short of the issue's expert >= library).
-// Not built (each is another full CUTLASS instantiation): 128x128 tiles (224 tiles at M = 128,
-// 1.7 waves), the ping-pong kernel with 64-row tiles (doubles B traffic through L2 at M = 128),
-// split-K with a separate reduction (a second pass over an fp32 M x N).
+// The three variants above are retired from the sweep (their flags still build them:
+// -DGBG_SKINNY_DATA_PARALLEL=1, -DGBG_FORCE_STREAMK=1, -DGBG_SWIZZLE=1).
 //
-// %VARIANT% skinny_dp -DGBG_SKINNY_DATA_PARALLEL=1
-// %VARIANT% streamk_all -DGBG_FORCE_STREAMK=1
-// %VARIANT% noswizzle -DGBG_SWIZZLE=1
+// Why the large shapes miss the library by 2.3% (diagnosis from the numbers above, no profile):
+//   - Wave quantisation. The persistent scheduler deals cluster tiles round-robin: at 8192^3 the
+//     2048 tiles are 15.52 waves of 132 CTAs, so 68 CTAs run 16 tiles and 64 run 15; the last
+//     round is 52% full and costs 16 / 15.52 = 3.1% (more than the whole gap). At 16384x14336x4096,
+//     7168 tiles = 54.30 waves, 55 rounds: 1.3%. The per-tile rate is not the problem: 97.3% of SOL
+//     x 16 / 15.52 = 100.3% of the calibrated cuBLAS rate at 8192^3.
+//   - The epilogue stops the tensor cores. In the cooperative kernel both consumer warpgroups run
+//     the epilogue after the tile's last wgmma: 32768 GELUs of 2 MUFU each (EX2 + RCP, 16 a clock
+//     per SM) are ~4.1k cycles per tile against ~65-90k cycles of main loop at K = 4096 (64
+//     k-blocks), half that share at K = 8192; the producer prefetching the next tile's stages
+//     hides its loads, not this. Up to ~5% at K = 4096: why the 16384 row is short by more than
+//     its 1.3% tail.
+//   - Not the cause: DRAM bytes (swizzle 8 keeps the reads at 0.6-1.0 GB a call, under 10% of the
+//     bandwidth over the call's time), spills (none: cuobjdump -res-usage), occupancy (one CTA per
+//     SM by design, 4 stages of 48 KB beside the epilogue's shared memory), launches (one).
+// Variants for the next run (M > 128 only; the M <= 128 stream-K path is unchanged):
+//   tail_sk      the same 128x256x64 tile and 2x1 multicast cluster on CUTLASS's stream-K scheduler,
+//                decomposition forced to StreamK: all but the last 1 + fraction waves stay
+//                data-parallel, the rest's k-blocks are shared evenly by the 66 clusters (8192^3:
+//                14 rounds + 200 tiles ~ 1.52 tiles each = 15.52 rounds instead of 16; 16384 row:
+//                53 + 172 tiles = 54.30 instead of 55), at the price of fp32 partial tiles through
+//                the workspace (~200 x 128 KB, L2-resident). Attacks the tail; expected the winner
+//                at 8192^3 (up to 3%), up to 1.3% on the 16384 row. The one new instantiation
+//                (replaces the tiled one in this build: still two kernels).
+//   whole_waves  host-side only: the fewest persistent clusters with as few rounds as 66 (schedule.h):
+//                64 clusters (128 CTAs) at 8192^3, 16 whole rounds, each an exact 8 x 8-cluster
+//                block of the swizzled raster; 66 at the 16384 row (unchanged). Same rounds, so no
+//                change on an unthrottled GPU; under the sw_power_cap seen in calibration, 4 idle
+//                SMs may leave the others a higher clock.
+//   raster_m     host-side only: raster along M (CUTLASS's heuristic picks along N on both rows, as
+//                tiles_m >= tiles_n). By symmetry the same DRAM traffic (a band of 8 N tiles stays
+//                in L2 while A streams); expected within noise, measured because it is free.
+// Not built: the ping-pong kernel (64x256 per warpgroup, one warpgroup's epilogue under the other's
+// main loop) would attack the epilogue stall, the larger loss on the 16384 row, but it is a second
+// new instantiation with twice the B traffic from L2 per FLOP; tanh.approx in the GELU (one MUFU
+// instead of two) halves the epilogue but gives up the sigmoid form's accuracy below x = -3
+// (design.json L1.gelu_sigmoid_form). 128x128 tiles (224 tiles at M = 128, 1.7 waves), split-K
+// with a separate reduction (a second pass over an fp32 M x N): as before, not built.
+//
+// %VARIANT% tail_sk -DGBG_TAIL_STREAMK=1
+// %VARIANT% whole_waves -DGBG_WHOLE_WAVES=1
+// %VARIANT% raster_m -DGBG_RASTER_ALONG_M=1
 //
 // CuTe/CUTLASS device code carries assert()s; each is a call, and ptxas serialises the wgmma
 // pipeline across calls (warning C7510, about half the GEMM rate). Whatever the build type, the
@@ -62,6 +100,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
@@ -75,6 +114,7 @@
 #include "d2k/solution.h"
 #include "gelu_tanh.h"
 #include "gemm_args.h"
+#include "schedule.h"
 
 #ifndef GBG_SKINNY_DATA_PARALLEL
 #define GBG_SKINNY_DATA_PARALLEL 0
@@ -84,6 +124,15 @@
 #endif
 #ifndef GBG_SWIZZLE
 #define GBG_SWIZZLE 8  // largest raster swizzle the tiled kernel may use (CUTLASS picks 1/2/4/8)
+#endif
+#ifndef GBG_TAIL_STREAMK
+#define GBG_TAIL_STREAMK 0  // M > 128: the 2x1-cluster kernel on the stream-K scheduler (tail wave split)
+#endif
+#ifndef GBG_WHOLE_WAVES
+#define GBG_WHOLE_WAVES 0  // M > 128: the fewest persistent clusters that keep the tiled kernel's wave count
+#endif
+#ifndef GBG_RASTER_ALONG_M
+#define GBG_RASTER_ALONG_M 0  // M > 128: raster along M instead of CUTLASS's heuristic (along N here)
 #endif
 
 #define GBG_CUDA_CHECK(call)                                                                \
@@ -133,6 +182,8 @@ struct GeluTanh<cutlass::Array<float, N>> {
 /// bias is read by the epilogue.
 template <class TileShape, class ClusterShape, class SchedulerTag>
 struct FusedGemm {
+  using Tile = TileShape;
+  using Cluster = ClusterShape;
   using LayoutA = cutlass::layout::RowMajor;
   using LayoutB = cutlass::layout::RowMajor;
   using LayoutD = cutlass::layout::RowMajor;
@@ -152,7 +203,11 @@ struct FusedGemm {
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 };
 
-using TiledGemm = FusedGemm<Shape<_128, _256, _64>, Shape<_2, _1, _1>, cutlass::gemm::PersistentScheduler>;
+// The tail_sk variant swaps the tiled kernel's scheduler for stream-K (same tile, same cluster):
+// still two instantiations per build.
+using TiledScheduler =
+    std::conditional_t<GBG_TAIL_STREAMK != 0, cutlass::gemm::StreamKScheduler, cutlass::gemm::PersistentScheduler>;
+using TiledGemm = FusedGemm<Shape<_128, _256, _64>, Shape<_2, _1, _1>, TiledScheduler>;
 using StreamKGemm = FusedGemm<Shape<_128, _256, _64>, Shape<_1, _1, _1>, cutlass::gemm::StreamKScheduler>;
 
 enum class Choice { Tiled, StreamK };
@@ -169,6 +224,24 @@ int sm_count() {
   GBG_CUDA_CHECK(cudaGetDevice(&dev));
   GBG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   return sms;
+}
+
+/// The whole_waves variant's persistent CTA count for the tiled kernel: the work units CUTLASS's
+/// persistent scheduler walks (cluster tiles, padded to the raster swizzle), then the fewest
+/// clusters that need no more rounds than all of them (schedule.h).
+template <class G>
+int whole_wave_ctas(const gbg::Args& g, int sms) {
+  using Params = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90Params;
+  using Tile = typename G::Tile;
+  using Cluster = typename G::Cluster;
+  const cutlass::gemm::GemmCoord tile(size<0>(Tile{}), size<1>(Tile{}), size<2>(Tile{}));
+  const cutlass::gemm::GemmCoord cluster(size<0>(Cluster{}), size<1>(Cluster{}), 1);
+  const dim3 blocks = Params::get_tiled_cta_shape_mnl({int(g.M), int(g.N), int(g.K), 1}, tile, cluster);
+  const int log_swizzle = Params::get_log_swizzle_size(blocks.x, blocks.y, GBG_SWIZZLE);
+  const int64_t tiles_m = gbg::round_up(blocks.x, (1 << log_swizzle) * cluster.m());
+  const int64_t tiles_n = gbg::round_up(blocks.y, (1 << log_swizzle) * cluster.n());
+  const int cluster_size = cluster.m() * cluster.n();
+  return gbg::whole_wave_clusters(tiles_m * tiles_n / cluster_size, sms / cluster_size) * cluster_size;
 }
 
 /// The kernel's arguments for one call (pointers may be null when only sizing the workspace).
@@ -194,8 +267,8 @@ typename G::Gemm::Arguments make_arguments(const gbg::Args& g, int sms) {
   t.bias_ptr = reinterpret_cast<const bf16*>(g.bias);
   args.hw_info.device_id = 0;
   args.hw_info.sm_count = sms;
+  using Decomposition = cutlass::gemm::kernel::detail::DecompositionMode;
   if constexpr (std::is_same_v<G, StreamKGemm>) {
-    using Decomposition = cutlass::gemm::kernel::detail::DecompositionMode;
     // Stream-K explicitly: CUTLASS's heuristic picks data-parallel whenever the last wave is at
     // least half full, i.e. for 112 tiles on 132 SMs, the very case stream-K is here for. Problems
     // with at most 8 k-blocks per tile stay data-parallel (nothing worth splitting).
@@ -203,6 +276,16 @@ typename G::Gemm::Arguments make_arguments(const gbg::Args& g, int sms) {
         GBG_SKINNY_DATA_PARALLEL ? Decomposition::DataParallel : Decomposition::StreamK;
   } else {
     args.scheduler.max_swizzle_size = GBG_SWIZZLE;
+    if (GBG_RASTER_ALONG_M) args.scheduler.raster_order = cutlass::gemm::kernel::detail::RasterOrderOptions::AlongM;
+    if constexpr (GBG_TAIL_STREAMK != 0) {
+      // Forced, as for the skinny kernel: the heuristic keeps data-parallel when the last wave is
+      // at least half full (8192^3: 2048 tiles = 15.5 waves), the very tail this variant splits.
+      // CUTLASS then runs all but the last 1 + fraction waves data-parallel and shares the rest's
+      // k-blocks evenly among the 66 clusters. Deterministic reduction (spec.md: results must be
+      // deterministic) is the scheduler's default.
+      args.scheduler.decomposition_mode = Decomposition::StreamK;
+    }
+    if (GBG_WHOLE_WAVES) args.hw_info.sm_count = whole_wave_ctas<G>(g, sms);
   }
   return args;
 }

@@ -3,13 +3,21 @@
 # cuBLAS + bias/GELU kernel, library = cuBLASLt GELU_BIAS epilogue, expert = CUTLASS sm90 fused
 # epilogue) and PyTorch eager on the check and the three bench workloads, with the table (the
 # targets: expert >= library on every bench workload, >= 75% of SOL on the first two); the
-# expert's variants (`// %VARIANT%` lines of expert.cu: skinny_dp, streamk_all, noswizzle) beside
-# the expert on the bench workloads; the starter's verdict (must be INCORRECT_*); the golden
+# expert's variants (`// %VARIANT%` lines of expert.cu: tail_sk, whole_waves, raster_m) beside the
+# expert on the two large bench workloads (the M > 128 kernel they change), each variant also under
+# compute-sanitizer memcheck on the 257x392x1032 check workload (M > 128, 17 k-blocks: tail_sk's
+# stream-K partial tiles and fix-up run there); the starter's verdict (must be INCORRECT_*); the golden
 # cross-check against PyTorch float64 on `d2k check --dump` inputs (t-gemm/golden_check.py, which
 # also prints the expert's measured rel_l2); the expert under compute-sanitizer memcheck on four
 # check workloads (both kernels: stream-K for M <= 128, the clustered tiled kernel above); the
 # expert's SASS counts (design.json's "recognise" fields). Fits the 150 s deadline of
 # scripts/gpu/run_checks.sh: each step gets what is left of a 140 s budget (GEMM_BUDGET_S).
+# The variant sweep for issue #16 (<= 120 s: variants 80 s, each memcheck 12 s):
+#   D2K_CHECK_STEPS=variants,memcheck_tail_sk,memcheck_whole_waves,memcheck_raster_m \
+#     scripts/gpu/checks/t-gemm.sh CARRY OUT
+# What it must show: PASS on every line; in variants.md, each variant's time on the 8192^3 and
+# 16384x14336x4096 rows against the expert's (the library's on these rows: 1377.9 and 2478.1 us,
+# docs/results/gemm_bias_gelu.md).
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-gemm.sh CARRY OUT
 # Exit status: the number of FAIL lines.
@@ -24,16 +32,25 @@ budget=${GEMM_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
 checks=$(workload_uuids check)
 bench=$(workload_uuids bench)
+large=$(workload_uuids bench "8192x8192x8192\|16384x14336x4096")
+variant_check=$(workload_uuids check 257x392x1032)
 sanitized=$(workload_uuids check "1x8x8\|131x200x72\|257x392x1032\|37x520x4096")
 detect_torch
 
 validate_step
 bench_step --files "bench_$task" --pass "bench: every target PASSED (check and bench workloads)" --show 12 \
   bench 60 "naive,expert,library$torch" "$checks,$bench"
-variants_step --show 14 30 "$bench"
+# A run of every step (run_checks.sh, 140 s in all) gives the variants 30 s and no memcheck of
+# them; the sweep, which selects its steps by name, gives them the time above.
+sweep=0
+[ -n "${D2K_CHECK_STEPS:-}" ] && sweep=1
+variants_step --show 10 $((sweep ? 80 : 30)) "$large" --max-time 0.3 --bench-rounds 1
 starter_verdict 8 --workloads "$checks"
 golden_step --pass "vs PyTorch float64" 10 "$checks" $helpers/golden_check.py
 sanitize memcheck 25 "$sanitized"
+if [ "$sweep" = 1 ]; then
+  for v in $variants; do sanitize --impl "expert:$v" memcheck 12 "$variant_check"; done
+fi
 sass_counts "HGMMA\.64x256x16\.F32\.BF16|UTMALDG[A-Z0-9.]*|UTMASTG[A-Z0-9.]*|MUFU\.(EX2|RCP|TANH)|USETMAXREG|CALL\.[A-Z.]*" HGMMA
 rm -f "$out/expert.sass"
 echo "t-gemm: $fails failure(s)"
