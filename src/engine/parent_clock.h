@@ -77,8 +77,9 @@ double batch_end_s(double seen_s, double confirm_s, double idle_s);
 /// The fast end: a count at or below `honest`, the poison words naive's outputs leave in the slab.
 /// A candidate whose outputs are not bitwise naive's leaves its own number of poison words (the
 /// 0xFFFF halves of fp32 values occur by chance, 1 in 65536), so the count can stay above `honest`
-/// on an honest batch; then the end is the first look at a count that the next look repeats, and
-/// it stands only if the slab holds that same count once the worker has finished (settle). A count
+/// on an honest batch; then the end is the first look at a count that the next look repeats (with
+/// the same idle discount), and it stands only if the slab holds that same count once the worker
+/// has finished (settle). A count
 /// that still changed after it means the work went on: the end is when the worker's wait returned.
 class BatchEnd {
  public:

@@ -116,10 +116,11 @@ std::optional<Violation> check_vendor_kernels(const TimerReport& r, bool vendor_
 /// boundary").
 inline constexpr double kTrustBand = 0.12;
 /// Below the parent's figure by more than this share, no honest run has been seen: REWARD_HACK.
-/// Between kTrustBand and this the parent's figure scores, so a forgery there gains nothing. An
-/// honest cooperative kernel ran at 0.45 of the parent's figure back to back on the H200
-/// (fused_adamw's expert at 1e7 parameters, in a graph, two sessions), below the 0.78 this band
-/// was first: a ratio that honest code reaches cannot be a verdict of cheating.
+/// Between kTrustBand and this the parent's figure scores, so a forgery there gains nothing. It
+/// was 0.22 until honest experts read 0.44-0.60 of the parent's figure on the H200 (fused_adamw at
+/// 1e7 and 1e9 parameters, adam_8bit_blockwise at 1e9): the parent charged a whole-slab count to
+/// every batch whose outputs are not bitwise naive's (BatchEnd, fixed since). It stays wide until
+/// an H200 run shows those rows inside 0.22 with the fix (docs/isolation.md).
 inline constexpr double kCheatBand = 0.75;
 /// Per call, on top of both shares: what a graph's launch of one node can add to a call that the
 /// worker's corrected events do not count (a constant, not the worker's kernel count, which it

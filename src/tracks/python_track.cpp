@@ -65,6 +65,10 @@ void point_caches_at_scratch() {
   ::setenv("TRITON_CACHE_DIR", (base + "/triton-cache").c_str(), 1);
   ::setenv("TORCHINDUCTOR_CACHE_DIR", (base + "/inductor-cache").c_str(), 1);
   ::setenv("TRITON_HOME", base.c_str(), 1);
+  // Inductor compiles in the worker's own thread: its pool otherwise grows a thread at the first
+  // compile of each new shape, after the thread baseline (torch_compile was flagged
+  // no_threads_after_call at fused_add_rmsnorm 4096x4096 on the H200).
+  ::setenv("TORCHINDUCTOR_COMPILE_THREADS", "1", 1);
 }
 
 }  // namespace

@@ -144,7 +144,19 @@ TEST(BatchEnd, ACountThatHoldsAboveNaivesEndsWhenFirstSeenIfTheFinishedSlabAgree
   EXPECT_FALSE(end.complete());              // not before the worker has finished
   end.settle(14, 0.060);
   EXPECT_TRUE(end.complete());
-  EXPECT_DOUBLE_EQ(end.end_s(), 0.043);      // the first count's end, not the wait's
+  // The first look, with the idle discount (the count took no longer than an idle one): not the
+  // count's own end, which charged a whole-slab count to every such honest batch.
+  EXPECT_DOUBLE_EQ(end.end_s(), batch_end_s(0.030, 0.013, 0.013));
+  EXPECT_DOUBLE_EQ(end.end_s(), 0.030);
+}
+
+TEST(BatchEnd, AHeldCountSlowedByWorkStillRunningIsCharged) {
+  BatchEnd end(10, 0.013);
+  EXPECT_FALSE(end.look(0.030, 14, 0.040));  // the count took 3x an idle one: work was running
+  EXPECT_TRUE(end.look(0.080, 14, 0.013));
+  end.settle(14, 0.095);
+  EXPECT_DOUBLE_EQ(end.end_s(), batch_end_s(0.030, 0.040, 0.013));
+  EXPECT_GT(end.end_s(), 0.030 + 0.020);
 }
 
 TEST(BatchEnd, ACountThatChangedAfterItHeldEndsWhenTheWorkerWaitReturned) {
