@@ -72,29 +72,39 @@
 //     matchany build has 56 registers, 2 CTAs/SM, and was still the slower).
 //   - 12 B/logit of DRAM in four kernels and a memset: each boundary drains the GPU (tail) and
 //     the output pass streams zeros alone.
-// Variants for the next run (docs/results/topk_topp_mask.md, "Variants for the next run"):
-// %VARIANT% occ2 -DTOPK_MIN_BLOCKS=2
-//   (stats and collect kernels at <= 64 registers, 2 CTAs/SM: a second CTA streams through the
-//   last CTA's serial tail; 56 registers, no spill)
-// %VARIANT% occ2w32 -DTOPK_MIN_BLOCKS=2 -DTOPK_W32
-//   (occ2 + the error weight w summed in fp32, the rescale out of line: one F2F per logit fewer;
+// Measured on the H200 (2026-12-02, the variants step of scripts/gpu/checks/t-topk.sh: `d2k bench
+// --targets expert,expert:<each> --bench-rounds 1 --max-time 0.3`, noise 0.4-3.7%; median us and
+// % of SOL on Qwen 256 x 151936 / Llama 1024 x 128256 / Gemma 32 x 262144; every form PASSED):
+//   one CTA per SM (TOPK_MIN_BLOCKS=1, the default before)  334.56 32.5% | 756.98 48.6% | 167.91 13.6%
+//   occ2: 2 CTAs per SM (<= 64 registers), now the default  275.11 39.5% | 634.37 58.0% | 144.13 15.8%
+//   occ2w32 (fp32 error weight)                              300.61 36.2% | 655.96 56.1% | 150.40 15.2%
+//   occ2c32 (fp32 compensated statistics)                    307.26 35.4% |1106.05 33.2% | 152.32 15.0%
+//   fused (no output pass, rows walked backwards)            271.55 40.0% |1049.97 35.0% | 142.72 16.0%
+//   reread (persistent, second read from L2)                 411.55 26.4% |1220.36 30.1% | 110.43 20.7%
+//   rereadc32                                                436.22 24.9% |1723.32 21.3% | 114.53 19.9%
+//   reread256 (256 threads, 4 CTAs per SM)                   403.52 26.9% |1285.43 28.6% |  95.71 23.8%
+// The second CTA per SM is what pays (1.22x / 1.19x / 1.16x): it streams while the row's last CTA
+// runs its serial tail. The fp32 statistics and the fused output lose on the Llama row; the
+// persistent reread form wins only on the small Gemma batch (its waits for a row's bin cost more
+// than the L2 saves once the GPU is full). 50% of SOL: met on Llama, missed on Qwen (39.5%).
+// %VARIANT% occ1 -DTOPK_MIN_BLOCKS=1
+//   (the former default: one 512-thread CTA per SM, 91 registers)
+// %VARIANT% occ2w32 -DTOPK_W32
+//   (the error weight w summed in fp32, the rescale out of line: one F2F per logit fewer;
 //   40 B of spill in the rare refine path, none in the per-logit loop)
-// %VARIANT% occ2c32 -DTOPK_MIN_BLOCKS=2 -DTOPK_C32
-//   (occ2 + the per-thread statistics all in fp32: z as a compensated TwoSum pair, w in fp32; no
+// %VARIANT% occ2c32 -DTOPK_C32
+//   (the per-thread statistics all in fp32: z as a compensated TwoSum pair, w in fp32; no
 //   fp64 operation or conversion per logit; the same 40 B of spill in the refine path)
-// %VARIANT% fused -DTOPK_MIN_BLOCKS=2 -DTOPK_REVERSE_COLLECT -DTOPK_FUSED_OUTPUT
-//   (occ2 + the collecting pass writes the zeros and stores the kept values: no output pass over
+// %VARIANT% fused -DTOPK_REVERSE_COLLECT -DTOPK_FUSED_OUTPUT
+//   (the collecting pass writes the zeros and stores the kept values: no output pass over
 //   the row, three launches that stream; rows walked from the last so that the first collecting
 //   CTAs hit what the statistics pass left in L2)
-// %VARIANT% reread -DTOPK_MIN_BLOCKS=2 -DTOPK_L2_REREAD
+// %VARIANT% reread -DTOPK_L2_REREAD
 //   (one persistent kernel: each 64 KiB slice read twice within microseconds, the second read
 //   from L2: 8 B/logit of DRAM instead of 12; a wait per row for its bin; zeros and kept values
 //   written as in fused; 16 B of spill, stored and loaded once per work item, none per logit)
-// %VARIANT% rereadc32 -DTOPK_MIN_BLOCKS=2 -DTOPK_L2_REREAD -DTOPK_C32
-//   (reread + the fp32 compensated statistics; no spill)
 // %VARIANT% reread256 -DTOPK_THREADS=256 -DTOPK_MIN_BLOCKS=4 -DTOPK_L2_REREAD
-//   (reread with 256-thread CTAs, 4 per SM: more CTAs to cover each row's wait for its bin; 16 B
-//   of spill, once per work item)
+//   (reread with 256-thread CTAs, 4 per SM: the fastest form on the 32-row Gemma batch)
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -127,7 +137,7 @@ constexpr int64_t kRecheckSlice = 8192;  ///< logits per recheck work item
 
 // Variant switches (the `%VARIANT%` lines above; each off by default).
 #ifndef TOPK_MIN_BLOCKS
-#define TOPK_MIN_BLOCKS 1
+#define TOPK_MIN_BLOCKS 2
 #endif
 /// CTAs per SM the statistics and collecting kernels are compiled for (__launch_bounds__'s
 /// second argument): 2 caps them at 64 registers, so that a second CTA streams while the row's
