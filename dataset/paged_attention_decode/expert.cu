@@ -4,8 +4,8 @@
 // Design (design.json has the levels):
 //   L1  split-KV: each (split, KV head g, sequence b) runs an online softmax in fp32 over its run
 //       of token positions and leaves a partial (o / l, log2-sum-exp) per query head; an LSE merge
-//       combines the splits. Splits come from the CTAs per sequence against the resident CTA slots
-//       (split_plan.h), so batch 8 (16 CTAs a sequence, fewer than the SMs) still fills the GPU.
+//       combines the splits. Splits come from B x the CTAs per sequence (2: 4 KV heads a CTA) against
+//       the resident CTA slots (split_plan.h), so batch 8 (16 CTAs unsplit, 132 SMs) fills the GPU.
 //   L2  a warp per (split, KV head, sequence) serves all Hq / Hkv = 4 query heads of its KV head, a
 //       CTA holds 4 such warps (4 KV heads, 1 KB of each token's 2 KB row): a page of 16 tokens is
 //       one tensor-core tile. S^T = Q . K^T (4 heads padded to 16 rows, 16 tokens) and
