@@ -1,60 +1,64 @@
-// paged_attention_decode — expert: split-KV flash-decoding over the paged cache, GQA-shared loads.
+// paged_attention_decode — expert: split-KV flash-decoding over the paged cache, GQA-shared loads,
+// both products on the tensor cores.
 //
 // Design (design.json has the levels):
-//   L1  split-KV: CTA (split, kv head g, sequence b) runs an online softmax in fp32 over its run
+//   L1  split-KV: each (split, KV head g, sequence b) runs an online softmax in fp32 over its run
 //       of token positions and leaves a partial (o / l, log2-sum-exp) per query head; an LSE merge
-//       combines the splits. Splits come from B * Hkv against the resident CTA slots
-//       (split_plan.h), so batch 8 (64 work items, fewer than the 132 SMs) still fills the GPU.
-//   L2  each CTA serves all Hq / Hkv = 4 query heads of its KV head: a K or V row is loaded once
-//       and used by 4 dot products / 4 accumulations (the cache is read once in total). 8 token
-//       streams per CTA (a half-warp each, 16 lanes x 8 elements = one 256-byte row) keep
-//       independent softmax states, merged through shared memory at the end of the split.
-//   L3  16-byte streaming loads (LDG.E.128, evict-first) of K and V rows, 4 tokens per stream
-//       issued before any is used (8 x 16 B in flight per lane), the next step's two page ids
-//       loaded a step ahead; q pre-scaled by scale * log2(e) so the softmax is exp2; the splits
+//       combines the splits. Splits come from B x the CTAs per sequence (2: 4 KV heads a CTA) against
+//       the resident CTA slots (split_plan.h), so batch 8 (16 CTAs unsplit, 132 SMs) fills the GPU.
+//   L2  a warp per (split, KV head, sequence) serves all Hq / Hkv = 4 query heads of its KV head, a
+//       CTA holds 4 such warps (4 KV heads, 1 KB of each token's 2 KB row): a page of 16 tokens is
+//       one tensor-core tile. S^T = Q . K^T (4 heads padded to 16 rows, 16 tokens) and
+//       O^T += V^T . P^T (128 d x 4 heads), mma.sync m16n8k16 bf16 in, fp32 accumulate, P as a
+//       bf16 high + low pair so the weights keep ~16 bits; a K or V row is loaded once for the 4
+//       heads (the cache is read once in total). mma_layout.h holds the fragment layout.
+//   L3  the fragments come straight from 16-byte streaming loads (LDG.E.EF.128, no shared memory):
+//       16 x 16 B per lane and page issued before the page's first mma, the next page's id read a
+//       page ahead; the scores scaled once by scale * log2(e) so the softmax is exp2; the splits
 //       combined by a separate merge kernel (a CTA per (b, query head)).
 //
-// Variants considered (H200, 2026-12-02: median us and % of SOL, `d2k bench --task
-// paged_attention_decode --targets expert,expert:cp_async,expert:merge_separate,expert:splits_fixed16
-// --bench-rounds 1 --max-time 0.3`, noise 0.4-1.0% (splits_fixed16 at 32768: 3.2%);
-// docs/results/paged_attention_decode.md has the tables; that run's default fused the merge):
+// Variants, H200 2026-12-02 (median us and % of SOL, `d2k bench --task paged_attention_decode
+// --targets expert,expert:merge_fused,expert:cp_async,expert:mma,expert:mma_prefetch
+// --bench-rounds 1 --max-time 0.3`, the variants step of scripts/gpu/checks/t-paged.sh; every
+// variant PASSED; that run's default was the CUDA-core form, its `mma` variant is the default now;
+// docs/results/paged_attention_decode.md has the tables):
 //   variant                                                     | B64 ctx4096  | B8 ctx32768  | B256 ctx1024
-//   merge fused into the last CTA of each (b, g) (atomic        | 283.0 63.9%  | 292.6 62.1%  | 303.5 60.3%
-//     counter), splits from occupancy, rows 4 tokens ahead      |              |              |
-//   splits_fixed16: 16 splits whatever the shape                | 309.4 58.5%  | 311.2 58.4%  | 317.2 57.6%
-//   separate merge kernel (now the default)                     | 276.0 65.6%  | 276.1 65.8%  | 289.4 63.2%
-//   cp_async (with the fused merge): a cp.async double buffer   | 276.4 65.5%  | 291.6 62.3%  | 295.6 61.9%
-//     in shared memory, the next step's rows in flight          |              |              |
+//   tensor cores (mma.sync, now the default)                    | 211.06 84.3% | 202.18 88.3% | 204.67 87.8%
+//   mma_prefetch: as the default with the next page's rows      | 209.60       | 202.69       | 206.40
+//     loaded while this one is consumed (212 registers, 2 CTAs  |              |              |
+//     per SM instead of 3)                                      |              |              |
+//   cuda_cores: the CUDA-core form (the default before)         | 277.34 64.1% | 276.70 64.5% | 289.83 62.0%
+// The tensor-core form is the default: 1.31x / 1.37x / 1.42x faster than the CUDA-core form, and
+// the only one at >= 80% of SOL on every row. mma_prefetch is within 1% of it (0.7% faster, 0.3%
+// and 0.8% slower): 8 KB a warp in flight at 3 CTAs per SM appears to cover the latency already,
+// so the simpler kernel stays the default. memcheck of the tensor-core form was clean (ragged
+// check workload: 3 splits, partial pages); its SASS has HMMA.16816.F32.BF16 and LDG.E.EF.128.
+//
+// Why the CUDA-core form stops at ~65% of SOL (diagnosis from the SASS, no counters): it is issue-
+// bound. Its loop body is ~950 SASS instructions per step of a warp, which takes 8 of the CTA's
+// 32 tokens (two half-warp streams of 4: 32 FFMA for the 4 dot products and 32 for the 4
+// accumulations per lane and token, 64 SHFL + 64 FADD per step for the 4-level butterflies of
+// 4 heads x 4 tokens, bf16 widening, exp2, rescales): ~1,900 warp instructions per 16-token page
+// of one KV head (8 KB). At the calibrated 4.28 TB/s an SM must take 16.4 B a cycle, so it has
+// 500 cycles and 2,000 issue slots (4 schedulers) per 8 KB: at SOL the arithmetic would need ~95%
+// of every issue slot. The tensor-core loop body is ~360 SASS instructions per 8 KB page (ptxas:
+// 164 registers, no spills, 3 CTAs of 4 warps per SM), which leaves the issue slots to the loads.
+// Earlier variants of the CUDA-core form (same command, an earlier run):
+//   merge fused into the last CTA of each (b, g) (atomic counter): 1.03x / 1.06x / 1.05x slower
+//     than the separate merge kernel (the last CTA of each (b, g) merges serially while the grid
+//     drains): variant merge_fused.
+//   splits_fixed16 (16 splits whatever the shape): slower on every row (309.4 / 311.2 / 317.2 us),
+//     dropped.
+//   cp_async: a cp.async double buffer of the next step's rows in shared memory, 276.4 / 291.6 /
+//     295.6 us with the fused merge.
 //   (a TMA pipeline was not built: a 256-byte row per (page slot, KV head) is too small a box to
 //   pay for a descriptor-driven copy, and the page ids change the address every 16 tokens).
-// Measured: the fused merge is 1.03x / 1.06x / 1.05x slower than the separate kernel (the last
-// CTA of each (b, g) merges serially while the grid drains): the separate merge is the default,
-// the fused one variant merge_fused. splits_fixed16 was dropped (slower on every row).
-//
-// Why the default is still at ~65% of SOL (diagnosis from the SASS, no counters): it is issue-
-// bound. The loop body of split_kv_decode is ~950 SASS instructions per step of a warp, which
-// takes 8 of the CTA's 32 tokens (two half-warp streams of 4: 32 FFMA for the 4 dot products and
-// 32 for the 4 accumulations per lane and token, 64 SHFL + 64 FADD per step for the 4-level
-// butterflies of 4 heads x 4 tokens, bf16 widening, exp2, rescales): ~1,900 warp instructions
-// per 16-token page of one KV head (8 KB). At the calibrated 4.28 TB/s an SM must take 16.4 B a
-// cycle, so it has 500 cycles and 2,000 issue slots (4 schedulers) per 8 KB: at SOL the
-// arithmetic would need ~95% of every issue slot, and between its bursts of arithmetic a warp
-// has no loads in flight. The split count is not the limit (splits_fixed16 was slower; the
-// occupancy rule gives 4-8 waves); the page-table reads are one broadcast load per 16 tokens, a
-// step ahead.
-// Variants for the next run (not yet measured on the H200):
-//   mma: both products on the tensor cores (mma.sync m16n8k16, P as a bf16 high + low pair), the
-//     fragments straight from 16-byte global loads (no shared memory), a warp per (split, KV head):
-//     a loop body of ~360 SASS instructions per 8 KB page instead of ~1,900 (ptxas: 164
-//     registers, no spills, 3 CTAs of 4 warps per SM, 8 KB in flight per warp and page).
-//     mma_layout.h holds the fragment layout (checked lane by lane on the host).
-//   mma_prefetch: as mma with the next page's rows loaded while this one is consumed (212
-//     registers, 2 CTAs per SM, ~390 instructions a page: 16 KB a warp in flight).
-//   cp_async: the CUDA-core form with a cp.async double buffer, now beside the separate merge.
-// %VARIANT% merge_fused -DPAGED_MERGE_FUSED=1
-// %VARIANT% cp_async -DPAGED_CP_ASYNC=1
-// %VARIANT% mma -DPAGED_MMA=1
-// %VARIANT% mma_prefetch -DPAGED_MMA=1 -DPAGED_MMA_PREFETCH=1
+// merge_fused and cp_async exist only in the CUDA-core form (the tensor-core kernel has no staging
+// buffer and takes the separate merge), so they build with PAGED_MMA=0.
+// %VARIANT% cuda_cores -DPAGED_MMA=0
+// %VARIANT% merge_fused -DPAGED_MMA=0 -DPAGED_MERGE_FUSED=1
+// %VARIANT% cp_async -DPAGED_MMA=0 -DPAGED_CP_ASYNC=1
+// %VARIANT% mma_prefetch -DPAGED_MMA_PREFETCH=1
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -75,14 +79,17 @@
 #ifndef PAGED_CP_ASYNC
 #define PAGED_CP_ASYNC 0
 #endif
-#ifndef PAGED_MMA
-#define PAGED_MMA 0
+#ifndef PAGED_MMA  // the tensor-core form (default); 0: the CUDA-core form
+#define PAGED_MMA 1
 #endif
 #ifndef PAGED_MMA_PREFETCH
 #define PAGED_MMA_PREFETCH 0
 #endif
 #if PAGED_MMA && (PAGED_MERGE_FUSED || PAGED_CP_ASYNC || PAGED_FIXED_SPLITS)
-#error "the tensor-core path (PAGED_MMA) takes the separate merge and the occupancy split rule only"
+#error "the tensor-core form (PAGED_MMA=1) takes the separate merge and occupancy splits only: add -DPAGED_MMA=0"
+#endif
+#if PAGED_MMA_PREFETCH && !PAGED_MMA
+#error "PAGED_MMA_PREFETCH is a variant of the tensor-core form (PAGED_MMA=1)"
 #endif
 
 namespace {
@@ -156,7 +163,7 @@ __device__ void merge_head(const Params& p, int64_t bh, int d) {
   p.o[bh * kD + d] = __float2bfloat16_rn(den > 0.f ? num / den : 0.f);
 }
 
-#if !PAGED_MMA  // the CUDA-core form (the default, merge_fused, cp_async)
+#if !PAGED_MMA  // the CUDA-core form (variants cuda_cores, merge_fused, cp_async)
 /// One stream's running softmax for the 4 query heads over the 8 elements of its lane.
 struct StreamState {
   float m[kGroup], l[kGroup], acc[kGroup][kElems];
@@ -371,12 +378,12 @@ __global__ void __launch_bounds__(kThreads, kMinCtasPerSm) split_kv_decode(Param
 }
 #endif  // !PAGED_MMA
 
-/// The separate merge (the default; variant merge_fused merges in the decode kernel instead): a CTA
+/// The separate merge (variant merge_fused merges in the CUDA-core decode kernel instead): a CTA
 /// per (b, query head).
 __global__ void __launch_bounds__(kThreads) merge_splits(Params p) { merge_head(p, blockIdx.x, threadIdx.x); }
 
 #if PAGED_MMA
-// Variants mma / mma_prefetch: both products on the tensor cores (mma.sync m16n8k16, bf16 in,
+// The default (and variant mma_prefetch): both products on the tensor cores (mma.sync m16n8k16, bf16 in,
 // fp32 accumulate), one warp per (split, KV head, sequence), a CTA per (split, 4 KV heads,
 // sequence), so a CTA reads 1 KB of each token's K (and V) row of 2 KB whole. Per 16-token page:
 //   S^T (16 rows: 4 heads, the rest zero; 16 tokens) = Q . K^T: 2 n-tiles x 8 k-steps;

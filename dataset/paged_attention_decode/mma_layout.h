@@ -1,5 +1,5 @@
 #pragma once
-// paged_attention_decode — the fragment layout of the expert's tensor-core variants (mma,
+// paged_attention_decode — the fragment layout of the expert's tensor-core form (the default and
 // mma_prefetch; expert.cu): which K, V and q chunks lane (r = lane / 4, j = lane % 4) of a warp
 // loads for one 16-token page, how their words become mma.sync m16n8k16 fragments, and where the
 // lane's scores and accumulators sit. Plain C++ for host and device, so that expert.cu and the

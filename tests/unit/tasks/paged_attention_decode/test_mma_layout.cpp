@@ -1,4 +1,4 @@
-// paged_attention_decode: the fragment layout of the expert's tensor-core variants (mma,
+// paged_attention_decode: the fragment layout of the expert's tensor-core form (the default and
 // mma_prefetch), emulated lane by lane. Every lane of a warp gathers its chunks of one page as
 // mma_layout.h says (the same functions expert.cu calls), the fragments it builds are placed into
 // matrices by the PTX ISA's m16n8k16 layouts (A row-major 16 x 16, B column-major 16 x 8, C 16 x 8:

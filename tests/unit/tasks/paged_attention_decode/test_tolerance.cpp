@@ -25,21 +25,21 @@ using namespace d2k::tolerance_test;
 namespace {
 
 constexpr int kHq = 32, kHkv = 8, kGroup = 4, kD = 128, kPage = 16;
-constexpr int kStreams = 8, kUnroll = 4;  // expert.cu: 8 half-warp streams, 4 tokens each per step
+constexpr int kStreams = 8, kUnroll = 4;  // expert.cu cuda_cores: 8 half-warp streams, 4 tokens each per step
 constexpr float kLog2e = 1.44269504088896341f;
-constexpr std::int64_t kH200ResidentCtas = 132 * 4;     // 132 SMs x 4 CTAs (expert's launch bound)
+constexpr std::int64_t kH200ResidentCtas = 132 * 4;     // 132 SMs x 4 CTAs (cuda_cores' launch bound)
 constexpr std::int64_t kMmaKvHeadsPerCta = 4;           // expert.cu kMmaWarps
 constexpr std::int64_t kH200ResidentMmaCtas = 132 * 3;  // split_kv_decode_mma: 3 CTAs per SM
 
 enum class Variant {
-  kSplitKv,          ///< the expert: fp32 online softmax per stream, stream merge, split LSE merge
+  kSplitKv,          ///< variant cuda_cores: fp32 online softmax per stream, stream merge, split LSE merge
   kBf16Probs,        ///< as kSplitKv with each probability rounded to bf16 before it weights v
   kDropPartialPage,  ///< only whole pages: seq_len rounded down to a multiple of PAGE
   kNoRescaleMerge,   ///< each split keeps its own maximum; the merge adds (acc, l) without rescaling
   kBf16Accumulator,  ///< o's running sum held in bf16
   kForcedSplits,     ///< kSplitKv with the most splits the workspace allows (short splits, many merges)
   kBf16Scores,       ///< PyTorch's math path in bf16: scores rounded to bf16, probabilities too
-  kMmaPages,         ///< expert variants mma / mma_prefetch: a warp per (split, KV head) walks its
+  kMmaPages,         ///< the expert (and mma_prefetch): a warp per (split, KV head) walks its
                      ///< pages, unscaled bf16 q.k in fp32 then scaled, one softmax update per page,
                      ///< p weighting v as a bf16 high + low pair, 4 KV heads per CTA for the splits
 };
@@ -337,7 +337,7 @@ TEST(PagedAttentionDecodeTolerance, Bf16ProbabilitiesPass) {
 }
 
 TEST(PagedAttentionDecodeTolerance, TensorCorePagesWithSplitProbabilitiesPass) {
-  // Variants mma / mma_prefetch: their split count (4 KV heads per CTA) differs from the default's,
+  // The expert (tensor cores) and mma_prefetch: their split count (4 KV heads per CTA) differs from cuda_cores',
   // and the bf16 high + low pair keeps p to about 2^-16, so they sit near the fp32 form, well
   // inside the rule (bf16 p alone reaches 1.9e-3 of the 4e-3).
   for (const Case& c : cases()) {
