@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <chrono>
-#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 
@@ -98,21 +97,6 @@ bool last_words_written(const DevMem& slab, const BatchShape& b, const WorkloadP
   return std::none_of(host.begin(), host.end(), [](unsigned short w) { return w == kPoisonWord; });
 }
 
-/// kFirstLook, or the share in $D2K_TEST_FIRST_LOOK (a measurement knob: a late first look leaves
-/// the batch without looks, to measure what the looks cost the worker; the clock then reads late).
-double first_look_share() {
-  static const double share = [] {
-    const char* env = std::getenv(kFirstLookEnv);
-    if (!env || !*env) return kFirstLook;
-    char* end = nullptr;
-    const double v = std::strtod(env, &end);
-    if (*end || !(v > 0 && v <= 100))
-      throw std::runtime_error(fmt::format("{}={}: expected a share of the expected batch time in (0, 100]", kFirstLookEnv, env));
-    return v;
-  }();
-  return share;
-}
-
 /// Watches the slab on the parent's own stream until `end` decides (every call's outputs written,
 /// or a count that holds): first the last call's slot (cheap, polled often; honest batches run in
 /// order), then the whole slab. Returns the duration of its last whole-slab count (after the clock).
@@ -125,7 +109,7 @@ double watch_slab(const DevMem& slab, const BatchShape& b, const WorkloadPlan& p
   // GPU time-slices against the worker's kernels, so looks are few and late. A late look only
   // lengthens the parent's figure; a batch done before the first look gets a figure of
   // kFirstLook x the worker's median, below which the worker's median is trusted anyway.
-  std::this_thread::sleep_until(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(first_look_share() * expect_s)));
+  std::this_thread::sleep_until(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kFirstLook * expect_s)));
   const auto every = std::chrono::duration<double>(std::clamp(expect_s / 1000, 20e-6, 1e-3));
   const std::size_t last = b.calls - 1;
   while (seconds_since(t0) < timeout_s) {

@@ -40,8 +40,6 @@ inline constexpr double kConfirmSlack = 1.2;
 /// The parent's first look at the batch, as a share of the expected time (the worker's median x
 /// calls); looks follow every 1/1000 of it.
 inline constexpr double kFirstLook = 0.9;
-/// Overrides kFirstLook for a measurement of the looks' cost (docs/isolation.md); not for scoring.
-inline constexpr const char* kFirstLookEnv = "D2K_TEST_FIRST_LOOK";
 
 /// How many calls (at the worker's median `median_s`) and how the outputs are laid out. The worker's
 /// median only sizes the batch: a forged one makes the batch longer or shorter, never the bound looser.
