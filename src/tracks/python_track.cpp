@@ -58,8 +58,9 @@ py::Bridge* bridge_for(const std::filesystem::path& artifact, py::PyMode mode) {
   return nullptr;
 }
 
-/// Caches that a Python worker writes go to its scratch folder (HOME), never to a shared one.
-void point_caches_at_scratch() {
+/// The Python runtime's environment in a worker: its caches in the worker's scratch folder (HOME),
+/// never a shared one, and inductor compiling in the worker's own thread.
+void set_runtime_environment() {
   const char* home = std::getenv("HOME");
   const std::string base = home && *home ? home : "/tmp";
   ::setenv("TRITON_CACHE_DIR", (base + "/triton-cache").c_str(), 1);
@@ -95,7 +96,7 @@ void PythonTrack::configure_worker(SandboxOptions& so) const {
 }
 
 void PythonTrack::start_runtime(const std::filesystem::path&) const {
-  point_caches_at_scratch();
+  set_runtime_environment();
   py::Bridge* b = started_bridge();
   if (!b) return;
   std::string errors;
@@ -110,7 +111,7 @@ void PythonTrack::start_runtime(const std::filesystem::path&) const {
 }
 
 void PythonTrack::prepare(const std::filesystem::path& artifact, const std::vector<WorkloadShape>& shapes) const {
-  point_caches_at_scratch();
+  set_runtime_environment();
   py::Bridge* b = bridge_for(artifact, mode_);
   if (!b || shapes.empty()) return;
   std::string errors;
