@@ -129,13 +129,33 @@ std::string rule_text(const CompareSpec& s) {
   return s.rule;
 }
 
-/// Elements a rule with `matched_ratio` lets fail: floor((1 - matched_ratio) * n).
-std::int64_t allowed_mismatches(double matched_ratio, std::int64_t n) {
-  const double allowed = std::floor((1.0 - matched_ratio) * static_cast<double>(n) + 1e-9);
-  return allowed > 0 ? static_cast<std::int64_t>(allowed) : 0;
-}
+
 
 }  // namespace
+
+/// Elements a rule with `matched_ratio` lets fail. 1 - matched_ratio is the share of elements an
+/// honest computation may miss by chance (a value within its arithmetic's error of a rounding
+/// boundary: docs/task-format.md), so the count it misses in n elements is Poisson with mean
+/// lambda = (1 - matched_ratio) * n, and the rule allows the count that such a kernel exceeds with
+/// probability below kChanceMissRisk. floor(lambda) alone failed honest kernels wherever lambda is
+/// near 1: the H200 saw fused_add_rmsnorm's expert miss 2 of 1360 elements by one ulp on a hidden
+/// 34x40 workload, against an allowance of 1. At large n the allowance is lambda + ~4.8 sqrt(lambda).
+std::int64_t allowed_mismatches(double matched_ratio, std::int64_t n) {
+  const double lambda = (1.0 - matched_ratio) * static_cast<double>(n);
+  if (!(lambda > 1e-12)) return 0;
+  if (lambda > 500) {  // normal approximation with the skew term; exp(-lambda) would underflow
+    constexpr double z = 4.7534;  // one-sided normal quantile of kChanceMissRisk
+    return static_cast<std::int64_t>(std::ceil(lambda + z * std::sqrt(lambda) + (z * z + 2) / 6));
+  }
+  double pmf = std::exp(-lambda), tail = 1.0 - pmf;  // P(X = k), P(X > k)
+  std::int64_t k = 0;
+  while (tail >= kChanceMissRisk) {
+    ++k;
+    pmf *= lambda / static_cast<double>(k);
+    tail -= pmf;
+  }
+  return k;
+}
 
 CompareResult finalize_dense(const CompareSpec& spec, const ElemStats& s, const ElemStats* s2, std::int64_t n,
                              const std::vector<std::int64_t>& shape, double first_e, double first_a,

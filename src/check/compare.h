@@ -86,13 +86,22 @@ struct CompareOptions {
   const HostTensor* actual_values = nullptr;
 };
 
+/// A rule's `matched_ratio` bounds the share of elements an honest computation misses by chance;
+/// the count allowed in n elements is what a kernel missing exactly that share exceeds with
+/// probability below this (the Poisson tail at mean (1 - matched_ratio) * n).
+namespace check {
+inline constexpr double kChanceMissRisk = 1e-6;
+std::int64_t allowed_mismatches(double matched_ratio, std::int64_t n);
+}  // namespace check
+
 /// Compares one output by spec.rule:
 ///  allclose: element fails only when |a-e| > atol and |a-e| > rtol*|e|; passes when at most
-///            (1 - matched_ratio) * n elements fail and (max_error_cap > 0) max |a-e| <= cap;
+///            check::allowed_mismatches(matched_ratio, n) elements fail and (max_error_cap > 0)
+///            max |a-e| <= cap;
 ///  ulp:      element fails when |a-e| > ulps * ulp(e), ulp(e) the spacing of actual's type at
 ///            the expected value (check/compare_core.h: ulp_of); passes when at most
-///            (1 - matched_ratio) * n elements fail and (max_ulps >= 0) no element is off by more
-///            than max_ulps;
+///            check::allowed_mismatches(matched_ratio, n) elements fail and (max_ulps >= 0) no element
+///            is off by more than max_ulps;
 ///  rel_l2:   ||a-e||2 / ||e||2 <= tol (fp64 sums); mismatches counts elements with
 ///            |a-e| > tol * rms(e), for diagnosis;
 ///  exact:    equal values (integers compared as int64; -0 == 0; NaN matches NaN);
