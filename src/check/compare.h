@@ -91,6 +91,8 @@ struct CompareOptions {
 /// probability below this (the Poisson tail at mean (1 - matched_ratio) * n).
 namespace check {
 inline constexpr double kChanceMissRisk = 1e-6;
+/// ... but never more than this many times the stated share: a one-element output stays exact.
+inline constexpr double kMissShareCap = 10;
 std::int64_t allowed_mismatches(double matched_ratio, std::int64_t n);
 }  // namespace check
 
