@@ -113,8 +113,9 @@ for t in traces(f"{out}/bench_rmsnorm_graph.jsonl"):
         print(f"FAIL %SOL above 100 for {t['target']} {axes}"); ok = False
     if g and ratio > 1.02:
         print(f"FAIL graph slower than eager beyond noise for {t['target']} {axes}"); ok = False
-ok = ok and rows > 0  # no row read: nothing shown
-print("PASS rmsnorm %SOL <= 100 and graph <= eager" if ok else "FAIL rmsnorm %SOL or graph column")
+if os.path.exists(f"{out}/bench_rmsnorm_graph.jsonl"):  # the graph step ran (D2K_MEASURE_STEPS)
+    ok = ok and rows > 0  # no row read: nothing shown
+    print("PASS rmsnorm %SOL <= 100 and graph <= eager" if ok else "FAIL rmsnorm %SOL or graph column")
 honest_ok = True
 
 hacks, fallbacks, lost, timed, viol = 0, 0, 0, 0, 0
