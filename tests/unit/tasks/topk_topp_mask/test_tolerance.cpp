@@ -200,7 +200,6 @@ Row row_of(const WorkloadPlan& p, const HostTensor& logits, std::int64_t b) {
   return {logits.as<float>() + b * V, V, scalar(p, "k").i, scalar(p, "top_p").f, scalar(p, "temperature").f};
 }
 
-
 HostTensor emulate_expert(const Case& c, ExpertTrace& trace, StatsForm form = StatsForm::kFp64) {
   HostTensor out("probs", DType::f32, {c.axis("B"), c.axis("V")});
   for (std::int64_t b = 0; b < c.axis("B"); ++b)

@@ -117,7 +117,6 @@ HostTensor emulate(Variant v, const WorkloadPlan& p, const std::vector<HostTenso
   return y;
 }
 
-
 // ---- the expert kernel's dataflow, lane by lane --------------------------------------------------
 // expert.cu feeds mma.sync m16n8k16 with a k order of its own (pairs (q_j, q_{j+4}) of a word in
 // slots (2t, 2t+1) and (2t+8, 2t+9), x permuted alike by byte_perm) and reduces split-K over warps.
