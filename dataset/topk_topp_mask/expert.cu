@@ -222,8 +222,6 @@ __host__ __device__ inline int64_t lmin(int64_t a, int64_t b) { return a < b ? a
 
 // ---- slices of a row, with 16-byte accesses where the alignment allows ----------------------
 
-/// Calls f(x, i) for every logit i in [beg, end) of the row at `rowp` (unaligned head and tail
-/// scalar, the body as float4, four loads in flight per thread).
 /// Row loads: evict-first (the row's last read) or, with kKeep, cached in L2 only with the
 /// default policy (a read the next pass repeats soon; L1 would not keep it that long).
 template <bool kKeep>
@@ -232,6 +230,19 @@ __device__ __forceinline__ float4 load_row(const float4* p) {
   else return __ldcs(p);
 }
 
+/// f(x, i) on the four logits of q, the first of them logit i.
+template <class F>
+__device__ __forceinline__ void each_of4(const float4& q, int64_t i, F& f) {
+  f(q.x, i);
+  f(q.y, i + 1);
+  f(q.z, i + 2);
+  f(q.w, i + 3);
+}
+
+/// Calls f(x, i) for every logit i in [beg, end) of the row at `rowp` (unaligned head and tail
+/// scalar, the body as float4, four loads in flight per thread): the row loads of every pass
+/// that reads logits (statistics, refinement digits, candidates, and the persistent form's two
+/// reads).
 template <bool kKeep = false, class F>
 __device__ __forceinline__ void for_slice(const float* rowp, int64_t beg, int64_t end, F&& f) {
   const float* p = rowp + beg;
@@ -247,22 +258,9 @@ __device__ __forceinline__ void for_slice(const float* rowp, int64_t beg, int64_
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) q[u] = load_row<kKeep>(pv + v + u * kThreads);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = beg + head + 4 * (v + u * kThreads);
-      f(q[u].x, i);
-      f(q[u].y, i + 1);
-      f(q[u].z, i + 2);
-      f(q[u].w, i + 3);
-    }
+    for (int u = 0; u < kUnroll; ++u) each_of4(q[u], beg + head + 4 * (v + u * kThreads), f);
   }
-  for (; v < nv; v += kThreads) {
-    const float4 q = load_row<kKeep>(pv + v);
-    const int64_t i = beg + head + 4 * v;
-    f(q.x, i);
-    f(q.y, i + 1);
-    f(q.z, i + 2);
-    f(q.w, i + 3);
-  }
+  for (; v < nv; v += kThreads) each_of4(load_row<kKeep>(pv + v), beg + head + 4 * v, f);
   for (int64_t i = head + 4 * nv + threadIdx.x; i < n; i += blockDim.x) f(p[i], beg + i);
 }
 
@@ -295,6 +293,17 @@ struct ThreadStats {
     return s;
   }
 };
+
+/// The first read of a slice: each logit's first key digit into the shared histogram h and the
+/// logit into the thread's statistics (stats_kernel, and reread_kernel's first read).
+template <bool kKeep>
+__device__ __forceinline__ void stats_slice(const float* rowp, int64_t beg, int64_t end, std::uint32_t* h,
+                                            ThreadStats& ts, float c) {
+  for_slice<kKeep>(rowp, beg, end, [&](float x, int64_t) {
+    hist_add(h, topk::digit(topk::order_key(x), 0));
+    ts.add(x, c);
+  });
+}
 
 /// Shared scratch of block_stats (plain arrays: a __shared__ object cannot have initialisers).
 struct StatsScratch {
@@ -426,10 +435,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stats_kernel(Params P) {
   const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
   const float c = P.c;
   ThreadStats ts;
-  for_slice<kReverseCollect>(P.x + row * P.V, beg, end, [&](float x, int64_t) {
-    hist_add(h, topk::digit(topk::order_key(x), 0));
-    ts.add(x, c);
-  });
+  stats_slice<kReverseCollect>(P.x + row * P.V, beg, end, h, ts, c);
   const Stats s = block_stats(ts.done(), c, scratch);
   if (threadIdx.x == 0) P.part[row * P.S + slice] = s;
   if (!merge_hist(P, row, slice, kMaxBins, h)) return;
@@ -672,10 +678,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) reread_kernel(Params P) 
     const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
     // (1) statistics and the first digit; the L2 keeps the slice for (2)
     ThreadStats ts;
-    for_slice<true>(P.x + row * P.V, beg, end, [&](float x, int64_t) {
-      hist_add(h, topk::digit(topk::order_key(x), 0));
-      ts.add(x, c);
-    });
+    stats_slice<true>(P.x + row * P.V, beg, end, h, ts, c);
     const Stats s = block_stats(ts.done(), c, scratch);  // its barrier also ends the histogram's updates
     if (threadIdx.x == 0) P.part[row * P.S + slice] = s;
     std::uint32_t* rh = P.row_hist + row * kMaxBins;

@@ -76,6 +76,15 @@ inline Case make_case(const Task& t, const LoadedImpl& reference, const Workload
   return c;
 }
 
+/// A Case for each of `workloads`, all drawn with `seed` (e.g. a suite's check workloads, or hidden draws).
+inline std::vector<Case> make_cases(const Task& t, const LoadedImpl& reference, const std::vector<Workload>& workloads,
+                                    std::uint64_t seed) {
+  std::vector<Case> out;
+  out.reserve(workloads.size());
+  for (const Workload& w : workloads) out.push_back(make_case(t, reference, w, seed));
+  return out;
+}
+
 inline LoadedImpl load_reference(const std::string& task) {
   return load_impl(std::filesystem::path(D2K_BINARY_DIR) / "impl" / task / "reference.so");
 }
@@ -92,9 +101,7 @@ class TaskSuite : public ::testing::Test {
   static void SetUpTestSuite() {
     task_ = new Task(load_pilot(Derived::kTask));
     ref_ = new LoadedImpl(load_reference(Derived::kTask));
-    cases_ = new std::vector<Case>;
-    for (const Workload& w : check_workloads(*task_, extra()))
-      cases_->push_back(make_case(*task_, *ref_, w, seed()));
+    cases_ = new std::vector<Case>(make_cases(*task_, *ref_, check_workloads(*task_, extra()), seed()));
   }
   static void TearDownTestSuite() {
     delete cases_;

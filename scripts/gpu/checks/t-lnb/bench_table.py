@@ -11,37 +11,27 @@ records.
 Usage: python3 bench_table.py FILE.jsonl...
        python3 bench_table.py --variants VARIANTS.jsonl
 """
-import json
 import math
 import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import bench_records  # noqa: E402
 
 COPY_BW = 4.26e12  # bytes/s, the calibrated copy bandwidth (docs/results/calibrate-2026-11-29.md)
 BAR_PCT = 80.0  # issue #15: the expert at >= 80% of SOL on every bench row
 
 
+def measure(wl, rec):
+    """(median us, d2k % of SOL, % of the copy bandwidth) of one bench record."""
+    T, H = wl["axes"]["T"], wl["axes"]["H"]
+    t_us = rec["performance"]["median_us"]
+    return t_us, rec["roofline"]["pct_sol"], bench_records.copy_pct(6 * T * H + 8 * T + 12 * H, t_us, COPY_BW)
+
+
 def load(paths):
-    """rows[uuid][target] = (median us, d2k % of SOL, % of the copy bandwidth), target order, failures."""
-    rows, order, bad = {}, [], []
-    for path in paths:
-        if not os.path.exists(path):
-            bad.append(f"{path}: missing (the bench did not finish)")
-            continue
-        for line in open(path):
-            rec = json.loads(line)
-            wl, target = rec["workload"], rec["target"]
-            if rec["status"] != "PASSED":
-                bad.append(f"{target} {wl['uuid']}: {rec['status']} {rec.get('message', '')[:160]}")
-                continue
-            if wl["role"] != "bench" or not rec.get("performance"):
-                continue
-            if target not in order:
-                order.append(target)
-            T, H = wl["axes"]["T"], wl["axes"]["H"]
-            t_us = rec["performance"]["median_us"]
-            copy = 100 * (6 * T * H + 8 * T + 12 * H) / COPY_BW / (t_us * 1e-6)
-            rows.setdefault(wl["uuid"], {})[target] = (t_us, rec["roofline"]["pct_sol"], copy)
-    return rows, order, bad
+    """rows[uuid][target] = measure(...), target order, failures."""
+    return bench_records.load(paths, measure)
 
 
 def short(uuid):
@@ -54,11 +44,10 @@ def cell(m):
 
 def bars(paths):
     rows, order, bad = load(paths)
-    print("| workload | " + " | ".join(order) + " |")
-    print("| --- |" + " --- |" * len(order))
+    bench_records.print_header(order)
     misses = []
     for uuid, per in rows.items():
-        print(f"| {short(uuid)} | " + " | ".join(cell(per[t]) if t in per else "-" for t in order) + " |")
+        bench_records.print_row(short(uuid), [cell(per[t]) if t in per else "-" for t in order])
         if "expert" in per:
             e = per["expert"][0]
             ups = ", ".join(f"{e and per[t][0] / e:.2f}x vs {t}" for t in order if t in per and t != "expert")
@@ -68,8 +57,7 @@ def bars(paths):
             for t in ("naive", "torch_eager"):
                 if t in per and per[t][0] < 2 * e:
                     misses.append(f"{uuid}: expert only {per[t][0] / e:.2f}x {t} (< 2x)")
-    for b in bad:
-        print("NOT PASSED", b)
+    bench_records.print_not_passed(bad)
     for m in misses:
         print("BAR MISSED", m)
     return len(bad) + len(misses)
@@ -77,12 +65,11 @@ def bars(paths):
 
 def variants(path):
     rows, order, bad = load([path])
-    print("| workload | " + " | ".join(order) + " |")
-    print("| --- |" + " --- |" * len(order))
+    bench_records.print_header(order)
     for uuid, per in rows.items():
         e = per.get("expert", (None,))[0]
         cells = [cell(per[t]) + (f" {e / per[t][0]:.2f}x" if e else "") if t in per else "-" for t in order]
-        print(f"| {short(uuid)} | " + " | ".join(cells) + " |")
+        bench_records.print_row(short(uuid), cells)
     best, best_gm = None, math.inf
     for t in order:
         got = [per[t] for per in rows.values() if t in per]
@@ -99,8 +86,7 @@ def variants(path):
             best, best_gm = t, gm
     if best:
         print(f"FASTEST {best} (geometric mean of the medians over {len(rows)} bench rows)")
-    for b in bad:
-        print("NOT PASSED", b)
+    bench_records.print_not_passed(bad)
     return len(bad)
 
 

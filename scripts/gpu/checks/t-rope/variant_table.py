@@ -7,9 +7,11 @@ recomputed here from the workload's axes). Graph-mode times, where the trace has
 column. Targets that did not pass are listed with their status; the exit status counts them.
 Usage: python3 variant_table.py FILE.jsonl...
 """
-import json
 import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import bench_records  # noqa: E402
 
 COPY_BW = 4.26e12  # bytes/s, the calibrated copy bandwidth
 D = 128
@@ -20,29 +22,17 @@ def cost_bytes(ax):
     return 4 * T * (Hq + 2 * Hkv) * D + 4 * D + 8 * T + 4 * D * min(T, P)
 
 
+def measure(wl, rec):
+    """(median us, d2k % of SOL, % of the copy bandwidth, graph-mode median us or None)."""
+    perf = rec["performance"]
+    t_us = perf["median_us"]
+    pct_copy = bench_records.copy_pct(cost_bytes(wl["axes"]), t_us, COPY_BW)
+    return t_us, rec["roofline"]["pct_sol"], pct_copy, perf.get("graph_median_us")
+
+
 def main(paths):
-    rows, bad, order = {}, [], []
-    for path in paths:
-        if not os.path.exists(path):
-            bad.append(f"{path}: missing (the bench did not finish)")
-            continue
-        for line in open(path):
-            rec = json.loads(line)
-            wl, target = rec["workload"], rec["target"]
-            if rec["status"] != "PASSED":
-                bad.append(f"{target} {wl['uuid']}: {rec['status']} {rec.get('message', '')[:160]}")
-                continue
-            if wl["role"] != "bench" or not rec.get("performance"):
-                continue
-            if target not in order:
-                order.append(target)
-            perf = rec["performance"]
-            t_us = perf["median_us"]
-            pct_copy = 100 * cost_bytes(wl["axes"]) / COPY_BW / (t_us * 1e-6)
-            graph = perf.get("graph_median_us")
-            rows.setdefault(wl["uuid"], {})[target] = (t_us, rec["roofline"]["pct_sol"], pct_copy, graph)
-    print("| workload | " + " | ".join(order) + " |")
-    print("| --- |" + " --- |" * len(order))
+    rows, order, bad = bench_records.load(paths, measure)
+    bench_records.print_header(order)
     for uuid, per in rows.items():
         cells = []
         for t in order:
@@ -52,9 +42,8 @@ def main(paths):
             t_us, sheet, copy, graph = per[t]
             g = f", graph {graph:.1f} us" if graph else ""
             cells.append(f"{t_us:.1f} us {sheet:.1f}% ({copy:.1f}% of copy){g}")
-        print(f"| {uuid.replace('rope_qk_norm-bench-', '')} | " + " | ".join(cells) + " |")
-    for b in bad:
-        print("NOT PASSED", b)
+        bench_records.print_row(uuid.replace("rope_qk_norm-bench-", ""), cells)
+    bench_records.print_not_passed(bad)
     return len(bad)
 
 

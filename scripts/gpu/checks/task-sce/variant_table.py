@@ -6,40 +6,25 @@ uncalibrated d2k scores against the datasheet (4.8 TB/s on the H200) while a cop
 Targets that did not pass are listed with their status; the exit status counts them.
 Usage: python3 variant_table.py FILE.jsonl...
 """
-import json
 import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import bench_records  # noqa: E402
 
 COPY_BW = 4.26e12  # bytes/s, the calibrated copy bandwidth
 
 
+def measure(wl, rec):
+    """(median us, d2k % of SOL, % of the copy bandwidth) of one bench record."""
+    t_us = rec["performance"]["median_us"]
+    T, V = wl["axes"]["T"], wl["axes"]["V"]
+    return t_us, rec["roofline"]["pct_sol"], bench_records.copy_pct(4 * T * V + 12 * T, t_us, COPY_BW)
+
+
 def main(paths):
-    rows, bad = {}, []
-    order = []
-    for path in paths:
-        if not os.path.exists(path):
-            bad.append(f"{path}: missing (the bench did not finish)")
-            continue
-        with open(path) as f:
-            for line in f:
-                rec = json.loads(line)
-                wl = rec["workload"]
-                target = rec["target"]
-                if rec["status"] != "PASSED":
-                    bad.append(f"{target} {wl['uuid']}: {rec['status']} {rec.get('message', '')[:160]}")
-                    continue
-                if wl["role"] != "bench" or not rec.get("performance"):
-                    continue
-                if target not in order:
-                    order.append(target)
-                t_us = rec["performance"]["median_us"]
-                T, V = wl["axes"]["T"], wl["axes"]["V"]
-                nbytes = 4 * T * V + 12 * T
-                pct_sheet = rec["roofline"]["pct_sol"]
-                pct_copy = 100 * nbytes / COPY_BW / (t_us * 1e-6)
-                rows.setdefault(wl["uuid"], {})[target] = (t_us, pct_sheet, pct_copy)
-    print("| workload | " + " | ".join(order) + " |")
-    print("| --- |" + " --- |" * len(order))
+    rows, order, bad = bench_records.load(paths, measure)
+    bench_records.print_header(order)
     for uuid, per in rows.items():
         cells = []
         for t in order:
@@ -48,9 +33,8 @@ def main(paths):
                 cells.append(f"{t_us:.1f} us {sheet:.1f}% ({copy:.1f}% of copy)")
             else:
                 cells.append("-")
-        print(f"| {uuid.replace('softmax_cross_entropy-bench-', '')} | " + " | ".join(cells) + " |")
-    for b in bad:
-        print("NOT PASSED", b)
+        bench_records.print_row(uuid.replace("softmax_cross_entropy-bench-", ""), cells)
+    bench_records.print_not_passed(bad)
     return len(bad)
 
 

@@ -18,22 +18,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "check/compare.h"
-#include "core/diagnostics.h"
 #include "core/dtype.h"
-#include "core/task_loader.h"
-#include "core/workload.h"
-#include "engine/host_backend.h"
-#include "engine/plan.h"
-#include "exec/loader.h"
+#include "unit/tasks/task_harness.h"
 
-namespace fs = std::filesystem;
 using namespace d2k;
+using namespace d2k::tolerance_test;
 
 namespace {
 
@@ -48,16 +41,6 @@ enum class Variant {
 };
 
 constexpr std::int64_t kBlock = 128;
-
-const Task& task() {
-  static const Task t = [] {
-    Diagnostics diag;
-    Task loaded = load_task(fs::path(D2K_SOURCE_DIR) / "dataset/fp8_blockwise_gemm", diag);
-    if (!diag.ok()) throw std::runtime_error("fp8_blockwise_gemm does not load: " + diag.format());
-    return loaded;
-  }();
-  return t;
-}
 
 std::int64_t axis(const WorkloadPlan& p, const std::string& name) { return p.axes.at(name); }
 
@@ -152,26 +135,8 @@ HostTensor emulate(Variant v, const WorkloadPlan& p, const std::vector<HostTenso
   return c;
 }
 
-struct Case {
-  WorkloadPlan plan;
-  std::vector<HostTensor> inputs, golden;
-};
-
-std::vector<Case> make_cases(const std::vector<Workload>& workloads, std::uint64_t seed) {
-  LoadedImpl ref = load_impl(fs::path(D2K_BINARY_DIR) / "impl/fp8_blockwise_gemm/reference.so");
-  std::vector<Case> out;
-  for (const Workload& w : workloads) {
-    Case c{make_plan(task(), w), {}, {}};
-    c.inputs = generate_inputs_host(c.plan, seed);
-    c.golden = poisoned_outputs(c.plan, 0xA5);
-    run_host(ref, c.plan, c.inputs, c.golden);
-    out.push_back(std::move(c));
-  }
-  return out;
-}
-
 CompareResult judge(Variant v, const Case& c) {
-  return compare(c.plan.outputs.at(0).cmp, c.golden.at(0), emulate(v, c.plan, c.inputs));
+  return compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate(v, c.plan, c.inputs));
 }
 
 void report(const char* what, const Case& c, const CompareResult& r) {
@@ -179,22 +144,10 @@ void report(const char* what, const Case& c, const CompareResult& r) {
               r.max_abs_error, r.passed ? "pass" : "FAIL");
 }
 
-class Fp8GemmTolerance : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    std::vector<Workload> checks;
-    for (const Workload& w : task().workloads)
-      if (w.role == WorkloadRole::check) checks.push_back(w);
-    cases_ = new std::vector<Case>(make_cases(checks, kSeed));
-  }
-  static void TearDownTestSuite() {
-    delete cases_;
-    cases_ = nullptr;
-  }
-  static constexpr std::uint64_t kSeed = 1;
-  static std::vector<Case>* cases_;
+class Fp8GemmTolerance : public TaskSuite<Fp8GemmTolerance> {
+ public:
+  static constexpr const char* kTask = "fp8_blockwise_gemm";
 };
-std::vector<Case>* Fp8GemmTolerance::cases_ = nullptr;
 
 TEST_F(Fp8GemmTolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 8u);
@@ -212,10 +165,10 @@ TEST_F(Fp8GemmTolerance, CheckWorkloadsCoverTheEdges) {
 
 TEST_F(Fp8GemmTolerance, GoldenIsNotTrivial) {
   for (const Case& c : *cases_) {
-    const auto* g = c.golden.at(0).as<std::uint16_t>();
+    const auto* g = c.expected.at(0).as<std::uint16_t>();
     std::int64_t nonzero = 0;
-    for (std::int64_t i = 0; i < c.golden.at(0).numel(); ++i) nonzero += (g[i] & 0x7FFF) != 0;
-    EXPECT_GT(nonzero, c.golden.at(0).numel() / 2) << c.plan.workload.uuid;
+    for (std::int64_t i = 0; i < c.expected.at(0).numel(); ++i) nonzero += (g[i] & 0x7FFF) != 0;
+    EXPECT_GT(nonzero, c.expected.at(0).numel() / 2) << c.plan.workload.uuid;
   }
 }
 
@@ -275,9 +228,10 @@ TEST_F(Fp8GemmTolerance, Bf16AccumulationFails) {
 // Hidden draws (M, N up to hidden_max, N a multiple of 8, K up to 1024) under the definition's rule:
 // the honest arithmetic passes there too.
 TEST(Fp8GemmHidden, HonestArithmeticPassesHiddenDraws) {
-  const std::vector<Workload> hidden = draw_hidden_workloads(task().def, 12345, 6);
+  const Task task = load_pilot("fp8_blockwise_gemm");
+  const std::vector<Workload> hidden = draw_hidden_workloads(task.def, 12345, 6);
   ASSERT_FALSE(hidden.empty());
-  for (const Case& c : make_cases(hidden, 3)) {
+  for (const Case& c : make_cases(task, load_reference("fp8_blockwise_gemm"), hidden, 3)) {
     std::printf("%s: M %lld N %lld K %lld\n", c.plan.workload.uuid.c_str(), static_cast<long long>(axis(c.plan, "M")),
                 static_cast<long long>(axis(c.plan, "N")), static_cast<long long>(axis(c.plan, "K")));
     for (Variant v : {Variant::kExpert, Variant::kNaive}) {

@@ -15,22 +15,16 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "check/compare.h"
-#include "core/diagnostics.h"
 #include "core/dtype.h"
-#include "core/task_loader.h"
-#include "core/workload.h"
-#include "engine/host_backend.h"
-#include "engine/plan.h"
-#include "exec/loader.h"
 #include "gelu_tanh.h"
+#include "unit/tasks/task_harness.h"
 
-namespace fs = std::filesystem;
 using namespace d2k;
+using namespace d2k::tolerance_test;
 
 namespace {
 
@@ -51,16 +45,6 @@ float bf16_round(float v) {
   std::uint16_t b = 0;
   store_from_double(DType::bf16, &b, v);
   return static_cast<float>(load_as_double(DType::bf16, &b));
-}
-
-const Task& task() {
-  static const Task t = [] {
-    Diagnostics diag;
-    Task loaded = load_task(fs::path(D2K_SOURCE_DIR) / "dataset/gemm_bias_gelu", diag);
-    if (!diag.ok()) throw std::runtime_error("gemm_bias_gelu does not load: " + diag.format());
-    return loaded;
-  }();
-  return t;
 }
 
 std::int64_t axis(const WorkloadPlan& p, const std::string& name) { return p.axes.at(name); }
@@ -127,42 +111,14 @@ HostTensor emulate(Variant v, const WorkloadPlan& p, const std::vector<HostTenso
   return out;
 }
 
-struct Case {
-  WorkloadPlan plan;
-  std::vector<HostTensor> inputs, golden;
-};
-
-Case make_case(const LoadedImpl& ref, const Workload& w, std::uint64_t seed) {
-  Case c{make_plan(task(), w), {}, {}};
-  c.inputs = generate_inputs_host(c.plan, seed);
-  c.golden = poisoned_outputs(c.plan, 0xA5);
-  run_host(ref, c.plan, c.inputs, c.golden);
-  return c;
-}
-
 CompareResult judge(Variant v, const Case& c) {
-  return compare(c.plan.outputs.at(0).cmp, c.golden.at(0), emulate(v, c.plan, c.inputs));
+  return compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate(v, c.plan, c.inputs));
 }
 
-LoadedImpl load_reference() { return load_impl(fs::path(D2K_BINARY_DIR) / "impl/gemm_bias_gelu/reference.so"); }
-
-class GemmBiasGeluTolerance : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    LoadedImpl ref = load_reference();
-    cases_ = new std::vector<Case>;
-    for (const Workload& w : task().workloads)
-      if (w.role == WorkloadRole::check) cases_->push_back(make_case(ref, w, kSeed));
-  }
-  static void TearDownTestSuite() {
-    delete cases_;
-    cases_ = nullptr;
-  }
-  static constexpr std::uint64_t kSeed = 1;
-  static std::vector<Case>* cases_;
+class GemmBiasGeluTolerance : public TaskSuite<GemmBiasGeluTolerance> {
+ public:
+  static constexpr const char* kTask = "gemm_bias_gelu";
 };
-
-std::vector<Case>* GemmBiasGeluTolerance::cases_ = nullptr;
 
 TEST_F(GemmBiasGeluTolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 7u);  // every check workload of workloads.jsonl
@@ -298,11 +254,12 @@ TEST(GemmBiasGeluForm, TanhFormCancelsInTheNegativeTail) {
 // Hidden draws (odd M, N and K multiples of 8 that are not multiples of 64 or 128): the fused and
 // the eager emulations pass, the bf16 accumulator fails where K is long.
 TEST(GemmBiasGeluHidden, HonestEmulationsPassHiddenDraws) {
-  LoadedImpl ref = load_reference();
-  const std::vector<Workload> hidden = draw_hidden_workloads(task().def, 12345, 6);
+  const Task task = load_pilot("gemm_bias_gelu");
+  const LoadedImpl ref = load_reference("gemm_bias_gelu");
+  const std::vector<Workload> hidden = draw_hidden_workloads(task.def, 12345, 6);
   ASSERT_FALSE(hidden.empty());
   for (const Workload& w : hidden) {
-    const Case c = make_case(ref, w, 3);
+    const Case c = make_case(task, ref, w, 3);
     const std::int64_t K = axis(c.plan, "K");
     std::printf("%s: M %lld, N %lld, K %lld\n", w.uuid.c_str(), static_cast<long long>(axis(c.plan, "M")),
                 static_cast<long long>(axis(c.plan, "N")), static_cast<long long>(K));

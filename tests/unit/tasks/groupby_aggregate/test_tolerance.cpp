@@ -221,28 +221,18 @@ Inputs inputs_of(const Case& c) {
 
 bool has(const std::string& uuid, const char* part) { return uuid.find(part) != std::string::npos; }
 
-class GroupbyRules : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    task_ = new Task(load_pilot("groupby_aggregate"));
-    ref_ = new LoadedImpl(load_reference("groupby_aggregate"));
-  }
-  static void TearDownTestSuite() {
-    delete ref_;
-    delete task_;
-  }
-  static Task* task_;
-  static LoadedImpl* ref_;
+class GroupbyRules : public TaskSuite<GroupbyRules> {
+ public:
+  static constexpr const char* kTask = "groupby_aggregate";
+  static constexpr std::uint64_t kSeed = 0x5EED;
 };
-Task* GroupbyRules::task_ = nullptr;
-LoadedImpl* GroupbyRules::ref_ = nullptr;
 
 TEST_F(GroupbyRules, ExpertEmulationPassesOnEveryCheckWorkloadWithAndWithoutTheRerun) {
   Model plain, spill_early, global_only;
   spill_early.small_cap = 64;  // forces the overflow and the rerun on every workload with > 32 groups
   global_only.smem_slots = 0;  // the global_only variant
-  for (const Workload& w : check_workloads(*task_)) {
-    const Case c = make_case(*task_, *ref_, w, 0x5EED);
+  for (const Case& c : *cases_) {
+    const Workload& w = c.plan.workload;
     const Inputs in = inputs_of(c);
     for (const Model* m : {&plain, &spill_early, &global_only}) {
       const OutputsVerdict v = judge(c, to_outputs(c, expert_emulation(in.keys, in.vals, in.n, *m)));
@@ -259,8 +249,8 @@ TEST_F(GroupbyRules, WrongVariantsFailWhereTheirFaultShows) {
   no_rerun.small_cap = 64;
   no_rerun.rerun = false;
   int wraps = 0, mixed_signs = 0;
-  for (const Workload& w : check_workloads(*task_)) {
-    const Case c = make_case(*task_, *ref_, w, 0x5EED);
+  for (const Case& c : *cases_) {
+    const Workload& w = c.plan.workload;
     const Inputs in = inputs_of(c);
     const auto verdict = [&](const std::vector<Row>& rows) { return judge(c, to_outputs(c, rows)).status; };
     // Groups holding values of both signs (not N = 1, the negative-only values, one row per group).

@@ -99,12 +99,16 @@ std::vector<Workload> smallest_shapes() {
           shape("small-2x24x24", {{"B", 2}, {"M", 24}, {"N", 24}})};
 }
 
-/// The check shapes, and the thinnest shapes hidden workloads can draw (a side of 16).
-std::vector<Workload> shapes(const Task& t) {
-  return check_workloads(t, {shape("thin-16x256", {{"B", 1}, {"M", 16}, {"N", 256}}),
-                             shape("thin-256x16", {{"B", 1}, {"M", 256}, {"N", 16}}),
-                             shape("thin-17x251", {{"B", 2}, {"M", 17}, {"N", 251}})});
-}
+/// The suite's cases: the check shapes, and the thinnest shapes hidden workloads can draw (a side of 16).
+class ToleranceMuon : public TaskSuite<ToleranceMuon> {
+ public:
+  static constexpr const char* kTask = "muon_optimizer_step";
+  static constexpr std::uint64_t kSeed = 0x5EED;
+  static std::vector<Workload> extra_workloads(const Task&) {
+    return {shape("thin-16x256", {{"B", 1}, {"M", 16}, {"N", 256}}), shape("thin-256x16", {{"B", 1}, {"M", 256}, {"N", 16}}),
+            shape("thin-17x251", {{"B", 2}, {"M", 17}, {"N", 251}})};
+  }
+};
 
 double update_rel_l2(const OutputsVerdict& v) {
   for (const auto& c : v.checks)
@@ -112,18 +116,16 @@ double update_rel_l2(const OutputsVerdict& v) {
   return NAN;
 }
 
-TEST(ToleranceMuon, Bf16OperandsWithFp32AccumulationPassEveryCheckShape) {
-  const Task task = load_pilot("muon_optimizer_step");
-  const LoadedImpl ref = load_reference("muon_optimizer_step");
-  for (const Workload& w : shapes(task)) {
-    const Case c = make_case(task, ref, w, 0x5EED);
+TEST_F(ToleranceMuon, Bf16OperandsWithFp32AccumulationPassEveryCheckShape) {
+  for (const Case& c : *cases_) {
+    const std::string& uuid = c.plan.workload.uuid;
     const OutputsVerdict v = judge(c, run_variant(c, {}));
-    EXPECT_EQ(v.status, Status::PASSED) << w.uuid << ": " << v.message;
-    EXPECT_LT(update_rel_l2(v), 0.025) << w.uuid;  // spec.md: 0.015-0.021 at these shapes
+    EXPECT_EQ(v.status, Status::PASSED) << uuid << ": " << v.message;
+    EXPECT_LT(update_rel_l2(v), 0.025) << uuid;  // spec.md: 0.015-0.021 at these shapes
   }
   for (std::uint64_t seed = 1; seed <= 8; ++seed)
     for (const Workload& w : smallest_shapes()) {
-      const Case c = make_case(task, ref, w, seed);
+      const Case c = make_case(task(), *ref_, w, seed);
       const OutputsVerdict v = judge(c, run_variant(c, {}));
       EXPECT_EQ(v.status, Status::PASSED) << w.uuid << " seed " << seed << ": " << v.message;
     }
@@ -132,33 +134,27 @@ TEST(ToleranceMuon, Bf16OperandsWithFp32AccumulationPassEveryCheckShape) {
 // Fails at every check shape and wherever the long side is 64 or more. At the smallest shapes
 // (sides 16-24) bf16 accumulation over 16-24 terms lands 0.039-0.047, inside the bound that the
 // honest computation needs there (spec.md, "Tolerance").
-TEST(ToleranceMuon, Bf16AccumulationFails) {
-  const Task task = load_pilot("muon_optimizer_step");
-  const LoadedImpl ref = load_reference("muon_optimizer_step");
-  for (const Workload& w : shapes(task)) {
-    const Case c = make_case(task, ref, w, 0x5EED);
+TEST_F(ToleranceMuon, Bf16AccumulationFails) {
+  for (const Case& c : *cases_) {
+    const std::string& uuid = c.plan.workload.uuid;
     const OutputsVerdict v = judge(c, run_variant(c, {true, 5}));
-    EXPECT_EQ(v.status, Status::INCORRECT_NUMERICAL) << w.uuid << ": bf16 accumulation passes";
-    EXPECT_GT(update_rel_l2(v), 0.1) << w.uuid;  // spec.md: 0.11-0.16
+    EXPECT_EQ(v.status, Status::INCORRECT_NUMERICAL) << uuid << ": bf16 accumulation passes";
+    EXPECT_GT(update_rel_l2(v), 0.1) << uuid;  // spec.md: 0.11-0.16
   }
 }
 
-TEST(ToleranceMuon, FourNewtonSchulzStepsFail) {
-  const Task task = load_pilot("muon_optimizer_step");
-  const LoadedImpl ref = load_reference("muon_optimizer_step");
-  for (const Workload& w : shapes(task)) {
-    const Case c = make_case(task, ref, w, 0x5EED);
+TEST_F(ToleranceMuon, FourNewtonSchulzStepsFail) {
+  for (const Case& c : *cases_) {
+    const std::string& uuid = c.plan.workload.uuid;
     const OutputsVerdict v = judge(c, run_variant(c, {false, 4}));
-    EXPECT_EQ(v.status, Status::INCORRECT_NUMERICAL) << w.uuid << ": four steps pass";
+    EXPECT_EQ(v.status, Status::INCORRECT_NUMERICAL) << uuid << ": four steps pass";
   }
 }
 
 // spec.md: param_out is computed from the bf16 value written to update, so a user can rebuild
 // param_out from what the call returned. The golden agrees to fp32 rounding.
-TEST(ToleranceMuon, GoldenParamOutUsesTheWrittenBf16Update) {
-  const Task task = load_pilot("muon_optimizer_step");
-  const LoadedImpl ref = load_reference("muon_optimizer_step");
-  const Case c = make_case(task, ref, task.workloads[0], 0x5EED);
+TEST_F(ToleranceMuon, GoldenParamOutUsesTheWrittenBf16Update) {
+  const Case c = make_case(task(), *ref_, task().workloads[0], kSeed);
   const auto* param = static_cast<const float*>(c.in("param").data());
   const HostTensor& update = c.expected[c.out_index("update")];
   const auto* p_out = static_cast<const float*>(c.expected[c.out_index("param_out")].data());

@@ -9,22 +9,16 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
-#include <filesystem>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "check/compare.h"
-#include "core/diagnostics.h"
 #include "core/dtype.h"
-#include "core/task_loader.h"
-#include "core/workload.h"
-#include "engine/host_backend.h"
-#include "engine/plan.h"
-#include "exec/loader.h"
+#include "unit/tasks/task_harness.h"
 
-namespace fs = std::filesystem;
 using namespace d2k;
+using namespace d2k::tolerance_test;
 
 namespace {
 
@@ -51,16 +45,6 @@ float bf16_round(float v) { return bf16_bits_to_float(float_to_bf16_bits(v)); }
 struct Outputs {
   HostTensor loss, dlogits;
 };
-
-const Task& task() {
-  static const Task t = [] {
-    Diagnostics diag;
-    Task loaded = load_task(fs::path(D2K_SOURCE_DIR) / "dataset/softmax_cross_entropy", diag);
-    if (!diag.ok()) throw std::runtime_error("softmax_cross_entropy does not load");
-    return loaded;
-  }();
-  return t;
-}
 
 const ScalarPlan& scalar(const WorkloadPlan& p, const std::string& name) {
   for (const auto& s : p.scalars)
@@ -132,53 +116,23 @@ struct Verdict {
   bool passed() const { return loss.passed && dlogits.passed; }
 };
 
-class SoftmaxCrossEntropyTolerance : public ::testing::Test {
+class SoftmaxCrossEntropyTolerance : public TaskSuite<SoftmaxCrossEntropyTolerance> {
+ public:
+  static constexpr const char* kTask = "softmax_cross_entropy";
+
  protected:
-  struct Case {
-    WorkloadPlan plan;
-    std::vector<HostTensor> inputs, golden;
-  };
-
-  static void SetUpTestSuite() {
-    const fs::path so = fs::path(D2K_BINARY_DIR) / "impl/softmax_cross_entropy/reference.so";
-    LoadedImpl ref = load_impl(so);
-    cases_ = new std::vector<Case>;
-    for (const Workload& w : task().workloads) {
-      if (w.role != WorkloadRole::check) continue;
-      Case c{make_plan(task(), w), {}, {}};
-      c.inputs = generate_inputs_host(c.plan, kSeed);
-      c.golden = poisoned_outputs(c.plan, 0xA5);
-      run_host(ref, c.plan, c.inputs, c.golden);
-      cases_->push_back(std::move(c));
-    }
-  }
-  static void TearDownTestSuite() {
-    delete cases_;
-    cases_ = nullptr;
-  }
-
   static Verdict judge(Variant v, const Case& c) {
     Outputs o = emulate(v, c.plan, c.inputs);
-    return {compare(c.plan.outputs.at(0).cmp, c.golden.at(0), o.loss),
-            compare(c.plan.outputs.at(1).cmp, c.golden.at(1), o.dlogits)};
+    return {compare(c.plan.outputs.at(0).cmp, c.expected.at(0), o.loss),
+            compare(c.plan.outputs.at(1).cmp, c.expected.at(1), o.dlogits)};
   }
-  static const Case& by_uuid(const std::string& suffix) {
-    for (const Case& c : *cases_)
-      if (c.plan.workload.uuid == "softmax_cross_entropy-" + suffix) return c;
-    throw std::runtime_error("no check workload " + suffix);
-  }
-
-  static constexpr std::uint64_t kSeed = 1;
-  static std::vector<Case>* cases_;
 };
-
-std::vector<SoftmaxCrossEntropyTolerance::Case>* SoftmaxCrossEntropyTolerance::cases_ = nullptr;
 
 TEST_F(SoftmaxCrossEntropyTolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 8u);  // every check workload of workloads.jsonl
   // Some targets hit ignore_index where a workload sets it to a frequent id, so the ignore rule is
   // exercised (golden loss exactly 0 there).
-  const Case& c = by_uuid("check-64x32007-ignore0");
+  const Case& c = by_suffix("check-64x32007-ignore0");
   const auto* y = c.inputs.at(1).as<std::int64_t>();
   int ignored = 0;
   for (std::int64_t t = 0; t < c.inputs.at(1).numel(); ++t) ignored += y[t] == 0;
@@ -214,7 +168,7 @@ TEST_F(SoftmaxCrossEntropyTolerance, Bf16LogSumExpFailsTheLoss) {
 }
 
 TEST_F(SoftmaxCrossEntropyTolerance, NoMaxSubtractionFailsShiftedLogits) {
-  const Verdict r = judge(Variant::kNoMaxSubtract, by_uuid("check-16x4096-shifted"));
+  const Verdict r = judge(Variant::kNoMaxSubtract, by_suffix("check-16x4096-shifted"));
   EXPECT_FALSE(r.loss.passed);
   EXPECT_FALSE(r.dlogits.passed);
   EXPECT_EQ(r.loss.status, CheckStatus::incorrect_numerical);
@@ -222,7 +176,7 @@ TEST_F(SoftmaxCrossEntropyTolerance, NoMaxSubtractionFailsShiftedLogits) {
 
 TEST_F(SoftmaxCrossEntropyTolerance, IgnoredRowsMustBeZero) {
   for (const char* uuid : {"check-64x1000-ignore0", "check-64x32007-ignore0"}) {
-    const Verdict r = judge(Variant::kIgnoreSkipped, by_uuid(uuid));
+    const Verdict r = judge(Variant::kIgnoreSkipped, by_suffix(uuid));
     EXPECT_FALSE(r.passed()) << uuid << " accepted ignored rows with a loss and a gradient";
   }
 }
@@ -233,13 +187,16 @@ TEST_F(SoftmaxCrossEntropyTolerance, IgnoredRowsMustBeZero) {
 // generator's n cannot follow V yet): every target must stay inside [0, V) for every drawn V, the
 // golden must accept the inputs, and the fp32 algorithm must pass there too (odd V, clusters).
 TEST(SoftmaxCrossEntropyHidden, DrawsAreValidAndFp32Passes) {
-  const fs::path so = fs::path(D2K_BINARY_DIR) / "impl/softmax_cross_entropy/reference.so";
-  LoadedImpl ref = load_impl(so);
-  const std::vector<Workload> hidden = draw_hidden_workloads(task().def, 12345, 6);
+  const Task task = load_pilot("softmax_cross_entropy");
+  const LoadedImpl ref = load_reference("softmax_cross_entropy");
+  const std::vector<Workload> hidden = draw_hidden_workloads(task.def, 12345, 6);
   ASSERT_FALSE(hidden.empty());
   for (const Workload& w : hidden) {
-    const WorkloadPlan plan = make_plan(task(), w);
-    const std::vector<HostTensor> inputs = generate_inputs_host(plan, 3);
+    // The golden must accept the drawn inputs (the reference throws on a target outside [0, V)).
+    Case c;
+    ASSERT_NO_THROW(c = make_case(task, ref, w, 3)) << w.uuid;
+    const WorkloadPlan& plan = c.plan;
+    const std::vector<HostTensor>& inputs = c.inputs;
     const std::int64_t V = scalar(plan, "V").i;
     std::printf("%s: T %lld, V %lld\n", w.uuid.c_str(), static_cast<long long>(scalar(plan, "T").i),
                 static_cast<long long>(V));
@@ -248,10 +205,8 @@ TEST(SoftmaxCrossEntropyHidden, DrawsAreValidAndFp32Passes) {
       ASSERT_GE(y[t], 0) << w.uuid;
       ASSERT_LT(y[t], V) << w.uuid;
     }
-    std::vector<HostTensor> golden = poisoned_outputs(plan, 0xA5);
-    ASSERT_NO_THROW(run_host(ref, plan, inputs, golden)) << w.uuid;
     Outputs o = emulate(Variant::kFp32, plan, inputs);
-    EXPECT_TRUE(compare(plan.outputs.at(0).cmp, golden.at(0), o.loss).passed) << w.uuid;
-    EXPECT_TRUE(compare(plan.outputs.at(1).cmp, golden.at(1), o.dlogits).passed) << w.uuid;
+    EXPECT_TRUE(compare(plan.outputs.at(0).cmp, c.expected.at(0), o.loss).passed) << w.uuid;
+    EXPECT_TRUE(compare(plan.outputs.at(1).cmp, c.expected.at(1), o.dlogits).passed) << w.uuid;
   }
 }

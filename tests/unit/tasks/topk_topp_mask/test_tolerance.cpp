@@ -17,36 +17,20 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "check/compare.h"
-#include "core/diagnostics.h"
 #include "core/dtype.h"
-#include "core/task_loader.h"
-#include "core/workload.h"
-#include "engine/host_backend.h"
-#include "engine/plan.h"
-#include "exec/loader.h"
 #include "select.cuh"
+#include "unit/tasks/task_harness.h"
 
-namespace fs = std::filesystem;
 using namespace d2k;
+using namespace d2k::tolerance_test;
 
 namespace {
-
-const Task& task() {
-  static const Task t = [] {
-    Diagnostics diag;
-    Task loaded = load_task(fs::path(D2K_SOURCE_DIR) / "dataset/topk_topp_mask", diag);
-    if (!diag.ok()) throw std::runtime_error("topk_topp_mask does not load: " + diag.format());
-    return loaded;
-  }();
-  return t;
-}
 
 const ScalarPlan& scalar(const WorkloadPlan& p, const std::string& name) {
   for (const auto& s : p.scalars)
@@ -216,71 +200,35 @@ Row row_of(const WorkloadPlan& p, const HostTensor& logits, std::int64_t b) {
   return {logits.as<float>() + b * V, V, scalar(p, "k").i, scalar(p, "top_p").f, scalar(p, "temperature").f};
 }
 
-struct Case {
-  WorkloadPlan plan;
-  std::vector<HostTensor> inputs, golden;
-  std::int64_t B() const { return scalar(plan, "B").i; }
-  std::int64_t V() const { return scalar(plan, "V").i; }
-};
-
-Case make_case(const LoadedImpl& ref, const Workload& w, std::uint64_t seed) {
-  Case c{make_plan(task(), w), {}, {}};
-  c.inputs = generate_inputs_host(c.plan, seed);
-  c.golden = poisoned_outputs(c.plan, 0xA5);
-  run_host(ref, c.plan, c.inputs, c.golden);
-  return c;
-}
-
 HostTensor emulate_expert(const Case& c, ExpertTrace& trace, StatsForm form = StatsForm::kFp64) {
-  HostTensor out("probs", DType::f32, {c.B(), c.V()});
-  for (std::int64_t b = 0; b < c.B(); ++b)
-    expert_row(row_of(c.plan, c.inputs.at(0), b), out.as<float>() + b * c.V(), trace, form);
+  HostTensor out("probs", DType::f32, {c.axis("B"), c.axis("V")});
+  for (std::int64_t b = 0; b < c.axis("B"); ++b)
+    expert_row(row_of(c.plan, c.inputs.at(0), b), out.as<float>() + b * c.axis("V"), trace, form);
   return out;
 }
 HostTensor emulate(Variant v, const Case& c) {
-  HostTensor out("probs", DType::f32, {c.B(), c.V()});
-  for (std::int64_t b = 0; b < c.B(); ++b) variant_row(v, row_of(c.plan, c.inputs.at(0), b), out.as<float>() + b * c.V());
+  HostTensor out("probs", DType::f32, {c.axis("B"), c.axis("V")});
+  for (std::int64_t b = 0; b < c.axis("B"); ++b) variant_row(v, row_of(c.plan, c.inputs.at(0), b), out.as<float>() + b * c.axis("V"));
   return out;
 }
 
-class TopkToppTolerance : public ::testing::Test {
+class TopkToppTolerance : public TaskSuite<TopkToppTolerance> {
+ public:
+  static constexpr const char* kTask = "topk_topp_mask";
+
  protected:
-  static void SetUpTestSuite() {
-    ref_ = new LoadedImpl(load_impl(fs::path(D2K_BINARY_DIR) / "impl/topk_topp_mask/reference.so"));
-    cases_ = new std::vector<Case>;
-    for (const Workload& w : task().workloads)
-      if (w.role == WorkloadRole::check) cases_->push_back(make_case(*ref_, w, kSeed));
-  }
-  static void TearDownTestSuite() {
-    delete cases_;
-    cases_ = nullptr;
-    delete ref_;
-    ref_ = nullptr;
-  }
   static CompareResult judge(const Case& c, const HostTensor& out) {
-    return compare(c.plan.outputs.at(0).cmp, c.golden.at(0), out);
-  }
-  static const Case& by_uuid(const std::string& suffix) {
-    for (const Case& c : *cases_)
-      if (c.plan.workload.uuid == "topk_topp_mask-" + suffix) return c;
-    throw std::runtime_error("no check workload " + suffix);
+    return compare(c.plan.outputs.at(0).cmp, c.expected.at(0), out);
   }
   /// Kept tokens per row of the golden.
   static std::vector<std::int64_t> kept(const Case& c) {
-    std::vector<std::int64_t> n(static_cast<std::size_t>(c.B()), 0);
-    const float* g = c.golden.at(0).as<float>();
-    for (std::int64_t b = 0; b < c.B(); ++b)
-      for (std::int64_t i = 0; i < c.V(); ++i) n[static_cast<std::size_t>(b)] += g[b * c.V() + i] != 0.f;
+    std::vector<std::int64_t> n(static_cast<std::size_t>(c.axis("B")), 0);
+    const float* g = c.expected.at(0).as<float>();
+    for (std::int64_t b = 0; b < c.axis("B"); ++b)
+      for (std::int64_t i = 0; i < c.axis("V"); ++i) n[static_cast<std::size_t>(b)] += g[b * c.axis("V") + i] != 0.f;
     return n;
   }
-
-  static constexpr std::uint64_t kSeed = 1;
-  static std::vector<Case>* cases_;
-  static LoadedImpl* ref_;
 };
-
-std::vector<Case>* TopkToppTolerance::cases_ = nullptr;
-LoadedImpl* TopkToppTolerance::ref_ = nullptr;
 
 TEST_F(TopkToppTolerance, CheckWorkloadsCoverTheEdges) {
   ASSERT_EQ(cases_->size(), 16u);  // every check workload of workloads.jsonl
@@ -288,7 +236,7 @@ TEST_F(TopkToppTolerance, CheckWorkloadsCoverTheEdges) {
   // kept), some by top-k (exactly k).
   int by_p = 0, by_k = 0;
   for (const char* uuid : {"check-33x32007-odd", "check-9x128256-llama3", "check-7x151936-qwen2.5", "check-3x262144-gemma"})
-    for (std::int64_t q : kept(by_uuid(uuid))) {
+    for (std::int64_t q : kept(by_suffix(uuid))) {
       by_p += q < 50;
       by_k += q == 50;
     }
@@ -296,11 +244,11 @@ TEST_F(TopkToppTolerance, CheckWorkloadsCoverTheEdges) {
   EXPECT_GE(by_p, 5);
   EXPECT_GE(by_k, 5);
   // Ties at the k-th largest are all kept: hundreds of tokens, and 10000 where a value repeats that often.
-  for (std::int64_t q : kept(by_uuid("check-16x4096-ties"))) EXPECT_GT(q, 100);
-  for (std::int64_t q : kept(by_uuid("check-4x40000-bigties"))) EXPECT_GT(q, topk::kCap);
-  for (std::int64_t q : kept(by_uuid("check-8x1000-const"))) EXPECT_EQ(q, 1000);
-  for (std::int64_t q : kept(by_uuid("check-24x5000-k1"))) EXPECT_EQ(q, 1);
-  for (std::int64_t q : kept(by_uuid("check-12x20000-k1024-p1"))) EXPECT_EQ(q, 1024);
+  for (std::int64_t q : kept(by_suffix("check-16x4096-ties"))) EXPECT_GT(q, 100);
+  for (std::int64_t q : kept(by_suffix("check-4x40000-bigties"))) EXPECT_GT(q, topk::kCap);
+  for (std::int64_t q : kept(by_suffix("check-8x1000-const"))) EXPECT_EQ(q, 1000);
+  for (std::int64_t q : kept(by_suffix("check-24x5000-k1"))) EXPECT_EQ(q, 1);
+  for (std::int64_t q : kept(by_suffix("check-12x20000-k1024-p1"))) EXPECT_EQ(q, 1024);
 }
 
 class ExpertDecisions : public TopkToppTolerance, public ::testing::WithParamInterface<StatsForm> {};
@@ -331,35 +279,35 @@ INSTANTIATE_TEST_SUITE_P(TopkToppTolerance, ExpertDecisions,
 // -ln(9)*T (so the top token holds about 0.9 of the mass), the rest far below. The expert's fp32
 // pass must flag them and its fp64 decision must match the golden's on both sides of the line.
 TEST_F(TopkToppTolerance, RowsAtTopPAreDecidedInFp64LikeTheGolden) {
-  Case c = by_uuid("check-64x1000");
+  Case c = by_suffix("check-64x1000");
   const double T = scalar(c.plan, "temperature").f;
   float* x = c.inputs.at(0).as<float>();
-  const std::int64_t V = c.V();
+  const std::int64_t V = c.axis("V");
   int decided_each_way[2] = {0, 0};
   // The rest of the row at -8: 998 small terms whose fp32 running sum drifts by far more than the
   // nudges below. Solve 1 = 0.9 * (1 + e1 + rest) for the second token's term e1.
   const double rest = static_cast<double>(V - 2) * std::exp(-8.0 / T);
   const double e1 = 1.0 / 0.9 - 1.0 - rest;
-  for (std::int64_t b = 0; b < c.B(); ++b) {
+  for (std::int64_t b = 0; b < c.axis("B"); ++b) {
     float* r = x + b * V;
     std::fill(r, r + V, -8.f);
     r[0] = 0.f;
     // Nudge the second logit by up to 32 ulps either way: the exact mass above it crosses 0.9*Z.
     float s = static_cast<float>(std::log(e1) * T);
-    for (std::int64_t q = 0; q < b - c.B() / 2; ++q) s = std::nextafter(s, 0.f);
-    for (std::int64_t q = 0; q < c.B() / 2 - b; ++q) s = std::nextafter(s, -INFINITY);
+    for (std::int64_t q = 0; q < b - c.axis("B") / 2; ++q) s = std::nextafter(s, 0.f);
+    for (std::int64_t q = 0; q < c.axis("B") / 2 - b; ++q) s = std::nextafter(s, -INFINITY);
     r[1 + b % 7] = s;
   }
-  c.golden = poisoned_outputs(c.plan, 0xA5);
-  run_host(*ref_, c.plan, c.inputs, c.golden);
-  for (std::int64_t b = 0; b < c.B(); ++b) ++decided_each_way[c.golden.at(0).as<float>()[b * V + 1 + b % 7] != 0.f];
+  c.expected = poisoned_outputs(c.plan, 0xA5);
+  run_host(*ref_, c.plan, c.inputs, c.expected);
+  for (std::int64_t b = 0; b < c.axis("B"); ++b) ++decided_each_way[c.expected.at(0).as<float>()[b * V + 1 + b % 7] != 0.f];
   EXPECT_GT(decided_each_way[0], 0);  // the second token dropped (mass above it >= 0.9 Z)
   EXPECT_GT(decided_each_way[1], 0);  // kept
   for (StatsForm form : {StatsForm::kFp64, StatsForm::kW32, StatsForm::kC32}) {
     ExpertTrace t;
     const CompareResult r = judge(c, emulate_expert(c, t, form));
     EXPECT_TRUE(r.passed) << "form " << static_cast<int>(form) << ": " << r.message;
-    EXPECT_GE(t.flagged, c.B() / 2) << "form " << static_cast<int>(form) << ": rows at top_p must be decided in fp64";
+    EXPECT_GE(t.flagged, c.axis("B") / 2) << "form " << static_cast<int>(form) << ": rows at top_p must be decided in fp64";
   }
   // fp32 running sums (a softmax and a cumulative sum in fp32) keep or drop tokens the rule does not.
   EXPECT_FALSE(judge(c, emulate(Variant::kFp32Sums, c)).passed) << "fp32 top-p decisions passed at top_p";
@@ -369,27 +317,27 @@ TEST_F(TopkToppTolerance, ApproximateThresholdFails) {
   // Keeping the whole radix bin of the k-th largest adds tokens wherever top-k is what cuts.
   for (const char* uuid : {"check-33x32007-odd", "check-9x128256-llama3", "check-7x151936-qwen2.5",
                            "check-3x262144-gemma", "check-12x20000-k1024-p1"}) {
-    const CompareResult r = judge(by_uuid(uuid), emulate(Variant::kApproxThreshold, by_uuid(uuid)));
+    const CompareResult r = judge(by_suffix(uuid), emulate(Variant::kApproxThreshold, by_suffix(uuid)));
     EXPECT_FALSE(r.passed) << uuid << " accepted an approximate top-k threshold";
   }
 }
 
 TEST_F(TopkToppTolerance, TopKWithoutTiesFails) {
   for (const char* uuid : {"check-16x4096-ties", "check-4x40000-bigties", "check-8x1000-const"}) {
-    const CompareResult r = judge(by_uuid(uuid), emulate(Variant::kTopKByIndex, by_uuid(uuid)));
+    const CompareResult r = judge(by_suffix(uuid), emulate(Variant::kTopKByIndex, by_suffix(uuid)));
     EXPECT_FALSE(r.passed) << uuid << " accepted a top-k that breaks ties by index";
   }
 }
 
 TEST_F(TopkToppTolerance, TopPThatDropsTheCrossingTokenFails) {
   for (const char* uuid : {"check-64x1000", "check-20x8192-p0.1", "check-5x37-vsmallerthank"}) {
-    const CompareResult r = judge(by_uuid(uuid), emulate(Variant::kTopPExclusive, by_uuid(uuid)));
+    const CompareResult r = judge(by_suffix(uuid), emulate(Variant::kTopPExclusive, by_suffix(uuid)));
     EXPECT_FALSE(r.passed) << uuid << " accepted a top-p that drops the token crossing top_p";
   }
 }
 
 TEST_F(TopkToppTolerance, TopPPerTokenFailsOnTieGroups) {
-  const CompareResult r = judge(by_uuid("check-16x4096-ties-k1024"), emulate(Variant::kTopPPerToken, by_uuid("check-16x4096-ties-k1024")));
+  const CompareResult r = judge(by_suffix("check-16x4096-ties-k1024"), emulate(Variant::kTopPPerToken, by_suffix("check-16x4096-ties-k1024")));
   EXPECT_FALSE(r.passed) << "a top-p that splits a tie group passed";
 }
 
@@ -398,8 +346,8 @@ TEST_F(TopkToppTolerance, UnchangedVariantPassesAndValueErrorsFail) {
     // The variants' fp64 implementation with no change passes: they fail only by their change.
     const CompareResult exact = judge(c, emulate(Variant::kExact, c));
     EXPECT_TRUE(exact.passed) << c.plan.workload.uuid << ": " << exact.message;
-    const float* g = c.golden.at(0).as<float>();
-    const bool bf16_exact = std::all_of(g, g + c.B() * c.V(), [](float v) {
+    const float* g = c.expected.at(0).as<float>();
+    const bool bf16_exact = std::all_of(g, g + c.axis("B") * c.axis("V"), [](float v) {
       std::uint16_t b = 0;
       store_from_double(DType::bf16, &b, v);
       return static_cast<float>(load_as_double(DType::bf16, &b)) == v;
@@ -408,7 +356,7 @@ TEST_F(TopkToppTolerance, UnchangedVariantPassesAndValueErrorsFail) {
       EXPECT_FALSE(judge(c, emulate(Variant::kBf16Values, c)).passed) << c.plan.workload.uuid << " accepted bf16 values";
     }
     const std::vector<std::int64_t> n = kept(c);
-    if (std::any_of(n.begin(), n.end(), [&](std::int64_t q) { return q < c.V(); })) {  // else the kept sum is Z
+    if (std::any_of(n.begin(), n.end(), [&](std::int64_t q) { return q < c.axis("V"); })) {  // else the kept sum is Z
       EXPECT_FALSE(judge(c, emulate(Variant::kNotRenormalised, c)).passed) << c.plan.workload.uuid << " accepted no renormalisation";
     }
   }
@@ -499,15 +447,16 @@ TEST(TopkToppDecide, Fp32StatisticsStayWithinTheirBounds) {
 // Hidden draws (B up to 48, V up to 40000, one of them long): the golden accepts the inputs and
 // the expert's decisions pass there too.
 TEST(TopkToppHidden, ExpertDecisionsPassHiddenDraws) {
-  LoadedImpl ref = load_impl(fs::path(D2K_BINARY_DIR) / "impl/topk_topp_mask/reference.so");
-  const std::vector<Workload> hidden = draw_hidden_workloads(task().def, 12345, 6);
+  const Task task = load_pilot("topk_topp_mask");
+  const LoadedImpl ref = load_reference("topk_topp_mask");
+  const std::vector<Workload> hidden = draw_hidden_workloads(task.def, 12345, 6);
   ASSERT_FALSE(hidden.empty());
   for (const Workload& w : hidden) {
-    const Case c = make_case(ref, w, 3);
+    const Case c = make_case(task, ref, w, 3);
     ExpertTrace t;
-    const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.golden.at(0), emulate_expert(c, t));
-    std::printf("%s: B %lld, V %lld, flagged %d\n", w.uuid.c_str(), static_cast<long long>(c.B()),
-                static_cast<long long>(c.V()), t.flagged);
+    const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_expert(c, t));
+    std::printf("%s: B %lld, V %lld, flagged %d\n", w.uuid.c_str(), static_cast<long long>(c.axis("B")),
+                static_cast<long long>(c.axis("V")), t.flagged);
     EXPECT_TRUE(r.passed) << w.uuid << ": " << r.message;
   }
 }
@@ -517,17 +466,18 @@ TEST(TopkToppHidden, ExpertDecisionsPassHiddenDraws) {
 // recheck, for each way of summing the statistics (the default, TOPK_W32, TOPK_C32). Run: task_topk_topp_mask_tolerance_test --gtest_also_run_disabled_tests
 //   --gtest_filter='*BenchRows*'
 TEST(TopkToppBench, DISABLED_BenchRowsFlagRate) {
-  LoadedImpl ref = load_impl(fs::path(D2K_BINARY_DIR) / "impl/topk_topp_mask/reference.so");
-  for (const Workload& w : task().workloads) {
+  const Task task = load_pilot("topk_topp_mask");
+  const LoadedImpl ref = load_reference("topk_topp_mask");
+  for (const Workload& w : task.workloads) {
     if (w.role != WorkloadRole::bench) continue;
     Workload as_check = w;
     as_check.role = WorkloadRole::check;
-    const Case c = make_case(ref, as_check, 1);
+    const Case c = make_case(task, ref, as_check, 1);
     for (StatsForm form : {StatsForm::kFp64, StatsForm::kW32, StatsForm::kC32}) {
       ExpertTrace t;
-      const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.golden.at(0), emulate_expert(c, t, form));
+      const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_expert(c, t, form));
       std::printf("%s (statistics form %d): %lld rows, flagged %d, refined %d, max rel %.3g, %s\n", w.uuid.c_str(),
-                  static_cast<int>(form), static_cast<long long>(c.B()), t.flagged, t.refined, r.max_rel_error,
+                  static_cast<int>(form), static_cast<long long>(c.axis("B")), t.flagged, t.refined, r.max_rel_error,
                   r.passed ? "PASSED" : r.message.c_str());
       EXPECT_TRUE(r.passed) << w.uuid << " form " << static_cast<int>(form);
     }

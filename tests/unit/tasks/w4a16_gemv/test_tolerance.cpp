@@ -16,22 +16,16 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "check/compare.h"
-#include "core/diagnostics.h"
 #include "core/dtype.h"
-#include "core/task_loader.h"
-#include "core/workload.h"
-#include "engine/host_backend.h"
-#include "engine/plan.h"
-#include "exec/loader.h"
+#include "unit/tasks/task_harness.h"
 
-namespace fs = std::filesystem;
 using namespace d2k;
+using namespace d2k::tolerance_test;
 
 namespace {
 
@@ -53,16 +47,6 @@ std::uint16_t float_to_bf16_bits(float v) {
   return b;
 }
 float bf16_round(float v) { return bf16_bits_to_float(float_to_bf16_bits(v)); }
-
-const Task& task() {
-  static const Task t = [] {
-    Diagnostics diag;
-    Task loaded = load_task(fs::path(D2K_SOURCE_DIR) / "dataset/w4a16_gemv", diag);
-    if (!diag.ok()) throw std::runtime_error("w4a16_gemv does not load: " + diag.format());
-    return loaded;
-  }();
-  return t;
-}
 
 std::int64_t axis(const WorkloadPlan& p, const std::string& name) { return p.axes.at(name); }
 
@@ -132,7 +116,6 @@ HostTensor emulate(Variant v, const WorkloadPlan& p, const std::vector<HostTenso
       yp[b * N + n] = float_to_bf16_bits(dot(v, x + b * K, q + n * (K / 8), s + n * (K / kGroup), K));
   return y;
 }
-
 
 // ---- the expert kernel's dataflow, lane by lane --------------------------------------------------
 // expert.cu feeds mma.sync m16n8k16 with a k order of its own (pairs (q_j, q_{j+4}) of a word in
@@ -274,44 +257,14 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
   return y;
 }
 
-struct Case {
-  WorkloadPlan plan;
-  std::vector<HostTensor> inputs, golden;
-};
-
-std::vector<Case> make_cases(const std::vector<Workload>& workloads, std::uint64_t seed) {
-  LoadedImpl ref = load_impl(fs::path(D2K_BINARY_DIR) / "impl/w4a16_gemv/reference.so");
-  std::vector<Case> out;
-  for (const Workload& w : workloads) {
-    Case c{make_plan(task(), w), {}, {}};
-    c.inputs = generate_inputs_host(c.plan, seed);
-    c.golden = poisoned_outputs(c.plan, 0xA5);
-    run_host(ref, c.plan, c.inputs, c.golden);
-    out.push_back(std::move(c));
-  }
-  return out;
-}
-
 CompareResult judge(Variant v, const Case& c) {
-  return compare(c.plan.outputs.at(0).cmp, c.golden.at(0), emulate(v, c.plan, c.inputs));
+  return compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate(v, c.plan, c.inputs));
 }
 
-class W4A16Tolerance : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    std::vector<Workload> checks;
-    for (const Workload& w : task().workloads)
-      if (w.role == WorkloadRole::check) checks.push_back(w);
-    cases_ = new std::vector<Case>(make_cases(checks, kSeed));
-  }
-  static void TearDownTestSuite() {
-    delete cases_;
-    cases_ = nullptr;
-  }
-  static constexpr std::uint64_t kSeed = 1;
-  static std::vector<Case>* cases_;
+class W4A16Tolerance : public TaskSuite<W4A16Tolerance> {
+ public:
+  static constexpr const char* kTask = "w4a16_gemv";
 };
-std::vector<Case>* W4A16Tolerance::cases_ = nullptr;
 
 void report(const char* what, const Case& c, const CompareResult& r) {
   std::printf("%-14s %-40s max|err| %.4g  rel_l2 %.3g  mismatches %lld/%lld\n", what, c.plan.workload.uuid.c_str(),
@@ -350,7 +303,7 @@ TEST_F(W4A16Tolerance, ExpertLaneEmulationPasses) {
     for (auto [warps, mtiles, contiguous, offset] : {Shape{8, 2, false, false}, Shape{16, 2, false, false},
                                                      Shape{8, 1, false, false}, Shape{8, 2, true, false},
                                                      Shape{8, 2, true, true}, Shape{8, 2, false, true}}) {
-      const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.golden.at(0),
+      const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0),
                                       emulate_expert_lanes(c.plan, c.inputs, warps, mtiles, contiguous, offset));
       report(offset ? (contiguous ? "expert lanes (contiguous K, offset)" : "expert lanes (offset)") : contiguous ? "expert lanes (contiguous K)" : "expert lanes", c, r);
       EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " warps " << warps << " mtiles " << mtiles << " contiguous "
@@ -399,12 +352,13 @@ TEST_F(W4A16Tolerance, WrongPackingFormatsFail) {
 // weights) against naive's (bf16-rounded weights) under a bench workload's rule, on a slice of
 // Llama 3 70B o_proj at B = 16 (384 of its 8192 rows: 6144 outputs).
 TEST(W4A16Bench, ExpertPassesAgainstNaiveUnderTheBenchRule) {
+  const Task task = load_pilot("w4a16_gemv");
   Workload w;
-  for (const Workload& b : task().workloads)
+  for (const Workload& b : task.workloads)
     if (b.uuid == "w4a16_gemv-bench-16x8192x8192") w = b;
   ASSERT_EQ(w.uuid, "w4a16_gemv-bench-16x8192x8192");
   w.axes["N"] = 384;
-  const WorkloadPlan plan = make_plan(task(), w);
+  const WorkloadPlan plan = make_plan(task, w);
   const std::vector<HostTensor> inputs = generate_inputs_host(plan, 7);
   const HostTensor naive = emulate(Variant::kNaive, plan, inputs);
   const HostTensor expert = emulate(Variant::kExpert, plan, inputs);
@@ -421,9 +375,10 @@ TEST(W4A16Bench, ExpertPassesAgainstNaiveUnderTheBenchRule) {
 // Hidden draws (odd N, K up to hidden_max, B up to 16) under the definition's default rule: the
 // honest arithmetic passes there too.
 TEST(W4A16Hidden, ExpertAndNaivePassHiddenDraws) {
-  const std::vector<Workload> hidden = draw_hidden_workloads(task().def, 12345, 6);
+  const Task task = load_pilot("w4a16_gemv");
+  const std::vector<Workload> hidden = draw_hidden_workloads(task.def, 12345, 6);
   ASSERT_FALSE(hidden.empty());
-  for (const Case& c : make_cases(hidden, 3)) {
+  for (const Case& c : make_cases(task, load_reference("w4a16_gemv"), hidden, 3)) {
     std::printf("%s: B %lld N %lld K %lld\n", c.plan.workload.uuid.c_str(), static_cast<long long>(axis(c.plan, "B")),
                 static_cast<long long>(axis(c.plan, "N")), static_cast<long long>(axis(c.plan, "K")));
     for (Variant v : {Variant::kExpert, Variant::kNaive}) {
