@@ -1,7 +1,7 @@
 // stream_compaction — expert: one pass over the rows, a tile per CTA, the tile's output position
 // from a decoupled look-back, the kept rows staged in shared memory and written out coalesced.
 //
-// Per tile of kTile = 2048 rows (256 threads x 2 groups of 4 consecutive rows):
+// Per tile of kTile = 2048 rows (256 threads x SC_GROUPS = 2 groups of 4 consecutive rows):
 //   1. the tile id from an atomic counter, so every lower tile has started (the look-back below
 //      cannot wait on a tile that is not yet resident);
 //   2. l_shipdate read as int4 (16-byte loads, a warp reads 512 contiguous bytes per load), the
@@ -25,20 +25,44 @@
 // (8 bytes per tile: 3.9 MB at 1e9 rows, about 1 us).
 //
 // Variants considered (the H200 table is in docs/results/stream_compaction.md):
-//   - this one (staged stores, late payload loads);
-//   - direct_store: each thread writes its kept values straight to global memory at their rank
-//     (no staging): a warp's stores then scatter over the run of its kept rows, 1-4 values per
-//     lane, more L2 write transactions for the same bytes;
-//   - eager_payload: all three columns loaded before the predicate is known (one round trip less
-//     per tile, but the payload columns are read in full: 8 B per row more than the cost model at
-//     1% selectivity);
-//   - blocks6: registers cut for 6 resident CTAs per SM instead of 5 (more loads in flight, a few
-//     spilled registers);
+//   - this one (one 2048-row tile per CTA, staged stores, late payload loads): 690 us at 1e8 rows,
+//     50% (60.7% of SOL). Diagnosis: it moves the cost model's bytes (18 B per row at 50%) at
+//     2.6 TB/s against 4.29 TB/s of calibrated copy, as CUB's DeviceSelect does (2.6 TB/s on its
+//     26 B per row), so the traffic is right and the time between loads is the loss. 48,829 CTAs
+//     over 660 resident slots (5 per SM) is 74 waves; 690 us / 74 = 9.3 us per CTA, for 37 KB
+//     moved. Each CTA runs a chain of dependent round trips with its loads in flight during only
+//     part of it: tile claim (L2 atomic), l_shipdate (DRAM), the payload (DRAM, after the
+//     predicate), the look-back (one or more L2 round trips of 32 status words, after a barrier),
+//     the stores, then the CTA ends and the next one starts from the claim. 1% shows the same
+//     (121 tiles per us, 404 us against 111 us of SOL), so the per-tile chain, not the bytes, sets
+//     the time. The measured variants below moved none of it: more CTAs (blocks6) or the payload
+//     loads issued earlier inside the same chain (eager_payload) did not shorten a tile's chain;
+//   - persistent (SC_PIPE=1): one CTA per resident slot (4 per SM, 64 registers), each looping
+//     over tiles claimed in arrival order one tile ahead: the next tile's l_shipdate loads go out
+//     a whole tile before use, the current tile's payload loads during its look-back, and a tile's
+//     count is published as soon as its predicate is known (a tile before its look-back), so the
+//     chain overlaps with loads of the next tile and no CTA launch or claim sits on it. The
+//     stores start 128-byte aligned (whole sectors per warp store). Expected to win at 50% and 99%;
+//   - persistent_g4 (SC_PIPE=1, SC_GROUPS=4): the same with 4096-row tiles (16 rows per thread,
+//     120 registers, 2 CTAs per SM, 48 KB of dynamic staging): half the look-backs, barriers and
+//     claims per row, the same bytes in flight per SM;
+//   - persistent_eager (SC_PIPE=1, SC_LATE=0): the next tile's payload loaded with its l_shipdate,
+//     a whole tile ahead (90 registers, 2 CTAs per SM): no payload wait at 50% and 99%, but the
+//     payload read in full at 1% (12 B per row against the model's 4.6);
+//   - direct_store (SC_STAGE=0; measured 1012 us at 50%): each thread writes its kept values
+//     straight to global memory at their rank: a warp's stores scatter over the run of its kept
+//     rows, 1-4 values per lane, more L2 write transactions for the same bytes;
+//   - eager_payload (SC_LATE=0; measured 717 us at 50%, 505 us at 1%): all three columns loaded
+//     before the predicate is known, in the one-tile-per-CTA form;
+//   - blocks6 (SC_MIN_BLOCKS=6; measured 715 us at 50%): registers cut for 6 resident CTAs per SM
+//     instead of 5 (24 bytes spilled);
 //   - CUB's three-call composition (library.cu): reads l_shipdate three times;
 //   - the flag / scan / scatter chain (naive.cu): materialises a mask and positions.
-// %VARIANT% direct_store -DSC_STAGE=0
-// %VARIANT% eager_payload -DSC_LATE=0
-// %VARIANT% blocks6 -DSC_MIN_BLOCKS=6
+// direct_store, eager_payload and blocks6 lost to this one on the H200 (2026-12-01) and are no
+// longer swept; their flags still build them.
+// %VARIANT% persistent -DSC_PIPE=1
+// %VARIANT% persistent_g4 -DSC_PIPE=1 -DSC_GROUPS=4 -DSC_PIPE_MIN_BLOCKS=2
+// %VARIANT% persistent_eager -DSC_PIPE=1 -DSC_LATE=0 -DSC_PIPE_MIN_BLOCKS=2
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -223,11 +247,16 @@ __device__ __forceinline__ void stage_kept(const Staging& st, const unsigned (&k
 }
 
 /// The staged rows out in row order by consecutive threads: 128 contiguous bytes per warp store,
-/// whatever the selection pattern.
+/// whatever the selection pattern. kAligned starts the threads (exclusive mod 32) rows early, so
+/// that each warp store covers one 128-byte line (4 whole sectors) of each output column, except
+/// at the tile's two ends (the outputs are 256-byte aligned).
+template <bool kAligned>
 __device__ __forceinline__ void store_staged(const Staging& st, int tile_count, int64_t exclusive,
                                              int32_t* __restrict__ out_shipdate, float* __restrict__ out_price,
                                              int32_t* __restrict__ out_partkey, int t) {
-  for (int i = t; i < tile_count; i += kThreads) {
+  const int head = kAligned ? static_cast<int>(exclusive & 31) : 0;
+  for (int i = t - head; i < tile_count; i += kThreads) {
+    if (kAligned && i < 0) continue;
     out_shipdate[exclusive + i] = st.shipdate[i];
     out_price[exclusive + i] = __int_as_float(st.price[i]);
     out_partkey[exclusive + i] = st.partkey[i];
@@ -285,7 +314,7 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   const Staging st{s.shipdate, s.price, s.partkey};
   stage_kept(st, keep, before, va, vb, vc);
   __syncthreads();
-  store_staged(st, tile_count, s.exclusive, out_shipdate, out_price, out_partkey, t);
+  store_staged<false>(st, tile_count, s.exclusive, out_shipdate, out_price, out_partkey, t);
 #else
   // 6'. Kept values straight from registers to their output rows.
   __syncthreads();
@@ -368,7 +397,11 @@ __global__ void __launch_bounds__(kThreads, SC_PIPE_MIN_BLOCKS)
     s.first[1] = atomicAdd(tile_counter, 1ull);
   }
   __syncthreads();
-  int64_t cur = static_cast<int64_t>(s.first[0]), next = static_cast<int64_t>(s.first[1]);
+  // Tile ids in 32 bits (num_tiles < 2^21): a claim past the last tile reads as num_tiles.
+  const auto clamp_tile = [num_tiles](unsigned long long id) {
+    return static_cast<int>(id < static_cast<unsigned long long>(num_tiles) ? id : num_tiles);
+  };
+  int cur = clamp_tile(s.first[0]), next = clamp_tile(s.first[1]);
   if (cur >= num_tiles) return;  // the same for every thread of the CTA
   int4 va[kGroups], vnext[kGroups], vb[kGroups], vc[kGroups];
 #if !SC_LATE
@@ -379,11 +412,11 @@ __global__ void __launch_bounds__(kThreads, SC_PIPE_MIN_BLOCKS)
 #pragma unroll
   for (int g = 0; g < kGroups; ++g) {
     const int64_t off = (static_cast<int64_t>(g) * kThreads + t) * 4;
-    va[g] = load_group(shipdate, cur * kTile + off, n);
+    va[g] = load_group(shipdate, int64_t{cur} * kTile + off, n);
     load_next(shipdate, price, partkey, next, num_tiles, off, n, vnext[g] PIPE_NEXT_PAYLOAD(g));
   }
-  keep_masks(va, cur * kTile, n, date_lt, keep, t);
-  load_payload(price, partkey, cur * kTile, n, keep, vb, vc, t);
+  keep_masks(va, int64_t{cur} * kTile, n, date_lt, keep, t);
+  load_payload(price, partkey, int64_t{cur} * kTile, n, keep, vb, vc, t);
   int tile_count = tile_ranks(keep, before, s.warp_totals, lane, warp);
   if (t == 0) publish_count(status, cur, tile_count);
 
@@ -399,13 +432,13 @@ __global__ void __launch_bounds__(kThreads, SC_PIPE_MIN_BLOCKS)
     stage_kept(st, keep, before, va, vb, vc);
     __syncthreads();
     // d. `cur`'s rows out, coalesced.
-    store_staged(st, tile_count, s.exclusive, out_shipdate, out_price, out_partkey, t);
+    store_staged<true>(st, tile_count, s.exclusive, out_shipdate, out_price, out_partkey, t);
     if (next >= num_tiles) break;  // the same for every thread of the CTA
     // e. Advance: `next` becomes current, the claimed tile's l_shipdate loads go out, then the
     //    new current tile's predicate, payload loads, ranks (whose barrier also orders the
     //    staging's reuse behind every thread's stores) and its count published.
     cur = next;
-    next = static_cast<int64_t>(s.grabbed);
+    next = clamp_tile(s.grabbed);
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) {
       va[g] = vnext[g];
@@ -416,9 +449,9 @@ __global__ void __launch_bounds__(kThreads, SC_PIPE_MIN_BLOCKS)
       const int64_t off = (static_cast<int64_t>(g) * kThreads + t) * 4;
       load_next(shipdate, price, partkey, next, num_tiles, off, n, vnext[g] PIPE_NEXT_PAYLOAD(g));
     }
-    keep_masks(va, cur * kTile, n, date_lt, keep, t);
+    keep_masks(va, int64_t{cur} * kTile, n, date_lt, keep, t);
 #if SC_LATE
-    load_payload(price, partkey, cur * kTile, n, keep, vb, vc, t);
+    load_payload(price, partkey, int64_t{cur} * kTile, n, keep, vb, vc, t);
 #endif
     tile_count = tile_ranks(keep, before, s.warp_totals, lane, warp);
     if (t == 0) publish_count(status, cur, tile_count);
