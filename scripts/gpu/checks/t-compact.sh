@@ -53,7 +53,14 @@ sanitize memcheck 20 "$checks"
 if [ "$sweep" = 1 ]; then
   for v in $variants; do sanitize --impl "expert:$v" memcheck 12 "$variant_check"; done
 fi
-sass_counts "LDG\.E\.128[A-Z.]*|LDG\.E\.64\.STRONG\.GPU|STG\.E[A-Z0-9.]*|POPC|VOTE\.[A-Z]+|SHFL\.UP|LDS[A-Z0-9.]*|STS[A-Z0-9.]*"
+# The 16-byte loads carry the evict-first hint (LDG.E.EF.128); the look-back's relaxed 64-bit
+# status loads and stores go through generic addresses (LD/ST.E.64.STRONG.GPU).
+sass_counts "LDG\.E(\.EF)?\.128|(LD|ST)G?\.E\.64\.STRONG\.GPU|STG\.E[A-Z0-9.]*|POPC|VOTE\.[A-Z]+|SHFL\.UP|LDS[A-Z0-9.]*|STS[A-Z0-9.]*"
+# Each variant's SASS: its 16-byte loads, status words, claims and barriers, and no local memory
+# (spilled registers).
+for v in $variants; do
+  sass_counts --so "expert_$v" "LDG\.E(\.EF)?\.128|(LD|ST)G?\.E\.64\.STRONG\.GPU|ATOMG[A-Z0-9.]*|BAR\.SYNC[A-Z.]*|LDL[A-Z0-9.]*|STL[A-Z0-9.]*" "LDG.E.EF.128" "LDL|STL"
+done
 
 if [[ $extras == *" big "* ]]; then
   budget=$((SECONDS + 400))  # an extra: its own allowance
