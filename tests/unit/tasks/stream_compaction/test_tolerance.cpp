@@ -177,6 +177,7 @@ struct ScheduleRun {
   std::vector<std::int64_t> prefix;   ///< each tile's look-back result (-1: never looked back)
   std::uint64_t last_word = 0;        ///< the last tile's status word, which sc_write_count reads
   int claimed_twice = 0;              ///< tiles looked back more than once
+  int max_windows = 0;                ///< the most 32-tile windows one look-back read
 };
 
 /// A step-by-step host simulation of sc_select_persistent over tiles with `counts` kept rows:
@@ -192,6 +193,7 @@ ScheduleRun simulate_persistent(const std::vector<int>& counts, int ctas, std::u
   struct Cta {
     Phase phase = kClaimFirst;
     std::int64_t cur = 0, next = 0, grabbed = 0, nearest = 0, exclusive = 0;
+    int windows = 0;
     std::uint64_t word[32] = {};
   };
   std::vector<Cta> cta(static_cast<std::size_t>(ctas));
@@ -219,6 +221,7 @@ ScheduleRun simulate_persistent(const std::vector<int>& counts, int ctas, std::u
         c.grabbed = counter++;
         c.exclusive = 0;
         c.nearest = c.cur - 1;
+        c.windows = 1;
         std::fill(std::begin(c.word), std::end(c.word), 0);
         c.phase = c.cur == 0 ? kAdvance : kWindow;
         if (c.cur == 0) run.prefix[0] = 0;
@@ -241,6 +244,7 @@ ScheduleRun simulate_persistent(const std::vector<int>& counts, int ctas, std::u
           c.phase = kInclusivePrefix;
         } else {
           c.nearest -= 32;
+          ++c.windows;
           std::fill(std::begin(c.word), std::end(c.word), 0);
         }
         break;
@@ -250,6 +254,7 @@ ScheduleRun simulate_persistent(const std::vector<int>& counts, int ctas, std::u
         status[t] = kInclusive | static_cast<std::uint64_t>(c.exclusive + counts[t]);
         run.claimed_twice += run.prefix[t] >= 0;
         run.prefix[t] = c.exclusive;
+        run.max_windows = std::max(run.max_windows, c.windows);
         c.phase = kAdvance;
         break;
       }
@@ -410,6 +415,8 @@ TEST_F(StreamCompactionTolerance, PersistentLookBackWalksBackToAnInclusivePrefix
     const ScheduleRun run = simulate_persistent(counts, 528, seed, LookBack::kExact);
     ASSERT_TRUE(run.finished) << "seed " << seed;
     EXPECT_EQ(run.prefix, want) << "seed " << seed;
+    EXPECT_GT(run.max_windows, 2) << "seed " << seed << ": no look-back walked past two windows";
+    std::printf("seed %llu: the longest look-back read %d windows\n", static_cast<unsigned long long>(seed), run.max_windows);
     const ScheduleRun wrong = simulate_persistent(counts, 528, seed, LookBack::kStopAtCount);
     ASSERT_TRUE(wrong.finished);
     wrong_runs += wrong.prefix != want;
