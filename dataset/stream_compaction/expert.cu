@@ -1,7 +1,7 @@
 // stream_compaction — expert: one pass over the rows, a tile per CTA, the tile's output position
 // from a decoupled look-back, the kept rows staged in shared memory and written out coalesced.
 //
-// Per tile of kTile = 2048 rows (256 threads x 2 groups of 4 consecutive rows):
+// Per tile of kTile = 2048 rows (256 threads x SC_GROUPS = 2 groups of 4 consecutive rows):
 //   1. the tile id from an atomic counter, so every lower tile has started (the look-back below
 //      cannot wait on a tile that is not yet resident);
 //   2. l_shipdate read as int4 (16-byte loads, a warp reads 512 contiguous bytes per load), the
@@ -25,20 +25,44 @@
 // (8 bytes per tile: 3.9 MB at 1e9 rows, about 1 us).
 //
 // Variants considered (the H200 table is in docs/results/stream_compaction.md):
-//   - this one (staged stores, late payload loads);
-//   - direct_store: each thread writes its kept values straight to global memory at their rank
-//     (no staging): a warp's stores then scatter over the run of its kept rows, 1-4 values per
-//     lane, more L2 write transactions for the same bytes;
-//   - eager_payload: all three columns loaded before the predicate is known (one round trip less
-//     per tile, but the payload columns are read in full: 8 B per row more than the cost model at
-//     1% selectivity);
-//   - blocks6: registers cut for 6 resident CTAs per SM instead of 5 (more loads in flight, a few
-//     spilled registers);
+//   - this one (one 2048-row tile per CTA, staged stores, late payload loads): 690 us at 1e8 rows,
+//     50% (60.7% of SOL). Diagnosis: it moves the cost model's bytes (18 B per row at 50%) at
+//     2.6 TB/s against 4.29 TB/s of calibrated copy, as CUB's DeviceSelect does (2.6 TB/s on its
+//     26 B per row), so the traffic is right and the time between loads is the loss. 48,829 CTAs
+//     over 660 resident slots (5 per SM) is 74 waves; 690 us / 74 = 9.3 us per CTA, for 37 KB
+//     moved. Each CTA runs a chain of dependent round trips with its loads in flight during only
+//     part of it: tile claim (L2 atomic), l_shipdate (DRAM), the payload (DRAM, after the
+//     predicate), the look-back (one or more L2 round trips of 32 status words, after a barrier),
+//     the stores, then the CTA ends and the next one starts from the claim. 1% shows the same
+//     (121 tiles per us, 404 us against 111 us of SOL), so the per-tile chain, not the bytes, sets
+//     the time. The measured variants below moved none of it: more CTAs (blocks6) or the payload
+//     loads issued earlier inside the same chain (eager_payload) did not shorten a tile's chain;
+//   - persistent (SC_PIPE=1): one CTA per resident slot (4 per SM, 64 registers), each looping
+//     over tiles claimed in arrival order one tile ahead: the next tile's l_shipdate loads go out
+//     a whole tile before use, the current tile's payload loads during its look-back, and a tile's
+//     count is published as soon as its predicate is known (a tile before its look-back), so the
+//     chain overlaps with loads of the next tile and no CTA launch or claim sits on it. The
+//     stores start 128-byte aligned (whole sectors per warp store). Expected to win at 50% and 99%;
+//   - persistent_g4 (SC_PIPE=1, SC_GROUPS=4): the same with 4096-row tiles (16 rows per thread,
+//     120 registers, 2 CTAs per SM, 48 KB of dynamic staging): half the look-backs, barriers and
+//     claims per row, the same bytes in flight per SM;
+//   - persistent_eager (SC_PIPE=1, SC_LATE=0): the next tile's payload loaded with its l_shipdate,
+//     a whole tile ahead (90 registers, 2 CTAs per SM): no payload wait at 50% and 99%, but the
+//     payload read in full at 1% (12 B per row against the model's 4.6);
+//   - direct_store (SC_STAGE=0; measured 1012 us at 50%): each thread writes its kept values
+//     straight to global memory at their rank: a warp's stores scatter over the run of its kept
+//     rows, 1-4 values per lane, more L2 write transactions for the same bytes;
+//   - eager_payload (SC_LATE=0; measured 717 us at 50%, 505 us at 1%): all three columns loaded
+//     before the predicate is known, in the one-tile-per-CTA form;
+//   - blocks6 (SC_MIN_BLOCKS=6; measured 715 us at 50%): registers cut for 6 resident CTAs per SM
+//     instead of 5 (24 bytes spilled);
 //   - CUB's three-call composition (library.cu): reads l_shipdate three times;
 //   - the flag / scan / scatter chain (naive.cu): materialises a mask and positions.
-// %VARIANT% direct_store -DSC_STAGE=0
-// %VARIANT% eager_payload -DSC_LATE=0
-// %VARIANT% blocks6 -DSC_MIN_BLOCKS=6
+// direct_store, eager_payload and blocks6 lost to this one on the H200 (2026-12-01) and are no
+// longer swept; their flags still build them.
+// %VARIANT% persistent -DSC_PIPE=1
+// %VARIANT% persistent_g4 -DSC_PIPE=1 -DSC_GROUPS=4 -DSC_PIPE_MIN_BLOCKS=2
+// %VARIANT% persistent_eager -DSC_PIPE=1 -DSC_LATE=0 -DSC_PIPE_MIN_BLOCKS=2
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -53,6 +77,15 @@
 #ifndef SC_LATE
 #define SC_LATE 1  // 1: payload columns loaded only for groups with a kept row; 0: always
 #endif
+#ifndef SC_PIPE
+// 1: persistent CTAs, each looping over tiles with the next tile's l_shipdate and this tile's
+// payload loads in flight during the look-back and the stores (sc_select_persistent); 0: one tile
+// per CTA (sc_select_tiles).
+#define SC_PIPE 0
+#endif
+#ifndef SC_GROUPS
+#define SC_GROUPS 2  // groups of 4 consecutive rows per thread: the tile is 256 x 4 x SC_GROUPS rows
+#endif
 #ifndef SC_MIN_BLOCKS
 // Resident CTAs per SM the register budget is cut for: 5 fits in 48 registers without spills
 // (the unbounded build takes 64, 4 CTAs); 6 needs 40 and spills 24 bytes.
@@ -63,7 +96,7 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kGroups = 2;                        ///< groups of 4 consecutive rows per thread
+constexpr int kGroups = SC_GROUPS;                ///< groups of 4 consecutive rows per thread
 constexpr int kTile = kThreads * kGroups * 4;     ///< rows per tile (one CTA)
 
 using StatusWord = unsigned long long;
@@ -78,14 +111,16 @@ __device__ __forceinline__ void store_status(StatusWord* w, StatusWord v) {
   cuda::atomic_ref<StatusWord, cuda::thread_scope_device>(*w).store(v, cuda::std::memory_order_relaxed);
 }
 
-/// Kept rows before `tile` (all lanes of warp 0 call it; every lane returns the value). Publishes
-/// the tile's aggregate first and its inclusive prefix last.
-__device__ int64_t look_back(StatusWord* status, int64_t tile, int tile_count, int lane) {
-  if (tile == 0) {
-    if (lane == 0) store_status(status, kInclusive | static_cast<StatusWord>(tile_count));
-    return 0;
-  }
-  if (lane == 0) store_status(status + tile, kAggregate | static_cast<StatusWord>(tile_count));
+/// Publishes a tile's count (lane 0 of the warp that looks back): tile 0's count is already its
+/// inclusive prefix.
+__device__ __forceinline__ void publish_count(StatusWord* status, int64_t tile, int tile_count) {
+  store_status(status + tile, (tile == 0 ? kInclusive : kAggregate) | static_cast<StatusWord>(tile_count));
+}
+
+/// Kept rows before `tile`, whose count publish_count has published (all lanes of one warp call
+/// it; every lane returns the value). Publishes the tile's inclusive prefix last.
+__device__ int64_t look_back_published(StatusWord* status, int64_t tile, int tile_count, int lane) {
+  if (tile == 0) return 0;
   int64_t exclusive = 0;
   for (int64_t nearest = tile - 1;; nearest -= 32) {
     const int64_t idx = nearest - lane;  // lane 0 reads the nearest predecessor
@@ -107,6 +142,15 @@ __device__ int64_t look_back(StatusWord* status, int64_t tile, int tile_count, i
   return exclusive;
 }
 
+#if !SC_PIPE
+/// Kept rows before `tile` (all lanes of warp 0 call it; every lane returns the value). Publishes
+/// the tile's aggregate first and its inclusive prefix last.
+__device__ __forceinline__ int64_t look_back(StatusWord* status, int64_t tile, int tile_count, int lane) {
+  if (lane == 0) publish_count(status, tile, tile_count);
+  return look_back_published(status, tile, tile_count, lane);
+}
+#endif
+
 /// Four consecutive rows of a column from row `row0`: one 16-byte load when all four exist, else
 /// the rows below n one by one.
 template <class T>
@@ -119,6 +163,108 @@ __device__ __forceinline__ int4 load_group(const T* __restrict__ col, int64_t ro
 }
 
 __device__ __forceinline__ int lane_of(const int4& v, int e) { return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w; }
+
+/// Ranks inside the tile: groups in row order are (g, warp, lane). Sets before[g] (kept rows of
+/// the tile ahead of this thread's group g) and returns the tile's count. One barrier, after the
+/// warps' totals are written: the caller orders warp_totals' next write behind another barrier.
+__device__ __forceinline__ int tile_ranks(const unsigned (&keep)[kGroups], int (&before)[kGroups],
+                                          int (&warp_totals)[kGroups][kWarps], int lane, int warp) {
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g) {
+    const int mine = __popc(keep[g]);
+    int incl = mine;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int up = __shfl_up_sync(0xffffffffu, incl, o);
+      if (lane >= o) incl += up;
+    }
+    before[g] = incl - mine;
+    if (lane == 31) warp_totals[g][warp] = incl;
+  }
+  __syncthreads();
+  int tile_count = 0;
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g)
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      if (w == warp) before[g] += tile_count;
+      tile_count += warp_totals[g][w];
+    }
+  return tile_count;
+}
+
+/// The predicate over this thread's groups of the tile starting at row `base`.
+__device__ __forceinline__ void keep_masks(const int4 (&va)[kGroups], int64_t base, int64_t n, int32_t date_lt,
+                                           unsigned (&keep)[kGroups], int t) {
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g) {
+    const int64_t row0 = base + (static_cast<int64_t>(g) * kThreads + t) * 4;
+    keep[g] = 0;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) keep[g] |= static_cast<unsigned>(row0 + e < n && lane_of(va[g], e) < date_lt) << e;
+  }
+}
+
+/// The payload columns of this thread's groups: late materialisation loads only the groups that
+/// keep a row (SC_LATE), so at low selectivity most payload sectors are never fetched.
+__device__ __forceinline__ void load_payload(const float* __restrict__ price, const int32_t* __restrict__ partkey,
+                                             int64_t base, int64_t n, const unsigned (&keep)[kGroups],
+                                             int4 (&vb)[kGroups], int4 (&vc)[kGroups], int t) {
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g) {
+    const int64_t row0 = base + (static_cast<int64_t>(g) * kThreads + t) * 4;
+    vb[g] = vc[g] = make_int4(0, 0, 0, 0);
+    if (!SC_LATE || keep[g]) {
+      vb[g] = load_group(price, row0, n);
+      vc[g] = load_group(partkey, row0, n);
+    }
+  }
+}
+
+/// Shared-memory staging of one tile's kept rows, one array per column (float bits for price).
+struct Staging {
+  int32_t* shipdate;
+  int32_t* price;
+  int32_t* partkey;
+};
+
+/// Kept values into the staging at their tile rank (the caller's barrier follows).
+__device__ __forceinline__ void stage_kept(const Staging& st, const unsigned (&keep)[kGroups],
+                                           const int (&before)[kGroups], const int4 (&va)[kGroups],
+                                           const int4 (&vb)[kGroups], const int4 (&vc)[kGroups]) {
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g) {
+    int r = before[g];
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (keep[g] >> e & 1u) {
+        st.shipdate[r] = lane_of(va[g], e);
+        st.price[r] = lane_of(vb[g], e);
+        st.partkey[r] = lane_of(vc[g], e);
+        ++r;
+      }
+  }
+}
+
+/// The staged rows out in row order by consecutive threads: 128 contiguous bytes per warp store,
+/// whatever the selection pattern. kAligned starts the threads (exclusive mod 32) rows early, so
+/// that each warp store covers one 128-byte line (4 whole sectors) of each output column, except
+/// at the tile's two ends (the outputs are 256-byte aligned).
+template <bool kAligned>
+__device__ __forceinline__ void store_staged(const Staging& st, int tile_count, int64_t exclusive,
+                                             int32_t* __restrict__ out_shipdate, float* __restrict__ out_price,
+                                             int32_t* __restrict__ out_partkey, int t) {
+  const int head = kAligned ? static_cast<int>(exclusive & 31) : 0;
+  for (int i = t - head; i < tile_count; i += kThreads) {
+    if (kAligned && i < 0) continue;
+    out_shipdate[exclusive + i] = st.shipdate[i];
+    out_price[exclusive + i] = __int_as_float(st.price[i]);
+    out_partkey[exclusive + i] = st.partkey[i];
+  }
+}
+
+#if !SC_PIPE
+static_assert(kTile * 12 + 1024 <= 48 * 1024, "one tile per CTA stages in static shared memory: SC_GROUPS <= 3");
 
 struct Shared {
 #if SC_STAGE
@@ -149,46 +295,13 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   int4 va[kGroups], vb[kGroups], vc[kGroups];
   unsigned keep[kGroups];
 #pragma unroll
-  for (int g = 0; g < kGroups; ++g) {
-    const int64_t row0 = base + (static_cast<int64_t>(g) * kThreads + t) * 4;
-    va[g] = load_group(shipdate, row0, n);
-    keep[g] = 0;
-#pragma unroll
-    for (int e = 0; e < 4; ++e) keep[g] |= static_cast<unsigned>(row0 + e < n && lane_of(va[g], e) < date_lt) << e;
-  }
-#pragma unroll
-  for (int g = 0; g < kGroups; ++g) {
-    const int64_t row0 = base + (static_cast<int64_t>(g) * kThreads + t) * 4;
-    vb[g] = vc[g] = make_int4(0, 0, 0, 0);
-    if (!SC_LATE || keep[g]) {
-      vb[g] = load_group(price, row0, n);
-      vc[g] = load_group(partkey, row0, n);
-    }
-  }
+  for (int g = 0; g < kGroups; ++g) va[g] = load_group(shipdate, base + (static_cast<int64_t>(g) * kThreads + t) * 4, n);
+  keep_masks(va, base, n, date_lt, keep, t);
+  load_payload(price, partkey, base, n, keep, vb, vc, t);
 
-  // 4. Ranks inside the tile: groups in row order are (g, warp, lane).
-  int before[kGroups];  // kept rows of this thread's group g that precede it inside its warp
-#pragma unroll
-  for (int g = 0; g < kGroups; ++g) {
-    const int mine = __popc(keep[g]);
-    int incl = mine;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const int up = __shfl_up_sync(0xffffffffu, incl, o);
-      if (lane >= o) incl += up;
-    }
-    before[g] = incl - mine;
-    if (lane == 31) s.warp_totals[g][warp] = incl;
-  }
-  __syncthreads();
-  int tile_count = 0;
-#pragma unroll
-  for (int g = 0; g < kGroups; ++g)
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      if (w == warp) before[g] += tile_count;
-      tile_count += s.warp_totals[g][w];
-    }
+  // 4. Ranks inside the tile.
+  int before[kGroups];
+  const int tile_count = tile_ranks(keep, before, s.warp_totals, lane, warp);
 
   // 5. The tile's first output row.
   if (warp == 0) {
@@ -198,25 +311,10 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
 
 #if SC_STAGE
   // 6. Kept values into shared memory at their tile rank, then out in row order, coalesced.
-#pragma unroll
-  for (int g = 0; g < kGroups; ++g) {
-    int r = before[g];
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      if (keep[g] >> e & 1u) {
-        s.shipdate[r] = lane_of(va[g], e);
-        s.price[r] = lane_of(vb[g], e);
-        s.partkey[r] = lane_of(vc[g], e);
-        ++r;
-      }
-  }
+  const Staging st{s.shipdate, s.price, s.partkey};
+  stage_kept(st, keep, before, va, vb, vc);
   __syncthreads();
-  const int64_t exclusive = s.exclusive;
-  for (int i = t; i < tile_count; i += kThreads) {
-    out_shipdate[exclusive + i] = s.shipdate[i];
-    out_price[exclusive + i] = __int_as_float(s.price[i]);
-    out_partkey[exclusive + i] = s.partkey[i];
-  }
+  store_staged<false>(st, tile_count, s.exclusive, out_shipdate, out_price, out_partkey, t);
 #else
   // 6'. Kept values straight from registers to their output rows.
   __syncthreads();
@@ -235,6 +333,131 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   }
 #endif
 }
+#else   // SC_PIPE
+#ifndef SC_PIPE_MIN_BLOCKS
+#define SC_PIPE_MIN_BLOCKS 4  // resident CTAs per SM the persistent kernel's registers are cut for (64 at SC_GROUPS=2)
+#endif
+static_assert(SC_STAGE, "the persistent kernel stages its stores");
+
+/// Staging bytes of the persistent kernel (dynamic shared memory: 48 KB at SC_GROUPS=4).
+constexpr size_t kPipeStagingBytes = size_t{3} * kTile * sizeof(int32_t);
+
+/// One group of the CTA's next tile (zeros past the last tile): its l_shipdate and, in the eager
+/// form (SC_LATE=0), its payload too, a whole tile before they are used.
+__device__ __forceinline__ void load_next(const int32_t* __restrict__ shipdate, const float* __restrict__ price,
+                                          const int32_t* __restrict__ partkey, int64_t next, int64_t num_tiles,
+                                          int64_t off, int64_t n, int4& va
+#if !SC_LATE
+                                          , int4& vb, int4& vc
+#endif
+) {
+  const bool real = next < num_tiles;
+  va = real ? load_group(shipdate, next * kTile + off, n) : make_int4(0, 0, 0, 0);
+#if !SC_LATE
+  vb = real ? load_group(price, next * kTile + off, n) : make_int4(0, 0, 0, 0);
+  vc = real ? load_group(partkey, next * kTile + off, n) : make_int4(0, 0, 0, 0);
+#endif
+}
+#if SC_LATE
+#define PIPE_NEXT_PAYLOAD(g)
+#else
+#define PIPE_NEXT_PAYLOAD(g) , vbnext[g], vcnext[g]
+#endif
+
+struct PipeShared {
+  int warp_totals[kGroups][kWarps];
+  int64_t exclusive;
+  unsigned long long first[2];  ///< the CTA's first two tile ids
+  unsigned long long grabbed;   ///< the tile after `next`, claimed during the current tile
+};
+
+/// Persistent CTAs over tiles claimed in order of arrival, one tile ahead: while tile `cur` is
+/// looked back, staged and stored, its payload loads (issued a tile earlier, after its predicate)
+/// and the l_shipdate loads of the CTA's next tile are in flight, so each SM keeps loads in flight
+/// through the look-back's L2 round trips and the stores. A tile's count is published as soon as
+/// its predicate is known, a tile before its look-back, so a successor's look-back rarely waits.
+/// Deadlock-free: every claimed tile is held by a running CTA, a CTA processes its tiles in
+/// increasing order, and a look-back waits only on lower tiles (the lowest unfinished tile is its
+/// holder's current one, or the next of a holder whose current tile is lower and finished).
+__global__ void __launch_bounds__(kThreads, SC_PIPE_MIN_BLOCKS)
+    sc_select_persistent(const int32_t* __restrict__ shipdate, const float* __restrict__ price,
+                         const int32_t* __restrict__ partkey, int64_t n, int32_t date_lt,
+                         int32_t* __restrict__ out_shipdate, float* __restrict__ out_price,
+                         int32_t* __restrict__ out_partkey, StatusWord* __restrict__ status,
+                         unsigned long long* __restrict__ tile_counter, int64_t num_tiles) {
+  extern __shared__ int4 staging_words[];
+  __shared__ PipeShared s;
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  int32_t* const staging = reinterpret_cast<int32_t*>(staging_words);
+  const Staging st{staging, staging + kTile, staging + 2 * kTile};
+
+  // Prologue: the first two tiles claimed, the first one's predicate, payload loads and count.
+  if (t == 0) {
+    s.first[0] = atomicAdd(tile_counter, 1ull);
+    s.first[1] = atomicAdd(tile_counter, 1ull);
+  }
+  __syncthreads();
+  // Tile ids in 32 bits (num_tiles < 2^21): a claim past the last tile reads as num_tiles.
+  const auto clamp_tile = [num_tiles](unsigned long long id) {
+    return static_cast<int>(id < static_cast<unsigned long long>(num_tiles) ? id : num_tiles);
+  };
+  int cur = clamp_tile(s.first[0]), next = clamp_tile(s.first[1]);
+  if (cur >= num_tiles) return;  // the same for every thread of the CTA
+  int4 va[kGroups], vnext[kGroups], vb[kGroups], vc[kGroups];
+#if !SC_LATE
+  int4 vbnext[kGroups], vcnext[kGroups];  // the next tile's payload, loaded with its l_shipdate
+#endif
+  unsigned keep[kGroups];
+  int before[kGroups];
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g) {
+    const int64_t off = (static_cast<int64_t>(g) * kThreads + t) * 4;
+    va[g] = load_group(shipdate, int64_t{cur} * kTile + off, n);
+    load_next(shipdate, price, partkey, next, num_tiles, off, n, vnext[g] PIPE_NEXT_PAYLOAD(g));
+  }
+  keep_masks(va, int64_t{cur} * kTile, n, date_lt, keep, t);
+  load_payload(price, partkey, int64_t{cur} * kTile, n, keep, vb, vc, t);
+  int tile_count = tile_ranks(keep, before, s.warp_totals, lane, warp);
+  if (t == 0) publish_count(status, cur, tile_count);
+
+  for (;;) {
+    // a. Claim the tile after `next` (warp 1, so that warp 0's look-back does not wait on it);
+    //    b. warp 0 looks back for `cur`; c. every warp stages `cur`'s kept rows (the payload
+    //    loads land meanwhile).
+    if (t == 32) s.grabbed = atomicAdd(tile_counter, 1ull);
+    if (warp == 0) {
+      const int64_t exclusive = look_back_published(status, cur, tile_count, lane);
+      if (lane == 0) s.exclusive = exclusive;
+    }
+    stage_kept(st, keep, before, va, vb, vc);
+    __syncthreads();
+    // d. `cur`'s rows out, coalesced.
+    store_staged<true>(st, tile_count, s.exclusive, out_shipdate, out_price, out_partkey, t);
+    if (next >= num_tiles) break;  // the same for every thread of the CTA
+    // e. Advance: `next` becomes current, the claimed tile's l_shipdate loads go out, then the
+    //    new current tile's predicate, payload loads, ranks (whose barrier also orders the
+    //    staging's reuse behind every thread's stores) and its count published.
+    cur = next;
+    next = clamp_tile(s.grabbed);
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) {
+      va[g] = vnext[g];
+#if !SC_LATE
+      vb[g] = vbnext[g];
+      vc[g] = vcnext[g];
+#endif
+      const int64_t off = (static_cast<int64_t>(g) * kThreads + t) * 4;
+      load_next(shipdate, price, partkey, next, num_tiles, off, n, vnext[g] PIPE_NEXT_PAYLOAD(g));
+    }
+    keep_masks(va, int64_t{cur} * kTile, n, date_lt, keep, t);
+#if SC_LATE
+    load_payload(price, partkey, int64_t{cur} * kTile, n, keep, vb, vc, t);
+#endif
+    tile_count = tile_ranks(keep, before, s.warp_totals, lane, warp);
+    if (t == 0) publish_count(status, cur, tile_count);
+  }
+}
+#endif  // SC_PIPE
 
 /// 7. The count: the last tile's inclusive prefix, written after every row (stream order).
 __global__ void sc_write_count(const StatusWord* __restrict__ last_status, int64_t* __restrict__ count) {
@@ -254,6 +477,24 @@ Buffers carve(d2k::Workspace& ws, const sc::Params& p) {
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+#if SC_PIPE
+/// The persistent kernel's grid: as many CTAs as fit on the device at once (more would only wait
+/// for a slot), at most one per tile. Raises the kernel's dynamic shared-memory limit first (48 KB
+/// of staging at SC_GROUPS=4).
+int32_t persistent_grid(const d2k_args* args, int64_t num_tiles, unsigned* grid) {
+  int device = 0, sms = 0, per_sm = 0;
+  D2K_CUDA_TRY(args, cudaGetDevice(&device));
+  D2K_CUDA_TRY(args, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  D2K_CUDA_TRY(args, cudaFuncSetAttribute(sc_select_persistent, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(kPipeStagingBytes)));
+  D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sc_select_persistent, kThreads,
+                                                                    kPipeStagingBytes));
+  const int64_t resident = static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
+  *grid = static_cast<unsigned>(num_tiles < resident ? num_tiles : resident);
+  return D2K_OK;
+}
+#endif
 
 }  // namespace
 
@@ -278,9 +519,17 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const Buffers b = carve(ws, p);
     cudaStream_t st = static_cast<cudaStream_t>(args->stream);
     D2K_CUDA_TRY(args, cudaMemsetAsync(b.status, 0, (static_cast<size_t>(b.num_tiles) + 1) * sizeof(StatusWord), st));
+#if SC_PIPE
+    unsigned grid = 0;
+    if (const int32_t rc = persistent_grid(args, b.num_tiles, &grid); rc != D2K_OK) return rc;
+    sc_select_persistent<<<grid, kThreads, kPipeStagingBytes, st>>>(c.shipdate, c.price, c.partkey, p.n, p.date_lt,
+                                                                    c.out_shipdate, c.out_price, c.out_partkey,
+                                                                    b.status, b.status + b.num_tiles, b.num_tiles);
+#else
     sc_select_tiles<<<static_cast<unsigned>(b.num_tiles), kThreads, 0, st>>>(
         c.shipdate, c.price, c.partkey, p.n, p.date_lt, c.out_shipdate, c.out_price, c.out_partkey, b.status,
         b.status + b.num_tiles);
+#endif
     sc_write_count<<<1, 1, 0, st>>>(b.status + b.num_tiles - 1, c.count);
     D2K_CUDA_TRY(args, cudaGetLastError());
     return D2K_OK;

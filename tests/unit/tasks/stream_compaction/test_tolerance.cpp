@@ -2,9 +2,15 @@
 // both ways on the public check workloads and on hidden draws. Host emulations of an
 // implementation are judged by the engine's judge against the golden (the task's reference.so,
 // inputs from the task's generators):
-//   - the expert's arithmetic (tiles of 2048 rows, groups of 4 rows in (group, warp, lane) order,
-//     warp-scan ranks, warp totals, the exclusive prefix over tiles) passes, with the rows past
-//     the count left poisoned;
+//   - the expert's arithmetic (tiles of 256 x 4 x groups rows, 2 groups by default and 4 for the
+//     persistent_g4 variant; groups of 4 rows in (group, warp, lane) order, warp-scan ranks, warp
+//     totals, the exclusive prefix over tiles) passes, with the rows past the count left poisoned;
+//   - the persistent variants' schedule (expert.cu, SC_PIPE): CTAs claiming tiles two ahead,
+//     publishing a tile's count a tile before its look-back, the 32-wide decoupled look-back over
+//     the status words, simulated step by step under seeded random interleavings of the CTAs'
+//     memory operations: it ends (no CTA waits forever), every tile's prefix is exact and the rows
+//     written at those prefixes pass; a look-back that stops at the first published count is
+//     caught;
 //   - a predicate off by one (<=), a vector path that drops the last N mod 4 rows, tiles written in
 //     another order than their row order (atomically claimed output slots), rows reversed inside a
 //     warp, the float column through float16, and the last kept row dropped all fail.
@@ -16,6 +22,8 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <random>
 #include <vector>
 
 #include "unit/tasks/task_harness.h"
@@ -35,7 +43,10 @@ enum class Variant {
   kDropLastKept,    ///< the last kept row missing (an off-by-one in the count)
 };
 
-constexpr int kThreads = 256, kWarps = kThreads / 32, kGroups = 2, kTile = kThreads * kGroups * 4;
+constexpr int kThreads = 256, kWarps = kThreads / 32;
+constexpr int kGroupsDefault = 2;  ///< expert.cu's SC_GROUPS default (persistent_g4: 4)
+constexpr int kMaxGroups = 4;
+constexpr std::int64_t tile_rows(int groups) { return std::int64_t{kThreads} * groups * 4; }
 
 struct Columns {
   std::int64_t n;
@@ -53,48 +64,62 @@ Columns columns(const Case& c) {
           c.in("l_partkey").as<std::int32_t>()};
 }
 
-/// Kept row ids in the order the expert writes them: a host mirror of sc_select_tiles' ranks.
-std::vector<std::int64_t> expert_order(const Columns& k) {
-  const std::int64_t tiles = (k.n + kTile - 1) / kTile;
+/// Kept rows of tile `tile` in the order the expert ranks them (a host mirror of expert.cu's
+/// keep_masks and tile_ranks): rows[rank] is the row written at the tile's prefix + rank.
+std::vector<std::int64_t> tile_order(const Columns& k, int groups, std::int64_t tile) {
+  const std::int64_t base = tile * tile_rows(groups);
+  unsigned keep[kMaxGroups][kThreads];
+  int warp_totals[kMaxGroups][kWarps] = {};
+  int before[kMaxGroups][kThreads];
+  for (int g = 0; g < groups; ++g)
+    for (int t = 0; t < kThreads; ++t) {
+      const std::int64_t row0 = base + (static_cast<std::int64_t>(g) * kThreads + t) * 4;
+      keep[g][t] = 0;
+      for (int e = 0; e < 4; ++e) keep[g][t] |= static_cast<unsigned>(row0 + e < k.n && k.ship[row0 + e] < k.date_lt) << e;
+    }
+  for (int g = 0; g < groups; ++g)
+    for (int w = 0; w < kWarps; ++w) {
+      int incl = 0;  // the warp's inclusive scan over lanes
+      for (int lane = 0; lane < 32; ++lane) {
+        const int t = w * 32 + lane, mine = __builtin_popcount(keep[g][t]);
+        incl += mine;
+        before[g][t] = incl - mine;
+      }
+      warp_totals[g][w] = incl;
+    }
+  int tile_count = 0;
+  for (int g = 0; g < groups; ++g)
+    for (int w = 0; w < kWarps; ++w) {
+      for (int lane = 0; lane < 32; ++lane) before[g][w * 32 + lane] += tile_count;
+      tile_count += warp_totals[g][w];
+    }
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(tile_count), -1);
+  for (int g = 0; g < groups; ++g)
+    for (int t = 0; t < kThreads; ++t) {
+      int r = before[g][t];
+      const std::int64_t row0 = base + (static_cast<std::int64_t>(g) * kThreads + t) * 4;
+      for (int e = 0; e < 4; ++e)
+        if (keep[g][t] >> e & 1u) rows[static_cast<std::size_t>(r++)] = row0 + e;
+    }
+  return rows;
+}
+
+std::int64_t num_tiles(const Columns& k, int groups) { return (k.n + tile_rows(groups) - 1) / tile_rows(groups); }
+
+/// Kept row ids in the order the expert writes them: each tile's ranked rows at the tile's prefix,
+/// `prefix(tile)` (the look-back's result; empty: the running sum over the tiles before).
+std::vector<std::int64_t> expert_order(const Columns& k, int groups = kGroupsDefault,
+                                       const std::vector<std::int64_t>& prefix = {}) {
   std::vector<std::int64_t> out(static_cast<std::size_t>(k.n), -1);
-  std::int64_t exclusive = 0;  // the look-back's result: kept rows of the tiles before
-  for (std::int64_t tile = 0; tile < tiles; ++tile) {
-    const std::int64_t base = tile * kTile;
-    unsigned keep[kGroups][kThreads];
-    int warp_totals[kGroups][kWarps] = {};
-    int before[kGroups][kThreads];
-    for (int g = 0; g < kGroups; ++g)
-      for (int t = 0; t < kThreads; ++t) {
-        const std::int64_t row0 = base + (static_cast<std::int64_t>(g) * kThreads + t) * 4;
-        keep[g][t] = 0;
-        for (int e = 0; e < 4; ++e) keep[g][t] |= static_cast<unsigned>(row0 + e < k.n && k.ship[row0 + e] < k.date_lt) << e;
-      }
-    for (int g = 0; g < kGroups; ++g)
-      for (int w = 0; w < kWarps; ++w) {
-        int incl = 0;  // the warp's inclusive scan over lanes
-        for (int lane = 0; lane < 32; ++lane) {
-          const int t = w * 32 + lane, mine = __builtin_popcount(keep[g][t]);
-          incl += mine;
-          before[g][t] = incl - mine;
-        }
-        warp_totals[g][w] = incl;
-      }
-    int tile_count = 0;
-    for (int g = 0; g < kGroups; ++g)
-      for (int w = 0; w < kWarps; ++w) {
-        for (int lane = 0; lane < 32; ++lane) before[g][w * 32 + lane] += tile_count;
-        tile_count += warp_totals[g][w];
-      }
-    for (int g = 0; g < kGroups; ++g)
-      for (int t = 0; t < kThreads; ++t) {
-        int r = before[g][t];
-        const std::int64_t row0 = base + (static_cast<std::int64_t>(g) * kThreads + t) * 4;
-        for (int e = 0; e < 4; ++e)
-          if (keep[g][t] >> e & 1u) out[static_cast<std::size_t>(exclusive + r++)] = row0 + e;
-      }
-    exclusive += tile_count;
+  std::int64_t running = 0, written = 0;
+  for (std::int64_t tile = 0; tile < num_tiles(k, groups); ++tile) {
+    const std::vector<std::int64_t> rows = tile_order(k, groups, tile);
+    const std::int64_t at = prefix.empty() ? running : prefix[static_cast<std::size_t>(tile)];
+    for (std::size_t r = 0; r < rows.size(); ++r) out.at(static_cast<std::size_t>(at) + r) = rows[r];
+    running += static_cast<std::int64_t>(rows.size());
+    written = std::max(written, at + static_cast<std::int64_t>(rows.size()));
   }
-  out.resize(static_cast<std::size_t>(exclusive));
+  out.resize(static_cast<std::size_t>(written));
   return out;
 }
 
@@ -107,7 +132,7 @@ std::vector<std::int64_t> order(Variant v, const Columns& k) {
     if (v == Variant::kLessEqual ? k.ship[i] <= k.date_lt : k.ship[i] < k.date_lt) rows.push_back(i);
   if (v == Variant::kDropLastKept && !rows.empty()) rows.pop_back();
   if (v == Variant::kTilesSwapped || v == Variant::kWarpReversed) {
-    const std::int64_t span = v == Variant::kTilesSwapped ? kTile : 128;
+    const std::int64_t span = v == Variant::kTilesSwapped ? tile_rows(kGroupsDefault) : 128;
     auto key = [&](std::int64_t r) {  // tile pairs swapped, or row order reversed inside a warp's span
       const std::int64_t s = r / span;
       return v == Variant::kTilesSwapped ? std::make_pair(s ^ 1, r) : std::make_pair(s, -r);
@@ -117,20 +142,151 @@ std::vector<std::int64_t> order(Variant v, const Columns& k) {
   return rows;
 }
 
-/// The variant's outputs: rows [0, count) from `order`, the rest left holding the poison.
-std::vector<HostTensor> emulate(Variant v, const Case& c, std::uint8_t poison) {
+/// Outputs holding `rows` (kept row ids in output order) in rows [0, count); the rest, and any
+/// slot no tile wrote (-1), left holding the poison.
+std::vector<HostTensor> write_rows(Variant v, const Case& c, std::uint8_t poison, const std::vector<std::int64_t>& rows) {
   const Columns k = columns(c);
   std::vector<HostTensor> out = poisoned_outputs(c.plan, poison);
-  const std::vector<std::int64_t> rows = order(v, k);
   auto* ship = out[c.out_index("out_shipdate")].as<std::int32_t>();
   auto* price = out[c.out_index("out_extendedprice")].as<float>();
   auto* part = out[c.out_index("out_partkey")].as<std::int32_t>();
   for (std::size_t j = 0; j < rows.size(); ++j) {
+    if (rows[j] < 0) continue;
     ship[j] = k.ship[rows[j]];
     price[j] = v == Variant::kPriceHalf ? f16_rn(k.price[rows[j]]) : k.price[rows[j]];
     part[j] = k.part[rows[j]];
   }
   out[c.out_index("count")].as<std::int64_t>()[0] = static_cast<std::int64_t>(rows.size());
+  return out;
+}
+
+/// The variant's outputs: rows [0, count) from `order`, the rest left holding the poison.
+std::vector<HostTensor> emulate(Variant v, const Case& c, std::uint8_t poison) {
+  return write_rows(v, c, poison, order(v, columns(c)));
+}
+
+// ---- The persistent variants' schedule (expert.cu, SC_PIPE) ----
+
+enum class LookBack {
+  kExact,        ///< expert.cu's look_back_published: sum back to the nearest inclusive prefix
+  kStopAtCount,  ///< wrong: takes the nearest predecessor's word as a prefix, whatever its flag
+};
+
+struct ScheduleRun {
+  bool finished = false;              ///< every CTA ended within the step bound
+  std::vector<std::int64_t> prefix;   ///< each tile's look-back result (-1: never looked back)
+  std::uint64_t last_word = 0;        ///< the last tile's status word, which sc_write_count reads
+  int claimed_twice = 0;              ///< tiles looked back more than once
+  int max_windows = 0;                ///< the most 32-tile windows one look-back read
+};
+
+/// A step-by-step host simulation of sc_select_persistent over tiles with `counts` kept rows:
+/// `ctas` CTAs, each one's memory operations in program order (claim the first two tiles;
+/// publish the current tile's count; claim the tile after next; the look-back's status loads one
+/// lane at a time, the pending ones reloaded; the inclusive prefix; advance), interleaved by a
+/// random scheduler seeded with `seed`. The status words use expert.cu's encoding.
+ScheduleRun simulate_persistent(const std::vector<int>& counts, int ctas, std::uint64_t seed, LookBack mode) {
+  constexpr std::uint64_t kAggregate = std::uint64_t{1} << 62, kInclusive = std::uint64_t{2} << 62;
+  constexpr std::uint64_t kValue = kAggregate - 1;
+  const auto tiles = static_cast<std::int64_t>(counts.size());
+  enum Phase { kClaimFirst, kClaimSecond, kPublish, kClaimAfterNext, kWindow, kInclusivePrefix, kAdvance, kDone };
+  struct Cta {
+    Phase phase = kClaimFirst;
+    std::int64_t cur = 0, next = 0, grabbed = 0, nearest = 0, exclusive = 0;
+    int windows = 0;
+    std::uint64_t word[32] = {};
+  };
+  std::vector<Cta> cta(static_cast<std::size_t>(ctas));
+  std::vector<std::uint64_t> status(counts.size(), 0);
+  std::int64_t counter = 0;
+  ScheduleRun run;
+  run.prefix.assign(counts.size(), -1);
+  std::mt19937_64 rng(seed);
+  const std::int64_t bound = 400 * (tiles + 1) * (ctas + 32);
+  int running = ctas;
+  for (std::int64_t step = 0; step < bound && running > 0; ++step) {
+    Cta& c = cta[static_cast<std::size_t>(rng() % static_cast<std::uint64_t>(ctas))];
+    switch (c.phase) {
+      case kClaimFirst: c.cur = counter++; c.phase = kClaimSecond; break;
+      case kClaimSecond:
+        c.next = counter++;
+        c.phase = c.cur < tiles ? kPublish : kDone;
+        running -= c.phase == kDone;
+        break;
+      case kPublish:  // publish_count: tile 0's count is its inclusive prefix
+        status[static_cast<std::size_t>(c.cur)] = (c.cur == 0 ? kInclusive : kAggregate) | static_cast<std::uint64_t>(counts[static_cast<std::size_t>(c.cur)]);
+        c.phase = kClaimAfterNext;
+        break;
+      case kClaimAfterNext:
+        c.grabbed = counter++;
+        c.exclusive = 0;
+        c.nearest = c.cur - 1;
+        c.windows = 1;
+        std::fill(std::begin(c.word), std::end(c.word), 0);
+        c.phase = c.cur == 0 ? kAdvance : kWindow;
+        if (c.cur == 0) run.prefix[0] = 0;
+        break;
+      case kWindow: {
+        int lane = 0;  // the first lane still pending loads its predecessor's word
+        while (lane < 32 && c.word[lane] >> 62 != 0) ++lane;
+        if (lane < 32) {
+          const std::int64_t idx = c.nearest - lane;
+          c.word[lane] = idx >= 0 ? status[static_cast<std::size_t>(idx)] : kInclusive;
+          break;
+        }
+        int stop = 31;
+        bool inclusive = false;
+        for (int l = 0; l < 32 && !inclusive; ++l)
+          if (c.word[l] >> 62 == 2) stop = l, inclusive = true;
+        if (mode == LookBack::kStopAtCount) stop = 0, inclusive = true;
+        for (int l = 0; l <= stop; ++l) c.exclusive += static_cast<std::int64_t>(c.word[l] & kValue);
+        if (inclusive) {
+          c.phase = kInclusivePrefix;
+        } else {
+          c.nearest -= 32;
+          ++c.windows;
+          std::fill(std::begin(c.word), std::end(c.word), 0);
+        }
+        break;
+      }
+      case kInclusivePrefix: {
+        const auto t = static_cast<std::size_t>(c.cur);
+        status[t] = kInclusive | static_cast<std::uint64_t>(c.exclusive + counts[t]);
+        run.claimed_twice += run.prefix[t] >= 0;
+        run.prefix[t] = c.exclusive;
+        run.max_windows = std::max(run.max_windows, c.windows);
+        c.phase = kAdvance;
+        break;
+      }
+      case kAdvance:  // the stores, then the next tile or the end
+        if (c.next >= tiles) {
+          c.phase = kDone;
+          --running;
+        } else {
+          c.cur = c.next;
+          c.next = c.grabbed;
+          c.phase = kPublish;
+        }
+        break;
+      case kDone: break;
+    }
+  }
+  run.finished = running == 0;
+  run.last_word = status.empty() ? 0 : status.back();
+  return run;
+}
+
+/// Kept rows per tile of `groups` x 4 rows per thread.
+std::vector<int> tile_counts(const Columns& k, int groups) {
+  std::vector<int> counts;
+  for (std::int64_t t = 0; t < num_tiles(k, groups); ++t) counts.push_back(static_cast<int>(tile_order(k, groups, t).size()));
+  return counts;
+}
+
+std::vector<std::int64_t> exclusive_sums(const std::vector<int>& counts) {
+  std::vector<std::int64_t> out;
+  std::int64_t sum = 0;
+  for (int c : counts) out.push_back(sum), sum += c;
   return out;
 }
 
@@ -208,6 +364,64 @@ TEST_F(StreamCompactionTolerance, ExpertOrderPassesWithTheCapacityPoisoned) {
     const OutputsVerdict v = judge_outputs(c.plan, c.expected, a, b);
     EXPECT_EQ(v.status, Status::PASSED) << c.plan.workload.uuid << ": " << v.message;
   }
+}
+
+// The persistent_g4 variant's tile of 4096 rows ranks rows in the same (group, warp, lane) order.
+TEST_F(StreamCompactionTolerance, FourGroupTilesPassWithTheCapacityPoisoned) {
+  for (const Case& c : *cases_) {
+    const std::vector<std::int64_t> rows = expert_order(columns(c), 4);
+    const OutputsVerdict v = judge_outputs(c.plan, c.expected, write_rows(Variant::kExpert, c, kPoisonA, rows),
+                                           write_rows(Variant::kExpert, c, kPoisonB, rows));
+    EXPECT_EQ(v.status, Status::PASSED) << c.plan.workload.uuid << ": " << v.message;
+  }
+}
+
+// The persistent schedule on every check and hidden workload, at both tile sizes, one CTA (every
+// tile one after another), a few and more CTAs than tiles: the rows written at the simulated
+// prefixes pass the judge, and the count kernel's word is the total.
+TEST_F(StreamCompactionTolerance, PersistentScheduleWritesEveryRowInOrder) {
+  for (const Case& c : *cases_) {
+    const Columns k = columns(c);
+    for (int groups : {2, 4}) {
+      const std::vector<int> counts = tile_counts(k, groups);
+      const std::vector<std::int64_t> want = exclusive_sums(counts);
+      for (int ctas : {1, 3, 200}) {
+        const ScheduleRun run = simulate_persistent(counts, ctas, 17u * ctas + groups, LookBack::kExact);
+        ASSERT_TRUE(run.finished) << c.plan.workload.uuid << " groups " << groups << " ctas " << ctas;
+        EXPECT_EQ(run.claimed_twice, 0);
+        EXPECT_EQ(run.prefix, want) << c.plan.workload.uuid << " groups " << groups << " ctas " << ctas;
+        EXPECT_EQ(run.last_word >> 62, 2u);
+        EXPECT_EQ(static_cast<std::int64_t>(run.last_word & ((std::uint64_t{1} << 62) - 1)), count(c));
+        const std::vector<std::int64_t> rows = expert_order(k, groups, run.prefix);
+        const OutputsVerdict v = judge_outputs(c.plan, c.expected, write_rows(Variant::kExpert, c, kPoisonA, rows),
+                                               write_rows(Variant::kExpert, c, kPoisonB, rows));
+        EXPECT_EQ(v.status, Status::PASSED) << c.plan.workload.uuid << " groups " << groups << " ctas " << ctas
+                                            << ": " << v.message;
+      }
+    }
+  }
+}
+
+// Many tiles and the H200's grid (132 SMs x 4 CTAs): look-backs walk past their first 32-tile window
+// back through published counts. The exact look-back gives every prefix under several
+// interleavings; one that takes the nearest word as a prefix is caught.
+TEST_F(StreamCompactionTolerance, PersistentLookBackWalksBackToAnInclusivePrefix) {
+  std::mt19937_64 rng(5);
+  std::vector<int> counts(3000);
+  for (int& c : counts) c = static_cast<int>(rng() % 2049);
+  const std::vector<std::int64_t> want = exclusive_sums(counts);
+  int wrong_runs = 0;
+  for (std::uint64_t seed = 0; seed < 3; ++seed) {
+    const ScheduleRun run = simulate_persistent(counts, 528, seed, LookBack::kExact);
+    ASSERT_TRUE(run.finished) << "seed " << seed;
+    EXPECT_EQ(run.prefix, want) << "seed " << seed;
+    EXPECT_GT(run.max_windows, 1) << "seed " << seed << ": no look-back walked past its first window";
+    std::printf("seed %llu: the longest look-back read %d windows\n", static_cast<unsigned long long>(seed), run.max_windows);
+    const ScheduleRun wrong = simulate_persistent(counts, 528, seed, LookBack::kStopAtCount);
+    ASSERT_TRUE(wrong.finished);
+    wrong_runs += wrong.prefix != want;
+  }
+  EXPECT_EQ(wrong_runs, 3) << "the simulation does not tell a look-back that stops at the first count apart";
 }
 
 TEST_F(StreamCompactionTolerance, EveryCheapOrWrongVariantFails) {
