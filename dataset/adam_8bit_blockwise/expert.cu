@@ -37,6 +37,15 @@
 #ifndef ADAM8_FORCE_SCALAR
 #define ADAM8_FORCE_SCALAR 0
 #endif
+#ifndef ADAM8_LEAN
+#define ADAM8_LEAN 0
+#endif
+#ifndef ADAM8_QUANT_LUT
+#define ADAM8_QUANT_LUT 0
+#endif
+#ifndef ADAM8_MIN_CTAS
+#define ADAM8_MIN_CTAS 1
+#endif
 
 namespace {
 
@@ -66,6 +75,13 @@ struct Tensors {
   bool vector;  ///< every pointer aligned for the 16- and 8-byte accesses
 };
 
+__device__ __forceinline__ float warp_max(float x) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+  return x;
+}
+
+#if !ADAM8_LEAN
 /// One lane's 8 elements of a block.
 struct Lane {
   float p[kPerLane], g[kPerLane];
@@ -123,12 +139,6 @@ __device__ __forceinline__ float sqrt_approx(float x) {
   float r;
   asm("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
   return r;
-}
-
-__device__ __forceinline__ float warp_max(float x) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
-  return x;
 }
 
 __device__ __forceinline__ int quantise(const float* code, float x, bool is_signed) {
@@ -209,6 +219,170 @@ __global__ void __launch_bounds__(kThreads) adam8_blockwise(const __grid_constan
   }
 }
 
+#endif  // !ADAM8_LEAN
+
+#if ADAM8_LEAN
+// The lean form (variants `lut`, `lean_arith`, `lut_occ`): the same one-pass warp-per-block
+// algorithm with what the issue-bound default spends per element taken out.
+namespace lean {
+
+constexpr int kHalf = adam8::kBlock / 2;  // a lane's two groups of 4 elements lie 128 apart
+
+/// The maps for the dequantising gathers and, with ADAM8_QUANT_LUT, the requantiser's buckets.
+struct Tables {
+  float code_m[adam8::kCodes], code_v[adam8::kCodes];
+#if ADAM8_QUANT_LUT
+  uint32_t lut_m[adam8::kLutEntries], lut_v[adam8::kLutEntries];
+#endif
+};
+
+/// ftz forms: one MUFU each, without the denormal scaling around it (a flushed v' or divisor
+/// would be below 1e-38 against bc2 * eps >= 1e-9 in the sum).
+__device__ __forceinline__ float sqrt_ftz(float x) {
+  float r;
+  asm("sqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ float rcp_ftz(float x) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+__device__ __forceinline__ int quantise(const Tables& tb, float x, bool is_signed) {
+#if ADAM8_QUANT_LUT
+  return adam8::nearest_code_lut(is_signed ? tb.lut_m : tb.lut_v, x, is_signed);
+#else
+  (void)tb;
+  return adam8::nearest_code_arith(x, is_signed);
+#endif
+}
+
+/// Block b, lane `lane`: elements base + k (k < 4) and base + 128 + k - 4 (k >= 4), so every
+/// 16-byte param/grad access and every 4-byte code access of the warp is one contiguous 512 B /
+/// 128 B span. kFull: a whole block of aligned tensors (no bounds tests, no selects); else the
+/// element-wise path for the last partial block and unaligned tensors. Out-of-range elements load
+/// as zero grads and zero codes, whose m' and v' are 0: they move neither absmax.
+template <bool kFull>
+__device__ __forceinline__ void step_block(const Tensors& t, const Consts& c, const Tables& tb, int64_t b, int lane) {
+  const int64_t base = b * adam8::kBlock + lane * 4;
+  float p[8], g[8];
+  uint32_t wm[2], wv[2];
+  if (kFull) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t i = base + h * kHalf;
+      const float4 pv = __ldcs(reinterpret_cast<const float4*>(t.param + i));
+      const float4 gv = __ldcs(reinterpret_cast<const float4*>(t.grad + i));
+      p[4 * h] = pv.x; p[4 * h + 1] = pv.y; p[4 * h + 2] = pv.z; p[4 * h + 3] = pv.w;
+      g[4 * h] = gv.x; g[4 * h + 1] = gv.y; g[4 * h + 2] = gv.z; g[4 * h + 3] = gv.w;
+      wm[h] = __ldcs(reinterpret_cast<const unsigned int*>(t.mq + i));
+      wv[h] = __ldcs(reinterpret_cast<const unsigned int*>(t.vq + i));
+    }
+  } else {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      wm[h] = wv[h] = 0u;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const int64_t i = base + h * kHalf + k;
+        const bool in = i < t.N;
+        p[4 * h + k] = in ? t.param[i] : 0.0f;
+        g[4 * h + k] = in ? t.grad[i] : 0.0f;
+        wm[h] |= static_cast<uint32_t>(in ? t.mq[i] : adam8::kSignedZero) << (8 * k);
+        wv[h] |= static_cast<uint32_t>(in ? t.vq[i] : 0) << (8 * k);
+      }
+    }
+  }
+  const float am = __ldg(t.ma + b), av = __ldg(t.va + b);
+
+  // Dequantise, update the moments and the param; the lane's share of the new absmaxes.
+  float m1[8], v1[8], mx = 0.0f, vx = 0.0f;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) {
+    const uint32_t qm = (wm[k >> 2] >> (8 * (k & 3))) & 0xffu, qv = (wv[k >> 2] >> (8 * (k & 3))) & 0xffu;
+    m1[k] = fmaf(c.beta1, tb.code_m[qm] * am, c.one_minus_beta1 * g[k]);
+    v1[k] = fmaf(c.beta2, tb.code_v[qv] * av, c.one_minus_beta2 * g[k] * g[k]);
+    mx = fmaxf(mx, fabsf(m1[k]));
+    vx = fmaxf(vx, v1[k]);
+    p[k] = (p[k] + c.step_size * (m1[k] * rcp_ftz(sqrt_ftz(v1[k]) + c.eps_hat))) * c.decay;
+  }
+  if (kFull) {
+    __stcs(reinterpret_cast<float4*>(t.p_out + base), make_float4(p[0], p[1], p[2], p[3]));
+    __stcs(reinterpret_cast<float4*>(t.p_out + base + kHalf), make_float4(p[4], p[5], p[6], p[7]));
+  } else {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const int64_t i = base + (k >> 2) * kHalf + (k & 3);
+      if (i < t.N) t.p_out[i] = p[k];
+    }
+  }
+
+  // The block's absmaxes, then the codes against them (a zero absmax gives x = 0: the zero code).
+  mx = warp_max(mx);
+  vx = warp_max(vx);
+  const float inv_m = mx > 0.0f ? __frcp_rn(mx) : 0.0f, inv_v = vx > 0.0f ? __frcp_rn(vx) : 0.0f;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    wm[h] = wv[h] = 0u;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      wm[h] |= static_cast<uint32_t>(quantise(tb, m1[4 * h + k] * inv_m, true)) << (8 * k);
+      wv[h] |= static_cast<uint32_t>(quantise(tb, v1[4 * h + k] * inv_v, false)) << (8 * k);
+    }
+  }
+  if (kFull) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      __stcs(reinterpret_cast<unsigned int*>(t.mq_out + base + h * kHalf), wm[h]);
+      __stcs(reinterpret_cast<unsigned int*>(t.vq_out + base + h * kHalf), wv[h]);
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const int64_t i = base + (k >> 2) * kHalf + (k & 3);
+      if (i < t.N) {
+        t.mq_out[i] = static_cast<uint8_t>(wm[k >> 2] >> (8 * (k & 3)));
+        t.vq_out[i] = static_cast<uint8_t>(wv[k >> 2] >> (8 * (k & 3)));
+      }
+    }
+  }
+  if (lane == 0) {
+    t.ma_out[b] = mx;
+    t.va_out[b] = vx;
+  }
+}
+
+}  // namespace lean
+
+__global__ void __launch_bounds__(kThreads, ADAM8_MIN_CTAS)
+    adam8_lean(const __grid_constant__ adam8::CodeMaps maps, const Tensors t, const Consts c) {
+  __shared__ lean::Tables tb;
+  for (int k = threadIdx.x; k < adam8::kCodes; k += kThreads) {
+    tb.code_m[k] = maps.m[k];
+    tb.code_v[k] = maps.v[k];
+  }
+#if ADAM8_QUANT_LUT
+  // The buckets from the maps (host/device code of adam8_codes.h, which the CPU tests check
+  // against the binary search over every bucket): ~12 entries per thread, once per CTA.
+  __syncthreads();
+  for (int k = threadIdx.x; k < adam8::kLutEntries; k += kThreads) {
+    tb.lut_m[k] = adam8::lut_word(tb.code_m, k);
+    tb.lut_v[k] = adam8::lut_word(tb.code_v, k);
+  }
+#endif
+  __syncthreads();
+  const int lane = threadIdx.x & 31;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarps;
+  for (int64_t b = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5); b < t.NB; b += stride) {
+    if (t.vector && (b + 1) * adam8::kBlock <= t.N)  // warp-uniform
+      lean::step_block<true>(t, c, tb, b, lane);
+    else
+      lean::step_block<false>(t, c, tb, b, lane);
+  }
+}
+#endif  // ADAM8_LEAN
+
 bool aligned(const void* p, uintptr_t a) { return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0; }
 
 }  // namespace
@@ -254,11 +428,16 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     int dev = 0, sms = 0, per_sm = 0;
     D2K_CUDA_TRY(args, cudaGetDevice(&dev));
     D2K_CUDA_TRY(args, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, adam8_blockwise, kThreads, 0));
+#if ADAM8_LEAN
+    const auto kernel = adam8_lean;
+#else
+    const auto kernel = adam8_blockwise;
+#endif
+    D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
     const int64_t need = (NB + kWarps - 1) / kWarps;
     const int64_t cap = static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
     const auto grid = static_cast<unsigned>(need < cap ? need : cap);
-    adam8_blockwise<<<grid, kThreads, 0, static_cast<cudaStream_t>(args->stream)>>>(maps, t, c);
+    kernel<<<grid, kThreads, 0, static_cast<cudaStream_t>(args->stream)>>>(maps, t, c);
     D2K_CUDA_TRY(args, cudaGetLastError());
     return D2K_OK;
   });
