@@ -400,8 +400,11 @@ __global__ void __launch_bounds__(kThreads, ADAM8_MIN_CTAS)
     tb.code_v[k] = maps.v[k];
   }
   // The buckets from the maps (host/device code of adam8_codes.h, which the CPU tests check
-  // against the binary search over every bucket): ~12 entries per thread, once per CTA.
+  // against the binary search over every bucket): 12 entries of each map per thread, once per
+  // CTA; each is a chain of 8 dependent shared-memory probes, so the loop is unrolled for several
+  // chains in flight (about a microsecond at the kernel's start).
   __syncthreads();
+#pragma unroll 4
   for (int k = threadIdx.x; k < adam8::kLutEntries; k += kThreads) {
     tb.lut_m[k] = adam8::lut_word(tb.code_m, k);
     tb.lut_v[k] = adam8::lut_word(tb.code_v, k);
