@@ -39,7 +39,7 @@
 //   bucket's midpoint; ~12 instructions and one LDS per code, exactly the binary search's code on
 //   every fp32 value: tests/unit/tasks/adam_8bit_blockwise); ftz MUFU forms; full blocks on a path
 //   without bound tests; a lane's elements as two groups of 4, 128 apart, so each warp access is
-//   one contiguous 512 B (128 B for the codes) span. ~490 warp-instructions per block, 56
+//   one contiguous 512 B (128 B for the codes) span. ~490 warp-instructions per block, 62
 //   registers (4 CTAs per SM), 25.6 KB shared memory per CTA: ~190 us of issue per 1e8, below the
 //   377 us the bytes need, so the stream should set the time.
 // - `lut_occ`: the same with __launch_bounds__(256, 5) (48 registers, no spills): 40 warps per SM,
