@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #if defined(__CUDACC__)
@@ -108,6 +109,69 @@ ADAM8_HD int nearest_code_arith(float x, bool is_signed) {
   else if (u < 0.2f) p -= 1;                                  // nearer the previous decade's top
   if (is_signed) return zero ? kSignedZero : (neg ? kSignedZero - 1 - p : kSignedZero + 1 + p);
   return zero ? 0 : 1 + p;
+}
+
+/// The bucket table of the direct-index requantiser (nearest_code_lut). A bucket is the fp32
+/// values of [0, 1] that share their exponent and top 7 mantissa bits (the float's bits >> 16):
+/// 23 binades from 2^-23 to 1, 128 buckets each, and one bucket for 1 (and above). The finest
+/// spacing of either map within a binade is wider than the binade's bucket (the unsigned map's top
+/// decade: 0.9/128 against 0.5/128), so a bucket holds at most one midpoint between two entries;
+/// below 2^-23 (half the smallest entry is 1.6e-7) the zero entry is the nearest.
+inline constexpr int kLutShift = 16;
+inline constexpr std::int32_t kLutLo = 0x34000000;  // the bits of 2^-23
+inline constexpr std::int32_t kLutHi = 0x3f800000;  // the bits of 1.0f
+inline constexpr int kLutEntries = ((kLutHi - kLutLo) >> kLutShift) + 1;  // 2945
+inline constexpr std::uint32_t kLutLowMask = (1u << kLutShift) - 1;
+
+ADAM8_HD std::uint32_t float_bits(float x) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(x);
+#else
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+#endif
+}
+ADAM8_HD float bits_float(std::uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+#endif
+}
+
+/// Bucket k's word: the index nearest to the bucket's low end (nearest_code_bsearch, so on the
+/// positive side of a signed map), times 2^24, plus 2^24 minus the low 16 bits of the midpoint
+/// inside the bucket (2^16 when there is none). Adding a value's low 16 bits carries into the top
+/// byte exactly when the value is at or above that midpoint: nearest_code_lut's one addition.
+ADAM8_HD std::uint32_t lut_word(const float* code, int k) {
+  const std::uint32_t lo = static_cast<std::uint32_t>(kLutLo) + (static_cast<std::uint32_t>(k) << kLutShift);
+  const int c = nearest_code_bsearch(code, bits_float(lo));
+  std::uint32_t thr = kLutLowMask + 1;
+  if (c < kCodes - 1 && k < kLutEntries - 1) {
+    const std::uint32_t mid = float_bits(0.5f * (code[c] + code[c + 1]));
+    if ((mid >> kLutShift) == (lo >> kLutShift)) thr = mid & kLutLowMask;
+  }
+  return (static_cast<std::uint32_t>(c) << 24) + ((1u << 24) - thr);
+}
+
+/// The nearest code of x by one lookup in `lut` (lut_word of every bucket of the map): the bucket
+/// from x's bits clamped to [2^-23, 1], then one integer addition against the bucket's midpoint.
+/// Over [0, 1] (and beyond, clamped) it is nearest_code_bsearch exactly, the same fp32 midpoints
+/// and ties to the upper entry; a negative x of the signed map takes the mirror of |x|'s code
+/// (the map is symmetric but for the 1: 255 mirrors to 0), so a tie there goes to the lower
+/// magnitude instead. A negative x of the unsigned map clamps to the zero entry.
+ADAM8_HD int nearest_code_lut(const std::uint32_t* lut, float x, bool is_signed) {
+  const auto ib = static_cast<std::int32_t>(float_bits(x));
+  const std::int32_t mag = is_signed ? (ib & 0x7fffffff) : ib;
+  const std::int32_t cl = mag < kLutLo ? kLutLo : mag > kLutHi ? kLutHi : mag;
+  const std::uint32_t w = lut[(cl - kLutLo) >> kLutShift];
+  const int p = static_cast<int>((w + (static_cast<std::uint32_t>(cl) & kLutLowMask)) >> 24);
+  if (!is_signed || ib >= 0) return p;
+  const int mirror = 2 * kSignedZero - p;
+  return mirror < 0 ? 0 : mirror;
 }
 
 }  // namespace adam8

@@ -3,7 +3,8 @@
 // with the very quantisers the kernels run: adam8_codes.h) are compared with the fp64 golden (the
 // task's reference.so, inputs from the task's generators) by the engine's judge:
 //   pass: the expert's (fmaf moments, approximate sqrt and division: the quotient moved by 4
-//         ulps, the state times the reciprocal of the absmax, the closed-form code); the naive's
+//         ulps, the state times the reciprocal of the absmax, the closed-form code); the expert's
+//         `lut` variants (the same arithmetic, the code by one bucket lookup); the naive's
 //         (the state divided by the absmax, binary search with ties to the upper entry); ties to
 //         the lower entry; bitsandbytes' sign rule
 //         (a state whose nearest code has the other sign moves one code towards it); the expert's
@@ -32,6 +33,7 @@ namespace {
 enum class Variant {
   kExpert,
   kExpertBsearch,     ///< the expert's `bsearch` variant: reciprocal, binary search
+  kExpertLut,         ///< the expert's `lut` and `lut_occ` variants: reciprocal, bucket lookup
   kNaive,             ///< division, binary search, ties to the upper entry
   kTiesDown,          ///< exact nearest, ties to the lower entry
   kBnbSign,           ///< the expert plus bitsandbytes' sign rule on m
@@ -52,6 +54,7 @@ const char* name(Variant v) {
   switch (v) {
     case Variant::kExpert: return "expert";
     case Variant::kExpertBsearch: return "expert bsearch";
+    case Variant::kExpertLut: return "expert lut";
     case Variant::kNaive: return "naive";
     case Variant::kTiesDown: return "ties down";
     case Variant::kBnbSign: return "bnb sign rule";
@@ -83,6 +86,22 @@ const LoadedImpl& reference() {
 const adam8::CodeMaps& maps() {
   static const adam8::CodeMaps m = adam8::make_code_maps();
   return m;
+}
+
+/// The bucket tables of nearest_code_lut, built as the `lut` variants' kernel builds them.
+struct Luts {
+  std::vector<std::uint32_t> m, v;
+};
+const Luts& luts() {
+  static const Luts l = [] {
+    Luts t{std::vector<std::uint32_t>(adam8::kLutEntries), std::vector<std::uint32_t>(adam8::kLutEntries)};
+    for (int k = 0; k < adam8::kLutEntries; ++k) {
+      t.m[static_cast<std::size_t>(k)] = adam8::lut_word(maps().m, k);
+      t.v[static_cast<std::size_t>(k)] = adam8::lut_word(maps().v, k);
+    }
+    return t;
+  }();
+  return l;
 }
 
 struct Hyper {
@@ -125,6 +144,7 @@ int code_of(Variant v, const float* code, float x, bool is_signed) {
     case Variant::kNoDecay:
     case Variant::kEpsUncorrected:
     case Variant::kAbsmaxOfOld: return adam8::nearest_code_arith(x, is_signed);
+    case Variant::kExpertLut: return adam8::nearest_code_lut(is_signed ? luts().m.data() : luts().v.data(), x, is_signed);
     case Variant::kExpertBsearch:
     case Variant::kNaive: return adam8::nearest_code_bsearch(code, x);
     case Variant::kTiesDown: {
@@ -142,7 +162,7 @@ int code_of(Variant v, const float* code, float x, bool is_signed) {
 /// quotient moved by 4 ulps, up and down on alternate elements (their bound: 2 ulps of
 /// __fdividef, 1 of the MUFU square root, and one more).
 bool approx_update(Variant v) {
-  return v == Variant::kExpert || v == Variant::kExpertBsearch || v == Variant::kBnbSign;
+  return v == Variant::kExpert || v == Variant::kExpertBsearch || v == Variant::kExpertLut || v == Variant::kBnbSign;
 }
 
 /// One step of variant v on case c, block by block, in fp32 as the kernels compute it.
@@ -252,8 +272,8 @@ class Adam8Tolerance : public TaskSuite<Adam8Tolerance> {
 
 TEST_F(Adam8Tolerance, HonestArithmeticAndAnyTieRulePass) {
   for (const Case& c : *cases_)
-    for (Variant v : {Variant::kExpert, Variant::kExpertBsearch, Variant::kNaive, Variant::kTiesDown, Variant::kBnbSign,
-                      Variant::kOtherProduct, Variant::kUnfused}) {
+    for (Variant v : {Variant::kExpert, Variant::kExpertBsearch, Variant::kExpertLut, Variant::kNaive, Variant::kTiesDown,
+                      Variant::kBnbSign, Variant::kOtherProduct, Variant::kUnfused}) {
       const Result r = run(v, c);
       EXPECT_EQ(r.verdict.status, Status::PASSED) << c.plan.workload.uuid << " " << name(v) << ": " << r.verdict.message;
     }
@@ -280,7 +300,7 @@ TEST(Adam8SmallBlocks, CancellingMomentsPassOnManyDraws) {
     ASSERT_NE(w, nullptr) << uuid;
     for (std::uint64_t seed = 1; seed <= 300; ++seed) {
       const Case c = make_case(task(), reference(), *w, seed);
-      for (Variant v : {Variant::kExpert, Variant::kOtherProduct, Variant::kUnfused}) {
+      for (Variant v : {Variant::kExpert, Variant::kExpertLut, Variant::kOtherProduct, Variant::kUnfused}) {
         const Result r = run(v, c);
         EXPECT_EQ(r.verdict.status, Status::PASSED) << uuid << " seed " << seed << " " << name(v) << ": " << r.verdict.message;
       }
@@ -363,6 +383,62 @@ TEST(Adam8Codes, ClosedFormCodeIsTheNearestEntry) {
   EXPECT_EQ(adam8::nearest_code_arith(0.0f, false), 0);
 }
 
+// The bucket code (the `lut` variants') is the binary search on every fp32 value of [0, 2]: per
+// bucket, the search gives the bucket word's code at the low end, at most one more at the top, and
+// steps exactly at the word's midpoint; the search is monotone and the lookup is one step at that
+// midpoint, so checking the bucket's ends and the midpoint's two sides covers every value between.
+// Below the first bucket only the zero entry is nearest; above 1 the entry 1.
+TEST(Adam8Codes, BucketCodeIsTheBinarySearchOnEveryFloat) {
+  const adam8::CodeMaps& mp = maps();
+  for (bool sgn : {true, false}) {
+    const float* code = sgn ? mp.m : mp.v;
+    const std::uint32_t* lut = sgn ? luts().m.data() : luts().v.data();
+    auto same = [&](float x) {
+      ASSERT_EQ(adam8::nearest_code_lut(lut, x, sgn), adam8::nearest_code_bsearch(code, x))
+          << (sgn ? "signed " : "unsigned ") << x;
+    };
+    int inside = 0, at_start = 0, prev = sgn ? adam8::kSignedZero : 0;  // the zero entry below 2^-23
+    for (int k = 0; k < adam8::kLutEntries; ++k) {
+      const std::uint32_t lo = static_cast<std::uint32_t>(adam8::kLutLo) + (static_cast<std::uint32_t>(k) << adam8::kLutShift);
+      const float first = adam8::bits_float(lo), last = adam8::bits_float(lo + adam8::kLutLowMask);
+      const int c0 = adam8::nearest_code_bsearch(code, first), c1 = adam8::nearest_code_bsearch(code, last);
+      ASSERT_LE(c1 - c0, 1) << "bucket " << k << " holds two midpoints";
+      ASSERT_LE(c0 - prev, 1) << "bucket " << k << " starts past two midpoints";
+      at_start += c0 - prev;
+      prev = c1;
+      same(first);
+      same(last);
+      if (c1 != c0) {
+        ++inside;
+        const float mid = 0.5f * (code[c0] + code[c1]);
+        same(mid);
+        same(std::nextafter(mid, 0.0f));
+      }
+    }
+    // Every midpoint of the map's non-negative entries is met once: inside a bucket (checked on
+    // both sides) or at a bucket's first value (the previous bucket's last value and it checked).
+    EXPECT_EQ(inside + at_start, sgn ? 128 : 255);
+    EXPECT_GT(inside, at_start);
+    EXPECT_EQ(prev, adam8::kCodes - 1);
+    for (float x : {0.0f, 1e-30f, 1e-8f, 0x1p-23f, 1.0f, std::nextafter(1.0f, 2.0f), 1.5f, 2.0f, 1e30f}) same(x);
+  }
+  // Negative states of the signed map: the mirror of |x|'s code, away from exact ties, and the
+  // nearest of the negative entries (the map has no -1) beyond the last one.
+  const std::uint32_t* lm = luts().m.data();
+  for (double lg = -9.0; lg <= 0.05; lg += 1e-4) {
+    const float x = -static_cast<float>(std::pow(10.0, lg));
+    const int e = adam8::nearest_code_bsearch(mp.m, x), a = adam8::nearest_code_lut(lm, x, true);
+    if (a != e) {
+      ASSERT_EQ(std::abs(a - e), 1) << x;
+      EXPECT_EQ(x, 0.5f * (mp.m[std::min(a, e)] + mp.m[std::max(a, e)])) << "differs off a tie: " << x;
+    }
+  }
+  EXPECT_EQ(adam8::nearest_code_lut(lm, -1.0f, true), 0);
+  EXPECT_EQ(adam8::nearest_code_lut(lm, -0.0f, true), adam8::kSignedZero);
+  EXPECT_EQ(adam8::nearest_code_lut(lm, -1e-30f, true), adam8::kSignedZero);
+  EXPECT_EQ(adam8::nearest_code_lut(luts().v.data(), -0.5f, false), 0);  // below the unsigned map
+}
+
 // The maps of create_dynamic_map, entries worked out by hand from its definition.
 TEST(Adam8Codes, MapsFollowCreateDynamicMap) {
   const adam8::CodeMaps& mp = maps();
@@ -390,7 +466,7 @@ TEST(Adam8Hidden, DrawsPassWithHonestArithmetic) {
   ASSERT_GE(hidden.size(), 3u);
   for (const Workload& w : hidden) {
     const Case c = make_case(task(), reference(), w, 5);
-    for (Variant v : {Variant::kExpert, Variant::kNaive, Variant::kTiesDown}) {
+    for (Variant v : {Variant::kExpert, Variant::kExpertLut, Variant::kNaive, Variant::kTiesDown}) {
       const Result r = run(v, c);
       EXPECT_EQ(r.verdict.status, Status::PASSED) << w.uuid << " " << name(v) << ": " << r.verdict.message;
     }
