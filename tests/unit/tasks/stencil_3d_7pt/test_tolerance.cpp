@@ -101,11 +101,21 @@ std::vector<float> run_steps(const Case& c, const Arith& a) {
 // expert.cu replayed: jacobi_block<K> CTA by CTA, its threads phase by phase between barriers
 // (within a phase no thread reads what another writes, so running them in turn is exact).
 
+/// STENCIL_STREAM: single-step passes as jacobi_stream's warp strips.
+struct Strip {
+  bool on = false;
+  int rows = 4;              ///< STENCIL_STREAM_ROWS
+  int ahead = 1;             ///< STENCIL_STREAM_AHEAD
+  int zchunk = 64;           ///< planes per chunk (strip_zchunk picks it from the device: any value is replayed)
+  bool skip_warmup = false;  ///< wrong: a chunk's first step sees zeros for plane z_begin - 1
+};
+
 struct Blocking {
   int max_k = 4;           ///< STENCIL_MAX_K
   int zchunk = 64;         ///< STENCIL_ZCHUNK
   int halo_deficit = 0;    ///< > 0: the written region that many cells wider on each side (halo too narrow)
   int warmup_deficit = 0;  ///< > 0: the march starts that many planes late (Z halo too narrow)
+  Strip strip = {};
 };
 
 constexpr int kOX = 64;
@@ -198,6 +208,82 @@ void replay_pass(int K, const Blocking& b, const Dims& d, float c0, float c1, co
       }
 }
 
+// jacobi_stream replayed warp by warp (warps share nothing; the lanes of a warp exchange values
+// only through the shuffles of a step, replayed as reads of the neighbouring lane's registers).
+struct StripPlane {
+  std::vector<float> c;  ///< [rows][4]
+  float hm[4], hp[4], xh;
+};
+
+void replay_strip_pass(const Strip& g, const Dims& d, float c0, float c1, const std::vector<float>& src,
+                       std::vector<float>& dst) {
+  constexpr int kSX = 128, kWarps = 8, kLanes = 32;
+  const int P = g.rows, A = g.ahead;
+  const int Z = static_cast<int>(d.Z), Y = static_cast<int>(d.Y), X = static_cast<int>(d.X);
+  auto at = [&](int z, int y, int x) {
+    return z >= 0 && z < Z && y >= 0 && y < Y && x >= 0 && x < X ? src[d.at(z, y, x)] : 0.f;
+  };
+  const int bxs = (X + kSX - 1) / kSX, warps_y = (Y + kWarps * P - 1) / (kWarps * P) * kWarps;
+  const int bzs = (Z + g.zchunk - 1) / g.zchunk;
+  for (int bz = 0; bz < bzs; ++bz)
+    for (int wy = 0; wy < warps_y; ++wy)
+      for (int bx = 0; bx < bxs; ++bx) {
+        const int x0 = bx * kSX, y0 = wy * P, z_begin = bz * g.zchunk, z_end = std::min(Z, z_begin + g.zchunk);
+        auto load = [&](int lane, int z, StripPlane& p) {
+          const int x = x0 + 4 * lane;
+          p.c.assign(static_cast<std::size_t>(4 * P), 0.f);
+          for (int i = 0; i < P; ++i)
+            for (int e = 0; e < 4; ++e) p.c[4 * i + e] = at(z, y0 + i, x + e);
+          for (int e = 0; e < 4; ++e) p.hm[e] = at(z, y0 - 1, x + e), p.hp[e] = at(z, y0 + P, x + e);
+          const int r = lane & 15;
+          p.xh = r < P ? at(z, y0 + r, lane < 16 ? x0 - 1 : x0 + kSX) : 0.f;
+        };
+        std::vector<StripPlane> cur(kLanes), ring(static_cast<std::size_t>(kLanes * A));
+        std::vector<std::vector<float>> prev(kLanes);
+        for (int lane = 0; lane < kLanes; ++lane) {
+          load(lane, g.skip_warmup ? -1 : z_begin - 1, cur[lane]);
+          prev[lane] = cur[lane].c;
+          load(lane, z_begin, cur[lane]);
+          for (int k = 0; k < A; ++k)
+            if (z_begin + 1 + k <= z_end) load(lane, z_begin + 1 + k, ring[lane * A + k]);
+        }
+        for (int s = z_begin; s < z_end; ++s) {
+          const int k = (s - z_begin) % A;
+          const bool z_fixed = s == 0 || s == Z - 1;
+          std::vector<std::vector<float>> res(kLanes, std::vector<float>(static_cast<std::size_t>(4 * P)));
+          for (int lane = 0; lane < kLanes; ++lane) {
+            const StripPlane& cu = cur[lane];
+            const std::vector<float>& next = ring[lane * A + k].c;
+            const int x = x0 + 4 * lane;
+            for (int i = 0; i < P; ++i) {
+              const float left = lane == 0 ? cur[i].xh : cur[lane - 1].c[4 * i + 3];
+              const float right = lane == kLanes - 1 ? cur[16 + i].xh : cur[lane + 1].c[4 * i];
+              for (int e = 0; e < 4; ++e) {
+                const float ctr = cu.c[4 * i + e];
+                const float xm = e == 0 ? left : cu.c[4 * i + e - 1];
+                const float xp = e == 3 ? right : cu.c[4 * i + e + 1];
+                const float ym = i == 0 ? cu.hm[e] : cu.c[4 * (i - 1) + e];
+                const float yp = i == P - 1 ? cu.hp[e] : cu.c[4 * (i + 1) + e];
+                const float sum = ((((prev[lane][4 * i + e] + next[4 * i + e]) + ym) + yp) + xm) + xp;
+                const int gx = x + e, gy = y0 + i;
+                const bool fixed = gx < X && gy < Y && (gx == 0 || gx == X - 1 || gy == 0 || gy == Y - 1);
+                res[lane][4 * i + e] = z_fixed || fixed ? ctr : std::fma(c0, ctr, c1 * sum);
+              }
+            }
+          }
+          for (int lane = 0; lane < kLanes; ++lane) {
+            const int x = x0 + 4 * lane;
+            for (int i = 0; i < P && y0 + i < Y; ++i)
+              for (int e = 0; e < 4; ++e)
+                if (x + e < X) dst[d.at(s, y0 + i, x + e)] = res[lane][4 * i + e];
+            prev[lane] = cur[lane].c;
+            cur[lane] = ring[lane * A + k];
+            if (s + 1 + A <= z_end) load(lane, s + 1 + A, ring[lane * A + k]);
+          }
+        }
+      }
+}
+
 /// expert.cu's passes_for: as many passes of max_k as fit, then 2 and 1.
 std::vector<int> passes_for(std::int64_t T, int max_k) {
   std::vector<int> p;
@@ -214,7 +300,10 @@ std::vector<float> run_expert(const Case& c, const Blocking& b) {
   std::vector<float> dst(src.size());
   for (int k : passes_for(c.axis("T"), b.max_k)) {
     std::fill(dst.begin(), dst.end(), std::nanf(""));
-    replay_pass(k, b, d, c0, c1, src, dst);
+    if (k == 1 && b.strip.on)
+      replay_strip_pass(b.strip, d, c0, c1, src, dst);
+    else
+      replay_pass(k, b, d, c0, c1, src, dst);
     std::swap(src, dst);
   }
   return src;
@@ -237,6 +326,12 @@ const std::vector<Honest>& expert_configs() {
       {"expert:single (passes of 1)", {1}},
       {"expert:k2 (passes of 2, 1)", {2}},
       {"expert:zchunk128", {4, 128}},
+      // STENCIL_STREAM: the strip kernel for single steps, at the chunk lengths strip_zchunk can pick
+      // (one wave on the H200: 128 planes at 512^3; 4 or fewer on small grids) and the variants' depths
+      {"expert:strip (P 4, ring 1, chunk 64)", {4, 64, 0, 0, {true, 4, 1, 64}}},
+      {"expert:strip_a2 (P 4, ring 2, chunk 5)", {4, 64, 0, 0, {true, 4, 2, 5}}},
+      {"expert:strip_single (passes of 1, chunk 4)", {1, 64, 0, 0, {true, 4, 1, 4}}},
+      {"strip P 8, ring 3, chunk 1", {1, 64, 0, 0, {true, 8, 3, 1}}},
   };
   return v;
 }
@@ -254,7 +349,11 @@ TEST(ToleranceStencil3d7pt, ReplayFollowsTheExpertsGeometry) {
                            "#define STENCIL_ZCHUNK 64", "%VARIANT% single -DSTENCIL_MAX_K=1",
                            "%VARIANT% k2 -DSTENCIL_MAX_K=2", "%VARIANT% zchunk128 -DSTENCIL_ZCHUNK=128",
                            "const int s_first = z_begin - K, s_last = z_end - 1 + K;",
-                           "for (int k = STENCIL_MAX_K; k >= 1; k /= 2)"})
+                           "for (int k = STENCIL_MAX_K; k >= 1; k /= 2)", "constexpr int kSX = 128;",
+                           "constexpr int kWarps = 8;", "#define STENCIL_STREAM_ROWS 4", "#define STENCIL_STREAM_AHEAD 1",
+                           "%VARIANT% strip -DSTENCIL_STREAM=1", "-DSTENCIL_STREAM_AHEAD=2",
+                           "layers = std::min<int64_t>({layers, (s.Z + 3) / 4, 65535});",
+                           "if (s + 1 + kAhead <= z_end) load_plane<kVec>(src, s + 1 + kAhead, Z, Y, X, plane, l, ring[k]);"})
     EXPECT_NE(text.str().find(line), std::string::npos) << "expert.cu no longer has: " << line;
 }
 
@@ -330,6 +429,8 @@ TEST(ToleranceStencil3d7pt, HonestPassAndCheaperOrWrongFail) {
           {"a step too few", run_steps(c, short_by_one), d.has_interior()},
           {"halo one cell too narrow", run_expert(c, {4, 64, 1}), tiles_inside},
           {"Z warm-up one plane short", run_expert(c, {4, 64, 0, 1}), d.has_interior() && d.Z > 65},
+          {"strip chunks without the plane below", run_expert(c, {1, 64, 0, 0, {true, 4, 1, 4, true}}),
+           d.has_interior() && d.Z > 5},
       };
       for (const Wrong& x : wrong) {
         if (!x.can_show) continue;
