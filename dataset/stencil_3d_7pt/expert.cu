@@ -54,6 +54,8 @@
 //   %VARIANT% strip_l2pf -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_L2PF=4
 //   %VARIANT% strip_a2 -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_AHEAD=2 -DSTENCIL_STREAM_MINB=1 -DSTENCIL_STREAM_L2PF=4
 //   %VARIANT% strip_single -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_L2PF=4 -DSTENCIL_MAX_K=1
+//   %VARIANT% block_l2pf -DSTENCIL_BLOCK_L2PF=4
+//   %VARIANT% strip_block_l2pf -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_L2PF=4 -DSTENCIL_BLOCK_L2PF=4
 // `single` is T single-step passes of this kernel: the issue's bar for T = 8 is the expert at
 // >= 3x that.
 #include <cuda_runtime.h>
@@ -70,6 +72,9 @@
 #endif
 #ifndef STENCIL_ZCHUNK
 #define STENCIL_ZCHUNK 64
+#endif
+#ifndef STENCIL_BLOCK_L2PF
+#define STENCIL_BLOCK_L2PF 0  // > 0: jacobi_block prefetches its input planes into L2 this many planes beyond its ring
 #endif
 #ifndef STENCIL_STREAM
 #define STENCIL_STREAM 0  // 1: single-step passes run jacobi_stream (warp strips, no shared memory)
@@ -119,6 +124,18 @@ __device__ __forceinline__ void load_plane(const float* __restrict__ src, int z,
 #pragma unroll
   for (int i = 0; i < P; ++i)
     v[i] = (z_in && ((in_grid >> i) & 1u)) ? __ldg(src + z * plane + col + static_cast<int64_t>(i) * X) : 0.f;
+}
+
+/// Plane z's outer tile into L2 (prefetch.global.L2: no register held, so the planes beyond the
+/// register ring are in flight too). Thread (tx, ty) takes row ly0 + tx % P, cells
+/// (tx / P) * P .. + P - 1 of it: one instruction per thread covers the tile's P rows x 64.
+template <int P>
+__device__ __forceinline__ void prefetch_tile_l2(const float* src, int z, int z_last, int Z, int Y, int X,
+                                                 int64_t plane, int gx0, int gy0) {
+  const int tx = threadIdx.x, gy = gy0 + static_cast<int>(threadIdx.y) * P + tx % P, gx = gx0 + tx / P * P;
+  if (z > z_last || z < 0 || z >= Z || gy < 0 || gy >= Y || gx < 0 || gx >= X) return;
+  const float* p = src + static_cast<int64_t>(z) * plane + static_cast<int64_t>(gy) * X + gx;
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p) : "memory");
 }
 
 /// A thread's cells: one x and kPPT consecutive y of the outer tile, the same on every plane.
@@ -242,11 +259,16 @@ __global__ void __launch_bounds__(Tile<K>::kThreads, K == 1 ? 4 : 2)
 #pragma unroll
   for (int k = 0; k < A; ++k)
     if (s_first + k <= s_last) load_plane<P>(src, s_first + k, Z, plane, cl.col, X, cl.in_grid, ahead[k]);
+  constexpr int kPf = STENCIL_BLOCK_L2PF;
+  const int gx0 = static_cast<int>(blockIdx.x) * Tl::kIX - K, gy0 = static_cast<int>(blockIdx.y) * Tl::kIY - K;
+  if constexpr (kPf > 0)
+    for (int z = s_first + A; z < s_first + A + kPf; ++z) prefetch_tile_l2<P>(src, z, s_last, Z, Y, X, plane, gx0, gy0);
   for (int s0 = s_first; s0 <= s_last; s0 += A) {
 #pragma unroll
     for (int k = 0; k < A; ++k) {
       const int s = s0 + k;
       if (s > s_last) break;  // uniform across the CTA: no thread skips a barrier another reaches
+      if constexpr (kPf > 0) prefetch_tile_l2<P>(src, s + A + kPf, s_last, Z, Y, X, plane, gx0, gy0);
       float up[P];            // level j-1's plane s-j+1 for j = 1..K in turn: first the input's plane s
 #pragma unroll
       for (int i = 0; i < P; ++i) up[i] = ahead[k][i];
@@ -496,6 +518,7 @@ void launch_pass(const float* src, float* dst, const Shape& s, float c0, float c
   if (e != cudaSuccess) throw d2k::abi_error(std::string("expert: launch: ") + cudaGetErrorString(e));
 }
 
+#if STENCIL_STREAM
 /// Planes per Z chunk of jacobi_stream: enough chunks that the CTAs fill STENCIL_STREAM_WAVES
 /// waves of the device's resident CTAs (a single wave has no tail of a half-empty last wave), at
 /// least 4 planes each (a chunk re-reads 2 planes: the first step's z-1 and the last one's z+1).
@@ -528,6 +551,7 @@ void launch_strip(const float* src, float* dst, const Shape& s, float c0, float 
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) throw d2k::abi_error(std::string("expert: launch: ") + cudaGetErrorString(e));
 }
+#endif
 
 }  // namespace
 
@@ -560,10 +584,11 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     for (std::size_t p = 0; p < n; ++p) {
       float* dst = (n - 1 - p) % 2 == 0 ? d2k::data<float>(out) : tmp;  // the last pass writes `out`
       switch (passes[p]) {
-        case 1:
-          if (STENCIL_STREAM) launch_strip(src, dst, s, c0, c1, stream);
-          else launch_pass<1>(src, dst, s, c0, c1, stream);
-          break;
+#if STENCIL_STREAM
+        case 1: launch_strip(src, dst, s, c0, c1, stream); break;
+#else
+        case 1: launch_pass<1>(src, dst, s, c0, c1, stream); break;
+#endif
 #if STENCIL_MAX_K >= 2
         case 2: launch_pass<2>(src, dst, s, c0, c1, stream); break;
 #endif
