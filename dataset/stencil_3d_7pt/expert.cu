@@ -52,7 +52,7 @@
 //   %VARIANT% zchunk128 -DSTENCIL_ZCHUNK=128
 //   %VARIANT% strip -DSTENCIL_STREAM=1
 //   %VARIANT% strip_l2pf -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_L2PF=4
-//   %VARIANT% strip_a2 -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_AHEAD=2 -DSTENCIL_STREAM_MINB=1 -DSTENCIL_STREAM_L2PF=4
+//   %VARIANT% strip_p8 -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_ROWS=8 -DSTENCIL_STREAM_MINB=1 -DSTENCIL_STREAM_L2PF=4
 //   %VARIANT% strip_single -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_L2PF=4 -DSTENCIL_MAX_K=1
 //   %VARIANT% block_l2pf -DSTENCIL_BLOCK_L2PF=4
 //   %VARIANT% strip_block_l2pf -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_L2PF=4 -DSTENCIL_BLOCK_L2PF=4
@@ -291,6 +291,7 @@ __global__ void __launch_bounds__(Tile<K>::kThreads, K == 1 ? 4 : 2)
 // scalar load per row), its y neighbours inside the strip from its own registers and the two rows
 // beyond the strip from L1/L2 (the warps above and below load them as their own rows). No shared
 // memory and no barrier: each warp streams on its own, kAhead planes of loads in flight.
+#if STENCIL_STREAM
 namespace strip {
 
 constexpr int kSX = 128;  // strip width: 32 lanes x 4 consecutive x
@@ -474,6 +475,7 @@ __global__ void __launch_bounds__(kThreads, STENCIL_STREAM_MINB)
 }
 
 }  // namespace strip
+#endif
 
 struct Shape {
   int64_t Z, Y, X, T;

@@ -329,7 +329,8 @@ const std::vector<Honest>& expert_configs() {
       // STENCIL_STREAM: the strip kernel for single steps, at the chunk lengths strip_zchunk can pick
       // (one wave on the H200: 128 planes at 512^3; 4 or fewer on small grids) and the variants' depths
       {"expert:strip (P 4, ring 1, chunk 64)", {4, 64, 0, 0, {true, 4, 1, 64}}},
-      {"expert:strip_a2 (P 4, ring 2, chunk 5)", {4, 64, 0, 0, {true, 4, 2, 5}}},
+      {"strip P 4, ring 2, chunk 5", {4, 64, 0, 0, {true, 4, 2, 5}}},
+      {"expert:strip_p8 (P 8, ring 1, chunk 64)", {4, 64, 0, 0, {true, 8, 1, 64}}},
       {"expert:strip_single (passes of 1, chunk 4)", {1, 64, 0, 0, {true, 4, 1, 4}}},
       {"strip P 8, ring 3, chunk 1", {1, 64, 0, 0, {true, 8, 3, 1}}},
   };
@@ -351,7 +352,7 @@ TEST(ToleranceStencil3d7pt, ReplayFollowsTheExpertsGeometry) {
                            "const int s_first = z_begin - K, s_last = z_end - 1 + K;",
                            "for (int k = STENCIL_MAX_K; k >= 1; k /= 2)", "constexpr int kSX = 128;",
                            "constexpr int kWarps = 8;", "#define STENCIL_STREAM_ROWS 4", "#define STENCIL_STREAM_AHEAD 1",
-                           "%VARIANT% strip -DSTENCIL_STREAM=1", "-DSTENCIL_STREAM_AHEAD=2",
+                           "%VARIANT% strip -DSTENCIL_STREAM=1", "%VARIANT% strip_p8 -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_ROWS=8",
                            "layers = std::min<int64_t>({layers, (s.Z + 3) / 4, 65535});",
                            "if (s + 1 + kAhead <= z_end) load_plane<kVec>(src, s + 1 + kAhead, Z, Y, X, plane, l, ring[k]);"})
     EXPECT_NE(text.str().find(line), std::string::npos) << "expert.cu no longer has: " << line;
