@@ -46,6 +46,37 @@
 //   e. vector (16-byte) halo loads: the outer tile starts K cells left of a multiple of the inner
 //      width, so rows are not 16-byte aligned for K = 1 and 2; a warp's 128-byte row load spans 5
 //      sectors instead of 4, served by L2. Not built: the compulsory DRAM traffic is unchanged.
+// Why the measured times exceed the SOL times (H200, 2026-12-02, docs/results/stencil_3d_7pt.md):
+//   T = 1 (431 us against 252 us at copy bandwidth; naive 493 us): jacobi_block<1> loads 64 x 16
+//   for the 62 x 14 it writes (1.18x the L2->SM traffic, rows starting one cell left of a 128-byte
+//   line: 5 sectors per warp row, partial-sector stores shared by two CTAs) and 66 planes per 64
+//   (Z warm-up); two barriers per plane hold a CTA's 8 warps together, so a late load stalls all of
+//   them; 4-byte loads, 3 planes x 4 cells x 4 B = 48 B per thread in flight. About 2.5 TB/s: bound
+//   by its own access pattern and synchronisation, not by DRAM.
+//   T = 8 (2324 us, two passes of K = 4): a K = 4 pass takes ~1160 us against ~270 us for its
+//   ~8.5 bytes per cell at copy bandwidth. The SASS of a level is ~12 instructions per cell-level
+//   (5 FADD, FMUL, FFMA, 2.25 LDS, STS, addressing): ~320 us per pass if issue-bound. 1760 CTAs x
+//   72 march steps over 132 SMs x 2 CTAs is ~480 steps per SM per pass, ~2.4 us each: the SM
+//   issues ~1.6 of 4 instructions per cycle. Suspects: the two barriers per step (16 warps per
+//   SM, both CTAs can wait at once), the serial level chain (level j + 1's sum starts from level
+//   j's result), and the one-plane ring (128 registers: plane s + 1 is loaded only one step
+//   ahead, and a slow load holds the whole CTA at the next barrier).
+//   f. (variants strip*) single-step passes as jacobi_stream: a warp owns an aligned 128 x kRows
+//      strip (4 consecutive x per lane: 16-byte loads, 16-byte streaming stores of whole lines, no
+//      overlap, no recomputation), x neighbours by shuffles, y neighbours in registers and the two
+//      rows beyond the strip from L1/L2, z neighbours in registers; no shared memory, no barrier,
+//      Z chunks sized to fill one wave. kRows = 4: 110-118 registers, 2 CTAs (16 warps) per SM;
+//      kRows = 8: ~187, 1 CTA. Halo rows: (kRows + 2) / kRows of the L1 traffic (1.5x at 4,
+//      1.25x at 8), DRAM traffic 8 bytes per cell plus 2 planes per chunk.
+//   g. (STENCIL_STREAM_L2PF, STENCIL_BLOCK_L2PF) L2 prefetch of the input planes beyond the
+//      register ring (cp.async.bulk.prefetch.L2 of a strip's rows; prefetch.global.L2 of a block
+//      tile, one per thread per plane): bytes in flight without registers, so the ring's loads hit
+//      L2; aimed at the exposed DRAM latency of both kernels. No change to any value computed.
+//   h. Not built: levels with 4 consecutive x per thread (shuffles for x, shared memory only for
+//      the column ends) would cut a K = 4 level to ~9 instructions and 0.06 shared wavefronts per
+//      cell, but its register queues (2 x K x 4P) leave P = 2 rows per thread, 16-row tiles and
+//      2.1x recomputation at 8 warps; the T = 8 bar against strip-kernel single steps (~8 passes
+//      at DRAM speed) needs that pass near its issue bound, which the sweep of g must show first.
 // Variants for the sweep (each a full compile; `d2k bench --targets expert:<name>`):
 //   %VARIANT% single -DSTENCIL_MAX_K=1
 //   %VARIANT% k2 -DSTENCIL_MAX_K=2
@@ -57,7 +88,8 @@
 //   %VARIANT% block_l2pf -DSTENCIL_BLOCK_L2PF=4
 //   %VARIANT% strip_block_l2pf -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_L2PF=4 -DSTENCIL_BLOCK_L2PF=4
 // `single` is T single-step passes of this kernel: the issue's bar for T = 8 is the expert at
-// >= 3x that.
+// >= 3x that; `strip_single` the same for the strip builds (their single steps are jacobi_stream,
+// so a strip build as the default moves the T = 8 bar's denominator with it).
 #include <cuda_runtime.h>
 
 #include <algorithm>
