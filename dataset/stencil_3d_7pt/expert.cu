@@ -54,7 +54,7 @@
 //   them; 4-byte loads, 3 planes x 4 cells x 4 B = 48 B per thread in flight. About 2.5 TB/s: bound
 //   by its own access pattern and synchronisation, not by DRAM.
 //   T = 8 (2324 us, two passes of K = 4): a K = 4 pass takes ~1160 us against ~270 us for its
-//   ~8.5 bytes per cell at copy bandwidth. The SASS of a level is ~12 instructions per cell-level
+//   ~8.5 bytes per cell at copy bandwidth. The SASS of a level is ~13 instructions per cell-level
 //   (5 FADD, FMUL, FFMA, 2.25 LDS, STS, addressing): ~320 us per pass if issue-bound. 1760 CTAs x
 //   72 march steps over 132 SMs x 2 CTAs is ~480 steps per SM per pass, ~2.4 us each: the SM
 //   issues ~1.6 of 4 instructions per cycle. Suspects: the two barriers per step (16 warps per
@@ -72,11 +72,16 @@
 //      register ring (cp.async.bulk.prefetch.L2 of a strip's rows; prefetch.global.L2 of a block
 //      tile, one per thread per plane): bytes in flight without registers, so the ring's loads hit
 //      L2; aimed at the exposed DRAM latency of both kernels. No change to any value computed.
-//   h. Not built: levels with 4 consecutive x per thread (shuffles for x, shared memory only for
+//   h. (STENCIL_BLOCK_BUFS=3, variant block_1bar) three shared planes per level instead of two:
+//      the plane a step writes was last read two steps before, so one barrier per march step
+//      instead of two (96 KB of shared memory at K = 4, still 2 CTAs per SM); aimed at the barrier
+//      stalls. The CPU replay tracks shared-memory hazards between barriers for both forms.
+//   i. Not built: levels with 4 consecutive x per thread (shuffles for x, shared memory only for
 //      the column ends) would cut a K = 4 level to ~9 instructions and 0.06 shared wavefronts per
 //      cell, but its register queues (2 x K x 4P) leave P = 2 rows per thread, 16-row tiles and
 //      2.1x recomputation at 8 warps; the T = 8 bar against strip-kernel single steps (~8 passes
-//      at DRAM speed) needs that pass near its issue bound, which the sweep of g must show first.
+//      at DRAM speed) needs that pass near its issue bound: worth building once the sweep shows
+//      whether g and h remove the stalls that keep the current pass at ~1/4 of it.
 // Variants for the sweep (each a full compile; `d2k bench --targets expert:<name>`):
 //   %VARIANT% single -DSTENCIL_MAX_K=1
 //   %VARIANT% k2 -DSTENCIL_MAX_K=2
@@ -86,7 +91,8 @@
 //   %VARIANT% strip_p8 -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_ROWS=8 -DSTENCIL_STREAM_MINB=1 -DSTENCIL_STREAM_L2PF=4
 //   %VARIANT% strip_single -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_L2PF=4 -DSTENCIL_MAX_K=1
 //   %VARIANT% block_l2pf -DSTENCIL_BLOCK_L2PF=4
-//   %VARIANT% strip_block_l2pf -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_L2PF=4 -DSTENCIL_BLOCK_L2PF=4
+//   %VARIANT% block_1bar -DSTENCIL_BLOCK_BUFS=3 -DSTENCIL_BLOCK_L2PF=4
+//   %VARIANT% strip_block -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_L2PF=4 -DSTENCIL_BLOCK_BUFS=3 -DSTENCIL_BLOCK_L2PF=4
 // `single` is T single-step passes of this kernel: the issue's bar for T = 8 is the expert at
 // >= 3x that; `strip_single` the same for the strip builds (their single steps are jacobi_stream,
 // so a strip build as the default moves the T = 8 bar's denominator with it).
@@ -108,6 +114,9 @@
 #ifndef STENCIL_BLOCK_L2PF
 #define STENCIL_BLOCK_L2PF 0  // > 0: jacobi_block prefetches its input planes into L2 this many planes beyond its ring
 #endif
+#ifndef STENCIL_BLOCK_BUFS
+#define STENCIL_BLOCK_BUFS 2  // shared planes per level in jacobi_block: 2 (two barriers per step) or 3 (one)
+#endif
 #ifndef STENCIL_STREAM
 #define STENCIL_STREAM 0  // 1: single-step passes run jacobi_stream (warp strips, no shared memory)
 #endif
@@ -127,11 +136,13 @@
 #define STENCIL_STREAM_WAVES 1
 #endif
 static_assert(STENCIL_MAX_K == 1 || STENCIL_MAX_K == 2 || STENCIL_MAX_K == 4, "STENCIL_MAX_K is 1, 2 or 4");
+static_assert(STENCIL_BLOCK_BUFS == 2 || STENCIL_BLOCK_BUFS == 3, "STENCIL_BLOCK_BUFS is 2 or 3");
 
 namespace {
 
 constexpr int kOX = 64;  // outer tile width: two warps of consecutive x
 constexpr int kZChunk = STENCIL_ZCHUNK;
+constexpr int kBufs = STENCIL_BLOCK_BUFS;
 
 /// Tile geometry of a pass of K steps: outer tile kOX x kOY, kPPT cells of y per thread. The CPU
 /// tests replay these passes on the host with the same constants (a test compares the lines).
@@ -144,7 +155,7 @@ struct Tile {
   static constexpr int kThreadRows = kOY / kPPT;
   static constexpr int kThreads = kOX * kThreadRows;
   static constexpr int kPlane = kOX * kOY;                     // floats of one level's plane
-  static constexpr int kSmemBytes = 2 * K * kPlane * 4;        // levels 0..K-1, two parities each
+  static constexpr int kSmemBytes = kBufs * K * kPlane * 4;    // levels 0..K-1, kBufs planes each
   static_assert(kPPT <= 32 && kOY % kPPT == 0, "per-thread masks are 32-bit");
 };
 
@@ -230,7 +241,7 @@ __device__ __forceinline__ void level_plane(const Cells& cl, const float* c, boo
 /// j = 1..K, each level feeding the next through `up`; the queues shift by one plane. Level K's
 /// plane is stored when it lies in the CTA's chunk.
 template <int K>
-__device__ __forceinline__ void advance_levels(const Cells& cl, int s, int par, int Z, int z_begin, int z_end,
+__device__ __forceinline__ void advance_levels(const Cells& cl, int s, int wbuf, int rbuf, int Z, int z_begin, int z_end,
                                                int64_t plane, int X, float c0, float c1, float* smem,
                                                float (&q_prev)[K][Tile<K>::kPPT], float (&q_cur)[K][Tile<K>::kPPT],
                                                float (&up)[Tile<K>::kPPT], float* __restrict__ dst) {
@@ -238,7 +249,7 @@ __device__ __forceinline__ void advance_levels(const Cells& cl, int s, int par, 
   constexpr int P = Tl::kPPT;
 #pragma unroll
   for (int j = 1; j <= K; ++j) {
-    const float* c = smem + ((j - 1) * 2 + (par ^ 1)) * Tl::kPlane;  // level j-1, plane s-j
+    const float* c = smem + ((j - 1) * kBufs + rbuf) * Tl::kPlane;  // level j-1, plane s-j
     const int z = s - j;
     const bool z_fixed = z <= 0 || z >= Z - 1;
     float res[P];
@@ -254,7 +265,7 @@ __device__ __forceinline__ void advance_levels(const Cells& cl, int s, int par, 
     }
     if (j < K) {
 #pragma unroll
-      for (int i = 0; i < P; ++i) smem[(j * 2 + par) * Tl::kPlane + (cl.ly0 + i) * kOX + cl.tx] = res[i];
+      for (int i = 0; i < P; ++i) smem[(j * kBufs + wbuf) * Tl::kPlane + (cl.ly0 + i) * kOX + cl.tx] = res[i];
     } else if (z >= z_begin && z < z_end) {
 #pragma unroll
       for (int i = 0; i < P; ++i)
@@ -275,7 +286,8 @@ __global__ void __launch_bounds__(Tile<K>::kThreads, K == 1 ? 4 : 2)
   const int64_t plane = static_cast<int64_t>(Y) * X;
 
   // No read sees uninitialised shared memory (the first march step reads the other parity).
-  for (int i = cl.ly0 / P * kOX + cl.tx; i < 2 * K * Tl::kPlane; i += Tl::kThreads) smem[i] = 0.f;
+  for (int i = cl.ly0 / P * kOX + cl.tx; i < kBufs * K * Tl::kPlane; i += Tl::kThreads) smem[i] = 0.f;
+  if constexpr (kBufs == 3) __syncthreads();  // the first step's stores come before its only barrier
 
   float q_prev[K][P], q_cur[K][P];  // level j's planes s-j-2 and s-j-1 at the thread's cells, entering step s
 #pragma unroll
@@ -305,12 +317,16 @@ __global__ void __launch_bounds__(Tile<K>::kThreads, K == 1 ? 4 : 2)
 #pragma unroll
       for (int i = 0; i < P; ++i) up[i] = ahead[k][i];
       if (s + A <= s_last) load_plane<P>(src, s + A, Z, plane, cl.col, X, cl.in_grid, ahead[k]);
-      const int par = s & 1;
-      __syncthreads();  // step s-1's reads of this parity are done
+      // Step s writes buffer wbuf of every level and reads rbuf (what step s-1 wrote). Two
+      // buffers: wbuf is what step s-1 read, so a first barrier waits for those reads. Three: wbuf
+      // was last read at step s-2, before every thread passed step s-1's barrier.
+      const int wbuf = kBufs == 2 ? (s & 1) : (s - s_first) % kBufs;
+      const int rbuf = kBufs == 2 ? (wbuf ^ 1) : (wbuf + kBufs - 1) % kBufs;
+      if constexpr (kBufs == 2) __syncthreads();  // step s-1's reads of this parity are done
 #pragma unroll
-      for (int i = 0; i < P; ++i) smem[par * Tl::kPlane + (cl.ly0 + i) * kOX + cl.tx] = up[i];
+      for (int i = 0; i < P; ++i) smem[wbuf * Tl::kPlane + (cl.ly0 + i) * kOX + cl.tx] = up[i];
       __syncthreads();  // level 0's plane s and every level's plane of step s-1 are visible
-      advance_levels<K>(cl, s, par, Z, z_begin, z_end, plane, X, c0, c1, smem, q_prev, q_cur, up, dst);
+      advance_levels<K>(cl, s, wbuf, rbuf, Z, z_begin, z_end, plane, X, c0, c1, smem, q_prev, q_cur, up, dst);
     }
   }
 }

@@ -11,11 +11,12 @@
 # budget (run_checks.sh kills a script at 150 s).
 # The variants sweep (not in the default run: the steps above fill its budget): step `variants`
 # benches the expert and every built variant (`// %VARIANT%` lines of expert.cu) on the three bench
-# workloads, one correctness round and at most 0.3 s of timing per target and workload (75 s), and
-# memcheck runs the new variants on check workloads (X % 4 != 0 there: the scalar-load path; 20 s)
-# and strip_l2pf on the T = 1 bench workload (the 16-byte path and the bulk L2 prefetch; 25 s);
+# workloads, one correctness round and at most 0.3 s of timing per target and workload (70 s),
+# memcheck runs the new variants on check workloads (X % 4 != 0 there: the scalar-load path; 20 s),
+# racecheck the one-barrier block kernel (10 s), and memcheck strip_l2pf on the T = 1 bench workload
+# (the 16-byte path and the bulk L2 prefetch; 20 s);
 # bench_table.py then says what each variant would show as the default. Run it alone (<= 120 s):
-#   D2K_CHECK_STEPS=variants,memcheck_strip_block_l2pf,memcheck_strip_single,memcheck_strip_p8,memcheck_strip_l2pf \
+#   D2K_CHECK_STEPS=variants,memcheck_strip_block,memcheck_strip_single,memcheck_strip_p8,racecheck_block_1bar,memcheck_strip_l2pf \
 #     scripts/gpu/checks/t-stencil.sh CARRY OUT
 # (or the extra `variants`, which adds the sweep to the full run with its own 120 s allowance).
 # Extra `compile` adds torch_compile to a second bench (its own 150 s allowance).
@@ -56,15 +57,17 @@ golden_step --dump-s 15 --show $((nchecks + 1)) 10 "$checks" $helpers/golden_che
 vjson=()
 if [ -n "${D2K_CHECK_STEPS:-}" ] || [[ $extras == *" variants "* ]]; then
   [[ $extras == *" variants "* ]] && budget=$((SECONDS + 120))  # an extra: its own allowance
-  variants_step --show 0 75 "$(workload_uuids bench)" --bench-rounds 1 --max-time 0.3 --quiet
+  variants_step --show 0 70 "$(workload_uuids bench)" --bench-rounds 1 --max-time 0.3 --quiet
   [ -f "$out/variants.jsonl" ] && vjson=("$out/variants.jsonl")
-  # a strip pass after a block pass of 4 with the L2 prefetch (13x37x71-T5) and a block pass of 2
-  # with it (67x20x45-T2); eight strip passes over 18 Z chunks (70x30x130-T8); the 8-row strips;
-  # the 16-byte path with the bulk L2 prefetch on the T = 1 bench workload (512 MB, the longest)
-  sanitize --impl expert:strip_block_l2pf memcheck 8 $task-check-13x37x71-T5,$task-check-67x20x45-T2
+  # a strip pass after a 3-plane block pass of 4 with the L2 prefetch (13x37x71-T5) and a block
+  # pass of 2 (67x20x45-T2); eight strip passes over 18 Z chunks (70x30x130-T8); the 8-row strips;
+  # racecheck of the one-barrier block kernel; the 16-byte path with the bulk L2 prefetch on the
+  # T = 1 bench workload (512 MB, the longest)
+  sanitize --impl expert:strip_block memcheck 8 $task-check-13x37x71-T5,$task-check-67x20x45-T2
   sanitize --impl expert:strip_single memcheck 6 $task-check-70x30x130-T8
   sanitize --impl expert:strip_p8 memcheck 6 $task-check-13x37x71-T5
-  sanitize --impl expert:strip_l2pf memcheck 25 $task-bench-512x512x512-T1 --bench-rounds 1
+  sanitize --impl expert:block_1bar racecheck 10 $task-check-13x37x71-T5,$task-check-67x20x45-T2
+  sanitize --impl expert:strip_l2pf memcheck 20 $task-bench-512x512x512-T1 --bench-rounds 1
   # SASS of the variants where built (else a SKIP line): the strip kernel's 16-byte loads and
   # streaming stores, shuffles, bulk L2 prefetch and no barrier; the block kernel's L2 prefetch.
   variant_sass() {
