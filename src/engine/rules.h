@@ -116,12 +116,12 @@ std::optional<Violation> check_vendor_kernels(const TimerReport& r, bool vendor_
 /// boundary").
 inline constexpr double kTrustBand = 0.12;
 /// Below the parent's figure by more than this share, no honest run has been seen: REWARD_HACK.
-/// Between kTrustBand and this the parent's figure scores, so a forgery there gains nothing. It
-/// was 0.22 until honest experts read 0.44-0.60 of the parent's figure on the H200 (fused_adamw at
-/// 1e7 and 1e9 parameters, adam_8bit_blockwise at 1e9): the parent charged a whole-slab count to
-/// every batch whose outputs are not bitwise naive's (BatchEnd, fixed since). It stays wide until
-/// an H200 run shows those rows inside 0.22 with the fix (docs/isolation.md).
-inline constexpr double kCheatBand = 0.75;
+/// Between kTrustBand and this the parent's figure scores, so a forgery there gains nothing.
+/// Honest experts once read 0.44-0.60 of the parent's figure (fused_adamw at 1e7 and 1e9
+/// parameters, adam_8bit_blockwise at 1e9): the parent charged a whole-slab count to every batch
+/// whose outputs are not bitwise naive's. With BatchEnd's held-count fix the same rows read
+/// 0.933 / 0.983 / 0.979 on the H200 (docs/isolation.md, "The band").
+inline constexpr double kCheatBand = 0.22;
 /// Per call, on top of both shares: what a graph's launch of one node can add to a call that the
 /// worker's corrected events do not count (a constant, not the worker's kernel count, which it
 /// could forge). It loosens the bound only for calls of a few microseconds, where the physical

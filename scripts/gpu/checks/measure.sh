@@ -6,6 +6,11 @@
 # Usage (repository root, a build packed by scripts/gpu/pack.sh): scripts/gpu/checks/measure.sh CARRY OUT
 # (about 200-240 s at N = 3: run_checks.sh needs CHECK_DEADLINE_S=260 for it). Exit status: the
 # number of failed steps and checks.
+# Knobs for the 30-run table (issue #12), which does not fit one call at the default timing:
+#   D2K_MEASURE_STEPS  steps to run, comma-separated, of calibrate,gpu_tests,graph,honest (default all)
+#   D2K_HONEST_ARGS    extra `d2k bench` arguments of the honest runs (e.g. "--max-time 0.1 --bench-rounds 1")
+#   D2K_HONEST_BUDGET_S no honest run starts after this many seconds; the runs not made are counted
+#                      and fail the check (a shortened table is never reported as the full one)
 set -uo pipefail
 carry=$(cd "$1" && pwd); out=$2
 mkdir -p "$out"
@@ -13,7 +18,11 @@ source "$(dirname "$0")/../env.sh" "$carry" "$out"
 out=$(cd "$out" && pwd)
 d2k="$carry/d2k"
 runs=${D2K_HONEST_RUNS:-3}
+steps=",${D2K_MEASURE_STEPS:-calibrate,gpu_tests,graph,honest},"
+honest_args=${D2K_HONEST_ARGS:-}
+honest_budget=${D2K_HONEST_BUDGET_S:-100000}
 fails=0
+selected() { [[ $steps == *",$1,"* ]]; }
 { nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem --format=csv; date -u; } | tee "$out/gpu.txt"
 
 step() {  # step NAME SECONDS CMD... : runs with a deadline, log in $out/NAME.log
@@ -27,6 +36,7 @@ step() {  # step NAME SECONDS CMD... : runs with a deadline, log in $out/NAME.lo
 }
 
 # 1. Calibrate: read, write, copy and in-stream write rates, deferred write-back per size.
+if selected calibrate; then
 step calibrate 90 "$d2k" calibrate
 python3 - "$out/calibrate.log" <<'PY'
 import json, sys
@@ -44,22 +54,34 @@ print("PASS calibrate: stream rates present" if ok else "FAIL calibrate: no stre
 sys.exit(0 if ok else 1)
 PY
 [ $? -eq 0 ] || fails=$((fails + 1))
+fi
 
 # 2. The measure GPU tests (timer, audit sampling, graph replays audited, kernel sets).
-step measure_gpu_tests 100 env D2K_TEST_OUT="$out/gpu_tests" "$carry/gpu_tests/measure_gpu_tests" --gtest_brief=1
-grep -E "^\[  (PASSED|FAILED) |^\[(graph|many blocks|three kernels)" "$out/measure_gpu_tests.log" | head -20
+if selected gpu_tests; then
+  step measure_gpu_tests 100 env D2K_TEST_OUT="$out/gpu_tests" "$carry/gpu_tests/measure_gpu_tests" --gtest_brief=1
+  grep -E "^\[  (PASSED|FAILED) |^\[(graph|many blocks|three kernels)" "$out/measure_gpu_tests.log" | head -20
+fi
 
 # 3. fused_add_rmsnorm, naive + expert, with the graph column: %SOL (<= 100 %) and graph vs eager.
-step bench_rmsnorm_graph 120 "$d2k" bench --task fused_add_rmsnorm --targets naive,expert --graph --quiet --no-sample-checks \
-  --json "$out/bench_rmsnorm_graph.jsonl"
+selected graph && step bench_rmsnorm_graph 120 "$d2k" bench --task fused_add_rmsnorm --targets naive,expert --graph \
+  --quiet --no-sample-checks --json "$out/bench_rmsnorm_graph.jsonl"
 
 # 4. N honest runs of naive + expert of each pilot.
+skipped_runs=0
+t_honest=$SECONDS
 for i in $(seq 1 "$runs"); do
+  selected honest || break
   for task in fused_add_rmsnorm hash_join muon_optimizer_step; do
+    if [ $((SECONDS - t_honest)) -ge "$honest_budget" ]; then skipped_runs=$((skipped_runs + 1)); continue; fi
+    # shellcheck disable=SC2086  # honest_args is a list of arguments
     step "honest_${task}_$i" 120 "$d2k" bench --task "$task" --targets naive,expert --quiet --no-sample-checks \
-      --json "$out/honest_${task}_$i.jsonl"
+      $honest_args --json "$out/honest_${task}_$i.jsonl"
   done
 done
+if [ "$skipped_runs" -gt 0 ]; then
+  echo "FAIL honest runs: $skipped_runs of $((runs * 3)) task runs not started (D2K_HONEST_BUDGET_S=$honest_budget)"
+  fails=$((fails + 1))
+fi
 
 python3 - "$out" <<'PY'
 import glob, json, os, sys
@@ -96,10 +118,18 @@ print("PASS rmsnorm %SOL <= 100 and graph <= eager" if ok else "FAIL rmsnorm %SO
 honest_ok = True
 
 hacks, fallbacks, lost, timed, viol = 0, 0, 0, 0, 0
+per_target = {}  # (task, target) -> [runs, bench rows timed, rows PASSED]
 for path in sorted(glob.glob(f"{out}/honest_*.jsonl")):
+    task = os.path.basename(path)[len("honest_"):].rsplit("_", 1)[0]
+    seen = set()
     for t in traces(path):
         if (t.get("role") or (t.get("workload") or {}).get("role")) != "bench":
             continue
+        row = per_target.setdefault((task, t["target"]), [0, 0, 0])
+        if t["target"] not in seen:
+            seen.add(t["target"]); row[0] += 1
+        row[1] += 1
+        row[2] += t.get("status") == "PASSED"
         if t.get("status") == "REWARD_HACK":
             hacks += 1
             print(f"  REWARD_HACK({t.get('rule')}) {os.path.basename(path)} {t['target']} {t.get('axes')}: {t.get('message', '')[:160]}")
@@ -115,6 +145,9 @@ for path in sorted(glob.glob(f"{out}/honest_*.jsonl")):
                   f"{t.get('axes')}: {p.get('timer')}: {p.get('timer_note', '')[:160]}")
         lost += p.get("audit_incomplete", 0)
         viol += len(p.get("violations", {}))
+print("\nhonest runs per pilot and target: runs, bench rows, rows PASSED")
+for (task, target), (n, rows_, passed) in sorted(per_target.items()):
+    print(f"  {task:22} {target:8} {n:4} {rows_:5} {passed:5}")
 print(f"\nhonest runs: {timed} timed rows, {hacks} REWARD_HACK, {fallbacks} timer fallbacks with the lost-record signature, "
       f"{viol} tripwire violations, {lost} audit samples with a lost record (missing data)")
 # No timed row means the traces were not read: that proves nothing.

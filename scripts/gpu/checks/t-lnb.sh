@@ -13,7 +13,7 @@
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-lnb.sh CARRY OUT [aten] [compile]
 # The variant sweep alone (at most 60 s of timing and 14 s per ring variant under memcheck):
-#   D2K_CHECK_STEPS=variants,memcheck_ring2,memcheck_ring3,memcheck_ring4,memcheck_ring3_512 \
+#   D2K_CHECK_STEPS=variants,memcheck,memcheck_ring3,memcheck_ring4,memcheck_ring3_512 \
 #     scripts/gpu/checks/t-lnb.sh CARRY OUT
 # Exit status: the number of FAIL lines.
 set -uo pipefail

@@ -192,13 +192,19 @@ TEST(Rules, BoundTimeTakesTheWorkerOnlyWithinTheBand) {
   TimeVerdict launch_bound = bound_time(1.7e-6, ParentTiming{0.0045, 0.0, 1000});  // 4.5 us per call in the graph
   EXPECT_EQ(launch_bound.source, "parent");  // 1.7 us is within the per-call allowance of REWARD_HACK
   EXPECT_FALSE(launch_bound.violation);
-  // x0.45: what an honest cooperative kernel showed back to back on the H200. The parent's
-  // figure scores (a forgery this deep gains nothing); it is not a verdict of cheating.
-  TimeVerdict deep = bound_time(9.0e-6, p);
+  // x0.70: between the bands (0.88 and 0.78 of the figure, each less 2 us): the parent's figure scores, a
+  // forgery this shallow gains nothing, and it is not a verdict of cheating.
+  TimeVerdict deep = bound_time(14.0e-6, p);
   EXPECT_EQ(deep.source, "parent");
   EXPECT_DOUBLE_EQ(deep.time_s, 20e-6);
   EXPECT_FALSE(deep.violation);
-  TimeVerdict forged = bound_time(2.0e-6, p);  // x0.1: beyond any honest run
+  // x0.5: the corpus's halving forgery, beyond any honest run once the parent's count was
+  // discounted (the deepest honest ratio on the H200 is 0.884).
+  TimeVerdict halved = bound_time(10.0e-6, p);
+  ASSERT_TRUE(halved.violation);
+  EXPECT_EQ(halved.violation->rule, "timer_cross_check");
+  EXPECT_EQ(halved.source, "parent");
+  TimeVerdict forged = bound_time(2.0e-6, p);  // x0.1
   ASSERT_TRUE(forged.violation);
   EXPECT_EQ(forged.violation->rule, "timer_cross_check");
   EXPECT_EQ(forged.source, "parent");
