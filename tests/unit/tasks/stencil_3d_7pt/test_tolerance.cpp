@@ -101,17 +101,50 @@ std::vector<float> run_steps(const Case& c, const Arith& a) {
 // expert.cu replayed: jacobi_block<K> CTA by CTA, its threads phase by phase between barriers
 // (within a phase no thread reads what another writes, so running them in turn is exact).
 
+/// STENCIL_STREAM: single-step passes as jacobi_stream's warp strips.
+struct Strip {
+  bool on = false;
+  int rows = 4;              ///< STENCIL_STREAM_ROWS
+  int ahead = 1;             ///< STENCIL_STREAM_AHEAD
+  int zchunk = 64;           ///< planes per chunk (strip_zchunk picks it from the device: any value is replayed)
+  bool skip_warmup = false;  ///< wrong: a chunk's first step sees zeros for plane z_begin - 1
+};
+
 struct Blocking {
   int max_k = 4;           ///< STENCIL_MAX_K
   int zchunk = 64;         ///< STENCIL_ZCHUNK
   int halo_deficit = 0;    ///< > 0: the written region that many cells wider on each side (halo too narrow)
   int warmup_deficit = 0;  ///< > 0: the march starts that many planes late (Z halo too narrow)
+  Strip strip = {};
+  int bufs = 2;            ///< STENCIL_BLOCK_BUFS: shared planes per level (2: two barriers per step, 3: one)
+  bool drop_barrier = false;  ///< wrong: 2 buffers without a step's first barrier, 3 without the one after the zero fill
 };
 
 constexpr int kOX = 64;
 
+/// Shared-memory hazards of a CTA's replay: a word written by one thread and read or written by
+/// another between the same two barriers (what racecheck reports on the GPU).
+struct Hazards {
+  std::vector<int> w_at, w_by, r_at, r_by;  ///< interval and thread of the last write / read (-2: several readers)
+  int interval = 0;
+  std::int64_t count = 0;
+  explicit Hazards(std::size_t words) : w_at(words, -1), w_by(words, -1), r_at(words, -1), r_by(words, -1) {}
+  void read(std::size_t i, int t) {
+    if (w_at[i] == interval && w_by[i] != t) ++count;
+    if (r_at[i] == interval && r_by[i] != t)
+      r_by[i] = -2;
+    else
+      r_at[i] = interval, r_by[i] = t;
+  }
+  void write(std::size_t i, int t) {
+    if ((w_at[i] == interval && w_by[i] != t) || (r_at[i] == interval && r_by[i] != t)) ++count;
+    w_at[i] = interval, w_by[i] = t;
+  }
+  void barrier() { ++interval; }
+};
+
 void replay_pass(int K, const Blocking& b, const Dims& d, float c0, float c1, const std::vector<float>& src,
-                 std::vector<float>& dst) {
+                 std::vector<float>& dst, std::int64_t& hazards) {
   const int OY = K == 1 ? 16 : 32, P = K == 1 ? 4 : 8, IX = kOX - 2 * K, IY = OY - 2 * K;
   const int A = K == 1 ? 3 : K == 2 ? 2 : 1;  // input planes in flight (kAhead)
   // (ReplayFollowsTheExpertsGeometry checks these against expert.cu's lines)
@@ -123,7 +156,12 @@ void replay_pass(int K, const Blocking& b, const Dims& d, float c0, float c1, co
     for (int by = 0; by < bys; ++by)
       for (int bx = 0; bx < bxs; ++bx) {
         const int z_begin = bz * b.zchunk, z_end = std::min(Z, z_begin + b.zchunk);
-        std::vector<float> smem(static_cast<std::size_t>(2 * K * plane_floats), 0.f);
+        const std::size_t smem_words = static_cast<std::size_t>(b.bufs * K * plane_floats);
+        std::vector<float> smem(smem_words, 0.f);
+        Hazards hz(smem_words);
+        for (int t = 0; t < threads; ++t)  // the zero fill
+          for (std::size_t i = static_cast<std::size_t>(t); i < smem_words; i += static_cast<std::size_t>(threads)) hz.write(i, t);
+        if (b.bufs == 3 && !b.drop_barrier) hz.barrier();
         // per thread: masks, column offset, queues [K][P], prefetch [P]
         std::vector<unsigned> in_grid(threads), fixed(threads), owned(threads);
         std::vector<std::int64_t> col(threads);
@@ -156,20 +194,32 @@ void replay_pass(int K, const Blocking& b, const Dims& d, float c0, float c1, co
             if (s_first + k <= s_last) load(t, s_first + k, &ahead[(t * A + k) * P]);
         std::vector<float> up(static_cast<std::size_t>(threads * P));
         for (int s = s_first; s <= s_last; ++s) {
-          const int par = s & 1, k = (s - s_first) % A;
+          const int k = (s - s_first) % A;
+          const int wbuf = b.bufs == 2 ? (s & 1) : (s - s_first) % b.bufs;
+          const int rbuf = b.bufs == 2 ? (wbuf ^ 1) : (wbuf + b.bufs - 1) % b.bufs;
+          if (b.bufs == 2 && !b.drop_barrier) hz.barrier();
           for (int t = 0; t < threads; ++t) {  // between the two barriers
             const int tx = t % kOX, ly0 = (t / kOX) * P;
             for (int i = 0; i < P; ++i) up[t * P + i] = ahead[(t * A + k) * P + i];
             if (s + A <= s_last) load(t, s + A, &ahead[(t * A + k) * P]);
-            for (int i = 0; i < P; ++i) smem[par * plane_floats + (ly0 + i) * kOX + tx] = up[t * P + i];
+            for (int i = 0; i < P; ++i) {
+              const std::size_t w = static_cast<std::size_t>(wbuf * plane_floats + (ly0 + i) * kOX + tx);
+              smem[w] = up[t * P + i];
+              hz.write(w, t);
+            }
           }
+          hz.barrier();
           for (int t = 0; t < threads; ++t) {  // after the second barrier: every level
             const int tx = t % kOX, ly0 = (t / kOX) * P;
             const int xm = std::max(tx - 1, 0), xp = std::min(tx + 1, kOX - 1);
             const int row_m = std::max(ly0 - 1, 0), row_p = std::min(ly0 + P, OY - 1);
             float* u = &up[t * P];
             for (int j = 1; j <= K; ++j) {
-              const float* cpl = &smem[((j - 1) * 2 + (par ^ 1)) * plane_floats];
+              const int cbase = ((j - 1) * b.bufs + rbuf) * plane_floats;
+              const float* cpl = &smem[static_cast<std::size_t>(cbase)];
+              auto touch = [&](int word) { hz.read(static_cast<std::size_t>(cbase + word), t); };
+              touch(row_m * kOX + tx), touch(row_p * kOX + tx);
+              for (int i = 0; i < P; ++i) touch((ly0 + i) * kOX + xm), touch((ly0 + i) * kOX + xp);
               const int z = s - j;
               const bool z_fixed = z <= 0 || z >= Z - 1;
               std::vector<float> res(P);
@@ -187,12 +237,93 @@ void replay_pass(int K, const Blocking& b, const Dims& d, float c0, float c1, co
                 u[i] = res[i];
               }
               if (j < K) {
-                for (int i = 0; i < P; ++i) smem[(j * 2 + par) * plane_floats + (ly0 + i) * kOX + tx] = res[i];
+                for (int i = 0; i < P; ++i) {
+                  const std::size_t w = static_cast<std::size_t>((j * b.bufs + wbuf) * plane_floats + (ly0 + i) * kOX + tx);
+                  smem[w] = res[i];
+                  hz.write(w, t);
+                }
               } else if (z >= z_begin && z < z_end) {
                 for (int i = 0; i < P; ++i)
                   if ((owned[t] >> i) & 1u) dst[z * plane + col[t] + static_cast<std::int64_t>(i) * X] = res[i];
               }
             }
+          }
+        }
+        hazards += hz.count;
+      }
+}
+
+// jacobi_stream replayed warp by warp (warps share nothing; the lanes of a warp exchange values
+// only through the shuffles of a step, replayed as reads of the neighbouring lane's registers).
+struct StripPlane {
+  std::vector<float> c;  ///< [rows][4]
+  float hm[4], hp[4], xh;
+};
+
+void replay_strip_pass(const Strip& g, const Dims& d, float c0, float c1, const std::vector<float>& src,
+                       std::vector<float>& dst) {
+  constexpr int kSX = 128, kWarps = 8, kLanes = 32;
+  const int P = g.rows, A = g.ahead;
+  const int Z = static_cast<int>(d.Z), Y = static_cast<int>(d.Y), X = static_cast<int>(d.X);
+  auto at = [&](int z, int y, int x) {
+    return z >= 0 && z < Z && y >= 0 && y < Y && x >= 0 && x < X ? src[d.at(z, y, x)] : 0.f;
+  };
+  const int bxs = (X + kSX - 1) / kSX, warps_y = (Y + kWarps * P - 1) / (kWarps * P) * kWarps;
+  const int bzs = (Z + g.zchunk - 1) / g.zchunk;
+  for (int bz = 0; bz < bzs; ++bz)
+    for (int wy = 0; wy < warps_y; ++wy)
+      for (int bx = 0; bx < bxs; ++bx) {
+        const int x0 = bx * kSX, y0 = wy * P, z_begin = bz * g.zchunk, z_end = std::min(Z, z_begin + g.zchunk);
+        auto load = [&](int lane, int z, StripPlane& p) {
+          const int x = x0 + 4 * lane;
+          p.c.assign(static_cast<std::size_t>(4 * P), 0.f);
+          for (int i = 0; i < P; ++i)
+            for (int e = 0; e < 4; ++e) p.c[4 * i + e] = at(z, y0 + i, x + e);
+          for (int e = 0; e < 4; ++e) p.hm[e] = at(z, y0 - 1, x + e), p.hp[e] = at(z, y0 + P, x + e);
+          const int r = lane & 15;
+          p.xh = r < P ? at(z, y0 + r, lane < 16 ? x0 - 1 : x0 + kSX) : 0.f;
+        };
+        std::vector<StripPlane> cur(kLanes), ring(static_cast<std::size_t>(kLanes * A));
+        std::vector<std::vector<float>> prev(kLanes);
+        for (int lane = 0; lane < kLanes; ++lane) {
+          load(lane, g.skip_warmup ? -1 : z_begin - 1, cur[lane]);
+          prev[lane] = cur[lane].c;
+          load(lane, z_begin, cur[lane]);
+          for (int k = 0; k < A; ++k)
+            if (z_begin + 1 + k <= z_end) load(lane, z_begin + 1 + k, ring[lane * A + k]);
+        }
+        for (int s = z_begin; s < z_end; ++s) {
+          const int k = (s - z_begin) % A;
+          const bool z_fixed = s == 0 || s == Z - 1;
+          std::vector<std::vector<float>> res(kLanes, std::vector<float>(static_cast<std::size_t>(4 * P)));
+          for (int lane = 0; lane < kLanes; ++lane) {
+            const StripPlane& cu = cur[lane];
+            const std::vector<float>& next = ring[lane * A + k].c;
+            const int x = x0 + 4 * lane;
+            for (int i = 0; i < P; ++i) {
+              const float left = lane == 0 ? cur[i].xh : cur[lane - 1].c[4 * i + 3];
+              const float right = lane == kLanes - 1 ? cur[16 + i].xh : cur[lane + 1].c[4 * i];
+              for (int e = 0; e < 4; ++e) {
+                const float ctr = cu.c[4 * i + e];
+                const float xm = e == 0 ? left : cu.c[4 * i + e - 1];
+                const float xp = e == 3 ? right : cu.c[4 * i + e + 1];
+                const float ym = i == 0 ? cu.hm[e] : cu.c[4 * (i - 1) + e];
+                const float yp = i == P - 1 ? cu.hp[e] : cu.c[4 * (i + 1) + e];
+                const float sum = ((((prev[lane][4 * i + e] + next[4 * i + e]) + ym) + yp) + xm) + xp;
+                const int gx = x + e, gy = y0 + i;
+                const bool fixed = gx < X && gy < Y && (gx == 0 || gx == X - 1 || gy == 0 || gy == Y - 1);
+                res[lane][4 * i + e] = z_fixed || fixed ? ctr : std::fma(c0, ctr, c1 * sum);
+              }
+            }
+          }
+          for (int lane = 0; lane < kLanes; ++lane) {
+            const int x = x0 + 4 * lane;
+            for (int i = 0; i < P && y0 + i < Y; ++i)
+              for (int e = 0; e < 4; ++e)
+                if (x + e < X) dst[d.at(s, y0 + i, x + e)] = res[lane][4 * i + e];
+            prev[lane] = cur[lane].c;
+            cur[lane] = ring[lane * A + k];
+            if (s + 1 + A <= z_end) load(lane, s + 1 + A, ring[lane * A + k]);
           }
         }
       }
@@ -206,7 +337,8 @@ std::vector<int> passes_for(std::int64_t T, int max_k) {
   return p;
 }
 
-std::vector<float> run_expert(const Case& c, const Blocking& b) {
+std::vector<float> run_expert(const Case& c, const Blocking& b, std::int64_t* hazards = nullptr) {
+  std::int64_t hz = 0;
   const Dims d = dims(c);
   const float c0 = static_cast<float>(scalar(c, "c0")), c1 = static_cast<float>(scalar(c, "c1"));
   std::vector<float> src = input_grid(c);
@@ -214,9 +346,13 @@ std::vector<float> run_expert(const Case& c, const Blocking& b) {
   std::vector<float> dst(src.size());
   for (int k : passes_for(c.axis("T"), b.max_k)) {
     std::fill(dst.begin(), dst.end(), std::nanf(""));
-    replay_pass(k, b, d, c0, c1, src, dst);
+    if (k == 1 && b.strip.on)
+      replay_strip_pass(b.strip, d, c0, c1, src, dst);
+    else
+      replay_pass(k, b, d, c0, c1, src, dst, hz);
     std::swap(src, dst);
   }
+  if (hazards != nullptr) *hazards = hz;
   return src;
 }
 
@@ -237,6 +373,15 @@ const std::vector<Honest>& expert_configs() {
       {"expert:single (passes of 1)", {1}},
       {"expert:k2 (passes of 2, 1)", {2}},
       {"expert:zchunk128", {4, 128}},
+      {"expert:block_1bar (3 shared planes per level, one barrier per step)", {4, 64, 0, 0, {}, 3}},
+      {"3 shared planes per level, passes of 2 and 1, chunk 5", {2, 5, 0, 0, {}, 3}},
+      // STENCIL_STREAM: the strip kernel for single steps, at the chunk lengths strip_zchunk can pick
+      // (one wave on the H200: 128 planes at 512^3; 4 or fewer on small grids) and the variants' depths
+      {"expert:strip (P 4, ring 1, chunk 64)", {4, 64, 0, 0, {true, 4, 1, 64}}},
+      {"strip P 4, ring 2, chunk 5", {4, 64, 0, 0, {true, 4, 2, 5}}},
+      {"expert:strip_p8 (P 8, ring 1, chunk 64)", {4, 64, 0, 0, {true, 8, 1, 64}}},
+      {"expert:strip_single (passes of 1, chunk 4)", {1, 64, 0, 0, {true, 4, 1, 4}}},
+      {"strip P 8, ring 3, chunk 1", {1, 64, 0, 0, {true, 8, 3, 1}}},
   };
   return v;
 }
@@ -254,7 +399,13 @@ TEST(ToleranceStencil3d7pt, ReplayFollowsTheExpertsGeometry) {
                            "#define STENCIL_ZCHUNK 64", "%VARIANT% single -DSTENCIL_MAX_K=1",
                            "%VARIANT% k2 -DSTENCIL_MAX_K=2", "%VARIANT% zchunk128 -DSTENCIL_ZCHUNK=128",
                            "const int s_first = z_begin - K, s_last = z_end - 1 + K;",
-                           "for (int k = STENCIL_MAX_K; k >= 1; k /= 2)"})
+                           "for (int k = STENCIL_MAX_K; k >= 1; k /= 2)", "constexpr int kSX = 128;",
+                           "constexpr int kWarps = 8;", "#define STENCIL_STREAM_ROWS 4", "#define STENCIL_BLOCK_BUFS 2",
+                           "const int wbuf = kBufs == 2 ? (s & 1) : (s - s_first) % kBufs;",
+                           "if constexpr (kBufs == 3) __syncthreads();", "#define STENCIL_STREAM_AHEAD 1",
+                           "%VARIANT% strip -DSTENCIL_STREAM=1", "%VARIANT% strip_p8 -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_ROWS=8",
+                           "layers = std::min<int64_t>({layers, (s.Z + 3) / 4, 65535});",
+                           "if (s + 1 + kAhead <= z_end) load_plane<kVec>(src, s + 1 + kAhead, Z, Y, X, plane, l, ring[k]);"})
     EXPECT_NE(text.str().find(line), std::string::npos) << "expert.cu no longer has: " << line;
 }
 
@@ -288,6 +439,24 @@ TEST(ToleranceStencil3d7pt, ExpertReplayEqualsNaiveBitForBit) {
       for (std::size_t i = 0; i < e.size(); ++i) differ += std::memcmp(&e[i], &naive[i], sizeof(float)) != 0;
       EXPECT_EQ(differ, 0) << h.name << " at " << w.uuid;
     }
+  }
+}
+
+// The replay tracks shared-memory hazards between barriers (a word one thread writes and another
+// reads or writes in the same interval): none with two planes per level and two barriers per step
+// or three planes and one barrier, at passes of 4, 2 and 1; a barrier left out shows up.
+TEST(ToleranceStencil3d7pt, SharedPlanesHaveNoHazards) {
+  const LoadedImpl ref = load_reference("stencil_3d_7pt");
+  const Case c = make_case(task(), ref, shape("tiles-30x40x140-T7", {{"Z", 30}, {"Y", 40}, {"X", 140}, {"T", 7}}), 9);
+  for (int bufs : {2, 3}) {
+    Blocking b;
+    b.bufs = bufs;
+    std::int64_t hazards = -1;
+    run_expert(c, b, &hazards);
+    EXPECT_EQ(hazards, 0) << bufs << " planes per level";
+    b.drop_barrier = true;
+    run_expert(c, b, &hazards);
+    EXPECT_GT(hazards, 0) << bufs << " planes per level, a barrier left out";
   }
 }
 
@@ -330,6 +499,8 @@ TEST(ToleranceStencil3d7pt, HonestPassAndCheaperOrWrongFail) {
           {"a step too few", run_steps(c, short_by_one), d.has_interior()},
           {"halo one cell too narrow", run_expert(c, {4, 64, 1}), tiles_inside},
           {"Z warm-up one plane short", run_expert(c, {4, 64, 0, 1}), d.has_interior() && d.Z > 65},
+          {"strip chunks without the plane below", run_expert(c, {1, 64, 0, 0, {true, 4, 1, 4, true}}),
+           d.has_interior() && d.Z > 5},
       };
       for (const Wrong& x : wrong) {
         if (!x.can_show) continue;
