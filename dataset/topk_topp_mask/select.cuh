@@ -208,15 +208,8 @@ __host__ __device__ __noinline__
 inline
 #endif
 Stats rescale_c32(Stats s, Part32 q, float x, float c) {
-  fold_c32(s, q);
-  if (s.z > 0) {
-    const double d = (static_cast<double>(s.m) - x) * c;  // < 0
-    const double f = exp2(d);
-    s.w = f * (s.w - d * s.z);
-    s.z *= f;
-  }
-  s.m = x;
-  return s;
+  fold_c32(s, q);  // the pair's w is in s now: the fp32 weight's rescale with nothing pending
+  return rescale_w32(s, 0.f, x, c);
 }
 TOPK_HD void accumulate_c32(Stats& s, Part32& q, float x, float c) {
   if (x > s.m) {

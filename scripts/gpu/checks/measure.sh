@@ -69,8 +69,8 @@ selected graph && step bench_rmsnorm_graph 120 "$d2k" bench --task fused_add_rms
 # 4. N honest runs of naive + expert of each pilot.
 skipped_runs=0
 t_honest=$SECONDS
+selected honest || runs=0
 for i in $(seq 1 "$runs"); do
-  selected honest || break
   for task in fused_add_rmsnorm hash_join muon_optimizer_step; do
     if [ $((SECONDS - t_honest)) -ge "$honest_budget" ]; then skipped_runs=$((skipped_runs + 1)); continue; fi
     # shellcheck disable=SC2086  # honest_args is a list of arguments

@@ -6,40 +6,31 @@ single-step passes"); the expert faster than naive and torch_eager wherever meas
 did not pass are listed with their status. Exit status: not-passed records plus missed bars.
 Usage: python3 bench_table.py FILE.jsonl...
 """
-import json
 import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import bench_records  # noqa: E402
 
 COPY_BW = 4.26e12  # bytes/s, the calibrated copy bandwidth (docs/results/calibrate-2026-11-29.md)
 PREFIX = "stencil_3d_7pt-bench-"
 
 
+def measure(wl, rec):
+    """(median us, % of SOL, % of the copy bandwidth for the task's bytes 8ZYX, T) of one record."""
+    ax = wl["axes"]
+    t_us = rec["performance"]["median_us"]
+    copy = bench_records.copy_pct(8 * ax["Z"] * ax["Y"] * ax["X"], t_us, COPY_BW)
+    return t_us, rec["roofline"]["pct_sol"], copy, ax["T"]
+
+
 def main(paths):
-    rows, order, bad = {}, [], []
-    for path in paths:
-        if not os.path.exists(path):
-            bad.append(f"{path}: missing (the bench did not finish)")
-            continue
-        for line in open(path):
-            rec = json.loads(line)
-            wl, target = rec["workload"], rec["target"]
-            if rec["status"] != "PASSED":
-                bad.append(f"{target} {wl['uuid']}: {rec['status']} {rec.get('message', '')[:160]}")
-                continue
-            if wl["role"] != "bench" or not rec.get("performance"):
-                continue
-            if target not in order:
-                order.append(target)
-            ax = wl["axes"]
-            t_us = rec["performance"]["median_us"]
-            copy = 100 * (8 * ax["Z"] * ax["Y"] * ax["X"]) / COPY_BW / (t_us * 1e-6)
-            rows.setdefault(wl["uuid"], {})[target] = (t_us, rec["roofline"]["pct_sol"], copy, ax["T"])
-    print("| workload | " + " | ".join(order) + " |")
-    print("| --- |" + " --- |" * len(order))
+    rows, order, bad = bench_records.load(paths, measure)
+    bench_records.print_header(order)
     misses = []
     for uuid, per in rows.items():
         cells = [f"{per[t][0]:.1f} us {per[t][1]:.1f}% ({per[t][2]:.1f}% copy)" if t in per else "-" for t in order]
-        print(f"| {uuid.replace(PREFIX, '')} | " + " | ".join(cells) + " |")
+        bench_records.print_row(uuid.replace(PREFIX, ""), cells)
         if "expert" not in per:
             misses.append(f"{uuid}: no expert time")
             continue
@@ -57,8 +48,7 @@ def main(paths):
             if t in per and per[t][0] <= e:
                 misses.append(f"{uuid}: expert not faster than {t} ({per[t][0] / e:.2f}x)")
     as_default(rows, order)
-    for b in bad:
-        print("NOT PASSED", b)
+    bench_records.print_not_passed(bad)
     for m in misses:
         print("BAR MISSED", m)
     return len(bad) + len(misses)
