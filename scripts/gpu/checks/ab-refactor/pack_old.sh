@@ -8,7 +8,7 @@
 #   scripts/gpu/env.sh       its environment (library path, impl and cache folders, the
 #                            permissions its sandboxed workers need): `source scripts/gpu/env.sh . OUT`
 #   COMMIT                   the commit the build is of
-# The GPU tests and exec helpers of that pack.sh are left out: the comparison runs `d2k bench` only.
+# The GPU tests and exec's test programs of that pack.sh are left out: the comparison runs `d2k bench` only.
 # The entries sit at the tarball's root: `mkdir OLD && tar -xJf TARBALL -C OLD && cd OLD`.
 #
 # Usage (from anywhere): pack_old.sh OLD_CHECKOUT OLD_BUILD TARBALL
