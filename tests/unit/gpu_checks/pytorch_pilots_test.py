@@ -6,6 +6,9 @@ do_bench.py and table.py) on a machine without torch or a GPU:
 - its input generators, on tiny shapes with a numpy stand-in for torch: hash_join's key structure
   (distinct build keys in the domain, a match_rate share of probes that hit, misses outside the
   build set) through both key paths, the workload's generator overrides;
+- its timing path against numpy stand-ins for torch and triton.testing (no GPU): pytorch.py loaded
+  through d2k's shim in both modes, prepared on every shape in workloads.jsonl's order before any
+  timed call, the workload's scalars reaching run(), do_bench's times summarised per mode;
 - table.py's 10 % verdicts, and the whole script against stand-ins for d2k and for the Python with
   torch: the targets it benches, the rows it skips, PASS when the stand-ins agree, FAIL when not.
 Usage: pytorch_pilots_test.py SOURCE_DIR
@@ -197,6 +200,164 @@ def test_generators():
     check(w.shape == (256,) and 0.5 <= w.min() and w.max() <= 1.5 and w.std() > 0.1, "weight: uniform [0.5, 1.5]")
 
 
+# ---- the timing path against a numpy stand-in for torch and triton.testing
+
+FAKE_TORCH = r"""
+import contextlib, json, os
+import numpy as np
+__version__ = "stand-in"
+
+
+class dtype:
+    def __init__(self, name, np_dtype, floating, itemsize):
+        self.name, self.np, self.is_floating_point, self.itemsize = name, np_dtype, floating, itemsize
+
+
+float32, float64 = dtype("float32", np.float32, True, 4), dtype("float64", np.float64, True, 8)
+bfloat16, float16 = dtype("bfloat16", np.float32, True, 2), dtype("float16", np.float16, True, 2)
+int32, int64, bool = dtype("int32", np.int32, False, 4), dtype("int64", np.int64, False, 8), dtype("bool", np.bool_, False, 1)
+
+
+class Tensor(np.ndarray):
+    def to(self, dt):
+        return self.astype(dt.np).view(Tensor)
+
+    def clamp_(self, max=None):
+        np.minimum(self, max, out=self)
+        return self
+
+
+def _t(a):
+    return np.asarray(a).view(Tensor)
+
+
+def _shape(s):
+    return (s,) if isinstance(s, int) else tuple(s)
+
+
+class Generator:
+    def __init__(self, device=None):
+        self.rng = np.random.default_rng(0)
+
+    def manual_seed(self, seed):
+        self.rng = np.random.default_rng(seed)
+        return self
+
+
+_default = Generator()
+randn = lambda s, device=None, generator=None, dtype=None: _t((generator or _default).rng.standard_normal(_shape(s)).astype(np.float32))
+rand = lambda s, device=None, generator=None: _t((generator or _default).rng.random(_shape(s), dtype=np.float32))
+randint = lambda lo, hi, s, device=None, generator=None, dtype=int64: _t((generator or _default).rng.integers(lo, hi, _shape(s)).astype(dtype.np))
+randperm = lambda n, device=None, generator=None: _t((generator or _default).rng.permutation(n))
+zeros = lambda s, device=None, dtype=float32: _t(np.zeros(_shape(s), dtype.np))
+empty = lambda s, dtype=float32, device=None: _t(np.full(_shape(s), 7, dtype.np))
+full = lambda s, v, device=None, dtype=float32: _t(np.full(_shape(s), v, dtype.np))
+arange = lambda n, device=None, dtype=int64: _t(np.arange(n, dtype=dtype.np))
+unique = lambda x: _t(np.unique(x))
+searchsorted = lambda s, x: _t(np.searchsorted(s, x))
+where = lambda m, a, b: _t(np.where(m, a, b))
+cat = lambda parts: _t(np.concatenate(parts))
+
+
+def compile(fn):
+    def compiled(**kw):
+        with open(os.environ["RUNLOG"], "a") as f:
+            f.write(json.dumps({"compiled": True}) + "\n")
+        return fn(**kw)
+    return compiled
+
+
+class _Cuda:
+    Stream = ExternalStream = lambda self=None, *a: object()
+
+    @staticmethod
+    @contextlib.contextmanager
+    def stream(s):
+        yield
+
+    is_available = staticmethod(lambda: True)
+    synchronize = staticmethod(lambda: None)
+    empty_cache = staticmethod(lambda: None)
+    get_device_name = staticmethod(lambda: "stand-in GPU")
+
+
+cuda = _Cuda()
+"""
+
+FAKE_TRITON_TESTING = r"""
+import json, os
+
+
+def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean"):
+    with open(os.environ["RUNLOG"], "a") as f:
+        f.write(json.dumps({"do_bench": [warmup, rep, return_mode]}) + "\n")
+    for _ in range(3):
+        fn()
+    return [0.010, 0.030, 0.020, 0.040, 0.050] if return_mode == "all" else 0.03
+"""
+
+TOY_RUN = r"""import json, os
+import torch
+
+
+def run(x, keys, probe, y, alpha):
+    with open(os.environ["RUNLOG"], "a") as f:
+        f.write(json.dumps({"shape": list(x.shape), "alpha": alpha, "x_std": float(x.std()),
+                            "keys_distinct": len(set(keys.tolist())) == keys.size}) + "\n")
+    y[...] = x * alpha
+"""
+
+
+def test_timing_path():
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        print("SKIP timing path: no numpy")
+        return
+    with tempfile.TemporaryDirectory() as d:
+        for rel, text in (("fake/torch/__init__.py", FAKE_TORCH), ("fake/triton/__init__.py", "__version__ = 'stand-in'\n"),
+                          ("fake/triton/testing.py", FAKE_TRITON_TESTING), ("data/toy/pytorch.py", TOY_RUN)):
+            os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
+            with open(os.path.join(d, rel), "w") as f:
+                f.write(text)
+        with open(os.path.join(d, "data/toy/definition.json"), "w") as f:
+            json.dump({"name": "toy", "axes": {"N": {"type": "var"}}, "scalars": {"alpha": {"type": "float", "value": 2}},
+                       "inputs": {"x": {"shape": ["N"], "dtype": "bfloat16", "generator": {"kind": "normal"}},
+                                  "keys": {"shape": [64], "dtype": "int32", "generator": {"kind": "unique_keys", "high": 128}},
+                                  "probe": {"shape": ["N"], "dtype": "int32",
+                                            "generator": {"kind": "join_probe_keys", "build": "keys", "match_rate": 0.5}}},
+                       "outputs": {"y": {"shape": ["N"], "dtype": "bfloat16"}}}, f)
+        with open(os.path.join(d, "data/toy/workloads.jsonl"), "w") as f:
+            f.write('{"uuid": "toy-c", "role": "check", "axes": {"N": 5}}\n')
+            f.write('{"uuid": "toy-b", "role": "bench", "axes": {"N": 300}, "scalars": {"alpha": 3}}\n')
+            f.write('{"uuid": "toy-a", "role": "bench", "axes": {"N": 100}}\n')
+        runlog, out_json = os.path.join(d, "run.log"), os.path.join(d, "db.jsonl")
+        env = dict(os.environ, RUNLOG=runlog, PYTHONPATH=os.path.join(d, "fake"))
+        rc, out, err = run(sys.executable, os.path.join(HERE, "do_bench.py"), "--dataset", os.path.join(d, "data"),
+                           "--rep-ms", "123", "--warm-calls", "2", "--json", out_json, "toy=toy-a,toy-b", env=env)
+        check(rc == 0, "timing path: rc %d\n%s\n%s" % (rc, out, err))
+        with open(runlog) as f:
+            log = [json.loads(line) for line in f]
+        with open(out_json) as f:
+            recs = [json.loads(line) for line in f]
+        check([(r["workload"], r["mode"]) for r in recs] ==
+              [("toy-b", "eager"), ("toy-b", "compile"), ("toy-a", "eager"), ("toy-a", "compile")],
+              "one line per workload and mode, in workloads.jsonl's order: %s" % recs)
+        check(all(r["median_us"] == 30.0 and r["reps"] == 5 and r["p10_us"] == 10.0 and r["p90_us"] == 50.0
+                  for r in recs), "median, quantiles and reps of do_bench's times: %s" % recs[:1])
+        check(out.count('"mode"') == 4, "the JSON lines also go to stdout")
+        calls = [e for e in log if "shape" in e]
+        # eager: prepare on both shapes (stand-ins: alpha from the definition), then compile's prepare,
+        # then per workload 2 warm calls + 3 in do_bench per mode.
+        check([c["shape"] for c in calls[:4]] == [[300], [100], [300], [100]], "prepare in workloads.jsonl's order: %s" % calls[:4])
+        real = calls[4:]
+        check(len(real) == 2 * 2 * (2 + 3), "warm calls and do_bench calls: %d" % len(real))
+        check([c["alpha"] for c in real] == [3.0] * 10 + [2.0] * 10, "the workload's scalar override reaches run()")
+        check(all(c["x_std"] > 0.5 and c["keys_distinct"] for c in real), "random inputs, distinct keys")
+        check(sum(1 for e in log if e.get("compiled")) == 2 + 2 * 5, "compile mode runs torch.compile's function")
+        check([e["do_bench"] for e in log if "do_bench" in e] == [[50.0, 123.0, "all"]] * 4, "do_bench's warmup and rep")
+
+
 # ---- table.py
 
 
@@ -314,6 +475,7 @@ def test_script():
 test_dry_run()
 test_errors()
 test_generators()
+test_timing_path()
 test_table()
 test_script()
 if errors:
