@@ -55,7 +55,7 @@ pilot() {
   targets+=,torch_eager,torch_compile
   bench_step --files "bench_$task" --show 0 "bench_$task" "$bench_s" "$targets" "$wl" \
     --bench-rounds 1 --max-time 0.2 --quiet
-  rm -f "$out/do_bench_$task.jsonl"
+  selected "do_bench_$task" && rm -f "$out/do_bench_$task.jsonl"  # do_bench.py appends
   step "do_bench_$task" "$db_s" "$py" "$here/do_bench.py" --json "$out/do_bench_$task.jsonl" "$task=$wl"
   rc=$?
   case $rc in
@@ -64,7 +64,7 @@ pilot() {
     *) fail "do_bench $task rc=$rc (see do_bench_$task.log)"; tail -3 "$out/do_bench_$task.log" 2> /dev/null ;;
   esac
   python3 "$here/table.py" --task "$task" "$out/bench_$task.jsonl" "$out/do_bench_$task.jsonl" > "$out/table_$task.md"
-  cat "$out/table_$task.md" | tee -a "$out/tables.md"
+  tee -a "$out/tables.md" < "$out/table_$task.md"
   echo >> "$out/tables.md"
   fails=$((fails + $(grep -c '^FAIL' "$out/table_$task.md")))
 }

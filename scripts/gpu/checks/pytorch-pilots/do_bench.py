@@ -98,6 +98,8 @@ def read_task(dataset, task):
         raise TaskError("%s: %s" % (path, e)) from None
     workloads = []
     wpath = os.path.join(folder, "workloads.jsonl")
+    if not os.path.isfile(wpath):
+        raise TaskError("%s: no such file" % wpath)
     with open(wpath) as f:
         for n, line in enumerate(f, 1):
             if line.strip():
@@ -108,7 +110,7 @@ def read_task(dataset, task):
     return definition, workloads
 
 
-def select_workloads(task, workloads, wanted, path):
+def select_workloads(workloads, wanted, path):
     """The bench workloads named in `wanted` (all of them when empty), in workloads.jsonl's order:
     the order d2k's prepare step compiles them in, which decides torch.compile's recompilations."""
     benches = [w for w in workloads if w.get("role") == "bench"]
@@ -170,7 +172,7 @@ def plan(definition, workload):
     for name, spec in definition.get("scalars", {}).items():
         value = workload.get("scalars", {}).get(name, spec["value"])
         scalars[name] = float(value) if spec.get("type") == "float" else int(value)
-    return {"inputs": tensors("inputs", True), "outputs": tensors("outputs", False), "scalars": scalars, "axes": axes}
+    return {"inputs": tensors("inputs", True), "outputs": tensors("outputs", False), "scalars": scalars}
 
 
 def abi_of(definition):
@@ -480,7 +482,7 @@ def main(argv):
             pytorch_py = os.path.join(args.dataset, task, "pytorch.py")
             if not os.path.isfile(pytorch_py):
                 raise TaskError("%s: no such file (the task has no PyTorch program)" % pytorch_py)
-            selected = select_workloads(task, workloads, [u for u in uuids.split(",") if u],
+            selected = select_workloads(workloads, [u for u in uuids.split(",") if u],
                                         os.path.join(args.dataset, task, "workloads.jsonl"))
             if args.dry_run:
                 dry_run(task, pytorch_py, definition, selected, args)
