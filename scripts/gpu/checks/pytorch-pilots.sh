@@ -12,8 +12,9 @@
 # d2k's PyTorch targets and do_bench.py; the Python side of d2k comes from this checkout.
 # Budget: 240 s in all (PYTORCH_PILOTS_BUDGET_S); each step gets at most its share below, or what
 # is left. d2k writes its traces when the bench ends: a bench step cut by its share leaves that
-# task's table without d2k figures (run the task alone: D2K_CHECK_STEPS and a larger budget). torch_compile compiles once per shape in d2k and again in do_bench.py, so muon's
-# 8192x8192 row (25 ms naive calls, the longest compile) is skipped by default:
+# task's table without d2k figures (run the task alone: D2K_CHECK_STEPS and a larger budget).
+# torch_compile compiles once per shape in d2k and again in do_bench.py, so muon's 8192x8192 row
+# (25 ms naive calls, the longest compile) is skipped by default:
 # PYTORCH_PILOTS_SKIP is an extended regex of workload uuids to leave out ("" keeps every row).
 # D2K_CHECK_STEPS=bench_TASK,do_bench_TASK,... runs only the named steps (lib/steps.sh).
 # Usage (repository root): scripts/gpu/checks/pytorch-pilots.sh CARRY OUT
