@@ -571,6 +571,14 @@ std::vector<std::string> nvcc_flags(const CompileOptions& opts) {
   for (const SystemHeaders& sh : opts.system_headers) f.insert(f.end(), {"-isystem", canonical_or_same(sh.dir).string()});
   f.insert(f.end(), {"-Xlinker", "--no-undefined", "-Xlinker", std::string("--version-script=") + kVersionScriptToken});
   for (const std::string& lib : opts.link_libraries) f.push_back("-l" + lib);
+  // The driver API, so that a direct call of a tensor-map encoder (cuTensorMapEncodeTiled)
+  // links: the toolkit's stub libcuda, from the -L<toolkit>/lib64/stubs that nvcc's own
+  // nvcc.profile adds. --as-needed: a solution that calls no driver function gets no DT_NEEDED
+  // entry. No RUNPATH: the worker has already loaded the real libcuda.so.1. Which driver
+  // imports pass is the symbol check's (tensor_map_driver_functions()); the others link here
+  // and are refused there as vendor_library, by name. One -Xlinker argument: nvcc moves its
+  // own -l options behind every -Xlinker option, which would take -lcuda out of --as-needed.
+  f.insert(f.end(), {"-Xlinker", "--as-needed,-lcuda,--no-as-needed"});
   f.insert(f.end(), opts.extra_flags.begin(), opts.extra_flags.end());
   return f;
 }

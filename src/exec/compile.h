@@ -106,9 +106,10 @@ struct VendorLinkFailure {
 
 /// The undefined references in a linker log (GNU ld's "undefined reference to `x'", lld's
 /// "undefined symbol: x") that name a vendor library not in `linked` (known_vendor_libraries()'s
-/// prefixes, longest match). The CUDA driver API (cu[A-Z]...) is not counted: honest Hopper code
-/// needs it (cuTensorMapEncodeTiled), so a missing driver symbol stays a compile error. Each
-/// symbol once, in log order.
+/// prefixes, longest match). The CUDA driver API (cu[A-Z]...) is not counted: every compile
+/// links the driver's stub (honest Hopper code calls cuTensorMapEncodeTiled), so its functions
+/// link and the symbol check judges them by name; a driver name the stub lacks stays a compile
+/// error. Each symbol once, in log order.
 std::vector<VendorLinkFailure> vendor_link_failures(std::string_view log, const std::vector<std::string>& linked = {});
 
 /// The files of a solution folder, read once (the compile uses exactly these bytes).

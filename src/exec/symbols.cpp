@@ -286,6 +286,13 @@ const std::vector<VendorLibrary>& known_vendor_libraries() {
   return libs;
 }
 
+const std::vector<std::string>& tensor_map_driver_functions() {
+  static const std::vector<std::string> names = {
+      "cuTensorMapEncodeTiled",    "cuTensorMapEncodeIm2col", "cuTensorMapEncodeIm2colWide",
+      "cuTensorMapReplaceAddress", "cuGetErrorString",        "cuGetErrorName"};
+  return names;
+}
+
 std::vector<SymbolRule> default_forbidden_imports() {
   return {
       {"timing",
@@ -352,6 +359,7 @@ SymbolPolicy SymbolPolicy::candidate(std::vector<std::string> allowed_libraries)
   SymbolPolicy p;
   p.forbidden_imports = default_forbidden_imports();
   p.allowed_libraries = std::move(allowed_libraries);
+  p.allow_tensor_map_encoders = true;
   return p;
 }
 
@@ -398,6 +406,11 @@ bool is_std_vague_linkage(const ElfSymbol& s) {
       "_ZTSS[tabsiod]*", "_ZN9__gnu_cxx*", "_ZNK9__gnu_cxx*", "_ZGVZNS[tabsiod]*",
       "_ZZNS[tabsiod]*", "_ZZNKS[tabsiod]*", "_ZnwmPv", "_ZnamPv", "_ZdlPvS_", "_ZdaPvS_"};
   return any_match(kStd, s.name);
+}
+
+bool is_tensor_map_function(const std::string& name) {
+  const auto& names = tensor_map_driver_functions();
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 /// The vendor library a symbol belongs to (longest matching prefix), if any.
@@ -450,6 +463,9 @@ SymbolReport check_symbols(const std::filesystem::path& so, const SymbolPolicy& 
           "(compile with hidden visibility)");
   }
 
+  // Driver-API imports outside the tensor-map list: while there is one, libcuda may not be
+  // NEEDED either (the list is what makes the driver library safe to load).
+  bool other_driver_imports = false;
   for (const ElfSymbol& s : r.info.imports) {
     const std::string shown = s.version.empty() ? s.name : s.name + "@" + s.version;
     bool hit = false;
@@ -461,12 +477,18 @@ SymbolReport check_symbols(const std::filesystem::path& so, const SymbolPolicy& 
       }
     }
     if (hit) continue;
+    if (policy.allow_tensor_map_encoders && is_tensor_map_function(s.name)) continue;
     if (const VendorLibrary* lib = vendor_of(s.name)) {
+      if (lib->name == "cuda_driver") other_driver_imports = true;
       bool allowed = std::find(policy.allowed_libraries.begin(), policy.allowed_libraries.end(),
                                lib->name) != policy.allowed_libraries.end();
       if (!allowed)
         add(shown, "vendor_library",
-            fmt::format("calls the {} library, which this track does not allow", lib->name));
+            fmt::format("calls the {} library, which this track does not allow{}", lib->name,
+                        lib->name == "cuda_driver" ? " (of the driver API only the tensor-map encoders "
+                                                     "cuTensorMapEncode*, cuTensorMapReplaceAddress and "
+                                                     "cuGetError* are allowed)"
+                                                   : ""));
     }
   }
 
@@ -477,6 +499,8 @@ SymbolReport check_symbols(const std::filesystem::path& so, const SymbolPolicy& 
       if (!any_match(lib.needed, n)) continue;
       allowed = std::find(policy.allowed_libraries.begin(), policy.allowed_libraries.end(),
                           lib.name) != policy.allowed_libraries.end();
+      // The driver library for the tensor-map encoders alone (tensor_map_driver_functions()).
+      if (lib.name == "cuda_driver" && policy.allow_tensor_map_encoders && !other_driver_imports) allowed = true;
       if (allowed) break;
     }
     if (!allowed)

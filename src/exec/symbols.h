@@ -52,6 +52,15 @@ struct VendorLibrary {
 /// The vendor libraries the checker knows (CUDA math libraries, NCCL, NVRTC, the driver API).
 const std::vector<VendorLibrary>& known_vendor_libraries();
 
+/// The driver-API functions that only build or describe a tensor map (a TMA descriptor) on the
+/// host: the encoders, cuTensorMapReplaceAddress and the error-text look-ups. Each reads host
+/// memory and writes into the caller's buffer (a CUtensorMap is 128 bytes); none can launch,
+/// allocate, synchronise or time anything. Honest Hopper TMA code needs one (CUTLASS's SM90
+/// collectives, cute::make_tma_copy), so the cuda and cutlass tracks allow these imports, and
+/// libcuda.so.1 as a DT_NEEDED library when these are all that is imported from it.
+/// cuda.h (CUDA 12 and 13) declares them without versioned aliases (no _v2 names).
+const std::vector<std::string>& tensor_map_driver_functions();
+
 /// What a library may export and import.
 struct SymbolPolicy {
   /// Exported names allowed (globs). The three ABI entry points; each must be present.
@@ -68,12 +77,18 @@ struct SymbolPolicy {
   std::vector<std::string> allowed_needed{"libcudart.so*", "libstdc++.so*", "libgcc_s.so*",
                                           "libc.so*",      "libm.so*",      "ld-linux-x86-64.so*"};
   bool allow_runpath = false;
+  /// Imports of tensor_map_driver_functions() allowed (and libcuda.so* as DT_NEEDED when they
+  /// are the only driver functions imported); every other driver-API import stays
+  /// vendor_library.
+  bool allow_tensor_map_encoders = false;
 
-  /// The policy for untrusted candidates: every rule of default_forbidden_imports(), and the
-  /// given vendor libraries allowed (empty for the plain CUDA track).
+  /// The policy for untrusted candidates (the cuda and cutlass tracks): every rule of
+  /// default_forbidden_imports(), the tensor-map functions of the driver API, and the given
+  /// vendor libraries allowed (empty for the plain CUDA track).
   static SymbolPolicy candidate(std::vector<std::string> allowed_libraries = {});
   /// The policy for the suite's own implementations built by CMake: weak std:: exports
-  /// tolerated, every vendor library allowed, the same forbidden imports.
+  /// tolerated, every vendor library allowed, the same forbidden imports and tensor-map
+  /// allowance.
   static SymbolPolicy trusted();
 };
 

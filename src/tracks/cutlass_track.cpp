@@ -1,5 +1,5 @@
 // The cutlass track: CUDA C++ with the CUTLASS and CuTe headers (header-only templates compiled
-// into the solution; nothing is linked).
+// into the solution; nothing is linked beyond what every nvcc compile links).
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -34,6 +34,11 @@ class CutlassTrack final : public Track {
     // compile cache's key.
     for (const std::string& h : spec.headers)
       if (h == "cutlass") co.system_headers.push_back({cutlass_include_dir(), "cutlass/version.h"});
+    // CUTLASS's SM90 TMA collectives encode their tensor maps with cuTensorMapEncodeTiled. By
+    // default cutlass/cuda_host_adapter.hpp looks it up through cudaGetDriverEntryPoint, which the
+    // symbol check refuses (dynamic_loading); with this define it calls the encoder directly, an
+    // import the check allows (tensor_map_driver_functions(), docs/isolation.md).
+    co.extra_flags.push_back("-DCUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL=1");
     return co;
   }
 };
