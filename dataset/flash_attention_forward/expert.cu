@@ -69,7 +69,7 @@
 #define FA_WGMMA 1  // 1: the Hopper kernel of fa_hopper.cuh (wgmma, TMA, producer/consumer warpgroups); 0: mma.sync
 #endif
 #if FA_WGMMA
-#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled: the driver entry point, resolved at run time
+#include <cuda.h>  // cuTensorMapEncodeTiled: called directly (d2k links the driver for it)
 #endif
 
 namespace {
@@ -367,20 +367,6 @@ Dims parse(const d2k_args* args) {
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
 #if FA_WGMMA
-/// cuTensorMapEncodeTiled from the driver, looked up once through the runtime (nothing linked).
-PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      f = nullptr;
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  if (!fn) throw std::runtime_error("expert: cuTensorMapEncodeTiled is not available from the driver");
-  return fn;
-}
-
 /// A [B, S, H, 128] bf16 tensor as a 4-d tensor map (innermost first: D, H, S, B) with boxes of
 /// 64 columns x 1 head x `rows` rows, 128-byte swizzle; rows past S read as zeros.
 CUtensorMap tensor_map(const void* base, int64_t B, int64_t S, int64_t H, int rows) {
@@ -389,9 +375,12 @@ CUtensorMap tensor_map(const void* base, int64_t B, int64_t S, int64_t H, int ro
   const cuuint64_t strides[3] = {cuuint64_t(kD) * 2, cuuint64_t(H * kD) * 2, cuuint64_t(S * H * kD) * 2};
   const cuuint32_t box[4] = {64, 1, cuuint32_t(rows), 1};
   const cuuint32_t elem[4] = {1, 1, 1, 1};
-  const CUresult r = encode_tiled()(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(base), dims, strides,
-                                    box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  // A direct call of the driver's encoder, which a solution may import (docs/isolation.md,
+  // "The driver's tensor-map encoders"); a run-time look-up (cudaGetDriverEntryPoint) may not.
+  const CUresult r = cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(base), dims,
+                                            strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) throw std::runtime_error("expert: cuTensorMapEncodeTiled failed (" + std::to_string(int(r)) + ")");
   return m;
 }

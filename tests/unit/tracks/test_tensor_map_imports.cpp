@@ -1,7 +1,7 @@
-// The tensor-map allowance (docs/isolation.md, "Imports"): solutions compiled the way the cuda
-// and cutlass tracks compile them, checked against the tracks' own symbol policies. A direct
-// call of the driver's tensor-map encoder links and passes; every other driver function and
-// every run-time look-up of one stays refused.
+// The tensor-map allowance (docs/isolation.md, "The driver's tensor-map encoders"): solutions
+// compiled the way the cuda and cutlass tracks compile them, checked against the tracks' own
+// symbol policies. A direct call of the driver's tensor-map encoder links and passes; every other
+// driver function and every run-time look-up of one stays refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
