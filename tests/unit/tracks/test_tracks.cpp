@@ -2,6 +2,7 @@
 // included) and what each track adds to the compile.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/task_loader.h"
@@ -98,10 +99,21 @@ TEST(TrackCompile, CutlassAddsItsHeaderTreeAndLinksNothing) {
   EXPECT_EQ(co.track, "cutlass");
   const auto flags = nvcc_flags(co);
   for (const auto& f : flags) EXPECT_EQ(f.find("-lcutlass"), std::string::npos);
+  // CUTLASS calls the tensor-map encoder directly, not through cudaGetDriverEntryPoint; the
+  // driver's stub is linked only where it is called (no DT_NEEDED otherwise, no RUNPATH).
+  auto has = [](const std::vector<std::string>& fl, const std::string& f) {
+    return std::find(fl.begin(), fl.end(), f) != fl.end();
+  };
+  EXPECT_TRUE(has(flags, "-DCUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL=1"));
+  EXPECT_TRUE(has(flags, "--as-needed,-lcuda,--no-as-needed"));
+  for (const auto& f : flags) EXPECT_EQ(f.find("rpath"), std::string::npos) << f;
 
   CompileOptions cuda = find_track("cuda").compile_options(TrackSpec{{}, {"cublas"}, true});
   EXPECT_TRUE(cuda.system_headers.empty());
   EXPECT_EQ(cuda.link_libraries, (std::vector<std::string>{"cublas"}));
+  EXPECT_FALSE(has(nvcc_flags(cuda), "-DCUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL=1"));
+  EXPECT_TRUE(has(nvcc_flags(cuda), "--as-needed,-lcuda,--no-as-needed"));
+  EXPECT_TRUE(find_track("cuda").symbol_policy(TrackSpec{}).allow_tensor_map_encoders);
   EXPECT_EQ(find_track("cuda").symbol_policy(TrackSpec{{}, {"cublas"}, true}).allowed_libraries,
             (std::vector<std::string>{"cublas"}));
 }
