@@ -71,6 +71,32 @@
 // is now the default (LNB_RING=2, plain dx stores); the register kernel is the variant
 // `registers`. ring3_512 is faster at H = 4096, 8192, 6144 but 4% slower at H = 1024; ring4 is
 // the fastest at H = 1024 only. None reaches 80% of SOL on every row (ring2: 75.3-80.7%).
+// Why ring2 still takes 121 / 119 / 120 / 170 us against a SOL of about 91 / 91 / 91 / 137 us
+// (diagnosis from its SASS and those numbers; no counters read):
+//   - Issue, not bytes in flight. ring3 (twice the rows in flight) is no faster than ring2, and
+//     every form with one team per SM (ring3/ring4 at H = 8192, ring4 at 6144) is the slowest:
+//     the SM idles at the team's barrier. ring2's loop is about 185 warp-instructions per 16-byte
+//     vector (pass 1: 82, of which 16 bf16 unpacks and 4 LDS.128; pass 2: 80, recomputing xhat and
+//     re-reading dy, x from the ring; the prefetch: 16-22 of 64-bit address arithmetic) plus
+//     ~150 per row (shuffles, named barrier, stats): at H = 4096, 4 vectors per thread, about 68M
+//     warp-instructions, 65 us of the 4 schedulers x 132 SMs at 1.98 GHz against the 91 us SOL.
+//     With 4 warps per scheduler and a barrier per row, that issue load is not hidden. Shared
+//     memory: 5 KB of LDS/LDGSTS per warp-vector (40 us of the 128 B/clk pipe per SM).
+//   - Rounds and tail. Stage 1 ends at its longest band: 65536 x 1024 has 249-row bands of 8
+//     teams, so the 32nd round runs 1 team of 8 (16384 x 4096: 63 rows of 2 teams, 1 of 2), a
+//     round of about 3.7 us at low bandwidth; then write_partials, and stage 2 (8 slices: 33
+//     dependent L2 loads per thread and array at G = 264, in three batches) on the critical path.
+// Variants for the next sweep (the `%VARIANT%` lines):
+//   g. lean (LNB_LEAN): fewer instructions per element. xhat = fma(x, rstd, -mean*rstd) (one FMA
+//      for two), dx = fma(rstd, g, -fma(x, k1, k0)) with per-row k1, k0 (no xhat recomputation),
+//      the row read from the ring once and held in registers through the team sums (32 registers:
+//      no second LDS), the next row's cp.async issued as soon as the slots are read (before the
+//      math, not after the dx stores), 32-bit slot addresses. 126-128 registers, no spills.
+//      Another rounding (rule: fp32 in any order): tolerance tests emulate it.
+//   h. lean_tail: lean + LNB_EVEN (bands of whole rounds: 256 CTAs of 256 / 64 rows at 65536 x
+//      1024 / 16384 x 4096, no part-filled last round) + LNB_REDUCE_VEC (stage 2 in one L2 round
+//      trip: float4 columns, 32 slices, 9 loads per thread and array at G = 264).
+//   i. lean_512: lean on ring3_512 (16 warps, 4 teams per SM at H <= 4096: ring3_512 won at 6144).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -79,14 +105,15 @@
 
 #include "d2k/solution.h"
 
-// Build-time knobs, one per variant line (occ1 -DLNB_MIN_BLOCKS=1 and no_pdl -DLNB_PDL=0 were
-// variant lines too; they attack none of the costs diagnosed above and are left out of the sweep,
-// whose time budget they would take: restore a line to time one):
-//   %VARIANT% registers -DLNB_RING=0 -DLNB_STREAMING=1
-//   %VARIANT% plain_loads -DLNB_RING=0 -DLNB_STREAMING=0
-//   %VARIANT% ring3 -DLNB_RING=3 -DLNB_STREAMING=0
-//   %VARIANT% ring4 -DLNB_RING=4 -DLNB_STREAMING=0
+// Build-time knobs, one per variant line. Left out of the sweep, whose time budget they would
+// take (restore a line to time one): occ1 -DLNB_MIN_BLOCKS=1 and no_pdl -DLNB_PDL=0 (attack none
+// of the costs above); registers -DLNB_RING=0 -DLNB_STREAMING=1, plain_loads -DLNB_RING=0
+// -DLNB_STREAMING=0, ring3 -DLNB_RING=3 and ring4 -DLNB_RING=4 (timed on 2026-12-02: slower than
+// ring2 on every row but ring4 at H = 1024). ring3_512 stays as the reference of lean_512.
 //   %VARIANT% ring3_512 -DLNB_RING=3 -DLNB_STREAMING=0 -DLNB_CTA_THREADS=512 -DLNB_MIN_BLOCKS=1
+//   %VARIANT% lean -DLNB_LEAN=1
+//   %VARIANT% lean_tail -DLNB_LEAN=1 -DLNB_EVEN=1 -DLNB_REDUCE_VEC=1
+//   %VARIANT% lean_512 -DLNB_LEAN=1 -DLNB_RING=3 -DLNB_STREAMING=0 -DLNB_CTA_THREADS=512 -DLNB_MIN_BLOCKS=1
 // LNB_MIN_BLOCKS: the __launch_bounds__ minimum CTAs per SM of stage 1 (2 caps registers at 128,
 //   keeping 16 warps per SM to hide DRAM latency; 1 gives the compiler 255 and halves residency).
 // LNB_STREAMING: evict-first loads and stores (ld.global.cs / st.global.cs) for the single-use
@@ -100,6 +127,9 @@
 //   in flight while one is worked on. With LNB_RING, LNB_STREAMING applies to the dx stores only.
 // LNB_CTA_THREADS: threads per CTA of stage 1, 256 or (ring kernel, one CTA per SM) 512: twice the
 //   teams per CTA, so half the partial rows and one copy of gamma per SM.
+// LNB_LEAN: the ring kernel's instruction diet (variant g above); with LNB_RING=0 the arithmetic only.
+// LNB_EVEN: stage 1's bands rounded up to a multiple of the CTA's teams (plan_vec).
+// LNB_REDUCE_VEC: stage 2 of the vector path as ln_bwd_reduce_partials4 (32 slices, float4).
 #ifndef LNB_PDL
 #define LNB_PDL 1
 #endif
