@@ -97,6 +97,9 @@
 //      1024 / 16384 x 4096, no part-filled last round) + LNB_REDUCE_VEC (stage 2 in one L2 round
 //      trip: float4 columns, 32 slices, 9 loads per thread and array at G = 264).
 //   i. lean_512: lean on ring3_512 (16 warps, 4 teams per SM at H <= 4096: ring3_512 won at 6144).
+//   j. lean_strided: lean + LNB_STRIDED (rows in grid-wide rounds, not bands): 792 sequential
+//      streams (dy, x, dx of 264 bands, each 0.5-1.5 MB apart) become one sweeping window, for
+//      DRAM page locality; the same rows per CTA, so the same rounds and tail as lean.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -109,11 +112,12 @@
 // take (restore a line to time one): occ1 -DLNB_MIN_BLOCKS=1 and no_pdl -DLNB_PDL=0 (attack none
 // of the costs above); registers -DLNB_RING=0 -DLNB_STREAMING=1, plain_loads -DLNB_RING=0
 // -DLNB_STREAMING=0, ring3 -DLNB_RING=3 and ring4 -DLNB_RING=4 (timed on 2026-12-02: slower than
-// ring2 on every row but ring4 at H = 1024). ring3_512 stays as the reference of lean_512.
-//   %VARIANT% ring3_512 -DLNB_RING=3 -DLNB_STREAMING=0 -DLNB_CTA_THREADS=512 -DLNB_MIN_BLOCKS=1
+// ring2 on every row but ring4 at H = 1024), ring3_512 -DLNB_RING=3 -DLNB_CTA_THREADS=512
+// -DLNB_MIN_BLOCKS=1 (the fastest at H = 6144 but 72.4% of SOL at H = 1024; lean_512 is its lean form).
 //   %VARIANT% lean -DLNB_LEAN=1
 //   %VARIANT% lean_tail -DLNB_LEAN=1 -DLNB_EVEN=1 -DLNB_REDUCE_VEC=1
 //   %VARIANT% lean_512 -DLNB_LEAN=1 -DLNB_RING=3 -DLNB_STREAMING=0 -DLNB_CTA_THREADS=512 -DLNB_MIN_BLOCKS=1
+//   %VARIANT% lean_strided -DLNB_LEAN=1 -DLNB_STRIDED=1
 // LNB_MIN_BLOCKS: the __launch_bounds__ minimum CTAs per SM of stage 1 (2 caps registers at 128,
 //   keeping 16 warps per SM to hide DRAM latency; 1 gives the compiler 255 and halves residency).
 // LNB_STREAMING: evict-first loads and stores (ld.global.cs / st.global.cs) for the single-use
@@ -130,6 +134,9 @@
 // LNB_LEAN: the ring kernel's instruction diet (variant g above); with LNB_RING=0 the arithmetic only.
 // LNB_EVEN: stage 1's bands rounded up to a multiple of the CTA's teams (plan_vec).
 // LNB_REDUCE_VEC: stage 2 of the vector path as ln_bwd_reduce_partials4 (32 slices, float4).
+// LNB_STRIDED: the ring kernel's CTA c takes rows (it * G + c) * teams + team instead of a band
+//   (G = the resident CTAs): at any time the grid reads one window of G x teams x stages rows,
+//   not 3 G sequential streams spread over the tensors. Still a fixed row set per CTA and team.
 #ifndef LNB_PDL
 #define LNB_PDL 1
 #endif
@@ -154,6 +161,10 @@
 #ifndef LNB_REDUCE_VEC
 #define LNB_REDUCE_VEC 0
 #endif
+#ifndef LNB_STRIDED
+#define LNB_STRIDED 0
+#endif
+static_assert(!(LNB_STRIDED && !LNB_RING), "LNB_STRIDED: the ring kernel's row order");
 
 namespace lnb {
 
@@ -495,14 +506,22 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   };
   pdl_launch_dependents();
 
-  // Row indices in 32 bits (T < 2^31, checked by d2k_run; fewer registers beside the partials),
-  // element offsets in 64.
+  // Row indices in 32 bits (T <= 2^31 - 2^16, checked by d2k_run, so that a row a few rounds past
+  // the end does not overflow; fewer registers beside the partials), element offsets in 64.
+#if LNB_STRIDED
+  // Round `it` of CTA c: rows (it * G + c) * teams + team; the grid sweeps one window of rows.
+  const int row0 = static_cast<int>(blockIdx.x) * teams;
+  const int round = static_cast<int>(gridDim.x) * teams;
+  const int row_end = static_cast<int>(T);
+#else
   const int row0 = static_cast<int>(blockIdx.x * rows_per_cta);
+  const int round = teams;
   const int row_end = static_cast<int>(min(T, row0 + rows_per_cta));
-  const int iters = row_end > row0 ? (row_end - row0 + teams - 1) / teams : 0;
+#endif
+  const int iters = row_end > row0 ? (row_end - row0 + round - 1) / round : 0;
   // One commit per call, empty past the band: the wait below counts groups.
   auto prefetch = [&](int it, int s) {
-    const int row = row0 + it * teams + team;
+    const int row = row0 + it * round + team;
     if (it < iters && row < row_end) {
       const int64_t first = static_cast<int64_t>(row) * nvec + tl;
       const uint4* src_dy = dy + first;
@@ -535,7 +554,7 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
 
   int s = 0;  // it % kStages
   for (int it = 0; it < iters; ++it) {
-    const int row = row0 + it * teams + team;
+    const int row = row0 + it * round + team;
     const bool active = row < row_end;  // uniform within a team; every thread reaches the barrier
     cp_async_wait<kStages - 1>();       // this thread's group of row `it` has landed
     float2 st = make_float2(0.f, 0.f);
@@ -760,6 +779,11 @@ Plan plan_vec(int64_t T, int64_t H, int resident) {
   const int64_t teams = kCta / p.team_width;
   const int64_t want = std::max<int64_t>(1, std::min<int64_t>({int64_t{resident}, kMaxParts, (T + teams - 1) / teams}));
   p.rows_per_cta = (T + want - 1) / want;
+#if LNB_STRIDED
+  p.rows_per_cta = 0;  // no bands: CTA c takes rows (it * G + c) * teams + team (ln_bwd_rows_ring)
+  p.ctas = want;
+  return p;
+#endif
 #if LNB_EVEN
   // Bands of whole rounds (a multiple of the teams per CTA): every team of every CTA has a row in
   // every round, so no last round runs with a fraction of the teams (at 65536 x 1024 the default's
@@ -794,7 +818,7 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const int64_t T = d2k::scalar_i(args, "T");
     const int64_t H = d2k::scalar_i(args, "H");
     if (T < 0 || H < 1) throw d2k::abi_error("expert: need T >= 0 and H >= 1");
-    if (T > 2147483647) throw d2k::abi_error("expert: T above 2^31-1 is not supported");
+    if (T > 2147483647 - 65536) throw d2k::abi_error("expert: T above 2^31 - 2^16 is not supported");
     const DLTensor& dy = d2k::input(args, "dy", kDLCUDA, d2k::dl::bf16, {T, H});
     const DLTensor& x = d2k::input(args, "x", kDLCUDA, d2k::dl::bf16, {T, H});
     const DLTensor& mean = d2k::input(args, "mean", kDLCUDA, d2k::dl::f32, {T});

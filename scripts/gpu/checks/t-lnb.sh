@@ -13,11 +13,9 @@
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-lnb.sh CARRY OUT [aten] [compile]
 # The variant sweep alone (at most 75 s of timing, 5 targets x 4 rows, and 10 s per lean variant
-# under memcheck: 105 s):
-#   D2K_CHECK_STEPS=variants,memcheck_lean,memcheck_lean_tail,memcheck_lean_512 \
+# under memcheck: 115 s):
+#   D2K_CHECK_STEPS=variants,memcheck_lean,memcheck_lean_tail,memcheck_lean_512,memcheck_lean_strided \
 #     scripts/gpu/checks/t-lnb.sh CARRY OUT
-# and, in another call if wanted, the default and ring3_512 under memcheck (30 + 14 s):
-#   D2K_CHECK_STEPS=memcheck,memcheck_ring3_512 scripts/gpu/checks/t-lnb.sh CARRY OUT
 # Exit status: the number of FAIL lines.
 set -uo pipefail
 carry=$(cd "$1" && pwd); out=$2

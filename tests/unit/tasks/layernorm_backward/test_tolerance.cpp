@@ -71,6 +71,7 @@ struct Knobs {
   bool lean = false;                  ///< LNB_LEAN: xhat = fma(x, rstd, -(mean * rstd)), dx = fma(rstd, g, -fma(x, k1, k0))
   bool even = false;                  ///< LNB_EVEN: bands rounded up to whole rounds of the CTA's teams
   int slices = 8;                     ///< stage 2's slices on the vector path (LNB_REDUCE_VEC: 32)
+  bool strided = false;               ///< LNB_STRIDED: CTA c's team j takes rows (it * G + c) * teams + j
 };
 
 struct Emulator {
@@ -191,7 +192,19 @@ struct Emulator {
           std::max<std::int64_t>(1, std::min<std::int64_t>({knobs.resident, kMaxParts, (T + teams - 1) / teams}));
       std::int64_t rows = (T + want - 1) / want;
       if (knobs.even) rows = (rows + teams - 1) / teams * teams;
-      for (std::int64_t r0 = 0; r0 < T; r0 += rows) {
+      if (knobs.strided)  // one partial row per CTA, each team's rows a whole grid round apart
+        for (std::int64_t cta = 0; cta < want; ++cta) {
+          float sg = 0.f, sb = 0.f;
+          for (std::int64_t team = 0; team < teams; ++team) {
+            float dg = 0.f, db = 0.f;
+            add_rows(cta * teams + team, T, want * teams, h, dg, db);
+            sg = team == 0 ? dg : sg + dg;
+            sb = team == 0 ? db : sb + db;
+          }
+          pg.push_back(sg);
+          pb.push_back(sb);
+        }
+      for (std::int64_t r0 = 0; r0 < T && !knobs.strided; r0 += rows) {
         float sg = 0.f, sb = 0.f;
         for (std::int64_t team = 0; team < teams; ++team) {  // each team's registers, then summed in team order
           float dg = 0.f, db = 0.f;
@@ -321,18 +334,19 @@ TEST_F(LayerNormBackwardTolerance, ExpertPassesWithOneCtaPerSm) {
 }
 
 /// The knobs of the expert's variant lines that change its arithmetic or order (expert.cu's
-/// `%VARIANT%` lines lean, lean_tail, lean_512; ring2, the default, is Knobs{}).
+/// `%VARIANT%` lines lean, lean_tail, lean_512, lean_strided; ring2, the default, is Knobs{}).
 const std::vector<std::pair<const char*, Knobs>>& variant_knobs() {
   static const std::vector<std::pair<const char*, Knobs>> v = {
       {"lean", Knobs{kResident, kThreads, true}},
       {"lean_tail", Knobs{kResident, kThreads, true, true, 32}},
       {"lean_512", Knobs{kResidentOnePerSm, 2 * kThreads, true}},
+      {"lean_strided", Knobs{kResident, kThreads, true, false, 8, true}},
   };
   return v;
 }
 
-/// The lean arithmetic (xhat as one FMA, dx as two), whole-round bands and the 32-slice stage 2
-/// pass every check workload in each variant's configuration.
+/// The lean arithmetic (xhat as one FMA, dx as two), whole-round bands, the 32-slice stage 2 and
+/// strided rows pass every check workload in each variant's configuration.
 TEST_F(LayerNormBackwardTolerance, LeanVariantsPassEveryCheckWorkload) {
   for (const auto& [name, knobs] : variant_knobs())
     for (const Case& c : *cases_) {
@@ -346,8 +360,8 @@ TEST_F(LayerNormBackwardTolerance, LeanVariantsPassEveryCheckWorkload) {
 
 /// Each knob the emulation models is another rounding or order indeed (so the test above judges
 /// what the variant computes, not the default again): the lean xhat moves dgamma's last bits and
-/// some dx elements, the 32-slice stage 2 and whole-round bands (at a resident count where the
-/// bands are not whole rounds already) move some column sums.
+/// some dx elements, the 32-slice stage 2, whole-round bands (at a resident count where the bands
+/// are not whole rounds already) and strided rows move some column sums.
 TEST_F(LayerNormBackwardTolerance, LeanKnobsAreOtherRoundings) {
   const Case& many = by_suffix("check-2053x64");
   const Case& bert = by_suffix("check-300x768");
@@ -376,7 +390,11 @@ TEST_F(LayerNormBackwardTolerance, LeanKnobsAreOtherRoundings) {
   const Emulator bands{Variant::kExpert, inputs(many), Knobs{100, kThreads}};
   const Emulator rounds{Variant::kExpert, inputs(many), Knobs{100, kThreads, false, true}};
   EXPECT_GT(columns_differ(bands, rounds), 0) << "whole-round bands summed every column of 2053x64 as before";
-  for (const auto& knobs : {Knobs{100, kThreads, true, true, 32}, Knobs{100, 2 * kThreads, true, true, 32}}) {
+  // (At 264 resident CTAs the 257 bands of 2053x64 are one round each: strided rows are the bands.)
+  const Emulator strided{Variant::kExpert, inputs(many), Knobs{100, kThreads, false, false, 8, true}};
+  EXPECT_GT(columns_differ(bands, strided), 0) << "strided rows summed every column of 2053x64 as bands";
+  for (const auto& knobs : {Knobs{100, kThreads, true, true, 32}, Knobs{100, 2 * kThreads, true, true, 32},
+                            Knobs{100, kThreads, true, false, 8, true}}) {
     const Verdict r = judge_variant(Variant::kExpert, many, knobs);
     EXPECT_TRUE(r.dx.passed && r.dgamma.passed && r.dbeta.passed) << "2053x64 at 100 resident CTAs";
   }
