@@ -511,17 +511,17 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
 #if LNB_STRIDED
   // Round `it` of CTA c: rows (it * G + c) * teams + team; the grid sweeps one window of rows.
   const int row0 = static_cast<int>(blockIdx.x) * teams;
-  const int round = static_cast<int>(gridDim.x) * teams;
+  const int rows_step = static_cast<int>(gridDim.x) * teams;
   const int row_end = static_cast<int>(T);
 #else
   const int row0 = static_cast<int>(blockIdx.x * rows_per_cta);
-  const int round = teams;
+  const int rows_step = teams;
   const int row_end = static_cast<int>(min(T, row0 + rows_per_cta));
 #endif
-  const int iters = row_end > row0 ? (row_end - row0 + round - 1) / round : 0;
+  const int iters = row_end > row0 ? (row_end - row0 + rows_step - 1) / rows_step : 0;
   // One commit per call, empty past the band: the wait below counts groups.
   auto prefetch = [&](int it, int s) {
-    const int row = row0 + it * round + team;
+    const int row = row0 + it * rows_step + team;
     if (it < iters && row < row_end) {
       const int64_t first = static_cast<int64_t>(row) * nvec + tl;
       const uint4* src_dy = dy + first;
@@ -554,7 +554,7 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
 
   int s = 0;  // it % kStages
   for (int it = 0; it < iters; ++it) {
-    const int row = row0 + it * round + team;
+    const int row = row0 + it * rows_step + team;
     const bool active = row < row_end;  // uniform within a team; every thread reaches the barrier
     cp_async_wait<kStages - 1>();       // this thread's group of row `it` has landed
     float2 st = make_float2(0.f, 0.f);
