@@ -75,11 +75,12 @@
 // (diagnosis from its SASS and those numbers; no counters read):
 //   - Issue, not bytes in flight. ring3 (twice the rows in flight) is no faster than ring2, and
 //     every form with one team per SM (ring3/ring4 at H = 8192, ring4 at 6144) is the slowest:
-//     the SM idles at the team's barrier. ring2's loop is about 185 warp-instructions per 16-byte
-//     vector (pass 1: 82, of which 16 bf16 unpacks and 4 LDS.128; pass 2: 80, recomputing xhat and
-//     re-reading dy, x from the ring; the prefetch: 16-22 of 64-bit address arithmetic) plus
-//     ~150 per row (shuffles, named barrier, stats): at H = 4096, 4 vectors per thread, about 68M
-//     warp-instructions, 65 us of the 4 schedulers x 132 SMs at 1.98 GHz against the 91 us SOL.
+//     the SM idles at the team's barrier. ring2's loop (static SASS of the taken path, 4 vectors
+//     per thread) is 918 warp-instructions per row: pass 1 344 (86 per vector, of which 16 bf16
+//     unpacks and 4 LDS.128), pass 2 319 (recomputing xhat, re-reading dy and x from the ring),
+//     the prefetch 87 (64-bit address arithmetic), the team sums and stats 168. At 16384 x 4096
+//     that is about 60M warp-instructions, 57 us of 4 schedulers x 132 SMs at 1.98 GHz, against
+//     the 91 us SOL.
 //     With 4 warps per scheduler and a barrier per row, that issue load is not hidden. Shared
 //     memory: 5 KB of LDS/LDGSTS per warp-vector (40 us of the 128 B/clk pipe per SM).
 //   - Rounds and tail. Stage 1 ends at its longest band: 65536 x 1024 has 249-row bands of 8
@@ -91,8 +92,9 @@
 //      for two), dx = fma(rstd, g, -fma(x, k1, k0)) with per-row k1, k0 (no xhat recomputation),
 //      the row read from the ring once and held in registers through the team sums (32 registers:
 //      no second LDS), the next row's cp.async issued as soon as the slots are read (before the
-//      math, not after the dx stores), 32-bit slot addresses. 126-128 registers, no spills.
-//      Another rounding (rule: fp32 in any order): tolerance tests emulate it.
+//      math, not after the dx stores). 128 registers, no spills. The loop falls from 918 to 815
+//      warp-instructions per row (fp32 ones from 404 to 311; the default, with the same running
+//      addresses, 891). Another rounding (rule: fp32 in any order): tolerance tests emulate it.
 //   h. lean_tail: lean + LNB_EVEN (bands of whole rounds: 256 CTAs of 256 / 64 rows at 65536 x
 //      1024 / 16384 x 4096, no part-filled last round) + LNB_REDUCE_VEC (stage 2 in one L2 round
 //      trip: float4 columns, 32 slices, 9 loads per thread and array at G = 264).
@@ -529,9 +531,11 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
 #pragma unroll
       for (int k = 0; k < kMaxVec; ++k) {
         if (tl + k * team_width < nvec) {
-          cp_async16(slot(s, 0, k), src_dy + k * team_width);
-          cp_async16(slot(s, 1, k), src_x + k * team_width);
+          cp_async16(slot(s, 0, k), src_dy);
+          cp_async16(slot(s, 1, k), src_x);
         }
+        src_dy += team_width;  // running pointers: one 64-bit add per vector and tensor
+        src_x += team_width;
       }
       if (lane == 0) {  // one copy per warp, shared by shuffle
         cp_async4(&stats[s * kCtaWarps + warp].x, mean + row);
@@ -595,17 +599,18 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
     team_sums<true>(a, b, red, it, team, warps_per_team);
     if (active) {
       const DxCoef c(rst, a, b, inv_h);
+      uint4* dst = dx + static_cast<int64_t>(row) * nvec + tl;
 #pragma unroll
       for (int k = 0; k < kMaxVec; ++k) {
         const int v = tl + k * team_width;
         if (v < nvec) {
 #if LNB_LEAN
-          store_stream(dx + static_cast<int64_t>(row) * nvec + v, dx_vec(vdy[k], vx[k], Gamma8(s_gamma, v), rst, c));
+          store_stream(dst, dx_vec(vdy[k], vx[k], Gamma8(s_gamma, v), rst, c));
 #else
-          store_stream(dx + static_cast<int64_t>(row) * nvec + v,
-                       dx_vec(lds128(slot(s, 0, k)), lds128(slot(s, 1, k)), Gamma8(s_gamma, v), rst, c));
+          store_stream(dst, dx_vec(lds128(slot(s, 0, k)), lds128(slot(s, 1, k)), Gamma8(s_gamma, v), rst, c));
 #endif
         }
+        dst += team_width;
       }
     }
 #if !LNB_LEAN
