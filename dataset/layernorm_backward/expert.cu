@@ -71,6 +71,37 @@
 // is now the default (LNB_RING=2, plain dx stores); the register kernel is the variant
 // `registers`. ring3_512 is faster at H = 4096, 8192, 6144 but 4% slower at H = 1024; ring4 is
 // the fastest at H = 1024 only. None reaches 80% of SOL on every row (ring2: 75.3-80.7%).
+// Why ring2 still takes 121 / 119 / 120 / 170 us against a SOL of about 91 / 91 / 91 / 137 us
+// (diagnosis from its SASS and those numbers; no counters read):
+//   - Issue, not bytes in flight. ring3 (twice the rows in flight) is no faster than ring2, and
+//     every form with one team per SM (ring3/ring4 at H = 8192, ring4 at 6144) is the slowest:
+//     the SM idles at the team's barrier. ring2's loop (static SASS of the taken path, 4 vectors
+//     per thread) is 918 warp-instructions per row: pass 1 344 (86 per vector, of which 16 bf16
+//     unpacks and 4 LDS.128), pass 2 319 (recomputing xhat, re-reading dy and x from the ring),
+//     the prefetch 87 (64-bit address arithmetic), the team sums and stats 168. At 16384 x 4096
+//     that is about 60M warp-instructions, 57 us of 4 schedulers x 132 SMs at 1.98 GHz, against
+//     the 91 us SOL.
+//     With 4 warps per scheduler and a barrier per row, that issue load is not hidden. Shared
+//     memory: 5 KB of LDS/LDGSTS per warp-vector (40 us of the 128 B/clk pipe per SM).
+//   - Rounds and tail. Stage 1 ends at its longest band: 65536 x 1024 has 249-row bands of 8
+//     teams, so the 32nd round runs 1 team of 8 (16384 x 4096: 63 rows of 2 teams, 1 of 2), a
+//     round of about 3.7 us at low bandwidth; then write_partials, and stage 2 (8 slices: 33
+//     dependent L2 loads per thread and array at G = 264, in three batches) on the critical path.
+// Variants for the next sweep (the `%VARIANT%` lines):
+//   g. lean (LNB_LEAN): fewer instructions per element. xhat = fma(x, rstd, -mean*rstd) (one FMA
+//      for two), dx = fma(rstd, g, -fma(x, k1, k0)) with per-row k1, k0 (no xhat recomputation),
+//      the row read from the ring once and held in registers through the team sums (32 registers:
+//      no second LDS), the next row's cp.async issued as soon as the slots are read (before the
+//      math, not after the dx stores). 128 registers, no spills. The loop falls from 918 to 815
+//      warp-instructions per row (fp32 ones from 404 to 311; the default, with the same running
+//      addresses, 891). Another rounding (rule: fp32 in any order): tolerance tests emulate it.
+//   h. lean_tail: lean + LNB_EVEN (bands of whole rounds: 256 CTAs of 256 / 64 rows at 65536 x
+//      1024 / 16384 x 4096, no part-filled last round) + LNB_REDUCE_VEC (stage 2 in one L2 round
+//      trip: float4 columns, 32 slices, 9 loads per thread and array at G = 264).
+//   i. lean_512: lean on ring3_512 (16 warps, 4 teams per SM at H <= 4096: ring3_512 won at 6144).
+//   j. lean_strided: lean + LNB_STRIDED (rows in grid-wide rounds, not bands): 792 sequential
+//      streams (dy, x, dx of 264 bands, each 0.5-1.5 MB apart) become one sweeping window, for
+//      DRAM page locality; the same rows per CTA, so the same rounds and tail as lean.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -79,14 +110,16 @@
 
 #include "d2k/solution.h"
 
-// Build-time knobs, one per variant line (occ1 -DLNB_MIN_BLOCKS=1 and no_pdl -DLNB_PDL=0 were
-// variant lines too; they attack none of the costs diagnosed above and are left out of the sweep,
-// whose time budget they would take: restore a line to time one):
-//   %VARIANT% registers -DLNB_RING=0 -DLNB_STREAMING=1
-//   %VARIANT% plain_loads -DLNB_RING=0 -DLNB_STREAMING=0
-//   %VARIANT% ring3 -DLNB_RING=3 -DLNB_STREAMING=0
-//   %VARIANT% ring4 -DLNB_RING=4 -DLNB_STREAMING=0
-//   %VARIANT% ring3_512 -DLNB_RING=3 -DLNB_STREAMING=0 -DLNB_CTA_THREADS=512 -DLNB_MIN_BLOCKS=1
+// Build-time knobs, one per variant line. Left out of the sweep, whose time budget they would
+// take (restore a line to time one): occ1 -DLNB_MIN_BLOCKS=1 and no_pdl -DLNB_PDL=0 (attack none
+// of the costs above); registers -DLNB_RING=0 -DLNB_STREAMING=1, plain_loads -DLNB_RING=0
+// -DLNB_STREAMING=0, ring3 -DLNB_RING=3 and ring4 -DLNB_RING=4 (timed on 2026-12-02: slower than
+// ring2 on every row but ring4 at H = 1024), ring3_512 -DLNB_RING=3 -DLNB_CTA_THREADS=512
+// -DLNB_MIN_BLOCKS=1 (the fastest at H = 6144 but 72.4% of SOL at H = 1024; lean_512 is its lean form).
+//   %VARIANT% lean -DLNB_LEAN=1
+//   %VARIANT% lean_tail -DLNB_LEAN=1 -DLNB_EVEN=1 -DLNB_REDUCE_VEC=1
+//   %VARIANT% lean_512 -DLNB_LEAN=1 -DLNB_RING=3 -DLNB_STREAMING=0 -DLNB_CTA_THREADS=512 -DLNB_MIN_BLOCKS=1
+//   %VARIANT% lean_strided -DLNB_LEAN=1 -DLNB_STRIDED=1
 // LNB_MIN_BLOCKS: the __launch_bounds__ minimum CTAs per SM of stage 1 (2 caps registers at 128,
 //   keeping 16 warps per SM to hide DRAM latency; 1 gives the compiler 255 and halves residency).
 // LNB_STREAMING: evict-first loads and stores (ld.global.cs / st.global.cs) for the single-use
@@ -100,6 +133,12 @@
 //   in flight while one is worked on. With LNB_RING, LNB_STREAMING applies to the dx stores only.
 // LNB_CTA_THREADS: threads per CTA of stage 1, 256 or (ring kernel, one CTA per SM) 512: twice the
 //   teams per CTA, so half the partial rows and one copy of gamma per SM.
+// LNB_LEAN: the ring kernel's instruction diet (variant g above); with LNB_RING=0 the arithmetic only.
+// LNB_EVEN: stage 1's bands rounded up to a multiple of the CTA's teams (plan_vec).
+// LNB_REDUCE_VEC: stage 2 of the vector path as ln_bwd_reduce_partials4 (32 slices, float4).
+// LNB_STRIDED: the ring kernel's CTA c takes rows (it * G + c) * teams + team instead of a band
+//   (G = the resident CTAs): at any time the grid reads one window of G x teams x stages rows,
+//   not 3 G sequential streams spread over the tensors. Still a fixed row set per CTA and team.
 #ifndef LNB_PDL
 #define LNB_PDL 1
 #endif
@@ -115,6 +154,19 @@
 #ifndef LNB_CTA_THREADS
 #define LNB_CTA_THREADS 256
 #endif
+#ifndef LNB_LEAN
+#define LNB_LEAN 0
+#endif
+#ifndef LNB_EVEN
+#define LNB_EVEN 0
+#endif
+#ifndef LNB_REDUCE_VEC
+#define LNB_REDUCE_VEC 0
+#endif
+#ifndef LNB_STRIDED
+#define LNB_STRIDED 0
+#endif
+static_assert(!(LNB_STRIDED && !LNB_RING), "LNB_STRIDED: the ring kernel's row order");
 
 namespace lnb {
 
@@ -194,14 +246,39 @@ struct Gamma8 {
   }
 };
 
+/// A row's saved statistics and what both uses of its vectors derive from them. With LNB_LEAN,
+/// xhat = x * rstd + nmr (one FMA; nmr = -(mean * rstd) rounded once per row) instead of
+/// (x - mean) * rstd (two operations): the rounding of nmr is at most 2^-24 |mean * rstd|, far
+/// inside the rule's fp32 latitude even for shifted rows (mean 8, rstd 0.5: 2.4e-7).
+struct RowStats {
+  float mu, rs, nmr;
+  __device__ __forceinline__ RowStats(float mean, float rstd) : mu(mean), rs(rstd), nmr(-(mean * rstd)) {}
+  __device__ __forceinline__ float xhat(float xv) const {
+#if LNB_LEAN
+    return fmaf(xv, rs, nmr);
+#else
+    return (xv - mu) * rs;
+#endif
+  }
+};
+
+/// The per-row coefficients of dx = rstd * g - (xhat * ca + cb), ca = rstd * a / H, cb = rstd * b / H.
+/// With LNB_LEAN, xhat * ca + cb is folded into x * k1 + k0 (k1 = rstd * ca, k0 = nmr * ca + cb):
+/// one FMA per element instead of the xhat recomputation and its FMA.
+struct DxCoef {
+  float ca, cb, k1, k0;
+  __device__ __forceinline__ DxCoef(const RowStats& st, float a, float b, float inv_h)
+      : ca(st.rs * a * inv_h), cb(st.rs * b * inv_h), k1(st.rs * ca), k0(fmaf(st.nmr, ca, cb)) {}
+};
+
 /// First use of a vector of the row: its terms of the row sums (a, b) and of the thread's column
 /// partials. Both stage-1 kernels call it, so their arithmetic and order are the same.
-__device__ __forceinline__ void accumulate_vec(const uint4& vdy, const uint4& vx, const Gamma8& gam, float mu,
-                                               float rs, float& a, float& b, float (&acc_g)[8], float (&acc_b)[8]) {
+__device__ __forceinline__ void accumulate_vec(const uint4& vdy, const uint4& vx, const Gamma8& gam, const RowStats& st,
+                                               float& a, float& b, float (&acc_g)[8], float (&acc_b)[8]) {
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const float d = bf16_at(vdy, j);
-    const float xh = (bf16_at(vx, j) - mu) * rs;
+    const float xh = st.xhat(bf16_at(vx, j));
     const float g = gam.g[j] * d;
     a = fmaf(g, xh, a);
     b += g;
@@ -211,13 +288,17 @@ __device__ __forceinline__ void accumulate_vec(const uint4& vdy, const uint4& vx
 }
 
 /// Second use of a vector: its eight dx, packed to bf16.
-__device__ __forceinline__ uint4 dx_vec(const uint4& vdy, const uint4& vx, const Gamma8& gam, float mu, float rs,
-                                        float ca, float cb) {
+__device__ __forceinline__ uint4 dx_vec(const uint4& vdy, const uint4& vx, const Gamma8& gam, const RowStats& st,
+                                        const DxCoef& c) {
   float o[8];
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
-    const float xh = (bf16_at(vx, j) - mu) * rs;
-    o[j] = fmaf(rs, gam.g[j] * bf16_at(vdy, j), -fmaf(xh, ca, cb));
+#if LNB_LEAN
+    o[j] = fmaf(st.rs, gam.g[j] * bf16_at(vdy, j), -fmaf(bf16_at(vx, j), c.k1, c.k0));
+#else
+    const float xh = st.xhat(bf16_at(vx, j));
+    o[j] = fmaf(st.rs, gam.g[j] * bf16_at(vdy, j), -fmaf(xh, c.ca, c.cb));
+#endif
   }
   return make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]), pack_bf16x2(o[4], o[5]),
                     pack_bf16x2(o[6], o[7]));
@@ -343,16 +424,17 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
 #pragma unroll
       for (int k = 0; k < kMaxVec; ++k) {
         const int v = tl + k * team_width;
-        if (v < nvec) accumulate_vec(vdy[k], vx[k], Gamma8(s_gamma, v), mu, rs, a, b, acc_g[k], acc_b[k]);
+        if (v < nvec) accumulate_vec(vdy[k], vx[k], Gamma8(s_gamma, v), RowStats(mu, rs), a, b, acc_g[k], acc_b[k]);
       }
     }
     team_sums(a, b, red, it, team, warps_per_team);
     if (!active) continue;
-    const float ca = rs * a * inv_h, cb = rs * b * inv_h;
+    const RowStats st(mu, rs);
+    const DxCoef c(st, a, b, inv_h);
 #pragma unroll
     for (int k = 0; k < kMaxVec; ++k) {
       const int v = tl + k * team_width;
-      if (v < nvec) store_stream(dx + row * nvec + v, dx_vec(vdy[k], vx[k], Gamma8(s_gamma, v), mu, rs, ca, cb));
+      if (v < nvec) store_stream(dx + row * nvec + v, dx_vec(vdy[k], vx[k], Gamma8(s_gamma, v), st, c));
     }
   }
   write_partials(acc_g, acc_b, smem + H, part_g, part_b, H, team_width);
@@ -365,8 +447,7 @@ static_assert(kCta / 64 < 16, "a named barrier per team of several warps: ids 1.
 
 /// cp.async: a thread's own 16-byte (L2 only, .cg) or 4-byte copy from global to shared memory.
 /// The issuing thread sees the bytes after its cp.async.wait_group; no other thread reads them.
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+__device__ __forceinline__ void cp_async16(unsigned s, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
 }
 __device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
@@ -375,9 +456,8 @@ __device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
 }
 /// One 16-byte shared-memory load (LDS.128): a uint4 read through a reference is otherwise split
 /// into the 32-bit words the arithmetic uses.
-__device__ __forceinline__ uint4 lds128(const uint4* p) {
+__device__ __forceinline__ uint4 lds128(unsigned s) {
   uint4 v;
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(p));
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(s));
   return v;
 }
@@ -418,24 +498,44 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warps_per_team = team_width / 32;
   const float inv_h = 1.0f / static_cast<float>(H);
-  // slot of (stage s, tensor q: 0 dy, 1 x, vector k) for this thread: consecutive threads, consecutive 16 B
-  auto slot = [&](int s, int q, int k) { return ring + ((s * 2 + q) * vpt + k) * kCta + threadIdx.x; };
+  // Shared address of the slot of (stage s, tensor q: 0 dy, 1 x, vector k) for this thread:
+  // consecutive threads, consecutive 16 B. 32-bit shared addresses with the vector's step a
+  // compile-time offset, so that a slot costs no address arithmetic per vector.
+  const unsigned my_ring = static_cast<unsigned>(__cvta_generic_to_shared(ring + threadIdx.x));
+  const unsigned tensor_bytes = static_cast<unsigned>(vpt) * kCta * sizeof(uint4);
+  auto slot = [&](int s, int q, int k) {
+    return my_ring + static_cast<unsigned>(s * 2 + q) * tensor_bytes + static_cast<unsigned>(k * kCta * sizeof(uint4));
+  };
   pdl_launch_dependents();
 
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * rows_per_cta;
-  const int64_t row_end = min(T, row0 + rows_per_cta);
-  const int64_t iters = row_end > row0 ? (row_end - row0 + teams - 1) / teams : 0;
+  // Row indices in 32 bits (T <= 2^31 - 2^16, checked by d2k_run, so that a row a few rounds past
+  // the end does not overflow; fewer registers beside the partials), element offsets in 64.
+#if LNB_STRIDED
+  // Round `it` of CTA c: rows (it * G + c) * teams + team; the grid sweeps one window of rows.
+  const int row0 = static_cast<int>(blockIdx.x) * teams;
+  const int rows_step = static_cast<int>(gridDim.x) * teams;
+  const int row_end = static_cast<int>(T);
+#else
+  const int row0 = static_cast<int>(blockIdx.x * rows_per_cta);
+  const int rows_step = teams;
+  const int row_end = static_cast<int>(min(T, row0 + rows_per_cta));
+#endif
+  const int iters = row_end > row0 ? (row_end - row0 + rows_step - 1) / rows_step : 0;
   // One commit per call, empty past the band: the wait below counts groups.
-  auto prefetch = [&](int64_t it, int s) {
-    const int64_t row = row0 + it * teams + team;
+  auto prefetch = [&](int it, int s) {
+    const int row = row0 + it * rows_step + team;
     if (it < iters && row < row_end) {
+      const int64_t first = static_cast<int64_t>(row) * nvec + tl;
+      const uint4* src_dy = dy + first;
+      const uint4* src_x = x + first;
 #pragma unroll
       for (int k = 0; k < kMaxVec; ++k) {
-        const int v = tl + k * team_width;
-        if (v < nvec) {
-          cp_async16(slot(s, 0, k), dy + row * nvec + v);
-          cp_async16(slot(s, 1, k), x + row * nvec + v);
+        if (tl + k * team_width < nvec) {
+          cp_async16(slot(s, 0, k), src_dy);
+          cp_async16(slot(s, 1, k), src_x);
         }
+        src_dy += team_width;  // running pointers: one 64-bit add per vector and tensor
+        src_x += team_width;
       }
       if (lane == 0) {  // one copy per warp, shared by shuffle
         cp_async4(&stats[s * kCtaWarps + warp].x, mean + row);
@@ -457,35 +557,65 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
     for (int j = 0; j < 8; ++j) acc_g[k][j] = acc_b[k][j] = 0.f;
 
   int s = 0;  // it % kStages
-  for (int64_t it = 0; it < iters; ++it) {
-    const int64_t row = row0 + it * teams + team;
+  for (int it = 0; it < iters; ++it) {
+    const int row = row0 + it * rows_step + team;
     const bool active = row < row_end;  // uniform within a team; every thread reaches the barrier
     cp_async_wait<kStages - 1>();       // this thread's group of row `it` has landed
     float2 st = make_float2(0.f, 0.f);
     if (active && lane == 0) st = stats[s * kCtaWarps + warp];
-    const float mu = __shfl_sync(0xffffffffu, st.x, 0), rs = __shfl_sync(0xffffffffu, st.y, 0);
+    const RowStats rst(__shfl_sync(0xffffffffu, st.x, 0), __shfl_sync(0xffffffffu, st.y, 0));
     float a = 0.f, b = 0.f;
+#if LNB_LEAN
+    // The row's vectors read from the ring once and held in registers through the team sums (32
+    // registers beside the 64 partials): the second use reads no shared memory.
+    uint4 vdy[kMaxVec], vx[kMaxVec];
+#endif
+#if LNB_LEAN
+    if (active) {
+#pragma unroll
+      for (int k = 0; k < kMaxVec; ++k) {
+        if (tl + k * team_width < nvec) {
+          vdy[k] = lds128(slot(s, 0, k));
+          vx[k] = lds128(slot(s, 1, k));
+        }
+      }
+    }
+    prefetch(it + kStages, s);  // this thread's slots are free once read: the copy starts before the math
+#endif
     if (active) {
 #pragma unroll
       for (int k = 0; k < kMaxVec; ++k) {
         const int v = tl + k * team_width;
-        if (v < nvec)
-          accumulate_vec(lds128(slot(s, 0, k)), lds128(slot(s, 1, k)), Gamma8(s_gamma, v), mu, rs, a, b, acc_g[k],
+        if (v < nvec) {
+#if LNB_LEAN
+          accumulate_vec(vdy[k], vx[k], Gamma8(s_gamma, v), rst, a, b, acc_g[k], acc_b[k]);
+#else
+          accumulate_vec(lds128(slot(s, 0, k)), lds128(slot(s, 1, k)), Gamma8(s_gamma, v), rst, a, b, acc_g[k],
                          acc_b[k]);
+#endif
+        }
       }
     }
     team_sums<true>(a, b, red, it, team, warps_per_team);
     if (active) {
-      const float ca = rs * a * inv_h, cb = rs * b * inv_h;
+      const DxCoef c(rst, a, b, inv_h);
+      uint4* dst = dx + static_cast<int64_t>(row) * nvec + tl;
 #pragma unroll
       for (int k = 0; k < kMaxVec; ++k) {
         const int v = tl + k * team_width;
-        if (v < nvec)
-          store_stream(dx + row * nvec + v,
-                       dx_vec(lds128(slot(s, 0, k)), lds128(slot(s, 1, k)), Gamma8(s_gamma, v), mu, rs, ca, cb));
+        if (v < nvec) {
+#if LNB_LEAN
+          store_stream(dst, dx_vec(vdy[k], vx[k], Gamma8(s_gamma, v), rst, c));
+#else
+          store_stream(dst, dx_vec(lds128(slot(s, 0, k)), lds128(slot(s, 1, k)), Gamma8(s_gamma, v), rst, c));
+#endif
+        }
+        dst += team_width;
       }
     }
+#if !LNB_LEAN
     prefetch(it + kStages, s);  // into the slots just read (this thread's own)
+#endif
     s = s + 1 == kStages ? 0 : s + 1;
   }
   cp_async_wait<0>();
@@ -579,6 +709,51 @@ __global__ void __launch_bounds__(kReduceCols * kReduceSlices)
   }
 }
 
+#if LNB_REDUCE_VEC
+constexpr int kReduceQuads = kReduceCols / 4;  ///< stage 2 (vector path): float4 column groups per CTA
+constexpr int kReduceSlices4 = kReduceCols * kReduceSlices / kReduceQuads;  ///< 32 partial slices per column
+/// Stage 2 of the vector path in one L2 round trip: a thread per (4 columns, slice) of 32 slices
+/// loads its ceil(G / 32) partial rows (9 at G = 264) as float4 before adding them in order, then
+/// a shared-memory tree over the 32 slices. The scalar kernel's 8 slices take 33 loads per thread
+/// and array at G = 264 (three dependent batches of 16 at its unroll). Deterministic: the order
+/// is fixed by G alone. H % 4 == 0 and 16-byte aligned partial rows (the vector path's H % 8 == 0).
+__global__ void __launch_bounds__(kReduceQuads * kReduceSlices4)
+    ln_bwd_reduce_partials4(const float4* __restrict__ part_g, const float4* __restrict__ part_b,
+                            float4* __restrict__ dgamma, float4* __restrict__ dbeta, int64_t parts, int64_t H) {
+  __shared__ float4 sg[kReduceSlices4][kReduceQuads];
+  __shared__ float4 sb[kReduceSlices4][kReduceQuads];
+  const int quad = threadIdx.x % kReduceQuads, slice = threadIdx.x / kReduceQuads;
+  const int64_t hq = static_cast<int64_t>(blockIdx.x) * kReduceQuads + quad;  // float4 column group
+  const int64_t hq_end = H / 4;
+  pdl_wait_primary();
+  float4 g = make_float4(0.f, 0.f, 0.f, 0.f), b = g;
+  if (hq < hq_end)
+#pragma unroll 12
+    for (int64_t p = slice; p < parts; p += kReduceSlices4) {
+      const float4 pg = part_g[p * hq_end + hq], pb = part_b[p * hq_end + hq];
+      g.x += pg.x, g.y += pg.y, g.z += pg.z, g.w += pg.w;
+      b.x += pb.x, b.y += pb.y, b.z += pb.z, b.w += pb.w;
+    }
+  sg[slice][quad] = g;
+  sb[slice][quad] = b;
+  __syncthreads();
+  for (int w = kReduceSlices4 / 2; w > 0; w >>= 1) {
+    if (slice < w) {
+      const float4 og = sg[slice + w][quad], ob = sb[slice + w][quad];
+      float4& mg = sg[slice][quad];
+      float4& mb = sb[slice][quad];
+      mg.x += og.x, mg.y += og.y, mg.z += og.z, mg.w += og.w;
+      mb.x += ob.x, mb.y += ob.y, mb.z += ob.z, mb.w += ob.w;
+    }
+    __syncthreads();
+  }
+  if (slice == 0 && hq < hq_end) {
+    dgamma[hq] = sg[0][quad];
+    dbeta[hq] = sb[0][quad];
+  }
+}
+#endif
+
 /// The smallest team (a power of two from 32 to kThreads) whose vectors span a row of nvec.
 int team_width_for(int64_t nvec) {
   int tw = 32;
@@ -609,6 +784,17 @@ Plan plan_vec(int64_t T, int64_t H, int resident) {
   const int64_t teams = kCta / p.team_width;
   const int64_t want = std::max<int64_t>(1, std::min<int64_t>({int64_t{resident}, kMaxParts, (T + teams - 1) / teams}));
   p.rows_per_cta = (T + want - 1) / want;
+#if LNB_STRIDED
+  p.rows_per_cta = 0;  // no bands: CTA c takes rows (it * G + c) * teams + team (ln_bwd_rows_ring)
+  p.ctas = want;
+  return p;
+#endif
+#if LNB_EVEN
+  // Bands of whole rounds (a multiple of the teams per CTA): every team of every CTA has a row in
+  // every round, so no last round runs with a fraction of the teams (at 65536 x 1024 the default's
+  // 249-row bands leave 1 of 8 teams busy in the 32nd round); G falls to ceil(T / B) (256 of 264).
+  p.rows_per_cta = (p.rows_per_cta + teams - 1) / teams * teams;
+#endif
   p.ctas = (T + p.rows_per_cta - 1) / p.rows_per_cta;
   return p;
 }
@@ -637,7 +823,7 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const int64_t T = d2k::scalar_i(args, "T");
     const int64_t H = d2k::scalar_i(args, "H");
     if (T < 0 || H < 1) throw d2k::abi_error("expert: need T >= 0 and H >= 1");
-    if (T > 2147483647) throw d2k::abi_error("expert: T above 2^31-1 is not supported");
+    if (T > 2147483647 - 65536) throw d2k::abi_error("expert: T above 2^31 - 2^16 is not supported");
     const DLTensor& dy = d2k::input(args, "dy", kDLCUDA, d2k::dl::bf16, {T, H});
     const DLTensor& x = d2k::input(args, "x", kDLCUDA, d2k::dl::bf16, {T, H});
     const DLTensor& mean = d2k::input(args, "mean", kDLCUDA, d2k::dl::f32, {T});
@@ -697,14 +883,25 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     }
     // T = 0: no partials, dgamma = dbeta = 0.
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(static_cast<unsigned>((H + kReduceCols - 1) / kReduceCols));
-    cfg.blockDim = dim3(kReduceCols * kReduceSlices);
-    cfg.stream = stream;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = LNB_PDL && vec ? 1 : 0;  // the generic path's kernels do not signal early
+    cfg.stream = stream;
+#if LNB_REDUCE_VEC
+    if (vec && aligned16(d2k::data<float>(dgamma)) && aligned16(d2k::data<float>(dbeta))) {
+      cfg.gridDim = dim3(static_cast<unsigned>((H / 4 + kReduceQuads - 1) / kReduceQuads));
+      cfg.blockDim = dim3(kReduceQuads * kReduceSlices4);
+      D2K_CUDA_TRY(args, cudaLaunchKernelEx(&cfg, ln_bwd_reduce_partials4, reinterpret_cast<const float4*>(buf.part_g),
+                                            reinterpret_cast<const float4*>(buf.part_b),
+                                            reinterpret_cast<float4*>(d2k::data<float>(dgamma)),
+                                            reinterpret_cast<float4*>(d2k::data<float>(dbeta)), parts, H));
+      return D2K_OK;
+    }
+#endif
+    cfg.gridDim = dim3(static_cast<unsigned>((H + kReduceCols - 1) / kReduceCols));
+    cfg.blockDim = dim3(kReduceCols * kReduceSlices);
     D2K_CUDA_TRY(args, cudaLaunchKernelEx(&cfg, ln_bwd_reduce_partials, static_cast<const float*>(buf.part_g),
                                           static_cast<const float*>(buf.part_b), d2k::data<float>(dgamma),
                                           d2k::data<float>(dbeta), parts, H));

@@ -86,16 +86,18 @@
 //   %VARIANT% single -DSTENCIL_MAX_K=1
 //   %VARIANT% k2 -DSTENCIL_MAX_K=2
 //   %VARIANT% zchunk128 -DSTENCIL_ZCHUNK=128
-//   %VARIANT% strip -DSTENCIL_STREAM=1
+//   %VARIANT% block -DSTENCIL_STREAM=0
 //   %VARIANT% strip_l2pf -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_L2PF=4
 //   %VARIANT% strip_p8 -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_ROWS=8 -DSTENCIL_STREAM_MINB=1 -DSTENCIL_STREAM_L2PF=4
 //   %VARIANT% strip_single -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_L2PF=4 -DSTENCIL_MAX_K=1
 //   %VARIANT% block_l2pf -DSTENCIL_BLOCK_L2PF=4
 //   %VARIANT% block_1bar -DSTENCIL_BLOCK_BUFS=3 -DSTENCIL_BLOCK_L2PF=4
 //   %VARIANT% strip_block -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_L2PF=4 -DSTENCIL_BLOCK_BUFS=3 -DSTENCIL_BLOCK_L2PF=4
-// `single` is T single-step passes of this kernel: the issue's bar for T = 8 is the expert at
-// >= 3x that; `strip_single` the same for the strip builds (their single steps are jacobi_stream,
-// so a strip build as the default moves the T = 8 bar's denominator with it).
+// The default runs single steps as jacobi_stream's warp strips (the former `strip` variant: 89.4%
+// of SOL at T = 1 on the H200 against 58.5% for jacobi_block<1>, docs/results/stencil_3d_7pt.md);
+// `block` is the former default. `single` is T single-step passes of the default build (strips):
+// the issue's bar for T = 8 is the expert at >= 3x that; `strip_single` the same with the L2
+// prefetch.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -118,7 +120,7 @@
 #define STENCIL_BLOCK_BUFS 2  // shared planes per level in jacobi_block: 2 (two barriers per step) or 3 (one)
 #endif
 #ifndef STENCIL_STREAM
-#define STENCIL_STREAM 0  // 1: single-step passes run jacobi_stream (warp strips, no shared memory)
+#define STENCIL_STREAM 1  // 1: single-step passes run jacobi_stream (warp strips, no shared memory); 0: jacobi_block<1>
 #endif
 #ifndef STENCIL_STREAM_ROWS
 #define STENCIL_STREAM_ROWS 4

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
@@ -57,50 +58,79 @@ void copy_slot(const WorkloadPlan& plan, const BatchShape& b, const DevMem& slab
                                    plan.outputs[j].bytes, cudaMemcpyDeviceToDevice, s));
 }
 
-/// Byte offset of the last 16-bit word of output j inside its buffer.
-std::size_t last_word_offset(const WorkloadPlan& plan, std::size_t j) {
-  return std::max<std::size_t>(plan.outputs[j].bytes, 2) / 2 * 2 - 2;
+/// The probe's words of one output, read through the copy engine (it does not time-slice the
+/// worker's kernels the way a kernel of this context would) into `host`: the layout's strided
+/// words, then the last word.
+void read_probe_words(const void* out, const ProbeLayout& l, std::vector<unsigned short>& host, cudaStream_t s) {
+  host.assign(l.count + 1, 0);
+  D2K_CUDA_CHECK(cudaMemcpy2DAsync(host.data(), sizeof(unsigned short), out, std::max<std::size_t>(l.step, 2),
+                                   sizeof(unsigned short), l.count, cudaMemcpyDeviceToHost, s));
+  D2K_CUDA_CHECK(cudaMemcpyAsync(&host[l.count], static_cast<const char*>(out) + l.last, 2, cudaMemcpyDeviceToHost, s));
 }
 
-/// The outputs whose last word tells that a call has finished: those whose last word naive wrote
-/// on the input set `expected` came from. An output with a row count (rows past the count are
-/// capacity, never written) ends with the poison in every honest run; watching it would leave only
-/// the slow fallback of watch_slab.
-std::vector<char> watched_outputs(const WorkloadPlan& plan, const DeviceSet& expected, cudaStream_t s) {
-  std::vector<unsigned short> host(plan.outputs.size(), 0);
-  for (std::size_t j = 0; j < plan.outputs.size(); ++j)
-    D2K_CUDA_CHECK(cudaMemcpyAsync(&host[j], static_cast<const char*>(expected.bufs[j].get()) + last_word_offset(plan, j), 2,
-                                   cudaMemcpyDeviceToHost, s));
-  D2K_CUDA_CHECK(cudaStreamSynchronize(s));
-  std::vector<char> watched(plan.outputs.size());
-  for (std::size_t j = 0; j < host.size(); ++j) watched[j] = host[j] != kPoisonWord;
-  return watched;
-}
-
-/// The last 16-bit word of each watched output of call i, read through the copy engine (it does
-/// not time-slice the worker's kernels the way a kernel of this context would). False when no
-/// output is watched.
-bool last_words_written(const DevMem& slab, const BatchShape& b, const WorkloadPlan& plan, const std::vector<char>& watched,
-                        std::size_t i, cudaStream_t s) {
-  static thread_local std::vector<unsigned short> host;
-  host.assign(plan.outputs.size(), 0);
-  bool any = false;
-  for (std::size_t j = 0; j < plan.outputs.size(); ++j) {
-    if (!watched[j]) continue;
-    any = true;
-    D2K_CUDA_CHECK(cudaMemcpyAsync(&host[j], static_cast<const char*>(slab.get()) + i * b.stride + b.out_offsets[j] +
-                                                 last_word_offset(plan, j),
-                                   2, cudaMemcpyDeviceToHost, s));
+/// The words of a call's slot the parent looks at to see the call finished: for each output, the
+/// probe layout's words that naive wrote on the input set the last call reads. Watching only an
+/// output's last word misread every call whose outputs include one it sets first and adds to
+/// later (hash_join's match counter, zeroed at the call's start): the parent saw the last call
+/// "written" as it began, and its whole-slab counts, each a kernel the GPU time-slices against
+/// the worker's, slowed the honest call they waited for (a hash_join expert at 0.76 of the
+/// parent's figure on the H200: REWARD_HACK). Words spread over every output are written late by
+/// such a call too. A word naive leaves as the poison (capacity past a row count) is not watched.
+struct SlotProbe {
+  struct Output {
+    std::size_t offset = 0;  ///< in the slot
+    ProbeLayout layout;
+    std::vector<char> watched;  ///< per word read (layout.count strided words, then the last)
+  };
+  std::vector<Output> outs;
+  bool any() const {
+    return std::any_of(outs.begin(), outs.end(), [](const Output& o) { return std::find(o.watched.begin(), o.watched.end(), 1) != o.watched.end(); });
   }
-  if (!any) return false;
+};
+
+SlotProbe make_probe(const WorkloadPlan& plan, const BatchShape& b, const DeviceSet& expected, cudaStream_t s) {
+  SlotProbe p;
+  std::vector<std::vector<unsigned short>> host(plan.outputs.size());
+  for (std::size_t j = 0; j < plan.outputs.size(); ++j) {
+    SlotProbe::Output o;
+    o.offset = b.out_offsets[j];
+    o.layout = probe_layout(plan.outputs[j].bytes);
+    read_probe_words(expected.bufs[j].get(), o.layout, host[j], s);
+    p.outs.push_back(std::move(o));
+  }
   D2K_CUDA_CHECK(cudaStreamSynchronize(s));
-  return std::none_of(host.begin(), host.end(), [](unsigned short w) { return w == kPoisonWord; });
+  for (std::size_t j = 0; j < p.outs.size(); ++j) {
+    p.outs[j].watched.resize(host[j].size());
+    for (std::size_t k = 0; k < host[j].size(); ++k) p.outs[j].watched[k] = host[j][k] != kPoisonWord;
+  }
+  return p;
+}
+
+/// Whether call i's slot reads as written: at most 1 in kProbeSlack of its watched words still
+/// the poison (an honest output that differs from naive's holds a 0xFFFF word by chance, 1 in
+/// 65536; the whole-slab count decides anyway, and a look that passes early only lengthens the
+/// parent's figure). False when no word is watched.
+bool probe_written(const SlotProbe& p, const DevMem& slab, const BatchShape& b, std::size_t i, cudaStream_t s) {
+  if (!p.any()) return false;
+  static thread_local std::vector<std::vector<unsigned short>> host;
+  host.resize(p.outs.size());
+  const char* slot = static_cast<const char*>(slab.get()) + i * b.stride;
+  for (std::size_t j = 0; j < p.outs.size(); ++j) read_probe_words(slot + p.outs[j].offset, p.outs[j].layout, host[j], s);
+  D2K_CUDA_CHECK(cudaStreamSynchronize(s));
+  std::size_t watched = 0, poison = 0;
+  for (std::size_t j = 0; j < p.outs.size(); ++j)
+    for (std::size_t k = 0; k < host[j].size(); ++k)
+      if (p.outs[j].watched[k]) {
+        ++watched;
+        poison += host[j][k] == kPoisonWord;
+      }
+  return poison <= watched / kProbeSlack;
 }
 
 /// Watches the slab on the parent's own stream until `end` decides (every call's outputs written,
 /// or a count that holds): first the last call's slot (cheap, polled often; honest batches run in
 /// order), then the whole slab. Returns the duration of its last whole-slab count (after the clock).
-double watch_slab(const DevMem& slab, const BatchShape& b, const WorkloadPlan& plan, const std::vector<char>& watched,
+double watch_slab(const DevMem& slab, const BatchShape& b, const SlotProbe& probe,
                    std::uint64_t honest_last, Clock::time_point t0, double expect_s, double timeout_s, BatchEnd& end,
                    cudaStream_t s) {
   double check_s = 0;
@@ -112,13 +142,21 @@ double watch_slab(const DevMem& slab, const BatchShape& b, const WorkloadPlan& p
   std::this_thread::sleep_until(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kFirstLook * expect_s)));
   const auto every = std::chrono::duration<double>(std::clamp(expect_s / 1000, 20e-6, 1e-3));
   const std::size_t last = b.calls - 1;
+  const char* last_slot = static_cast<const char*>(slab.get()) + last * b.stride;
+  std::optional<std::uint64_t> last_slot_count;
+  // After 2x the expected time, with the probe not passing (no word watched, or a watched word an
+  // honest call left as the poison by chance), the last call's slot is counted: at naive's count,
+  // or at the count of the look before (a candidate whose outputs are not bitwise naive's), it
+  // has finished. Whole-slab counts start only then, not while a slow call still runs.
+  const auto slot_settled = [&] {
+    const std::uint64_t c = count_poison(last_slot, b.stride, s);
+    const bool settled = c <= honest_last || last_slot_count == c;
+    last_slot_count = c;
+    return settled;
+  };
   while (seconds_since(t0) < timeout_s) {
-    // Honest batches run in order: the last call's last words come last. Outputs whose last word
-    // naive leaves as the poison word are not watched; with none watched, the slot is counted
-    // instead, after 2x the expected time.
-    const bool last_done = last_words_written(slab, b, plan, watched, last, s) ||
-                           (seconds_since(t0) > 2 * expect_s &&
-                            count_poison(static_cast<const char*>(slab.get()) + last * b.stride, b.stride, s) <= honest_last);
+    // Honest batches run in order: the last call's probe words come last.
+    const bool last_done = probe_written(probe, slab, b, last, s) || (seconds_since(t0) > 2 * expect_s && slot_settled());
     if (last_done) {
       // The clock stops here; the whole-slab count confirms it (BatchEnd: what is charged).
       const double seen = seconds_since(t0);
@@ -164,6 +202,17 @@ BatchShape batch_shape(const WorkloadPlan& plan, double median_s) {
   b.calls = std::clamp<std::size_t>(want, kBatchMinCalls,
                                     std::max(kBatchMinCalls, std::min(kBatchMaxCalls, kBatchBudgetBytes / b.stride)));
   return b;
+}
+
+ProbeLayout probe_layout(std::size_t bytes) {
+  const std::size_t words = std::max<std::size_t>(bytes, 2) / 2;
+  // Strided words from the first to the output's last stride (not bunched at its start).
+  const std::size_t step_words = (words + kProbeWords - 1) / kProbeWords;
+  ProbeLayout l;
+  l.count = (words + step_words - 1) / step_words;
+  l.step = step_words * 2;
+  l.last = words * 2 - 2;
+  return l;
 }
 
 std::size_t sets_that_fit(std::size_t set_bytes, std::size_t free_bytes, const char* what) {
@@ -248,7 +297,7 @@ namespace {
 /// One batch: poison the slab, start, watch, wait for the worker, judge every call. Adds the
 /// batch's clock to `res.timing`; returns false when `res` holds a failure.
 bool one_batch(TargetRunner& runner, const WorkloadPlan& plan, const BatchShape& b, const DevMem& slab,
-               const std::vector<char>& watched, const std::vector<std::uint64_t>& honest, std::uint64_t honest_all, const std::vector<DeviceSet>& expected,
+               const SlotProbe& probe, const std::vector<std::uint64_t>& honest, std::uint64_t honest_all, const std::vector<DeviceSet>& expected,
                double median_s, double timeout_s, cudaStream_t s, ParentClockResult& res) {
   // Poisoned after the capture and before every batch (work a capture let run, or the last
   // batch's outputs, are wiped); the 16 GiB-scale memset also leaves the L2 without inputs.
@@ -263,7 +312,7 @@ bool one_batch(TargetRunner& runner, const WorkloadPlan& plan, const BatchShape&
     return false;
   }
   BatchEnd end(honest_all, idle_check_s);
-  const double final_check_s = watch_slab(slab, b, plan, watched, honest[(b.calls - 1) % honest.size()], t0,
+  const double final_check_s = watch_slab(slab, b, probe, honest[(b.calls - 1) % honest.size()], t0,
                                median_s * static_cast<double>(b.calls), timeout_s, end, s);
   if (CallOutcome o = runner.batch_wait(timeout_s); !o.ok) {
     res.call = o;
@@ -295,7 +344,7 @@ ParentClockResult time_on_parent_clock(TargetRunner& runner, const WorkloadPlan&
   const std::vector<std::uint64_t> honest = honest_poison_per_set(plan, b, expected, s);
   std::uint64_t honest_all = 0;
   for (std::size_t i = 0; i < b.calls; ++i) honest_all += honest[i % honest.size()];
-  const std::vector<char> watched = watched_outputs(plan, expected[(b.calls - 1) % expected.size()], s);
+  const SlotProbe probe = make_probe(plan, b, expected[(b.calls - 1) % expected.size()], s);
   std::vector<std::uint64_t> in_sums;
   for (const DeviceSet& d : ins) in_sums.push_back(device_checksum(d, s));
 
@@ -321,7 +370,7 @@ ParentClockResult time_on_parent_clock(TargetRunner& runner, const WorkloadPlan&
   // Phase 3: the batches, each timed on the parent's clock and fully judged; their times add up.
   const std::size_t repeats = batch_repeats(b.calls, median_s);
   for (std::size_t r = 0; r < repeats; ++r)
-    if (!one_batch(runner, plan, b, slab, watched, honest, honest_all, expected, median_s, timeout_s, s, res)) return res;
+    if (!one_batch(runner, plan, b, slab, probe, honest, honest_all, expected, median_s, timeout_s, s, res)) return res;
 
   // Phase 4: the input sets, unchanged by every call of every batch.
   for (std::size_t k = 0; k < ins.size(); ++k)

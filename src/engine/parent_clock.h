@@ -41,6 +41,20 @@ inline constexpr double kConfirmSlack = 1.2;
 /// calls); looks follow every 1/1000 of it.
 inline constexpr double kFirstLook = 0.9;
 
+/// Where the parent looks to see that a call wrote one output of `bytes` bytes: `count` 16-bit
+/// words `step` bytes apart from the first, and the last word at `last` (pure: unit-tested).
+struct ProbeLayout {
+  std::size_t step = 0;
+  std::size_t count = 0;
+  std::size_t last = 0;
+};
+/// Words of an output the probe reads (fewer when the output is smaller): each look is one strided
+/// copy per output on the copy engine, so the words can be many without slowing the worker.
+inline constexpr std::size_t kProbeWords = 1024;
+/// A look passes with at most 1 in this many watched words still the poison.
+inline constexpr std::size_t kProbeSlack = 256;
+ProbeLayout probe_layout(std::size_t bytes);
+
 /// How many calls (at the worker's median `median_s`) and how the outputs are laid out. The worker's
 /// median only sizes the batch: a forged one makes the batch longer or shorter, never the bound looser.
 BatchShape batch_shape(const WorkloadPlan& plan, double median_s);

@@ -73,8 +73,11 @@ selected honest || runs=0
 for i in $(seq 1 "$runs"); do
   for task in fused_add_rmsnorm hash_join muon_optimizer_step; do
     if [ $((SECONDS - t_honest)) -ge "$honest_budget" ]; then skipped_runs=$((skipped_runs + 1)); continue; fi
+    # The whole verdict path, the parent's clock included: runs with --no-sample-checks never
+    # met the parent's batch, and missed the false timer_cross_check it gave hash_join's expert
+    # at r64m-s256m (docs/results/honest-pilots-2026-12-02.md).
     # shellcheck disable=SC2086  # honest_args is a list of arguments
-    step "honest_${task}_$i" 120 "$d2k" bench --task "$task" --targets naive,expert --quiet --no-sample-checks \
+    step "honest_${task}_$i" 120 "$d2k" bench --task "$task" --targets naive,expert --quiet \
       $honest_args --json "$out/honest_${task}_$i.jsonl"
   done
 done

@@ -12,8 +12,9 @@
 # Helpers: scripts/gpu/checks/t-lnb/{bench_table.py,golden_check.py,aten_bars.py}.
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-lnb.sh CARRY OUT [aten] [compile]
-# The variant sweep alone (at most 60 s of timing and 14 s per ring variant under memcheck):
-#   D2K_CHECK_STEPS=variants,memcheck,memcheck_ring3,memcheck_ring4,memcheck_ring3_512 \
+# The variant sweep alone (at most 80 s of timing, 5 targets x 4 rows, and 9 s per lean variant
+# under memcheck: 116 s):
+#   D2K_CHECK_STEPS=variants,memcheck_lean,memcheck_lean_tail,memcheck_lean_512,memcheck_lean_strided \
 #     scripts/gpu/checks/t-lnb.sh CARRY OUT
 # Exit status: the number of FAIL lines.
 set -uo pipefail
@@ -40,15 +41,19 @@ sanitize memcheck 30 $task-check-300x768,$task-check-64x4104,$task-check-33x1001
 
 # The expert's variants last: the bars and the correctness steps above come first in the budget.
 # One d2k run times the default expert and every variant on the bench rows (one check round each,
-# 0.3 s of timing per target and row: 6 targets x 4 rows; d2k writes the records when it ends,
-# so a cut step keeps none), so that their ratios come from the same session; the ring variants
-# (a new stage-1 kernel) are then checked for correctness under memcheck on small vector-path
-# check workloads (fewer rows than teams with a partial last vector; a 513-vector row; several
-# teams per CTA; many bands of unequal length).
-variants_step --fail "variants bench (see variants.log)" --show 0 60 "$(workload_uuids bench)" \
+# 0.3 s of timing per target and row: 5 targets x 4 rows, about 68 s by the 2026-12-02 sweep's
+# 81 s for 6; d2k writes the records when it ends, so a cut step keeps none), so that their ratios
+# come from the same session; the ring variants (a new stage-1 kernel) are then checked for
+# correctness under memcheck on small vector-path check workloads (fewer rows than teams with a
+# partial last vector; a 513-vector row; several teams per CTA; many bands of unequal length),
+# the lean ones on two of them: the 513-vector row (a partial last vector held in registers) and
+# 2053 rows of 8 vectors (24 of 32 lanes idle, 257 partial rows through the 32-slice stage 2).
+variants_step --fail "variants bench (see variants.log)" --show 0 80 "$(workload_uuids bench)" \
   --max-time 0.3 --bench-rounds 1 --quiet
 ring_checks=$task-check-7x1000,$task-check-64x4104,$task-check-300x768,$task-check-2053x64
 for v in $(built_variants | grep '^ring'); do sanitize --impl "expert:$v" memcheck 14 "$ring_checks"; done
+lean_checks=$task-check-64x4104,$task-check-2053x64
+for v in $(built_variants | grep '^lean'); do sanitize --impl "expert:$v" memcheck 9 "$lean_checks"; done
 
 if selected bench; then
   python3 $helpers/bench_table.py "$out/bench.jsonl" > "$out/bench_table.md" 2>&1 \
@@ -77,8 +82,9 @@ fi
 
 # SASS of the expert: what design.json's "recognise" fields name.
 sass_counts "(LDG|STG|LDS|STS)\.E?\.?[0-9A-Z.]*128[A-Z.]*|SHFL\.BFLY|F2FP\.BF16[A-Z0-9.]*|ATOM[A-Z.]*|RED\.[A-Z.]*|BAR\.SYNC[A-Z.]*"
-# The ring kernels: cp.async into shared memory, 16-byte reads back, no local memory (spills).
-for v in $(built_variants | grep '^ring'); do
+# The ring kernels (lean ones too): cp.async into shared memory, 16-byte reads back, no local
+# memory (spills).
+for v in $(built_variants | grep -E '^(ring|lean)'); do
   sass_counts --so "expert_$v" "LDGSTS[A-Z0-9.]*|LDS\.128|DEPBAR[A-Z.]*|STG\.E[A-Z.]*128" "LDGSTS" "LDL|STL"
 done
 echo "t-lnb: $fails failure(s)"

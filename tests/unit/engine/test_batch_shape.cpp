@@ -52,6 +52,35 @@ TEST(BatchShape, ForgedMediansOnlyChangeTheLength) {
 constexpr std::size_t kFree = std::size_t(140) << 30;  // an idle H200
 
 // Cold batch: one rotation's inputs + outputs cover kColdFootprintL2 L2 sizes.
+// The probe spreads its words over the whole output: a call that sets one word first (a counter
+// zeroed at its start) leaves the others poisoned until it writes them, so the parent does not
+// take the call's start for its end. (The last-word probe it replaced read hash_join's honest
+// expert as a 24 % forgery on the H200.)
+TEST(ProbeLayout, WordsSpanTheWholeOutputAndEndAtItsLastWord) {
+  const std::size_t bytes = std::size_t(2) << 30;  // 2 GiB of pairs
+  const ProbeLayout l = probe_layout(bytes);
+  EXPECT_EQ(l.count, kProbeWords);
+  EXPECT_EQ(l.last, bytes - 2);
+  EXPECT_EQ(l.step % 2, 0u) << "16-bit words";
+  EXPECT_LE((l.count - 1) * l.step, bytes - 2) << "every strided word inside the output";
+  EXPECT_GE(l.count * l.step, bytes - l.step) << "the strided words reach the output's last stride";
+}
+
+TEST(ProbeLayout, SmallOutputsAreReadWordByWord) {
+  const ProbeLayout one = probe_layout(8);  // an int64 counter
+  EXPECT_EQ(one.count, 4u);
+  EXPECT_EQ(one.step, 2u);
+  EXPECT_EQ(one.last, 6u);
+  const ProbeLayout odd = probe_layout(1);  // a single byte still has a word at 0
+  EXPECT_EQ(odd.count, 1u);
+  EXPECT_EQ(odd.last, 0u);
+  const ProbeLayout mid = probe_layout(3000);  // 1500 words: every other word, to the end
+  EXPECT_EQ(mid.count, 750u);
+  EXPECT_EQ(mid.step, 4u);
+  EXPECT_EQ(mid.last, 2998u);
+  EXPECT_GE((mid.count - 1) * mid.step, 3000u - 2 * mid.step);
+}
+
 TEST(BatchInputSets, OneRotationCoversThreeL2Sizes) {
   const std::size_t l2 = std::size_t(50) << 20;  // H100/H200-sized L2
   const std::size_t in = 128 * 7168 * 2 * 2 + 7168 * 2, out = 128 * 7168 * 2 * 2;

@@ -63,19 +63,33 @@ float warp_butterfly(std::vector<float> lanes) {
   return lanes[0];
 }
 
+/// The expert's build knobs that change its arithmetic or summation order (expert.cu's LNB_* macros;
+/// the defaults are the default build's).
+struct Knobs {
+  std::int64_t resident = kResident;  ///< stage 1's CTAs on the device (the number of bands)
+  std::int64_t cta = kThreads;        ///< threads per CTA of stage 1: its teams are summed in team order
+  bool lean = false;                  ///< LNB_LEAN: xhat = fma(x, rstd, -(mean * rstd)), dx = fma(rstd, g, -fma(x, k1, k0))
+  bool even = false;                  ///< LNB_EVEN: bands rounded up to whole rounds of the CTA's teams
+  int slices = 8;                     ///< stage 2's slices on the vector path (LNB_REDUCE_VEC: 32)
+  bool strided = false;               ///< LNB_STRIDED: CTA c's team j takes rows (it * G + c) * teams + j
+};
+
 struct Emulator {
   Variant v;
   Inputs in;
-  std::int64_t resident = kResident;  ///< stage 1's CTAs on the device (the number of bands)
-  std::int64_t cta = kThreads;        ///< threads per CTA of stage 1: its teams are summed in team order
+  Knobs knobs{};
 
   float bf(const HostTensor& t, std::int64_t i) const { return bf16_at(t, i); }
   float mean(std::int64_t t) const { return in.mean->as<float>()[t]; }
   float rstd(std::int64_t t) const { return in.rstd->as<float>()[t]; }
   float gamma(std::int64_t h) const { return in.gamma->as<float>()[h]; }
 
+  /// Whether the lean arithmetic applies: the expert's vector path built with LNB_LEAN.
+  bool lean() const { return knobs.lean && v == Variant::kExpert && vector_path(); }
+
   float xhat(std::int64_t t, std::int64_t h) const {
     const float xv = bf(*in.x, t * in.H + h);
+    if (lean()) return std::fma(xv, rstd(t), -(mean(t) * rstd(t)));
     float xh = v == Variant::kNoMeanSubtract ? xv * rstd(t) : (xv - mean(t)) * rstd(t);
     xh = rnd(v, xh, Variant::kBf16Xhat, bf16_rn);
     return rnd(v, xh, Variant::kFp16Xhat, f16_rn);
@@ -137,8 +151,11 @@ struct Emulator {
     const auto [a, b] = row_sums(t);
     const float rs = rstd(t), inv_h = 1.0f / static_cast<float>(in.H);
     const float ca = rs * a * inv_h, cb = rs * b * inv_h;
+    const float k1 = rs * ca, k0 = std::fma(-(mean(t) * rs), ca, cb);  // lean: xhat * ca + cb = x * k1 + k0
     for (std::int64_t h = 0; h < in.H; ++h) {
-      float o = v == Variant::kNoCorrection ? rs * g(t, h) : std::fma(rs, g(t, h), -std::fma(xhat(t, h), ca, cb));
+      float o = v == Variant::kNoCorrection ? rs * g(t, h)
+                : lean()                    ? std::fma(rs, g(t, h), -std::fma(bf(*in.x, t * in.H + h), k1, k0))
+                                            : std::fma(rs, g(t, h), -std::fma(xhat(t, h), ca, cb));
       if (v == Variant::kTruncatedDx) o = bf16_rz(o);
       set_bf16(dx, t * in.H + h, o);  // exact for a truncated value
     }
@@ -167,12 +184,27 @@ struct Emulator {
       return {dg, db};
     }
     std::vector<float> pg, pb;
+    int slices = 8;
     if (vector_path()) {
-      const std::int64_t teams = cta / team_width();
+      slices = knobs.slices;
+      const std::int64_t teams = knobs.cta / team_width();
       const std::int64_t want =
-          std::max<std::int64_t>(1, std::min<std::int64_t>({resident, kMaxParts, (T + teams - 1) / teams}));
-      const std::int64_t rows = (T + want - 1) / want;
-      for (std::int64_t r0 = 0; r0 < T; r0 += rows) {
+          std::max<std::int64_t>(1, std::min<std::int64_t>({knobs.resident, kMaxParts, (T + teams - 1) / teams}));
+      std::int64_t rows = (T + want - 1) / want;
+      if (knobs.even) rows = (rows + teams - 1) / teams * teams;
+      if (knobs.strided)  // one partial row per CTA, each team's rows a whole grid round apart
+        for (std::int64_t cta = 0; cta < want; ++cta) {
+          float sg = 0.f, sb = 0.f;
+          for (std::int64_t team = 0; team < teams; ++team) {
+            float dg = 0.f, db = 0.f;
+            add_rows(cta * teams + team, T, want * teams, h, dg, db);
+            sg = team == 0 ? dg : sg + dg;
+            sb = team == 0 ? db : sb + db;
+          }
+          pg.push_back(sg);
+          pb.push_back(sb);
+        }
+      for (std::int64_t r0 = 0; r0 < T && !knobs.strided; r0 += rows) {
         float sg = 0.f, sb = 0.f;
         for (std::int64_t team = 0; team < teams; ++team) {  // each team's registers, then summed in team order
           float dg = 0.f, db = 0.f;
@@ -193,13 +225,13 @@ struct Emulator {
         pb.push_back(db);
       }
     }
-    // Stage 2: 8 slices p = s, s + 8, ..., then the tree (s += s + 4, + 2, + 1).
-    float sg[8] = {}, sb[8] = {};
+    // Stage 2: slices p = s, s + S, ..., then the tree (s += s + S/2, ..., + 1).
+    std::vector<float> sg(slices, 0.f), sb(slices, 0.f);
     for (std::size_t p = 0; p < pg.size(); ++p) {
-      sg[p % 8] += pg[p];
-      sb[p % 8] += pb[p];
+      sg[p % slices] += pg[p];
+      sb[p % slices] += pb[p];
     }
-    for (int w = 4; w > 0; w /= 2)
+    for (int w = slices / 2; w > 0; w /= 2)
       for (int s = 0; s < w; ++s) {
         sg[s] += sg[s + w];
         sb[s] += sb[s + w];
@@ -231,9 +263,9 @@ struct Verdict {
   CompareResult dx, dgamma, dbeta;
 };
 
-Verdict judge_variant(Variant v, const Case& c, std::int64_t resident = kResident, std::int64_t cta = kThreads) {
+Verdict judge_variant(Variant v, const Case& c, const Knobs& knobs = {}) {
   const Inputs in{&c.in("dy"), &c.in("x"), &c.in("mean"), &c.in("rstd"), &c.in("gamma"), c.axis("T"), c.axis("H")};
-  const std::vector<HostTensor> out = Emulator{v, in, resident, cta}.run(c);
+  const std::vector<HostTensor> out = Emulator{v, in, knobs}.run(c);
   auto cmp = [&](const std::string& name) {
     const std::size_t i = c.out_index(name);
     return compare(c.plan.outputs.at(i).cmp, c.expected.at(i), out.at(i));
@@ -287,17 +319,84 @@ TEST_F(LayerNormBackwardTolerance, ExpertPassesWithOneCtaPerSm) {
   Emulator before{Variant::kExpert, in};  // each configuration is compared with the one before it
   for (const std::int64_t cta : {std::int64_t{kThreads}, std::int64_t{2 * kThreads}}) {
     for (const Case& c : *cases_) {
-      const Verdict r = judge_variant(Variant::kExpert, c, kResidentOnePerSm, cta);
+      const Verdict r = judge_variant(Variant::kExpert, c, Knobs{kResidentOnePerSm, cta});
       print(cta == kThreads ? "expert 1/SM" : "expert 1x512", c, r);
       EXPECT_TRUE(r.dx.passed) << c.plan.workload.uuid << " cta " << cta << ": " << r.dx.message;
       EXPECT_TRUE(r.dgamma.passed) << c.plan.workload.uuid << " cta " << cta << ": " << r.dgamma.message;
       EXPECT_TRUE(r.dbeta.passed) << c.plan.workload.uuid << " cta " << cta << ": " << r.dbeta.message;
     }
-    const Emulator one{Variant::kExpert, in, kResidentOnePerSm, cta};
+    const Emulator one{Variant::kExpert, in, Knobs{kResidentOnePerSm, cta}};
     int differ = 0;
     for (std::int64_t h = 0; h < in.H; ++h) differ += before.column(h) != one.column(h);
     EXPECT_GT(differ, 0) << "one CTA of " << cta << " threads per SM summed every column of 2053x64 as before";
     before = one;
+  }
+}
+
+/// The knobs of the expert's variant lines that change its arithmetic or order (expert.cu's
+/// `%VARIANT%` lines lean, lean_tail, lean_512, lean_strided; ring2, the default, is Knobs{}).
+const std::vector<std::pair<const char*, Knobs>>& variant_knobs() {
+  static const std::vector<std::pair<const char*, Knobs>> v = {
+      {"lean", Knobs{kResident, kThreads, true}},
+      {"lean_tail", Knobs{kResident, kThreads, true, true, 32}},
+      {"lean_512", Knobs{kResidentOnePerSm, 2 * kThreads, true}},
+      {"lean_strided", Knobs{kResident, kThreads, true, false, 8, true}},
+  };
+  return v;
+}
+
+/// The lean arithmetic (xhat as one FMA, dx as two), whole-round bands, the 32-slice stage 2 and
+/// strided rows pass every check workload in each variant's configuration.
+TEST_F(LayerNormBackwardTolerance, LeanVariantsPassEveryCheckWorkload) {
+  for (const auto& [name, knobs] : variant_knobs())
+    for (const Case& c : *cases_) {
+      const Verdict r = judge_variant(Variant::kExpert, c, knobs);
+      print(name, c, r);
+      EXPECT_TRUE(r.dx.passed) << name << " " << c.plan.workload.uuid << ": " << r.dx.message;
+      EXPECT_TRUE(r.dgamma.passed) << name << " " << c.plan.workload.uuid << ": " << r.dgamma.message;
+      EXPECT_TRUE(r.dbeta.passed) << name << " " << c.plan.workload.uuid << ": " << r.dbeta.message;
+    }
+}
+
+/// Each knob the emulation models is another rounding or order indeed (so the test above judges
+/// what the variant computes, not the default again): the lean xhat moves dgamma's last bits and
+/// some dx elements, the 32-slice stage 2, whole-round bands (at a resident count where the bands
+/// are not whole rounds already) and strided rows move some column sums.
+TEST_F(LayerNormBackwardTolerance, LeanKnobsAreOtherRoundings) {
+  const Case& many = by_suffix("check-2053x64");
+  const Case& bert = by_suffix("check-300x768");
+  auto inputs = [](const Case& c) {
+    return Inputs{&c.in("dy"), &c.in("x"), &c.in("mean"), &c.in("rstd"), &c.in("gamma"), c.axis("T"), c.axis("H")};
+  };
+  auto columns_differ = [](const Emulator& a, const Emulator& b) {
+    int n = 0;
+    for (std::int64_t h = 0; h < a.in.H; ++h) n += a.column(h) != b.column(h);
+    return n;
+  };
+  const Emulator base{Variant::kExpert, inputs(bert)};
+  const Emulator lean{Variant::kExpert, inputs(bert), Knobs{kResident, kThreads, true}};
+  EXPECT_GT(columns_differ(base, lean), 0) << "the lean xhat summed every dgamma column of 300x768 as before";
+  const std::vector<HostTensor> dx0 = base.run(bert), dx1 = lean.run(bert);
+  const std::size_t i = bert.out_index("dx");
+  int dx_differ = 0;
+  for (std::int64_t e = 0; e < bert.axis("T") * bert.axis("H"); ++e)
+    dx_differ += bf16_at(dx0[i], e) != bf16_at(dx1[i], e);
+  EXPECT_GT(dx_differ, 0) << "the lean dx rounded every element of 300x768 as before";
+
+  const Emulator many8{Variant::kExpert, inputs(many)};
+  const Emulator many32{Variant::kExpert, inputs(many), Knobs{kResident, kThreads, false, false, 32}};
+  EXPECT_GT(columns_differ(many8, many32), 0) << "32 slices in stage 2 summed every column of 2053x64 as 8";
+  // 100 resident CTAs: 21-row bands of 8 teams; whole rounds make them 24 rows (86 bands).
+  const Emulator bands{Variant::kExpert, inputs(many), Knobs{100, kThreads}};
+  const Emulator rounds{Variant::kExpert, inputs(many), Knobs{100, kThreads, false, true}};
+  EXPECT_GT(columns_differ(bands, rounds), 0) << "whole-round bands summed every column of 2053x64 as before";
+  // (At 264 resident CTAs the 257 bands of 2053x64 are one round each: strided rows are the bands.)
+  const Emulator strided{Variant::kExpert, inputs(many), Knobs{100, kThreads, false, false, 8, true}};
+  EXPECT_GT(columns_differ(bands, strided), 0) << "strided rows summed every column of 2053x64 as bands";
+  for (const auto& knobs : {Knobs{100, kThreads, true, true, 32}, Knobs{100, 2 * kThreads, true, true, 32},
+                            Knobs{100, kThreads, true, false, 8, true}}) {
+    const Verdict r = judge_variant(Variant::kExpert, many, knobs);
+    EXPECT_TRUE(r.dx.passed && r.dgamma.passed && r.dbeta.passed) << "2053x64 at 100 resident CTAs";
   }
 }
 
@@ -366,10 +465,14 @@ TEST(LayerNormBackwardHidden, DrawsAreValidAndExpertPasses) {
     const Case c = make_case(t, ref, w, 3);
     std::printf("%s: T %lld, H %lld\n", w.uuid.c_str(), static_cast<long long>(c.axis("T")),
                 static_cast<long long>(c.axis("H")));
-    const Verdict r = judge_variant(Variant::kExpert, c);
-    EXPECT_TRUE(r.dx.passed) << w.uuid << ": " << r.dx.message;
-    EXPECT_TRUE(r.dgamma.passed) << w.uuid << ": " << r.dgamma.message;
-    EXPECT_TRUE(r.dbeta.passed) << w.uuid << ": " << r.dbeta.message;
+    std::vector<std::pair<const char*, Knobs>> configs = {{"expert", Knobs{}}};
+    for (const auto& vk : variant_knobs()) configs.push_back(vk);
+    for (const auto& [name, knobs] : configs) {
+      const Verdict r = judge_variant(Variant::kExpert, c, knobs);
+      EXPECT_TRUE(r.dx.passed) << name << " " << w.uuid << ": " << r.dx.message;
+      EXPECT_TRUE(r.dgamma.passed) << name << " " << w.uuid << ": " << r.dgamma.message;
+      EXPECT_TRUE(r.dbeta.passed) << name << " " << w.uuid << ": " << r.dbeta.message;
+    }
   }
 }
 

@@ -369,15 +369,18 @@ struct Honest {
 };
 const std::vector<Honest>& expert_configs() {
   static const std::vector<Honest> v = {
-      {"expert (passes of 4, 2, 1)", {}},
-      {"expert:single (passes of 1)", {1}},
-      {"expert:k2 (passes of 2, 1)", {2}},
-      {"expert:zchunk128", {4, 128}},
+      {"expert:block (passes of 4, 2, 1; single steps in the block kernel)", {}},
+      {"passes of 1 in the block kernel", {1}},
+      {"passes of 2, 1 in the block kernel", {2}},
+      {"block kernel, chunk 128", {4, 128}},
       {"expert:block_1bar (3 shared planes per level, one barrier per step)", {4, 64, 0, 0, {}, 3}},
       {"3 shared planes per level, passes of 2 and 1, chunk 5", {2, 5, 0, 0, {}, 3}},
       // STENCIL_STREAM: the strip kernel for single steps, at the chunk lengths strip_zchunk can pick
       // (one wave on the H200: 128 planes at 512^3; 4 or fewer on small grids) and the variants' depths
-      {"expert:strip (P 4, ring 1, chunk 64)", {4, 64, 0, 0, {true, 4, 1, 64}}},
+      {"expert (passes of 4, 2, 1; single steps as strips: P 4, ring 1, chunk 64)", {4, 64, 0, 0, {true, 4, 1, 64}}},
+      {"expert:single (passes of 1 as strips)", {1, 64, 0, 0, {true, 4, 1, 64}}},
+      {"expert:k2 (passes of 2, 1)", {2, 64, 0, 0, {true, 4, 1, 64}}},
+      {"expert:zchunk128", {4, 128, 0, 0, {true, 4, 1, 64}}},
       {"strip P 4, ring 2, chunk 5", {4, 64, 0, 0, {true, 4, 2, 5}}},
       {"expert:strip_p8 (P 8, ring 1, chunk 64)", {4, 64, 0, 0, {true, 8, 1, 64}}},
       {"expert:strip_single (passes of 1, chunk 4)", {1, 64, 0, 0, {true, 4, 1, 4}}},
@@ -403,7 +406,7 @@ TEST(ToleranceStencil3d7pt, ReplayFollowsTheExpertsGeometry) {
                            "constexpr int kWarps = 8;", "#define STENCIL_STREAM_ROWS 4", "#define STENCIL_BLOCK_BUFS 2",
                            "const int wbuf = kBufs == 2 ? (s & 1) : (s - s_first) % kBufs;",
                            "if constexpr (kBufs == 3) __syncthreads();", "#define STENCIL_STREAM_AHEAD 1",
-                           "%VARIANT% strip -DSTENCIL_STREAM=1", "%VARIANT% strip_p8 -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_ROWS=8",
+                           "%VARIANT% block -DSTENCIL_STREAM=0", "#define STENCIL_STREAM 1", "%VARIANT% strip_p8 -DSTENCIL_STREAM=1 -DSTENCIL_STREAM_ROWS=8",
                            "layers = std::min<int64_t>({layers, (s.Z + 3) / 4, 65535});",
                            "if (s + 1 + kAhead <= z_end) load_plane<kVec>(src, s + 1 + kAhead, Z, Y, X, plane, l, ring[k]);"})
     EXPECT_NE(text.str().find(line), std::string::npos) << "expert.cu no longer has: " << line;
