@@ -10,6 +10,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "exec/error.h"
 
@@ -485,10 +486,10 @@ SymbolReport check_symbols(const std::filesystem::path& so, const SymbolPolicy& 
       if (!allowed)
         add(shown, "vendor_library",
             fmt::format("calls the {} library, which this track does not allow{}", lib->name,
-                        lib->name == "cuda_driver" ? " (of the driver API only the tensor-map encoders "
-                                                     "cuTensorMapEncode*, cuTensorMapReplaceAddress and "
-                                                     "cuGetError* are allowed)"
-                                                   : ""));
+                        lib->name == "cuda_driver" && policy.allow_tensor_map_encoders
+                            ? fmt::format(" (of the driver API only {} may be called)",
+                                          fmt::join(tensor_map_driver_functions(), ", "))
+                            : ""));
     }
   }
 

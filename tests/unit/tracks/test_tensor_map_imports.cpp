@@ -104,6 +104,8 @@ int alloc_by_hand() { CUdeviceptr p; return cuMemAlloc(&p, 64); }
     EXPECT_TRUE(has_rule(c.symbols, "vendor_library", "cuLaunchKernel")) << track << ":\n" << c.symbols.summary();
     EXPECT_TRUE(has_rule(c.symbols, "vendor_library", "cuMemAlloc")) << track << ":\n" << c.symbols.summary();
     EXPECT_TRUE(has_rule(c.symbols, "needed_library", "libcuda.so")) << track << ":\n" << c.symbols.summary();
+    // The message names what may be called instead.
+    EXPECT_NE(c.symbols.summary().find("only cuTensorMapEncodeTiled"), std::string::npos) << c.symbols.summary();
   }
 }
 
