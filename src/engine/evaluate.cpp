@@ -149,8 +149,9 @@ struct TargetState {
 
 class CudaEvaluation {
  public:
-  CudaEvaluation(const Task& task, const EvalOptions& opt, const Progress& progress)
-      : task_(task), opt_(opt), progress_(progress), ceilings_(measure::ceilings_for_device()) {}
+  CudaEvaluation(const Task& task, const EvalOptions& opt, const Progress& progress, const RecordDone& done)
+      : task_(task), opt_(opt), progress_(progress), done_(done), ceilings_(measure::ceilings_for_device()),
+        environment_(environment_json()) {}
 
   std::vector<Trace> run(const std::vector<ImplTarget>& targets, const ImplTarget& reference,
                          const std::optional<ImplTarget>& naive) {
@@ -176,15 +177,22 @@ class CudaEvaluation {
     for (std::size_t ti = 0; ti < order.size(); ++ti) {
       TargetState ts{order[ti], nullptr, 0, std::nullopt};
       const bool is_naive = naive && ts.target.name == naive->name && ti == 0;
+      // Not asked for: naive stays the untimed reference of the bench outputs, no traces.
+      const bool reported = !is_naive || naive_listed;
       std::vector<Trace> mine;
-      for (std::size_t wi = 0; wi < checks.size(); ++wi) mine.push_back(check_workload(ts, checks[wi], wi, checks.size()));
+      for (std::size_t wi = 0; wi < checks.size(); ++wi) {
+        mine.push_back(check_workload(ts, checks[wi], wi, checks.size()));
+        if (reported) finished(mine.back());
+      }
       if (is_naive) {
         naive_ok_ = true;
         for (auto& t : mine) naive_ok_ &= t.status == Status::PASSED;
-        // Not asked for: naive stays the untimed reference of the bench outputs, no traces.
-        if (!naive_listed) continue;
+        if (!reported) continue;
       }
-      for (std::size_t wi = 0; wi < benches.size(); ++wi) mine.push_back(bench_workload(ts, benches[wi], wi, benches.size()));
+      for (std::size_t wi = 0; wi < benches.size(); ++wi) {
+        mine.push_back(bench_workload(ts, benches[wi], wi, benches.size()));
+        finished(mine.back());
+      }
       out.insert(out.end(), mine.begin(), mine.end());
     }
     return out;
@@ -193,6 +201,13 @@ class CudaEvaluation {
  private:
   void say(const std::string& s) {
     if (progress_) progress_(s);
+  }
+
+  /// A record is complete but for the cross-target columns: it carries the environment now and
+  /// goes to the caller at once.
+  void finished(Trace& tr) {
+    tr.environment = environment_;
+    if (done_) done_(tr);
   }
 
   TargetRunner* runner(TargetState& ts) {
@@ -664,7 +679,9 @@ class CudaEvaluation {
   const Task& task_;
   EvalOptions opt_;
   Progress progress_;
+  RecordDone done_;
   measure::Ceilings ceilings_;
+  nlohmann::json environment_;  ///< device, driver, versions: stamped on every record
   Stream stream_;
   LoadedImpl reference_, naive_;
   std::map<std::pair<std::string, int>, std::pair<std::vector<HostTensor>, std::vector<HostTensor>>> golden_;
@@ -677,12 +694,9 @@ class CudaEvaluation {
 
 std::vector<Trace> evaluate_cuda(const Task& task, const std::vector<ImplTarget>& targets, const ImplTarget& reference,
                                  const std::optional<ImplTarget>& naive, const EvalOptions& opt,
-                                 const Progress& progress) {
-  CudaEvaluation ev(task, opt, progress);
-  auto traces = ev.run(targets, reference, naive);
-  nlohmann::json env = environment_json();
-  for (auto& t : traces) t.environment = env;
-  return traces;
+                                 const Progress& progress, const RecordDone& done) {
+  CudaEvaluation ev(task, opt, progress, done);
+  return ev.run(targets, reference, naive);
 }
 
 namespace {
