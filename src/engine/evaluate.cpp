@@ -150,8 +150,9 @@ struct TargetState {
 class CudaEvaluation {
  public:
   CudaEvaluation(const Task& task, const EvalOptions& opt, const Progress& progress, const RecordDone& done)
-      : task_(task), opt_(opt), progress_(progress), done_(done), ceilings_(measure::ceilings_for_device()),
-        environment_(environment_json()) {}
+      : task_(task), opt_(opt), progress_(progress), done_(done), ceilings_(measure::ceilings_for_device()) {
+    if (done_) environment_ = environment_json();
+  }
 
   std::vector<Trace> run(const std::vector<ImplTarget>& targets, const ImplTarget& reference,
                          const std::optional<ImplTarget>& naive) {
@@ -203,11 +204,13 @@ class CudaEvaluation {
     if (progress_) progress_(s);
   }
 
-  /// A record is complete but for the cross-target columns: it carries the environment now and
-  /// goes to the caller at once.
-  void finished(Trace& tr) {
-    tr.environment = environment_;
-    if (done_) done_(tr);
+  /// A record is complete but for the cross-target columns: the caller gets it at once, with the
+  /// environment as the run started (the final records get it as the run ends, evaluate_cuda).
+  void finished(const Trace& tr) {
+    if (!done_) return;
+    Trace early = tr;
+    early.environment = environment_;
+    done_(early);
   }
 
   TargetRunner* runner(TargetState& ts) {
@@ -681,7 +684,7 @@ class CudaEvaluation {
   Progress progress_;
   RecordDone done_;
   measure::Ceilings ceilings_;
-  nlohmann::json environment_;  ///< device, driver, versions: stamped on every record
+  nlohmann::json environment_;  ///< device, driver, versions, clocks at the start: on early records
   Stream stream_;
   LoadedImpl reference_, naive_;
   std::map<std::pair<std::string, int>, std::pair<std::vector<HostTensor>, std::vector<HostTensor>>> golden_;
@@ -696,7 +699,10 @@ std::vector<Trace> evaluate_cuda(const Task& task, const std::vector<ImplTarget>
                                  const std::optional<ImplTarget>& naive, const EvalOptions& opt,
                                  const Progress& progress, const RecordDone& done) {
   CudaEvaluation ev(task, opt, progress, done);
-  return ev.run(targets, reference, naive);
+  auto traces = ev.run(targets, reference, naive);
+  nlohmann::json env = environment_json();
+  for (auto& t : traces) t.environment = env;
+  return traces;
 }
 
 namespace {
@@ -724,8 +730,12 @@ class HostCalls final : public TwoCalls {
 }  // namespace
 
 std::vector<Trace> evaluate_host(const Task& task, const ImplTarget& target, const std::optional<ImplTarget>& golden,
-                                 const EvalOptions& opt, const Progress& progress) {
+                                 const EvalOptions& opt, const Progress& progress, const RecordDone& done) {
   std::vector<Trace> out;
+  auto finished = [&](Trace tr) {
+    if (done) done(tr);
+    out.push_back(std::move(tr));
+  };
   LoadedImpl impl, gold;
   std::string load_error;
   try {
@@ -738,7 +748,7 @@ std::vector<Trace> evaluate_host(const Task& task, const ImplTarget& target, con
     Trace tr = base_trace(task, target, w);
     if (!load_error.empty()) {
       fail(tr, Status::INVALID_SUBMISSION, load_error);
-      out.push_back(tr);
+      finished(std::move(tr));
       continue;
     }
     try {
@@ -762,7 +772,7 @@ std::vector<Trace> evaluate_host(const Task& task, const ImplTarget& target, con
     } catch (const std::exception& e) {
       fail(tr, Status::RUNTIME_ERROR, e.what());
     }
-    out.push_back(std::move(tr));
+    finished(std::move(tr));
   }
   return out;
 }

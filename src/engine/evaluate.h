@@ -56,10 +56,11 @@ std::vector<Trace> evaluate_cuda(const Task& task, const std::vector<ImplTarget>
 /// The host pipeline (no GPU needed): runs `target` (a host implementation, normally the fp64
 /// reference) on every check workload through the ABI on host memory: outputs poisoned and
 /// checked all-written and finite, inputs checked unmodified, a second run with other poison
-/// must agree (determinism). Compared with `golden` when one is given.
+/// must agree (determinism). Compared with `golden` when one is given. `done` sees each record
+/// as its workload finishes (host records are final when made).
 std::vector<Trace> evaluate_host(const Task& task, const ImplTarget& target,
                                  const std::optional<ImplTarget>& golden, const EvalOptions& opt,
-                                 const Progress& progress);
+                                 const Progress& progress, const RecordDone& done = {});
 
 /// Environment facts for traces: device, driver, CUDA runtime, d2k version, date.
 nlohmann::json environment_json();

@@ -47,6 +47,10 @@ records = [json.loads(l) for l in lines]  # a line that does not parse fails the
 text = out.read_text()
 if text and not text.endswith("\n"):
     sys.exit("FAIL: the last line is torn (a record must be written whole)")
+checks = sum('"role": "check"' in l for l in (pathlib.Path(dataset) / "fused_add_rmsnorm/workloads.jsonl").open())
+if not 0 < len(records) < checks:
+    sys.exit(f"FAIL: {len(records)} record(s) of {checks} workloads on disk: the kill did not cut the run between two "
+             "records (records written only at the end?)")
 for r in records:
     if r["task"] != "fused_add_rmsnorm" or r["target"] != "reference" or r["status"] != "PASSED":
         sys.exit(f"FAIL: unexpected record {json.dumps(r)[:300]}")
