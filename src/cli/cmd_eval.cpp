@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "cli/dataset.h"
 #include "core/cuda_util.h"
 #include "engine/request.h"
+#include "engine/trace_file.h"
 #include "score/suite.h"
 #include "engine/worker_process.h"
 #include "tracks/track.h"
@@ -116,7 +118,33 @@ RunContext context(const EvalArgs& a, std::optional<int> device) {
   return ctx;
 }
 
-/// Prints the table (with the summary where anything was timed), writes --json/--markdown,
+/// The records of a check, bench or suite: kept for the table, and with --json appended to the
+/// file as they finish, so that a run cut by a deadline or a signal keeps them (trace_file.h).
+class RunRecords final : public TraceSink {
+ public:
+  explicit RunRecords(const std::string& json_out) {
+    if (!json_out.empty()) file_.emplace(json_out, "--json");
+  }
+  void put(const Trace& t) override {
+    kept_.push_back(t);
+    if (file_) file_->put(t);
+  }
+  void put_partial(const Trace& t) override {
+    if (file_) file_->put_partial(t);
+  }
+  /// The file becomes the final records so far (after each run: a suite's finished tasks too).
+  void commit() {
+    if (file_) file_->commit();
+  }
+  const std::vector<Trace>& traces() const { return kept_; }
+
+ private:
+  std::optional<TraceFileSink> file_;
+  std::vector<Trace> kept_;
+};
+
+/// Prints the table (with the summary where anything was timed), writes --markdown (--json was
+/// written as the records came: RunRecords),
 /// says which stages were not run, and returns the exit code.
 int write_outputs(const EvalArgs& a, const std::vector<Trace>& traces, const RunSummary& sum, bool gpu) {
   std::cout << format_table(traces, TableFormat::text);
@@ -124,11 +152,6 @@ int write_outputs(const EvalArgs& a, const std::vector<Trace>& traces, const Run
   for (auto& t : traces) by_target[t.target];
   for (auto& [name, s] : by_target) s = summarize(traces, name);
   if (gpu) std::cout << "\n" << format_summary(by_target, TableFormat::text);
-  if (!a.json_out.empty()) {
-    std::ofstream f(a.json_out);
-    if (!f) throw std::runtime_error("--json: cannot write " + a.json_out);
-    for (auto& t : traces) f << to_json(t).dump() << "\n";
-  }
   if (!a.markdown_out.empty()) {
     std::ofstream f(a.markdown_out);
     if (!f) throw std::runtime_error("--markdown: cannot write " + a.markdown_out);
@@ -196,10 +219,11 @@ void add_check_command(CLI::App& app, Globals& g, Runner& run, EvalArgs& a) {
       if (!builtin) a.solution_dir = a.impl;
       EvalRequest req = build_request(g, a, a.task, {builtin ? a.impl : "solution"});
       RunContext ctx = context(a, req.device);
-      CollectingSink sink;
-      RunSummary sum = d2k::run(req, task, sink, ctx);
+      RunRecords records(a.json_out);
+      RunSummary sum = d2k::run(req, task, records, ctx);
+      records.commit();
       finish_progress(a.quiet);
-      return write_outputs(a, sink.traces, sum, false);
+      return write_outputs(a, records.traces(), sum, false);
     };
   });
 }
@@ -222,10 +246,11 @@ void add_bench_command(CLI::App& app, Globals& g, Runner& run, EvalArgs& a) {
       require_workloads(task, split_csv(a.workloads));
       EvalRequest req = build_request(g, a, a.task, split_csv(a.targets));
       RunContext ctx = context(a, req.device);
-      CollectingSink sink;
-      RunSummary sum = d2k::run(req, task, sink, ctx);
+      RunRecords records(a.json_out);
+      RunSummary sum = d2k::run(req, task, records, ctx);
+      records.commit();
       finish_progress(a.quiet);
-      return write_outputs(a, sink.traces, sum, ctx.gpu);
+      return write_outputs(a, records.traces(), sum, ctx.gpu);
     };
   });
 }
@@ -301,7 +326,7 @@ void add_suite_command(CLI::App& app, Globals& g, Runner& run, EvalArgs& a) {
       }
       fmt::print(stderr, "suite: {} task(s) validated\n", n);
       RunContext ctx = context(a, a.device);
-      CollectingSink sink;
+      RunRecords records(a.json_out);
       RunSummary sum;
       Diagnostics load_diag;
       for (const Task& task : load_all_tasks(g, load_diag)) {
@@ -310,10 +335,11 @@ void add_suite_command(CLI::App& app, Globals& g, Runner& run, EvalArgs& a) {
         if (a.suite_torch && std::filesystem::is_regular_file(task.dir / "pytorch.py"))
           targets.insert(targets.end(), {"torch_eager", "torch_compile"});
         EvalRequest req = build_request(g, a, task.def.name, targets);
-        merge(sum, d2k::run(req, task, sink, ctx));
+        merge(sum, d2k::run(req, task, records, ctx));
+        records.commit();
       }
       finish_progress(a.quiet);
-      return write_outputs(a, sink.traces, sum, ctx.gpu);
+      return write_outputs(a, records.traces(), sum, ctx.gpu);
     };
   });
 }

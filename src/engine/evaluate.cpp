@@ -149,8 +149,10 @@ struct TargetState {
 
 class CudaEvaluation {
  public:
-  CudaEvaluation(const Task& task, const EvalOptions& opt, const Progress& progress)
-      : task_(task), opt_(opt), progress_(progress), ceilings_(measure::ceilings_for_device()) {}
+  CudaEvaluation(const Task& task, const EvalOptions& opt, const Progress& progress, const RecordDone& done)
+      : task_(task), opt_(opt), progress_(progress), done_(done), ceilings_(measure::ceilings_for_device()) {
+    if (done_) environment_ = environment_json();
+  }
 
   std::vector<Trace> run(const std::vector<ImplTarget>& targets, const ImplTarget& reference,
                          const std::optional<ImplTarget>& naive) {
@@ -176,15 +178,22 @@ class CudaEvaluation {
     for (std::size_t ti = 0; ti < order.size(); ++ti) {
       TargetState ts{order[ti], nullptr, 0, std::nullopt};
       const bool is_naive = naive && ts.target.name == naive->name && ti == 0;
+      // Not asked for: naive stays the untimed reference of the bench outputs, no traces.
+      const bool reported = !is_naive || naive_listed;
       std::vector<Trace> mine;
-      for (std::size_t wi = 0; wi < checks.size(); ++wi) mine.push_back(check_workload(ts, checks[wi], wi, checks.size()));
+      for (std::size_t wi = 0; wi < checks.size(); ++wi) {
+        mine.push_back(check_workload(ts, checks[wi], wi, checks.size()));
+        if (reported) finished(mine.back());
+      }
       if (is_naive) {
         naive_ok_ = true;
         for (auto& t : mine) naive_ok_ &= t.status == Status::PASSED;
-        // Not asked for: naive stays the untimed reference of the bench outputs, no traces.
-        if (!naive_listed) continue;
+        if (!reported) continue;
       }
-      for (std::size_t wi = 0; wi < benches.size(); ++wi) mine.push_back(bench_workload(ts, benches[wi], wi, benches.size()));
+      for (std::size_t wi = 0; wi < benches.size(); ++wi) {
+        mine.push_back(bench_workload(ts, benches[wi], wi, benches.size()));
+        finished(mine.back());
+      }
       out.insert(out.end(), mine.begin(), mine.end());
     }
     return out;
@@ -193,6 +202,15 @@ class CudaEvaluation {
  private:
   void say(const std::string& s) {
     if (progress_) progress_(s);
+  }
+
+  /// A record is complete but for the cross-target columns: the caller gets it at once, with the
+  /// environment as the run started (the final records get it as the run ends, evaluate_cuda).
+  void finished(const Trace& tr) {
+    if (!done_) return;
+    Trace early = tr;
+    early.environment = environment_;
+    done_(early);
   }
 
   TargetRunner* runner(TargetState& ts) {
@@ -664,7 +682,9 @@ class CudaEvaluation {
   const Task& task_;
   EvalOptions opt_;
   Progress progress_;
+  RecordDone done_;
   measure::Ceilings ceilings_;
+  nlohmann::json environment_;  ///< device, driver, versions, clocks at the start: on early records
   Stream stream_;
   LoadedImpl reference_, naive_;
   std::map<std::pair<std::string, int>, std::pair<std::vector<HostTensor>, std::vector<HostTensor>>> golden_;
@@ -677,8 +697,8 @@ class CudaEvaluation {
 
 std::vector<Trace> evaluate_cuda(const Task& task, const std::vector<ImplTarget>& targets, const ImplTarget& reference,
                                  const std::optional<ImplTarget>& naive, const EvalOptions& opt,
-                                 const Progress& progress) {
-  CudaEvaluation ev(task, opt, progress);
+                                 const Progress& progress, const RecordDone& done) {
+  CudaEvaluation ev(task, opt, progress, done);
   auto traces = ev.run(targets, reference, naive);
   nlohmann::json env = environment_json();
   for (auto& t : traces) t.environment = env;
@@ -710,8 +730,12 @@ class HostCalls final : public TwoCalls {
 }  // namespace
 
 std::vector<Trace> evaluate_host(const Task& task, const ImplTarget& target, const std::optional<ImplTarget>& golden,
-                                 const EvalOptions& opt, const Progress& progress) {
+                                 const EvalOptions& opt, const Progress& progress, const RecordDone& done) {
   std::vector<Trace> out;
+  auto finished = [&](Trace tr) {
+    if (done) done(tr);
+    out.push_back(std::move(tr));
+  };
   LoadedImpl impl, gold;
   std::string load_error;
   try {
@@ -724,7 +748,7 @@ std::vector<Trace> evaluate_host(const Task& task, const ImplTarget& target, con
     Trace tr = base_trace(task, target, w);
     if (!load_error.empty()) {
       fail(tr, Status::INVALID_SUBMISSION, load_error);
-      out.push_back(tr);
+      finished(std::move(tr));
       continue;
     }
     try {
@@ -748,7 +772,7 @@ std::vector<Trace> evaluate_host(const Task& task, const ImplTarget& target, con
     } catch (const std::exception& e) {
       fail(tr, Status::RUNTIME_ERROR, e.what());
     }
-    out.push_back(std::move(tr));
+    finished(std::move(tr));
   }
   return out;
 }

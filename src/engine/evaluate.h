@@ -39,22 +39,28 @@ struct EvalOptions {
 
 /// Progress callback: a short line per step ("expert 3/7 rmsnorm-16384x8192 timing").
 using Progress = std::function<void(const std::string&)>;
+/// Called with each (target, workload) record the moment it is final except for the columns
+/// that compare targets (speed-ups, sol_score: score_traces, once every target ran), so that a
+/// caller can keep it before the run ends (docs/report.md, "Trace files").
+using RecordDone = std::function<void(const Trace&)>;
 
 /// Runs every target of `targets` over the task's workloads on the GPU, one target after the
 /// other, each in its own worker (EvalOptions::isolate). This process draws the inputs, holds
 /// the expected outputs and judges: `reference` (the fp64 host golden) for check workloads,
-/// `naive` (trusted, run here) for bench workloads once naive matched golden.
+/// `naive` (trusted, run here) for bench workloads once naive matched golden. `done` sees every
+/// returned record as soon as it is complete (naive's untimed reference checks excluded).
 std::vector<Trace> evaluate_cuda(const Task& task, const std::vector<ImplTarget>& targets,
                                  const ImplTarget& reference, const std::optional<ImplTarget>& naive,
-                                 const EvalOptions& opt, const Progress& progress);
+                                 const EvalOptions& opt, const Progress& progress, const RecordDone& done = {});
 
 /// The host pipeline (no GPU needed): runs `target` (a host implementation, normally the fp64
 /// reference) on every check workload through the ABI on host memory: outputs poisoned and
 /// checked all-written and finite, inputs checked unmodified, a second run with other poison
-/// must agree (determinism). Compared with `golden` when one is given.
+/// must agree (determinism). Compared with `golden` when one is given. `done` sees each record
+/// as its workload finishes (host records are final when made).
 std::vector<Trace> evaluate_host(const Task& task, const ImplTarget& target,
                                  const std::optional<ImplTarget>& golden, const EvalOptions& opt,
-                                 const Progress& progress);
+                                 const Progress& progress, const RecordDone& done = {});
 
 /// Environment facts for traces: device, driver, CUDA runtime, d2k version, date.
 nlohmann::json environment_json();

@@ -313,7 +313,7 @@ RunSummary run(const EvalRequest& r, const Task& task, TraceSink& sink, const Ru
   // Without a GPU it always runs: validating the task and its golden is what can be done here.
   if (!ctx.gpu && targets.host.empty()) targets.host.push_back(builtin_target(task.def.name, "reference"));
   for (const ImplTarget& h : targets.host)
-    for (const Trace& t : evaluate_host(task, h, std::nullopt, opt, ctx.progress)) emit(t);
+    evaluate_host(task, h, std::nullopt, opt, ctx.progress, emit);  // each record as its workload finishes
 
   if (targets.device.empty()) return sum;
   if (!ctx.gpu) {
@@ -326,8 +326,13 @@ RunSummary run(const EvalRequest& r, const Task& task, TraceSink& sink, const Ru
   }
   std::optional<ImplTarget> naive;
   if (ImplTarget nv = builtin_target(task.def.name, "naive"); std::filesystem::exists(nv.so)) naive = nv;
+  auto partial = [&](const Trace& t) {
+    Trace p = t;
+    p.partial = true;
+    sink.put_partial(p);
+  };
   std::vector<Trace> traces = evaluate_cuda(task, targets.device, builtin_target(task.def.name, "reference"), naive,
-                                            opt, ctx.progress);
+                                            opt, ctx.progress, partial);
   // Speedups only against times of this run, on this machine.
   score_traces(traces);
   for (const Trace& t : traces) emit(t);

@@ -68,7 +68,12 @@ EvalRequest read_request(const std::string& path);
 class TraceSink {
  public:
   virtual ~TraceSink() = default;
+  /// A final record.
   virtual void put(const Trace& t) = 0;
+  /// A record complete but for the columns that compare targets (speed-ups, sol_score), marked
+  /// `partial`, the moment its target finished the workload: put() brings its final form later
+  /// in the same run, unless the run is cut first. Default: not kept.
+  virtual void put_partial(const Trace&) {}
 };
 /// Keeps every trace in memory.
 class CollectingSink final : public TraceSink {
@@ -117,7 +122,8 @@ EvalOptions options_from(const EvalRequest& r, const RunContext& ctx);
 /// Runs a request on `task`: builds every solution through its track, runs the golden
 /// reference through the host pipeline, checks and times the other targets on the GPU when
 /// there is one, scores, and puts one trace per (target, workload) into `sink` (build failures
-/// as they happen, the rest once the run's speedups are known).
+/// and host records as they happen, the GPU records once the run's speedups are known, each of
+/// them earlier through put_partial as soon as its target finished the workload).
 RunSummary run(const EvalRequest& r, const Task& task, TraceSink& sink, const RunContext& ctx);
 /// The same, loading and validating the task from r.dataset first.
 RunSummary run(const EvalRequest& r, TraceSink& sink, const RunContext& ctx);

@@ -100,6 +100,7 @@ json to_json(const Trace& t) {
     j["roofline"] = rj;
   }
   if (!t.environment.is_null()) j["environment"] = t.environment;
+  if (t.partial) j["partial"] = true;  // absent on final records: their lines stay as before
   return j;
 }
 
@@ -118,6 +119,7 @@ Trace trace_from_json(const json& j) {
   t.status = parse_status(j.value("status", "SKIPPED")).value_or(Status::SKIPPED);
   t.rule = j.value("rule", "");
   t.message = j.value("message", "");
+  t.partial = j.value("partial", false);
   if (j.contains("checks_fired")) t.checks_fired = j["checks_fired"].get<std::vector<std::string>>();
   if (j.contains("correctness")) {
     Correctness c;

@@ -116,6 +116,10 @@ struct Trace {
   std::optional<Performance> performance;  ///< only when status == PASSED
   std::optional<Roofline> roofline;
   nlohmann::json environment;   ///< device, driver, CUDA, clocks, d2k version, date
+  /// Written while the run goes on, before its cross-target columns (the speed-ups, sol_score)
+  /// were known: a run cut by a deadline or a signal keeps such records (docs/report.md, "Trace
+  /// files"). The final record of the same (task, target, workload) replaces it.
+  bool partial = false;
 };
 
 nlohmann::json to_json(const Trace& t);

@@ -161,6 +161,27 @@ TEST(RequestRun, ReferenceStaysOnTheHostEvenWithAGpu) {
   EXPECT_EQ(exit_code(s), kExitPassed);
 }
 
+// Each host record reaches the sink as its workload finishes, not when the run ends: a run cut
+// later keeps it (docs/report.md, "Trace files"). The progress lines seen before the first put
+// name the first workload only.
+TEST(RequestRun, HostRecordsReachTheSinkAsEachWorkloadFinishes) {
+  std::vector<std::string> progress;
+  std::vector<std::size_t> progress_at_put;
+  struct Watch final : TraceSink {
+    const std::vector<std::string>& progress;
+    std::vector<std::size_t>& at_put;
+    Watch(const std::vector<std::string>& p, std::vector<std::size_t>& a) : progress(p), at_put(a) {}
+    void put(const Trace&) override { at_put.push_back(progress.size()); }
+  } sink(progress, progress_at_put);
+  RunContext ctx;  // no GPU
+  ctx.progress = [&](const std::string& s) { progress.push_back(s); };
+  run(host_request({{"reference", "cuda", ""}}), sink, ctx);
+  ASSERT_GE(progress_at_put.size(), 2u);
+  ASSERT_FALSE(progress.empty());
+  // One round per workload (host_request: rounds = 1): one progress line before each put.
+  for (std::size_t i = 0; i < progress_at_put.size(); ++i) EXPECT_EQ(progress_at_put[i], i + 1) << "record " << i;
+}
+
 TEST(RequestRun, GpuStagesWithoutAGpuAreReportedNotRun) {
   CollectingSink sink;
   RunSummary s = run(host_request({{"naive", "cuda", ""}, {"expert", "cuda", ""}}), sink, RunContext{});

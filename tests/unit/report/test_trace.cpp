@@ -77,6 +77,17 @@ TEST(Trace, JsonRoundTripKeepsEveryField) {
   EXPECT_FALSE(back.roofline->speedup_vs_expert.has_value());
 }
 
+// A record written before the run's speed-ups were known says so; a final one carries no such
+// field, so that its line is what it always was.
+TEST(Trace, PartialMarkRoundTripsAndIsAbsentOnFinalRecords) {
+  Trace t = passed("fused_add_rmsnorm", "expert", "w1", 10, 2, 0.5);
+  EXPECT_FALSE(to_json(t).contains("partial"));
+  EXPECT_FALSE(trace_from_json(to_json(t)).partial);
+  t.partial = true;
+  EXPECT_EQ(to_json(t).at("partial"), true);
+  EXPECT_TRUE(trace_from_json(to_json(t)).partial);
+}
+
 TEST(Table, NoTimeIsPrintedForAFailure) {
   Trace bad = passed("a", "solution", "1", 42.0, 9.0, 1.0);
   bad.status = Status::REWARD_HACK;

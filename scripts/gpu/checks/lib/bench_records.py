@@ -5,6 +5,10 @@ per record (its cost model's bytes, its bars).
 
 A record is one line of the trace (src/report/trace.h, trace.cpp): "workload" (uuid, role, axes),
 "target", "status", and for a timed run "performance" (median_us, ...) and "roofline" (pct_sol).
+d2k writes --json as records finish (docs/report.md, "Trace files"): a run cut by a deadline or a
+signal leaves its finished records, those still without speed-ups marked "partial": true, and at
+worst a torn last line, which is skipped and said. A later line of the same (workload, target)
+replaces an earlier one.
 
 Needs only the standard library.
 """
@@ -22,17 +26,30 @@ def load(paths, measure):
             bad.append(f"{path}: missing (the bench did not finish)")
             continue
         with open(path) as f:
-            for line in f:
+            lines = f.read().split("\n")
+        partial = 0
+        for i, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
                 rec = json.loads(line)
-                wl, target = rec["workload"], rec["target"]
-                if rec["status"] != "PASSED":
-                    bad.append(f"{target} {wl['uuid']}: {rec['status']} {rec.get('message', '')[:160]}")
-                    continue
-                if wl["role"] != "bench" or not rec.get("performance"):
-                    continue
-                if target not in order:
-                    order.append(target)
-                rows.setdefault(wl["uuid"], {})[target] = measure(wl, rec)
+            except json.JSONDecodeError:
+                if any(rest.strip() for rest in lines[i + 1:]):
+                    raise ValueError(f"{path}:{i + 1}: not a JSON record (damaged inside the file, not cut)")
+                bad.append(f"{path}: last line torn (the run was cut while writing it), skipped")
+                continue
+            partial += bool(rec.get("partial"))
+            wl, target = rec["workload"], rec["target"]
+            if rec["status"] != "PASSED":
+                bad.append(f"{target} {wl['uuid']}: {rec['status']} {rec.get('message', '')[:160]}")
+                continue
+            if wl["role"] != "bench" or not rec.get("performance"):
+                continue
+            if target not in order:
+                order.append(target)
+            rows.setdefault(wl["uuid"], {})[target] = measure(wl, rec)
+        if partial:
+            bad.append(f"{path}: {partial} record(s) partial (the run was cut before their speed-ups were known)")
     return rows, order, bad
 
 
