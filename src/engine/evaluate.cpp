@@ -204,11 +204,13 @@ class CudaEvaluation {
     if (progress_) progress_(s);
   }
 
-  /// A record is complete but for the cross-target columns: the caller gets it at once, with the
-  /// environment as the run started (the final records get it as the run ends, evaluate_cuda).
+  /// A record is complete but for the cross-target columns: the caller gets it at once, marked
+  /// partial, with the environment as the run started (the final records get it as the run
+  /// ends, evaluate_cuda).
   void finished(const Trace& tr) {
     if (!done_) return;
     Trace early = tr;
+    early.partial = true;
     early.environment = environment_;
     done_(early);
   }

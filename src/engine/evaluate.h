@@ -48,7 +48,8 @@ using RecordDone = std::function<void(const Trace&)>;
 /// other, each in its own worker (EvalOptions::isolate). This process draws the inputs, holds
 /// the expected outputs and judges: `reference` (the fp64 host golden) for check workloads,
 /// `naive` (trusted, run here) for bench workloads once naive matched golden. `done` sees every
-/// returned record as soon as it is complete (naive's untimed reference checks excluded).
+/// returned record as soon as it is complete (naive's untimed reference checks excluded),
+/// marked `partial` (its speed-ups come with the returned records).
 std::vector<Trace> evaluate_cuda(const Task& task, const std::vector<ImplTarget>& targets,
                                  const ImplTarget& reference, const std::optional<ImplTarget>& naive,
                                  const EvalOptions& opt, const Progress& progress, const RecordDone& done = {});

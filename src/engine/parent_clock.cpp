@@ -83,9 +83,7 @@ struct SlotProbe {
     std::vector<char> watched;  ///< per word read (layout.count strided words, then the last)
   };
   std::vector<Output> outs;
-  bool any() const {
-    return std::any_of(outs.begin(), outs.end(), [](const Output& o) { return std::find(o.watched.begin(), o.watched.end(), 1) != o.watched.end(); });
-  }
+  std::size_t watched = 0;  ///< watched words over every output
 };
 
 SlotProbe make_probe(const WorkloadPlan& plan, const BatchShape& b, const DeviceSet& expected, cudaStream_t s) {
@@ -101,7 +99,10 @@ SlotProbe make_probe(const WorkloadPlan& plan, const BatchShape& b, const Device
   D2K_CUDA_CHECK(cudaStreamSynchronize(s));
   for (std::size_t j = 0; j < p.outs.size(); ++j) {
     p.outs[j].watched.resize(host[j].size());
-    for (std::size_t k = 0; k < host[j].size(); ++k) p.outs[j].watched[k] = host[j][k] != kPoisonWord;
+    for (std::size_t k = 0; k < host[j].size(); ++k) {
+      p.outs[j].watched[k] = host[j][k] != kPoisonWord;
+      p.watched += p.outs[j].watched[k];
+    }
   }
   return p;
 }
@@ -111,20 +112,16 @@ SlotProbe make_probe(const WorkloadPlan& plan, const BatchShape& b, const Device
 /// 65536; the whole-slab count decides anyway, and a look that passes early only lengthens the
 /// parent's figure). False when no word is watched.
 bool probe_written(const SlotProbe& p, const DevMem& slab, const BatchShape& b, std::size_t i, cudaStream_t s) {
-  if (!p.any()) return false;
+  if (p.watched == 0) return false;
   static thread_local std::vector<std::vector<unsigned short>> host;
   host.resize(p.outs.size());
   const char* slot = static_cast<const char*>(slab.get()) + i * b.stride;
   for (std::size_t j = 0; j < p.outs.size(); ++j) read_probe_words(slot + p.outs[j].offset, p.outs[j].layout, host[j], s);
   D2K_CUDA_CHECK(cudaStreamSynchronize(s));
-  std::size_t watched = 0, poison = 0;
+  std::size_t poison = 0;
   for (std::size_t j = 0; j < p.outs.size(); ++j)
-    for (std::size_t k = 0; k < host[j].size(); ++k)
-      if (p.outs[j].watched[k]) {
-        ++watched;
-        poison += host[j][k] == kPoisonWord;
-      }
-  return poison <= watched / kProbeSlack;
+    for (std::size_t k = 0; k < host[j].size(); ++k) poison += p.outs[j].watched[k] && host[j][k] == kPoisonWord;
+  return poison <= p.watched / kProbeSlack;
 }
 
 /// Watches the slab on the parent's own stream until `end` decides (every call's outputs written,

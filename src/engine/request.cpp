@@ -326,11 +326,7 @@ RunSummary run(const EvalRequest& r, const Task& task, TraceSink& sink, const Ru
   }
   std::optional<ImplTarget> naive;
   if (ImplTarget nv = builtin_target(task.def.name, "naive"); std::filesystem::exists(nv.so)) naive = nv;
-  auto partial = [&](const Trace& t) {
-    Trace p = t;
-    p.partial = true;
-    sink.put_partial(p);
-  };
+  auto partial = [&](const Trace& t) { sink.put_partial(t); };
   std::vector<Trace> traces = evaluate_cuda(task, targets.device, builtin_target(task.def.name, "reference"), naive,
                                             opt, ctx.progress, partial);
   // Speedups only against times of this run, on this machine.

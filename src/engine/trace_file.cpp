@@ -42,15 +42,12 @@ void TraceFileSink::append(const Trace& t) {
 }
 
 void TraceFileSink::put_partial(const Trace& t) {
-  Trace p = t;
-  p.partial = true;
-  append(p);
-  partial_lines_.insert(key(p));
+  append(t);
+  partial_lines_.insert(key(t));
 }
 
 void TraceFileSink::put(const Trace& t) {
   final_.push_back(t);
-  final_.back().partial = false;
   // A record whose partial line is on disk waits for commit(): appending it now would leave two
   // lines for one record.
   if (partial_lines_.count(key(t)) == 0) append(final_.back());

@@ -360,7 +360,6 @@ SymbolPolicy SymbolPolicy::candidate(std::vector<std::string> allowed_libraries)
   SymbolPolicy p;
   p.forbidden_imports = default_forbidden_imports();
   p.allowed_libraries = std::move(allowed_libraries);
-  p.allow_tensor_map_encoders = true;
   return p;
 }
 
@@ -478,7 +477,10 @@ SymbolReport check_symbols(const std::filesystem::path& so, const SymbolPolicy& 
       }
     }
     if (hit) continue;
-    if (policy.allow_tensor_map_encoders && is_tensor_map_function(s.name)) continue;
+    // The tensor-map functions of the driver API are allowed on every track (and libcuda.so* as
+    // DT_NEEDED while they are its only imports); every other driver-API import stays
+    // vendor_library.
+    if (is_tensor_map_function(s.name)) continue;
     if (const VendorLibrary* lib = vendor_of(s.name)) {
       if (lib->name == "cuda_driver") other_driver_imports = true;
       bool allowed = std::find(policy.allowed_libraries.begin(), policy.allowed_libraries.end(),
@@ -486,7 +488,7 @@ SymbolReport check_symbols(const std::filesystem::path& so, const SymbolPolicy& 
       if (!allowed)
         add(shown, "vendor_library",
             fmt::format("calls the {} library, which this track does not allow{}", lib->name,
-                        lib->name == "cuda_driver" && policy.allow_tensor_map_encoders
+                        lib->name == "cuda_driver"
                             ? fmt::format(" (of the driver API only {} may be called)",
                                           fmt::join(tensor_map_driver_functions(), ", "))
                             : ""));
@@ -501,7 +503,7 @@ SymbolReport check_symbols(const std::filesystem::path& so, const SymbolPolicy& 
       allowed = std::find(policy.allowed_libraries.begin(), policy.allowed_libraries.end(),
                           lib.name) != policy.allowed_libraries.end();
       // The driver library for the tensor-map encoders alone (tensor_map_driver_functions()).
-      if (lib.name == "cuda_driver" && policy.allow_tensor_map_encoders && !other_driver_imports) allowed = true;
+      if (lib.name == "cuda_driver" && !other_driver_imports) allowed = true;
       if (allowed) break;
     }
     if (!allowed)

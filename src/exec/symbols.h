@@ -77,10 +77,6 @@ struct SymbolPolicy {
   std::vector<std::string> allowed_needed{"libcudart.so*", "libstdc++.so*", "libgcc_s.so*",
                                           "libc.so*",      "libm.so*",      "ld-linux-x86-64.so*"};
   bool allow_runpath = false;
-  /// Imports of tensor_map_driver_functions() allowed (and libcuda.so* as DT_NEEDED when they
-  /// are the only driver functions imported); every other driver-API import stays
-  /// vendor_library.
-  bool allow_tensor_map_encoders = false;
 
   /// The policy for untrusted candidates (the cuda and cutlass tracks): every rule of
   /// default_forbidden_imports(), the tensor-map functions of the driver API, and the given

@@ -47,6 +47,13 @@ Trace record(const std::string& target, const std::string& uuid, Status s = Stat
   return t;
 }
 
+/// What the engine hands put_partial: a record marked partial, without the speed-ups.
+Trace early(const std::string& target, const std::string& uuid) {
+  Trace t = record(target, uuid);
+  t.partial = true;
+  return t;
+}
+
 Trace scored(Trace t, double vs_naive) {
   t.roofline->speedup_vs_naive = vs_naive;
   return t;
@@ -61,8 +68,8 @@ TEST(TraceFile, RecordsAreOnDiskAsTheyFinishBeforeTheRunEnds) {
   EXPECT_TRUE(lines_of(p).empty()) << "an earlier run's lines must not survive";
   Trace build_failure = record("solution", "*", Status::COMPILE_ERROR);
   sink.put(build_failure);  // final at once: no partial form
-  sink.put_partial(record("expert", "w1"));
-  sink.put_partial(record("expert", "w2"));
+  sink.put_partial(early("expert", "w1"));
+  sink.put_partial(early("expert", "w2"));
   // The run is cut here: no commit(), the sink is never destroyed in a killed process.
   const std::vector<json> on_disk = lines_of(p);
   ASSERT_EQ(on_disk.size(), 3u);
@@ -78,8 +85,8 @@ TEST(TraceFile, CommitReplacesPartialLinesByTheFinalRecords) {
   const fs::path p = temp_file("final.jsonl");
   TraceFileSink sink(p.string());
   sink.put(record("reference", "c1"));
-  sink.put_partial(record("expert", "w1"));
-  sink.put_partial(record("expert", "w2"));
+  sink.put_partial(early("expert", "w1"));
+  sink.put_partial(early("expert", "w2"));
   // The final records of the partial ones are not appended beside them (one line per record).
   sink.put(scored(record("expert", "w1"), 2.5));
   sink.put(scored(record("expert", "w2"), 3.5));
@@ -96,7 +103,7 @@ TEST(TraceFile, CommitReplacesPartialLinesByTheFinalRecords) {
   for (std::size_t i = 0; i < on_disk.size(); ++i) EXPECT_EQ(on_disk[i], to_json(sink.traces()[i]));
 
   // A suite goes on after a task's commit: its next records append to the rewritten file.
-  sink.put_partial(record("naive", "w9"));
+  sink.put_partial(early("naive", "w9"));
   on_disk = lines_of(p);
   ASSERT_EQ(on_disk.size(), 4u);
   EXPECT_EQ(on_disk[3].at("partial"), true);

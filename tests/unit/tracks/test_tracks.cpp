@@ -113,7 +113,6 @@ TEST(TrackCompile, CutlassAddsItsHeaderTreeAndLinksNothing) {
   EXPECT_EQ(cuda.link_libraries, (std::vector<std::string>{"cublas"}));
   EXPECT_FALSE(has(nvcc_flags(cuda), "-DCUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL=1"));
   EXPECT_TRUE(has(nvcc_flags(cuda), "--as-needed,-lcuda,--no-as-needed"));
-  EXPECT_TRUE(find_track("cuda").symbol_policy(TrackSpec{}).allow_tensor_map_encoders);
   EXPECT_EQ(find_track("cuda").symbol_policy(TrackSpec{{}, {"cublas"}, true}).allowed_libraries,
             (std::vector<std::string>{"cublas"}));
 }
