@@ -10,9 +10,9 @@
 #     PASS/FAIL line per PyTorch cell: d2k's median within 10 % of do_bench's.
 # The machine's Python with torch and Triton (/opt/torch/.venv where there is one) runs both
 # d2k's PyTorch targets and do_bench.py; the Python side of d2k comes from this checkout.
-# Budget: 240 s in all (PYTORCH_PILOTS_BUDGET_S); each step gets at most its share below, or what
-# is left. d2k writes its traces when the bench ends: a bench step cut by its share leaves that
-# task's table without d2k figures (run the task alone: D2K_CHECK_STEPS and a larger budget).
+# Budget: 240 s in all (PYTORCH_PILOTS_BUDGET_S); each step gets at most its share below (scaled
+# with the budget), or what is left. A bench step cut by its share keeps the records it finished
+# (marked partial); run a task alone with D2K_CHECK_STEPS and a larger budget for the rest.
 # torch_compile compiles once per shape in d2k and again in do_bench.py, so muon's 8192x8192 row
 # (25 ms naive calls, the longest compile) is skipped by default:
 # PYTORCH_PILOTS_SKIP is an extended regex of workload uuids to leave out ("" keeps every row).
@@ -70,9 +70,12 @@ pilot() {
   fails=$((fails + $(grep -c '^FAIL' "$out/table_$task.md")))
 }
 
-pilot fused_add_rmsnorm 50 30
-pilot hash_join 45 30
-pilot muon_optimizer_step 55 30
+# The shares are those of the default 240 s budget, scaled with PYTORCH_PILOTS_BUDGET_S (a larger
+# budget is for benches that ran past their share).
+share() { echo $(( $1 * budget / 240 )); }
+pilot fused_add_rmsnorm "$(share 50)" "$(share 30)"
+pilot hash_join "$(share 45)" "$(share 30)"
+pilot muon_optimizer_step "$(share 55)" "$(share 30)"
 echo "== total wall_s=$SECONDS (budget $budget)"
 echo "pytorch-pilots: $fails failure(s)"
 exit "$fails"
