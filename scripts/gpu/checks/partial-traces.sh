@@ -3,7 +3,7 @@
 # GPU record the moment its target finished the workload, marked "partial": true, and rewrites F
 # with the final records when the run ends (docs/report.md, "Trace files"). On the CPU the tests
 # only see host records; here (1) a bench of fused_add_rmsnorm is killed with SIGTERM as soon as
-# its first partial record is on disk: the file must hold whole lines, at least one PASSED record
+# its first timed partial record is on disk: the file must hold whole lines, at least one PASSED record
 # with a performance record, marked partial and without speed-ups; (2) the same bench run to its
 # end: no partial line left, the speed-ups written, no F.tmp left behind.
 # Usage: scripts/gpu/checks/partial-traces.sh CARRY OUT   (about 1-2 minutes; PARTIAL_BUDGET_S)
@@ -19,13 +19,14 @@ source "$(dirname "$0")/lib/steps.sh"
 wl="$(workload_uuids check | cut -d, -f1),$(workload_uuids bench | cut -d, -f1-3)"
 bench=("$d2k" bench --task "$task" --targets naive,expert --workloads "$wl" --quiet --max-time 2)
 
-# (1) cut: SIGTERM once the first partial record is on disk.
+# (1) cut: SIGTERM once the first partial record with a time is on disk (the check workloads'
+# records come first and carry none).
 cut="$out/cut.jsonl"
 rm -f "$cut"
 "${bench[@]}" --json "$cut" > "$out/cut.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do
-  grep -q '"partial":true' "$cut" 2>/dev/null && break
+  grep '"partial":true' "$cut" 2>/dev/null | grep -q '"median_us"' && break
   kill -0 "$pid" 2>/dev/null || break
   sleep 0.1
 done
