@@ -24,25 +24,28 @@
 //      streaming warp has 2 entries per lane in flight (24 KB per SM) and a warp on a row 4, each
 //      followed by a dependent x gather and a shuffle reduction before the next loads, against
 //      the ~40-50 KB per SM that Little's law asks of HBM3e at loaded latency.
-//   D. merge-path CSR (Merrill and Garland, SC'16), variants merge and merge_i11 (code below,
+//   D. merge-path CSR (Merrill and Garland, SC'16), variants merge and merge_i9 (code below,
 //      namespace merge): the path of N row ends and NNZ entries cut into equal tiles of
 //      256 x kItems items, one CTA each; a search kernel finds every tile's (row, entry) start
-//      once (guess d·N/(N+NNZ), gallop, bisect); the tile kernel issues all its loads at once
-//      (kItems values, columns and row ends per thread, then kItems x gathers: 8x7 or 6x11 =
-//      14-17 K entries in flight per SM), stages products and row ends in shared memory, and each
-//      thread merges its kItems items sequentially; a segmented warp reduction and shared atomics
-//      join the threads' shares of a row; a row cut by a tile boundary is zeroed by the search
-//      kernel and added with one global atomic per tile. Balanced whatever the structure: no row
-//      bins, no long-row kernel, no per-step shuffles.
-//        merge      kItems 7:  32 registers, 21.5 KB shared, 8 CTAs per SM, no spills.
-//        merge_i11  kItems 11: 40 registers, 33.8 KB shared, 6 CTAs per SM, no spills; fewer
-//                   tiles (half the per-tile overhead: coordinate load, bisection, barriers,
-//                   carries), more entries in flight per SM.
-//      H200: not yet measured (D2K_CHECK_STEPS=memcheck_merge,memcheck_merge_i11,variants of
+//      once (guess d·N/(N+NNZ), gallop, bisect); the tile kernel copies its columns, values and
+//      row ends to shared memory with cp.async (no register waits on the data, so every copy of
+//      the tile is in flight at once: with plain loads ptxas put the first x gather, and its
+//      stall, before the remaining loads), then issues its kItems x gathers back to back; each
+//      thread merges its kItems items sequentially out of shared memory; a segmented warp
+//      reduction and shared atomics join the threads' shares of a row; a row cut by a tile
+//      boundary is zeroed by the search kernel and added with one global atomic per tile.
+//      Balanced whatever the structure: no row bins, no long-row kernel, no per-step shuffles;
+//      two memory latencies per tile.
+//        merge     kItems 7: 32 registers, 21.5 KB shared, 8 CTAs per SM (14.3 K entries in
+//                  flight per SM), no spills.
+//        merge_i9  kItems 9: 32 registers, 27.0 KB shared, 8 CTAs per SM with the whole carveout
+//                  as shared memory (18.4 K entries in flight, 22% fewer tiles), no spills.
+//                  (kItems 11 needs 40 registers for 6 CTAs and spills 16 B; 13: 48, 12 B.)
+//      H200: not yet measured (D2K_CHECK_STEPS=memcheck_merge,memcheck_merge_i9,variants of
 //      scripts/gpu/checks/t-spmv.sh).
 // Vector (16-byte) loads of values and col_idx: 32-lane 4-byte loads are already 128-byte
-// coalesced transactions; 16-byte loads would need a row- or tile-aligned start, which CSR rows
-// and path tiles do not give. Not built.
+// coalesced transactions; 16-byte loads (or 16-byte cp.async) would need a row- or tile-aligned
+// start, which CSR rows and path tiles do not give. Not built.
 //
 // Arithmetic: fp32 products and fp32 sums in a tree order (a per-step segmented scan and a
 // sequential sum of steps; strided partial sums and a shuffle tree; chunk sums added by atomics
@@ -50,7 +53,7 @@
 // and atomics). The honest error is bounded per row by (log2-ish terms)·2^-24·sum|a·x|: spec.md.
 //
 // %VARIANT% merge -DSPMV_MERGE_ITEMS=7
-// %VARIANT% merge_i11 -DSPMV_MERGE_ITEMS=11
+// %VARIANT% merge_i9 -DSPMV_MERGE_ITEMS=9
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -70,19 +73,21 @@
 
 namespace {
 
+constexpr unsigned kFull = 0xffffffffu;
+
+/// x through the read-only (non-coherent) path: it is gathered many times and stays cached.
+__device__ __forceinline__ float load_x(const float* x, int32_t c) { return __ldg(x + c); }
+
+#if SPMV_MERGE_ITEMS == 0  // the binned design (C); the merge variants build D alone
+/// The matrix is read once: evict-first, so that its stream does not push x out of L2.
+__device__ __forceinline__ float load_val(const float* v, int64_t j) { return __ldcs(v + j); }
+__device__ __forceinline__ int32_t load_col(const int32_t* c, int64_t j) { return __ldcs(c + j); }
 constexpr int kWarps = 8;                    // warps per CTA of the row kernel
 constexpr int kRowsPerWarp = 32;             // rows per warp block
 constexpr int kStreamMax = SPMV_STREAM_MAX;  // entries of a 32-row block streamed as one range
 constexpr int kLongRow = SPMV_LONG_ROW;      // rows longer than this go to the split kernel
 constexpr int kSplitThreads = 256;
 constexpr int kChunk = kSplitThreads * 16;   // entries of one long-row chunk (one CTA)
-constexpr unsigned kFull = 0xffffffffu;
-
-/// x through the read-only (non-coherent) path: it is gathered many times and stays cached.
-__device__ __forceinline__ float load_x(const float* x, int32_t c) { return __ldg(x + c); }
-/// The matrix is read once: evict-first, so that its stream does not push x out of L2.
-__device__ __forceinline__ float load_val(const float* v, int64_t j) { return __ldcs(v + j); }
-__device__ __forceinline__ int32_t load_col(const int32_t* c, int64_t j) { return __ldcs(c + j); }
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
@@ -265,8 +270,9 @@ cudaError_t launch(const spmv::Params& p, const spmv::Tensors& t, const Buffers&
   return cudaGetLastError();
 }
 
+#endif
 #if SPMV_MERGE_ITEMS > 0
-// ---- E. merge-path CSR (the %VARIANT% merge lines) ----
+// ---- D. merge-path CSR (the %VARIANT% merge lines) ----
 // The work is the merge of two sorted lists: the N row ends (row_ptr[1..N]) and the NNZ entry
 // indices 0..NNZ-1; every CTA takes kTile consecutive items of that path, whatever mix of rows
 // and entries they are. A search kernel finds each tile's start (row, entry) once; the tile
@@ -279,6 +285,26 @@ constexpr int kThreads = 256;
 constexpr int kItems = SPMV_MERGE_ITEMS;  // odd: the threads' shared-memory strides miss bank conflicts
 constexpr int kTile = kThreads * kItems;
 constexpr int kSearchThreads = 256;
+/// CTAs per SM the tile kernel is compiled for: as many as the SM's 228 KB of shared memory hold
+/// (12 B per item and 1 KB reserved per CTA), at most 8 (2048 threads); the register budget
+/// follows (8 CTAs: 32 registers).
+constexpr int kSmemPerCta = 12 * kTile + 8 + 1024;
+constexpr int kMinBlocks = 228 * 1024 / kSmemPerCta < 8 ? 228 * 1024 / kSmemPerCta : 8;
+
+/// The matrix is read once: an L2 evict-first policy for its asynchronous copies.
+__device__ __forceinline__ uint64_t evict_first_policy() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+/// 4 bytes global -> shared without a register (cp.async, sm_80+): the thread does not wait for
+/// the data, so every copy of the tile is in flight at once; complete at copy_async_wait.
+__device__ __forceinline__ void copy_async4(void* smem, const void* gmem, uint64_t policy) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(gmem), "l"(policy)
+               : "memory");
+}
+__device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
 /// Where a path diagonal crosses the two lists: rows ends consumed and entries consumed.
 struct Coord {
@@ -339,44 +365,53 @@ spmv_merge_search(const int32_t* __restrict__ row_ptr, int64_t n, int64_t nnz, i
 /// One tile of the path. Rows completed in the tile are summed in s_y and written coalesced; the
 /// tile's first row, when it began in an earlier tile, and its last, unfinished row are added to y
 /// with one atomic each (the search kernel zeroed them).
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
 spmv_merge_tile(const int32_t* __restrict__ row_ptr, const int32_t* __restrict__ col_idx,
                 const float* __restrict__ values, const float* __restrict__ x, float* __restrict__ y,
                 const Coord* __restrict__ coord) {
   __shared__ int32_t s_end[kTile + 1];  // the tile's row ends (global entry offsets), then a sentinel
-  __shared__ float s_prod[kTile];       // values[j] * x[col_idx[j]] of the tile's entries
+  __shared__ float s_prod[kTile];       // values[j], then values[j] * x[col_idx[j]], of the tile's entries
   __shared__ float s_y[kTile + 1];      // completed rows' sums, then the unfinished row's share
+  int32_t* s_col = reinterpret_cast<int32_t*>(s_y);  // the entries' columns, until the first barrier
   const int tid = static_cast<int>(threadIdx.x);
   const Coord c0 = coord[blockIdx.x], c1 = coord[blockIdx.x + 1];
   const int32_t i0 = c0.row, j0 = c0.nz;
   const int rows = c1.row - c0.row, nzs = c1.nz - c0.nz;  // rows + nzs <= kTile
-  // Every load of the tile at once: kItems entries and up to kItems row ends per thread, then
-  // the gathers of x (they need the columns).
-  int32_t col[kItems];
-  float val[kItems];
+  // Every load of the tile at once, as asynchronous copies to shared memory: kItems columns and
+  // values and up to kItems row ends per thread (a load into registers followed by its use lets
+  // the compiler put a dependent gather, and its stall, before the remaining loads); then the
+  // gathers of x, kItems per thread back to back: two memory latencies per tile.
+  const uint64_t policy = evict_first_policy();
 #pragma unroll
   for (int u = 0; u < kItems; ++u) {
     const int k = tid + u * kThreads;
-    col[u] = 0;
-    val[u] = 0.f;
     if (k < nzs) {
-      col[u] = load_col(col_idx, j0 + k);
-      val[u] = load_val(values, j0 + k);
+      copy_async4(s_col + k, col_idx + j0 + k, policy);
+      copy_async4(s_prod + k, values + j0 + k, policy);
     }
-    if (k < rows) s_end[k] = __ldcs(row_ptr + i0 + 1 + k);
+  }
+#pragma unroll
+  for (int u = 0; u < kItems; ++u) {
+    const int k = tid + u * kThreads;
+    if (k < rows) copy_async4(s_end + k, row_ptr + i0 + 1 + k, policy);
   }
   const bool first_shared = j0 > __ldg(row_ptr + i0);      // row i0 began in an earlier tile
   const bool last_shared = c1.nz > __ldg(row_ptr + c1.row);  // row i1 continues in a later tile
+  copy_async_wait();  // this thread's copies: it reads back its own entries before the barrier
+  float xv[kItems];
 #pragma unroll
   for (int u = 0; u < kItems; ++u) {
     const int k = tid + u * kThreads;
-    if (k < nzs) s_prod[k] = val[u] * load_x(x, col[u]);
+    xv[u] = k < nzs ? load_x(x, s_col[k]) : 0.f;
   }
-  if (tid == 0) {
-    s_end[rows] = 0x7fffffff;  // past the last row end: only entries remain
-    s_y[rows] = 0.f;
+#pragma unroll
+  for (int u = 0; u < kItems; ++u) {
+    const int k = tid + u * kThreads;
+    if (k < nzs) s_prod[k] *= xv[u];
   }
+  if (tid == 0) s_end[rows] = 0x7fffffff;  // past the last row end: only entries remain
   __syncthreads();
+  if (tid == 0) s_y[rows] = 0.f;  // after the barrier: s_y held the columns until then
 
   // This thread's kItems path items: its start by bisection of the tile's row ends.
   const int path = rows + nzs;
@@ -441,7 +476,21 @@ Buffers carve(d2k::Workspace& ws, const spmv::Params& p) {
   return Buffers{ws.take<Coord>(static_cast<uint64_t>(tiles_of(p) + 1))};
 }
 
+/// The whole carveout as shared memory: kMinBlocks CTAs of up to 28.7 KB each need it. A
+/// preference, set once per process (a function attribute, legal during stream capture); its
+/// failure is not the call's, so its error is cleared and the launch goes ahead.
+void prefer_shared() {
+  static const bool once = [] {
+    if (cudaFuncSetAttribute(spmv_merge_tile, cudaFuncAttributePreferredSharedMemoryCarveout,
+                             cudaSharedmemCarveoutMaxShared) != cudaSuccess)
+      (void)cudaGetLastError();
+    return true;
+  }();
+  (void)once;
+}
+
 cudaError_t launch(const spmv::Params& p, const spmv::Tensors& t, const Buffers& b, cudaStream_t st) {
+  prefer_shared();
   const int64_t tiles = tiles_of(p);  // >= 1: NNZ >= 1
   const unsigned search_blocks = static_cast<unsigned>((tiles + 1 + kSearchThreads - 1) / kSearchThreads);
   spmv_merge_search<<<search_blocks, kSearchThreads, 0, st>>>(t.row_ptr, p.n, p.nnz, tiles, b.coord, t.y);

@@ -2,8 +2,8 @@
 # spmv_csr on the H200 (issue #18): validation; d2k bench of every built-in target (naive scalar
 # CSR, expert, library = cuSPARSE SpMV) and PyTorch eager on the check workloads and the four bench
 # matrices (power-law, dense rows, road_usa, banded), with the table; the expert's variants
-# (`// %VARIANT%` lines of expert.cu: merge, merge_i11) under compute-sanitizer memcheck on the
-# check workloads (steps memcheck_merge, memcheck_merge_i11), then timed beside the expert and
+# (`// %VARIANT%` lines of expert.cu: merge, merge_i9) under compute-sanitizer memcheck on the
+# check workloads (steps memcheck_merge, memcheck_merge_i9), then timed beside the expert and
 # cuSPARSE (library) on the four bench matrices in one call (step variants: the ratios of #18's
 # bar are only valid within one call); the graph_csr generator's device == host test; the starter's verdict (must be INCORRECT_*); the golden cross-check
 # against PyTorch float64 on `d2k check --dump` inputs (t-spmv/golden_check.py); the expert under
@@ -43,7 +43,7 @@ bench_step --files "bench_$task" --pass "bench: every target PASSED (check workl
 # earlier round is not timed): memcheck each on the check workloads first, then one d2k bench of
 # expert, library and the variants on the four bench matrices.
 variants=""
-for v in ${SPMV_VARIANTS:-merge merge_i11}; do
+for v in ${SPMV_VARIANTS:-merge merge_i9}; do
   [ -f "$carry/impl/$task/expert_$v.so" ] && variants+=" $v"
 done
 if [ -z "$variants" ]; then
