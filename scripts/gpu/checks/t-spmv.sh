@@ -50,6 +50,13 @@ if [ -z "$variants" ]; then
   selected variants && fail "no expert variants of this round built under $carry/impl/$task"
 else
   for v in $variants; do sanitize --impl "expert:$v" memcheck 20 "$checks"; done
+  # shared-memory hazards of the tile kernel (cp.async staging, columns aliased with the row sums
+  # until the first barrier, shared atomics): racecheck on small check workloads, only when
+  # selected by name (racecheck_merge, racecheck_merge_i9): not part of a default run
+  small=$(workload_uuids check "n3-three\|n1000-powerlaw\|n4099-dense\|n100003-road\|n200000-empty")
+  for v in $variants; do
+    [[ ",${D2K_CHECK_STEPS:-}," == *",racecheck_$v,"* ]] && sanitize --impl "expert:$v" racecheck 30 "$small"
+  done
   # target by target (a run cut by its time limit keeps the finished targets' records): the bar
   # (library) and the variants before the default expert, whose earlier numbers are on the page
   vtargets=library
