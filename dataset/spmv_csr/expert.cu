@@ -36,10 +36,11 @@
 //      boundary is zeroed by the search kernel and added with one global atomic per tile.
 //      Balanced whatever the structure: no row bins, no long-row kernel, no per-step shuffles;
 //      two memory latencies per tile.
-//        merge     kItems 7: 32 registers, 21.5 KB shared, 8 CTAs per SM (14.3 K entries in
-//                  flight per SM), no spills.
-//        merge_i9  kItems 9: 32 registers, 27.0 KB shared, 8 CTAs per SM with the whole carveout
-//                  as shared memory (18.4 K entries in flight, 22% fewer tiles), no spills.
+//        merge     kItems 7: 32 registers, 21,512 B shared, 8 CTAs per SM (14.3 K entries
+//                  in flight per SM), no spills.
+//        merge_i9  kItems 9: 32 registers, 27,656 B shared, 8 CTAs per SM with the whole
+//                  carveout as shared memory (18.4 K entries in flight, 22% fewer tiles), no
+//                  spills.
 //                  (kItems 11 needs 40 registers for 6 CTAs and spills 16 B; 13: 48, 12 B.)
 //      H200: not yet measured (D2K_CHECK_STEPS=memcheck_merge,memcheck_merge_i9,variants of
 //      scripts/gpu/checks/t-spmv.sh).
@@ -476,9 +477,10 @@ Buffers carve(d2k::Workspace& ws, const spmv::Params& p) {
   return Buffers{ws.take<Coord>(static_cast<uint64_t>(tiles_of(p) + 1))};
 }
 
-/// The whole carveout as shared memory: kMinBlocks CTAs of up to 28.7 KB each need it. A
-/// preference, set once per process (a function attribute, legal during stream capture); its
-/// failure is not the call's, so its error is cleared and the launch goes ahead.
+/// The whole carveout as shared memory: kMinBlocks CTAs of up to 28,680 B each (1 KB of it
+/// reserved per CTA) need it. A preference, set once per process (a function attribute, legal
+/// during stream capture); its failure is not the call's, so its error is cleared and the launch
+/// goes ahead.
 void prefer_shared() {
   static const bool once = [] {
     if (cudaFuncSetAttribute(spmv_merge_tile, cudaFuncAttributePreferredSharedMemoryCarveout,
