@@ -20,10 +20,10 @@
 //          chunk): a 1e6-entry row runs on every SM.
 //      H200 (2026-12-02): 0.70-0.75x cuSPARSE on all four bench matrices (powerlaw 1401 us, 22.5%
 //      of SOL; denserows 1321 us; road-usa 653 us; banded 425 us). The common cause, by count:
-//      too few bytes in flight. spmv_rows holds 40 registers (6 CTAs, 48 warps per SM); a
-//      streaming warp has 2 entries per lane in flight (24 KB per SM) and a warp on a row 4, each
-//      followed by a dependent x gather and a shuffle reduction before the next loads, against
-//      the ~40-50 KB per SM that Little's law asks of HBM3e at loaded latency.
+//      too few bytes in flight. spmv_rows holds 34 registers (40 allocated: 6 CTAs, 48 warps per
+//      SM); a streaming warp has 2 entries per lane in flight (24 KB per SM) and a warp on a row
+//      4, each followed by a dependent x gather and a shuffle reduction before the next loads,
+//      against the ~40-50 KB per SM that Little's law asks of HBM3e at loaded latency.
 //   D. merge-path CSR (Merrill and Garland, SC'16), variants merge and merge_i9 (code below,
 //      namespace merge): the path of N row ends and NNZ entries cut into equal tiles of
 //      256 x kItems items, one CTA each; a search kernel finds every tile's (row, entry) start
