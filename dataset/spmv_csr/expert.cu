@@ -39,8 +39,8 @@
 //        merge     kItems 7: 32 registers, 21,512 B shared, 8 CTAs per SM (14.3 K entries
 //                  in flight per SM), no spills.
 //        merge_i9  kItems 9: 32 registers, 27,656 B shared, 8 CTAs per SM with the whole
-//                  carveout as shared memory (18.4 K entries in flight, 22% fewer tiles), no
-//                  spills.
+//                  carveout as shared memory (18.4 K entries in flight, 22% fewer tiles, 28 KB
+//                  of L1 left instead of 60 KB), no spills.
 //                  (kItems 11 needs 40 registers for 6 CTAs and spills 16 B; 13: 48, 12 B.)
 //      H200: not yet measured (D2K_CHECK_STEPS=memcheck_merge,memcheck_merge_i9,variants of
 //      scripts/gpu/checks/t-spmv.sh).
@@ -477,14 +477,19 @@ Buffers carve(d2k::Workspace& ws, const spmv::Params& p) {
   return Buffers{ws.take<Coord>(static_cast<uint64_t>(tiles_of(p) + 1))};
 }
 
-/// The whole carveout as shared memory: kMinBlocks CTAs of up to 28,680 B each (1 KB of it
-/// reserved per CTA) need it. A preference, set once per process (a function attribute, legal
-/// during stream capture); its failure is not the call's, so its error is cleared and the launch
-/// goes ahead.
+/// Shared memory for kMinBlocks CTAs (kSmemPerCta each, the 1 KB reserved per CTA included) as
+/// the carveout preference, in percent of the SM's 228 KB, rounded up: the rest stays L1 for the
+/// gathers of x (merge: 196 KB shared, 60 KB L1; merge_i9: all 228 KB). A preference, set once
+/// per process (a function attribute, legal during stream capture); its failure is not the
+/// call's, so its error is cleared and the launch goes ahead.
+constexpr int kCarveoutPercent =
+    (kMinBlocks * kSmemPerCta * 100 + 228 * 1024 - 1) / (228 * 1024) < 100
+        ? (kMinBlocks * kSmemPerCta * 100 + 228 * 1024 - 1) / (228 * 1024)
+        : 100;
 void prefer_shared() {
   static const bool once = [] {
-    if (cudaFuncSetAttribute(spmv_merge_tile, cudaFuncAttributePreferredSharedMemoryCarveout,
-                             cudaSharedmemCarveoutMaxShared) != cudaSuccess)
+    if (cudaFuncSetAttribute(spmv_merge_tile, cudaFuncAttributePreferredSharedMemoryCarveout, kCarveoutPercent) !=
+        cudaSuccess)
       (void)cudaGetLastError();
     return true;
   }();
