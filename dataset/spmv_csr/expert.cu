@@ -2,14 +2,13 @@
 // rows, a warp per medium row, a multi-CTA split for long rows), x through the read-only path,
 // the matrix streamed with evict-first loads so that x keeps the L2.
 //
-// Variants considered (times: not yet measured on the H200; docs/results/spmv_csr.md has the
-// command that measures them):
+// Variants considered (docs/results/spmv_csr.md has the commands and the numbers):
 //   A. scalar CSR (naive.cu): a thread per row; uncoalesced, a dense row serialises one thread.
 //   B. CSR-vector: a warp per row. Coalesced, but a road network's 2.4-entry rows leave 29 of 32
-//      lanes idle, and a 1e6-entry row keeps one warp busy for milliseconds. (variant no_stream
-//      keeps B for every row that is not long.)
-//   C. binned (this file): the bin of each row is decided where it is read, with no pre-pass that
-//      writes row lists (a pre-pass costs 8 B per row, a quarter of road_usa's compulsory bytes):
+//      lanes idle, and a 1e6-entry row keeps one warp busy for milliseconds.
+//   C. binned (this file's default): the bin of each row is decided where it is read, with no
+//      pre-pass that writes row lists (a pre-pass costs 8 B per row, a quarter of road_usa's
+//      compulsory bytes):
 //        - a warp takes 32 consecutive rows; when their entries total at most kStreamMax (1024)
 //          it streams them as one contiguous range, 32 entries per step (CSR-stream: every lane
 //          busy whatever the row lengths) with a segmented warp reduction per step;
@@ -19,20 +18,43 @@
 //        - a second kernel splits each listed row into chunks of kChunk entries shared round-robin
 //          by a persistent grid (one CTA per chunk, block reduction, one float atomicAdd per
 //          chunk): a 1e6-entry row runs on every SM.
-//   D. merge-path CSR (Merrill and Garland, SC'16): equal shares of the (rows + nnz) path per
-//      CTA, perfectly balanced whatever the structure, but a carry-out fix-up pass and two binary
-//      searches per CTA; not built in this round (the issue's second variant, left for a later
-//      round: say so in docs/results/spmv_csr.md).
-// Vector (16-byte) loads of values and col_idx: the stream path's 32-lane loads are already
-// 128-byte coalesced transactions; 16-byte loads would need a row-aligned start, which CSR rows
-// do not give. Not built.
+//      H200 (2026-12-02): 0.70-0.75x cuSPARSE on all four bench matrices (powerlaw 1401 us, 22.5%
+//      of SOL; denserows 1321 us; road-usa 653 us; banded 425 us). The common cause, by count:
+//      too few bytes in flight. spmv_rows holds 34 registers (40 allocated: 6 CTAs, 48 warps per
+//      SM); a streaming warp has 2 entries per lane in flight (24 KB per SM) and a warp on a row
+//      4, each followed by a dependent x gather and a shuffle reduction before the next loads,
+//      against the ~40-50 KB per SM that Little's law asks of HBM3e at loaded latency.
+//   D. merge-path CSR (Merrill and Garland, SC'16), variants merge and merge_i9 (code below,
+//      namespace merge): the path of N row ends and NNZ entries cut into equal tiles of
+//      256 x kItems items, one CTA each; a search kernel finds every tile's (row, entry) start
+//      once (guess d·N/(N+NNZ), gallop, bisect); the tile kernel copies its columns, values and
+//      row ends to shared memory with cp.async (no register waits on the data, so every copy of
+//      the tile is in flight at once: with plain loads ptxas put the first x gather, and its
+//      stall, before the remaining loads), then issues its kItems x gathers back to back; each
+//      thread merges its kItems items sequentially out of shared memory; a segmented warp
+//      reduction and shared atomics join the threads' shares of a row; a row cut by a tile
+//      boundary is zeroed by the search kernel and added with one global atomic per tile.
+//      Balanced whatever the structure: no row bins, no long-row kernel, no per-step shuffles;
+//      two memory latencies per tile.
+//        merge     kItems 7: 32 registers, 21,512 B shared, 8 CTAs per SM (14.3 K entries
+//                  in flight per SM), no spills.
+//        merge_i9  kItems 9: 32 registers, 27,656 B shared, 8 CTAs per SM with the whole
+//                  carveout as shared memory (18.4 K entries in flight, 22% fewer tiles, 28 KB
+//                  of L1 left instead of 60 KB), no spills.
+//                  (kItems 11 needs 40 registers for 6 CTAs and spills 16 B; 13: 48, 12 B.)
+//      H200: not yet measured (D2K_CHECK_STEPS=memcheck_merge,memcheck_merge_i9,variants of
+//      scripts/gpu/checks/t-spmv.sh).
+// Vector (16-byte) loads of values and col_idx: 32-lane 4-byte loads are already 128-byte
+// coalesced transactions; 16-byte loads (or 16-byte cp.async) would need a row- or tile-aligned
+// start, which CSR rows and path tiles do not give. Not built.
 //
 // Arithmetic: fp32 products and fp32 sums in a tree order (a per-step segmented scan and a
 // sequential sum of steps; strided partial sums and a shuffle tree; chunk sums added by atomics
-// in any order). The honest error is bounded per row by (log2-ish terms)·2^-24·sum|a·x|: spec.md.
+// in any order; merge: sequential runs of at most kItems entries per thread joined by a warp tree
+// and atomics). The honest error is bounded per row by (log2-ish terms)·2^-24·sum|a·x|: spec.md.
 //
-// %VARIANT% no_stream -DSPMV_STREAM_MAX=0
-// %VARIANT% long_row_16k -DSPMV_LONG_ROW=16384
+// %VARIANT% merge -DSPMV_MERGE_ITEMS=7
+// %VARIANT% merge_i9 -DSPMV_MERGE_ITEMS=9
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -46,22 +68,27 @@
 #ifndef SPMV_LONG_ROW
 #define SPMV_LONG_ROW 4096
 #endif
+#ifndef SPMV_MERGE_ITEMS  // > 0: the merge-path design (path items per thread) instead of C
+#define SPMV_MERGE_ITEMS 0
+#endif
 
 namespace {
 
+constexpr unsigned kFull = 0xffffffffu;
+
+/// x through the read-only (non-coherent) path: it is gathered many times and stays cached.
+__device__ __forceinline__ float load_x(const float* x, int32_t c) { return __ldg(x + c); }
+
+#if SPMV_MERGE_ITEMS == 0  // the binned design (C); the merge variants build D alone
+/// The matrix is read once: evict-first, so that its stream does not push x out of L2.
+__device__ __forceinline__ float load_val(const float* v, int64_t j) { return __ldcs(v + j); }
+__device__ __forceinline__ int32_t load_col(const int32_t* c, int64_t j) { return __ldcs(c + j); }
 constexpr int kWarps = 8;                    // warps per CTA of the row kernel
 constexpr int kRowsPerWarp = 32;             // rows per warp block
 constexpr int kStreamMax = SPMV_STREAM_MAX;  // entries of a 32-row block streamed as one range
 constexpr int kLongRow = SPMV_LONG_ROW;      // rows longer than this go to the split kernel
 constexpr int kSplitThreads = 256;
 constexpr int kChunk = kSplitThreads * 16;   // entries of one long-row chunk (one CTA)
-constexpr unsigned kFull = 0xffffffffu;
-
-/// x through the read-only (non-coherent) path: it is gathered many times and stays cached.
-__device__ __forceinline__ float load_x(const float* x, int32_t c) { return __ldg(x + c); }
-/// The matrix is read once: evict-first, so that its stream does not push x out of L2.
-__device__ __forceinline__ float load_val(const float* v, int64_t j) { return __ldcs(v + j); }
-__device__ __forceinline__ int32_t load_col(const int32_t* c, int64_t j) { return __ldcs(c + j); }
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
@@ -229,6 +256,271 @@ int split_grid() {
   return grid;
 }
 
+/// The binned design (C): a zeroed counter, the row kernel, then the long-row kernel.
+cudaError_t launch(const spmv::Params& p, const spmv::Tensors& t, const Buffers& b, cudaStream_t st) {
+  cudaError_t e = cudaMemsetAsync(b.long_count, 0, sizeof(int32_t), st);
+  if (e != cudaSuccess) return e;
+  const int64_t rows_per_cta = static_cast<int64_t>(kWarps) * kRowsPerWarp;
+  const unsigned blocks = static_cast<unsigned>((p.n + rows_per_cta - 1) / rows_per_cta);
+  spmv_rows<<<blocks, kWarps * 32, 0, st>>>(t.row_ptr, t.col_idx, t.values, t.x, t.y, p.n, b.long_rows,
+                                            b.long_count);
+  e = cudaGetLastError();
+  if (e != cudaSuccess || p.nnz <= kLongRow) return e;  // otherwise no row can be long
+  spmv_long_rows<<<split_grid(), kSplitThreads, 0, st>>>(t.row_ptr, t.col_idx, t.values, t.x, t.y, b.long_rows,
+                                                         b.long_count);
+  return cudaGetLastError();
+}
+
+#endif
+#if SPMV_MERGE_ITEMS > 0
+// ---- D. merge-path CSR (the %VARIANT% merge lines) ----
+// The work is the merge of two sorted lists: the N row ends (row_ptr[1..N]) and the NNZ entry
+// indices 0..NNZ-1; every CTA takes kTile consecutive items of that path, whatever mix of rows
+// and entries they are. A search kernel finds each tile's start (row, entry) once; the tile
+// kernel stages its row ends and its products in shared memory with every load of the tile
+// issued at once (kItems independent gathers per thread), then each thread merges its kItems
+// items sequentially out of shared memory.
+namespace merge {
+
+constexpr int kThreads = 256;
+constexpr int kItems = SPMV_MERGE_ITEMS;  // odd: the threads' shared-memory strides miss bank conflicts
+constexpr int kTile = kThreads * kItems;
+constexpr int kSearchThreads = 256;
+/// CTAs per SM the tile kernel is compiled for: as many as the SM's 228 KB of shared memory hold
+/// (12 B per item and 1 KB reserved per CTA), at most 8 (2048 threads); the register budget
+/// follows (8 CTAs: 32 registers).
+constexpr int kSmemPerCta = 12 * kTile + 8 + 1024;
+constexpr int kMinBlocks = 228 * 1024 / kSmemPerCta < 8 ? 228 * 1024 / kSmemPerCta : 8;
+
+/// The matrix is read once: an L2 evict-first policy for its asynchronous copies.
+__device__ __forceinline__ uint64_t evict_first_policy() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+/// 4 bytes global -> shared without a register (cp.async, sm_80+): the thread does not wait for
+/// the data, so every copy of the tile is in flight at once; complete at copy_async_wait.
+__device__ __forceinline__ void copy_async4(void* smem, const void* gmem, uint64_t policy) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(gmem), "l"(policy)
+               : "memory");
+}
+__device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+/// Where a path diagonal crosses the two lists: rows ends consumed and entries consumed.
+struct Coord {
+  int32_t row;
+  int32_t nz;
+};
+
+/// Path order: row i's end comes before entry e when row_ptr[i + 1] <= e (a row's end after its
+/// last entry, an empty row's end before the next entry). On diagonal d, with i row ends taken,
+/// the competing entry is d - i - 1.
+__device__ __forceinline__ bool end_before(const int32_t* __restrict__ row_ptr, int64_t d, int64_t i) {
+  return static_cast<int64_t>(__ldg(row_ptr + i + 1)) <= d - i - 1;
+}
+
+/// Tile boundary t (t = 0 .. tiles): the smallest i in [max(0, d - NNZ), min(d, N)] with
+/// !end_before(d, i). Starts at the guess d·N / (N + NNZ) (exact for equal rows), gallops to a
+/// bracket and bisects it: a few dependent loads for regular matrices, about 2·log2(distance) for
+/// skewed ones. A boundary inside a row (entries of row i on both sides) zeroes y[i]: the tiles
+/// on either side add their shares of that row with atomics.
+__global__ void __launch_bounds__(kSearchThreads)
+spmv_merge_search(const int32_t* __restrict__ row_ptr, int64_t n, int64_t nnz, int64_t tiles, Coord* __restrict__ coord,
+                  float* __restrict__ y) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * kSearchThreads + threadIdx.x;
+  if (t > tiles) return;
+  const int64_t total = n + nnz;
+  const int64_t d = t * kTile < total ? t * kTile : total;
+  const int64_t lo0 = d - nnz > 0 ? d - nnz : 0, hi0 = d < n ? d : n;
+  int64_t g = d * n / total;  // d < 2^32, n < 2^31: no overflow
+  g = g < lo0 ? lo0 : (g > hi0 ? hi0 : g);
+  int64_t lo, hi;
+  if (g < hi0 && end_before(row_ptr, d, g)) {  // the answer is above g
+    lo = g + 1;
+    int64_t step = 1;
+    while (g + step < hi0 && end_before(row_ptr, d, g + step)) {
+      lo = g + step + 1;
+      step *= 2;
+    }
+    hi = g + step < hi0 ? g + step : hi0;
+  } else {  // the answer is at most g
+    hi = g;
+    int64_t step = 1;
+    while (g - step >= lo0 && !end_before(row_ptr, d, g - step)) {
+      hi = g - step;
+      step *= 2;
+    }
+    lo = g - step >= lo0 ? g - step + 1 : lo0;
+  }
+  while (lo < hi) {
+    const int64_t mid = (lo + hi) / 2;
+    if (end_before(row_ptr, d, mid)) lo = mid + 1;
+    else hi = mid;
+  }
+  const int64_t j = d - lo;
+  coord[t] = Coord{static_cast<int32_t>(lo), static_cast<int32_t>(j)};
+  if (j > __ldg(row_ptr + lo)) y[lo] = 0.f;  // lo < N here: j <= NNZ = row_ptr[N]
+}
+
+/// One tile of the path. Rows completed in the tile are summed in s_y and written coalesced; the
+/// tile's first row, when it began in an earlier tile, and its last, unfinished row are added to y
+/// with one atomic each (the search kernel zeroed them).
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+spmv_merge_tile(const int32_t* __restrict__ row_ptr, const int32_t* __restrict__ col_idx,
+                const float* __restrict__ values, const float* __restrict__ x, float* __restrict__ y,
+                const Coord* __restrict__ coord) {
+  __shared__ int32_t s_end[kTile + 1];  // the tile's row ends (global entry offsets), then a sentinel
+  __shared__ float s_prod[kTile];       // values[j], then values[j] * x[col_idx[j]], of the tile's entries
+  __shared__ float s_y[kTile + 1];      // completed rows' sums, then the unfinished row's share
+  int32_t* s_col = reinterpret_cast<int32_t*>(s_y);  // the entries' columns, until the first barrier
+  const int tid = static_cast<int>(threadIdx.x);
+  const Coord c0 = coord[blockIdx.x], c1 = coord[blockIdx.x + 1];
+  const int32_t i0 = c0.row, j0 = c0.nz;
+  const int rows = c1.row - c0.row, nzs = c1.nz - c0.nz;  // rows + nzs <= kTile
+  // Every load of the tile at once, as asynchronous copies to shared memory: kItems columns and
+  // values and up to kItems row ends per thread (a load into registers followed by its use lets
+  // the compiler put a dependent gather, and its stall, before the remaining loads); then the
+  // gathers of x, kItems per thread back to back: two memory latencies per tile.
+  const uint64_t policy = evict_first_policy();
+#pragma unroll
+  for (int u = 0; u < kItems; ++u) {
+    const int k = tid + u * kThreads;
+    if (k < nzs) {
+      copy_async4(s_col + k, col_idx + j0 + k, policy);
+      copy_async4(s_prod + k, values + j0 + k, policy);
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < kItems; ++u) {
+    const int k = tid + u * kThreads;
+    if (k < rows) copy_async4(s_end + k, row_ptr + i0 + 1 + k, policy);
+  }
+  const bool first_shared = j0 > __ldg(row_ptr + i0);      // row i0 began in an earlier tile
+  const bool last_shared = c1.nz > __ldg(row_ptr + c1.row);  // row i1 continues in a later tile
+  copy_async_wait();  // this thread's copies: it reads back its own entries before the barrier
+  float xv[kItems];
+#pragma unroll
+  for (int u = 0; u < kItems; ++u) {
+    const int k = tid + u * kThreads;
+    xv[u] = k < nzs ? load_x(x, s_col[k]) : 0.f;
+  }
+#pragma unroll
+  for (int u = 0; u < kItems; ++u) {
+    const int k = tid + u * kThreads;
+    if (k < nzs) s_prod[k] *= xv[u];
+  }
+  if (tid == 0) s_end[rows] = 0x7fffffff;  // past the last row end: only entries remain
+  __syncthreads();
+  if (tid == 0) s_y[rows] = 0.f;  // after the barrier: s_y held the columns until then
+
+  // This thread's kItems path items: its start by bisection of the tile's row ends.
+  const int path = rows + nzs;
+  const int d0 = tid * kItems < path ? tid * kItems : path;
+  const int d1 = d0 + kItems < path ? d0 + kItems : path;
+  int lo = d0 - nzs > 0 ? d0 - nzs : 0, hi = d0 < rows ? d0 : rows;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (s_end[mid] <= j0 + (d0 - mid - 1)) lo = mid + 1;
+    else hi = mid;
+  }
+  int r = lo, k = d0 - lo;
+  int32_t end = s_end[r];
+  float acc = 0.f;
+#pragma unroll
+  for (int u = 0; u < kItems; ++u) {
+    if (d0 + u < d1) {
+      if (j0 + k < end) {  // an entry of row r
+        acc += s_prod[k];
+        ++k;
+      } else {  // row r ends: this thread's share of it (earlier threads' shares come below)
+        s_y[r] = acc;
+        acc = 0.f;
+        ++r;
+        end = s_end[r];
+      }
+    }
+  }
+  __syncthreads();  // every completed row stored before the carries add to it
+
+  // Each thread's unfinished share belongs to row r (completed by a later thread, or the tile's
+  // unfinished row). Keys r are non-decreasing over the threads: a segmented warp reduction
+  // leaves each key's sum in its first lane, which adds it with one shared atomic.
+  const int lane = tid & 31;
+  float v = acc;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const float w = __shfl_down_sync(kFull, v, o);
+    const int key = __shfl_down_sync(kFull, r, o);
+    if (lane + o < 32 && key == r) v += w;
+  }
+  const int prev = __shfl_up_sync(kFull, r, 1);
+  if (lane == 0 || prev != r) atomicAdd(s_y + r, v);
+  __syncthreads();
+
+  // y is written once and never read here: streaming stores, so that y (40 MB at N = 1e7) does not
+  // take the L2 from x.
+  for (int q = tid; q < rows; q += kThreads) {
+    if (q == 0 && first_shared) atomicAdd(y + i0, s_y[0]);
+    else __stcs(y + i0 + q, s_y[q]);
+  }
+  if (tid == 0 && last_shared) atomicAdd(y + c1.row, s_y[rows]);
+}
+
+struct Buffers {
+  Coord* coord;  // tiles + 1 boundaries
+};
+
+int64_t tiles_of(const spmv::Params& p) { return (p.n + p.nnz + kTile - 1) / kTile; }
+
+Buffers carve(d2k::Workspace& ws, const spmv::Params& p) {
+  return Buffers{ws.take<Coord>(static_cast<uint64_t>(tiles_of(p) + 1))};
+}
+
+/// Shared memory for kMinBlocks CTAs (kSmemPerCta each, the 1 KB reserved per CTA included) as
+/// the carveout preference, in percent of the SM's 228 KB, rounded up: the rest stays L1 for the
+/// gathers of x (merge: 196 KB shared, 60 KB L1; merge_i9: all 228 KB). A preference, set once
+/// per process (a function attribute, legal during stream capture); its failure is not the
+/// call's, so its error is cleared and the launch goes ahead.
+constexpr int kCarveoutPercent =
+    (kMinBlocks * kSmemPerCta * 100 + 228 * 1024 - 1) / (228 * 1024) < 100
+        ? (kMinBlocks * kSmemPerCta * 100 + 228 * 1024 - 1) / (228 * 1024)
+        : 100;
+void prefer_shared() {
+  static const bool once = [] {
+    if (cudaFuncSetAttribute(spmv_merge_tile, cudaFuncAttributePreferredSharedMemoryCarveout, kCarveoutPercent) !=
+        cudaSuccess)
+      (void)cudaGetLastError();
+    return true;
+  }();
+  (void)once;
+}
+
+cudaError_t launch(const spmv::Params& p, const spmv::Tensors& t, const Buffers& b, cudaStream_t st) {
+  prefer_shared();
+  const int64_t tiles = tiles_of(p);  // >= 1: NNZ >= 1
+  const unsigned search_blocks = static_cast<unsigned>((tiles + 1 + kSearchThreads - 1) / kSearchThreads);
+  spmv_merge_search<<<search_blocks, kSearchThreads, 0, st>>>(t.row_ptr, p.n, p.nnz, tiles, b.coord, t.y);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  spmv_merge_tile<<<static_cast<unsigned>(tiles), kThreads, 0, st>>>(t.row_ptr, t.col_idx, t.values, t.x, t.y,
+                                                                    b.coord);
+  return cudaGetLastError();
+}
+
+}  // namespace merge
+#endif
+
+#if SPMV_MERGE_ITEMS > 0
+namespace design = merge;
+#else
+namespace design {
+using ::Buffers;
+using ::carve;
+using ::launch;
+}  // namespace design
+#endif
+
 }  // namespace
 
 extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
@@ -236,7 +528,7 @@ extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
 extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
   D2K_ENTRY(args, {
     d2k::Workspace ws;
-    carve(ws, spmv::read_params(args));
+    design::carve(ws, spmv::read_params(args));
     *bytes = ws.bytes();
     return D2K_OK;
   });
@@ -247,19 +539,8 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const spmv::Params p = spmv::read_params(args);
     const spmv::Tensors t = spmv::read_tensors(args, p, kDLCUDA);
     d2k::Workspace ws(args);
-    const Buffers b = carve(ws, p);
-    cudaStream_t st = static_cast<cudaStream_t>(args->stream);
-    D2K_CUDA_TRY(args, cudaMemsetAsync(b.long_count, 0, sizeof(int32_t), st));
-    const int64_t rows_per_cta = static_cast<int64_t>(kWarps) * kRowsPerWarp;
-    const unsigned blocks = static_cast<unsigned>((p.n + rows_per_cta - 1) / rows_per_cta);
-    spmv_rows<<<blocks, kWarps * 32, 0, st>>>(t.row_ptr, t.col_idx, t.values, t.x, t.y, p.n, b.long_rows,
-                                              b.long_count);
-    D2K_CUDA_TRY(args, cudaGetLastError());
-    if (p.nnz > kLongRow) {  // otherwise no row can be long
-      spmv_long_rows<<<split_grid(), kSplitThreads, 0, st>>>(t.row_ptr, t.col_idx, t.values, t.x, t.y, b.long_rows,
-                                                             b.long_count);
-      D2K_CUDA_TRY(args, cudaGetLastError());
-    }
+    const design::Buffers b = design::carve(ws, p);
+    D2K_CUDA_TRY(args, design::launch(p, t, b, static_cast<cudaStream_t>(args->stream)));
     return D2K_OK;
   });
 }
