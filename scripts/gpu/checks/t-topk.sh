@@ -46,6 +46,28 @@ if selected variants; then
   done
 fi
 
+# The Qwen-row variants of 2026-12-02 (expert.cu's lean, rowhist, leanrow, leanrow3; docs/results/
+# topk_topp_mask.md "Variants for the next run (2026-12-02)"), step `next`: the default and those of
+# them that are built, in ONE d2k bench (ratios hold within one call) on the three bench rows, each
+# first checked there and on the check workloads whose rows take the other paths (kept tie groups,
+# refined digits, unaligned rows): at most 60 s. Step `memcheck_leanrow` (and `memcheck_leanrow3`):
+# the variant that holds all the new code (the batched statistics loop with its unaligned head and
+# tail, the float compare, the row histogram in L2, the block bin pick and statistics merge) under
+# memcheck on four check workloads: V < k (head and tail only), 16 rows of 4096 ties (one CTA a
+# row), 4 x 40000 big ties (9 CTAs a row, refined digits, a kept tie group read again) and the
+# odd V (rows not 16-byte aligned, 7 CTAs a row): at most 20 s each. Alone,
+# D2K_CHECK_STEPS=next,memcheck_leanrow,memcheck_leanrow3 fits 110 s.
+next_targets=expert
+for v in lean rowhist leanrow leanrow3; do
+  [ -f "$carry/impl/$task/expert_$v.so" ] && next_targets+=,expert:$v
+done
+bench_step --show 16 --pass "next: every target PASSED ($next_targets)" next 60 "$next_targets" "$variant_rows" \
+  --max-time 0.3 --bench-rounds 1 --quiet
+for v in leanrow leanrow3; do
+  [ -f "$carry/impl/$task/expert_$v.so" ] || continue
+  sanitize --impl "expert:$v" memcheck 20 topk_topp_mask-check-5x37-vsmallerthank,topk_topp_mask-check-16x4096-ties,topk_topp_mask-check-4x40000-bigties,topk_topp_mask-check-33x32007-odd
+done
+
 sanitize memcheck 30 topk_topp_mask-check-5x37-vsmallerthank,topk_topp_mask-check-33x32007-odd,topk_topp_mask-check-4x40000-bigties,topk_topp_mask-check-16x4096-shifted,topk_topp_mask-check-3x262144-gemma
 
 # The dump of every check workload is large: golden_step removes it after.
