@@ -258,7 +258,7 @@ struct Params {
   std::uint32_t* finish;       ///< kFusedOutput: [B] rows the output kernel writes, then the count
   std::uint32_t* ready;        ///< kL2Reread: [B] the row's bucket and statistics are published
   std::uint32_t* claim;        ///< kL2Reread: the next work item
-  std::uint32_t* row_hist;     ///< kL2Reread, kRowHist with S > 1: [B * kMaxBins] the row's first-digit histogram
+  std::uint32_t* row_hist;     ///< kL2Reread, kRowHist (S > 1): [B * kMaxBins] the rows' first digits
   double* part64;              ///< [B * recheck slices] fp64 partial sums
   int64_t recheck_slices;
 };

@@ -7,8 +7,11 @@
 # expert under compute-sanitizer memcheck on small check workloads (in-process: --isolation
 # none); the expert's SASS counts (what design.json's "recognise" fields name: MATCH + ATOMS,
 # 128-bit accesses).
+# step `next`: the default beside the Qwen-row variants (lean, rowhist, leanrow, leanrow3) in one
+# d2k bench, steps `memcheck_leanrow`, `memcheck_leanrow3`: those variants under memcheck.
 # Fits 270 s: each step gets what is left of a 265 s budget (TOPK_BUDGET_S); the variants step
-# alone (D2K_CHECK_STEPS=variants, a build with -DD2K_EXPERT_VARIANTS=ON) fits 120 s.
+# alone (D2K_CHECK_STEPS=variants, a build with -DD2K_EXPERT_VARIANTS=ON) fits 120 s, so do
+# D2K_CHECK_STEPS=next,memcheck_leanrow,memcheck_leanrow3 with TOPK_BUDGET_S=120.
 # Helpers: scripts/gpu/checks/t-topk/golden_check.py.
 # Usage (repository root, build packed by scripts/gpu/pack.sh): scripts/gpu/checks/t-topk.sh CARRY OUT
 # Exit status: the number of FAIL lines.
@@ -50,18 +53,18 @@ fi
 # topk_topp_mask.md "Variants for the next run (2026-12-02)"), step `next`: the default and those of
 # them that are built, in ONE d2k bench (ratios hold within one call) on the three bench rows, each
 # first checked there and on the check workloads whose rows take the other paths (kept tie groups,
-# refined digits, unaligned rows): at most 60 s. Step `memcheck_leanrow` (and `memcheck_leanrow3`):
+# refined digits, unaligned rows): at most 70 s. Step `memcheck_leanrow` (and `memcheck_leanrow3`):
 # the variant that holds all the new code (the batched statistics loop with its unaligned head and
 # tail, the float compare, the row histogram in L2, the block bin pick and statistics merge) under
 # memcheck on four check workloads: V < k (head and tail only), 16 rows of 4096 ties (one CTA a
 # row), 4 x 40000 big ties (9 CTAs a row, refined digits, a kept tie group read again) and the
 # odd V (rows not 16-byte aligned, 7 CTAs a row): at most 20 s each. Alone,
-# D2K_CHECK_STEPS=next,memcheck_leanrow,memcheck_leanrow3 fits 110 s.
+# D2K_CHECK_STEPS=next,memcheck_leanrow,memcheck_leanrow3 fits 110 s (TOPK_BUDGET_S=120).
 next_targets=expert
 for v in lean rowhist leanrow leanrow3; do
   [ -f "$carry/impl/$task/expert_$v.so" ] && next_targets+=,expert:$v
 done
-bench_step --show 16 --pass "next: every target PASSED ($next_targets)" next 60 "$next_targets" "$variant_rows" \
+bench_step --show 16 --pass "next: every target PASSED ($next_targets)" next 70 "$next_targets" "$variant_rows" \
   --max-time 0.3 --bench-rounds 1 --quiet
 for v in leanrow leanrow3; do
   [ -f "$carry/impl/$task/expert_$v.so" ] || continue

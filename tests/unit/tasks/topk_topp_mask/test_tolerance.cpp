@@ -116,7 +116,8 @@ void expert_row(const Row& r, float* out, ExpertTrace& trace, StatsForm form) {
   std::vector<std::uint64_t> cand;
   for (std::int64_t i = 0; i < r.V; ++i) {
     const std::uint32_t key = topk::order_key(r.x[i]);
-    if (form == StatsForm::kLean ? r.x[i] >= from_value : key >= from) cand.push_back((static_cast<std::uint64_t>(key) << 32) | static_cast<std::uint32_t>(i));
+    if (form == StatsForm::kLean ? r.x[i] >= from_value : key >= from)
+      cand.push_back((static_cast<std::uint64_t>(key) << 32) | static_cast<std::uint32_t>(i));
   }
   EXPECT_LE(cand.size(), static_cast<std::size_t>(topk::kCap));
   std::sort(cand.begin(), cand.end(), std::greater<>());
@@ -271,7 +272,8 @@ TEST_F(TopkToppTolerance, CheckWorkloadsCoverTheEdges) {
 
 class ExpertDecisions : public TopkToppTolerance, public ::testing::WithParamInterface<StatsForm> {};
 
-// GetParam(): how the statistics are summed (the default and the TOPK_W32 and TOPK_C32 variants).
+// GetParam(): how the statistics are summed (the default and the TOPK_W32, TOPK_C32 and TOPK_LEAN
+// variants).
 TEST_P(ExpertDecisions, PassEveryCheckWorkload) {
   ExpertTrace total;
   for (const Case& c : *cases_) {
@@ -544,7 +546,7 @@ TEST(TopkToppDecide, Fp32StatisticsStayWithinTheirBounds) {
 }
 
 // Hidden draws (B up to 48, V up to 40000, one of them long): the golden accepts the inputs and
-// the expert's decisions pass there too.
+// the expert's decisions pass there too (the default statistics and TOPK_LEAN's).
 TEST(TopkToppHidden, ExpertDecisionsPassHiddenDraws) {
   const Task task = load_pilot("topk_topp_mask");
   const LoadedImpl ref = load_reference("topk_topp_mask");
@@ -552,17 +554,19 @@ TEST(TopkToppHidden, ExpertDecisionsPassHiddenDraws) {
   ASSERT_FALSE(hidden.empty());
   for (const Workload& w : hidden) {
     const Case c = make_case(task, ref, w, 3);
-    ExpertTrace t;
-    const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_expert(c, t));
-    std::printf("%s: B %lld, V %lld, flagged %d\n", w.uuid.c_str(), static_cast<long long>(c.axis("B")),
-                static_cast<long long>(c.axis("V")), t.flagged);
-    EXPECT_TRUE(r.passed) << w.uuid << ": " << r.message;
+    for (StatsForm form : {StatsForm::kFp64, StatsForm::kLean}) {
+      ExpertTrace t;
+      const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_expert(c, t, form));
+      std::printf("%s (statistics form %d): B %lld, V %lld, flagged %d\n", w.uuid.c_str(), static_cast<int>(form),
+                  static_cast<long long>(c.axis("B")), static_cast<long long>(c.axis("V")), t.flagged);
+      EXPECT_TRUE(r.passed) << w.uuid << " form " << static_cast<int>(form) << ": " << r.message;
+    }
   }
 }
 
 // A measurement, not a check (disabled: minutes and ~2 GB on the host): the expert's decisions on
 // the bench workloads against the golden, and how many rows the fp32 pass flags for the fp64
-// recheck, for each way of summing the statistics (the default, TOPK_W32, TOPK_C32). Run: task_topk_topp_mask_tolerance_test --gtest_also_run_disabled_tests
+// recheck, for each way of summing the statistics (the default, TOPK_W32, TOPK_C32, TOPK_LEAN). Run: task_topk_topp_mask_tolerance_test --gtest_also_run_disabled_tests
 //   --gtest_filter='*BenchRows*'
 TEST(TopkToppBench, DISABLED_BenchRowsFlagRate) {
   const Task task = load_pilot("topk_topp_mask");
