@@ -105,6 +105,30 @@
 //   written as in fused; 16 B of spill, stored and loaded once per work item, none per logit)
 // %VARIANT% reread256 -DTOPK_THREADS=256 -DTOPK_MIN_BLOCKS=4 -DTOPK_L2_REREAD
 //   (reread with 256-thread CTAs, 4 per SM: the fastest form on the 32-row Gemma batch)
+//
+// Aimed at the Qwen row (39.6% of SOL, 275 us against <= 217 us for 50%), not yet timed
+// (diagnosis from the SASS, not a profile). The default's statistics loop issues about 27
+// instructions per logit (order key 5, bin address 3, ATOMS, the online maximum's compare and
+// branch with a BSSY/BSYNC pair, a reload of c, exp2f's subnormal rescaling 4, MUFU, 2 F2F, DADD,
+// DFMA): at 4 warp instructions per clock an SM then takes at most 4.7 logits per clock, where
+// 4.27 TB/s needs 4.1, so the first read cannot overlap its loads with its arithmetic and runs
+// well below the copy bandwidth. The Qwen row pays it most per byte, with its 4 CTAs per row
+// whose last also sums 4 x 4096 histogram words from L2 and scans the 4096 bins with one warp.
+//                     stats / collect registers (2 CTAs/SM unless noted), spill
+// %VARIANT% lean -DTOPK_LEAN
+//   (62 / 58, none. About 14 instructions per logit: the maximum once per 16-logit load round,
+//   select.cuh accumulate_batch; exp2 as ex2.approx.ftz; w's round in fp32; first_digit in 4
+//   instructions + address + ATOMS; the collecting pass's take as one FSETP against key_floor)
+// %VARIANT% rowhist -DTOPK_ROW_HIST
+//   (64 / 58, none. The row's last statistics CTA works less alone: the row's CTAs add their
+//   non-empty bins (a few hundred) to one row histogram in L2 instead of storing 4096 words
+//   each, the last loads 4096 words instead of 4096 S; block_pick and a block tree for the S
+//   partial statistics instead of one warp and thread 0. Rows of one CTA (Llama) unchanged)
+// %VARIANT% leanrow -DTOPK_LEAN -DTOPK_ROW_HIST
+//   (62 / 58, none. Both: the candidate for the new default)
+// %VARIANT% leanrow3 -DTOPK_LEAN -DTOPK_ROW_HIST -DTOPK_MIN_BLOCKS=3
+//   (40 / 40, 8 B of stack stored and loaded once per CTA outside the per-logit loop. Both,
+//   3 CTAs per SM: the step from 1 to 2 CTAs paid 1.2x; a third covers the tails further)
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -186,6 +210,28 @@ constexpr bool kC32 = true;
 constexpr bool kC32 = false;
 #endif
 
+#ifdef TOPK_LEAN
+/// Fewer issue slots per logit in the two reads: the statistics take the maximum once per load
+/// round of 16 logits (select.cuh accumulate_batch: no per-logit compare and branch, one inlined
+/// fp64 rescale instead of sixteen, w's round in fp32, exp2 without the subnormal rescaling), the
+/// first digit from a two-instruction key, and the collecting pass compares the logit as a float
+/// with the listed range's lowest value instead of forming each key.
+constexpr bool kLean = true;
+#else
+constexpr bool kLean = false;
+#endif
+#ifdef TOPK_ROW_HIST
+/// The row's last statistics CTA works less alone: the CTAs of a row add their non-empty bins to
+/// one histogram of the row in L2 (zeroed by the call's memset) instead of each storing all 4096
+/// bins for the last to sum S of (8 coalesced loads a thread instead of 8 S dependent ones); the
+/// bin is picked by the whole block (block_pick: a block scan, not one warp's 128 serial loads a
+/// lane) and the S partial statistics merged by a block tree instead of thread 0.
+constexpr bool kRowHist = true;
+#else
+constexpr bool kRowHist = false;
+#endif
+static_assert(!(kRowHist && kL2Reread), "the persistent form has its own row histogram");
+
 /// Everything a row carries between the stages.
 struct RowState {
   Stats stats;
@@ -205,14 +251,14 @@ struct Params {
   float c;  ///< log2(e) / temperature
   RowState* rows;
   Stats* part;                 ///< [B * S] partial statistics
-  std::uint32_t* slots;        ///< [B * S * kMaxBins] per-CTA histograms (S > 1)
+  std::uint32_t* slots;        ///< [B * S * kMaxBins] per-CTA histograms (S > 1, not kRowHist)
   unsigned long long* cand;    ///< [B * kCap] (key << 32 | index)
   std::uint32_t* counters;     ///< [B * kTickets] arrival tickets, then [B] candidate counts
   std::uint32_t* flagged;      ///< [B] rows to decide in fp64, then the count
   std::uint32_t* finish;       ///< kFusedOutput: [B] rows the output kernel writes, then the count
   std::uint32_t* ready;        ///< kL2Reread: [B] the row's bucket and statistics are published
   std::uint32_t* claim;        ///< kL2Reread: the next work item
-  std::uint32_t* row_hist;     ///< kL2Reread: [B * kMaxBins] the row's first-digit histogram
+  std::uint32_t* row_hist;     ///< kL2Reread, kRowHist (S > 1): [B * kMaxBins] the rows' first digits
   double* part64;              ///< [B * recheck slices] fp64 partial sums
   int64_t recheck_slices;
 };
@@ -305,6 +351,51 @@ __device__ __forceinline__ void stats_slice(const float* rowp, int64_t beg, int6
   });
 }
 
+/// stats_slice in TOPK_LEAN's form: the slice in load rounds of 16 logits a thread (4 float4, as
+/// for_slice), each round's statistics by accumulate_batch; the unaligned head and tail and the
+/// body's last float4s one batch each.
+template <bool kKeep>
+__device__ __forceinline__ void stats_slice_lean(const float* rowp, int64_t beg, int64_t end, std::uint32_t* h,
+                                                 Stats& st, float c) {
+  const float* p = rowp + beg;
+  const int64_t n = end - beg;
+  const int64_t head = lmin(n, (16 - (reinterpret_cast<uintptr_t>(p) & 15)) / 4 & 3);
+  auto one = [&](float x) {
+    hist_add(h, topk::first_digit(x));
+    const float b[1] = {x};
+    topk::accumulate_batch<1>(st, b, c);
+  };
+  for (int64_t i = threadIdx.x; i < head; i += blockDim.x) one(p[i]);
+  const int64_t nv = (n - head) / 4;
+  const float4* pv = reinterpret_cast<const float4*>(p + head);
+  constexpr int kUnroll = 4;
+  int64_t v = threadIdx.x;
+  for (; v + (kUnroll - 1) * kThreads < nv; v += kUnroll * kThreads) {
+    float4 q[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) q[u] = load_row<kKeep>(pv + v + u * kThreads);
+    float b[4 * kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      b[4 * u] = q[u].x;
+      b[4 * u + 1] = q[u].y;
+      b[4 * u + 2] = q[u].z;
+      b[4 * u + 3] = q[u].w;
+    }
+#pragma unroll
+    for (int i = 0; i < 4 * kUnroll; ++i) hist_add(h, topk::first_digit(b[i]));
+    topk::accumulate_batch<4 * kUnroll>(st, b, c);
+  }
+  for (; v < nv; v += kThreads) {
+    const float4 q = load_row<kKeep>(pv + v);
+    const float b[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) hist_add(h, topk::first_digit(b[i]));
+    topk::accumulate_batch<4>(st, b, c);
+  }
+  for (int64_t i = head + 4 * nv + threadIdx.x; i < n; i += blockDim.x) one(p[i]);
+}
+
 /// Shared scratch of block_stats (plain arrays: a __shared__ object cannot have initialisers).
 struct StatsScratch {
   float m[kWarps];
@@ -354,6 +445,20 @@ __device__ bool last_to_arrive(const Params& P, int64_t row, int t) {
 
 /// Publishes this CTA's histogram (S > 1) and, in the last CTA, sums the row's histograms into h.
 __device__ bool merge_hist(const Params& P, int64_t row, int slice, int nbins, std::uint32_t* h) {
+  if (kRowHist) {
+    if (P.S > 1) {
+      // Only the non-empty bins (a few hundred for language-model logits), as fire-and-forget
+      // reductions into the row's histogram in L2.
+      std::uint32_t* rh = P.row_hist + row * kMaxBins;
+      for (int i = threadIdx.x; i < nbins; i += kThreads)
+        if (h[i]) atomicAdd(rh + i, h[i]);
+    }
+    if (!last_to_arrive(P, row, kTicketStats)) return false;
+    if (P.S > 1)
+      for (int i = threadIdx.x; i < nbins; i += kThreads) h[i] = __ldcg(P.row_hist + row * kMaxBins + i);
+    __syncthreads();
+    return true;
+  }
   if (P.S > 1) {
     std::uint32_t* mine = P.slots + (row * P.S + slice) * kMaxBins;
     for (int i = threadIdx.x; i < nbins; i += kThreads) mine[i] = h[i];
@@ -399,6 +504,56 @@ __device__ void warp_pick(const std::uint32_t* h, int nbins, std::uint32_t need,
   }
 }
 
+/// A copy of *p read from L2 (bypassing L1, which may hold a stale line: the rows' states share
+/// cache lines and are published while the kernel runs).
+template <class T>
+__device__ T load_cg(const T* p) {
+  static_assert(sizeof(T) % 4 == 0, "whole 32-bit words");
+  T v;
+  const unsigned* src = reinterpret_cast<const unsigned*>(p);
+  unsigned* dst = reinterpret_cast<unsigned*>(&v);
+  for (unsigned i = 0; i < sizeof(T) / 4; ++i) dst[i] = __ldcg(src + i);
+  return v;
+}
+
+/// The block form of topk::pick_bin over h[0, kMaxBins) (every thread calls it; the result in
+/// out[0..2] after it returns): thread t owns kMaxBins / kThreads bins from the top, a block scan of
+/// their sums finds the one thread whose range holds the `need`-th key from the top, and that
+/// thread walks its bins. A few barriers instead of warp_pick's 128 serial loads per lane: the
+/// row's other CTAs wait on it (kL2Reread), the row's tail is shorter (kRowHist).
+__device__ void block_pick(const std::uint32_t* h, std::uint32_t need, std::uint32_t* out) {
+  __shared__ std::uint32_t warp_sums[kWarps];
+  constexpr int per = kMaxBins / kThreads;
+  static_assert(per * kThreads == kMaxBins, "whole bins per thread");
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  const int top = kMaxBins - 1 - static_cast<int>(threadIdx.x) * per;  // bins top, top-1, ..., top-per+1
+  std::uint32_t sum = 0;
+  for (int i = 0; i < per; ++i) sum += h[top - i];
+  std::uint32_t incl = sum;
+  for (int o = 1; o < 32; o <<= 1) {
+    const std::uint32_t t = __shfl_up_sync(0xFFFFFFFFu, incl, o);
+    if (lane >= o) incl += t;
+  }
+  if (lane == 31) warp_sums[warp] = incl;
+  __syncthreads();
+  for (int w = 0; w < warp; ++w) incl += warp_sums[w];
+  const std::uint32_t excl = incl - sum;
+  if (excl < need && incl >= need) {
+    std::uint32_t a = excl;
+    for (int i = 0; i < per; ++i) {
+      const std::uint32_t c = h[top - i];
+      if (a + c >= need) {
+        out[0] = static_cast<std::uint32_t>(top - i);
+        out[1] = a;
+        out[2] = c;
+        break;
+      }
+      a += c;
+    }
+  }
+  __syncthreads();
+}
+
 /// Further digits for a row whose bin of the k-th largest key holds more than kCap keys (heavy
 /// ties, tightly clustered logits): this CTA alone reads the whole row once per digit and
 /// histograms the next 10 bits of the keys in the bin. The bench data never needs it, so the rare
@@ -434,15 +589,39 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) stats_kernel(Params P) {
   __syncthreads();
   const int64_t beg = slice * P.chunk, end = lmin(P.V, beg + P.chunk);
   const float c = P.c;
-  ThreadStats ts;
-  stats_slice<kReverseCollect>(P.x + row * P.V, beg, end, h, ts, c);
-  const Stats s = block_stats(ts.done(), c, scratch);
+  Stats s;
+  if constexpr (kLean) {
+    stats_slice_lean<kReverseCollect>(P.x + row * P.V, beg, end, h, s, c);
+    s = block_stats(s, c, scratch);
+  } else {
+    ThreadStats ts;
+    stats_slice<kReverseCollect>(P.x + row * P.V, beg, end, h, ts, c);
+    s = block_stats(ts.done(), c, scratch);
+  }
   if (threadIdx.x == 0) P.part[row * P.S + slice] = s;
   if (!merge_hist(P, row, slice, kMaxBins, h)) return;
   // The row's last CTA: its statistics, then the bin of the k-th largest key. (Raw storage: a
   // __shared__ object cannot have initialisers.)
   __shared__ alignas(Bucket) unsigned char bucket_raw[sizeof(Bucket)];
   Bucket& bucket = *reinterpret_cast<Bucket*>(bucket_raw);
+  if constexpr (kRowHist) {
+    // The S partial statistics by a block tree (each thread first merges its strided share, in a
+    // fixed order: the same sums every call), the bin by a block scan.
+    Stats mine;
+    for (int q = threadIdx.x; q < P.S; q += kThreads) mine = topk::merge(mine, load_cg(P.part + row * P.S + q), c);
+    const Stats all = block_stats(mine, c, scratch);
+    block_pick(h, static_cast<std::uint32_t>(P.k_eff), pick);
+    if (threadIdx.x == 0) {
+      P.rows[row].stats = all;
+      Bucket b;
+      topk::advance(b, 0, pick[0], pick[1], pick[2]);
+      bucket = b;
+    }
+    __syncthreads();
+    refine_row(P, row, h, pick, bucket);
+    if (threadIdx.x == 0) P.rows[row].bucket = bucket;
+    return;
+  }
   if (threadIdx.x < 32) warp_pick(h, kMaxBins, static_cast<std::uint32_t>(P.k_eff), pick);
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -514,9 +693,10 @@ template <bool kKeep = false>
 __device__ __forceinline__ void collect_slice(const Params& P, int64_t row, int64_t beg, int64_t end, std::uint32_t from) {
   std::uint32_t* count = P.counters + P.B * kTickets + row;
   unsigned long long* list = P.cand + row * kCap;
+  // kLean: key(x) >= from as one float compare (select.cuh key_floor).
+  const float from_value = topk::key_floor(from);
   for_slice<kKeep>(P.x + row * P.V, beg, end, [&](float x, int64_t i) {
-    const std::uint32_t key = topk::order_key(x);
-    const bool take = key >= from;
+    const bool take = kLean ? x >= from_value : topk::order_key(x) >= from;
     const unsigned active = __activemask();
     const unsigned want = __ballot_sync(active, take);
     if (!want) return;
@@ -527,7 +707,7 @@ __device__ __forceinline__ void collect_slice(const Params& P, int64_t row, int6
     if (take) {
       const std::uint32_t pos = base + __popc(want & ((1u << lane) - 1u));
       if (pos < static_cast<std::uint32_t>(kCap))
-        list[pos] = (static_cast<unsigned long long>(key) << 32) | static_cast<std::uint32_t>(i);
+        list[pos] = (static_cast<unsigned long long>(topk::order_key(x)) << 32) | static_cast<std::uint32_t>(i);
     }
   });
 }
@@ -595,56 +775,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) collect_kernel(Params P)
 
 // ---- 1+2 as one persistent kernel (kL2Reread) ---------------------------------------------------
 #ifdef TOPK_L2_REREAD
-
-/// A copy of *p read from L2 (bypassing L1, which may hold a stale line: the rows' states share
-/// cache lines and are published while the kernel runs).
-template <class T>
-__device__ T load_cg(const T* p) {
-  static_assert(sizeof(T) % 4 == 0, "whole 32-bit words");
-  T v;
-  const unsigned* src = reinterpret_cast<const unsigned*>(p);
-  unsigned* dst = reinterpret_cast<unsigned*>(&v);
-  for (unsigned i = 0; i < sizeof(T) / 4; ++i) dst[i] = __ldcg(src + i);
-  return v;
-}
-
-/// The block form of topk::pick_bin over h[0, kMaxBins) (every thread calls it; the result in
-/// out[0..2] after it returns): thread t owns kMaxBins / kThreads bins from the top, a block scan of
-/// their sums finds the one thread whose range holds the `need`-th key from the top, and that
-/// thread walks its bins. A few barriers instead of warp_pick's 128 serial loads per lane: the
-/// row's other CTAs wait on it.
-__device__ void block_pick(const std::uint32_t* h, std::uint32_t need, std::uint32_t* out) {
-  __shared__ std::uint32_t warp_sums[kWarps];
-  constexpr int per = kMaxBins / kThreads;
-  static_assert(per * kThreads == kMaxBins, "whole bins per thread");
-  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-  const int top = kMaxBins - 1 - static_cast<int>(threadIdx.x) * per;  // bins top, top-1, ..., top-per+1
-  std::uint32_t sum = 0;
-  for (int i = 0; i < per; ++i) sum += h[top - i];
-  std::uint32_t incl = sum;
-  for (int o = 1; o < 32; o <<= 1) {
-    const std::uint32_t t = __shfl_up_sync(0xFFFFFFFFu, incl, o);
-    if (lane >= o) incl += t;
-  }
-  if (lane == 31) warp_sums[warp] = incl;
-  __syncthreads();
-  for (int w = 0; w < warp; ++w) incl += warp_sums[w];
-  const std::uint32_t excl = incl - sum;
-  if (excl < need && incl >= need) {
-    std::uint32_t a = excl;
-    for (int i = 0; i < per; ++i) {
-      const std::uint32_t c = h[top - i];
-      if (a + c >= need) {
-        out[0] = static_cast<std::uint32_t>(top - i);
-        out[1] = a;
-        out[2] = c;
-        break;
-      }
-      a += c;
-    }
-  }
-  __syncthreads();
-}
 
 /// Work items (row, slice) claimed in order from a counter. Each item: (1) reads its slice for the
 /// statistics and the first digit's histogram (default L2 policy), adds its non-empty bins to the
@@ -829,6 +959,10 @@ inline Layout layout(int64_t B, int64_t V) {
 /// Tickets, candidate counts, the flagged rows and their count, the rows to finish and their count.
 /// With kL2Reread, the row-ready flags and the work-item counter.
 inline int64_t counter_words(int64_t B) { return B * kTickets + B + (B + 1) + (B + 1) + (kL2Reread ? B + 1 : 0); }
+/// The rows' first-digit histograms (kL2Reread; kRowHist when a row has several CTAs).
+inline int64_t row_hist_words(int64_t B, const Layout& L) {
+  return kL2Reread || (kRowHist && L.S > 1) ? B * kMaxBins : 0;
+}
 
 struct Buffers {
   RowState* rows;
@@ -836,11 +970,11 @@ struct Buffers {
   std::uint32_t* slots;
   unsigned long long* cand;
   std::uint32_t* counters;  ///< counter_words(B) words, then row_hist: zeroed per call (one memset)
-  std::uint32_t* row_hist;  ///< kL2Reread: [B * kMaxBins]
+  std::uint32_t* row_hist;  ///< kL2Reread, kRowHist with S > 1: [B * kMaxBins]
   double* part64;
   /// Bytes from counters to the end of row_hist: what the call zeroes.
-  std::size_t zeroed_bytes(int64_t B) const {
-    const std::uint32_t* end = kL2Reread ? row_hist + B * kMaxBins : counters + counter_words(B);
+  std::size_t zeroed_bytes(int64_t B, const Layout& L) const {
+    const std::uint32_t* end = row_hist + row_hist_words(B, L);
     return static_cast<std::size_t>(reinterpret_cast<const char*>(end) - reinterpret_cast<const char*>(counters));
   }
 };
@@ -848,10 +982,10 @@ inline Buffers carve(d2k::Workspace& ws, int64_t B, const Layout& L) {
   Buffers b;
   b.rows = ws.take<RowState>(B);
   b.part = ws.take<Stats>(B * L.S);
-  b.slots = ws.take<std::uint32_t>(!kL2Reread && L.S > 1 ? B * L.S * kMaxBins : 0);
+  b.slots = ws.take<std::uint32_t>(!kL2Reread && !kRowHist && L.S > 1 ? B * L.S * kMaxBins : 0);
   b.cand = ws.take<unsigned long long>(B * kCap);
   b.counters = ws.take<std::uint32_t>(counter_words(B));
-  b.row_hist = ws.take<std::uint32_t>(kL2Reread ? B * kMaxBins : 0);  // right after counters: one memset
+  b.row_hist = ws.take<std::uint32_t>(row_hist_words(B, L));  // right after counters: one memset
   b.part64 = ws.take<double>(B * L.recheck_slices);
   return b;
 }
@@ -917,7 +1051,7 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     if (B * L.S > 2147483647) throw d2k::abi_error("expert: B * CTAs per row exceeds the grid limit");
     const unsigned grid = static_cast<unsigned>(B * L.S);
     auto stream = static_cast<cudaStream_t>(args->stream);
-    D2K_CUDA_TRY(args, cudaMemsetAsync(buf.counters, 0, buf.zeroed_bytes(B), stream));
+    D2K_CUDA_TRY(args, cudaMemsetAsync(buf.counters, 0, buf.zeroed_bytes(B, L), stream));
 #ifdef TOPK_L2_REREAD
     {
       // As many CTAs as are resident at once: each claims items until none is left.

@@ -56,6 +56,32 @@ TOPK_HD float key_value(std::uint32_t key) {
 TOPK_HD std::uint32_t digit(std::uint32_t key, int level) {
   return (key >> level_shift(level)) & ((1u << level_bits(level)) - 1u);
 }
+/// digit(order_key(x), 0) in fewer instructions (the expert's TOPK_LEAN variant): adding +0 maps
+/// -0 to +0 (round to nearest; x + 0 is x for every other float, subnormals included: nothing is
+/// built to flush them), then the sign's arithmetic shift flips all bits of a negative and only
+/// the sign bit of a positive.
+TOPK_HD std::uint32_t first_digit(float x) {
+#if defined(__CUDA_ARCH__)
+  const float y = __fadd_rn(x, 0.f);  // not contracted or folded away
+#else
+  volatile float zero = 0.f;  // kept from being folded away
+  const float y = x + zero;
+#endif
+  std::uint32_t u;
+  std::memcpy(&u, &y, sizeof u);
+  const std::uint32_t key = u ^ (static_cast<std::uint32_t>(static_cast<std::int32_t>(u) >> 31) | 0x80000000u);
+  return key >> 20;
+}
+
+/// The float f such that, for every non-NaN x, order_key(x) >= from iff x >= f (the expert's
+/// TOPK_LEAN collecting compare): the keys up to -inf's (0x007FFFFF; those below are negative NaNs'
+/// bit patterns, which order_key gives no float) admit every non-NaN x, so -inf; any other from
+/// reads back as the value whose key it is. The key 0x7FFFFFFF (-0's raw key, which order_key
+/// maps to +0's) reads as -0, which compares equal to +0: the zeros and above, as the keys do. A
+/// from among the positive NaNs' patterns reads as a NaN: nothing compares >= it, nor does any
+/// non-NaN key reach it.
+TOPK_HD float key_floor(std::uint32_t from) { return from <= 0x007FFFFFu ? -INFINITY : key_value(from); }
+
 /// Whether `key` lies in the bucket [lo, hi] that level `level` refines.
 TOPK_HD bool in_bucket(std::uint32_t key, std::uint32_t lo, std::uint32_t hi) { return key >= lo && key <= hi; }
 
@@ -224,6 +250,55 @@ TOPK_HD void accumulate_c32(Stats& s, Part32& q, float x, float c) {
   q.zh = sum;
   q.zl += err;
   q.w = fmaf(e, -t, q.w);
+}
+
+/// 2^t for t <= 0 as the hardware approximation computes it, results below 2^-126 flushed to 0
+/// (the device's ex2.approx.ftz: exp2f's accuracy in the normal range, without exp2f's rescaling
+/// for subnormal results). A flushed term is below 2^-126: over at most 2^20 logits that is under
+/// 2^-106 of a z that is at least 1 (the maximum's own term), nothing against kTermRel's margin.
+TOPK_HD float exp2_ftz(float t) {
+#if defined(__CUDA_ARCH__)
+  float e;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(t));
+  return e;
+#else
+  return t < -126.f ? 0.f : exp2f(t);
+#endif
+}
+
+/// Raises a running statistic's maximum to x > s.m: what was summed against the old maximum is
+/// rescaled in fp64, and w takes the shift of every earlier term's argument (accumulate's rescale).
+TOPK_HD void raise_max(Stats& s, float x, float c) {
+  if (s.z > 0) {
+    const double d = (static_cast<double>(s.m) - x) * c;  // < 0
+    const double f = exp2(d);
+    s.w = f * (s.w - d * s.z);
+    s.z *= f;
+  }
+  s.m = x;
+}
+
+/// accumulate over a batch of N logits of one thread (the expert's TOPK_LEAN variant: the N
+/// logits of one unrolled load round). The maximum moves once per batch, to the batch's maximum,
+/// before any of its terms is taken: the per-logit compare and branch of the online form go. A
+/// term's argument |t| is taken against a maximum at most the row's, so it is at most the |t| that
+/// w weighs once the rescales have shifted it to the row's maximum: w still bounds the argument
+/// errors. z sums the fp32 terms in fp64 as accumulate; w's batch part is an fp32 sum of at most
+/// N non-negative terms, within N * 2^-24 relative (1e-6 for N = 16), far inside the factor-2
+/// margin of kTermRelPerT; exp2_ftz as exp2f in the normal range.
+template <int N>
+TOPK_HD void accumulate_batch(Stats& s, const float (&x)[N], float c) {
+  float bm = x[0];
+  for (int i = 1; i < N; ++i) bm = fmaxf(bm, x[i]);
+  if (bm > s.m) raise_max(s, bm, c);
+  float wb = 0.f;
+  for (int i = 0; i < N; ++i) {
+    const float t = (x[i] - s.m) * c;
+    const float e = exp2_ftz(t);
+    s.z += e;
+    wb = fmaf(e, -t, wb);
+  }
+  s.w += wb;
 }
 
 /// What the threshold decision needs about a row.

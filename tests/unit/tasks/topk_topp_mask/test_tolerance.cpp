@@ -57,6 +57,8 @@ enum class StatsForm {
   kFp64,  ///< fp32 terms summed in fp64 (the default)
   kW32,   ///< TOPK_W32: the error weight in fp32
   kC32,   ///< TOPK_C32: all in fp32, z as a compensated pair
+  kLean,  ///< TOPK_LEAN: the maximum once per round of 16 logits (accumulate_batch), the first
+          ///< digit by first_digit, the candidates by the float compare against key_floor
 };
 
 void expert_row(const Row& r, float* out, ExpertTrace& trace, StatsForm form) {
@@ -67,13 +69,27 @@ void expert_row(const Row& r, float* out, ExpertTrace& trace, StatsForm form) {
   std::vector<topk::Stats> lane(kLanes);
   std::vector<float> wf(kLanes, 0.f);
   std::vector<topk::Part32> part(kLanes);
+  // kLean: each lane's logits in rounds of 16 (the kernel's four float4 loads), the rest one by one.
+  std::vector<std::vector<float>> round(kLanes);
   for (std::int64_t i = 0; i < r.V; ++i) {
     const auto l = static_cast<std::size_t>(i % kLanes);
-    if (form == StatsForm::kC32) topk::accumulate_c32(lane[l], part[l], r.x[i], c);
+    if (form == StatsForm::kLean) {
+      round[l].push_back(r.x[i]);
+      if (round[l].size() == 16) {
+        float b[16];
+        std::copy(round[l].begin(), round[l].end(), b);
+        topk::accumulate_batch<16>(lane[l], b, c);
+        round[l].clear();
+      }
+    } else if (form == StatsForm::kC32) topk::accumulate_c32(lane[l], part[l], r.x[i], c);
     else if (form == StatsForm::kW32) topk::accumulate_w32(lane[l], wf[l], r.x[i], c);
     else topk::accumulate(lane[l], r.x[i], c);
   }
   for (int q = 0; q < kLanes; ++q) {  // no-ops for the forms that do not use them
+    for (float x : round[q]) {
+      const float b[1] = {x};
+      topk::accumulate_batch<1>(lane[q], b, c);
+    }
     topk::flush_w(lane[q], wf[q]);
     topk::fold_c32(lane[q], part[q]);
   }
@@ -85,7 +101,8 @@ void expert_row(const Row& r, float* out, ExpertTrace& trace, StatsForm form) {
     std::vector<std::uint32_t> h(static_cast<std::size_t>(1) << topk::level_bits(level), 0);
     for (std::int64_t i = 0; i < r.V; ++i) {
       const std::uint32_t key = topk::order_key(r.x[i]);
-      if (topk::in_bucket(key, in.bucket.lo, in.bucket.hi)) ++h[topk::digit(key, level)];
+      if (level == 0 && form == StatsForm::kLean) ++h[topk::first_digit(r.x[i])];
+      else if (topk::in_bucket(key, in.bucket.lo, in.bucket.hi)) ++h[topk::digit(key, level)];
     }
     std::uint32_t bin, acc, count;
     topk::pick_bin(h.data(), static_cast<int>(h.size()), static_cast<std::uint32_t>(in.k_eff) - in.bucket.above,
@@ -95,10 +112,12 @@ void expert_row(const Row& r, float* out, ExpertTrace& trace, StatsForm form) {
   }
   // Pass 2: the candidates, sorted descending by (key, index) as the kernel's bitonic sort.
   const std::uint32_t from = in.bucket.listed ? in.bucket.lo : in.bucket.hi + 1u;
+  const float from_value = topk::key_floor(from);
   std::vector<std::uint64_t> cand;
   for (std::int64_t i = 0; i < r.V; ++i) {
     const std::uint32_t key = topk::order_key(r.x[i]);
-    if (key >= from) cand.push_back((static_cast<std::uint64_t>(key) << 32) | static_cast<std::uint32_t>(i));
+    if (form == StatsForm::kLean ? r.x[i] >= from_value : key >= from)
+      cand.push_back((static_cast<std::uint64_t>(key) << 32) | static_cast<std::uint32_t>(i));
   }
   EXPECT_LE(cand.size(), static_cast<std::size_t>(topk::kCap));
   std::sort(cand.begin(), cand.end(), std::greater<>());
@@ -253,7 +272,8 @@ TEST_F(TopkToppTolerance, CheckWorkloadsCoverTheEdges) {
 
 class ExpertDecisions : public TopkToppTolerance, public ::testing::WithParamInterface<StatsForm> {};
 
-// GetParam(): how the statistics are summed (the default and the TOPK_W32 and TOPK_C32 variants).
+// GetParam(): how the statistics are summed (the default and the TOPK_W32, TOPK_C32 and TOPK_LEAN
+// variants).
 TEST_P(ExpertDecisions, PassEveryCheckWorkload) {
   ExpertTrace total;
   for (const Case& c : *cases_) {
@@ -270,9 +290,12 @@ TEST_P(ExpertDecisions, PassEveryCheckWorkload) {
   EXPECT_GT(total.tie_read, 0);
 }
 INSTANTIATE_TEST_SUITE_P(TopkToppTolerance, ExpertDecisions,
-                         ::testing::Values(StatsForm::kFp64, StatsForm::kW32, StatsForm::kC32),
+                         ::testing::Values(StatsForm::kFp64, StatsForm::kW32, StatsForm::kC32, StatsForm::kLean),
                          [](const ::testing::TestParamInfo<StatsForm>& i) {
-                           return i.param == StatsForm::kFp64 ? "Fp64" : i.param == StatsForm::kW32 ? "W32" : "C32";
+                           return i.param == StatsForm::kFp64  ? "Fp64"
+                                  : i.param == StatsForm::kW32 ? "W32"
+                                  : i.param == StatsForm::kC32 ? "C32"
+                                                               : "Lean";
                          });
 
 // Rows whose top-p mass sits at top_p to within fp32's error: two leading logits 0 and about
@@ -303,7 +326,7 @@ TEST_F(TopkToppTolerance, RowsAtTopPAreDecidedInFp64LikeTheGolden) {
   for (std::int64_t b = 0; b < c.axis("B"); ++b) ++decided_each_way[c.expected.at(0).as<float>()[b * V + 1 + b % 7] != 0.f];
   EXPECT_GT(decided_each_way[0], 0);  // the second token dropped (mass above it >= 0.9 Z)
   EXPECT_GT(decided_each_way[1], 0);  // kept
-  for (StatsForm form : {StatsForm::kFp64, StatsForm::kW32, StatsForm::kC32}) {
+  for (StatsForm form : {StatsForm::kFp64, StatsForm::kW32, StatsForm::kC32, StatsForm::kLean}) {
     ExpertTrace t;
     const CompareResult r = judge(c, emulate_expert(c, t, form));
     EXPECT_TRUE(r.passed) << "form " << static_cast<int>(form) << ": " << r.message;
@@ -401,6 +424,84 @@ TEST(TopkToppDecide, KeysPreserveOrderAndMergeZeros) {
   }
 }
 
+// TOPK_LEAN's key shortcuts against the definitions they replace, on every edge of the float
+// line: first_digit(x) is the key's first digit; x >= key_floor(from) is key(x) >= from for every
+// non-NaN x, for froms at the special keys, at every first-digit bin edge and next to each x's key.
+TEST(TopkToppDecide, LeanKeyShortcutsMatchTheKeys) {
+  std::vector<float> xs = {-INFINITY, -3.4028235e38f, -1e30f, -1000.f, -1.f, -1.17549435e-38f, -1e-40f, -1.4e-45f,
+                           -0.f, 0.f, 1.4e-45f, 1e-40f, 1.17549435e-38f, 1.f, 1000.f, 1e30f, 3.4028235e38f, INFINITY};
+  std::uint64_t state = 0x243F6A8885A308D3ull;
+  for (int i = 0; i < 4096; ++i) {  // random bit patterns, NaNs skipped
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const auto u = static_cast<std::uint32_t>(state >> 32);
+    float x;
+    std::memcpy(&x, &u, sizeof x);
+    if (!std::isnan(x)) xs.push_back(x);
+  }
+  std::vector<std::uint32_t> froms = {0u, 1u, 0x007FFFFEu, 0x007FFFFFu, 0x00800000u, 0x7FFFFFFEu, 0x7FFFFFFFu,
+                                      0x80000000u, 0x80000001u, 0xFF7FFFFFu, 0xFF800000u, 0xFF800001u, 0xFFFFFFFFu};
+  for (std::uint32_t bin = 0; bin < 4096; ++bin) {
+    froms.push_back(bin << 20);
+    froms.push_back((bin << 20) | 0xFFFFFu);
+  }
+  for (float x : xs) {
+    const std::uint32_t k = topk::order_key(x);
+    froms.push_back(k);
+    froms.push_back(k + 1u);
+    froms.push_back(k - 1u);
+  }
+  for (float x : xs) {
+    const std::uint32_t k = topk::order_key(x);
+    ASSERT_EQ(topk::first_digit(x), topk::digit(k, 0)) << x;
+    for (std::uint32_t from : froms) ASSERT_EQ(x >= topk::key_floor(from), k >= from) << x << " from " << from;
+  }
+}
+
+// accumulate_batch (TOPK_LEAN): the same maximum as accumulate, z within the terms' own error of
+// accumulate's (the batch form takes its terms against the batch's maximum: each term within 2
+// roundings of accumulate's, plus exp2's), w within fp32's bound of its fp64 sum and at least the
+// true weight of the batch form's own arguments.
+TEST(TopkToppDecide, BatchStatisticsStayWithinTheirBounds) {
+  std::uint64_t state = 0x9E3779B97F4A7C15ull;
+  auto uniform = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(state >> 11) * 0x1.0p-53;
+  };
+  const float c = static_cast<float>(1.4426950408889634 / 0.6);
+  for (int n : {1, 37, 4096, 40000}) {
+    topk::Stats a, b;
+    std::vector<float> xs(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i)
+      xs[static_cast<std::size_t>(i)] = static_cast<float>(
+          3.0 * std::sqrt(-2.0 * std::log(1.0 - uniform())) * std::cos(6.283185307179586 * uniform()) + 1e-3 * i);
+    for (float x : xs) topk::accumulate(a, x, c);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+      float r[16];
+      std::copy(xs.begin() + i, xs.begin() + i + 16, r);
+      topk::accumulate_batch<16>(b, r, c);
+    }
+    for (; i < n; ++i) {
+      const float r[1] = {xs[static_cast<std::size_t>(i)]};
+      topk::accumulate_batch<1>(b, r, c);
+    }
+    EXPECT_EQ(a.m, b.m);
+    // The exact sum of exp2((x - m) c) in fp64 and its exact error weight.
+    double z = 0, w = 0;
+    for (float x : xs) {
+      const double t = (static_cast<double>(x) - a.m) * c;
+      z += std::exp2(t);
+      w += std::exp2(t) * -t;
+    }
+    // Both forms within the error bound the decision uses (kTermRel z + kTermRelPerT w), with the
+    // factor-2 margin to spare.
+    const double bound = 0.5 * (topk::kTermRel * z + topk::kTermRelPerT * w);
+    EXPECT_LE(std::fabs(a.z - z), bound) << n << " logits (accumulate)";
+    EXPECT_LE(std::fabs(b.z - z), bound) << n << " logits (accumulate_batch)";
+    EXPECT_LE(std::fabs(b.w - a.w), (16 * 0x1.0p-24 + n * 0x1.0p-50) * a.w + 1e-300) << n << " logits (batch w)";
+  }
+}
+
 }  // namespace
 
 // The TOPK_W32 statistics: the same fp32 terms summed in the same order into z (bit for bit), and
@@ -445,7 +546,7 @@ TEST(TopkToppDecide, Fp32StatisticsStayWithinTheirBounds) {
 }
 
 // Hidden draws (B up to 48, V up to 40000, one of them long): the golden accepts the inputs and
-// the expert's decisions pass there too.
+// the expert's decisions pass there too (the default statistics and TOPK_LEAN's).
 TEST(TopkToppHidden, ExpertDecisionsPassHiddenDraws) {
   const Task task = load_pilot("topk_topp_mask");
   const LoadedImpl ref = load_reference("topk_topp_mask");
@@ -453,17 +554,19 @@ TEST(TopkToppHidden, ExpertDecisionsPassHiddenDraws) {
   ASSERT_FALSE(hidden.empty());
   for (const Workload& w : hidden) {
     const Case c = make_case(task, ref, w, 3);
-    ExpertTrace t;
-    const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_expert(c, t));
-    std::printf("%s: B %lld, V %lld, flagged %d\n", w.uuid.c_str(), static_cast<long long>(c.axis("B")),
-                static_cast<long long>(c.axis("V")), t.flagged);
-    EXPECT_TRUE(r.passed) << w.uuid << ": " << r.message;
+    for (StatsForm form : {StatsForm::kFp64, StatsForm::kLean}) {
+      ExpertTrace t;
+      const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_expert(c, t, form));
+      std::printf("%s (statistics form %d): B %lld, V %lld, flagged %d\n", w.uuid.c_str(), static_cast<int>(form),
+                  static_cast<long long>(c.axis("B")), static_cast<long long>(c.axis("V")), t.flagged);
+      EXPECT_TRUE(r.passed) << w.uuid << " form " << static_cast<int>(form) << ": " << r.message;
+    }
   }
 }
 
 // A measurement, not a check (disabled: minutes and ~2 GB on the host): the expert's decisions on
 // the bench workloads against the golden, and how many rows the fp32 pass flags for the fp64
-// recheck, for each way of summing the statistics (the default, TOPK_W32, TOPK_C32). Run: task_topk_topp_mask_tolerance_test --gtest_also_run_disabled_tests
+// recheck, for each way of summing the statistics (the default, TOPK_W32, TOPK_C32, TOPK_LEAN). Run: task_topk_topp_mask_tolerance_test --gtest_also_run_disabled_tests
 //   --gtest_filter='*BenchRows*'
 TEST(TopkToppBench, DISABLED_BenchRowsFlagRate) {
   const Task task = load_pilot("topk_topp_mask");
@@ -473,7 +576,7 @@ TEST(TopkToppBench, DISABLED_BenchRowsFlagRate) {
     Workload as_check = w;
     as_check.role = WorkloadRole::check;
     const Case c = make_case(task, ref, as_check, 1);
-    for (StatsForm form : {StatsForm::kFp64, StatsForm::kW32, StatsForm::kC32}) {
+    for (StatsForm form : {StatsForm::kFp64, StatsForm::kW32, StatsForm::kC32, StatsForm::kLean}) {
       ExpertTrace t;
       const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_expert(c, t, form));
       std::printf("%s (statistics form %d): %lld rows, flagged %d, refined %d, max rel %.3g, %s\n", w.uuid.c_str(),
