@@ -50,13 +50,13 @@
 //     and touch 2 lines per 128 bytes; a quarter of the store instructions and half the L2 write
 //     requests, and no partial sector except at the tile's two ends. Hypothesis: the store phase
 //     (12 STG per thread at 50%, the end of every CTA's chain) is a large part of the 9.3 us, as
-//     direct_store's loss (1.47x at 50%, scattered 4-byte stores) suggests. 48 registers, 24.5 KB
+//     direct_store's loss (1.47x at 50%, scattered 4-byte stores) suggests. 48 registers, 25.0 KB
 //     of static shared memory, no spills, 5 CTAs per SM (sm_90a ptxas);
 //   - tile3k (SC_GROUPS=3, SC_MIN_BLOCKS=4): 3072-row tiles (12 rows per thread). Hypothesis: the
 //     per-tile fixed chain (CTA start, claim atomic, barriers, a look-back of one or more L2 round
 //     trips, which scans more windows the more tiles start per microsecond) is the loss; 1.5x the
 //     rows per chain, 2/3 of the tiles (and look-backs) per row, and 4 CTAs x 36 KB of loads per SM
-//     against 5 x 24 KB. 64 registers, 36 KB static shared memory, no spills, 4 CTAs per SM;
+//     against 5 x 24 KB. 64 registers, 37.0 KB static shared memory, no spills, 4 CTAs per SM;
 //   - launch_order (SC_CLAIM=0): the tile id is blockIdx.x instead of an atomic claim, so a CTA
 //     issues its l_shipdate loads at once instead of after an L2 atomic round trip (and a
 //     barrier); the look-back's progress then rests on CTAs starting in index order, as CUB's
@@ -64,7 +64,7 @@
 //     microsecond or so of the 9.3 us chain with nothing in flight. 48 registers, 24.6 KB, no
 //     spills, 5 CTAs per SM;
 //   - tile3k_vec_lo: the three together, the candidate for the new default if they add up
-//     (64 registers, 36.5 KB, no spills, 4 CTAs per SM);
+//     (64 registers, 37.4 KB, no spills, 4 CTAs per SM);
 //   - direct_store (SC_STAGE=0; measured 1012 us at 50%): each thread writes its kept values
 //     straight to global memory at their rank: a warp's stores scatter over the run of its kept
 //     rows, 1-4 values per lane, more L2 write transactions for the same bytes;
