@@ -57,13 +57,19 @@
 //     trips, which scans more windows the more tiles start per microsecond) is the loss; 1.5x the
 //     rows per chain, 2/3 of the tiles (and look-backs) per row, and 4 CTAs x 36 KB of loads per SM
 //     against 5 x 24 KB. 64 registers, 37.0 KB static shared memory, no spills, 4 CTAs per SM;
-//   - launch_order (SC_CLAIM=0): the tile id is blockIdx.x instead of an atomic claim, so a CTA
-//     issues its l_shipdate loads at once instead of after an L2 atomic round trip (and a
-//     barrier); the look-back's progress then rests on CTAs starting in index order, as CUB's
-//     single-pass scan and select (the library target) rest on it. Hypothesis: the claim is a
-//     microsecond or so of the 9.3 us chain with nothing in flight. 48 registers, 24.6 KB, no
-//     spills, 5 CTAs per SM;
-//   - tile3k_vec_lo: the three together, the candidate for the new default if they add up
+//   - round_trips (SC_CLAIM=0, SC_LB_WORDS=2): fewer L2 round trips on the chain. The tile id is
+//     blockIdx.x instead of an atomic claim, so a CTA issues its l_shipdate loads at once instead
+//     of after an L2 atomic and a barrier (the look-back's progress then rests on CTAs starting in
+//     index order, as CUB's single-pass scan and select, the library target, rest on it); and a
+//     look-back round reads 64 predecessors (2 words per lane) instead of 32. A round returns
+//     when its predecessors have published something, and it ends the look-back if one of them
+//     has its inclusive prefix; a tile whose look-back began a round trip ago has, so the round
+//     needs to reach back (tiles started per us) x (round trip) / 2 tiles: about 30-45 at 50%
+//     and 1% (70-120 tiles per us, 0.5-1 us), at the edge of 32, well inside 64. Hypothesis: the
+//     claim and a second look-back round are 1-2 us of the 9.3 us chain (and most of the 1%
+//     row's 5.5 us) with nothing in flight. 48 registers, 24.6 KB, no spills, 5 CTAs per SM
+//     (4 words per lane spill in the 48-register budget);
+//   - tile3k_all: the three together, the candidate for the new default if they add up
 //     (64 registers, 37.4 KB, no spills, 4 CTAs per SM);
 //   - direct_store (SC_STAGE=0; measured 1012 us at 50%): each thread writes its kept values
 //     straight to global memory at their rank: a warp's stores scatter over the run of its kept
@@ -78,8 +84,8 @@
 // longer swept; their flags still build them.
 // %VARIANT% vec_store -DSC_VEC_STORE=1
 // %VARIANT% tile3k -DSC_GROUPS=3 -DSC_MIN_BLOCKS=4
-// %VARIANT% launch_order -DSC_CLAIM=0
-// %VARIANT% tile3k_vec_lo -DSC_GROUPS=3 -DSC_MIN_BLOCKS=4 -DSC_VEC_STORE=1 -DSC_CLAIM=0
+// %VARIANT% round_trips -DSC_CLAIM=0 -DSC_LB_WORDS=2
+// %VARIANT% tile3k_all -DSC_GROUPS=3 -DSC_MIN_BLOCKS=4 -DSC_VEC_STORE=1 -DSC_CLAIM=0 -DSC_LB_WORDS=2
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -149,26 +155,57 @@ __device__ __forceinline__ void publish_count(StatusWord* status, int64_t tile, 
   store_status(status + tile, (tile == 0 ? kInclusive : kAggregate) | static_cast<StatusWord>(tile_count));
 }
 
+#ifndef SC_LB_WORDS
+// Status words each lane of the look-back reads per round: a round covers 32 x SC_LB_WORDS
+// predecessors (1: 32, the default; 4: 128, so that one round usually reaches a tile whose
+// inclusive prefix is published, however many tiles start per round trip).
+#define SC_LB_WORDS 1
+#endif
+constexpr int kLbWords = SC_LB_WORDS;
+
 /// Kept rows before `tile`, whose count publish_count has published (all lanes of one warp call
-/// it; every lane returns the value). Publishes the tile's inclusive prefix last.
+/// it; every lane returns the value). Publishes the tile's inclusive prefix last. A round reads
+/// the 32 x kLbWords nearest predecessors not yet summed, predecessor d (0: the nearest) by lane
+/// d % 32 as its word d / 32, waits until all have published something, and sums them back to the
+/// nearest inclusive prefix (or all of them, and goes on, if none is inclusive).
 __device__ int64_t look_back_published(StatusWord* status, int64_t tile, int tile_count, int lane) {
   if (tile == 0) return 0;
   int64_t exclusive = 0;
-  for (int64_t nearest = tile - 1;; nearest -= 32) {
-    const int64_t idx = nearest - lane;  // lane 0 reads the nearest predecessor
-    StatusWord s = idx >= 0 ? load_status(status + idx) : kInclusive;  // before tile 0: a prefix of 0
-    for (;;) {  // wait until all 32 predecessors have published something
-      const bool pending = (s >> 62) == 0;
-      if (!__any_sync(0xffffffffu, pending)) break;
-      if (pending) s = load_status(status + idx);
+  for (int64_t nearest = tile - 1;; nearest -= 32 * kLbWords) {
+    StatusWord s[kLbWords];
+#pragma unroll
+    for (int k = 0; k < kLbWords; ++k) {
+      const int64_t idx = nearest - lane - 32 * k;  // lane 0, word 0 reads the nearest predecessor
+      s[k] = idx >= 0 ? load_status(status + idx) : kInclusive;  // before tile 0: a prefix of 0
     }
-    const unsigned inclusive_lanes = __ballot_sync(0xffffffffu, (s >> 62) == 2);
-    const int stop = inclusive_lanes ? __ffs(inclusive_lanes) - 1 : 31;  // nearest inclusive prefix
-    int64_t v = lane <= stop ? static_cast<int64_t>(s & kValueMask) : 0;
+    for (;;) {  // wait until every predecessor of the round has published something
+      bool pending = false;
+#pragma unroll
+      for (int k = 0; k < kLbWords; ++k) pending |= (s[k] >> 62) == 0;
+      if (!__any_sync(0xffffffffu, pending)) break;
+#pragma unroll
+      for (int k = 0; k < kLbWords; ++k)
+        if ((s[k] >> 62) == 0) s[k] = load_status(status + (nearest - lane - 32 * k));
+    }
+    // The nearest inclusive prefix: the lowest word index k holding one, its lowest lane.
+    int stop = 32 * kLbWords - 1;
+    bool found = false;
+#pragma unroll
+    for (int k = kLbWords - 1; k >= 0; --k) {
+      const unsigned inclusive_lanes = __ballot_sync(0xffffffffu, (s[k] >> 62) == 2);
+      if (inclusive_lanes) {
+        stop = 32 * k + __ffs(inclusive_lanes) - 1;
+        found = true;
+      }
+    }
+    int64_t v = 0;
+#pragma unroll
+    for (int k = 0; k < kLbWords; ++k)
+      if (32 * k + lane <= stop) v += static_cast<int64_t>(s[k] & kValueMask);
 #pragma unroll
     for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     exclusive += v;
-    if (inclusive_lanes) break;
+    if (found) break;
   }
   if (lane == 0) store_status(status + tile, kInclusive | static_cast<StatusWord>(exclusive + tile_count));
   return exclusive;

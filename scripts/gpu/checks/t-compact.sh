@@ -2,7 +2,7 @@
 # stream_compaction on the H200 (issue #17): validation; d2k bench of every built-in target (naive,
 # expert, library) and PyTorch eager on the check workloads and the three 1e8-row bench workloads,
 # with the table; the expert's variants (`// %VARIANT%` lines of expert.cu: vec_store, tile3k,
-# launch_order, tile3k_vec_lo) beside the expert (and, in the sweep, the library: the issue's bar)
+# round_trips, tile3k_all) beside the expert (and, in the sweep, the library: the issue's bar)
 # on the check workloads and the three 1e8-row bench workloads, each variant also under
 # compute-sanitizer memcheck on the 200009-row check workload (98 or 66 tiles, every alignment of a
 # tile's first output row mod 32 likely) in the sweep; the starter's
@@ -12,7 +12,7 @@
 # Fits the 150 s deadline of scripts/gpu/run_checks.sh: each step gets what is left of a 140 s
 # budget (COMPACT_BUDGET_S).
 # The variant sweep for issue #17 (<= 116 s: variants 72 s, each memcheck 11 s):
-#   D2K_CHECK_STEPS=variants,memcheck_vec_store,memcheck_tile3k,memcheck_launch_order,memcheck_tile3k_vec_lo \
+#   D2K_CHECK_STEPS=variants,memcheck_vec_store,memcheck_tile3k,memcheck_round_trips,memcheck_tile3k_all \
 #     scripts/gpu/checks/t-compact.sh CARRY OUT
 # What it must show: PASS on every line; in variants.md, each variant's time and % of SOL on
 # n1e8-1pct, n1e8-50pct and n1e8-99pct against the expert's and the library's from the same call

@@ -8,8 +8,9 @@
 //     count left poisoned; so does the vector-store path (SC_VEC_STORE: staging shifted by the
 //     prefix mod 32, aligned quads), which writes each kept row exactly once;
 //   - the persistent variants' schedule (expert.cu, SC_PIPE): CTAs claiming tiles two ahead,
-//     publishing a tile's count a tile before its look-back, the 32-wide decoupled look-back over
-//     the status words, simulated step by step under seeded random interleavings of the CTAs'
+//     publishing a tile's count a tile before its look-back, the decoupled look-back over the
+//     status words 32 or 64 predecessors a round (SC_LB_WORDS=1, 2; the same function serves the
+//     one-tile kernel), simulated step by step under seeded random interleavings of the CTAs'
 //     memory operations: it ends (no CTA waits forever), every tile's prefix is exact and the rows
 //     written at those prefixes pass; a look-back that stops at the first published count is
 //     caught;
@@ -222,7 +223,7 @@ struct ScheduleRun {
   std::vector<std::int64_t> prefix;   ///< each tile's look-back result (-1: never looked back)
   std::uint64_t last_word = 0;        ///< the last tile's status word, which sc_write_count reads
   int claimed_twice = 0;              ///< tiles looked back more than once
-  int max_windows = 0;                ///< the most 32-tile windows one look-back read
+  int max_windows = 0;                ///< the most rounds (windows of `width` tiles) one look-back read
 };
 
 /// A step-by-step host simulation of sc_select_persistent over tiles with `counts` kept rows:
@@ -230,7 +231,8 @@ struct ScheduleRun {
 /// publish the current tile's count; claim the tile after next; the look-back's status loads one
 /// lane at a time, the pending ones reloaded; the inclusive prefix; advance), interleaved by a
 /// random scheduler seeded with `seed`. The status words use expert.cu's encoding.
-ScheduleRun simulate_persistent(const std::vector<int>& counts, int ctas, std::uint64_t seed, LookBack mode) {
+ScheduleRun simulate_persistent(const std::vector<int>& counts, int ctas, std::uint64_t seed, LookBack mode,
+                                int width = 32) {
   constexpr std::uint64_t kAggregate = std::uint64_t{1} << 62, kInclusive = std::uint64_t{2} << 62;
   constexpr std::uint64_t kValue = kAggregate - 1;
   const auto tiles = static_cast<std::int64_t>(counts.size());
@@ -239,7 +241,7 @@ ScheduleRun simulate_persistent(const std::vector<int>& counts, int ctas, std::u
     Phase phase = kClaimFirst;
     std::int64_t cur = 0, next = 0, grabbed = 0, nearest = 0, exclusive = 0;
     int windows = 0;
-    std::uint64_t word[32] = {};
+    std::uint64_t word[128] = {};  ///< word[d]: predecessor nearest - d (expert.cu: lane d % 32, word d / 32)
   };
   std::vector<Cta> cta(static_cast<std::size_t>(ctas));
   std::vector<std::uint64_t> status(counts.size(), 0);
@@ -272,23 +274,23 @@ ScheduleRun simulate_persistent(const std::vector<int>& counts, int ctas, std::u
         if (c.cur == 0) run.prefix[0] = 0;
         break;
       case kWindow: {
-        int lane = 0;  // the first lane still pending loads its predecessor's word
-        while (lane < 32 && c.word[lane] >> 62 != 0) ++lane;
-        if (lane < 32) {
+        int lane = 0;  // the first word still pending is loaded (again)
+        while (lane < width && c.word[lane] >> 62 != 0) ++lane;
+        if (lane < width) {
           const std::int64_t idx = c.nearest - lane;
           c.word[lane] = idx >= 0 ? status[static_cast<std::size_t>(idx)] : kInclusive;
           break;
         }
-        int stop = 31;
+        int stop = width - 1;
         bool inclusive = false;
-        for (int l = 0; l < 32 && !inclusive; ++l)
+        for (int l = 0; l < width && !inclusive; ++l)
           if (c.word[l] >> 62 == 2) stop = l, inclusive = true;
         if (mode == LookBack::kStopAtCount) stop = 0, inclusive = true;
         for (int l = 0; l <= stop; ++l) c.exclusive += static_cast<std::int64_t>(c.word[l] & kValue);
         if (inclusive) {
           c.phase = kInclusivePrefix;
         } else {
-          c.nearest -= 32;
+          c.nearest -= width;
           ++c.windows;
           std::fill(std::begin(c.word), std::end(c.word), 0);
         }
@@ -462,7 +464,7 @@ TEST_F(StreamCompactionTolerance, PersistentScheduleWritesEveryRowInOrder) {
   }
 }
 
-// Many tiles and the H200's grid (132 SMs x 4 CTAs): look-backs walk past their first 32-tile window
+// Many tiles and the H200's grid (132 SMs x 4 CTAs): look-backs walk past their first window
 // back through published counts. The exact look-back gives every prefix under several
 // interleavings; one that takes the nearest word as a prefix is caught.
 TEST_F(StreamCompactionTolerance, PersistentLookBackWalksBackToAnInclusivePrefix) {
@@ -470,18 +472,22 @@ TEST_F(StreamCompactionTolerance, PersistentLookBackWalksBackToAnInclusivePrefix
   std::vector<int> counts(3000);
   for (int& c : counts) c = static_cast<int>(rng() % 2049);
   const std::vector<std::int64_t> want = exclusive_sums(counts);
-  int wrong_runs = 0;
-  for (std::uint64_t seed = 0; seed < 3; ++seed) {
-    const ScheduleRun run = simulate_persistent(counts, 528, seed, LookBack::kExact);
-    ASSERT_TRUE(run.finished) << "seed " << seed;
-    EXPECT_EQ(run.prefix, want) << "seed " << seed;
-    EXPECT_GT(run.max_windows, 1) << "seed " << seed << ": no look-back walked past its first window";
-    std::printf("seed %llu: the longest look-back read %d windows\n", static_cast<unsigned long long>(seed), run.max_windows);
-    const ScheduleRun wrong = simulate_persistent(counts, 528, seed, LookBack::kStopAtCount);
-    ASSERT_TRUE(wrong.finished);
-    wrong_runs += wrong.prefix != want;
+  // 32 predecessors per round (one word per lane) and 64 (SC_LB_WORDS=2: two words per lane).
+  for (int width : {32, 64}) {
+    int wrong_runs = 0;
+    for (std::uint64_t seed = 0; seed < 3; ++seed) {
+      const ScheduleRun run = simulate_persistent(counts, 528, seed, LookBack::kExact, width);
+      ASSERT_TRUE(run.finished) << "seed " << seed << " width " << width;
+      EXPECT_EQ(run.prefix, want) << "seed " << seed << " width " << width;
+      EXPECT_GT(run.max_windows, 1) << "seed " << seed << " width " << width << ": no look-back walked past its first window";
+      std::printf("width %d seed %llu: the longest look-back read %d windows\n", width,
+                  static_cast<unsigned long long>(seed), run.max_windows);
+      const ScheduleRun wrong = simulate_persistent(counts, 528, seed, LookBack::kStopAtCount, width);
+      ASSERT_TRUE(wrong.finished);
+      wrong_runs += wrong.prefix != want;
+    }
+    EXPECT_EQ(wrong_runs, 3) << "width " << width << ": the simulation does not tell a look-back that stops at the first count apart";
   }
-  EXPECT_EQ(wrong_runs, 3) << "the simulation does not tell a look-back that stops at the first count apart";
 }
 
 TEST_F(StreamCompactionTolerance, EveryCheapOrWrongVariantFails) {
