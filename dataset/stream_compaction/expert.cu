@@ -37,18 +37,40 @@
 //     (121 tiles per us, 404 us against 111 us of SOL), so the per-tile chain, not the bytes, sets
 //     the time. The measured variants below moved none of it: more CTAs (blocks6) or the payload
 //     loads issued earlier inside the same chain (eager_payload) did not shorten a tile's chain;
-//   - persistent (SC_PIPE=1): one CTA per resident slot (4 per SM, 64 registers), each looping
-//     over tiles claimed in arrival order one tile ahead: the next tile's l_shipdate loads go out
-//     a whole tile before use, the current tile's payload loads during its look-back, and a tile's
-//     count is published as soon as its predicate is known (a tile before its look-back), so the
-//     chain overlaps with loads of the next tile and no CTA launch or claim sits on it. The
-//     stores start 128-byte aligned (whole sectors per warp store). Expected to win at 50% and 99%;
-//   - persistent_g4 (SC_PIPE=1, SC_GROUPS=4): the same with 4096-row tiles (16 rows per thread,
-//     120 registers, 2 CTAs per SM, 48 KB of dynamic staging): half the look-backs, barriers and
-//     claims per row, the same bytes in flight per SM;
-//   - persistent_eager (SC_PIPE=1, SC_LATE=0): the next tile's payload loaded with its l_shipdate,
-//     a whole tile ahead (90 registers, 2 CTAs per SM): no payload wait at 50% and 99%, but the
-//     payload read in full at 1% (12 B per row against the model's 4.6);
+//   - persistent, persistent_g4, persistent_eager (SC_PIPE=1; measured 2026-12-02: 1963-4367 us
+//     at 1e8 rows, 2.8-7.5x slower, 10-14% noise): one CTA per resident slot looping over tiles
+//     claimed one ahead. A claimed tile's count is published only after its holder has finished
+//     the tile before (look-back, stores), so every later tile's look-back waits on it: a convoy
+//     through all resident CTAs. No longer swept; SC_PIPE still builds them;
+// The variants for the next run keep the one-tile-per-CTA chain and shorten it or widen it:
+//   - vec_store (SC_VEC_STORE=1): the stores. The tile's first output row `exclusive` is waited
+//     for (one more barrier) before staging, the kept rows are staged at rank + exclusive mod 32,
+//     and consecutive threads write aligned 16-byte quads with the evict-first hint: a warp store
+//     covers 4 whole 128-byte lines per column where the default's 4-byte stores start anywhere
+//     and touch 2 lines per 128 bytes; a quarter of the store instructions and half the L2 write
+//     requests, and no partial sector except at the tile's two ends. Hypothesis: the store phase
+//     (12 STG per thread at 50%, the end of every CTA's chain) is a large part of the 9.3 us, as
+//     direct_store's loss (1.47x at 50%, scattered 4-byte stores) suggests. 48 registers, 25.0 KB
+//     of static shared memory, no spills, 5 CTAs per SM (sm_90a ptxas);
+//   - tile3k (SC_GROUPS=3, SC_MIN_BLOCKS=4): 3072-row tiles (12 rows per thread). Hypothesis: the
+//     per-tile fixed chain (CTA start, claim atomic, barriers, a look-back of one or more L2 round
+//     trips, which scans more windows the more tiles start per microsecond) is the loss; 1.5x the
+//     rows per chain, 2/3 of the tiles (and look-backs) per row, and 4 CTAs x 36 KB of loads per SM
+//     against 5 x 24 KB. 64 registers, 37.0 KB static shared memory, no spills, 4 CTAs per SM;
+//   - round_trips (SC_CLAIM=0, SC_LB_WORDS=2): fewer L2 round trips on the chain. The tile id is
+//     blockIdx.x instead of an atomic claim, so a CTA issues its l_shipdate loads at once instead
+//     of after an L2 atomic and a barrier (the look-back's progress then rests on CTAs starting in
+//     index order, as CUB's single-pass scan and select, the library target, rest on it); and a
+//     look-back round reads 64 predecessors (2 words per lane) instead of 32. A round returns
+//     when its predecessors have published something, and it ends the look-back if one of them
+//     has its inclusive prefix; a tile whose look-back began a round trip ago has, so the round
+//     needs to reach back (tiles started per us) x (round trip) / 2 tiles: about 30-45 at 50%
+//     and 1% (70-120 tiles per us, 0.5-1 us), at the edge of 32, well inside 64. Hypothesis: the
+//     claim and a second look-back round are 1-2 us of the 9.3 us chain (and most of the 1%
+//     row's 5.5 us) with nothing in flight. 48 registers, 24.6 KB, no spills, 5 CTAs per SM
+//     (4 words per lane spill in the 48-register budget);
+//   - tile3k_all: the three together, the candidate for the new default if they add up
+//     (64 registers, 37.4 KB, no spills, 4 CTAs per SM);
 //   - direct_store (SC_STAGE=0; measured 1012 us at 50%): each thread writes its kept values
 //     straight to global memory at their rank: a warp's stores scatter over the run of its kept
 //     rows, 1-4 values per lane, more L2 write transactions for the same bytes;
@@ -60,9 +82,10 @@
 //   - the flag / scan / scatter chain (naive.cu): materialises a mask and positions.
 // direct_store, eager_payload and blocks6 lost to this one on the H200 (2026-12-01) and are no
 // longer swept; their flags still build them.
-// %VARIANT% persistent -DSC_PIPE=1
-// %VARIANT% persistent_g4 -DSC_PIPE=1 -DSC_GROUPS=4 -DSC_PIPE_MIN_BLOCKS=2
-// %VARIANT% persistent_eager -DSC_PIPE=1 -DSC_LATE=0 -DSC_PIPE_MIN_BLOCKS=2
+// %VARIANT% vec_store -DSC_VEC_STORE=1
+// %VARIANT% tile3k -DSC_GROUPS=3 -DSC_MIN_BLOCKS=4
+// %VARIANT% round_trips -DSC_CLAIM=0 -DSC_LB_WORDS=2
+// %VARIANT% tile3k_all -DSC_GROUPS=3 -DSC_MIN_BLOCKS=4 -DSC_VEC_STORE=1 -DSC_CLAIM=0 -DSC_LB_WORDS=2
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -86,6 +109,18 @@
 #ifndef SC_GROUPS
 #define SC_GROUPS 2  // groups of 4 consecutive rows per thread: the tile is 256 x 4 x SC_GROUPS rows
 #endif
+#ifndef SC_VEC_STORE
+// 1: the kept rows staged at an offset of (the tile's first output row mod 32) once the look-back
+// has returned, then written as 16-byte evict-first stores, each warp store covering four whole
+// 128-byte lines of a column; 0: 4-byte stores of consecutive rows from staging offset 0.
+#define SC_VEC_STORE 0
+#endif
+#ifndef SC_CLAIM
+// 1: each CTA's tile id from an atomic counter, in order of arrival; 0: blockIdx.x, relying on the
+// hardware starting a grid's CTAs in increasing index order (as CUB's single-pass scan and select
+// do), which takes the claim's L2 round trip off the start of every CTA.
+#define SC_CLAIM 1
+#endif
 #ifndef SC_MIN_BLOCKS
 // Resident CTAs per SM the register budget is cut for: 5 fits in 48 registers without spills
 // (the unbounded build takes 64, 4 CTAs); 6 needs 40 and spills 24 bytes.
@@ -98,6 +133,9 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kGroups = SC_GROUPS;                ///< groups of 4 consecutive rows per thread
 constexpr int kTile = kThreads * kGroups * 4;     ///< rows per tile (one CTA)
+/// Staging rows per column: the tile, plus up to 31 rows of offset that line the staging up with
+/// the output's 128-byte lines (SC_VEC_STORE). A multiple of 4, so every column starts 16-byte aligned.
+constexpr int kStageRows = kTile + (SC_VEC_STORE ? 32 : 0);
 
 using StatusWord = unsigned long long;
 constexpr StatusWord kAggregate = StatusWord{1} << 62;  ///< value = this tile's count
@@ -117,26 +155,57 @@ __device__ __forceinline__ void publish_count(StatusWord* status, int64_t tile, 
   store_status(status + tile, (tile == 0 ? kInclusive : kAggregate) | static_cast<StatusWord>(tile_count));
 }
 
+#ifndef SC_LB_WORDS
+// Status words each lane of the look-back reads per round: a round covers 32 x SC_LB_WORDS
+// predecessors (1: 32, the default; 4: 128, so that one round usually reaches a tile whose
+// inclusive prefix is published, however many tiles start per round trip).
+#define SC_LB_WORDS 1
+#endif
+constexpr int kLbWords = SC_LB_WORDS;
+
 /// Kept rows before `tile`, whose count publish_count has published (all lanes of one warp call
-/// it; every lane returns the value). Publishes the tile's inclusive prefix last.
+/// it; every lane returns the value). Publishes the tile's inclusive prefix last. A round reads
+/// the 32 x kLbWords nearest predecessors not yet summed, predecessor d (0: the nearest) by lane
+/// d % 32 as its word d / 32, waits until all have published something, and sums them back to the
+/// nearest inclusive prefix (or all of them, and goes on, if none is inclusive).
 __device__ int64_t look_back_published(StatusWord* status, int64_t tile, int tile_count, int lane) {
   if (tile == 0) return 0;
   int64_t exclusive = 0;
-  for (int64_t nearest = tile - 1;; nearest -= 32) {
-    const int64_t idx = nearest - lane;  // lane 0 reads the nearest predecessor
-    StatusWord s = idx >= 0 ? load_status(status + idx) : kInclusive;  // before tile 0: a prefix of 0
-    for (;;) {  // wait until all 32 predecessors have published something
-      const bool pending = (s >> 62) == 0;
-      if (!__any_sync(0xffffffffu, pending)) break;
-      if (pending) s = load_status(status + idx);
+  for (int64_t nearest = tile - 1;; nearest -= 32 * kLbWords) {
+    StatusWord s[kLbWords];
+#pragma unroll
+    for (int k = 0; k < kLbWords; ++k) {
+      const int64_t idx = nearest - lane - 32 * k;  // lane 0, word 0 reads the nearest predecessor
+      s[k] = idx >= 0 ? load_status(status + idx) : kInclusive;  // before tile 0: a prefix of 0
     }
-    const unsigned inclusive_lanes = __ballot_sync(0xffffffffu, (s >> 62) == 2);
-    const int stop = inclusive_lanes ? __ffs(inclusive_lanes) - 1 : 31;  // nearest inclusive prefix
-    int64_t v = lane <= stop ? static_cast<int64_t>(s & kValueMask) : 0;
+    for (;;) {  // wait until every predecessor of the round has published something
+      bool pending = false;
+#pragma unroll
+      for (int k = 0; k < kLbWords; ++k) pending |= (s[k] >> 62) == 0;
+      if (!__any_sync(0xffffffffu, pending)) break;
+#pragma unroll
+      for (int k = 0; k < kLbWords; ++k)
+        if ((s[k] >> 62) == 0) s[k] = load_status(status + (nearest - lane - 32 * k));
+    }
+    // The nearest inclusive prefix: the lowest word index k holding one, its lowest lane.
+    int stop = 32 * kLbWords - 1;
+    bool found = false;
+#pragma unroll
+    for (int k = kLbWords - 1; k >= 0; --k) {
+      const unsigned inclusive_lanes = __ballot_sync(0xffffffffu, (s[k] >> 62) == 2);
+      if (inclusive_lanes) {
+        stop = 32 * k + __ffs(inclusive_lanes) - 1;
+        found = true;
+      }
+    }
+    int64_t v = 0;
+#pragma unroll
+    for (int k = 0; k < kLbWords; ++k)
+      if (32 * k + lane <= stop) v += static_cast<int64_t>(s[k] & kValueMask);
 #pragma unroll
     for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     exclusive += v;
-    if (inclusive_lanes) break;
+    if (found) break;
   }
   if (lane == 0) store_status(status + tile, kInclusive | static_cast<StatusWord>(exclusive + tile_count));
   return exclusive;
@@ -263,14 +332,58 @@ __device__ __forceinline__ void store_staged(const Staging& st, int tile_count, 
   }
 }
 
+#if SC_VEC_STORE
+/// SC_VEC_STORE: the staged rows out as aligned 16-byte stores. The caller staged the tile's rows
+/// at staging rows [shift, shift + tile_count), where shift = (first output row) mod 32, so staging
+/// row j goes to output row line0 + j with line0 a multiple of 32 rows (128 bytes; the outputs are
+/// at least 256-byte aligned): thread t writes quad j = 4q (q = t, t + 256, ...), consecutive
+/// lanes consecutive quads, so a warp store covers four whole 128-byte lines of each column. The
+/// two quads that hold the tile's ends write only their rows inside the tile, one at a time. The
+/// evict-first hint keeps the written lines, which this call never reads back, from displacing
+/// other lines in L2.
+__device__ __forceinline__ void store_staged_vec(const Staging& st, int shift, int tile_count, int64_t line0,
+                                                 int32_t* __restrict__ out_shipdate, float* __restrict__ out_price,
+                                                 int32_t* __restrict__ out_partkey, int t) {
+  const int end = shift + tile_count;  // staging rows [shift, end) hold the tile's kept rows
+  const int quads = (end + 3) >> 2;
+  for (int q = t; q < quads; q += kThreads) {
+    const int j = q * 4;
+    const int64_t row = line0 + j;
+    if (j >= shift && j + 4 <= end) {
+      __stcs(reinterpret_cast<int4*>(out_shipdate + row), *reinterpret_cast<const int4*>(st.shipdate + j));
+      __stcs(reinterpret_cast<int4*>(out_price + row), *reinterpret_cast<const int4*>(st.price + j));
+      __stcs(reinterpret_cast<int4*>(out_partkey + row), *reinterpret_cast<const int4*>(st.partkey + j));
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (j + e >= shift && j + e < end) {
+          __stcs(out_shipdate + row + e, st.shipdate[j + e]);
+          __stcs(out_price + row + e, __int_as_float(st.price[j + e]));
+          __stcs(out_partkey + row + e, st.partkey[j + e]);
+        }
+    }
+  }
+}
+#endif  // SC_VEC_STORE
+
 #if !SC_PIPE
-static_assert(kTile * 12 + 1024 <= 48 * 1024, "one tile per CTA stages in static shared memory: SC_GROUPS <= 3");
+#ifndef SC_DYN_STAGE
+// 1: the staging in dynamic shared memory (past the 48 KB of static shared memory: 4096-row tiles
+// stage 48 KB, 49.5 KB with the SC_VEC_STORE offset); 0: static.
+#define SC_DYN_STAGE (SC_STAGE && SC_GROUPS >= 4)
+#endif
+static_assert(SC_DYN_STAGE || kStageRows * 12 + 1024 <= 48 * 1024,
+              "static staging fits 48 KB up to SC_GROUPS = 3; 4 stages in dynamic shared memory");
+static_assert(!SC_VEC_STORE || SC_STAGE, "the vector stores read the staging");
+static_assert(!SC_DYN_STAGE || SC_STAGE, "dynamic staging needs staging");
+/// Dynamic shared memory of the one-tile kernel: the three staging columns, or none.
+constexpr size_t kTileDynBytes = SC_DYN_STAGE ? size_t{3} * kStageRows * sizeof(int32_t) : 0;
 
 struct Shared {
-#if SC_STAGE
-  int32_t shipdate[kTile];
-  int32_t price[kTile];  ///< float bits
-  int32_t partkey[kTile];
+#if SC_STAGE && !SC_DYN_STAGE
+  alignas(16) int32_t shipdate[kStageRows];
+  alignas(16) int32_t price[kStageRows];  ///< float bits
+  alignas(16) int32_t partkey[kStageRows];
 #endif
   int warp_totals[kGroups][kWarps];
   int64_t exclusive;
@@ -285,10 +398,17 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   __shared__ Shared s;
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
 
+#if SC_CLAIM
   // 1. Tile id in order of arrival.
   if (t == 0) s.tile = atomicAdd(tile_counter, 1ull);
   __syncthreads();
   const int64_t tile = static_cast<int64_t>(s.tile);
+#else
+  // 1'. Tile id in launch order: a lower tile's CTA has started before this one (the look-back
+  //     below waits only on lower tiles), so the loads go out at once.
+  (void)tile_counter;
+  const int64_t tile = static_cast<int64_t>(blockIdx.x);
+#endif
   const int64_t base = tile * kTile;
 
   // 2-3. Predicate column, masks, payload columns.
@@ -310,11 +430,28 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   }
 
 #if SC_STAGE
-  // 6. Kept values into shared memory at their tile rank, then out in row order, coalesced.
+#if SC_DYN_STAGE
+  extern __shared__ int4 staging_words[];
+  int32_t* const staging = reinterpret_cast<int32_t*>(staging_words);
+  const Staging st{staging, staging + kStageRows, staging + 2 * kStageRows};
+#else
   const Staging st{s.shipdate, s.price, s.partkey};
+#endif
+#if SC_VEC_STORE
+  // 6. Once the tile's first output row is known, the kept values into shared memory at their
+  //    tile rank plus that row mod 32, then out as aligned 16-byte stores of whole lines.
+  __syncthreads();
+  const int64_t exclusive = s.exclusive;
+  const int shift = static_cast<int>(exclusive & 31);
+  stage_kept(Staging{st.shipdate + shift, st.price + shift, st.partkey + shift}, keep, before, va, vb, vc);
+  __syncthreads();
+  store_staged_vec(st, shift, tile_count, exclusive - shift, out_shipdate, out_price, out_partkey, t);
+#else
+  // 6. Kept values into shared memory at their tile rank, then out in row order, coalesced.
   stage_kept(st, keep, before, va, vb, vc);
   __syncthreads();
   store_staged<false>(st, tile_count, s.exclusive, out_shipdate, out_price, out_partkey, t);
+#endif
 #else
   // 6'. Kept values straight from registers to their output rows.
   __syncthreads();
@@ -515,6 +652,8 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const sc::Columns c = sc::read_columns(args, p, kDLCUDA);
     if (!aligned16(c.shipdate) || !aligned16(c.price) || !aligned16(c.partkey))
       throw d2k::abi_error("stream_compaction expert: the input columns must be 16-byte aligned (int4 loads)");
+    if (SC_VEC_STORE && (!aligned16(c.out_shipdate) || !aligned16(c.out_price) || !aligned16(c.out_partkey)))
+      throw d2k::abi_error("stream_compaction expert: the output columns must be 16-byte aligned (int4 stores)");
     d2k::Workspace ws(args);
     const Buffers b = carve(ws, p);
     cudaStream_t st = static_cast<cudaStream_t>(args->stream);
@@ -526,7 +665,10 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
                                                                     c.out_shipdate, c.out_price, c.out_partkey,
                                                                     b.status, b.status + b.num_tiles, b.num_tiles);
 #else
-    sc_select_tiles<<<static_cast<unsigned>(b.num_tiles), kThreads, 0, st>>>(
+    if (kTileDynBytes > 0)
+      D2K_CUDA_TRY(args, cudaFuncSetAttribute(sc_select_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              static_cast<int>(kTileDynBytes)));
+    sc_select_tiles<<<static_cast<unsigned>(b.num_tiles), kThreads, kTileDynBytes, st>>>(
         c.shipdate, c.price, c.partkey, p.n, p.date_lt, c.out_shipdate, c.out_price, c.out_partkey, b.status,
         b.status + b.num_tiles);
 #endif

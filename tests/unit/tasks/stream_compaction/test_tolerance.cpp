@@ -2,12 +2,15 @@
 // both ways on the public check workloads and on hidden draws. Host emulations of an
 // implementation are judged by the engine's judge against the golden (the task's reference.so,
 // inputs from the task's generators):
-//   - the expert's arithmetic (tiles of 256 x 4 x groups rows, 2 groups by default and 4 for the
-//     persistent_g4 variant; groups of 4 rows in (group, warp, lane) order, warp-scan ranks, warp
-//     totals, the exclusive prefix over tiles) passes, with the rows past the count left poisoned;
+//   - the expert's arithmetic (tiles of 256 x 4 x groups rows, 2 groups by default, 3 for the
+//     tile3k variants and 4 for SC_GROUPS=4; groups of 4 rows in (group, warp, lane) order,
+//     warp-scan ranks, warp totals, the exclusive prefix over tiles) passes, with the rows past the
+//     count left poisoned; so does the vector-store path (SC_VEC_STORE: staging shifted by the
+//     prefix mod 32, aligned quads), which writes each kept row exactly once;
 //   - the persistent variants' schedule (expert.cu, SC_PIPE): CTAs claiming tiles two ahead,
-//     publishing a tile's count a tile before its look-back, the 32-wide decoupled look-back over
-//     the status words, simulated step by step under seeded random interleavings of the CTAs'
+//     publishing a tile's count a tile before its look-back, the decoupled look-back over the
+//     status words 32 or 64 predecessors a round (SC_LB_WORDS=1, 2; the same function serves the
+//     one-tile kernel), simulated step by step under seeded random interleavings of the CTAs'
 //     memory operations: it ends (no CTA waits forever), every tile's prefix is exact and the rows
 //     written at those prefixes pass; a look-back that stops at the first published count is
 //     caught;
@@ -123,6 +126,49 @@ std::vector<std::int64_t> expert_order(const Columns& k, int groups = kGroupsDef
   return out;
 }
 
+/// Kept row ids as the SC_VEC_STORE variants write them (a host mirror of expert.cu's shifted
+/// staging and store_staged_vec): each tile's ranked rows staged at rank + (prefix mod 32), then
+/// written by 256 threads a quad of staging rows each, whole quads as one 16-byte store (which
+/// must be 16-byte aligned in the output and the staging), the quads at the tile's two ends row by
+/// row. Every row of the tile must be written exactly once.
+std::vector<std::int64_t> vec_store_order(const Columns& k, int groups) {
+  std::vector<std::int64_t> out(static_cast<std::size_t>(k.n), -1);
+  const int stage_rows = static_cast<int>(tile_rows(groups)) + 32;
+  std::int64_t running = 0;
+  for (std::int64_t tile = 0; tile < num_tiles(k, groups); ++tile) {
+    const std::vector<std::int64_t> rows = tile_order(k, groups, tile);
+    const int count = static_cast<int>(rows.size()), shift = static_cast<int>(running & 31);
+    std::vector<std::int64_t> stage(static_cast<std::size_t>(stage_rows), -1);
+    for (int r = 0; r < count; ++r) stage.at(static_cast<std::size_t>(shift + r)) = rows[static_cast<std::size_t>(r)];
+    const std::int64_t line0 = running - shift;
+    EXPECT_EQ(line0 % 32, 0);
+    const int end = shift + count, quads = (end + 3) >> 2;
+    std::vector<int> times(static_cast<std::size_t>(count), 0);
+    const auto put = [&](std::int64_t row, int j) {
+      ASSERT_GE(row, running);
+      ASSERT_LT(row, running + count);
+      out.at(static_cast<std::size_t>(row)) = stage.at(static_cast<std::size_t>(j));
+      ++times[static_cast<std::size_t>(row - running)];
+    };
+    for (int t = 0; t < kThreads; ++t)
+      for (int q = t; q < quads; q += kThreads) {
+        const int j = q * 4;
+        const std::int64_t row = line0 + j;
+        if (j >= shift && j + 4 <= end) {
+          EXPECT_EQ(row % 4, 0);
+          for (int e = 0; e < 4; ++e) put(row + e, j + e);
+        } else {
+          for (int e = 0; e < 4; ++e)
+            if (j + e >= shift && j + e < end) put(row + e, j + e);
+        }
+      }
+    for (int r = 0; r < count; ++r) EXPECT_EQ(times[static_cast<std::size_t>(r)], 1) << "tile " << tile << " rank " << r;
+    running += count;
+  }
+  out.resize(static_cast<std::size_t>(running));
+  return out;
+}
+
 /// Kept row ids in the order variant `v` writes them.
 std::vector<std::int64_t> order(Variant v, const Columns& k) {
   if (v == Variant::kExpert) return expert_order(k);
@@ -177,7 +223,7 @@ struct ScheduleRun {
   std::vector<std::int64_t> prefix;   ///< each tile's look-back result (-1: never looked back)
   std::uint64_t last_word = 0;        ///< the last tile's status word, which sc_write_count reads
   int claimed_twice = 0;              ///< tiles looked back more than once
-  int max_windows = 0;                ///< the most 32-tile windows one look-back read
+  int max_windows = 0;                ///< the most rounds (windows of `width` tiles) one look-back read
 };
 
 /// A step-by-step host simulation of sc_select_persistent over tiles with `counts` kept rows:
@@ -185,7 +231,8 @@ struct ScheduleRun {
 /// publish the current tile's count; claim the tile after next; the look-back's status loads one
 /// lane at a time, the pending ones reloaded; the inclusive prefix; advance), interleaved by a
 /// random scheduler seeded with `seed`. The status words use expert.cu's encoding.
-ScheduleRun simulate_persistent(const std::vector<int>& counts, int ctas, std::uint64_t seed, LookBack mode) {
+ScheduleRun simulate_persistent(const std::vector<int>& counts, int ctas, std::uint64_t seed, LookBack mode,
+                                int width = 32) {
   constexpr std::uint64_t kAggregate = std::uint64_t{1} << 62, kInclusive = std::uint64_t{2} << 62;
   constexpr std::uint64_t kValue = kAggregate - 1;
   const auto tiles = static_cast<std::int64_t>(counts.size());
@@ -194,7 +241,7 @@ ScheduleRun simulate_persistent(const std::vector<int>& counts, int ctas, std::u
     Phase phase = kClaimFirst;
     std::int64_t cur = 0, next = 0, grabbed = 0, nearest = 0, exclusive = 0;
     int windows = 0;
-    std::uint64_t word[32] = {};
+    std::uint64_t word[128] = {};  ///< word[d]: predecessor nearest - d (expert.cu: lane d % 32, word d / 32)
   };
   std::vector<Cta> cta(static_cast<std::size_t>(ctas));
   std::vector<std::uint64_t> status(counts.size(), 0);
@@ -227,23 +274,23 @@ ScheduleRun simulate_persistent(const std::vector<int>& counts, int ctas, std::u
         if (c.cur == 0) run.prefix[0] = 0;
         break;
       case kWindow: {
-        int lane = 0;  // the first lane still pending loads its predecessor's word
-        while (lane < 32 && c.word[lane] >> 62 != 0) ++lane;
-        if (lane < 32) {
+        int lane = 0;  // the first word still pending is loaded (again)
+        while (lane < width && c.word[lane] >> 62 != 0) ++lane;
+        if (lane < width) {
           const std::int64_t idx = c.nearest - lane;
           c.word[lane] = idx >= 0 ? status[static_cast<std::size_t>(idx)] : kInclusive;
           break;
         }
-        int stop = 31;
+        int stop = width - 1;
         bool inclusive = false;
-        for (int l = 0; l < 32 && !inclusive; ++l)
+        for (int l = 0; l < width && !inclusive; ++l)
           if (c.word[l] >> 62 == 2) stop = l, inclusive = true;
         if (mode == LookBack::kStopAtCount) stop = 0, inclusive = true;
         for (int l = 0; l <= stop; ++l) c.exclusive += static_cast<std::int64_t>(c.word[l] & kValue);
         if (inclusive) {
           c.phase = kInclusivePrefix;
         } else {
-          c.nearest -= 32;
+          c.nearest -= width;
           ++c.windows;
           std::fill(std::begin(c.word), std::end(c.word), 0);
         }
@@ -366,14 +413,29 @@ TEST_F(StreamCompactionTolerance, ExpertOrderPassesWithTheCapacityPoisoned) {
   }
 }
 
-// The persistent_g4 variant's tile of 4096 rows ranks rows in the same (group, warp, lane) order.
+// The tiles of 3072 rows (tile3k) and 4096 rows (SC_GROUPS=4) rank rows in the same (group, warp,
+// lane) order.
 TEST_F(StreamCompactionTolerance, FourGroupTilesPassWithTheCapacityPoisoned) {
-  for (const Case& c : *cases_) {
-    const std::vector<std::int64_t> rows = expert_order(columns(c), 4);
-    const OutputsVerdict v = judge_outputs(c.plan, c.expected, write_rows(Variant::kExpert, c, kPoisonA, rows),
-                                           write_rows(Variant::kExpert, c, kPoisonB, rows));
-    EXPECT_EQ(v.status, Status::PASSED) << c.plan.workload.uuid << ": " << v.message;
-  }
+  for (const Case& c : *cases_)
+    for (int groups : {3, 4}) {
+      const std::vector<std::int64_t> rows = expert_order(columns(c), groups);
+      const OutputsVerdict v = judge_outputs(c.plan, c.expected, write_rows(Variant::kExpert, c, kPoisonA, rows),
+                                             write_rows(Variant::kExpert, c, kPoisonB, rows));
+      EXPECT_EQ(v.status, Status::PASSED) << c.plan.workload.uuid << " groups " << groups << ": " << v.message;
+    }
+}
+
+// The vector stores (vec_store, tile3k_vec): shifted staging and aligned quads write every kept
+// row exactly once, in order, and nothing past the count, at 2048- and 3072-row tiles.
+TEST_F(StreamCompactionTolerance, VectorStoresPassWithTheCapacityPoisoned) {
+  for (const Case& c : *cases_)
+    for (int groups : {2, 3}) {
+      const std::vector<std::int64_t> rows = vec_store_order(columns(c), groups);
+      ASSERT_EQ(rows, expert_order(columns(c), groups)) << c.plan.workload.uuid << " groups " << groups;
+      const OutputsVerdict v = judge_outputs(c.plan, c.expected, write_rows(Variant::kExpert, c, kPoisonA, rows),
+                                             write_rows(Variant::kExpert, c, kPoisonB, rows));
+      EXPECT_EQ(v.status, Status::PASSED) << c.plan.workload.uuid << " groups " << groups << ": " << v.message;
+    }
 }
 
 // The persistent schedule on every check and hidden workload, at both tile sizes, one CTA (every
@@ -402,7 +464,7 @@ TEST_F(StreamCompactionTolerance, PersistentScheduleWritesEveryRowInOrder) {
   }
 }
 
-// Many tiles and the H200's grid (132 SMs x 4 CTAs): look-backs walk past their first 32-tile window
+// Many tiles and the H200's grid (132 SMs x 4 CTAs): look-backs walk past their first window
 // back through published counts. The exact look-back gives every prefix under several
 // interleavings; one that takes the nearest word as a prefix is caught.
 TEST_F(StreamCompactionTolerance, PersistentLookBackWalksBackToAnInclusivePrefix) {
@@ -410,18 +472,22 @@ TEST_F(StreamCompactionTolerance, PersistentLookBackWalksBackToAnInclusivePrefix
   std::vector<int> counts(3000);
   for (int& c : counts) c = static_cast<int>(rng() % 2049);
   const std::vector<std::int64_t> want = exclusive_sums(counts);
-  int wrong_runs = 0;
-  for (std::uint64_t seed = 0; seed < 3; ++seed) {
-    const ScheduleRun run = simulate_persistent(counts, 528, seed, LookBack::kExact);
-    ASSERT_TRUE(run.finished) << "seed " << seed;
-    EXPECT_EQ(run.prefix, want) << "seed " << seed;
-    EXPECT_GT(run.max_windows, 1) << "seed " << seed << ": no look-back walked past its first window";
-    std::printf("seed %llu: the longest look-back read %d windows\n", static_cast<unsigned long long>(seed), run.max_windows);
-    const ScheduleRun wrong = simulate_persistent(counts, 528, seed, LookBack::kStopAtCount);
-    ASSERT_TRUE(wrong.finished);
-    wrong_runs += wrong.prefix != want;
+  // 32 predecessors per round (one word per lane) and 64 (SC_LB_WORDS=2: two words per lane).
+  for (int width : {32, 64}) {
+    int wrong_runs = 0;
+    for (std::uint64_t seed = 0; seed < 3; ++seed) {
+      const ScheduleRun run = simulate_persistent(counts, 528, seed, LookBack::kExact, width);
+      ASSERT_TRUE(run.finished) << "seed " << seed << " width " << width;
+      EXPECT_EQ(run.prefix, want) << "seed " << seed << " width " << width;
+      EXPECT_GT(run.max_windows, 1) << "seed " << seed << " width " << width << ": no look-back walked past its first window";
+      std::printf("width %d seed %llu: the longest look-back read %d windows\n", width,
+                  static_cast<unsigned long long>(seed), run.max_windows);
+      const ScheduleRun wrong = simulate_persistent(counts, 528, seed, LookBack::kStopAtCount, width);
+      ASSERT_TRUE(wrong.finished);
+      wrong_runs += wrong.prefix != want;
+    }
+    EXPECT_EQ(wrong_runs, 3) << "width " << width << ": the simulation does not tell a look-back that stops at the first count apart";
   }
-  EXPECT_EQ(wrong_runs, 3) << "the simulation does not tell a look-back that stops at the first count apart";
 }
 
 TEST_F(StreamCompactionTolerance, EveryCheapOrWrongVariantFails) {
