@@ -102,6 +102,33 @@
 //   j. lean_strided: lean + LNB_STRIDED (rows in grid-wide rounds, not bands): 792 sequential
 //      streams (dy, x, dx of 264 bands, each 0.5-1.5 MB apart) become one sweeping window, for
 //      DRAM page locality; the same rows per CTA, so the same rounds and tail as lean.
+// Measured (2026-12-02, docs/results/layernorm_backward.md): lean_tail within noise of ring2 on
+// three rows (0.984 / 0.997 / 0.996 of its time) and 1.9% slower at 6144: fewer instructions and
+// no part-filled round did not move the time, so the row pass is not issue-bound. ring2 stays the
+// default at 75.7 / 77.0 / 76.8 / 84.7% of SOL.
+// Third round (what the numbers so far leave):
+//   - The same kernel streams at two rates. ring2 moves 604 MB at 16384 x 6144 in 162.5 us and
+//     403 MB at 8192 x 8192 (the same shape of work: one 256-thread team per CTA, two CTAs per SM)
+//     in 118.6 us: 201 MB more for 43.9 us more, 4.6 TB/s at the margin, above the 4.41 TB/s the
+//     SOL model allows this read/write mix. So either a fixed cost of about 30 us per call (none is
+//     in sight: stage 2 and the partials are 2-5 us) or a shape that streams worse, independent of
+//     bytes in flight (ring3, ring4 and ring3_512 did not help at 4096 and 8192) and of issue.
+//   - Static bands. fused_add_rmsnorm's H200 sweep measured its persistent grid (resident CTAs
+//     looping over rows) at 90.7% / 92.2% / 80.5% of SOL against 95.6% / 96.8% / 83% for a grid
+//     of one row per CTA, whose CTAs the hardware hands to whichever SM is free: 4-5 points, what
+//     ring2 misses by. Every form here is a persistent grid with equal static bands, so the call
+//     ends when the slowest SM's band does. Not measured: the SMs' spread of finishing times.
+//   k. dynamic (LNB_DYNAMIC, a diagnostic): ring2 with its rows taken from a global counter, one
+//      atomicAdd per row and team two rows ahead of use (ln_bwd_rows_dyn): balanced to about a row
+//      per team, at the cost of dgamma/dbeta no longer bit-reproducible (which rows a thread sums
+//      depends on timing; correct to fp32 in any order). Not a default (issue #15 asks for
+//      reproducible parameter gradients): it prices the static bands. If it reaches 80% where
+//      ring2 does not, the deterministic form is the next step (static bands for most rows, the
+//      last few percent in a dynamic tail whose per-chunk partial rows stage 2 sums in chunk
+//      order); if not, the bands are not the cost. A 4-byte cudaMemsetAsync of the counter before
+//      stage 1 is inside the timed call (about 1-2 us against it). 128 registers, no spills.
+//   lean_strided and lean_512 (built, never timed) are in the same sweep: the access pattern
+//   (one window) and one 512-thread CTA per SM on the lean kernel.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -111,13 +138,13 @@
 #include "d2k/solution.h"
 
 // Build-time knobs, one per variant line. Left out of the sweep, whose time budget they would
-// take (restore a line to time one): occ1 -DLNB_MIN_BLOCKS=1 and no_pdl -DLNB_PDL=0 (attack none
+// take (restore a line to time one): lean -DLNB_LEAN=1 (lean_tail, its form with whole rounds and
+// the one-trip stage 2, was timed within noise of ring2), lean_tail -DLNB_LEAN=1 -DLNB_EVEN=1
+// -DLNB_REDUCE_VEC=1 (timed on 2026-12-02), occ1 -DLNB_MIN_BLOCKS=1 and no_pdl -DLNB_PDL=0 (attack none
 // of the costs above); registers -DLNB_RING=0 -DLNB_STREAMING=1, plain_loads -DLNB_RING=0
 // -DLNB_STREAMING=0, ring3 -DLNB_RING=3 and ring4 -DLNB_RING=4 (timed on 2026-12-02: slower than
 // ring2 on every row but ring4 at H = 1024), ring3_512 -DLNB_RING=3 -DLNB_CTA_THREADS=512
 // -DLNB_MIN_BLOCKS=1 (the fastest at H = 6144 but 72.4% of SOL at H = 1024; lean_512 is its lean form).
-//   %VARIANT% lean -DLNB_LEAN=1
-//   %VARIANT% lean_tail -DLNB_LEAN=1 -DLNB_EVEN=1 -DLNB_REDUCE_VEC=1
 //   %VARIANT% lean_512 -DLNB_LEAN=1 -DLNB_RING=3 -DLNB_STREAMING=0 -DLNB_CTA_THREADS=512 -DLNB_MIN_BLOCKS=1
 //   %VARIANT% lean_strided -DLNB_LEAN=1 -DLNB_STRIDED=1
 //   %VARIANT% dynamic -DLNB_DYNAMIC=1
@@ -137,6 +164,9 @@
 // LNB_LEAN: the ring kernel's instruction diet (variant g above); with LNB_RING=0 the arithmetic only.
 // LNB_EVEN: stage 1's bands rounded up to a multiple of the CTA's teams (plan_vec).
 // LNB_REDUCE_VEC: stage 2 of the vector path as ln_bwd_reduce_partials4 (32 slices, float4).
+// LNB_DYNAMIC: ring2 (LNB_RING=2, not lean or strided) with each team's rows taken from a global
+//   counter in the workspace (ln_bwd_rows_dyn) instead of a static band; dgamma/dbeta not
+//   bit-reproducible (variant k).
 // LNB_STRIDED: the ring kernel's CTA c takes rows (it * G + c) * teams + team instead of a band
 //   (G = the resident CTAs): at any time the grid reads one window of G x teams x stages rows,
 //   not 3 G sequential streams spread over the tensors. Still a fixed row set per CTA and team.
