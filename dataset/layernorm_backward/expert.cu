@@ -124,9 +124,12 @@
 //      depends on timing; correct to fp32 in any order). Not a default (issue #15 asks for
 //      reproducible parameter gradients): it prices the static bands. If it reaches 80% where
 //      ring2 does not, the deterministic form is the next step (static bands for most rows, the
-//      last few percent in a dynamic tail whose per-chunk partial rows stage 2 sums in chunk
-//      order); if not, the bands are not the cost. A 4-byte cudaMemsetAsync of the counter before
-//      stage 1 is inside the timed call (about 1-2 us against it). 128 registers, no spills.
+//      last few percent in a dynamic tail whose column sums stage 2 takes in a fixed order, from
+//      L2 where the last rows still are); if not, the bands are not the cost. Its teams take
+//      consecutive rows at about the same time, so it also reads one window of rows, as
+//      lean_strided does: a gain in both is the access pattern, in dynamic alone the balance.
+//      A 4-byte cudaMemsetAsync of the counter before stage 1 is inside the timed call (about
+//      1-2 us against it). 128 registers, no spills.
 //   lean_strided and lean_512 (built, never timed) are in the same sweep: the access pattern
 //   (one window) and one 512-thread CTA per SM on the lean kernel.
 #include <cuda_bf16.h>
