@@ -102,6 +102,36 @@
 //   j. lean_strided: lean + LNB_STRIDED (rows in grid-wide rounds, not bands): 792 sequential
 //      streams (dy, x, dx of 264 bands, each 0.5-1.5 MB apart) become one sweeping window, for
 //      DRAM page locality; the same rows per CTA, so the same rounds and tail as lean.
+// Measured (2026-12-02, docs/results/layernorm_backward.md): lean_tail within noise of ring2 on
+// three rows (0.984 / 0.997 / 0.996 of its time) and 1.9% slower at 6144: fewer instructions and
+// no part-filled round did not move the time, so the row pass is not issue-bound. ring2 stays the
+// default at 75.7 / 77.0 / 76.8 / 84.7% of SOL.
+// Third round (what the numbers so far leave):
+//   - The same kernel streams at two rates. ring2 moves 604 MB at 16384 x 6144 in 162.5 us and
+//     403 MB at 8192 x 8192 (the same shape of work: one 256-thread team per CTA, two CTAs per SM)
+//     in 118.6 us: 201 MB more for 43.9 us more, 4.6 TB/s at the margin, above the 4.41 TB/s the
+//     SOL model allows this read/write mix. So either a fixed cost of about 30 us per call (none is
+//     in sight: stage 2 and the partials are 2-5 us) or a shape that streams worse, independent of
+//     bytes in flight (ring3, ring4 and ring3_512 did not help at 4096 and 8192) and of issue.
+//   - Static bands. fused_add_rmsnorm's H200 sweep measured its persistent grid (resident CTAs
+//     looping over rows) at 90.7% / 92.2% / 80.5% of SOL against 95.6% / 96.8% / 83% for a grid
+//     of one row per CTA, whose CTAs the hardware hands to whichever SM is free: 4-5 points, what
+//     ring2 misses by. Every form here is a persistent grid with equal static bands, so the call
+//     ends when the slowest SM's band does. Not measured: the SMs' spread of finishing times.
+//   k. dynamic (LNB_DYNAMIC, a diagnostic): ring2 with its rows taken from a global counter, one
+//      atomicAdd per row and team two rows ahead of use (ln_bwd_rows_dyn): balanced to about a row
+//      per team, at the cost of dgamma/dbeta no longer bit-reproducible (which rows a thread sums
+//      depends on timing; correct to fp32 in any order). Not a default (issue #15 asks for
+//      reproducible parameter gradients): it prices the static bands. If it reaches 80% where
+//      ring2 does not, the deterministic form is the next step (static bands for most rows, the
+//      last few percent in a dynamic tail whose column sums stage 2 takes in a fixed order, from
+//      L2 where the last rows still are); if not, the bands are not the cost. Its teams take
+//      consecutive rows at about the same time, so it also reads one window of rows, as
+//      lean_strided does: a gain in both is the access pattern, in dynamic alone the balance.
+//      A 4-byte cudaMemsetAsync of the counter before stage 1 is inside the timed call (about
+//      1-2 us against it). 128 registers, no spills.
+//   lean_strided and lean_512 (built, never timed) are in the same sweep: the access pattern
+//   (one window) and one 512-thread CTA per SM on the lean kernel.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -111,15 +141,16 @@
 #include "d2k/solution.h"
 
 // Build-time knobs, one per variant line. Left out of the sweep, whose time budget they would
-// take (restore a line to time one): occ1 -DLNB_MIN_BLOCKS=1 and no_pdl -DLNB_PDL=0 (attack none
+// take (restore a line to time one): lean -DLNB_LEAN=1 (lean_tail, its form with whole rounds and
+// the one-trip stage 2, was timed within noise of ring2), lean_tail -DLNB_LEAN=1 -DLNB_EVEN=1
+// -DLNB_REDUCE_VEC=1 (timed on 2026-12-02), occ1 -DLNB_MIN_BLOCKS=1 and no_pdl -DLNB_PDL=0 (attack none
 // of the costs above); registers -DLNB_RING=0 -DLNB_STREAMING=1, plain_loads -DLNB_RING=0
 // -DLNB_STREAMING=0, ring3 -DLNB_RING=3 and ring4 -DLNB_RING=4 (timed on 2026-12-02: slower than
 // ring2 on every row but ring4 at H = 1024), ring3_512 -DLNB_RING=3 -DLNB_CTA_THREADS=512
 // -DLNB_MIN_BLOCKS=1 (the fastest at H = 6144 but 72.4% of SOL at H = 1024; lean_512 is its lean form).
-//   %VARIANT% lean -DLNB_LEAN=1
-//   %VARIANT% lean_tail -DLNB_LEAN=1 -DLNB_EVEN=1 -DLNB_REDUCE_VEC=1
 //   %VARIANT% lean_512 -DLNB_LEAN=1 -DLNB_RING=3 -DLNB_STREAMING=0 -DLNB_CTA_THREADS=512 -DLNB_MIN_BLOCKS=1
 //   %VARIANT% lean_strided -DLNB_LEAN=1 -DLNB_STRIDED=1
+//   %VARIANT% dynamic -DLNB_DYNAMIC=1
 // LNB_MIN_BLOCKS: the __launch_bounds__ minimum CTAs per SM of stage 1 (2 caps registers at 128,
 //   keeping 16 warps per SM to hide DRAM latency; 1 gives the compiler 255 and halves residency).
 // LNB_STREAMING: evict-first loads and stores (ld.global.cs / st.global.cs) for the single-use
@@ -136,6 +167,9 @@
 // LNB_LEAN: the ring kernel's instruction diet (variant g above); with LNB_RING=0 the arithmetic only.
 // LNB_EVEN: stage 1's bands rounded up to a multiple of the CTA's teams (plan_vec).
 // LNB_REDUCE_VEC: stage 2 of the vector path as ln_bwd_reduce_partials4 (32 slices, float4).
+// LNB_DYNAMIC: ring2 (LNB_RING=2, not lean or strided) with each team's rows taken from a global
+//   counter in the workspace (ln_bwd_rows_dyn) instead of a static band; dgamma/dbeta not
+//   bit-reproducible (variant k).
 // LNB_STRIDED: the ring kernel's CTA c takes rows (it * G + c) * teams + team instead of a band
 //   (G = the resident CTAs): at any time the grid reads one window of G x teams x stages rows,
 //   not 3 G sequential streams spread over the tensors. Still a fixed row set per CTA and team.
@@ -165,6 +199,9 @@
 #endif
 #ifndef LNB_STRIDED
 #define LNB_STRIDED 0
+#endif
+#ifndef LNB_DYNAMIC
+#define LNB_DYNAMIC 0
 #endif
 static_assert(!(LNB_STRIDED && !LNB_RING), "LNB_STRIDED: the ring kernel's row order");
 
@@ -622,6 +659,129 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   __syncthreads();  // every thread done with the ring: write_partials reuses it for the team sums
   write_partials(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
 }
+#if LNB_DYNAMIC
+static_assert(LNB_RING == 2 && !LNB_LEAN && !LNB_STRIDED, "LNB_DYNAMIC: on ring2's order of operations");
+/// Stage 1 with a dynamic row queue (a diagnostic, not a default): ring2's kernel, but each team
+/// takes its rows from a global counter (one atomicAdd per row by the team's first thread, two rows
+/// ahead of use) instead of a static band, so a team on a faster SM takes more rows and every SM
+/// stops within about one row of the others. Which rows a team sums into its column partials then
+/// depends on timing: dgamma/dbeta are correct to fp32 in any order but not bit-reproducible run to
+/// run, which issue #15 asks for. What it measures is the cost of static bands, the one cost of the
+/// default the other variants leave.
+///   Rows in flight: as ring2 (the row of iteration it + 1 is in flight while `it` is worked on; the
+///   row of it + 2 is copied into the slots of `it` after its dx). The row of it + 2 reaches the
+///   team through s_row[it & 1][team], written by the first thread before the team's barrier of
+///   iteration it and read after it (the team's named barrier, or __syncwarp for one-warp teams);
+///   the slot is written again at it + 2, after the barrier of it + 1 that every reader of it has
+///   reached. The atomicAdd for it + 3 is issued at it, so its latency is off the barrier's path.
+///   Counter values only grow, so once a team sees a row >= T every later one is too (it stops
+///   taking rows, and exits when that row comes up); every row < T handed out is worked on.
+__global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
+    ln_bwd_rows_dyn(const uint4* __restrict__ dy, const uint4* __restrict__ x, const float* __restrict__ mean,
+                    const float* __restrict__ rstd, const float* __restrict__ gamma, uint4* __restrict__ dx,
+                    float* __restrict__ part_g, float* __restrict__ part_b, int64_t T, int H, int team_width,
+                    unsigned* __restrict__ queue) {
+  extern __shared__ float4 smem_v[];
+  __shared__ float2 red[2][kCtaWarps];
+  __shared__ int s_row[2][kCtaWarps];  // [it & 1][team]: the row of iteration it + 2 (teams <= warps)
+  const int nvec = H / 8;
+  const int vpt = (nvec + team_width - 1) / team_width;
+  float* s_gamma = reinterpret_cast<float*>(smem_v);
+  uint4* ring = reinterpret_cast<uint4*>(s_gamma + H);
+  float2* stats = reinterpret_cast<float2*>(ring + kStages * 2 * vpt * kCta);
+  const int team = threadIdx.x / team_width, tl = threadIdx.x % team_width;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warps_per_team = team_width / 32;
+  const bool first = tl == 0;
+  const float inv_h = 1.0f / static_cast<float>(H);
+  const unsigned my_ring = static_cast<unsigned>(__cvta_generic_to_shared(ring + threadIdx.x));
+  const unsigned tensor_bytes = static_cast<unsigned>(vpt) * kCta * sizeof(uint4);
+  auto slot = [&](int s, int q, int k) {
+    return my_ring + static_cast<unsigned>(s * 2 + q) * tensor_bytes + static_cast<unsigned>(k * kCta * sizeof(uint4));
+  };
+  pdl_launch_dependents();
+  const int T32 = static_cast<int>(T);
+  auto take_row = [&]() { return static_cast<int>(atomicAdd(queue, 1u)); };
+  // One commit per call, empty for a row past the end: the wait below counts groups.
+  auto prefetch = [&](int row, int s) {
+    if (row < T32) {
+      const int64_t first_vec = static_cast<int64_t>(row) * nvec + tl;
+      const uint4* src_dy = dy + first_vec;
+      const uint4* src_x = x + first_vec;
+#pragma unroll
+      for (int k = 0; k < kMaxVec; ++k) {
+        if (tl + k * team_width < nvec) {
+          cp_async16(slot(s, 0, k), src_dy);
+          cp_async16(slot(s, 1, k), src_x);
+        }
+        src_dy += team_width;
+        src_x += team_width;
+      }
+      if (lane == 0) {
+        cp_async4(&stats[s * kCtaWarps + warp].x, mean + row);
+        cp_async4(&stats[s * kCtaWarps + warp].y, rstd + row);
+      }
+    }
+    cp_async_commit();
+  };
+  if (first) {
+    s_row[0][team] = take_row();
+    s_row[1][team] = take_row();
+  }
+  __syncthreads();
+  int row_cur = s_row[0][team], row_nxt = s_row[1][team];
+  prefetch(row_cur, 0);
+  prefetch(row_nxt, 1);
+  // The row of iteration 2 (only the first thread's value is used); a row >= T stops the taking.
+  int pending = first && row_nxt < T32 ? take_row() : T32;
+
+  for (int i = threadIdx.x; i < H; i += kCta) s_gamma[i] = gamma[i];
+  __syncthreads();  // gamma staged; and every read of s_row[0] above precedes its rewrite at it = 0
+
+  float acc_g[kMaxVec][8], acc_b[kMaxVec][8];
+#pragma unroll
+  for (int k = 0; k < kMaxVec; ++k)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc_g[k][j] = acc_b[k][j] = 0.f;
+
+  int s = 0;
+  for (int it = 0; row_cur < T32; ++it) {  // row_cur is the same in every thread of the team
+    const int row = row_cur;
+    cp_async_wait<kStages - 1>();
+    float2 st = make_float2(0.f, 0.f);
+    if (lane == 0) st = stats[s * kCtaWarps + warp];
+    const RowStats rst(__shfl_sync(0xffffffffu, st.x, 0), __shfl_sync(0xffffffffu, st.y, 0));
+    float a = 0.f, b = 0.f;
+#pragma unroll
+    for (int k = 0; k < kMaxVec; ++k) {
+      const int v = tl + k * team_width;
+      if (v < nvec)
+        accumulate_vec(lds128(slot(s, 0, k)), lds128(slot(s, 1, k)), Gamma8(s_gamma, v), rst, a, b, acc_g[k],
+                       acc_b[k]);
+    }
+    if (first) s_row[it & 1][team] = pending;  // published by the team's barrier below
+    team_sums<true>(a, b, red, it, team, warps_per_team);
+    if (warps_per_team == 1) __syncwarp();
+    const int row_n2 = s_row[it & 1][team];
+    if (first && row_n2 < T32) pending = take_row();  // the row of it + 3, used one iteration later
+    const DxCoef c(rst, a, b, inv_h);
+    uint4* dst = dx + static_cast<int64_t>(row) * nvec + tl;
+#pragma unroll
+    for (int k = 0; k < kMaxVec; ++k) {
+      const int v = tl + k * team_width;
+      if (v < nvec) store_stream(dst, dx_vec(lds128(slot(s, 0, k)), lds128(slot(s, 1, k)), Gamma8(s_gamma, v), rst, c));
+      dst += team_width;
+    }
+    prefetch(row_n2, s);  // into the slots just read (this thread's own)
+    row_cur = row_nxt;
+    row_nxt = row_n2;
+    s ^= 1;
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  write_partials(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
+}
+#endif  // LNB_DYNAMIC
 #endif  // LNB_RING
 
 /// Generic path, dx: a CTA per row; pass 1 the sums, pass 2 re-reads the row (L1/L2) for dx.
@@ -767,10 +927,15 @@ int64_t max_parts(int64_t T) { return std::max<int64_t>(1, std::min<int64_t>(T, 
 
 struct Buffers {
   float *part_g, *part_b;
+  unsigned* queue = nullptr;  ///< LNB_DYNAMIC: the row counter, zeroed before every stage 1
 };
 Buffers carve(d2k::Workspace& ws, int64_t T, int64_t H) {
   const uint64_t n = static_cast<uint64_t>(max_parts(T)) * static_cast<uint64_t>(H);
-  return {ws.take<float>(n), ws.take<float>(n)};
+  Buffers b{ws.take<float>(n), ws.take<float>(n)};
+#if LNB_DYNAMIC
+  b.queue = ws.take<unsigned>(1);
+#endif
+  return b;
 }
 
 size_t vec_smem_bytes(int64_t H, int team_width) {
@@ -784,8 +949,8 @@ Plan plan_vec(int64_t T, int64_t H, int resident) {
   const int64_t teams = kCta / p.team_width;
   const int64_t want = std::max<int64_t>(1, std::min<int64_t>({int64_t{resident}, kMaxParts, (T + teams - 1) / teams}));
   p.rows_per_cta = (T + want - 1) / want;
-#if LNB_STRIDED
-  p.rows_per_cta = 0;  // no bands: CTA c takes rows (it * G + c) * teams + team (ln_bwd_rows_ring)
+#if LNB_STRIDED || LNB_DYNAMIC
+  p.rows_per_cta = 0;  // no bands: rows (it * G + c) * teams + team (ln_bwd_rows_ring), or a row queue
   p.ctas = want;
   return p;
 #endif
@@ -848,7 +1013,11 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     if (T > 0 && vec) {
       const int tw = team_width_for(H / 8);
 #if LNB_RING
+#if LNB_DYNAMIC
+      auto* const rows_kernel = ln_bwd_rows_dyn;
+#else
       auto* const rows_kernel = ln_bwd_rows_ring;
+#endif
       const size_t smem = ring_smem_bytes(H, static_cast<int>((H / 8 + tw - 1) / tw));
       // Shared memory over L1: the ring bypasses L1 (.cg) and two CTAs of ~100 KB need the largest carveout.
       D2K_CUDA_TRY(args, cudaFuncSetAttribute(rows_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
@@ -864,10 +1033,17 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
       D2K_CUDA_TRY(args, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
       D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, rows_kernel, kCta, smem));
       const Plan p = plan_vec(T, H, std::max(1, sms * per_sm));
+#if LNB_DYNAMIC
+      D2K_CUDA_TRY(args, cudaMemsetAsync(buf.queue, 0, sizeof(unsigned), stream));
+      rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
+          reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
+          reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width, buf.queue);
+#else
       rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
           reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
           reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width,
           p.rows_per_cta);
+#endif
       D2K_CUDA_TRY(args, cudaGetLastError());
       parts = p.ctas;
     } else if (T > 0) {

@@ -12,10 +12,13 @@
 # Helpers: scripts/gpu/checks/t-lnb/{bench_table.py,golden_check.py,aten_bars.py}.
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-lnb.sh CARRY OUT [aten] [compile]
-# The variant sweep alone (at most 80 s of timing, 5 targets x 4 rows, and 9 s per lean variant
-# under memcheck: 116 s):
-#   D2K_CHECK_STEPS=variants,memcheck_lean,memcheck_lean_tail,memcheck_lean_512,memcheck_lean_strided \
+# The variant sweep alone (the default and 3 variants x 4 bench rows in at most 78 s, about 55 s;
+# memcheck of each variant in at most 10 s and racecheck of the dynamic one in at most 12 s: at
+# most 120 s, about 90 s):
+#   D2K_CHECK_STEPS=variants,memcheck_lean_strided,memcheck_lean_512,memcheck_dynamic,racecheck_dynamic \
 #     scripts/gpu/checks/t-lnb.sh CARRY OUT
+# LNB_SWEEP (space-separated variant names) limits the sweep to those variants where the carry holds
+# more (default: lean_strided lean_512 dynamic; "all" takes every built one).
 # Exit status: the number of FAIL lines.
 set -uo pipefail
 carry=$(cd "$1" && pwd); out=$2
@@ -28,6 +31,12 @@ extras=" ${*:3} "
 budget=${LNB_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
 detect_torch
+# Only the variants of this sweep, even where the carry holds older ones: the budget is per target.
+sweep=${LNB_SWEEP:-lean_strided lean_512 dynamic}
+if [ "$sweep" != all ]; then
+  eval "$(declare -f built_variants | sed '1s/built_variants/built_variants_all/')"
+  built_variants() { built_variants_all | grep -xF -f <(tr ' ' '\n' <<< "$sweep"); }
+fi
 
 validate_step
 targets=naive,expert$torch
@@ -41,19 +50,28 @@ sanitize memcheck 30 $task-check-300x768,$task-check-64x4104,$task-check-33x1001
 
 # The expert's variants last: the bars and the correctness steps above come first in the budget.
 # One d2k run times the default expert and every variant on the bench rows (one check round each,
-# 0.3 s of timing per target and row: 5 targets x 4 rows, about 68 s by the 2026-12-02 sweep's
-# 81 s for 6; d2k writes the records when it ends, so a cut step keeps none), so that their ratios
+# 0.3 s of timing per target and row: 4 targets x 4 rows, about 55 s by the 2026-12-02 sweeps'
+# 13.5 s a target; d2k writes the records when it ends, so a cut step keeps none), so that their ratios
 # come from the same session; the ring variants (a new stage-1 kernel) are then checked for
 # correctness under memcheck on small vector-path check workloads (fewer rows than teams with a
 # partial last vector; a 513-vector row; several teams per CTA; many bands of unequal length),
 # the lean ones on two of them: the 513-vector row (a partial last vector held in registers) and
 # 2053 rows of 8 vectors (24 of 32 lanes idle, 257 partial rows through the 32-slice stage 2).
-variants_step --fail "variants bench (see variants.log)" --show 0 80 "$(workload_uuids bench)" \
+variants_step --fail "variants bench (see variants.log)" --show 0 78 "$(workload_uuids bench)" \
   --max-time 0.3 --bench-rounds 1 --quiet
 ring_checks=$task-check-7x1000,$task-check-64x4104,$task-check-300x768,$task-check-2053x64
 for v in $(built_variants | grep '^ring'); do sanitize --impl "expert:$v" memcheck 14 "$ring_checks"; done
 lean_checks=$task-check-64x4104,$task-check-2053x64
-for v in $(built_variants | grep '^lean'); do sanitize --impl "expert:$v" memcheck 9 "$lean_checks"; done
+for v in $(built_variants | grep '^lean'); do sanitize --impl "expert:$v" memcheck 10 "$lean_checks"; done
+# The row queue (dynamic): fewer rows than teams (7 rows, 8 one-warp teams per CTA: most teams take
+# a row past the end at once), one 256-thread team per CTA with a partial last vector (64x4104),
+# 2053 rows over 8 one-warp teams per CTA (the __syncwarp hand-over); racecheck for the hand-over
+# of the next row through shared memory and the ring slots.
+dyn_checks=$task-check-7x1000,$task-check-64x4104,$task-check-2053x64
+for v in $(built_variants | grep '^dynamic'); do
+  sanitize --impl "expert:$v" memcheck 10 "$dyn_checks"
+  sanitize --impl "expert:$v" racecheck 12 "$task-check-7x1000,$task-check-64x4104"
+done
 
 if selected bench; then
   python3 $helpers/bench_table.py "$out/bench.jsonl" > "$out/bench_table.md" 2>&1 \
@@ -84,7 +102,7 @@ fi
 sass_counts "(LDG|STG|LDS|STS)\.E?\.?[0-9A-Z.]*128[A-Z.]*|SHFL\.BFLY|F2FP\.BF16[A-Z0-9.]*|ATOM[A-Z.]*|RED\.[A-Z.]*|BAR\.SYNC[A-Z.]*"
 # The ring kernels (lean ones too): cp.async into shared memory, 16-byte reads back, no local
 # memory (spills).
-for v in $(built_variants | grep -E '^(ring|lean)'); do
+for v in $(built_variants | grep -E '^(ring|lean|dynamic)'); do
   sass_counts --so "expert_$v" "LDGSTS[A-Z0-9.]*|LDS\.128|DEPBAR[A-Z.]*|STG\.E[A-Z.]*128" "LDGSTS" "LDL|STL"
 done
 echo "t-lnb: $fails failure(s)"

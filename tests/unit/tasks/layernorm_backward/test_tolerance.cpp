@@ -72,6 +72,9 @@ struct Knobs {
   bool even = false;                  ///< LNB_EVEN: bands rounded up to whole rounds of the CTA's teams
   int slices = 8;                     ///< stage 2's slices on the vector path (LNB_REDUCE_VEC: 32)
   bool strided = false;               ///< LNB_STRIDED: CTA c's team j takes rows (it * G + c) * teams + j
+  /// LNB_DYNAMIC: rows taken from a queue, so which team sums a row depends on timing; emulated as
+  /// a pseudo-random owner per row (seeded; 0: off), each team summing its rows in row order.
+  std::uint32_t dynamic_seed = 0;
 };
 
 struct Emulator {
@@ -192,6 +195,26 @@ struct Emulator {
           std::max<std::int64_t>(1, std::min<std::int64_t>({knobs.resident, kMaxParts, (T + teams - 1) / teams}));
       std::int64_t rows = (T + want - 1) / want;
       if (knobs.even) rows = (rows + teams - 1) / teams * teams;
+      if (knobs.dynamic_seed != 0) {  // one partial row per CTA; row t summed by team owner(t)
+        const std::int64_t owners = want * teams;
+        auto owner = [&](std::int64_t t) {
+          std::uint64_t z = (std::uint64_t{knobs.dynamic_seed} << 32) + static_cast<std::uint64_t>(t) + 0x9E3779B97F4A7C15ull;
+          z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+          z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+          return static_cast<std::int64_t>((z ^ (z >> 31)) % static_cast<std::uint64_t>(owners));
+        };
+        std::vector<float> tg(owners, 0.f), tb(owners, 0.f);
+        for (std::int64_t t = 0; t < T; ++t) add_rows(t, t + 1, 1, h, tg[owner(t)], tb[owner(t)]);
+        for (std::int64_t cta = 0; cta < want; ++cta) {
+          float sg = tg[cta * teams], sb = tb[cta * teams];
+          for (std::int64_t team = 1; team < teams; ++team) {
+            sg += tg[cta * teams + team];
+            sb += tb[cta * teams + team];
+          }
+          pg.push_back(sg);
+          pb.push_back(sb);
+        }
+      }
       if (knobs.strided)  // one partial row per CTA, each team's rows a whole grid round apart
         for (std::int64_t cta = 0; cta < want; ++cta) {
           float sg = 0.f, sb = 0.f;
@@ -204,7 +227,7 @@ struct Emulator {
           pg.push_back(sg);
           pb.push_back(sb);
         }
-      for (std::int64_t r0 = 0; r0 < T && !knobs.strided; r0 += rows) {
+      for (std::int64_t r0 = 0; r0 < T && !knobs.strided && knobs.dynamic_seed == 0; r0 += rows) {
         float sg = 0.f, sb = 0.f;
         for (std::int64_t team = 0; team < teams; ++team) {  // each team's registers, then summed in team order
           float dg = 0.f, db = 0.f;
@@ -334,13 +357,17 @@ TEST_F(LayerNormBackwardTolerance, ExpertPassesWithOneCtaPerSm) {
 }
 
 /// The knobs of the expert's variant lines that change its arithmetic or order (expert.cu's
-/// `%VARIANT%` lines lean, lean_tail, lean_512, lean_strided; ring2, the default, is Knobs{}).
+/// `%VARIANT%` lines lean_512, lean_strided, dynamic (three of its timing-dependent orders); the
+/// lines lean and lean_tail, removed from the sweep, still judged; ring2, the default, is Knobs{}).
 const std::vector<std::pair<const char*, Knobs>>& variant_knobs() {
   static const std::vector<std::pair<const char*, Knobs>> v = {
       {"lean", Knobs{kResident, kThreads, true}},
       {"lean_tail", Knobs{kResident, kThreads, true, true, 32}},
       {"lean_512", Knobs{kResidentOnePerSm, 2 * kThreads, true}},
       {"lean_strided", Knobs{kResident, kThreads, true, false, 8, true}},
+      {"dynamic (order 1)", Knobs{kResident, kThreads, false, false, 8, false, 1}},
+      {"dynamic (order 2)", Knobs{kResident, kThreads, false, false, 8, false, 2}},
+      {"dynamic (order 3)", Knobs{kResident, kThreads, false, false, 8, false, 3}},
   };
   return v;
 }
@@ -393,6 +420,8 @@ TEST_F(LayerNormBackwardTolerance, LeanKnobsAreOtherRoundings) {
   // (At 264 resident CTAs the 257 bands of 2053x64 are one round each: strided rows are the bands.)
   const Emulator strided{Variant::kExpert, inputs(many), Knobs{100, kThreads, false, false, 8, true}};
   EXPECT_GT(columns_differ(bands, strided), 0) << "strided rows summed every column of 2053x64 as bands";
+  const Emulator queued{Variant::kExpert, inputs(many), Knobs{100, kThreads, false, false, 8, false, 1}};
+  EXPECT_GT(columns_differ(bands, queued), 0) << "queued rows summed every column of 2053x64 as bands";
   for (const auto& knobs : {Knobs{100, kThreads, true, true, 32}, Knobs{100, 2 * kThreads, true, true, 32},
                             Knobs{100, kThreads, true, false, 8, true}}) {
     const Verdict r = judge_variant(Variant::kExpert, many, knobs);
