@@ -9,7 +9,8 @@
 // sums a and b before dx, so every element is used twice: the row is held in registers between
 // the two uses, never re-read from memory.
 //   stage 1  ln_bwd_rows_vec: G CTAs (the resident count, about two per SM), CTA c owns rows
-//            [c*B, (c+1)*B). A team of TW threads (32..256, the smallest whose 16-byte vectors,
+//            [c*B, (c+1)*B) (the default build, LNB_STRIDED, takes the same count of rows in
+//            grid-wide rounds instead: one window of rows read at a time). A team of TW threads (32..256, the smallest whose 16-byte vectors,
 //            at most kMaxVec per thread, span the row) takes one row per iteration: the thread
 //            loads its vectors of dy and x with streaming 16-byte loads, forms xhat and g, reduces
 //            (a, b) over the team (warp shuffles, then one shared-memory exchange across the team's
@@ -132,6 +133,12 @@
 //      1-2 us against it). 128 registers, no spills.
 //   lean_strided and lean_512 (built, never timed) are in the same sweep: the access pattern
 //   (one window) and one 512-thread CTA per SM on the lean kernel.
+// Measured (third round, 2026-12-02, one call, docs/results/layernorm_backward.md): lean_strided
+// 1.04x / 1.02x / 1.05x / 1.01x ring2 (78.5 / 78.6 / 80.4 / 85.2% of SOL), the fastest on three
+// rows and within 1% of the best on the fourth: the one window helps, so lean_strided is the
+// default since (LNB_LEAN=1, LNB_STRIDED=1; the former default is the variant ring2). dynamic
+// 1.06x / 1.05x on the two square-ish rows but 0.72x at 65536 x 1024 (a row per atomic is too
+// fine there): balance adds 1.6-1.8 points over the window alone at 4096 and 8192 columns.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -148,9 +155,9 @@
 // -DLNB_STREAMING=0, ring3 -DLNB_RING=3 and ring4 -DLNB_RING=4 (timed on 2026-12-02: slower than
 // ring2 on every row but ring4 at H = 1024), ring3_512 -DLNB_RING=3 -DLNB_CTA_THREADS=512
 // -DLNB_MIN_BLOCKS=1 (the fastest at H = 6144 but 72.4% of SOL at H = 1024; lean_512 is its lean form).
-//   %VARIANT% lean_512 -DLNB_LEAN=1 -DLNB_RING=3 -DLNB_STREAMING=0 -DLNB_CTA_THREADS=512 -DLNB_MIN_BLOCKS=1
-//   %VARIANT% lean_strided -DLNB_LEAN=1 -DLNB_STRIDED=1
-//   %VARIANT% dynamic -DLNB_DYNAMIC=1
+//   %VARIANT% ring2 -DLNB_LEAN=0 -DLNB_STRIDED=0
+//   %VARIANT% lean_512 -DLNB_LEAN=1 -DLNB_STRIDED=0 -DLNB_RING=3 -DLNB_STREAMING=0 -DLNB_CTA_THREADS=512 -DLNB_MIN_BLOCKS=1
+//   %VARIANT% dynamic -DLNB_DYNAMIC=1 -DLNB_LEAN=0 -DLNB_STRIDED=0
 // LNB_MIN_BLOCKS: the __launch_bounds__ minimum CTAs per SM of stage 1 (2 caps registers at 128,
 //   keeping 16 warps per SM to hide DRAM latency; 1 gives the compiler 255 and halves residency).
 // LNB_STREAMING: evict-first loads and stores (ld.global.cs / st.global.cs) for the single-use
@@ -189,7 +196,7 @@
 #define LNB_CTA_THREADS 256
 #endif
 #ifndef LNB_LEAN
-#define LNB_LEAN 0
+#define LNB_LEAN 1
 #endif
 #ifndef LNB_EVEN
 #define LNB_EVEN 0
@@ -198,7 +205,7 @@
 #define LNB_REDUCE_VEC 0
 #endif
 #ifndef LNB_STRIDED
-#define LNB_STRIDED 0
+#define LNB_STRIDED 1
 #endif
 #ifndef LNB_DYNAMIC
 #define LNB_DYNAMIC 0

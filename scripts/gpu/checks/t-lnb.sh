@@ -15,10 +15,10 @@
 # The variant sweep alone (the default and 3 variants x 4 bench rows in at most 78 s, about 55 s;
 # memcheck of each variant in at most 10 s and racecheck of the dynamic one in at most 12 s: at
 # most 120 s, about 90 s):
-#   D2K_CHECK_STEPS=variants,memcheck_lean_strided,memcheck_lean_512,memcheck_dynamic,racecheck_dynamic \
+#   D2K_CHECK_STEPS=variants,memcheck_ring2,memcheck_lean_512,memcheck_dynamic,racecheck_dynamic \
 #     scripts/gpu/checks/t-lnb.sh CARRY OUT
 # LNB_SWEEP (space-separated variant names) limits the sweep to those variants where the carry holds
-# more (default: lean_strided lean_512 dynamic; "all" takes every built one).
+# more (default: ring2 lean_512 dynamic; "all" takes every built one).
 # Exit status: the number of FAIL lines.
 set -uo pipefail
 carry=$(cd "$1" && pwd); out=$2
@@ -32,7 +32,7 @@ budget=${LNB_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
 detect_torch
 # Only the variants of this sweep, even where the carry holds older ones: the budget is per target.
-sweep=${LNB_SWEEP:-lean_strided lean_512 dynamic}
+sweep=${LNB_SWEEP:-ring2 lean_512 dynamic}
 if [ "$sweep" != all ]; then
   eval "$(declare -f built_variants | sed '1s/built_variants/built_variants_all/')"
   built_variants() { built_variants_all | grep -xF -f <(tr ' ' '\n' <<< "$sweep"); }
