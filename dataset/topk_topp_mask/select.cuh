@@ -158,18 +158,22 @@ TOPK_HD Stats merge(Stats a, Stats b, float c) {
   return r;
 }
 
+/// Raises a running statistic's maximum to x > s.m: what was summed against the old maximum is
+/// rescaled in fp64, and w takes the shift of every earlier term's argument.
+TOPK_HD void raise_max(Stats& s, float x, float c) {
+  if (s.z > 0) {
+    const double d = (static_cast<double>(s.m) - x) * c;  // < 0
+    const double f = exp2(d);
+    s.w = f * (s.w - d * s.z);
+    s.z *= f;
+  }
+  s.m = x;
+}
+
 /// Adds logit x to a thread's running statistics (online maximum: what was summed against an
 /// older maximum is rescaled in fp64 when a larger logit arrives).
 TOPK_HD void accumulate(Stats& s, float x, float c) {
-  if (x > s.m) {
-    if (s.z > 0) {
-      const double d = (static_cast<double>(s.m) - x) * c;  // < 0
-      const double f = exp2(d);
-      s.w = f * (s.w - d * s.z);
-      s.z *= f;
-    }
-    s.m = x;
-  }
+  if (x > s.m) raise_max(s, x, c);
   const float t = (x - s.m) * c;
   const float e = exp2f(t);
   s.z += e;
@@ -264,18 +268,6 @@ TOPK_HD float exp2_ftz(float t) {
 #else
   return t < -126.f ? 0.f : exp2f(t);
 #endif
-}
-
-/// Raises a running statistic's maximum to x > s.m: what was summed against the old maximum is
-/// rescaled in fp64, and w takes the shift of every earlier term's argument (accumulate's rescale).
-TOPK_HD void raise_max(Stats& s, float x, float c) {
-  if (s.z > 0) {
-    const double d = (static_cast<double>(s.m) - x) * c;  // < 0
-    const double f = exp2(d);
-    s.w = f * (s.w - d * s.z);
-    s.z *= f;
-  }
-  s.m = x;
 }
 
 /// accumulate over a batch of N logits of one thread (the expert's TOPK_LEAN variant: the N

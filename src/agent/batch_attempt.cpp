@@ -142,7 +142,7 @@ void finish(AttemptRecord& a, const Classified& agent, const CheckVerdict& v, in
     a.failure = agent.failure;
     a.reason = agent.reason;
   } else if (v.verdict == "NOT_RUN_NO_GPU") {
-    a.reason = "solution built; not run: no GPU where the check ran (nothing checked on the device or timed)";
+    a.reason = "solution built; stages not run where the check ran: no GPU, or bench rows skipped (naive not built or failed; see the traces)";
   } else if (v.verdict != "PASSED") {
     a.failure = "agent";
     a.reason = fmt::format("broken solution: {}{}", v.verdict.empty() ? "no verdict" : v.verdict,

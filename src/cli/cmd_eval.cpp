@@ -159,10 +159,14 @@ int write_outputs(const EvalArgs& a, const std::vector<Trace>& traces, const Run
     if (gpu) f << "\n" << format_summary(by_target, TableFormat::markdown);
   }
   if (!sum.skipped.empty()) {
-    fmt::print(stderr, "d2k: NOT RUN (no CUDA GPU on this machine): {} stage(s) skipped:\n", sum.skipped.size());
+    fmt::print(stderr, "d2k: NOT RUN{}: {} stage(s) skipped:\n", gpu ? "" : " (no CUDA GPU on this machine)",
+               sum.skipped.size());
     for (const auto& s : sum.skipped) fmt::print(stderr, "  skipped: {}\n", s);
-    fmt::print(stderr, "d2k: what ran: building every solution, the golden reference on the host; exit code {} "
-                       "(not run: no GPU)\n", kExitNoGpu);
+    if (gpu)
+      fmt::print(stderr, "d2k: exit code {} (stages not run)\n", kExitNoGpu);
+    else
+      fmt::print(stderr, "d2k: what ran: building every solution, the golden reference on the host; exit code {} "
+                         "(not run: no GPU)\n", kExitNoGpu);
   }
   if (sum.failed) fmt::print(stderr, "d2k: {} record(s) failed\n", sum.failed);
   return exit_code(sum);

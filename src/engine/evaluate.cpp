@@ -13,6 +13,7 @@
 #include <set>
 #include <string_view>
 
+#include "core/status.h"
 #include "core/workload.h"
 #include "engine/device_backend.h"
 #include "engine/host_backend.h"
@@ -159,6 +160,7 @@ class CudaEvaluation {
     // Trusted code only runs in this process: the host golden and naive (the bench reference).
     reference_ = load_impl(reference.so);
     if (naive) naive_ = load_impl(naive->so);
+    else naive_unusable_ = "no naive build of this task (its naive.so): bench outputs are judged against naive's";
     // naive is checked first (also when not a target): bench workloads need it to have passed.
     std::vector<ImplTarget> order;
     bool naive_listed = false;
@@ -186,8 +188,10 @@ class CudaEvaluation {
         if (reported) finished(mine.back());
       }
       if (is_naive) {
-        naive_ok_ = true;
-        for (auto& t : mine) naive_ok_ &= t.status == Status::PASSED;
+        for (const Trace& t : mine)
+          if (t.status != Status::PASSED && naive_unusable_.empty())
+            naive_unusable_ = fmt::format("naive did not match the golden reference on the check workloads ({} {}{})",
+                                          t.workload_uuid, status_name(t.status), t.rule.empty() ? "" : "(" + t.rule + ")");
         if (!reported) continue;
       }
       for (std::size_t wi = 0; wi < benches.size(); ++wi) {
@@ -395,8 +399,8 @@ class CudaEvaluation {
 
   Trace bench_workload(TargetState& ts, const Workload& w, std::size_t wi, std::size_t nw) {
     Trace tr = base_trace(task_, ts.target, w);
-    if (!naive_ok_) {
-      fail(tr, Status::SKIPPED, "naive did not match the golden reference on the check workloads");
+    if (!naive_unusable_.empty()) {
+      fail(tr, Status::SKIPPED, naive_unusable_);
       return tr;
     }
     auto plan = plan_for(tr, w);
@@ -691,7 +695,9 @@ class CudaEvaluation {
   LoadedImpl reference_, naive_;
   std::map<std::pair<std::string, int>, std::pair<std::vector<HostTensor>, std::vector<HostTensor>>> golden_;
   std::set<std::string> dumped_;
-  bool naive_ok_ = false;
+  /// Why bench workloads cannot be judged (their outputs are judged against naive's), empty when
+  /// they can: no naive build, or naive failed a check workload.
+  std::string naive_unusable_;
   std::vector<WorkloadShape> all_shapes_;  ///< for a track's prepare step
 };
 

@@ -198,6 +198,16 @@ void JsonLinesSink::put(const Trace& t) { os_ << to_json(t).dump() << "\n" << st
 
 // ---------------------------------------------------------------- running
 
+void account(RunSummary& s, const Trace& t) {
+  ++s.records;
+  s.failed += t.status != Status::PASSED && t.status != Status::SKIPPED;
+  // A SKIPPED record is a stage that did not run (no GPU; a bench row whose naive, the judge of its
+  // outputs, is not built or failed): listed, so that the exit status never reads as all passed.
+  if (t.status == Status::SKIPPED)
+    s.skipped.push_back(fmt::format("{} {}{}: {}", t.task, t.target, t.workload_uuid == "*" ? "" : " on " + t.workload_uuid,
+                                    t.message));
+}
+
 int exit_code(const RunSummary& s) {
   if (s.failed > 0) return kExitFailed;
   if (!s.skipped.empty()) return kExitNoGpu;
@@ -230,8 +240,6 @@ std::uint64_t secret_seed(const std::optional<std::uint64_t>& pinned) {
   std::random_device rd;
   return (std::uint64_t(rd()) << 32) ^ rd();
 }
-
-bool counts_as_failed(const Trace& t) { return t.status != Status::PASSED && t.status != Status::SKIPPED; }
 
 /// The targets of a request, by where they run.
 struct ResolvedTargets {
@@ -302,8 +310,7 @@ RunSummary run(const EvalRequest& r, const Task& task, TraceSink& sink, const Ru
   RunSummary sum;
   auto emit = [&](const Trace& t) {
     sink.put(t);
-    ++sum.records;
-    sum.failed += counts_as_failed(t);
+    account(sum, t);
   };
 
   // Build and resolve every target first: a broken solution is reported whatever the machine.
@@ -320,7 +327,6 @@ RunSummary run(const EvalRequest& r, const Task& task, TraceSink& sink, const Ru
     const std::string stages = opt.time ? "checking and timing" : "checking";
     for (const ImplTarget& t : targets.device) {
       emit(not_run(task, t, "not run: no CUDA GPU on this machine (" + stages + (opt.time ? " need" : " needs") + " one)"));
-      sum.skipped.push_back(fmt::format("{} {} of {}: no CUDA GPU", task.def.name, stages, t.name));
     }
     return sum;
   }

@@ -101,15 +101,19 @@ struct RunContext {
 /// What a run did not do, and how it ended.
 struct RunSummary {
   int records = 0, failed = 0;      ///< failed: records neither PASSED nor SKIPPED
-  std::vector<std::string> skipped; ///< stages not run, one line each ("check and timing of naive: no GPU")
+  std::vector<std::string> skipped; ///< stages not run, one line each ("check and timing of naive: no GPU",
+                                    ///< a bench row skipped and why)
 };
 
 /// Exit codes of check, bench, suite and run (README.md, "Exit codes").
 inline constexpr int kExitPassed = 0;   ///< every requested stage ran and passed
 inline constexpr int kExitFailed = 1;   ///< some record failed (its status and reason are printed)
 inline constexpr int kExitError = 2;    ///< bad arguments, a request that does not parse, a harness fault
-inline constexpr int kExitNoGpu = 3;    ///< nothing failed, but stages were not run: no GPU
+inline constexpr int kExitNoGpu = 3;    ///< nothing failed, but stages were not run: no GPU, or bench rows
+                                        ///< skipped (naive, which judges them, is not built or failed)
 int exit_code(const RunSummary& s);
+/// Counts record t into s: every record, the failed ones, and a line per SKIPPED one (its reason).
+void account(RunSummary& s, const Trace& t);
 
 /// Makes `device` (an index into the visible devices) the only visible one, for this process
 /// and the workers it starts, by narrowing CUDA_VISIBLE_DEVICES. Must run before the CUDA

@@ -118,6 +118,29 @@ TEST(RequestExit, CodesSayWhatHappened) {
   EXPECT_EQ(exit_code(s), kExitFailed);
 }
 
+// A bench row SKIPPED on a GPU (its judge, naive, not built or failed) is a stage not run: with
+// every other record PASSED the exit status is "not run", never "passed", and the reason is listed.
+TEST(RequestExit, ASkippedBenchRowIsAStageNotRun) {
+  RunSummary s;
+  Trace ok;
+  ok.task = "t";
+  ok.target = "expert";
+  ok.workload_uuid = "t-check-1";
+  ok.status = Status::PASSED;
+  account(s, ok);
+  EXPECT_EQ(exit_code(s), kExitPassed);
+  Trace skipped = ok;
+  skipped.workload_uuid = "t-bench-1";
+  skipped.status = Status::SKIPPED;
+  skipped.message = "no naive build of this task (its naive.so): bench outputs are judged against naive's";
+  account(s, skipped);
+  EXPECT_EQ(s.records, 2);
+  EXPECT_EQ(s.failed, 0);
+  ASSERT_EQ(s.skipped.size(), 1u);
+  EXPECT_EQ(s.skipped[0], "t expert on t-bench-1: " + skipped.message);
+  EXPECT_EQ(exit_code(s), kExitNoGpu);
+}
+
 /// A request on a pilot task, run on the host pipeline (RunContext::gpu false).
 EvalRequest host_request(std::vector<RequestTarget> targets) {
   EvalRequest r;
@@ -199,7 +222,8 @@ TEST(RequestRun, GpuStagesWithoutAGpuAreReportedNotRun) {
   }
   EXPECT_GT(golden, 0);
   EXPECT_EQ(skipped, 2);
-  EXPECT_EQ(s.skipped.size(), 2u);
+  ASSERT_EQ(s.skipped.size(), 2u);
+  for (const std::string& line : s.skipped) EXPECT_NE(line.find("no CUDA GPU"), std::string::npos) << line;
   EXPECT_EQ(exit_code(s), kExitNoGpu);
 }
 

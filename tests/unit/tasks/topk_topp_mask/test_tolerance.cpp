@@ -457,23 +457,31 @@ TEST(TopkToppDecide, LeanKeyShortcutsMatchTheKeys) {
   }
 }
 
+/// The statistics tests' logits: n normal draws (sd 3, Box-Muller on a 64-bit LCG) on a rising
+/// trend of 1e-3 per logit, so that new maxima arrive all along the row and the rescale runs.
+std::vector<float> rising_normal_logits(std::uint64_t& state, int n) {
+  auto uniform = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(state >> 11) * 0x1.0p-53;
+  };
+  std::vector<float> xs(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const double r = std::sqrt(-2.0 * std::log(1.0 - uniform()));
+    xs[static_cast<std::size_t>(i)] = static_cast<float>(3.0 * r * std::cos(6.283185307179586 * uniform()) + 1e-3 * i);
+  }
+  return xs;
+}
+
 // accumulate_batch (TOPK_LEAN): the same maximum as accumulate, z within the terms' own error of
 // accumulate's (the batch form takes its terms against the batch's maximum: each term within 2
 // roundings of accumulate's, plus exp2's), w within fp32's bound of its fp64 sum and at least the
 // true weight of the batch form's own arguments.
 TEST(TopkToppDecide, BatchStatisticsStayWithinTheirBounds) {
   std::uint64_t state = 0x9E3779B97F4A7C15ull;
-  auto uniform = [&] {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<double>(state >> 11) * 0x1.0p-53;
-  };
   const float c = static_cast<float>(1.4426950408889634 / 0.6);
   for (int n : {1, 37, 4096, 40000}) {
     topk::Stats a, b;
-    std::vector<float> xs(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i)
-      xs[static_cast<std::size_t>(i)] = static_cast<float>(
-          3.0 * std::sqrt(-2.0 * std::log(1.0 - uniform())) * std::cos(6.283185307179586 * uniform()) + 1e-3 * i);
+    const std::vector<float> xs = rising_normal_logits(state, n);
     for (float x : xs) topk::accumulate(a, x, c);
     int i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -510,20 +518,14 @@ TEST(TopkToppDecide, BatchStatisticsStayWithinTheirBounds) {
 // statistics: z from the compensated fp32 pair within (n * 2^-24)^2 of the fp64 sum, w as W32.
 TEST(TopkToppDecide, Fp32StatisticsStayWithinTheirBounds) {
   std::uint64_t state = 0x9E3779B97F4A7C15ull;
-  auto uniform = [&] {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<double>(state >> 11) * 0x1.0p-53;
-  };
   const float c = static_cast<float>(1.4426950408889634 / 0.6);
   for (int n : {1, 37, 4096, 40000}) {
     topk::Stats a, b, d;
     float wf = 0;
     topk::Part32 q;
     int maxima = 0;
-    for (int i = 0; i < n; ++i) {
-      // A rising trend: new maxima all along the row, as the rescale must fold wf each time.
-      const float x = static_cast<float>(3.0 * std::sqrt(-2.0 * std::log(1.0 - uniform())) *
-                                         std::cos(6.283185307179586 * uniform()) + 1e-3 * i);
+    // A rising trend: new maxima all along the row, as the rescale must fold wf each time.
+    for (float x : rising_normal_logits(state, n)) {
       maxima += x > a.m;
       topk::accumulate(a, x, c);
       topk::accumulate_w32(b, wf, x, c);
