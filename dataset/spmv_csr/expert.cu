@@ -1,14 +1,16 @@
-// spmv_csr — expert: rows binned by length on the fly (a warp per 32-row block streams short
-// rows, a warp per medium row, a multi-CTA split for long rows), x through the read-only path,
-// the matrix streamed with evict-first loads so that x keeps the L2.
+// spmv_csr — expert: merge-path CSR (design D below; the default since 2026-12-02): the path of row
+// ends and entries cut into equal tiles of 256 x 7 items, one CTA each, every load of a tile in
+// flight at once (cp.async), x through the read-only path, the matrix streamed with an evict-first
+// policy so that x keeps the L2. The previous default, rows binned by length on the fly (design C),
+// builds as the variant `binned`.
 //
 // Variants considered (docs/results/spmv_csr.md has the commands and the numbers):
 //   A. scalar CSR (naive.cu): a thread per row; uncoalesced, a dense row serialises one thread.
 //   B. CSR-vector: a warp per row. Coalesced, but a road network's 2.4-entry rows leave 29 of 32
 //      lanes idle, and a 1e6-entry row keeps one warp busy for milliseconds.
-//   C. binned (this file's default): the bin of each row is decided where it is read, with no
-//      pre-pass that writes row lists (a pre-pass costs 8 B per row, a quarter of road_usa's
-//      compulsory bytes):
+//   C. binned (the default until 2026-12-02; the variant binned, -DSPMV_MERGE_ITEMS=0): the bin of
+//      each row is decided where it is read, with no pre-pass that writes row lists (a pre-pass
+//      costs 8 B per row, a quarter of road_usa's compulsory bytes):
 //        - a warp takes 32 consecutive rows; when their entries total at most kStreamMax (1024)
 //          it streams them as one contiguous range, 32 entries per step (CSR-stream: every lane
 //          busy whatever the row lengths) with a segmented warp reduction per step;
@@ -24,9 +26,9 @@
 //      SM); a streaming warp has 2 entries per lane in flight (24 KB per SM) and a warp on a row
 //      4, each followed by a dependent x gather and a shuffle reduction before the next loads,
 //      against the ~40-50 KB per SM that Little's law asks of HBM3e at loaded latency.
-//   D. merge-path CSR (Merrill and Garland, SC'16), variants merge and merge_i9 (code below,
-//      namespace merge): the path of N row ends and NNZ entries cut into equal tiles of
-//      256 x kItems items, one CTA each; a search kernel finds every tile's (row, entry) start
+//   D. merge-path CSR (Merrill and Garland, SC'16), this file's default (kItems 7) and the variant
+//      merge_i9 (code below, namespace merge): the path of N row ends and NNZ entries cut into
+//      equal tiles of 256 x kItems items, one CTA each; a search kernel finds every tile's (row, entry) start
 //      once (guess d·N/(N+NNZ), gallop, bisect); the tile kernel copies its columns, values and
 //      row ends to shared memory with cp.async (no register waits on the data, so every copy of
 //      the tile is in flight at once: with plain loads ptxas put the first x gather, and its
@@ -36,14 +38,15 @@
 //      boundary is zeroed by the search kernel and added with one global atomic per tile.
 //      Balanced whatever the structure: no row bins, no long-row kernel, no per-step shuffles;
 //      two memory latencies per tile.
-//        merge     kItems 7: 32 registers, 21,512 B shared, 8 CTAs per SM (14.3 K entries
-//                  in flight per SM), no spills.
+//        default   kItems 7 (measured as the variant merge): 32 registers, 21,512 B shared,
+//                  8 CTAs per SM (14.3 K entries in flight per SM), no spills.
 //        merge_i9  kItems 9: 32 registers, 27,656 B shared, 8 CTAs per SM with the whole
 //                  carveout as shared memory (18.4 K entries in flight, 22% fewer tiles, 28 KB
 //                  of L1 left instead of 60 KB), no spills.
 //                  (kItems 11 needs 40 registers for 6 CTAs and spills 16 B; 13: 48, 12 B.)
-//      H200: not yet measured (D2K_CHECK_STEPS=memcheck_merge,memcheck_merge_i9,variants of
-//      scripts/gpu/checks/t-spmv.sh).
+//      H200 (2026-12-02, one call): kItems 7 1.04x / 1.22x / 1.29x / 1.13x the binned design on
+//      powerlaw / denserows / road-usa / banded (1350 / 1075 / 511 / 376 us), still 0.77-0.96x
+//      cuSPARSE; kItems 9 slower than 7 everywhere (0.58x binned on powerlaw). Made the default.
 // Vector (16-byte) loads of values and col_idx: 32-lane 4-byte loads are already 128-byte
 // coalesced transactions; 16-byte loads (or 16-byte cp.async) would need a row- or tile-aligned
 // start, which CSR rows and path tiles do not give. Not built.
@@ -53,7 +56,7 @@
 // in any order; merge: sequential runs of at most kItems entries per thread joined by a warp tree
 // and atomics). The honest error is bounded per row by (log2-ish terms)·2^-24·sum|a·x|: spec.md.
 //
-// %VARIANT% merge -DSPMV_MERGE_ITEMS=7
+// %VARIANT% binned -DSPMV_MERGE_ITEMS=0
 // %VARIANT% merge_i9 -DSPMV_MERGE_ITEMS=9
 #include <cuda_runtime.h>
 
@@ -68,8 +71,8 @@
 #ifndef SPMV_LONG_ROW
 #define SPMV_LONG_ROW 4096
 #endif
-#ifndef SPMV_MERGE_ITEMS  // > 0: the merge-path design (path items per thread) instead of C
-#define SPMV_MERGE_ITEMS 0
+#ifndef SPMV_MERGE_ITEMS  // > 0: the merge-path design D (path items per thread); 0: the binned design C
+#define SPMV_MERGE_ITEMS 7
 #endif
 
 namespace {
@@ -79,7 +82,7 @@ constexpr unsigned kFull = 0xffffffffu;
 /// x through the read-only (non-coherent) path: it is gathered many times and stays cached.
 __device__ __forceinline__ float load_x(const float* x, int32_t c) { return __ldg(x + c); }
 
-#if SPMV_MERGE_ITEMS == 0  // the binned design (C); the merge variants build D alone
+#if SPMV_MERGE_ITEMS == 0  // the binned design (C, variant binned); the default builds D alone
 /// The matrix is read once: evict-first, so that its stream does not push x out of L2.
 __device__ __forceinline__ float load_val(const float* v, int64_t j) { return __ldcs(v + j); }
 __device__ __forceinline__ int32_t load_col(const int32_t* c, int64_t j) { return __ldcs(c + j); }
@@ -273,7 +276,7 @@ cudaError_t launch(const spmv::Params& p, const spmv::Tensors& t, const Buffers&
 
 #endif
 #if SPMV_MERGE_ITEMS > 0
-// ---- D. merge-path CSR (the %VARIANT% merge lines) ----
+// ---- D. merge-path CSR (the default, and the %VARIANT% merge_i9 line) ----
 // The work is the merge of two sorted lists: the N row ends (row_ptr[1..N]) and the NNZ entry
 // indices 0..NNZ-1; every CTA takes kTile consecutive items of that path, whatever mix of rows
 // and entries they are. A search kernel finds each tile's start (row, entry) once; the tile

@@ -1,9 +1,11 @@
 // stream_compaction — expert: one pass over the rows, a tile per CTA, the tile's output position
 // from a decoupled look-back, the kept rows staged in shared memory and written out coalesced.
 //
-// Per tile of kTile = 2048 rows (256 threads x SC_GROUPS = 2 groups of 4 consecutive rows):
-//   1. the tile id from an atomic counter, so every lower tile has started (the look-back below
-//      cannot wait on a tile that is not yet resident);
+// Per tile of kTile = 3072 rows (256 threads x SC_GROUPS = 3 groups of 4 consecutive rows):
+//   1. the tile id is blockIdx.x: the hardware starts a grid's CTAs in increasing index order, so
+//      every lower tile has started when a tile's look-back waits on it (CUB's single-pass scan and
+//      select, the library target, rest on the same order); the l_shipdate loads go out at once,
+//      with no claim round trip before them (SC_CLAIM=1: an atomic counter in arrival order);
 //   2. l_shipdate read as int4 (16-byte loads, a warp reads 512 contiguous bytes per load), the
 //      predicate evaluated into a 4-bit mask per group;
 //   3. late materialisation: l_extendedprice and l_partkey are loaded (int4) only for groups that
@@ -11,12 +13,14 @@
 //   4. ranks: __popc of each group's mask, a warp inclusive scan (shuffles), the warps' totals in
 //      shared memory, one barrier: every kept row's position inside the tile, and the tile's count;
 //   5. decoupled look-back (Merrill & Garland 2016) by warp 0: the tile publishes its count
-//      (AGGREGATE), then reads 32 predecessors' status words at a time until it meets an
-//      INCLUSIVE prefix, and publishes its own inclusive prefix. Flag and value share one 64-bit
-//      word, so a relaxed load sees both or neither (no fence);
-//   6. the kept values scattered into shared memory at their tile rank, then copied to
-//      out[exclusive + i] by consecutive threads: 128 contiguous bytes per warp store, whatever
-//      the selection pattern;
+//      (AGGREGATE), then reads 64 predecessors' status words at a time (SC_LB_WORDS = 2 per lane)
+//      until it meets an INCLUSIVE prefix, and publishes its own inclusive prefix. Flag and value
+//      share one 64-bit word, so a relaxed load sees both or neither (no fence);
+//   6. once the tile's first output row `exclusive` is known (a barrier after the look-back), the
+//      kept values scattered into shared memory at their tile rank + exclusive mod 32, then
+//      written by consecutive threads as aligned 16-byte evict-first stores: a warp store covers
+//      four whole 128-byte lines of a column whatever the selection pattern, partial quads only
+//      at the tile's two ends (SC_VEC_STORE);
 //   7. a one-thread kernel after it writes the count from the last tile's inclusive prefix: the
 //      count is the call's last write (stream order), so a reader that sees it written sees every
 //      row written. (The last CTA to finish could write it instead, but that needs a fence behind
@@ -25,7 +29,13 @@
 // (8 bytes per tile: 3.9 MB at 1e9 rows, about 1 us).
 //
 // Variants considered (the H200 table is in docs/results/stream_compaction.md):
-//   - this one (one 2048-row tile per CTA, staged stores, late payload loads): 690 us at 1e8 rows,
+//   - this one (measured as tile3k_all, 2026-12-02; the default since): 3072-row tiles, 16-byte
+//     staged stores, blockIdx tile ids, a 64-predecessor look-back. 64 registers, 37.4 KB static
+//     shared memory, no spills, 4 CTAs per SM. 1.14x / 1.15x / 1.18x the previous default at 1e8
+//     rows, 1% / 50% / 99% (612 us at 50%, 68.8% of SOL), 1.63x CUB at 50%;
+//   - tile2k_prev (the default until 2026-12-02; SC_GROUPS=2 SC_MIN_BLOCKS=5 SC_VEC_STORE=0
+//     SC_CLAIM=1 SC_LB_WORDS=1: one 2048-row tile per CTA claimed from an atomic counter, 4-byte
+//     staged stores, a 32-predecessor look-back; 48 registers, 24.6 KB, 5 CTAs per SM): 690 us at 1e8 rows,
 //     50% (60.7% of SOL). Diagnosis: it moves the cost model's bytes (18 B per row at 50%) at
 //     2.6 TB/s against 4.29 TB/s of calibrated copy, as CUB's DeviceSelect does (2.6 TB/s on its
 //     26 B per row), so the traffic is right and the time between loads is the loss. 48,829 CTAs
@@ -42,8 +52,11 @@
 //     claimed one ahead. A claimed tile's count is published only after its holder has finished
 //     the tile before (look-back, stores), so every later tile's look-back waits on it: a convoy
 //     through all resident CTAs. No longer swept; SC_PIPE still builds them;
-// The variants for the next run keep the one-tile-per-CTA chain and shorten it or widen it:
-//   - vec_store (SC_VEC_STORE=1): the stores. The tile's first output row `exclusive` is waited
+// The variants measured on 2026-12-02 (fifth session) kept tile2k_prev's one-tile-per-CTA chain and
+// shortened it or widened it; each was tile2k_prev's flags plus the ones named (their %VARIANT%
+// lines are gone: the default holds all three):
+//   - vec_store (SC_VEC_STORE=1; measured 1.05x at 50%, 0.97x at 1%): the stores. The tile's first
+//     output row `exclusive` is waited
 //     for (one more barrier) before staging, the kept rows are staged at rank + exclusive mod 32,
 //     and consecutive threads write aligned 16-byte quads with the evict-first hint: a warp store
 //     covers 4 whole 128-byte lines per column where the default's 4-byte stores start anywhere
@@ -52,12 +65,14 @@
 //     (12 STG per thread at 50%, the end of every CTA's chain) is a large part of the 9.3 us, as
 //     direct_store's loss (1.47x at 50%, scattered 4-byte stores) suggests. 48 registers, 25.0 KB
 //     of static shared memory, no spills, 5 CTAs per SM (sm_90a ptxas);
-//   - tile3k (SC_GROUPS=3, SC_MIN_BLOCKS=4): 3072-row tiles (12 rows per thread). Hypothesis: the
+//   - tile3k (SC_GROUPS=3, SC_MIN_BLOCKS=4; measured 1.11x at 50%, most of the gain): 3072-row
+//     tiles (12 rows per thread). Hypothesis: the
 //     per-tile fixed chain (CTA start, claim atomic, barriers, a look-back of one or more L2 round
 //     trips, which scans more windows the more tiles start per microsecond) is the loss; 1.5x the
 //     rows per chain, 2/3 of the tiles (and look-backs) per row, and 4 CTAs x 36 KB of loads per SM
 //     against 5 x 24 KB. 64 registers, 37.0 KB static shared memory, no spills, 4 CTAs per SM;
-//   - round_trips (SC_CLAIM=0, SC_LB_WORDS=2): fewer L2 round trips on the chain. The tile id is
+//   - round_trips (SC_CLAIM=0, SC_LB_WORDS=2; measured within noise alone): fewer L2 round trips
+//     on the chain. The tile id is
 //     blockIdx.x instead of an atomic claim, so a CTA issues its l_shipdate loads at once instead
 //     of after an L2 atomic and a barrier (the look-back's progress then rests on CTAs starting in
 //     index order, as CUB's single-pass scan and select, the library target, rest on it); and a
@@ -69,8 +84,7 @@
 //     claim and a second look-back round are 1-2 us of the 9.3 us chain (and most of the 1%
 //     row's 5.5 us) with nothing in flight. 48 registers, 24.6 KB, no spills, 5 CTAs per SM
 //     (4 words per lane spill in the 48-register budget);
-//   - tile3k_all: the three together, the candidate for the new default if they add up
-//     (64 registers, 37.4 KB, no spills, 4 CTAs per SM);
+//   - tile3k_all: the three together, now the default (above);
 //   - direct_store (SC_STAGE=0; measured 1012 us at 50%): each thread writes its kept values
 //     straight to global memory at their rank: a warp's stores scatter over the run of its kept
 //     rows, 1-4 values per lane, more L2 write transactions for the same bytes;
@@ -80,12 +94,10 @@
 //     instead of 5 (24 bytes spilled);
 //   - CUB's three-call composition (library.cu): reads l_shipdate three times;
 //   - the flag / scan / scatter chain (naive.cu): materialises a mask and positions.
-// direct_store, eager_payload and blocks6 lost to this one on the H200 (2026-12-01) and are no
-// longer swept; their flags still build them.
-// %VARIANT% vec_store -DSC_VEC_STORE=1
-// %VARIANT% tile3k -DSC_GROUPS=3 -DSC_MIN_BLOCKS=4
-// %VARIANT% round_trips -DSC_CLAIM=0 -DSC_LB_WORDS=2
-// %VARIANT% tile3k_all -DSC_GROUPS=3 -DSC_MIN_BLOCKS=4 -DSC_VEC_STORE=1 -DSC_CLAIM=0 -DSC_LB_WORDS=2
+// direct_store, eager_payload and blocks6 lost to tile2k_prev on the H200 (2026-12-01) and are no
+// longer swept; their flags, on top of tile2k_prev's, still build them (the measurements above
+// are of that form), as were the persistent kernels (SC_PIPE=1).
+// %VARIANT% tile2k_prev -DSC_GROUPS=2 -DSC_MIN_BLOCKS=5 -DSC_VEC_STORE=0 -DSC_CLAIM=1 -DSC_LB_WORDS=1
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -107,24 +119,25 @@
 #define SC_PIPE 0
 #endif
 #ifndef SC_GROUPS
-#define SC_GROUPS 2  // groups of 4 consecutive rows per thread: the tile is 256 x 4 x SC_GROUPS rows
+#define SC_GROUPS 3  // groups of 4 consecutive rows per thread: the tile is 256 x 4 x SC_GROUPS rows
 #endif
 #ifndef SC_VEC_STORE
 // 1: the kept rows staged at an offset of (the tile's first output row mod 32) once the look-back
 // has returned, then written as 16-byte evict-first stores, each warp store covering four whole
 // 128-byte lines of a column; 0: 4-byte stores of consecutive rows from staging offset 0.
-#define SC_VEC_STORE 0
+#define SC_VEC_STORE 1
 #endif
 #ifndef SC_CLAIM
 // 1: each CTA's tile id from an atomic counter, in order of arrival; 0: blockIdx.x, relying on the
 // hardware starting a grid's CTAs in increasing index order (as CUB's single-pass scan and select
 // do), which takes the claim's L2 round trip off the start of every CTA.
-#define SC_CLAIM 1
+#define SC_CLAIM 0
 #endif
 #ifndef SC_MIN_BLOCKS
-// Resident CTAs per SM the register budget is cut for: 5 fits in 48 registers without spills
-// (the unbounded build takes 64, 4 CTAs); 6 needs 40 and spills 24 bytes.
-#define SC_MIN_BLOCKS 5
+// Resident CTAs per SM the register budget is cut for: at SC_GROUPS=3, 4 (64 registers, no
+// spills). At SC_GROUPS=2, 5 fits in 48 registers without
+// spills (the unbounded build takes 64, 4 CTAs); 6 needs 40 and spills 24 bytes.
+#define SC_MIN_BLOCKS 4
 #endif
 
 namespace {
@@ -157,9 +170,9 @@ __device__ __forceinline__ void publish_count(StatusWord* status, int64_t tile, 
 
 #ifndef SC_LB_WORDS
 // Status words each lane of the look-back reads per round: a round covers 32 x SC_LB_WORDS
-// predecessors (1: 32, the default; 4: 128, so that one round usually reaches a tile whose
-// inclusive prefix is published, however many tiles start per round trip).
-#define SC_LB_WORDS 1
+// predecessors (2: 64, the default, about twice the 30-45 tiles that start per round trip;
+// 1: 32; 4: 128 spills at 48 registers).
+#define SC_LB_WORDS 2
 #endif
 constexpr int kLbWords = SC_LB_WORDS;
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # stream_compaction on the H200 (issue #17): validation; d2k bench of every built-in target (naive,
 # expert, library) and PyTorch eager on the check workloads and the three 1e8-row bench workloads,
-# with the table; the expert's variants (`// %VARIANT%` lines of expert.cu: vec_store, tile3k,
-# round_trips, tile3k_all) beside the expert (and, in the sweep, the library: the issue's bar)
-# on the check workloads and the three 1e8-row bench workloads, each variant also under
+# with the table; the expert's variants (`// %VARIANT%` lines of expert.cu: tile2k_prev, the
+# default until 2026-12-02) beside the expert (and, in the sweep, naive and the library: the
+# issue's bar) on the check workloads and the three 1e8-row bench workloads, each variant also under
 # compute-sanitizer memcheck on the 200009-row check workload (98 or 66 tiles, every alignment of a
 # tile's first output row mod 32 likely) in the sweep; the starter's
 # verdict (must be INCORRECT_*); the golden cross-check against PyTorch boolean indexing on
@@ -11,13 +11,13 @@
 # memcheck on the check workloads; the expert's SASS counts (design.json's "recognise" fields).
 # Fits the 150 s deadline of scripts/gpu/run_checks.sh: each step gets what is left of a 140 s
 # budget (COMPACT_BUDGET_S).
-# The variant sweep for issue #17 (<= 116 s: variants 72 s, each memcheck 11 s):
-#   D2K_CHECK_STEPS=variants,memcheck_vec_store,memcheck_tile3k,memcheck_round_trips,memcheck_tile3k_all \
-#     scripts/gpu/checks/t-compact.sh CARRY OUT
-# What it must show: PASS on every line; in variants.md, each variant's time and % of SOL on
-# n1e8-1pct, n1e8-50pct and n1e8-99pct against the expert's and the library's from the same call
-# (the bar: >= 80% of SOL at 50%, and faster than the library on every row: 854.78, 988.31 and
-# 1125.02 us on the H200, 2026-12-01, docs/results/stream_compaction.md).
+# The sweep after the default changed to tile3k_all's configuration (2026-12-02; <= 72 s):
+#   D2K_CHECK_STEPS=variants scripts/gpu/checks/t-compact.sh CARRY OUT
+# (add memcheck,memcheck_tile2k_prev for the sanitizer, 20 s + 11 s).
+# What it must show: PASS on every line; in variants.md, the expert's time and % of SOL on
+# n1e8-1pct, n1e8-50pct and n1e8-99pct about 1.14x / 1.15x / 1.18x tile2k_prev's from the same
+# call (the fifth session's tile3k_all against the old default), and faster than the library on
+# every row (the bar: >= 80% of SOL at 50%, and >= the library; docs/results/stream_compaction.md).
 # Extra after OUT (not run by run_checks.sh): `big` benches the two 1e9-row workloads (naive,
 # expert, library; 12 GB of input and 12 GB of output capacity per set; PyTorch eager would need
 # ~20 GB more beside d2k's sets), with its own allowance of 400 s.
@@ -53,7 +53,7 @@ if [ "$sweep" = 1 ]; then
   if [ -z "$variants" ]; then
     selected variants && fail "no expert variants built under $carry/impl/$task"
   else
-    sweep_targets=expert,library
+    sweep_targets=naive,expert,library
     for v in $variants; do sweep_targets+=,expert:$v; done
     bench_step --pass "variants: every variant PASSED" --show 24 variants 72 "$sweep_targets" "$checks,$small" \
       --max-time 0.3 --bench-rounds 1 --quiet
@@ -67,15 +67,17 @@ sanitize memcheck 20 "$checks"
 if [ "$sweep" = 1 ]; then
   for v in $variants; do sanitize --impl "expert:$v" memcheck 11 "$variant_check"; done
 fi
-# The 16-byte loads carry the evict-first hint (LDG.E.EF.128); the look-back's relaxed 64-bit
-# status loads and stores go through generic addresses (LD/ST.E.64.STRONG.GPU).
-sass_counts "LDG\.E(\.EF)?\.128|(LD|ST)G?\.E\.64\.STRONG\.GPU|STG\.E[A-Z0-9.]*|POPC|VOTE\.[A-Z]+|SHFL\.UP|LDS[A-Z0-9.]*|STS[A-Z0-9.]*"
+# The 16-byte loads and stores carry the evict-first hint (LDG.E.EF.128, STG.E.EF.128); the
+# look-back's relaxed 64-bit status loads and stores go through generic addresses
+# (LD/ST.E.64.STRONG.GPU); no local memory (spilled registers).
+sass_counts "LDG\.E(\.EF)?\.128|(LD|ST)G?\.E\.64\.STRONG\.GPU|STG\.E[A-Z0-9.]*|POPC|VOTE\.[A-Z]+|SHFL\.UP|LDS[A-Z0-9.]*|STS[A-Z0-9.]*" \
+  "LDG.E.EF.128 STG.E.EF.128" "LDL|STL"
 # Each variant's SASS: its 16-byte loads and stores, status words, claims and barriers, and no
 # local memory (spilled registers); the vector-store variants must have their evict-first 16-byte
 # stores (STG.E.EF.128).
 for v in $variants; do
   need="LDG.E.EF.128"
-  case $v in *vec*) need+=" STG.E.EF.128" ;; esac
+  case $v in *vec* | tile3k_all) need+=" STG.E.EF.128" ;; esac
   sass_counts --so "expert_$v" "LDG\.E(\.EF)?\.128|STG\.E(\.EF)?\.128|(LD|ST)G?\.E\.64\.STRONG\.GPU|ATOMG[A-Z0-9.]*|BAR\.SYNC[A-Z.]*|LDL[A-Z0-9.]*|STL[A-Z0-9.]*" "$need" "LDL|STL"
 done
 

@@ -2,14 +2,15 @@
 # spmv_csr on the H200 (issue #18): validation; d2k bench of every built-in target (naive scalar
 # CSR, expert, library = cuSPARSE SpMV) and PyTorch eager on the check workloads and the four bench
 # matrices (power-law, dense rows, road_usa, banded), with the table; the expert's variants
-# (`// %VARIANT%` lines of expert.cu: merge, merge_i9) under compute-sanitizer memcheck on the
-# check workloads (steps memcheck_merge, memcheck_merge_i9), then timed beside the expert and
-# cuSPARSE (library) on the four bench matrices in one call (step variants: the ratios of #18's
-# bar are only valid within one call); the graph_csr generator's device == host test; the
+# (`// %VARIANT%` lines of expert.cu: binned, the default until 2026-12-02; merge_i9 only when
+# named in SPMV_VARIANTS) under compute-sanitizer memcheck on the check workloads (step
+# memcheck_binned), then timed beside naive, the expert (merge path since 2026-12-02) and cuSPARSE
+# (library) on the four bench matrices in one call (step variants: the ratios of #18's bar are
+# only valid within one call); the graph_csr generator's device == host test; the
 # starter's verdict (must be INCORRECT_*); the golden cross-check
 # against PyTorch float64 on `d2k check --dump` inputs (t-spmv/golden_check.py); the expert under
 # compute-sanitizer memcheck on the check workloads; the expert's SASS counts (design.json's
-# "recognise" fields: LDG.E.EF, SHFL, RED/ATOMG). Fits the 150 s deadline of
+# "recognise" fields: LDGSTS (cp.async), LDG.E.CONSTANT (x), SHFL, ATOMS, RED/ATOMG; no spills). Fits the 150 s deadline of
 # scripts/gpu/run_checks.sh: each step gets what is left of a 140 s budget (SPMV_BUDGET_S).
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-spmv.sh CARRY OUT
@@ -44,7 +45,7 @@ bench_step --files "bench_$task" --pass "bench: every target PASSED (check workl
 # earlier round is not timed): memcheck each on the check workloads first, then one d2k bench of
 # library, the variants and the expert on the four bench matrices.
 variants=""
-for v in ${SPMV_VARIANTS:-merge merge_i9}; do
+for v in ${SPMV_VARIANTS:-binned}; do
   [ -f "$carry/impl/$task/expert_$v.so" ] && variants+=" $v"
 done
 if [ -z "$variants" ]; then
@@ -53,14 +54,14 @@ else
   for v in $variants; do sanitize --impl "expert:$v" memcheck 20 "$checks"; done
   # shared-memory hazards of the tile kernel (cp.async staging, columns aliased with the row sums
   # until the first barrier, shared atomics): racecheck on small check workloads, only when
-  # selected by name (racecheck_merge, racecheck_merge_i9): not part of a default run
+  # selected by name (racecheck_<variant>): not part of a default run
   small=$(workload_uuids check "n3-three\|n1000-powerlaw\|n4099-dense\|n100003-road\|n200000-empty")
   for v in $variants; do
     [[ ",${D2K_CHECK_STEPS:-}," == *",racecheck_$v,"* ]] && sanitize --impl "expert:$v" racecheck 30 "$small"
   done
-  # target by target (a run cut by its time limit keeps the finished targets' records): the bar
-  # (library) and the variants before the default expert, whose earlier numbers are on the page
-  vtargets=library
+  # target by target (a run cut by its time limit keeps the finished targets' records): naive,
+  # the bar (library) and the variants before the default expert
+  vtargets=naive,library
   for v in $variants; do vtargets+=,expert:$v; done
   vtargets+=,expert
   bench_step --pass "variants: expert, library and every variant PASSED on the four bench matrices" --show 20 \
@@ -69,10 +70,11 @@ fi
 starter_verdict 8 --workloads "$checks"
 golden_step --pass "vs torch float64" --show 14 10 "$checks" $helpers/golden_check.py
 sanitize memcheck 20 "$checks"
-sass_counts "LDG\.E\.EF[A-Z0-9.]*|LDG\.E\.CONSTANT[A-Z0-9.]*|SHFL\.[A-Z]*|RED[A-Z0-9.]*|ATOMG[A-Z0-9.]*"
+sass_counts "LDGSTS[A-Z0-9.]*|LDG\.E\.CONSTANT[A-Z0-9.]*|STG\.E\.EF|SHFL\.[A-Z]*|RED[A-Z0-9.]*|ATOMS[A-Z0-9.]*|ATOMG[A-Z0-9.]*" \
+  "LDGSTS" "LDL|STL"
 # the variants: the same counts, and no local memory (spills)
 for v in $variants; do
-  sass_counts --so "expert_$v" "LDGSTS[A-Z0-9.]*|LDG\.E\.CONSTANT[A-Z0-9.]*|STG\.E\.EF|SHFL\.[A-Z]*|RED[A-Z0-9.]*|ATOMS[A-Z0-9.]*" \
+  sass_counts --so "expert_$v" "LDG\.E\.EF[A-Z0-9.]*|LDGSTS[A-Z0-9.]*|LDG\.E\.CONSTANT[A-Z0-9.]*|STG\.E\.EF|SHFL\.[A-Z]*|RED[A-Z0-9.]*|ATOMS[A-Z0-9.]*" \
     "" "LDL|STL"
 done
 echo "t-spmv: $fails failure(s)"
