@@ -35,7 +35,8 @@
 //     rows, 1% / 50% / 99% (612 us at 50%, 68.8% of SOL), 1.63x CUB at 50%;
 //   - tile2k_prev (the default until 2026-12-02; SC_GROUPS=2 SC_MIN_BLOCKS=5 SC_VEC_STORE=0
 //     SC_CLAIM=1 SC_LB_WORDS=1: one 2048-row tile per CTA claimed from an atomic counter, 4-byte
-//     staged stores, a 32-predecessor look-back; 48 registers, 24.6 KB, 5 CTAs per SM): 690 us at 1e8 rows,
+//     staged stores, a 32-predecessor look-back; 48 registers, 25,680 B static shared memory, no
+//     spills, 5 CTAs per SM): 690 us at 1e8 rows,
 //     50% (60.7% of SOL). Diagnosis: it moves the cost model's bytes (18 B per row at 50%) at
 //     2.6 TB/s against 4.29 TB/s of calibrated copy, as CUB's DeviceSelect does (2.6 TB/s on its
 //     26 B per row), so the traffic is right and the time between loads is the loss. 48,829 CTAs
