@@ -139,6 +139,24 @@
 // default since (LNB_LEAN=1, LNB_STRIDED=1; the former default is the variant ring2). dynamic
 // 1.06x / 1.05x on the two square-ish rows but 0.72x at 65536 x 1024 (a row per atomic is too
 // fine there): balance adds 1.6-1.8 points over the window alone at 4096 and 8192 columns.
+// Variants for the next run (fourth round: the balance of dynamic, deterministic):
+//   l. balanced / balanced16 (LNB_BALANCED, ln_bwd_rows_bal): lean_strided's rounds for the first
+//      t_static = (T - T / D) rows rounded down to whole rounds of G x teams (no part-filled last
+//      round: at the bench shapes the default's 31.03 rows per team leave a 32nd round with 8-16 of
+//      528-2112 teams busy), written as the CTA's partial row; the remaining rows (at least T / D)
+//      in chunks of LNB_CHUNK rows that the teams take from a global counter as they run out of
+//      work, three chunks ahead (the ring copies the row two ahead). A chunk's column sums are its
+//      own partial row, summed from zero in row order by whichever team takes it (every team has
+//      the same width and a thread the same columns, so its bits do not depend on the taker) and
+//      added by stage 2 after the CTAs' rows in chunk order: dgamma/dbeta bit-reproducible for a
+//      given G, as the default's are. Stage 2 is ln_bwd_reduce_partials4 (32 slices: 500-2400
+//      partial rows). A 4-byte cudaMemsetAsync of the counter before stage 1, inside the timed call.
+//      The cost: 8H bytes of partials per chunk written and read back through L2 (17-18 MB at the
+//      bench shapes in both variants, 4.4% of the bytes) against the imbalance dynamic priced
+//      (5-7 us of 113-121). balanced: D = 32, chunks of 1 row (balance to a row; 544-2176 chunks);
+//      balanced16: D = 16, chunks of 2 rows (twice the tail, half the atomics per row).
+//      128 registers; the static loop reloads one spilled value per row from local memory (L1),
+//      the tail loop about a dozen per row (48 / 56 bytes of stack); no other local memory.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -179,6 +197,9 @@
 // LNB_DYNAMIC: ring2 (LNB_RING=2, not lean or strided) with each team's rows taken from a global
 //   counter in the workspace (ln_bwd_rows_dyn) instead of a static band; dgamma/dbeta not
 //   bit-reproducible (variant k).
+// LNB_BALANCED: D > 0 builds ln_bwd_rows_bal (on lean_strided's ring2: LNB_LEAN=1, LNB_STRIDED=1):
+//   whole strided rounds up to T - T / D rows, then a tail of chunks from a counter (variant l).
+// LNB_CHUNK: rows of a tail chunk (1 to 8), a constant so that the tail's indices cost no registers.
 // LNB_STRIDED: the ring kernel's CTA c takes rows (it * G + c) * teams + team instead of a band
 //   (G = the resident CTAs): at any time the grid reads one window of G x teams x stages rows,
 //   not 3 G sequential streams spread over the tensors. Still a fixed row set per CTA and team.
