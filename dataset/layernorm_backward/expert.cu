@@ -149,12 +149,13 @@
 //      own partial row, summed from zero in row order by whichever team takes it (every team has
 //      the same width and a thread the same columns, so its bits do not depend on the taker) and
 //      added by stage 2 after the CTAs' rows in chunk order: dgamma/dbeta bit-reproducible for a
-//      given G, as the default's are. Stage 2 is ln_bwd_reduce_partials4 (32 slices: 500-2400
+//      given G, as the default's are. Stage 2 is ln_bwd_reduce_partials4 (32 slices: 530-810
 //      partial rows). A 4-byte cudaMemsetAsync of the counter before stage 1, inside the timed call.
-//      The cost: 8H bytes of partials per chunk written and read back through L2 (17-18 MB at the
-//      bench shapes in both variants, 4.4% of the bytes) against the imbalance dynamic priced
-//      (5-7 us of 113-121). balanced: D = 32, chunks of 1 row (balance to a row; 544-2176 chunks);
-//      balanced16: D = 16, chunks of 2 rows (twice the tail, half the atomics per row).
+//      The cost: 8H bytes of partials per chunk written and read back through L2 (17.6-26.7 MB at
+//      H >= 4096, 4.4% of the bytes; 4.5 MB at H = 1024, where chunks are 4 or 8 rows) against the
+//      imbalance dynamic priced (5-7 us of 113-121). balanced: D = 32, chunks of 1 row at H >= 4096
+//      (balance to a row; 272-544 chunks); balanced16: D = 16, chunks of 2 rows (twice the tail,
+//      half the atomics per row). Shorter rows take chunks of up to 8 rows (chunk_rows_for).
 //      128 registers; the static loop reloads one spilled value per row from local memory (L1),
 //      the tail loop about a dozen per row (48 / 56 bytes of stack); no other local memory.
 #include <cuda_bf16.h>
@@ -199,7 +200,7 @@
 //   bit-reproducible (variant k).
 // LNB_BALANCED: D > 0 builds ln_bwd_rows_bal (on lean_strided's ring2: LNB_LEAN=1, LNB_STRIDED=1):
 //   whole strided rounds up to T - T / D rows, then a tail of chunks from a counter (variant l).
-// LNB_CHUNK: rows of a tail chunk (1 to 8), a constant so that the tail's indices cost no registers.
+// LNB_CHUNK: rows of a tail chunk at H >= 4096 (1, 2, 4 or 8); shorter rows take more (chunk_rows_for).
 // LNB_STRIDED: the ring kernel's CTA c takes rows (it * G + c) * teams + team instead of a band
 //   (G = the resident CTAs): at any time the grid reads one window of G x teams x stages rows,
 //   not 3 G sequential streams spread over the tensors. Still a fixed row set per CTA and team.
@@ -820,8 +821,7 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
 #endif  // LNB_DYNAMIC
 #if LNB_BALANCED
 static_assert(LNB_RING == 2 && LNB_LEAN && LNB_STRIDED && !LNB_DYNAMIC, "LNB_BALANCED: on lean_strided's ring2");
-constexpr int kChunk = LNB_CHUNK;  ///< rows of a tail chunk (a constant: the tail loop's indices cost no registers)
-static_assert(kChunk >= 1 && kChunk <= 8, "LNB_CHUNK: 1 to 8 rows");
+static_assert(LNB_CHUNK == 1 || LNB_CHUNK == 2 || LNB_CHUNK == 4 || LNB_CHUNK == 8, "LNB_CHUNK: 1, 2, 4 or 8 rows");
 /// Stage 1 with a deterministic balanced tail (lean_strided, then a row queue in chunks): the
 /// first t_static rows, a whole number of grid-wide rounds, are taken exactly as ln_bwd_rows_ring
 /// (LNB_STRIDED) takes them, and written as the CTA's partial row blockIdx.x; the rows after them
@@ -841,6 +841,7 @@ static_assert(kChunk >= 1 && kChunk <= 8, "LNB_CHUNK: 1 to 8 rows");
 ///   barrier of chunk j - 1's last row before the write. Each thread's takes grow, so the team's
 ///   chunk ids increase: once one is >= nchunks every later one is, and the loop ends there (the
 ///   same id in every thread of the team: a uniform exit from its named barriers).
+template <int kChunk>  // rows of a tail chunk: a constant, so that the tail loop's indices cost no registers
 __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
     ln_bwd_rows_bal(const uint4* __restrict__ dy, const uint4* __restrict__ x, const float* __restrict__ mean,
                     const float* __restrict__ rstd, const float* __restrict__ gamma, uint4* __restrict__ dx,
@@ -1162,13 +1163,22 @@ int team_width_for(int64_t nvec) {
 int64_t max_parts(int64_t T) { return std::max<int64_t>(1, std::min<int64_t>(T, kMaxParts)); }
 
 #if LNB_BALANCED
+/// Rows of a tail chunk: LNB_CHUNK at H >= 4096, more for shorter rows (a power of two, at most 8)
+/// so that a chunk's partial row (8H bytes) stays small against its rows and stage 2 does not
+/// take thousands of partial rows (2176 one-row chunks at 65536 x 1024 would be 2440 in all).
+int64_t chunk_rows_for(int64_t H) {
+  int64_t m = 1;
+  while (m * 2 * H <= 4096) m *= 2;
+  return std::min<int64_t>(8, LNB_CHUNK * m);
+}
 /// The static rows: T - T / LNB_BALANCED rounded down to whole grid-wide rounds (round = G x teams).
 int64_t static_rows(int64_t T, int64_t round) { return (T - T / LNB_BALANCED) / round * round; }
 /// Chunk partial rows the workspace holds, from shapes only: the tail is T - static_rows <=
 /// T / LNB_BALANCED + round - 1, and round <= kMaxParts x (kCta / 32) (G <= kMaxParts, teams <= warps).
-int64_t max_chunks(int64_t T) {
+int64_t max_chunks(int64_t T, int64_t H) {
   const int64_t tail = std::min<int64_t>(T, T / LNB_BALANCED + kMaxParts * kCtaWarps);
-  return (tail + kChunk - 1) / kChunk;
+  const int64_t c = chunk_rows_for(H);
+  return (tail + c - 1) / c;
 }
 #endif
 
@@ -1178,7 +1188,7 @@ struct Buffers {
 };
 Buffers carve(d2k::Workspace& ws, int64_t T, int64_t H) {
 #if LNB_BALANCED
-  const uint64_t n = static_cast<uint64_t>(max_parts(T) + max_chunks(T)) * static_cast<uint64_t>(H);
+  const uint64_t n = static_cast<uint64_t>(max_parts(T) + max_chunks(T, H)) * static_cast<uint64_t>(H);
 #else
   const uint64_t n = static_cast<uint64_t>(max_parts(T)) * static_cast<uint64_t>(H);
 #endif
@@ -1267,7 +1277,11 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
 #if LNB_DYNAMIC
       auto* const rows_kernel = ln_bwd_rows_dyn;
 #elif LNB_BALANCED
-      auto* const rows_kernel = ln_bwd_rows_bal;
+      const int64_t chunk_rows = chunk_rows_for(H);
+      auto* const rows_kernel = chunk_rows == 1   ? ln_bwd_rows_bal<1>
+                                : chunk_rows == 2 ? ln_bwd_rows_bal<2>
+                                : chunk_rows == 4 ? ln_bwd_rows_bal<4>
+                                                  : ln_bwd_rows_bal<8>;
 #else
       auto* const rows_kernel = ln_bwd_rows_ring;
 #endif
@@ -1295,7 +1309,7 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
 #elif LNB_BALANCED
       const int64_t round = p.ctas * (kCta / p.team_width);
       const int64_t t_static = static_rows(T, round);
-      const int64_t nchunks = (T - t_static + kChunk - 1) / kChunk;  // <= max_chunks(T)
+      const int64_t nchunks = (T - t_static + chunk_rows - 1) / chunk_rows;  // <= max_chunks(T, H)
       D2K_CUDA_TRY(args, cudaMemsetAsync(buf.queue, 0, sizeof(unsigned), stream));
       rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
           reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,

@@ -78,7 +78,7 @@ done
 # there) or no tail (16x2048), so they check the chunk queue alone: t_static = 0 with one row
 # (1x8), a partial last chunk of balanced16 (7x1000), one 256-thread team per CTA (64x4104), one-warp
 # teams (300x768, 2053x64), no tail (16x2048). Both phases together run on the bench rows only:
-# memcheck on 65536x1024 (30 static rounds of 8 one-warp teams per CTA, then 2176 one-row chunks),
+# memcheck on 65536x1024 (30 static rounds of 8 one-warp teams per CTA, then 544 chunks of 4 rows),
 # and two runs of 16384x4096 with the same seed whose dgamma and dbeta must be equal bit for bit
 # (which team takes which chunk differs from run to run).
 bal_checks=$task-check-1x8,$task-check-7x1000,$task-check-64x4104,$task-check-300x768,$task-check-2053x64,$task-check-16x2048-shifted

@@ -76,8 +76,8 @@ struct Knobs {
   /// a pseudo-random owner per row (seeded; 0: off), each team summing its rows in row order.
   std::uint32_t dynamic_seed = 0;
   /// LNB_BALANCED (0: off): strided rows up to t_static = (T - T / balanced) rounded down to whole
-  /// rounds of G x teams, one partial row per CTA; then the tail in chunks of `chunk` rows
-  /// (LNB_CHUNK), one partial row per chunk summed in row order from zero, after the CTAs' rows in
+  /// rounds of G x teams, one partial row per CTA; then the tail in chunks of chunk_rows() rows
+  /// (LNB_CHUNK = `chunk` at H >= 4096, up to 8 for shorter rows), one partial row per chunk summed in row order from zero, after the CTAs' rows in
   /// chunk order: which team takes a chunk does not enter the arithmetic.
   int balanced = 0;
   int chunk = 1;
@@ -107,6 +107,12 @@ struct Emulator {
     float gv = gamma(h) * bf(*in.dy, t * in.H + h);
     gv = rnd(v, gv, Variant::kBf16Products, bf16_rn);
     return rnd(v, gv, Variant::kFp16Xhat, f16_rn);
+  }
+  /// expert.cu's chunk_rows_for: LNB_CHUNK times the largest power of two m with m x H <= 4096, at most 8.
+  std::int64_t chunk_rows() const {
+    std::int64_t m = 1;
+    while (m * 2 * in.H <= 4096) m *= 2;
+    return std::min<std::int64_t>(8, knobs.chunk * m);
   }
   bool vector_path() const { return in.H % 8 == 0 && in.H <= std::int64_t{kThreads} * kMaxVec * 8; }
   int team_width() const {
@@ -236,9 +242,9 @@ struct Emulator {
           pg.push_back(sg);
           pb.push_back(sb);
         }
-      for (std::int64_t r0 = t_static; knobs.balanced && r0 < T; r0 += knobs.chunk) {
+      for (std::int64_t r0 = t_static; knobs.balanced && r0 < T; r0 += chunk_rows()) {
         float dg = 0.f, db = 0.f;
-        add_rows(r0, std::min(T, r0 + knobs.chunk), 1, h, dg, db);
+        add_rows(r0, std::min(T, r0 + chunk_rows()), 1, h, dg, db);
         pg.push_back(dg);
         pb.push_back(db);
       }
@@ -443,7 +449,7 @@ TEST_F(LayerNormBackwardTolerance, LeanKnobsAreOtherRoundings) {
   EXPECT_GT(columns_differ(bands, strided), 0) << "strided rows summed every column of 2053x64 as bands";
   const Emulator queued{Variant::kExpert, inputs(many), Knobs{100, kThreads, false, false, 8, false, 1}};
   EXPECT_GT(columns_differ(bands, queued), 0) << "queued rows summed every column of 2053x64 as bands";
-  // 4 CTAs: the balanced tail (1984 static rows, 35 chunks of 2 rows, the last of 1) against
+  // 4 CTAs: the balanced tail (1984 static rows, 9 chunks of 8 rows, the last of 5) against
   // strided rows over all 2053 rows, both with the lean arithmetic and 32 slices.
   const Emulator strided4{Variant::kExpert, inputs(many), Knobs{4, kThreads, true, false, 32, true}};
   const Emulator balanced4{Variant::kExpert, inputs(many), Knobs{4, kThreads, true, false, 32, true, 0, 16, 2}};
