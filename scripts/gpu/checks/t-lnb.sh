@@ -15,8 +15,8 @@
 # The variant sweep alone (the default and 3 variants x 4 bench rows in at most 70 s, about 55 s;
 # memcheck of each balanced variant on the check workloads in at most 12 s, of one on a bench row
 # (static rounds and a tail together) in at most 15 s, and the bit-reproducibility of its dgamma
-# and dbeta over two runs of one bench row in at most 16 s: at most 125 s, about 100 s):
-#   LNB_BUDGET_S=125 D2K_CHECK_STEPS=variants,memcheck_balanced,memcheck_balanced16,repro_balanced \
+# and dbeta over two runs of one bench row in at most 24 s: at most 120 s by LNB_BUDGET_S, about 105 s):
+#   LNB_BUDGET_S=120 D2K_CHECK_STEPS=variants,memcheck_balanced,memcheck_balanced16,repro_balanced \
 #     scripts/gpu/checks/t-lnb.sh CARRY OUT
 # LNB_SWEEP (space-separated variant names) limits the sweep to those variants where the carry holds
 # more (default: balanced balanced16 dynamic; "all" takes every built one).
@@ -91,7 +91,7 @@ if built_variants | grep -qx balanced; then
     repro_ok=1
     for r in 1 2; do
       rm -rf "$out/repro$r"
-      step repro_balanced 8 "$d2k" check --task "$task" --impl expert:balanced --isolation none --seed 7 \
+      step repro_balanced 12 "$d2k" check --task "$task" --impl expert:balanced --isolation none --seed 7 \
         --rounds 1 --bench-rounds 1 --workloads "$task-bench-16384x4096-opt6.7b" --quiet --dump "$out/repro$r" \
         || repro_ok=0
       cp "$out/repro_balanced.log" "$out/repro_balanced_$r.log" 2> /dev/null
