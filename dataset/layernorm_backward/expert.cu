@@ -156,6 +156,10 @@
 //      imbalance dynamic priced (5-7 us of 113-121). balanced: D = 32, chunks of 1 row at H >= 4096
 //      (balance to a row; 272-544 chunks); balanced16: D = 16, chunks of 2 rows (twice the tail,
 //      half the atomics per row). Shorter rows take chunks of up to 8 rows (chunk_rows_for).
+//      balanced_rem: D = 2^20, so the tail is only the rows past the last whole round (T mod
+//      G x teams: 16 / 8 / 64 / 16 rows at the bench shapes), taken by the teams that finish first
+//      instead of by CTAs 0..k: the part-filled last round without the partial-row traffic (at
+//      most 16 chunk rows), to tell that cost from a spread of the SMs' rates.
 //      128 registers; the static loop reloads one spilled value per row from local memory (L1),
 //      the tail loop about a dozen per row (48 / 56 bytes of stack); no other local memory.
 #include <cuda_bf16.h>
@@ -179,6 +183,7 @@
 //   %VARIANT% dynamic -DLNB_DYNAMIC=1 -DLNB_LEAN=0 -DLNB_STRIDED=0
 //   %VARIANT% balanced -DLNB_BALANCED=32 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1
 //   %VARIANT% balanced16 -DLNB_BALANCED=16 -DLNB_CHUNK=2 -DLNB_REDUCE_VEC=1
+//   %VARIANT% balanced_rem -DLNB_BALANCED=1048576 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1
 // LNB_MIN_BLOCKS: the __launch_bounds__ minimum CTAs per SM of stage 1 (2 caps registers at 128,
 //   keeping 16 warps per SM to hide DRAM latency; 1 gives the compiler 255 and halves residency).
 // LNB_STREAMING: evict-first loads and stores (ld.global.cs / st.global.cs) for the single-use

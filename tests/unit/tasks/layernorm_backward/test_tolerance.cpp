@@ -392,6 +392,8 @@ const std::vector<std::pair<const char*, Knobs>>& variant_knobs() {
       {"dynamic (order 3)", Knobs{kResident, kThreads, false, false, 8, false, 3}},
       {"balanced", Knobs{kResident, kThreads, true, false, 32, true, 0, 32, 1}},
       {"balanced16", Knobs{kResident, kThreads, true, false, 32, true, 0, 16, 2}},
+      {"balanced_rem", Knobs{kResident, kThreads, true, false, 32, true, 0, 1 << 20, 1}},
+      {"balanced_rem (4 CTAs)", Knobs{4, kThreads, true, false, 32, true, 0, 1 << 20, 1}},
       // 4 CTAs: whole static rounds and a tail together on the check workloads (at 264 CTAs a
       // round of G x teams is at least T there, so the check shapes have no static rounds)
       {"balanced16 (4 CTAs)", Knobs{4, kThreads, true, false, 32, true, 0, 16, 2}},
