@@ -77,13 +77,19 @@ done
 # The balanced tail (static rounds, then chunks from a counter with per-chunk partial rows): on the
 # check workloads every vector-path shape has no static rounds (the round, G x teams, is at least T
 # there) or no tail (16x2048), so they check the chunk queue alone: t_static = 0 with one row
-# (1x8), a partial last chunk of balanced16 (7x1000), one 256-thread team per CTA (64x4104), one-warp
+# (1x8), a partial last chunk (7x1000: chunks of 4 or 8 rows), one 256-thread team per CTA (64x4104), one-warp
 # teams (300x768, 2053x64), no tail (16x2048). Both phases together run on the bench rows only:
 # memcheck on 65536x1024 (30 static rounds of 8 one-warp teams per CTA, then 544 chunks of 4 rows),
 # and two runs of 16384x4096 with the same seed whose dgamma and dbeta must be equal bit for bit
 # (which team takes which chunk differs from run to run).
 bal_checks=$task-check-1x8,$task-check-7x1000,$task-check-64x4104,$task-check-300x768,$task-check-2053x64,$task-check-16x2048-shifted
 for v in $(built_variants | grep '^balanced'); do sanitize --impl "expert:$v" memcheck 10 "$bal_checks"; done
+# racecheck (selected by name only: not in the first call's budget) of the chunk hand-over through
+# shared memory: one-warp teams (__syncwarp; 7x1000: 7 rows in chunks of 4, the last of 3), one
+# 256-thread team (64x4104: 64 one-row chunks), 2053 rows in chunks of 8.
+for v in $(built_variants | grep -x balanced); do
+  sanitize --impl "expert:$v" racecheck 15 "$task-check-7x1000,$task-check-64x4104,$task-check-2053x64"
+done
 if built_variants | grep -qx balanced; then
   # the same step name (memcheck_balanced selects both): keep the check workloads' log
   mv "$out/memcheck_balanced.log" "$out/memcheck_balanced_checks.log" 2> /dev/null
