@@ -160,8 +160,9 @@
 //      G x teams: 16 / 8 / 64 / 16 rows at the bench shapes), taken by the teams that finish first
 //      instead of by CTAs 0..k: the part-filled last round without the partial-row traffic (at
 //      most 16 chunk rows), to tell that cost from a spread of the SMs' rates.
-//      128 registers; the static loop reloads one spilled value per row from local memory (L1),
-//      the tail loop about a dozen per row (48 / 56 bytes of stack); no other local memory.
+//      128 registers; the static loop reloads about four spilled values per row from local memory
+//      (L1 hits; one in the default's loop-free form, three more for the early takes), the tail
+//      loop about a dozen per row (48 / 56 bytes of stack).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -838,8 +839,9 @@ static_assert(LNB_CHUNK == 1 || LNB_CHUNK == 2 || LNB_CHUNK == 4 || LNB_CHUNK ==
 /// same columns), and stage 2 adds the partial rows in index order, so dgamma and dbeta are
 /// bit-reproducible (for a given G, as the static grid's are).
 ///   Chunk hand-over: a team's j-th tail chunk id sits in s_chunk[team][j & 3]. The first three are
-///   taken after the static rows (not at launch, which would hand them out in launch order) and
-///   published by the CTA barrier of write_partials; the first thread takes chunk j + 3 when chunk
+///   taken as the team's last static row starts (not at launch, which would hand them out in launch
+///   order; every team has t_static / (G x teams) static rows) and published by the CTA barrier
+///   before write_partials; the first thread takes chunk j + 3 when chunk
 ///   j starts and writes it before that row's team barrier. The ring copies the row two tail
 ///   indices ahead, at most chunk j + 2 (kChunk >= 1), whose id was published at least one
 ///   barrier earlier; the slot of j + 3 last held chunk j - 1, whose last reader passed the
@@ -956,26 +958,33 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   __syncthreads();
   zero_acc();
   int s = 0;
+  // The first three chunks are taken as the team's last static row starts (their latency under
+  // that row; a team without static rows takes them below): taken at launch, they would be handed
+  // out in launch order.
   for (int i = 0; i < iters; ++i) {
+    const bool take_now = first && i == iters - 1;
+    int take0 = 0, take1 = 0, take2 = 0;
+    if (take_now) {
+      take0 = static_cast<int>(atomicAdd(queue, 1u));
+      take1 = static_cast<int>(atomicAdd(queue, 1u));
+      take2 = static_cast<int>(atomicAdd(queue, 1u));
+    }
     row_pass(static_row(i), i, s, static_row(i + 2));
+    if (take_now) {
+      s_chunk[team][0] = take0;
+      s_chunk[team][1] = take1;
+      s_chunk[team][2] = take2;
+    }
     s ^= 1;
   }
-  cp_async_wait<0>();
-  // The first three chunks, taken now that this team has no static rows left; their latency
-  // overlaps the CTA's partial row.
-  int take0 = 0, take1 = 0, take2 = 0;
-  if (first) {
-    take0 = static_cast<int>(atomicAdd(queue, 1u));
-    take1 = static_cast<int>(atomicAdd(queue, 1u));
-    take2 = static_cast<int>(atomicAdd(queue, 1u));
+  if (first && iters == 0) {
+    s_chunk[team][0] = static_cast<int>(atomicAdd(queue, 1u));
+    s_chunk[team][1] = static_cast<int>(atomicAdd(queue, 1u));
+    s_chunk[team][2] = static_cast<int>(atomicAdd(queue, 1u));
   }
+  cp_async_wait<0>();
   __syncthreads();  // every thread done with the ring: write_partials reuses it for the team sums
   write_partials(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
-  if (first) {
-    s_chunk[team][0] = take0;
-    s_chunk[team][1] = take1;
-    s_chunk[team][2] = take2;
-  }
   __syncthreads();  // publishes s_chunk; write_partials' reads of the ring are done
 
   // Dynamic tail: the team's tail index i is row p = i % kChunk of its chunk j = i / kChunk.
