@@ -1006,6 +1006,9 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
     // Rows of the last chunk past T are inactive in row_pass (no copy, no store, no sums).
     row_pass(t_static + cid * kChunk + p, i, s, tail_row(i + 2));
     if (first && p == 0) s_chunk[team][(j + 3) & 3] = take;
+    // The chunk's partial row index: cid read again (not held in a register through the row), and
+    // before the barrier, since its slot is rewritten when chunk j + 1 starts, after the barrier.
+    const int64_t prow = p == kChunk - 1 ? static_cast<int64_t>(gridDim.x) + s_chunk[team][j & 3] : 0;
     // The team's barrier: publishes the take, and orders this row's reads of s_chunk before the
     // next rewrite (team_sums' named barrier does not run for one-warp teams).
     if (warps_per_team > 1)
@@ -1013,8 +1016,6 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
     else
       __syncwarp();
     if (p == kChunk - 1) {  // the chunk's partial row; then start the next chunk from zero
-      // cid read again: its slot is rewritten only when chunk j + 1 starts, after this barrier
-      const int64_t prow = static_cast<int64_t>(gridDim.x) + s_chunk[team][j & 3];
       float* pg = part_g + prow * H;
       float* pb = part_b + prow * H;
 #pragma unroll
