@@ -139,6 +139,30 @@
 // default since (LNB_LEAN=1, LNB_STRIDED=1; the former default is the variant ring2). dynamic
 // 1.06x / 1.05x on the two square-ish rows but 0.72x at 65536 x 1024 (a row per atomic is too
 // fine there): balance adds 1.6-1.8 points over the window alone at 4096 and 8192 columns.
+// Variants for the next run (fourth round: the balance of dynamic, deterministic):
+//   l. balanced / balanced16 (LNB_BALANCED, ln_bwd_rows_bal): lean_strided's rounds for the first
+//      t_static = (T - T / D) rows rounded down to whole rounds of G x teams (no part-filled last
+//      round: at the bench shapes the default's 31.03 rows per team leave a 32nd round with 8-16 of
+//      528-2112 teams busy), written as the CTA's partial row; the remaining rows (at least T / D)
+//      in chunks of LNB_CHUNK rows that the teams take from a global counter as they run out of
+//      work, three chunks ahead (the ring copies the row two ahead). A chunk's column sums are its
+//      own partial row, summed from zero in row order by whichever team takes it (every team has
+//      the same width and a thread the same columns, so its bits do not depend on the taker) and
+//      added by stage 2 after the CTAs' rows in chunk order: dgamma/dbeta bit-reproducible for a
+//      given G, as the default's are. Stage 2 is ln_bwd_reduce_partials4 (32 slices: 530-810
+//      partial rows). A 4-byte cudaMemsetAsync of the counter before stage 1, inside the timed call.
+//      The cost: 8H bytes of partials per chunk written and read back through L2 (17.6-26.7 MB at
+//      H >= 4096, 4.4% of the bytes; 4.5 MB at H = 1024, where chunks are 4 or 8 rows) against the
+//      imbalance dynamic priced (5-7 us of 113-121). balanced: D = 32, chunks of 1 row at H >= 4096
+//      (balance to a row; 272-544 chunks); balanced16: D = 16, chunks of 2 rows (twice the tail,
+//      half the atomics per row). Shorter rows take chunks of up to 8 rows (chunk_rows_for).
+//      balanced_rem: D = 2^20, so the tail is only the rows past the last whole round (T mod
+//      G x teams: 16 / 8 / 64 / 16 rows at the bench shapes), taken by the teams that finish first
+//      instead of by CTAs 0..k: the part-filled last round without the partial-row traffic (at
+//      most 16 chunk rows), to tell that cost from a spread of the SMs' rates.
+//      128 registers; the static loop reloads about four spilled values per row from local memory
+//      (L1 hits; one in the default's loop-free form, three more for the early takes), the tail
+//      loop about a dozen per row (48 / 56 bytes of stack).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -158,6 +182,9 @@
 //   %VARIANT% ring2 -DLNB_LEAN=0 -DLNB_STRIDED=0
 //   %VARIANT% lean_512 -DLNB_LEAN=1 -DLNB_STRIDED=0 -DLNB_RING=3 -DLNB_STREAMING=0 -DLNB_CTA_THREADS=512 -DLNB_MIN_BLOCKS=1
 //   %VARIANT% dynamic -DLNB_DYNAMIC=1 -DLNB_LEAN=0 -DLNB_STRIDED=0
+//   %VARIANT% balanced -DLNB_BALANCED=32 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1
+//   %VARIANT% balanced16 -DLNB_BALANCED=16 -DLNB_CHUNK=2 -DLNB_REDUCE_VEC=1
+//   %VARIANT% balanced_rem -DLNB_BALANCED=1048576 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1
 // LNB_MIN_BLOCKS: the __launch_bounds__ minimum CTAs per SM of stage 1 (2 caps registers at 128,
 //   keeping 16 warps per SM to hide DRAM latency; 1 gives the compiler 255 and halves residency).
 // LNB_STREAMING: evict-first loads and stores (ld.global.cs / st.global.cs) for the single-use
@@ -177,6 +204,9 @@
 // LNB_DYNAMIC: ring2 (LNB_RING=2, not lean or strided) with each team's rows taken from a global
 //   counter in the workspace (ln_bwd_rows_dyn) instead of a static band; dgamma/dbeta not
 //   bit-reproducible (variant k).
+// LNB_BALANCED: D > 0 builds ln_bwd_rows_bal (on lean_strided's ring2: LNB_LEAN=1, LNB_STRIDED=1):
+//   whole strided rounds up to T - T / D rows, then a tail of chunks from a counter (variant l).
+// LNB_CHUNK: rows of a tail chunk at H >= 4096 (1, 2, 4 or 8); shorter rows take more (chunk_rows_for).
 // LNB_STRIDED: the ring kernel's CTA c takes rows (it * G + c) * teams + team instead of a band
 //   (G = the resident CTAs): at any time the grid reads one window of G x teams x stages rows,
 //   not 3 G sequential streams spread over the tensors. Still a fixed row set per CTA and team.
@@ -209,6 +239,12 @@
 #endif
 #ifndef LNB_DYNAMIC
 #define LNB_DYNAMIC 0
+#endif
+#ifndef LNB_BALANCED
+#define LNB_BALANCED 0
+#endif
+#ifndef LNB_CHUNK
+#define LNB_CHUNK 1
 #endif
 static_assert(!(LNB_STRIDED && !LNB_RING), "LNB_STRIDED: the ring kernel's row order");
 
@@ -789,6 +825,215 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   write_partials(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
 }
 #endif  // LNB_DYNAMIC
+#if LNB_BALANCED
+static_assert(LNB_RING == 2 && LNB_LEAN && LNB_STRIDED && !LNB_DYNAMIC, "LNB_BALANCED: on lean_strided's ring2");
+static_assert(LNB_CHUNK == 1 || LNB_CHUNK == 2 || LNB_CHUNK == 4 || LNB_CHUNK == 8, "LNB_CHUNK: 1, 2, 4 or 8 rows");
+/// Stage 1 with a deterministic balanced tail (lean_strided, then a row queue in chunks): the
+/// first t_static rows, a whole number of grid-wide rounds, are taken exactly as ln_bwd_rows_ring
+/// (LNB_STRIDED) takes them, and written as the CTA's partial row blockIdx.x; the rows after them
+/// form nchunks chunks of kChunk rows, which each team takes from a global counter as it runs
+/// out of work, so that a team on a faster SM takes more of them and the SMs stop within about a
+/// chunk of each other. A chunk's column sums are its own partial row (G + chunk id), summed by
+/// the team in row order from zero and written when the chunk ends: the team that takes a chunk
+/// changes only where it is computed, not its bits (every team has the same width and a thread the
+/// same columns), and stage 2 adds the partial rows in index order, so dgamma and dbeta are
+/// bit-reproducible (for a given G, as the static grid's are).
+///   Chunk hand-over: a team's j-th tail chunk id sits in s_chunk[team][j & 3]. The first three are
+///   taken as the team's last static row starts (not at launch, which would hand them out in launch
+///   order; every team has t_static / (G x teams) static rows) and published by the CTA barrier
+///   before write_partials; the first thread takes chunk j + 3 when chunk
+///   j starts and writes it before that row's team barrier. The ring copies the row two tail
+///   indices ahead, at most chunk j + 2 (kChunk >= 1), whose id was published at least one
+///   barrier earlier; the slot of j + 3 last held chunk j - 1, whose last reader passed the
+///   barrier of chunk j - 1's last row before the write. Each thread's takes grow, so the team's
+///   chunk ids increase: once one is >= nchunks every later one is, and the loop ends there (the
+///   same id in every thread of the team: a uniform exit from its named barriers).
+template <int kChunk>  // rows of a tail chunk: a constant, so that the tail loop's indices cost no registers
+__global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
+    ln_bwd_rows_bal(const uint4* __restrict__ dy, const uint4* __restrict__ x, const float* __restrict__ mean,
+                    const float* __restrict__ rstd, const float* __restrict__ gamma, uint4* __restrict__ dx,
+                    float* __restrict__ part_g, float* __restrict__ part_b, int64_t T, int H, int team_width,
+                    int t_static, int nchunks, unsigned* __restrict__ queue) {
+  extern __shared__ float4 smem_v[];
+  __shared__ float2 red[2][kCtaWarps];
+  __shared__ int s_chunk[kCtaWarps][4];  // [team][j & 3]: the team's j-th tail chunk (teams <= warps)
+  const int nvec = H / 8;
+  const int vpt = (nvec + team_width - 1) / team_width;
+  float* s_gamma = reinterpret_cast<float*>(smem_v);
+  uint4* ring = reinterpret_cast<uint4*>(s_gamma + H);
+  float2* stats = reinterpret_cast<float2*>(ring + kStages * 2 * vpt * kCta);
+  const int teams = kCta / team_width;
+  const int team = threadIdx.x / team_width, tl = threadIdx.x % team_width;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warps_per_team = team_width / 32;
+  const bool first = tl == 0;
+  const float inv_h = 1.0f / static_cast<float>(H);
+  const unsigned my_ring = static_cast<unsigned>(__cvta_generic_to_shared(ring + threadIdx.x));
+  const unsigned tensor_bytes = static_cast<unsigned>(vpt) * kCta * sizeof(uint4);
+  auto slot = [&](int s, int q, int k) {
+    return my_ring + static_cast<unsigned>(s * 2 + q) * tensor_bytes + static_cast<unsigned>(k * kCta * sizeof(uint4));
+  };
+  pdl_launch_dependents();
+  const int T32 = static_cast<int>(T);
+  // One commit per call, empty for no row (row < 0 or >= T): the waits count groups.
+  auto copy_row = [&](int row, int s) {
+    if (row >= 0 && row < T32) {
+      const int64_t first_vec = static_cast<int64_t>(row) * nvec + tl;
+      const uint4* src_dy = dy + first_vec;
+      const uint4* src_x = x + first_vec;
+#pragma unroll
+      for (int k = 0; k < kMaxVec; ++k) {
+        if (tl + k * team_width < nvec) {
+          cp_async16(slot(s, 0, k), src_dy);
+          cp_async16(slot(s, 1, k), src_x);
+        }
+        src_dy += team_width;
+        src_x += team_width;
+      }
+      if (lane == 0) {
+        cp_async4(&stats[s * kCtaWarps + warp].x, mean + row);
+        cp_async4(&stats[s * kCtaWarps + warp].y, rstd + row);
+      }
+    }
+    cp_async_commit();
+  };
+  float acc_g[kMaxVec][8], acc_b[kMaxVec][8];
+  auto zero_acc = [&]() {
+#pragma unroll
+    for (int k = 0; k < kMaxVec; ++k)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc_g[k][j] = acc_b[k][j] = 0.f;
+  };
+  // One row of the ring (lean_strided's loop body): `row` in slots s (inactive when outside
+  // [0, T)), the copy of `next_row` into them once read, n the team barrier's parity.
+  auto row_pass = [&](int row, int n, int s, int next_row) {
+    const bool active = row >= 0 && row < T32;  // uniform within a team
+    cp_async_wait<kStages - 1>();
+    float2 st = make_float2(0.f, 0.f);
+    if (active && lane == 0) st = stats[s * kCtaWarps + warp];
+    const RowStats rst(__shfl_sync(0xffffffffu, st.x, 0), __shfl_sync(0xffffffffu, st.y, 0));
+    float a = 0.f, b = 0.f;
+    uint4 vdy[kMaxVec], vx[kMaxVec];
+    if (active) {
+#pragma unroll
+      for (int k = 0; k < kMaxVec; ++k) {
+        if (tl + k * team_width < nvec) {
+          vdy[k] = lds128(slot(s, 0, k));
+          vx[k] = lds128(slot(s, 1, k));
+        }
+      }
+    }
+    copy_row(next_row, s);
+    if (active) {
+#pragma unroll
+      for (int k = 0; k < kMaxVec; ++k) {
+        const int v = tl + k * team_width;
+        if (v < nvec) accumulate_vec(vdy[k], vx[k], Gamma8(s_gamma, v), rst, a, b, acc_g[k], acc_b[k]);
+      }
+    }
+    team_sums<true>(a, b, red, n, team, warps_per_team);
+    if (active) {
+      const DxCoef c(rst, a, b, inv_h);
+      uint4* dst = dx + static_cast<int64_t>(row) * nvec + tl;
+#pragma unroll
+      for (int k = 0; k < kMaxVec; ++k) {
+        const int v = tl + k * team_width;
+        if (v < nvec) store_stream(dst, dx_vec(vdy[k], vx[k], Gamma8(s_gamma, v), rst, c));
+        dst += team_width;
+      }
+    }
+  };
+
+  // Static rounds: round i of CTA c, rows (i * G + c) * teams + team, all below t_static.
+  const int row0 = static_cast<int>(blockIdx.x) * teams;
+  const int rows_step = static_cast<int>(gridDim.x) * teams;
+  const int iters = t_static > row0 ? (t_static - row0 + rows_step - 1) / rows_step : 0;
+  auto static_row = [&](int i) {
+    const int row = row0 + i * rows_step + team;
+    return i < iters && row < t_static ? row : -1;
+  };
+  copy_row(static_row(0), 0);
+  copy_row(static_row(1), 1);
+  for (int i = threadIdx.x; i < H; i += kCta) s_gamma[i] = gamma[i];
+  __syncthreads();
+  zero_acc();
+  int s = 0;
+  // The first three chunks are taken as the team's last static row starts (their latency under
+  // that row; a team without static rows takes them below): taken at launch, they would be handed
+  // out in launch order.
+  for (int i = 0; i < iters; ++i) {
+    const bool take_now = first && i == iters - 1;
+    int take0 = 0, take1 = 0, take2 = 0;
+    if (take_now) {
+      take0 = static_cast<int>(atomicAdd(queue, 1u));
+      take1 = static_cast<int>(atomicAdd(queue, 1u));
+      take2 = static_cast<int>(atomicAdd(queue, 1u));
+    }
+    row_pass(static_row(i), i, s, static_row(i + 2));
+    if (take_now) {
+      s_chunk[team][0] = take0;
+      s_chunk[team][1] = take1;
+      s_chunk[team][2] = take2;
+    }
+    s ^= 1;
+  }
+  if (first && iters == 0) {
+    s_chunk[team][0] = static_cast<int>(atomicAdd(queue, 1u));
+    s_chunk[team][1] = static_cast<int>(atomicAdd(queue, 1u));
+    s_chunk[team][2] = static_cast<int>(atomicAdd(queue, 1u));
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // every thread done with the ring: write_partials reuses it for the team sums
+  write_partials(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
+  __syncthreads();  // publishes s_chunk; write_partials' reads of the ring are done
+
+  // Dynamic tail: the team's tail index i is row p = i % kChunk of its chunk j = i / kChunk.
+  auto tail_row = [&](int i) {  // -1 past the team's last chunk; >= T in the last chunk's tail
+    const int cid = s_chunk[team][(i / kChunk) & 3];
+    return cid < nchunks ? t_static + cid * kChunk + i % kChunk : -1;
+  };
+  zero_acc();
+  copy_row(tail_row(0), 0);
+  copy_row(tail_row(1), 1);
+  s = 0;
+  // The team barrier's parity restarts at 0: the CTA barrier above separates the two loops.
+  for (int i = 0;; ++i) {
+    const int j = i / kChunk, p = i - j * kChunk;
+    const int cid = s_chunk[team][j & 3];
+    if (cid >= nchunks) break;  // the same id in the whole team
+    int take = 0;
+    if (first && p == 0) take = static_cast<int>(atomicAdd(queue, 1u));  // chunk j + 3
+    // Rows of the last chunk past T are inactive in row_pass (no copy, no store, no sums).
+    row_pass(t_static + cid * kChunk + p, i, s, tail_row(i + 2));
+    if (first && p == 0) s_chunk[team][(j + 3) & 3] = take;
+    // The chunk's partial row index: cid read again (not held in a register through the row), and
+    // before the barrier, since its slot is rewritten when chunk j + 1 starts, after the barrier.
+    const int64_t prow = p == kChunk - 1 ? static_cast<int64_t>(gridDim.x) + s_chunk[team][j & 3] : 0;
+    // The team's barrier: publishes the take, and orders this row's reads of s_chunk before the
+    // next rewrite (team_sums' named barrier does not run for one-warp teams).
+    if (warps_per_team > 1)
+      asm volatile("bar.sync %0, %1;" ::"r"(1 + team), "r"(team_width) : "memory");
+    else
+      __syncwarp();
+    if (p == kChunk - 1) {  // the chunk's partial row; then start the next chunk from zero
+      float* pg = part_g + prow * H;
+      float* pb = part_b + prow * H;
+#pragma unroll
+      for (int k = 0; k < kMaxVec; ++k) {
+        const int v = tl + k * team_width;
+        if (v >= nvec) continue;
+        reinterpret_cast<float4*>(pg)[2 * v] = make_float4(acc_g[k][0], acc_g[k][1], acc_g[k][2], acc_g[k][3]);
+        reinterpret_cast<float4*>(pg)[2 * v + 1] = make_float4(acc_g[k][4], acc_g[k][5], acc_g[k][6], acc_g[k][7]);
+        reinterpret_cast<float4*>(pb)[2 * v] = make_float4(acc_b[k][0], acc_b[k][1], acc_b[k][2], acc_b[k][3]);
+        reinterpret_cast<float4*>(pb)[2 * v + 1] = make_float4(acc_b[k][4], acc_b[k][5], acc_b[k][6], acc_b[k][7]);
+      }
+      zero_acc();
+    }
+    s ^= 1;
+  }
+  cp_async_wait<0>();
+}
+#endif  // LNB_BALANCED
 #endif  // LNB_RING
 
 /// Generic path, dx: a CTA per row; pass 1 the sums, pass 2 re-reads the row (L1/L2) for dx.
@@ -932,14 +1177,38 @@ int team_width_for(int64_t nvec) {
 /// the generic path's kFallbackParts bands, never more than T.
 int64_t max_parts(int64_t T) { return std::max<int64_t>(1, std::min<int64_t>(T, kMaxParts)); }
 
+#if LNB_BALANCED
+/// Rows of a tail chunk: LNB_CHUNK at H >= 4096, more for shorter rows (a power of two, at most 8)
+/// so that a chunk's partial row (8H bytes) stays small against its rows and stage 2 does not
+/// take thousands of partial rows (2176 one-row chunks at 65536 x 1024 would be 2440 in all).
+int64_t chunk_rows_for(int64_t H) {
+  int64_t m = 1;
+  while (m * 2 * H <= 4096) m *= 2;
+  return std::min<int64_t>(8, LNB_CHUNK * m);
+}
+/// The static rows: T - T / LNB_BALANCED rounded down to whole grid-wide rounds (round = G x teams).
+int64_t static_rows(int64_t T, int64_t round) { return (T - T / LNB_BALANCED) / round * round; }
+/// Chunk partial rows the workspace holds, from shapes only: the tail is T - static_rows <=
+/// T / LNB_BALANCED + round - 1, and round <= kMaxParts x (kCta / 32) (G <= kMaxParts, teams <= warps).
+int64_t max_chunks(int64_t T, int64_t H) {
+  const int64_t tail = std::min<int64_t>(T, T / LNB_BALANCED + kMaxParts * kCtaWarps);
+  const int64_t c = chunk_rows_for(H);
+  return (tail + c - 1) / c;
+}
+#endif
+
 struct Buffers {
   float *part_g, *part_b;
-  unsigned* queue = nullptr;  ///< LNB_DYNAMIC: the row counter, zeroed before every stage 1
+  unsigned* queue = nullptr;  ///< LNB_DYNAMIC / LNB_BALANCED: the row or chunk counter, zeroed before every stage 1
 };
 Buffers carve(d2k::Workspace& ws, int64_t T, int64_t H) {
+#if LNB_BALANCED
+  const uint64_t n = static_cast<uint64_t>(max_parts(T) + max_chunks(T, H)) * static_cast<uint64_t>(H);
+#else
   const uint64_t n = static_cast<uint64_t>(max_parts(T)) * static_cast<uint64_t>(H);
+#endif
   Buffers b{ws.take<float>(n), ws.take<float>(n)};
-#if LNB_DYNAMIC
+#if LNB_DYNAMIC || LNB_BALANCED
   b.queue = ws.take<unsigned>(1);
 #endif
   return b;
@@ -1022,6 +1291,12 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
 #if LNB_RING
 #if LNB_DYNAMIC
       auto* const rows_kernel = ln_bwd_rows_dyn;
+#elif LNB_BALANCED
+      const int64_t chunk_rows = chunk_rows_for(H);
+      auto* const rows_kernel = chunk_rows == 1   ? ln_bwd_rows_bal<1>
+                                : chunk_rows == 2 ? ln_bwd_rows_bal<2>
+                                : chunk_rows == 4 ? ln_bwd_rows_bal<4>
+                                                  : ln_bwd_rows_bal<8>;
 #else
       auto* const rows_kernel = ln_bwd_rows_ring;
 #endif
@@ -1045,14 +1320,25 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
       rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
           reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
           reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width, buf.queue);
+      parts = p.ctas;
+#elif LNB_BALANCED
+      const int64_t round = p.ctas * (kCta / p.team_width);
+      const int64_t t_static = static_rows(T, round);
+      const int64_t nchunks = (T - t_static + chunk_rows - 1) / chunk_rows;  // <= max_chunks(T, H)
+      D2K_CUDA_TRY(args, cudaMemsetAsync(buf.queue, 0, sizeof(unsigned), stream));
+      rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
+          reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
+          reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width,
+          static_cast<int>(t_static), static_cast<int>(nchunks), buf.queue);
+      parts = p.ctas + nchunks;  // the CTAs' rows, then the chunks' in chunk order
 #else
       rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
           reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
           reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width,
           p.rows_per_cta);
+      parts = p.ctas;
 #endif
       D2K_CUDA_TRY(args, cudaGetLastError());
-      parts = p.ctas;
     } else if (T > 0) {
       ln_bwd_rows_generic<<<static_cast<unsigned>(T), kThreads, 0, stream>>>(dyp, xp, mp, rp, gp, dxp, H);
       D2K_CUDA_TRY(args, cudaGetLastError());

@@ -12,13 +12,15 @@
 # Helpers: scripts/gpu/checks/t-lnb/{bench_table.py,golden_check.py,aten_bars.py}.
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-lnb.sh CARRY OUT [aten] [compile]
-# The variant sweep alone (the default and 3 variants x 4 bench rows in at most 78 s, about 55 s;
-# memcheck of each variant in at most 10 s and racecheck of the dynamic one in at most 12 s: at
-# most 120 s, about 90 s):
-#   D2K_CHECK_STEPS=variants,memcheck_ring2,memcheck_lean_512,memcheck_dynamic,racecheck_dynamic \
+# The variant sweep alone (the default and 4 variants x 4 bench rows in at most 76 s, about 68 s;
+# memcheck of each balanced variant on six check workloads in at most 10 s, of balanced on a bench
+# row (static rounds and a tail together) in at most 12 s, and the bit-reproducibility of its dgamma
+# and dbeta over two runs of one bench row in at most 2 x 10 s; the budget cuts the last steps
+# first: at most 125 s, about 110 s):
+#   LNB_BUDGET_S=125 D2K_CHECK_STEPS=variants,memcheck_balanced,memcheck_balanced16,memcheck_balanced_rem,repro_balanced \
 #     scripts/gpu/checks/t-lnb.sh CARRY OUT
 # LNB_SWEEP (space-separated variant names) limits the sweep to those variants where the carry holds
-# more (default: ring2 lean_512 dynamic; "all" takes every built one).
+# more (default: balanced balanced16 balanced_rem dynamic; "all" takes every built one).
 # Exit status: the number of FAIL lines.
 set -uo pipefail
 carry=$(cd "$1" && pwd); out=$2
@@ -32,7 +34,7 @@ budget=${LNB_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
 detect_torch
 # Only the variants of this sweep, even where the carry holds older ones: the budget is per target.
-sweep=${LNB_SWEEP:-ring2 lean_512 dynamic}
+sweep=${LNB_SWEEP:-balanced balanced16 balanced_rem dynamic}
 if [ "$sweep" != all ]; then
   eval "$(declare -f built_variants | sed '1s/built_variants/built_variants_all/')"
   built_variants() { built_variants_all | grep -xF -f <(tr ' ' '\n' <<< "$sweep"); }
@@ -57,7 +59,7 @@ sanitize memcheck 30 $task-check-300x768,$task-check-64x4104,$task-check-33x1001
 # partial last vector; a 513-vector row; several teams per CTA; many bands of unequal length),
 # the lean ones on two of them: the 513-vector row (a partial last vector held in registers) and
 # 2053 rows of 8 vectors (24 of 32 lanes idle, 257 partial rows through the 32-slice stage 2).
-variants_step --fail "variants bench (see variants.log)" --show 0 78 "$(workload_uuids bench)" \
+variants_step --fail "variants bench (see variants.log)" --show 0 76 "$(workload_uuids bench)" \
   --max-time 0.3 --bench-rounds 1 --quiet
 ring_checks=$task-check-7x1000,$task-check-64x4104,$task-check-300x768,$task-check-2053x64
 for v in $(built_variants | grep '^ring'); do sanitize --impl "expert:$v" memcheck 14 "$ring_checks"; done
@@ -72,6 +74,45 @@ for v in $(built_variants | grep '^dynamic'); do
   sanitize --impl "expert:$v" memcheck 10 "$dyn_checks"
   sanitize --impl "expert:$v" racecheck 12 "$task-check-7x1000,$task-check-64x4104"
 done
+# The balanced tail (static rounds, then chunks from a counter with per-chunk partial rows): on the
+# check workloads every vector-path shape has no static rounds (the round, G x teams, is at least T
+# there) or no tail (16x2048), so they check the chunk queue alone: t_static = 0 with one row
+# (1x8), a partial last chunk (7x1000: chunks of 4 or 8 rows), one 256-thread team per CTA (64x4104), one-warp
+# teams (300x768, 2053x64), no tail (16x2048). Both phases together run on the bench rows only:
+# memcheck on 65536x1024 (30 static rounds of 8 one-warp teams per CTA, then 544 chunks of 4 rows),
+# and two runs of 16384x4096 with the same seed whose dgamma and dbeta must be equal bit for bit
+# (which team takes which chunk differs from run to run).
+bal_checks=$task-check-1x8,$task-check-7x1000,$task-check-64x4104,$task-check-300x768,$task-check-2053x64,$task-check-16x2048-shifted
+for v in $(built_variants | grep '^balanced'); do sanitize --impl "expert:$v" memcheck 10 "$bal_checks"; done
+# racecheck (selected by name only: not in the first call's budget) of the chunk hand-over through
+# shared memory: one-warp teams (__syncwarp; 7x1000: 7 rows in chunks of 4, the last of 3), one
+# 256-thread team (64x4104: 64 one-row chunks), 2053 rows in chunks of 8.
+for v in $(built_variants | grep -x balanced); do
+  sanitize --impl "expert:$v" racecheck 15 "$task-check-7x1000,$task-check-64x4104,$task-check-2053x64"
+done
+if built_variants | grep -qx balanced; then
+  # the same step name (memcheck_balanced selects both): keep the check workloads' log
+  mv "$out/memcheck_balanced.log" "$out/memcheck_balanced_checks.log" 2> /dev/null
+  sanitize --impl expert:balanced memcheck 12 "$task-bench-65536x1024-bertlarge" --bench-rounds 1
+  if selected repro_balanced; then
+    repro_ok=1
+    for r in 1 2; do
+      rm -rf "$out/repro$r"
+      step repro_balanced 10 "$d2k" check --task "$task" --impl expert:balanced --isolation none --seed 7 \
+        --rounds 1 --bench-rounds 1 --workloads "$task-bench-16384x4096-opt6.7b" --quiet --dump "$out/repro$r" \
+        || repro_ok=0
+      cp "$out/repro_balanced.log" "$out/repro_balanced_$r.log" 2> /dev/null
+    done
+    n_same=0
+    for f in $(cd "$out/repro1" 2> /dev/null && find . -name 'expert*.dgamma.npy' -o -name 'expert*.dbeta.npy'); do
+      cmp -s "$out/repro1/$f" "$out/repro2/$f" && n_same=$((n_same + 1)) || { repro_ok=0; echo "differs: $f"; }
+    done
+    [ "$repro_ok" = 1 ] && [ "$n_same" -ge 2 ] \
+      && pass "balanced: dgamma and dbeta bit-identical over two runs ($n_same files)" \
+      || fail "balanced reproducibility (n_same=$n_same, see repro_balanced_*.log)"
+    rm -rf "$out/repro1" "$out/repro2"  # a few hundred MB of inputs: nothing to bring back
+  fi
+fi
 
 if selected bench; then
   python3 $helpers/bench_table.py "$out/bench.jsonl" > "$out/bench_table.md" 2>&1 \
@@ -102,7 +143,7 @@ fi
 sass_counts "(LDG|STG|LDS|STS)\.E?\.?[0-9A-Z.]*128[A-Z.]*|SHFL\.BFLY|F2FP\.BF16[A-Z0-9.]*|ATOM[A-Z.]*|RED\.[A-Z.]*|BAR\.SYNC[A-Z.]*"
 # The ring kernels (lean ones too): cp.async into shared memory, 16-byte reads back, no local
 # memory (spills).
-for v in $(built_variants | grep -E '^(ring|lean|dynamic)'); do
+for v in $(built_variants | grep -E '^(ring|lean|dynamic|balanced)'); do
   sass_counts --so "expert_$v" "LDGSTS[A-Z0-9.]*|LDS\.128|DEPBAR[A-Z.]*|STG\.E[A-Z.]*128" "LDGSTS" "LDL|STL"
 done
 echo "t-lnb: $fails failure(s)"

@@ -75,6 +75,12 @@ struct Knobs {
   /// LNB_DYNAMIC: rows taken from a queue, so which team sums a row depends on timing; emulated as
   /// a pseudo-random owner per row (seeded; 0: off), each team summing its rows in row order.
   std::uint32_t dynamic_seed = 0;
+  /// LNB_BALANCED (0: off): strided rows up to t_static = (T - T / balanced) rounded down to whole
+  /// rounds of G x teams, one partial row per CTA; then the tail in chunks of chunk_rows() rows
+  /// (LNB_CHUNK = `chunk` at H >= 4096, up to 8 for shorter rows), one partial row per chunk summed in row order from zero, after the CTAs' rows in
+  /// chunk order: which team takes a chunk does not enter the arithmetic.
+  int balanced = 0;
+  int chunk = 1;
 };
 
 struct Emulator {
@@ -101,6 +107,12 @@ struct Emulator {
     float gv = gamma(h) * bf(*in.dy, t * in.H + h);
     gv = rnd(v, gv, Variant::kBf16Products, bf16_rn);
     return rnd(v, gv, Variant::kFp16Xhat, f16_rn);
+  }
+  /// expert.cu's chunk_rows_for: LNB_CHUNK times the largest power of two m with m x H <= 4096, at most 8.
+  std::int64_t chunk_rows() const {
+    std::int64_t m = 1;
+    while (m * 2 * in.H <= 4096) m *= 2;
+    return std::min<std::int64_t>(8, knobs.chunk * m);
   }
   bool vector_path() const { return in.H % 8 == 0 && in.H <= std::int64_t{kThreads} * kMaxVec * 8; }
   int team_width() const {
@@ -215,18 +227,27 @@ struct Emulator {
           pb.push_back(sb);
         }
       }
+      // LNB_BALANCED: the strided rows stop at t_static; the chunks' partial rows follow.
+      const std::int64_t t_static =
+          knobs.balanced ? (T - T / knobs.balanced) / (want * teams) * (want * teams) : T;
       if (knobs.strided)  // one partial row per CTA, each team's rows a whole grid round apart
         for (std::int64_t cta = 0; cta < want; ++cta) {
           float sg = 0.f, sb = 0.f;
           for (std::int64_t team = 0; team < teams; ++team) {
             float dg = 0.f, db = 0.f;
-            add_rows(cta * teams + team, T, want * teams, h, dg, db);
+            add_rows(cta * teams + team, t_static, want * teams, h, dg, db);
             sg = team == 0 ? dg : sg + dg;
             sb = team == 0 ? db : sb + db;
           }
           pg.push_back(sg);
           pb.push_back(sb);
         }
+      for (std::int64_t r0 = t_static; knobs.balanced && r0 < T; r0 += chunk_rows()) {
+        float dg = 0.f, db = 0.f;
+        add_rows(r0, std::min(T, r0 + chunk_rows()), 1, h, dg, db);
+        pg.push_back(dg);
+        pb.push_back(db);
+      }
       for (std::int64_t r0 = 0; r0 < T && !knobs.strided && knobs.dynamic_seed == 0; r0 += rows) {
         float sg = 0.f, sb = 0.f;
         for (std::int64_t team = 0; team < teams; ++team) {  // each team's registers, then summed in team order
@@ -369,6 +390,13 @@ const std::vector<std::pair<const char*, Knobs>>& variant_knobs() {
       {"dynamic (order 1)", Knobs{kResident, kThreads, false, false, 8, false, 1}},
       {"dynamic (order 2)", Knobs{kResident, kThreads, false, false, 8, false, 2}},
       {"dynamic (order 3)", Knobs{kResident, kThreads, false, false, 8, false, 3}},
+      {"balanced", Knobs{kResident, kThreads, true, false, 32, true, 0, 32, 1}},
+      {"balanced16", Knobs{kResident, kThreads, true, false, 32, true, 0, 16, 2}},
+      {"balanced_rem", Knobs{kResident, kThreads, true, false, 32, true, 0, 1 << 20, 1}},
+      {"balanced_rem (4 CTAs)", Knobs{4, kThreads, true, false, 32, true, 0, 1 << 20, 1}},
+      // 4 CTAs: whole static rounds and a tail together on the check workloads (at 264 CTAs a
+      // round of G x teams is at least T there, so the check shapes have no static rounds)
+      {"balanced16 (4 CTAs)", Knobs{4, kThreads, true, false, 32, true, 0, 16, 2}},
   };
   return v;
 }
@@ -423,6 +451,11 @@ TEST_F(LayerNormBackwardTolerance, LeanKnobsAreOtherRoundings) {
   EXPECT_GT(columns_differ(bands, strided), 0) << "strided rows summed every column of 2053x64 as bands";
   const Emulator queued{Variant::kExpert, inputs(many), Knobs{100, kThreads, false, false, 8, false, 1}};
   EXPECT_GT(columns_differ(bands, queued), 0) << "queued rows summed every column of 2053x64 as bands";
+  // 4 CTAs: the balanced tail (1984 static rows, 9 chunks of 8 rows, the last of 5) against
+  // strided rows over all 2053 rows, both with the lean arithmetic and 32 slices.
+  const Emulator strided4{Variant::kExpert, inputs(many), Knobs{4, kThreads, true, false, 32, true}};
+  const Emulator balanced4{Variant::kExpert, inputs(many), Knobs{4, kThreads, true, false, 32, true, 0, 16, 2}};
+  EXPECT_GT(columns_differ(strided4, balanced4), 0) << "the balanced tail summed every column of 2053x64 as strided rows";
   for (const auto& knobs : {Knobs{100, kThreads, true, true, 32}, Knobs{100, 2 * kThreads, true, true, 32},
                             Knobs{100, kThreads, true, false, 8, true}}) {
     const Verdict r = judge_variant(Variant::kExpert, many, knobs);
