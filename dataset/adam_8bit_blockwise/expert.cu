@@ -14,7 +14,8 @@
 //   after the first levels (bank conflicts); at 2 x 8 probes per element the shared-memory pipe
 //   (one 128-byte wavefront per clock per SM) needs about as long as HBM needs for the 16 bytes, so
 //   it competes with the stream. Kept as the variant `bsearch`.
-// - the default: the code from the map's structure (adam8::nearest_code_arith): the decade by six
+// - the arithmetic kernel (`arith`, the default until 2026-12-03): the code from the map's structure
+//   (adam8::nearest_code_arith): the decade by six
 //   comparisons, the cell by one multiply-add and a floor, two edge corrections; ~15 ALU
 //   operations and no shared-memory traffic. It agrees with the exact nearest entry except within
 //   a few fp32 ulps of a midpoint (the comparison admits one code step there; spec.md).
@@ -22,7 +23,7 @@
 // - a CTA (cub::BlockReduce) per block, as bitsandbytes launches: a barrier per block and a grid of
 //   N/256 CTAs; the warp-per-block mapping needs neither.
 //
-// Why the default runs at 50% of SOL (752.70 us on 1e8 against 377 us; issue #18): it is
+// Why the arithmetic kernel runs at 50% of SOL (752.70 us on 1e8 against 377 us; issue #18): it is
 // instruction-issue bound, not bandwidth bound. Its SASS spends ~1490 warp-instructions per block
 // of 256 (59 registers, 4 CTAs = 32 warps per SM, no spills): each of the 16 requantisations of a
 // lane is ~65 instructions with branches (nearest_code_arith's six decade compares, each a
@@ -33,7 +34,7 @@
 // measured time, with the loads of a warp's next block waiting behind its own issue. The 8
 // consecutive elements per lane also make every 16-byte access of the warp a 1 KB span with half of
 // each sector used (two instructions per sector) and the stores partial sectors.
-// - the lean kernel (`lut`, `lut_occ`, `lut_pf`): the requantiser by one bucket lookup
+// - the lean kernel (the default; `lut_occ`, `lut_pf`): the requantiser by one bucket lookup
 //   (adam8::nearest_code_lut: the float's bits clamped to [2^-23, 1], bits >> 16 index a 2945-word
 //   table per map in shared memory built per CTA from the maps, one integer add against the
 //   bucket's midpoint; ~12 instructions and one LDS per code, exactly the binary search's code on
@@ -46,11 +47,16 @@
 //   more loads in flight if the stream still waits on latency.
 // - `lut_pf`: the next block's loads issued before the current block's arithmetic (64 registers,
 //   4 CTAs per SM): a warp always has a block of reads outstanding.
-// %VARIANT% bsearch -DADAM8_QUANT_BSEARCH=1
-// %VARIANT% scalar -DADAM8_FORCE_SCALAR=1
-// %VARIANT% lut -DADAM8_LEAN=1
-// %VARIANT% lut_occ -DADAM8_LEAN=1 -DADAM8_MIN_CTAS=5
-// %VARIANT% lut_pf -DADAM8_LEAN=1 -DADAM8_PREFETCH=1 -DADAM8_MIN_CTAS=4
+//
+// Measured (H200, 2026-12-03, one d2k bench on the 1e8 row, docs/results/adam_8bit_blockwise.md):
+// the arithmetic kernel 753.89 us (49.0% of SOL); lut 434.11 us (85.1%, 1.74x), lut_occ 436.77 us,
+// lut_pf 436.55 us (within noise of lut); bsearch 1144.07 us (32.3%). The lean kernel (lut) is the
+// default since; the arithmetic kernel is the variant `arith`, and `bsearch` / `scalar` build on it.
+// %VARIANT% arith -DADAM8_LEAN=0
+// %VARIANT% bsearch -DADAM8_LEAN=0 -DADAM8_QUANT_BSEARCH=1
+// %VARIANT% scalar -DADAM8_LEAN=0 -DADAM8_FORCE_SCALAR=1
+// %VARIANT% lut_occ -DADAM8_MIN_CTAS=5
+// %VARIANT% lut_pf -DADAM8_PREFETCH=1 -DADAM8_MIN_CTAS=4
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -66,7 +72,7 @@
 #define ADAM8_FORCE_SCALAR 0
 #endif
 #ifndef ADAM8_LEAN
-#define ADAM8_LEAN 0
+#define ADAM8_LEAN 1
 #endif
 #ifndef ADAM8_PREFETCH
 #define ADAM8_PREFETCH 0

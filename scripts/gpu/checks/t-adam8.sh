@@ -47,11 +47,11 @@ sanitize memcheck 20 "$checks"
 if [ "$sweep" = 1 ]; then
   variant_check=$(workload_uuids check 1000003)
   for v in $variants; do
-    [[ $v == lut* ]] && sanitize --impl "expert:$v" memcheck 12 "$variant_check"
+    [[ $v == lut* || $v == arith ]] && sanitize --impl "expert:$v" memcheck 12 "$variant_check"
   done
 fi
 
 insns="LDG\.E\.EF\.128|LDG\.E\.EF|STG\.E\.EF|LDG\.E\.128|LDG\.E\.EF\.64|LDG\.E\.64|STG\.E\.EF\.128|STG\.E\.EF\.64|LDS[A-Z0-9.]*|SHFL\.BFLY[A-Z0-9.]*|LDL[A-Z0-9.]*|STL[A-Z0-9.]*"
-for so in expert expert_bsearch expert_scalar expert_lut expert_lut_occ expert_lut_pf; do sass_counts --so $so "$insns"; done
+for so in expert expert_arith expert_bsearch expert_scalar expert_lut_occ expert_lut_pf; do sass_counts --so $so "$insns"; done
 echo "t-adam8: $fails failure(s)"
 exit "$fails"
