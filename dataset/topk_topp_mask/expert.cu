@@ -53,7 +53,7 @@
 // %VARIANT% matchany -DTOPK_WARP_AGGREGATED_ATOMICS -DTOPK_LEAN=0 -DTOPK_ROW_HIST=0 -DTOPK_MIN_BLOCKS=2
 //   (warp-aggregated histogram: MATCH.ANY + one ATOMS per distinct bin; measures the match)
 //
-// Why the default misses 50% of SOL (330.85 / 751.58 us against 108.6 / 367.4 us; diagnosis from
+// Why the default of 2026-12-01 missed 50% of SOL (330.85 / 751.58 us against 108.6 / 367.4 us; diagnosis from
 // the code and ptxas, not a profile):
 //   - stats_kernel holds 91 registers x 512 threads: ONE CTA per SM (25% occupancy). The row's
 //     last CTA then runs its serial tail alone on the SM (the S histograms merged from L2, a
@@ -76,7 +76,7 @@
 // --targets expert,expert:<each> --bench-rounds 1 --max-time 0.3`, noise 0.4-3.7%; median us and
 // % of SOL on Qwen 256 x 151936 / Llama 1024 x 128256 / Gemma 32 x 262144; every form PASSED):
 //   one CTA per SM (TOPK_MIN_BLOCKS=1, the default before)  334.56 32.5% | 756.98 48.6% | 167.91 13.6%
-//   occ2: 2 CTAs per SM (<= 64 registers), now the default  275.11 39.5% | 634.37 58.0% | 144.13 15.8%
+//   occ2: 2 CTAs per SM (<= 64 registers), then the default 275.11 39.5% | 634.37 58.0% | 144.13 15.8%
 //   occ2w32 (fp32 error weight)                              300.61 36.2% | 655.96 56.1% | 150.40 15.2%
 //   occ2c32 (fp32 compensated statistics)                    307.26 35.4% |1106.05 33.2% | 152.32 15.0%
 //   fused (no output pass, rows walked backwards)            271.55 40.0% |1049.97 35.0% | 142.72 16.0%
