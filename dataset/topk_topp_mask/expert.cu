@@ -50,10 +50,10 @@
 // one atomic per distinct bin in a warp) was the first choice, since logits crowd a few dozen
 // bins; on the H200 it was slower on every bench row (2026-12-01, docs/results/topk_topp_mask.md:
 // the plain atomics 1.36x / 1.76x / 1.07x faster), so it is the variant now.
-// %VARIANT% matchany -DTOPK_WARP_AGGREGATED_ATOMICS
+// %VARIANT% matchany -DTOPK_WARP_AGGREGATED_ATOMICS -DTOPK_LEAN=0 -DTOPK_ROW_HIST=0 -DTOPK_MIN_BLOCKS=2
 //   (warp-aggregated histogram: MATCH.ANY + one ATOMS per distinct bin; measures the match)
 //
-// Why the default misses 50% of SOL (330.85 / 751.58 us against 108.6 / 367.4 us; diagnosis from
+// Why the default of 2026-12-01 missed 50% of SOL (330.85 / 751.58 us against 108.6 / 367.4 us; diagnosis from
 // the code and ptxas, not a profile):
 //   - stats_kernel holds 91 registers x 512 threads: ONE CTA per SM (25% occupancy). The row's
 //     last CTA then runs its serial tail alone on the SM (the S histograms merged from L2, a
@@ -76,7 +76,7 @@
 // --targets expert,expert:<each> --bench-rounds 1 --max-time 0.3`, noise 0.4-3.7%; median us and
 // % of SOL on Qwen 256 x 151936 / Llama 1024 x 128256 / Gemma 32 x 262144; every form PASSED):
 //   one CTA per SM (TOPK_MIN_BLOCKS=1, the default before)  334.56 32.5% | 756.98 48.6% | 167.91 13.6%
-//   occ2: 2 CTAs per SM (<= 64 registers), now the default  275.11 39.5% | 634.37 58.0% | 144.13 15.8%
+//   occ2: 2 CTAs per SM (<= 64 registers), then the default 275.11 39.5% | 634.37 58.0% | 144.13 15.8%
 //   occ2w32 (fp32 error weight)                              300.61 36.2% | 655.96 56.1% | 150.40 15.2%
 //   occ2c32 (fp32 compensated statistics)                    307.26 35.4% |1106.05 33.2% | 152.32 15.0%
 //   fused (no output pass, rows walked backwards)            271.55 40.0% |1049.97 35.0% | 142.72 16.0%
@@ -87,27 +87,27 @@
 // runs its serial tail. The fp32 statistics and the fused output lose on the Llama row; the
 // persistent reread form wins only on the small Gemma batch (its waits for a row's bin cost more
 // than the L2 saves once the GPU is full). 50% of SOL: met on Llama, missed on Qwen (39.5%).
-// %VARIANT% occ1 -DTOPK_MIN_BLOCKS=1
+// %VARIANT% occ1 -DTOPK_LEAN=0 -DTOPK_ROW_HIST=0 -DTOPK_MIN_BLOCKS=1
 //   (the former default: one 512-thread CTA per SM, 91 registers)
-// %VARIANT% occ2w32 -DTOPK_W32
+// %VARIANT% occ2w32 -DTOPK_W32 -DTOPK_LEAN=0 -DTOPK_ROW_HIST=0 -DTOPK_MIN_BLOCKS=2
 //   (the error weight w summed in fp32, the rescale out of line: one F2F per logit fewer;
 //   40 B of spill in the rare refine path, none in the per-logit loop)
-// %VARIANT% occ2c32 -DTOPK_C32
+// %VARIANT% occ2c32 -DTOPK_C32 -DTOPK_LEAN=0 -DTOPK_ROW_HIST=0 -DTOPK_MIN_BLOCKS=2
 //   (the per-thread statistics all in fp32: z as a compensated TwoSum pair, w in fp32; no
 //   fp64 operation or conversion per logit; the same 40 B of spill in the refine path)
-// %VARIANT% fused -DTOPK_REVERSE_COLLECT -DTOPK_FUSED_OUTPUT
+// %VARIANT% fused -DTOPK_REVERSE_COLLECT -DTOPK_FUSED_OUTPUT -DTOPK_LEAN=0 -DTOPK_ROW_HIST=0 -DTOPK_MIN_BLOCKS=2
 //   (the collecting pass writes the zeros and stores the kept values: no output pass over
 //   the row, three launches that stream; rows walked from the last so that the first collecting
 //   CTAs hit what the statistics pass left in L2)
-// %VARIANT% reread -DTOPK_L2_REREAD
+// %VARIANT% reread -DTOPK_L2_REREAD -DTOPK_LEAN=0 -DTOPK_ROW_HIST=0 -DTOPK_MIN_BLOCKS=2
 //   (one persistent kernel: each 64 KiB slice read twice within microseconds, the second read
 //   from L2: 8 B/logit of DRAM instead of 12; a wait per row for its bin; zeros and kept values
 //   written as in fused; 16 B of spill, stored and loaded once per work item, none per logit)
-// %VARIANT% reread256 -DTOPK_THREADS=256 -DTOPK_MIN_BLOCKS=4 -DTOPK_L2_REREAD
+// %VARIANT% reread256 -DTOPK_THREADS=256 -DTOPK_MIN_BLOCKS=4 -DTOPK_L2_REREAD -DTOPK_LEAN=0 -DTOPK_ROW_HIST=0
 //   (reread with 256-thread CTAs, 4 per SM: the fastest form on the 32-row Gemma batch)
 //
-// Aimed at the Qwen row (39.6% of SOL, 275 us against <= 217 us for 50%), not yet timed
-// (diagnosis from the SASS, not a profile). The default's statistics loop issues about 27
+// Aimed at the Qwen row (39.6% of SOL, 275 us against <= 217 us for 50%; timed 2026-12-03, the
+// table below; diagnosis from the SASS, not a profile). The previous default's statistics loop issues about 27
 // instructions per logit (order key 5, bin address 3, ATOMS, the online maximum's compare and
 // branch with a BSSY/BSYNC pair, a reload of c, exp2f's subnormal rescaling 4, MUFU, 2 F2F, DADD,
 // DFMA): at 4 warp instructions per clock an SM then takes at most 4.7 logits per clock, where
@@ -115,20 +115,36 @@
 // well below the copy bandwidth. The Qwen row pays it most per byte, with its 4 CTAs per row
 // whose last also sums 4 x 4096 histogram words from L2 and scans the 4096 bins with one warp.
 //                     stats / collect registers (2 CTAs/SM unless noted), spill
-// %VARIANT% lean -DTOPK_LEAN
+// %VARIANT% lean -DTOPK_ROW_HIST=0 -DTOPK_MIN_BLOCKS=2
 //   (62 / 58, none. About 14 instructions per logit: the maximum once per 16-logit load round,
 //   select.cuh accumulate_batch; exp2 as ex2.approx.ftz; w's round in fp32; first_digit in 4
 //   instructions + address + ATOMS; the collecting pass's take as one FSETP against key_floor)
-// %VARIANT% rowhist -DTOPK_ROW_HIST
+// %VARIANT% rowhist -DTOPK_LEAN=0 -DTOPK_MIN_BLOCKS=2
 //   (64 / 58, none. The row's last statistics CTA works less alone: the row's CTAs add their
 //   non-empty bins (a few hundred) to one row histogram in L2 instead of storing 4096 words
 //   each, the last loads 4096 words instead of 4096 S; block_pick and a block tree for the S
 //   partial statistics instead of one warp and thread 0. Rows of one CTA (Llama) unchanged)
-// %VARIANT% leanrow -DTOPK_LEAN -DTOPK_ROW_HIST
-//   (62 / 58, none. Both: the candidate for the new default)
-// %VARIANT% leanrow3 -DTOPK_LEAN -DTOPK_ROW_HIST -DTOPK_MIN_BLOCKS=3
-//   (40 / 40, 8 B of stack stored and loaded once per CTA outside the per-logit loop. Both,
-//   3 CTAs per SM: the step from 1 to 2 CTAs paid 1.2x; a third covers the tails further)
+// %VARIANT% leanrow -DTOPK_MIN_BLOCKS=2
+//   (62 / 58, none. Both at 2 CTAs per SM: the default's code at the previous occupancy)
+// Measured on the H200 (2026-12-03, step `next` of scripts/gpu/checks/t-topk.sh: one `d2k bench
+// --targets expert,expert:lean,expert:rowhist,expert:leanrow,expert:leanrow3 --bench-rounds 1
+// --max-time 0.3`, every target PASSED; median us (noise) % of SOL, speed-up over occ2_prev, the
+// default then):
+//                         Qwen 256 x 151936          Llama 1024 x 128256        Gemma 32 x 262144
+//   occ2_prev (default)   275.20 (2.00%) 39.4%        634.21 (1.48%) 57.9%        144.03 (1.16%) 15.8%
+//   lean                  218.08 (2.27%) 49.8% 1.26x  527.87 (1.86%) 69.5% 1.20x  125.89 (2.27%) 18.1% 1.14x
+//   rowhist               253.03 (2.38%) 42.9% 1.09x  616.68 (1.42%) 59.5% 1.03x  107.36 (1.88%) 21.2% 1.34x
+//   leanrow               196.83 (3.08%) 55.1% 1.40x  503.38 (1.89%) 72.9% 1.26x   89.25 (2.48%) 25.5% 1.61x
+//   leanrow3              180.67 (3.09%) 60.1% 1.52x  473.38 (2.01%) 77.5% 1.34x   82.69 (2.67%) 27.5% 1.74x
+// leanrow3 (TOPK_LEAN + TOPK_ROW_HIST at 3 CTAs per SM) is now the default: 60.1% / 77.5% of SOL
+// on the two large rows, past the 50% bar. Its stats / collect kernels take 40 / 40 registers
+// with 8 B of stack stored and loaded once per CTA, outside the per-logit loop. The variants
+// above the Qwen-row ones (matchany to reread256) keep the previous default's base
+// (-DTOPK_LEAN=0 -DTOPK_ROW_HIST=0, 2 CTAs per SM unless they set it), so each rebuilds the
+// binary that was measured.
+// %VARIANT% occ2_prev -DTOPK_LEAN=0 -DTOPK_ROW_HIST=0 -DTOPK_MIN_BLOCKS=2
+//   (the default before 2026-12-03: per-logit maximum, per-CTA histograms merged by the row's
+//   last CTA with one warp's pick, 2 CTAs per SM; 56 / 58 registers, none spilled)
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -159,13 +175,20 @@ constexpr int kTicketStats = 0, kTicketCollect = 1, kTicketRecheck = 2;
 constexpr int kRecheckCtas = 264;        ///< the recheck grid (two per SM of an H200)
 constexpr int64_t kRecheckSlice = 8192;  ///< logits per recheck work item
 
-// Variant switches (the `%VARIANT%` lines above; each off by default).
+// Variant switches (the `%VARIANT%` lines above). TOPK_LEAN and TOPK_ROW_HIST are on by default
+// (-DTOPK_LEAN=0 / -DTOPK_ROW_HIST=0 turn them off), the others off.
 #ifndef TOPK_MIN_BLOCKS
-#define TOPK_MIN_BLOCKS 2
+#define TOPK_MIN_BLOCKS 3
+#endif
+#ifndef TOPK_LEAN
+#define TOPK_LEAN 1
+#endif
+#ifndef TOPK_ROW_HIST
+#define TOPK_ROW_HIST 1
 #endif
 /// CTAs per SM the statistics and collecting kernels are compiled for (__launch_bounds__'s
-/// second argument): 2 caps them at 64 registers, so that a second CTA streams while the row's
-/// last CTA runs its serial merge, bin choice, sort and decision.
+/// second argument): 3 caps them at 40 registers (2 at 64), so that other CTAs stream while the
+/// row's last CTA runs its serial merge, bin choice, sort and decision.
 constexpr int kMinBlocks = TOPK_MIN_BLOCKS;
 #ifdef TOPK_REVERSE_COLLECT
 /// The collecting pass walks the rows from the last: its first CTAs re-read what the statistics
@@ -210,7 +233,7 @@ constexpr bool kC32 = true;
 constexpr bool kC32 = false;
 #endif
 
-#ifdef TOPK_LEAN
+#if TOPK_LEAN
 /// Fewer issue slots per logit in the two reads: the statistics take the maximum once per load
 /// round of 16 logits (select.cuh accumulate_batch: no per-logit compare and branch, one inlined
 /// fp64 rescale instead of sixteen, w's round in fp32, exp2 without the subnormal rescaling), the
@@ -220,7 +243,7 @@ constexpr bool kLean = true;
 #else
 constexpr bool kLean = false;
 #endif
-#ifdef TOPK_ROW_HIST
+#if TOPK_ROW_HIST
 /// The row's last statistics CTA works less alone: the CTAs of a row add their non-empty bins to
 /// one histogram of the row in L2 (zeroed by the call's memset) instead of each storing all 4096
 /// bins for the last to sum S of (8 coalesced loads a thread instead of 8 S dependent ones); the

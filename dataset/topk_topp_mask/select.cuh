@@ -56,7 +56,7 @@ TOPK_HD float key_value(std::uint32_t key) {
 TOPK_HD std::uint32_t digit(std::uint32_t key, int level) {
   return (key >> level_shift(level)) & ((1u << level_bits(level)) - 1u);
 }
-/// digit(order_key(x), 0) in fewer instructions (the expert's TOPK_LEAN variant): adding +0 maps
+/// digit(order_key(x), 0) in fewer instructions (the expert's TOPK_LEAN form, its default): adding +0 maps
 /// -0 to +0 (round to nearest; x + 0 is x for every other float, subnormals included: nothing is
 /// built to flush them), then the sign's arithmetic shift flips all bits of a negative and only
 /// the sign bit of a positive.
@@ -74,7 +74,7 @@ TOPK_HD std::uint32_t first_digit(float x) {
 }
 
 /// The float f such that, for every non-NaN x, order_key(x) >= from iff x >= f (the expert's
-/// TOPK_LEAN collecting compare): the keys up to -inf's (0x007FFFFF; those below are negative NaNs'
+/// TOPK_LEAN collecting compare, its default): the keys up to -inf's (0x007FFFFF; those below are negative NaNs'
 /// bit patterns, which order_key gives no float) admit every non-NaN x, so -inf; any other from
 /// reads back as the value whose key it is. The key 0x7FFFFFFF (-0's raw key, which order_key
 /// maps to +0's) reads as -0, which compares equal to +0: the zeros and above, as the keys do. A
@@ -270,7 +270,7 @@ TOPK_HD float exp2_ftz(float t) {
 #endif
 }
 
-/// accumulate over a batch of N logits of one thread (the expert's TOPK_LEAN variant: the N
+/// accumulate over a batch of N logits of one thread (the expert's TOPK_LEAN form, its default: the N
 /// logits of one unrolled load round). The maximum moves once per batch, to the batch's maximum,
 /// before any of its terms is taken: the per-logit compare and branch of the online form go. A
 /// term's argument |t| is taken against a maximum at most the row's, so it is at most the |t| that

@@ -54,10 +54,10 @@ struct ExpertTrace {
 
 /// How a thread of the expert sums its statistics (expert.cu's switches).
 enum class StatsForm {
-  kFp64,  ///< fp32 terms summed in fp64 (the default)
+  kFp64,  ///< fp32 terms summed in fp64 (TOPK_LEAN=0, the default before 2026-12-03)
   kW32,   ///< TOPK_W32: the error weight in fp32
   kC32,   ///< TOPK_C32: all in fp32, z as a compensated pair
-  kLean,  ///< TOPK_LEAN: the maximum once per round of 16 logits (accumulate_batch), the first
+  kLean,  ///< TOPK_LEAN (the default): the maximum once per round of 16 logits (accumulate_batch), the first
           ///< digit by first_digit, the candidates by the float compare against key_floor
 };
 
@@ -272,8 +272,8 @@ TEST_F(TopkToppTolerance, CheckWorkloadsCoverTheEdges) {
 
 class ExpertDecisions : public TopkToppTolerance, public ::testing::WithParamInterface<StatsForm> {};
 
-// GetParam(): how the statistics are summed (the default and the TOPK_W32, TOPK_C32 and TOPK_LEAN
-// variants).
+// GetParam(): how the statistics are summed (TOPK_LEAN's, the default, and the TOPK_LEAN=0 form
+// with its TOPK_W32 and TOPK_C32 variants).
 TEST_P(ExpertDecisions, PassEveryCheckWorkload) {
   ExpertTrace total;
   for (const Case& c : *cases_) {
@@ -548,7 +548,7 @@ TEST(TopkToppDecide, Fp32StatisticsStayWithinTheirBounds) {
 }
 
 // Hidden draws (B up to 48, V up to 40000, one of them long): the golden accepts the inputs and
-// the expert's decisions pass there too (the default statistics and TOPK_LEAN's).
+// the expert's decisions pass there too (the default statistics, TOPK_LEAN's, and TOPK_LEAN=0's).
 TEST(TopkToppHidden, ExpertDecisionsPassHiddenDraws) {
   const Task task = load_pilot("topk_topp_mask");
   const LoadedImpl ref = load_reference("topk_topp_mask");
@@ -568,7 +568,7 @@ TEST(TopkToppHidden, ExpertDecisionsPassHiddenDraws) {
 
 // A measurement, not a check (disabled: minutes and ~2 GB on the host): the expert's decisions on
 // the bench workloads against the golden, and how many rows the fp32 pass flags for the fp64
-// recheck, for each way of summing the statistics (the default, TOPK_W32, TOPK_C32, TOPK_LEAN). Run: task_topk_topp_mask_tolerance_test --gtest_also_run_disabled_tests
+// recheck, for each way of summing the statistics (TOPK_LEAN=0, TOPK_W32, TOPK_C32, TOPK_LEAN: the default). Run: task_topk_topp_mask_tolerance_test --gtest_also_run_disabled_tests
 //   --gtest_filter='*BenchRows*'
 TEST(TopkToppBench, DISABLED_BenchRowsFlagRate) {
   const Task task = load_pilot("topk_topp_mask");
