@@ -2,9 +2,10 @@
 // check workloads and on hidden draws. Host emulations of an implementation's arithmetic (fp32,
 // with the very quantisers the kernels run: adam8_codes.h) are compared with the fp64 golden (the
 // task's reference.so, inputs from the task's generators) by the engine's judge:
-//   pass: the expert's (fmaf moments, approximate sqrt and division: the quotient moved by 4
-//         ulps, the state times the reciprocal of the absmax, the closed-form code); the expert's
-//         `lut` variants (the same arithmetic, the code by one bucket lookup); the naive's
+//   pass: the expert's `arith` variant (fmaf moments, approximate sqrt and division: the
+//         quotient moved by 4 ulps, the state times the reciprocal of the absmax, the closed-form
+//         code); the expert's default lean kernel and `lut_occ` / `lut_pf` (the same arithmetic,
+//         the code by one bucket lookup); the naive's
 //         (the state divided by the absmax, binary search with ties to the upper entry); ties to
 //         the lower entry; bitsandbytes' sign rule
 //         (a state whose nearest code has the other sign moves one code towards it); the expert's
@@ -31,9 +32,9 @@ using namespace d2k::tolerance_test;
 namespace {
 
 enum class Variant {
-  kExpert,
+  kExpert,            ///< the expert's `arith` variant (the default until 2026-12-03): closed-form code
   kExpertBsearch,     ///< the expert's `bsearch` variant: reciprocal, binary search
-  kExpertLut,         ///< the expert's `lut` and `lut_occ` variants: reciprocal, bucket lookup
+  kExpertLut,         ///< the expert's default (lean kernel) and `lut_occ` / `lut_pf`: reciprocal, bucket lookup
   kNaive,             ///< division, binary search, ties to the upper entry
   kTiesDown,          ///< exact nearest, ties to the lower entry
   kBnbSign,           ///< the expert plus bitsandbytes' sign rule on m
@@ -52,9 +53,9 @@ enum class Variant {
 
 const char* name(Variant v) {
   switch (v) {
-    case Variant::kExpert: return "expert";
+    case Variant::kExpert: return "expert arith";
     case Variant::kExpertBsearch: return "expert bsearch";
-    case Variant::kExpertLut: return "expert lut";
+    case Variant::kExpertLut: return "expert (lean, the default)";
     case Variant::kNaive: return "naive";
     case Variant::kTiesDown: return "ties down";
     case Variant::kBnbSign: return "bnb sign rule";
