@@ -98,6 +98,32 @@
 // direct_store, eager_payload and blocks6 lost to tile2k_prev on the H200 (2026-12-01) and are no
 // longer swept; their flags, on top of tile2k_prev's, still build them (the measurements above
 // are of that form), as were the persistent kernels (SC_PIPE=1).
+// Variants for the next run (2026-12-03; not measured yet), for the 80%-of-SOL bar at 50% (<= 523.7
+// us against this default's 612 us). The default holds each tile twice: in registers from its load
+// to the staging (36 of its 64 registers: 4 CTAs per SM, 12,288 rows) and in the staging. The
+// SC_ASYNC_PAYLOAD form copies the payload with cp.async (LDGSTS, zero-filled past n) straight into
+// the staging arrays at row 32 + tile row, stores the predicate column's kept groups there too, and
+// compacts in place group by group after the look-back (a kept row i lands at shift + rank <= 31 +
+// i, below its own slot; one barrier per group between reading back and writing): no column is
+// held in registers through a load or the look-back, so only the shared memory (12 bytes per row)
+// bounds the rows an SM holds. Two readings of the measurements, which the three tell apart:
+//   (a) the time past SOL falls with the rows resident per SM (tile2k 10,240 -> tile3k 12,288 gave
+//       1.11x; fitted: SOL + N x 3.1-3.9 us / (132 x rows per SM));
+//   (b) it falls with the number of tiles (the per-tile look-back, barriers and CTA turnover):
+//       blocks6 (12,288 rows per SM in 6 CTAs of 2048, 24 bytes spilled) lost where tile3k (12,288
+//       in 4 of 3072) won.
+//   - async6 (-DSC_ASYNC_PAYLOAD=1 -DSC_MIN_BLOCKS=6): 3072-row tiles, 6 CTAs per SM (18,432 rows),
+//     40 registers, 37,360 B static shared memory (38,384 with the reserved KB; 6 fit the 228 KB),
+//     no spills; 5 barriers. Wins under (a): about 548 us (76% of SOL); even under (b);
+//   - async4k (-DSC_ASYNC_PAYLOAD=1 -DSC_GROUPS=4 -DSC_MIN_BLOCKS=4): 4096-row tiles, 4 CTAs per SM
+//     (16,384 rows), 54 registers, 49,536 B of dynamic staging, no spills; 6 barriers. 3/4 of the
+//     tiles: about 564 us under either reading;
+//   - async6k (-DSC_ASYNC_PAYLOAD=1 -DSC_GROUPS=6 -DSC_MIN_BLOCKS=3): 6144-row tiles, 3 CTAs per SM
+//     (18,432 rows), 74 registers, 74,112 B of dynamic staging (3 x 75.3 KB fit the 228 KB), no
+//     spills; 8 barriers. Half the tiles and 1.5x the rows per SM: about 548 us under (a), 516 us
+//     (81% of SOL) under (b); the candidate for the bar.
+//   All three keep the default's look-back, blockIdx tile ids and evict-first 16-byte stores; at 1%
+//   the copies are issued per kept group as the register form's loads are (late materialisation).
 // %VARIANT% tile2k_prev -DSC_GROUPS=2 -DSC_MIN_BLOCKS=5 -DSC_VEC_STORE=0 -DSC_CLAIM=1 -DSC_LB_WORDS=1
 // %VARIANT% async6 -DSC_ASYNC_PAYLOAD=1 -DSC_MIN_BLOCKS=6
 // %VARIANT% async4k -DSC_ASYNC_PAYLOAD=1 -DSC_GROUPS=4 -DSC_MIN_BLOCKS=4
