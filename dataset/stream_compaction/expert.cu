@@ -98,7 +98,36 @@
 // direct_store, eager_payload and blocks6 lost to tile2k_prev on the H200 (2026-12-01) and are no
 // longer swept; their flags, on top of tile2k_prev's, still build them (the measurements above
 // are of that form), as were the persistent kernels (SC_PIPE=1).
+// Variants for the next run (2026-12-03; not measured yet), for the 80%-of-SOL bar at 50% (<= 523.7
+// us against this default's 612 us). The default holds each tile twice: in registers from its load
+// to the staging (36 of its 64 registers: 4 CTAs per SM, 12,288 rows) and in the staging. The
+// SC_ASYNC_PAYLOAD form copies the payload with cp.async (LDGSTS, zero-filled past n) straight into
+// the staging arrays at row 32 + tile row, stores the predicate column's kept groups there too, and
+// compacts in place group by group after the look-back (a kept row i lands at shift + rank <= 31 +
+// i, below its own slot; one barrier per group between reading back and writing): no column is
+// held in registers through a load or the look-back, so only the shared memory (12 bytes per row)
+// bounds the rows an SM holds. Two readings of the measurements, which the three tell apart:
+//   (a) the time past SOL falls with the rows resident per SM (tile2k 10,240 -> tile3k 12,288 gave
+//       1.11x; fitted: SOL + N x 3.1-3.9 us / (132 x rows per SM));
+//   (b) it falls with the number of tiles (the per-tile look-back, barriers and CTA turnover):
+//       blocks6 (12,288 rows per SM in 6 CTAs of 2048, 24 bytes spilled) lost where tile3k (12,288
+//       in 4 of 3072) won.
+//   - async6 (-DSC_ASYNC_PAYLOAD=1 -DSC_MIN_BLOCKS=6): 3072-row tiles, 6 CTAs per SM (18,432 rows),
+//     40 registers, 37,360 B static shared memory (38,384 with the reserved KB; 6 fit the 228 KB),
+//     no spills; 5 barriers. Wins under (a): about 548 us (76% of SOL); even under (b);
+//   - async4k (-DSC_ASYNC_PAYLOAD=1 -DSC_GROUPS=4 -DSC_MIN_BLOCKS=4): 4096-row tiles, 4 CTAs per SM
+//     (16,384 rows), 54 registers, 49,536 B of dynamic staging, no spills; 6 barriers. 3/4 of the
+//     tiles: about 564 us under either reading;
+//   - async6k (-DSC_ASYNC_PAYLOAD=1 -DSC_GROUPS=6 -DSC_MIN_BLOCKS=3): 6144-row tiles, 3 CTAs per SM
+//     (18,432 rows), 74 registers, 74,112 B of dynamic staging (3 x 75.3 KB fit the 228 KB), no
+//     spills; 8 barriers. Half the tiles and 1.5x the rows per SM: about 548 us under (a), 516 us
+//     (81% of SOL) under (b); the candidate for the bar.
+//   All three keep the default's look-back, blockIdx tile ids and evict-first 16-byte stores; at 1%
+//   the copies are issued per kept group as the register form's loads are (late materialisation).
 // %VARIANT% tile2k_prev -DSC_GROUPS=2 -DSC_MIN_BLOCKS=5 -DSC_VEC_STORE=0 -DSC_CLAIM=1 -DSC_LB_WORDS=1
+// %VARIANT% async6 -DSC_ASYNC_PAYLOAD=1 -DSC_MIN_BLOCKS=6
+// %VARIANT% async4k -DSC_ASYNC_PAYLOAD=1 -DSC_GROUPS=4 -DSC_MIN_BLOCKS=4
+// %VARIANT% async6k -DSC_ASYNC_PAYLOAD=1 -DSC_GROUPS=6 -DSC_MIN_BLOCKS=3
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -133,6 +162,14 @@
 // hardware starting a grid's CTAs in increasing index order (as CUB's single-pass scan and select
 // do), which takes the claim's L2 round trip off the start of every CTA.
 #define SC_CLAIM 0
+#endif
+#ifndef SC_ASYNC_PAYLOAD
+// 1: the payload columns copied by cp.async (16 bytes, no registers) straight into their staging
+// arrays, at staging row 32 + tile row, and compacted in place group by group once the look-back
+// has returned; the payload is never held in registers across its load latency, so the kernel
+// fits 40 registers (6 CTAs per SM at 3072-row tiles) where the register form needs 64 (4 CTAs).
+// 0: the payload loaded into registers (int4) with l_shipdate.
+#define SC_ASYNC_PAYLOAD 0
 #endif
 #ifndef SC_MIN_BLOCKS
 // Resident CTAs per SM the register budget is cut for: at SC_GROUPS=3, 4 (64 registers, no
@@ -304,6 +341,34 @@ __device__ __forceinline__ void load_payload(const float* __restrict__ price, co
   }
 }
 
+#if SC_ASYNC_PAYLOAD
+/// An L2 policy that marks the copied payload lines evict-first, like the register form's
+/// `ld.global.cs` (the rows are read once).
+__device__ __forceinline__ unsigned long long evict_first_policy() {
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+/// Four consecutive rows of a column from `row0` into shared memory at `dst` (16-byte aligned) by
+/// one cp.async of 16 bytes: only the rows below n are read from global memory (src-size), the
+/// rest of the 16 bytes is zero-filled. The caller ensures row0 < n and a 16-byte aligned column.
+__device__ __forceinline__ void copy_group_async(int32_t* dst, const void* col, int64_t row0, int64_t n,
+                                                 unsigned long long policy) {
+  const int64_t left = n - row0;
+  const unsigned src_bytes = left >= 4 ? 16u : static_cast<unsigned>(left) * 4u;
+  const unsigned dst_addr = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  const char* src = static_cast<const char*>(col) + row0 * 4;
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" ::"r"(dst_addr), "l"(src),
+               "r"(src_bytes), "l"(policy)
+               : "memory");
+}
+
+/// Waits for this thread's cp.async copies: they are then visible to this thread (each thread reads
+/// back only the staging rows it copied itself).
+__device__ __forceinline__ void wait_async_copies() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+#endif
+
 /// Shared-memory staging of one tile's kept rows, one array per column (float bits for price).
 struct Staging {
   int32_t* shipdate;
@@ -390,6 +455,12 @@ static_assert(SC_DYN_STAGE || kStageRows * 12 + 1024 <= 48 * 1024,
               "static staging fits 48 KB up to SC_GROUPS = 3; 4 stages in dynamic shared memory");
 static_assert(!SC_VEC_STORE || SC_STAGE, "the vector stores read the staging");
 static_assert(!SC_DYN_STAGE || SC_STAGE, "dynamic staging needs staging");
+static_assert(!SC_ASYNC_PAYLOAD || (SC_VEC_STORE && !SC_PIPE),
+              "the in-place compaction stages at rank + shift and stores with store_staged_vec");
+/// SC_ASYNC_PAYLOAD: tile row i's payload is copied to staging row kAsyncPad + i, above the
+/// largest staging row a kept row i goes to (shift + rank <= 31 + i).
+constexpr int kAsyncPad = 32;
+static_assert(!SC_ASYNC_PAYLOAD || kStageRows >= kAsyncPad + kTile, "the copied payload fits the staging");
 /// Dynamic shared memory of the one-tile kernel: the three staging columns, or none.
 constexpr size_t kTileDynBytes = SC_DYN_STAGE ? size_t{3} * kStageRows * sizeof(int32_t) : 0;
 
@@ -425,6 +496,86 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
 #endif
   const int64_t base = tile * kTile;
 
+#if SC_ASYNC_PAYLOAD
+#if SC_DYN_STAGE
+  extern __shared__ int4 staging_words[];
+  int32_t* const staging = reinterpret_cast<int32_t*>(staging_words);
+  const Staging st{staging, staging + kStageRows, staging + 2 * kStageRows};
+#else
+  const Staging st{s.shipdate, s.price, s.partkey};
+#endif
+  // 2. Predicate column into registers (it is needed for the masks and is staged from there).
+  int4 va[kGroups];
+  unsigned keep[kGroups];
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g) va[g] = load_group(shipdate, base + (static_cast<int64_t>(g) * kThreads + t) * 4, n);
+  keep_masks(va, base, n, date_lt, keep, t);
+  // 3'. The payload of the groups that keep a row, copied by cp.async to staging rows
+  //     kAsyncPad + tile row of their columns: no registers wait on these loads. The predicate
+  //     column's kept groups go to the same rows of its staging, so that no column is held in
+  //     registers through the look-back either.
+  {
+    const unsigned long long policy = evict_first_policy();
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g)
+      if (keep[g]) {  // a kept row is below n, so row0 < n
+        const int slot = kAsyncPad + (g * kThreads + t) * 4;
+        const int64_t row0 = base + slot - kAsyncPad;
+        copy_group_async(st.price + slot, price, row0, n, policy);
+        copy_group_async(st.partkey + slot, partkey, row0, n, policy);
+        *reinterpret_cast<int4*>(st.shipdate + slot) = va[g];
+      }
+  }
+
+  // 4. Ranks inside the tile.
+  int before[kGroups];
+  const int tile_count = tile_ranks(keep, before, s.warp_totals, lane, warp);
+
+  // 5. The tile's first output row (the copies land meanwhile).
+  if (warp == 0) {
+    const int64_t exclusive = look_back(status, tile, tile_count, lane);
+    if (lane == 0) s.exclusive = exclusive;
+  }
+
+  // 6'. In-place compaction, group by group. A kept tile row i goes to staging row shift + rank(i)
+  //     <= 31 + i < kAsyncPad + i, its own input slot: a group's writes land only on input slots of
+  //     rows at or before its own, which every thread has read back (into registers) before the
+  //     barrier that precedes the group's writes; the next group's slots are above them all. Every
+  //     thread waits for its own copies before the first barrier, so no copy lands after a write.
+  wait_async_copies();
+  int4 pa = make_int4(0, 0, 0, 0), pb = pa, pc = pa;
+  if (keep[0]) {
+    pa = *reinterpret_cast<const int4*>(st.shipdate + kAsyncPad + t * 4);
+    pb = *reinterpret_cast<const int4*>(st.price + kAsyncPad + t * 4);
+    pc = *reinterpret_cast<const int4*>(st.partkey + kAsyncPad + t * 4);
+  }
+  __syncthreads();  // the look-back's result; every thread's copies landed and group 0 read back
+  const int64_t exclusive = s.exclusive;
+  const int shift = static_cast<int>(exclusive & 31);
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g) {
+    if (g > 0) {
+      if (keep[g]) {
+        const int slot = kAsyncPad + (g * kThreads + t) * 4;
+        pa = *reinterpret_cast<const int4*>(st.shipdate + slot);
+        pb = *reinterpret_cast<const int4*>(st.price + slot);
+        pc = *reinterpret_cast<const int4*>(st.partkey + slot);
+      }
+      __syncthreads();  // every thread's group g read back before any of its slots is overwritten
+    }
+    int r = shift + before[g];
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (keep[g] >> e & 1u) {
+        st.shipdate[r] = lane_of(pa, e);
+        st.price[r] = lane_of(pb, e);
+        st.partkey[r] = lane_of(pc, e);
+        ++r;
+      }
+  }
+  __syncthreads();
+  store_staged_vec(st, shift, tile_count, exclusive - shift, out_shipdate, out_price, out_partkey, t);
+#else   // !SC_ASYNC_PAYLOAD
   // 2-3. Predicate column, masks, payload columns.
   int4 va[kGroups], vb[kGroups], vc[kGroups];
   unsigned keep[kGroups];
@@ -483,6 +634,7 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
       }
   }
 #endif
+#endif  // SC_ASYNC_PAYLOAD
 }
 #else   // SC_PIPE
 #ifndef SC_PIPE_MIN_BLOCKS
@@ -682,6 +834,12 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     if (kTileDynBytes > 0)
       D2K_CUDA_TRY(args, cudaFuncSetAttribute(sc_select_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               static_cast<int>(kTileDynBytes)));
+#if SC_ASYNC_PAYLOAD
+    // The 40-register build is meant to run 6 CTAs x 37.5 KB per SM: ask for the largest
+    // shared-memory carveout, so that the driver does not pick a smaller one that fits fewer.
+    D2K_CUDA_TRY(args, cudaFuncSetAttribute(sc_select_tiles, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                            static_cast<int>(cudaSharedmemCarveoutMaxShared)));
+#endif
     sc_select_tiles<<<static_cast<unsigned>(b.num_tiles), kThreads, kTileDynBytes, st>>>(
         c.shipdate, c.price, c.partkey, p.n, p.date_lt, c.out_shipdate, c.out_price, c.out_partkey, b.status,
         b.status + b.num_tiles);

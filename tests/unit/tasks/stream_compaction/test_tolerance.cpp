@@ -49,7 +49,7 @@ enum class Variant {
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
 constexpr int kGroupsDefault = 3;  ///< expert.cu's SC_GROUPS default (tile2k_prev: 2; persistent_g4: 4)
-constexpr int kMaxGroups = 4;
+constexpr int kMaxGroups = 6;  ///< SC_GROUPS up to 6 (async6k)
 constexpr std::int64_t tile_rows(int groups) { return std::int64_t{kThreads} * groups * 4; }
 
 struct Columns {
@@ -127,12 +127,69 @@ std::vector<std::int64_t> expert_order(const Columns& k, int groups = kGroupsDef
   return out;
 }
 
+/// The staging of one tile as the SC_ASYNC_PAYLOAD variants build it, in row ids (each staging
+/// array holds the same row's value of its column at the same index): the kept groups' four rows
+/// copied to staging row kAsyncPad + tile row (rows past n zero-filled: -2), then group by group
+/// every thread reads its kept quad back (before the group's barrier) and writes its kept rows at
+/// shift + rank (after it). The emulation runs group g's writes before group g + 1's reads, the
+/// order that would expose a write landing on a slot not yet read back: every value read back
+/// must be its own row, every write must land below its own slot, and no staging row is written
+/// twice; each breach counts one in `*breaches`. `pad`: expert.cu's kAsyncPad (32); a smaller one
+/// must be caught.
+constexpr int kAsyncPad = 32;
+std::vector<std::int64_t> in_place_staging(const Columns& k, int groups, std::int64_t tile, int shift,
+                                           const std::vector<std::int64_t>& ranked, int pad, int* breaches) {
+  const std::int64_t base = tile * tile_rows(groups);
+  std::vector<std::int64_t> stage(static_cast<std::size_t>(tile_rows(groups) + 32), -1);
+  std::vector<int> rank_of(static_cast<std::size_t>(tile_rows(groups)), -1);
+  for (std::size_t r = 0; r < ranked.size(); ++r) rank_of[static_cast<std::size_t>(ranked[r] - base)] = static_cast<int>(r);
+  const auto kept = [&](std::int64_t row) { return row < k.n && k.ship[row] < k.date_lt; };
+  const auto group_kept = [&](int g, int t) {
+    const std::int64_t row0 = base + (static_cast<std::int64_t>(g) * kThreads + t) * 4;
+    for (int e = 0; e < 4; ++e)
+      if (kept(row0 + e)) return true;
+    return false;
+  };
+  for (int g = 0; g < groups; ++g)  // the copies (and the l_shipdate stores), all before barrier 0
+    for (int t = 0; t < kThreads; ++t)
+      if (group_kept(g, t)) {
+        const int local = (g * kThreads + t) * 4;
+        EXPECT_EQ((pad + local) % 4, 0);  // 16-byte aligned cp.async destination
+        for (int e = 0; e < 4; ++e)
+          stage.at(static_cast<std::size_t>(pad + local + e)) = base + local + e < k.n ? base + local + e : -2;
+      }
+  std::vector<int> writes(stage.size(), 0);
+  for (int g = 0; g < groups; ++g) {
+    std::vector<std::int64_t> read(static_cast<std::size_t>(kThreads) * 4, -1);
+    for (int t = 0; t < kThreads; ++t)  // read back before the barrier
+      if (group_kept(g, t))
+        for (int e = 0; e < 4; ++e)
+          read[static_cast<std::size_t>(t * 4 + e)] =
+              stage.at(static_cast<std::size_t>(pad + (g * kThreads + t) * 4 + e));
+    for (int t = 0; t < kThreads; ++t)  // written after it
+      for (int e = 0; e < 4; ++e) {
+        const int local = (g * kThreads + t) * 4 + e;
+        if (!kept(base + local)) continue;
+        const std::int64_t v = read[static_cast<std::size_t>(t * 4 + e)];
+        *breaches += v != base + local;  // read back a clobbered slot
+        const int pos = shift + rank_of[static_cast<std::size_t>(local)];
+        *breaches += pos >= pad + local;  // a write on or above its own slot
+        stage.at(static_cast<std::size_t>(pos)) = v;
+        ++writes.at(static_cast<std::size_t>(pos));
+      }
+  }
+  for (const int w : writes) *breaches += w > 1;
+  return stage;
+}
+
 /// Kept row ids as the SC_VEC_STORE variants write them (a host mirror of expert.cu's shifted
 /// staging and store_staged_vec): each tile's ranked rows staged at rank + (prefix mod 32), then
 /// written by 256 threads a quad of staging rows each, whole quads as one 16-byte store (which
 /// must be 16-byte aligned in the output and the staging), the quads at the tile's two ends row by
-/// row. Every row of the tile must be written exactly once.
-std::vector<std::int64_t> vec_store_order(const Columns& k, int groups) {
+/// row. Every row of the tile must be written exactly once. `in_place`: the staging built by the
+/// SC_ASYNC_PAYLOAD variants' in-place compaction (in_place_staging).
+std::vector<std::int64_t> vec_store_order(const Columns& k, int groups, bool in_place = false, int pad = kAsyncPad,
+                                          int* breaches = nullptr) {
   std::vector<std::int64_t> out(static_cast<std::size_t>(k.n), -1);
   const int stage_rows = static_cast<int>(tile_rows(groups)) + 32;
   std::int64_t running = 0;
@@ -141,6 +198,18 @@ std::vector<std::int64_t> vec_store_order(const Columns& k, int groups) {
     const int count = static_cast<int>(rows.size()), shift = static_cast<int>(running & 31);
     std::vector<std::int64_t> stage(static_cast<std::size_t>(stage_rows), -1);
     for (int r = 0; r < count; ++r) stage.at(static_cast<std::size_t>(shift + r)) = rows[static_cast<std::size_t>(r)];
+    if (in_place) {
+      int local_breaches = 0;
+      const std::vector<std::int64_t> built = in_place_staging(k, groups, tile, shift, rows, pad, &local_breaches);
+      if (breaches != nullptr) {
+        *breaches += local_breaches;
+      } else {
+        EXPECT_EQ(local_breaches, 0) << "tile " << tile;
+        for (int j = shift; j < shift + count; ++j)
+          EXPECT_EQ(built.at(static_cast<std::size_t>(j)), stage[static_cast<std::size_t>(j)]) << "tile " << tile;
+      }
+      stage = built;
+    }
     const std::int64_t line0 = running - shift;
     EXPECT_EQ(line0 % 32, 0);
     const int end = shift + count, quads = (end + 3) >> 2;
@@ -437,6 +506,28 @@ TEST_F(StreamCompactionTolerance, VectorStoresPassWithTheCapacityPoisoned) {
                                              write_rows(Variant::kExpert, c, kPoisonB, rows));
       EXPECT_EQ(v.status, Status::PASSED) << c.plan.workload.uuid << " groups " << groups << ": " << v.message;
     }
+}
+
+// The in-place compaction of the cp.async variants (SC_ASYNC_PAYLOAD: async6 at 3072-row tiles,
+// async4k at 4096, async6k at 6144) under the vector stores: no staging slot is overwritten before
+// it is read back, and every kept row is written once, in order, nothing past the count.
+TEST_F(StreamCompactionTolerance, InPlaceCompactionPassesWithTheCapacityPoisoned) {
+  for (const Case& c : *cases_)
+    for (int groups : {3, 4, 6}) {
+      const std::vector<std::int64_t> rows = vec_store_order(columns(c), groups, true);
+      ASSERT_EQ(rows, expert_order(columns(c), groups)) << c.plan.workload.uuid << " groups " << groups;
+      const OutputsVerdict v = judge_outputs(c.plan, c.expected, write_rows(Variant::kExpert, c, kPoisonA, rows),
+                                             write_rows(Variant::kExpert, c, kPoisonB, rows));
+      EXPECT_EQ(v.status, Status::PASSED) << c.plan.workload.uuid << " groups " << groups << ": " << v.message;
+    }
+}
+
+// A pad of 16 rows instead of 32 lets a write land on a slot not yet read back (shift + rank can
+// reach 31 + i): the emulation must catch it on the workloads with many kept rows.
+TEST_F(StreamCompactionTolerance, InPlaceCompactionWithAShortPadIsCaught) {
+  int breaches = 0;
+  for (const Case& c : *cases_) (void)vec_store_order(columns(c), 3, true, 16, &breaches);
+  EXPECT_GT(breaches, 0);
 }
 
 // The persistent schedule on every check and hidden workload, at both tile sizes, one CTA (every
