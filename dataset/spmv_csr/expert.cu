@@ -47,9 +47,25 @@
 //      H200 (2026-12-02, one call): kItems 7 1.04x / 1.22x / 1.29x / 1.13x the binned design on
 //      powerlaw / denserows / road-usa / banded (1350 / 1075 / 511 / 376 us), still 0.77-0.96x
 //      cuSPARSE; kItems 9 slower than 7 everywhere (0.58x binned on powerlaw). Made the default.
-// Vector (16-byte) loads of values and col_idx: 32-lane 4-byte loads are already 128-byte
-// coalesced transactions; 16-byte loads (or 16-byte cp.async) would need a row- or tile-aligned
-// start, which CSR rows and path tiles do not give. Not built.
+//   E. merge path with 16-byte staging (variants merge_v16, kItems 7, and merge_v16_i9, kItems 9;
+//      -DSPMV_MERGE_VEC=1, kernel spmv_merge_tile_v16): the same tiles, search, merge and sums as
+//      D; only the copies differ. A tile starts at any entry, so it copies the 16-byte-aligned
+//      chunks that cover its columns, values and row ends (at most 3 words of slack at each end,
+//      in sectors the tile reads anyway; the chunk at an array's end cut by cp.async's src-size)
+//      and finds its words at offset j0 & 3. Why: 4-byte cp.async exists only as .ca, which
+//      allocates every streamed line in L1; 16-byte cp.async has .cg (L2 only). With .ca the L1
+//      holds the tile's in-flight stream lines beside the x gathers' lines (their misses too),
+//      so its size bounds what is in flight: merge_i9 (28 KB of L1 left) ran at 0.56x / 0.61x
+//      merge on powerlaw / road-usa (the matrices whose random x gathers miss to DRAM) and 0.98x
+//      on banded (x from L1/L2), although it asked for more bytes in flight. With .cg the stream
+//      bypasses L1 (x keeps all of it) and a quarter of the copy instructions issue. Each thread gathers x for the chunks it copied (own copies,
+//      no extra barrier): up to 4·ceil((kTile + 8) / 1024) gathers back to back. Arrays not
+//      16-byte aligned (never from cudaMalloc) take D's kernel.
+//        merge_v16     30 registers, 22,624 B shared (with the 1 KB reserved), 8 CTAs per SM,
+//                      196 KB carveout (60 KB of L1 for x), no spills.
+//        merge_v16_i9  32 registers, 28,768 B shared, 8 CTAs per SM, the whole carveout
+//                      (28 KB of L1 for x only), no spills; 22% fewer tiles than merge_v16.
+//      Numbers: not yet measured (docs/results/spmv_csr.md, "Variants for the next run").
 //
 // Arithmetic: fp32 products and fp32 sums in a tree order (a per-step segmented scan and a
 // sequential sum of steps; strided partial sums and a shuffle tree; chunk sums added by atomics
@@ -59,7 +75,7 @@
 // %VARIANT% binned -DSPMV_MERGE_ITEMS=0
 // %VARIANT% merge_i9 -DSPMV_MERGE_ITEMS=9
 // %VARIANT% merge_v16 -DSPMV_MERGE_VEC=1
-// %VARIANT% merge_v16_i5 -DSPMV_MERGE_ITEMS=5 -DSPMV_MERGE_VEC=1
+// %VARIANT% merge_v16_i9 -DSPMV_MERGE_ITEMS=9 -DSPMV_MERGE_VEC=1
 #include <cuda_runtime.h>
 
 #include <cstdint>
