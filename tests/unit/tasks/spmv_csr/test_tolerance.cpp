@@ -1,9 +1,10 @@
 // spmv_csr: the allclose rule of definition.json (rtol 5e-4, atol 1e-6) checked both ways on the
 // public check workloads, inputs from the task's own generators (graph_csr) and the golden from
 // its reference.so. Honest fp32 in any order passes: a sequential row sum, the same
-// reversed, pairwise, and an emulation of the expert's orders (32-row stream blocks with a
-// segmented per-step tree, warp-strided partial sums, long rows split into chunks added in any
-// order). Cheaper variants fail: the last entry of every row longer than 32 dropped (a vector
+// reversed, pairwise, emulations of the binned design's orders (variant binned: 32-row stream
+// blocks with a segmented per-step tree, warp-strided partial sums, long rows split into chunks
+// added in any order) and of the merge path's (the default and its variants: per-thread
+// sequential runs of kItems path items, a segmented warp tree, atomics per row and per cut row). Cheaper variants fail: the last entry of every row longer than 32 dropped (a vector
 // loop's lost tail), x or values stored in bf16, a row sum accumulated in fp16, one row skipped.
 #include <gtest/gtest.h>
 
