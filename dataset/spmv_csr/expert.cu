@@ -47,9 +47,25 @@
 //      H200 (2026-12-02, one call): kItems 7 1.04x / 1.22x / 1.29x / 1.13x the binned design on
 //      powerlaw / denserows / road-usa / banded (1350 / 1075 / 511 / 376 us), still 0.77-0.96x
 //      cuSPARSE; kItems 9 slower than 7 everywhere (0.58x binned on powerlaw). Made the default.
-// Vector (16-byte) loads of values and col_idx: 32-lane 4-byte loads are already 128-byte
-// coalesced transactions; 16-byte loads (or 16-byte cp.async) would need a row- or tile-aligned
-// start, which CSR rows and path tiles do not give. Not built.
+//   E. merge path with 16-byte staging (variants merge_v16, kItems 7, and merge_v16_i9, kItems 9;
+//      -DSPMV_MERGE_VEC=1, kernel spmv_merge_tile_v16): the same tiles, search, merge and sums as
+//      D; only the copies differ. A tile starts at any entry, so it copies the 16-byte-aligned
+//      chunks that cover its columns, values and row ends (at most 3 words of slack at each end,
+//      in sectors the tile reads anyway; the chunk at an array's end cut by cp.async's src-size)
+//      and finds its words at offset j0 & 3. Why: 4-byte cp.async exists only as .ca, which
+//      allocates every streamed line in L1; 16-byte cp.async has .cg (L2 only). With .ca the L1
+//      holds the tile's in-flight stream lines beside the x gathers' lines (their misses too),
+//      so its size bounds what is in flight: merge_i9 (28 KB of L1 left) ran at 0.56x / 0.61x
+//      merge on powerlaw / road-usa (the matrices whose random x gathers miss to DRAM) and 0.98x
+//      on banded (x from L1/L2), although it asked for more bytes in flight. With .cg the stream
+//      bypasses L1 (x keeps all of it) and a quarter of the copy instructions issue. Each thread gathers x for the chunks it copied (own copies,
+//      no extra barrier): up to 4·ceil((kTile + 8) / 1024) gathers back to back. Arrays not
+//      16-byte aligned (never from cudaMalloc) take D's kernel.
+//        merge_v16     30 registers, 22,624 B shared (with the 1 KB reserved), 8 CTAs per SM,
+//                      196 KB carveout (60 KB of L1 for x), no spills.
+//        merge_v16_i9  32 registers, 28,768 B shared, 8 CTAs per SM, the whole carveout
+//                      (28 KB of L1 for x only), no spills; 22% fewer tiles than merge_v16.
+//      Numbers: not yet measured (docs/results/spmv_csr.md, "Variants for the next run").
 //
 // Arithmetic: fp32 products and fp32 sums in a tree order (a per-step segmented scan and a
 // sequential sum of steps; strided partial sums and a shuffle tree; chunk sums added by atomics
@@ -58,6 +74,8 @@
 //
 // %VARIANT% binned -DSPMV_MERGE_ITEMS=0
 // %VARIANT% merge_i9 -DSPMV_MERGE_ITEMS=9
+// %VARIANT% merge_v16 -DSPMV_MERGE_VEC=1
+// %VARIANT% merge_v16_i9 -DSPMV_MERGE_ITEMS=9 -DSPMV_MERGE_VEC=1
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -73,6 +91,9 @@
 #endif
 #ifndef SPMV_MERGE_ITEMS  // > 0: the merge-path design D (path items per thread); 0: the binned design C
 #define SPMV_MERGE_ITEMS 7
+#endif
+#ifndef SPMV_MERGE_VEC  // 1: the merge tile stages its columns, values and row ends with 16-byte L1-bypassing copies
+#define SPMV_MERGE_VEC 0
 #endif
 
 namespace {
@@ -292,7 +313,7 @@ constexpr int kSearchThreads = 256;
 /// CTAs per SM the tile kernel is compiled for: as many as the SM's 228 KB of shared memory hold
 /// (12 B per item and 1 KB reserved per CTA), at most 8 (2048 threads); the register budget
 /// follows (8 CTAs: 32 registers).
-constexpr int kSmemPerCta = 12 * kTile + 8 + 1024;
+constexpr int kSmemPerCta = 12 * kTile + (SPMV_MERGE_VEC ? 96 : 8) + 1024;  // 16-byte staging: 8 words of slack per array
 constexpr int kMinBlocks = 228 * 1024 / kSmemPerCta < 8 ? 228 * 1024 / kSmemPerCta : 8;
 
 /// The matrix is read once: an L2 evict-first policy for its asynchronous copies.
@@ -366,54 +387,12 @@ spmv_merge_search(const int32_t* __restrict__ row_ptr, int64_t n, int64_t nnz, i
   if (j > __ldg(row_ptr + lo)) y[lo] = 0.f;  // lo < N here: j <= NNZ = row_ptr[N]
 }
 
-/// One tile of the path. Rows completed in the tile are summed in s_y and written coalesced; the
-/// tile's first row, when it began in an earlier tile, and its last, unfinished row are added to y
-/// with one atomic each (the search kernel zeroed them).
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
-spmv_merge_tile(const int32_t* __restrict__ row_ptr, const int32_t* __restrict__ col_idx,
-                const float* __restrict__ values, const float* __restrict__ x, float* __restrict__ y,
-                const Coord* __restrict__ coord) {
-  __shared__ int32_t s_end[kTile + 1];  // the tile's row ends (global entry offsets), then a sentinel
-  __shared__ float s_prod[kTile];       // values[j], then values[j] * x[col_idx[j]], of the tile's entries
-  __shared__ float s_y[kTile + 1];      // completed rows' sums, then the unfinished row's share
-  int32_t* s_col = reinterpret_cast<int32_t*>(s_y);  // the entries' columns, until the first barrier
-  const int tid = static_cast<int>(threadIdx.x);
-  const Coord c0 = coord[blockIdx.x], c1 = coord[blockIdx.x + 1];
-  const int32_t i0 = c0.row, j0 = c0.nz;
-  const int rows = c1.row - c0.row, nzs = c1.nz - c0.nz;  // rows + nzs <= kTile
-  // Every load of the tile at once, as asynchronous copies to shared memory: kItems columns and
-  // values and up to kItems row ends per thread (a load into registers followed by its use lets
-  // the compiler put a dependent gather, and its stall, before the remaining loads); then the
-  // gathers of x, kItems per thread back to back: two memory latencies per tile.
-  const uint64_t policy = evict_first_policy();
-#pragma unroll
-  for (int u = 0; u < kItems; ++u) {
-    const int k = tid + u * kThreads;
-    if (k < nzs) {
-      copy_async4(s_col + k, col_idx + j0 + k, policy);
-      copy_async4(s_prod + k, values + j0 + k, policy);
-    }
-  }
-#pragma unroll
-  for (int u = 0; u < kItems; ++u) {
-    const int k = tid + u * kThreads;
-    if (k < rows) copy_async4(s_end + k, row_ptr + i0 + 1 + k, policy);
-  }
-  const bool first_shared = j0 > __ldg(row_ptr + i0);      // row i0 began in an earlier tile
-  const bool last_shared = c1.nz > __ldg(row_ptr + c1.row);  // row i1 continues in a later tile
-  copy_async_wait();  // this thread's copies: it reads back its own entries before the barrier
-  float xv[kItems];
-#pragma unroll
-  for (int u = 0; u < kItems; ++u) {
-    const int k = tid + u * kThreads;
-    xv[u] = k < nzs ? load_x(x, s_col[k]) : 0.f;
-  }
-#pragma unroll
-  for (int u = 0; u < kItems; ++u) {
-    const int k = tid + u * kThreads;
-    if (k < nzs) s_prod[k] *= xv[u];
-  }
-  if (tid == 0) s_end[rows] = 0x7fffffff;  // past the last row end: only entries remain
+/// The tile's second half, once its row ends (s_end, sentinel at s_end[rows]) and products
+/// (s_prod) are staged and every thread has passed its own copies' wait: each thread merges its
+/// kItems path items sequentially, the threads' shares of a row are joined, the rows are written.
+__device__ __forceinline__ void merge_rows(const int32_t* s_end, const float* s_prod, float* s_y, float* __restrict__ y,
+                                           int32_t i0, int32_t j0, int rows, int nzs, bool first_shared,
+                                           bool last_shared, int32_t i1, int tid) {
   __syncthreads();
   if (tid == 0) s_y[rows] = 0.f;  // after the barrier: s_y held the columns until then
 
@@ -467,8 +446,158 @@ spmv_merge_tile(const int32_t* __restrict__ row_ptr, const int32_t* __restrict__
     if (q == 0 && first_shared) atomicAdd(y + i0, s_y[0]);
     else __stcs(y + i0 + q, s_y[q]);
   }
-  if (tid == 0 && last_shared) atomicAdd(y + c1.row, s_y[rows]);
+  if (tid == 0 && last_shared) atomicAdd(y + i1, s_y[rows]);
 }
+
+/// One tile of the path. Rows completed in the tile are summed in s_y and written coalesced; the
+/// tile's first row, when it began in an earlier tile, and its last, unfinished row are added to y
+/// with one atomic each (the search kernel zeroed them).
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+spmv_merge_tile(const int32_t* __restrict__ row_ptr, const int32_t* __restrict__ col_idx,
+                const float* __restrict__ values, const float* __restrict__ x, float* __restrict__ y,
+                const Coord* __restrict__ coord) {
+  __shared__ int32_t s_end[kTile + 1];  // the tile's row ends (global entry offsets), then a sentinel
+  __shared__ float s_prod[kTile];       // values[j], then values[j] * x[col_idx[j]], of the tile's entries
+  __shared__ float s_y[kTile + 1];      // completed rows' sums, then the unfinished row's share
+  int32_t* s_col = reinterpret_cast<int32_t*>(s_y);  // the entries' columns, until the first barrier
+  const int tid = static_cast<int>(threadIdx.x);
+  const Coord c0 = coord[blockIdx.x], c1 = coord[blockIdx.x + 1];
+  const int32_t i0 = c0.row, j0 = c0.nz;
+  const int rows = c1.row - c0.row, nzs = c1.nz - c0.nz;  // rows + nzs <= kTile
+  // Every load of the tile at once, as asynchronous copies to shared memory: kItems columns and
+  // values and up to kItems row ends per thread (a load into registers followed by its use lets
+  // the compiler put a dependent gather, and its stall, before the remaining loads); then the
+  // gathers of x, kItems per thread back to back: two memory latencies per tile.
+  const uint64_t policy = evict_first_policy();
+#pragma unroll
+  for (int u = 0; u < kItems; ++u) {
+    const int k = tid + u * kThreads;
+    if (k < nzs) {
+      copy_async4(s_col + k, col_idx + j0 + k, policy);
+      copy_async4(s_prod + k, values + j0 + k, policy);
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < kItems; ++u) {
+    const int k = tid + u * kThreads;
+    if (k < rows) copy_async4(s_end + k, row_ptr + i0 + 1 + k, policy);
+  }
+  const bool first_shared = j0 > __ldg(row_ptr + i0);      // row i0 began in an earlier tile
+  const bool last_shared = c1.nz > __ldg(row_ptr + c1.row);  // row i1 continues in a later tile
+  copy_async_wait();  // this thread's copies: it reads back its own entries before the barrier
+  float xv[kItems];
+#pragma unroll
+  for (int u = 0; u < kItems; ++u) {
+    const int k = tid + u * kThreads;
+    xv[u] = k < nzs ? load_x(x, s_col[k]) : 0.f;
+  }
+#pragma unroll
+  for (int u = 0; u < kItems; ++u) {
+    const int k = tid + u * kThreads;
+    if (k < nzs) s_prod[k] *= xv[u];
+  }
+  if (tid == 0) s_end[rows] = 0x7fffffff;  // past the last row end: only entries remain
+  merge_rows(s_end, s_prod, s_y, y, i0, j0, rows, nzs, first_shared, last_shared, c1.row, tid);
+}
+
+#if SPMV_MERGE_VEC
+// ---- the 16-byte staging of the tile (variants merge_v16, merge_v16_i5) ----
+// A tile's columns and values start at any entry j0, so they are copied as the 16-byte-aligned
+// chunks that cover [j0, j0 + nzs): word g of the array lands in shared word g - (j0 & ~3), and
+// the tile's entry k at (j0 & 3) + k. The same for the row ends. 16-byte cp.async has the .cg
+// form (L2 only): the matrix stream no longer passes through L1, which stays for x; the 4-byte
+// copies of the default exist only as .ca and allocate every streamed line in L1. A quarter of
+// the copy instructions. The chunk that holds an array's last word is cut there (src-size, the
+// rest of the 16 bytes zero-filled), so nothing is read past an array.
+constexpr int kPad = 8;                                  // words of slack: 3 before the first, up to 3 after the last
+constexpr int kVecWords = kTile + kPad;                  // each staging array, in words
+constexpr int kChunkIters = (kVecWords / 4 + kThreads - 1) / kThreads;  // 16-byte chunks per thread
+
+__device__ __forceinline__ void copy_async16(void* smem, const void* gmem, int bytes, uint64_t policy) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(gmem), "r"(bytes),
+               "l"(policy)
+               : "memory");
+}
+
+/// Words [b, e) of src (an array of `limit` words) into s_raw, word g at s_raw[g - (b & ~3)];
+/// chunk q of the range is copied by thread q mod kThreads.
+template <typename T>
+__device__ __forceinline__ void stage16(T* s_raw, const T* __restrict__ src, int64_t b, int64_t e, int64_t limit,
+                                        uint64_t policy, int tid) {
+  const int64_t a = b & ~int64_t{3};
+  const int chunks = e > b ? static_cast<int>((e - a + 3) >> 2) : 0;  // a + 4 (chunks - 1) < e <= limit
+#pragma unroll
+  for (int u = 0; u < kChunkIters; ++u) {
+    const int q = tid + u * kThreads;
+    if (q < chunks) {
+      const int64_t g = a + 4 * static_cast<int64_t>(q);
+      const int words = limit - g < 4 ? static_cast<int>(limit - g) : 4;  // >= 1
+      copy_async16(s_raw + 4 * q, src + g, 4 * words, policy);
+    }
+  }
+}
+
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+spmv_merge_tile_v16(const int32_t* __restrict__ row_ptr, const int32_t* __restrict__ col_idx,
+                    const float* __restrict__ values, const float* __restrict__ x, float* __restrict__ y,
+                    const Coord* __restrict__ coord, int64_t n, int64_t nnz) {
+  __shared__ __align__(16) int32_t s_end_raw[kVecWords];  // row ends from word (i0 + 1) & 3, then a sentinel
+  __shared__ __align__(16) float s_prod_raw[kVecWords];   // values, then products, from word j0 & 3
+  __shared__ __align__(16) float s_y[kVecWords];          // the columns (from word j0 & 3) until the first barrier
+  const int tid = static_cast<int>(threadIdx.x);
+  const Coord c0 = coord[blockIdx.x], c1 = coord[blockIdx.x + 1];
+  const int32_t i0 = c0.row, j0 = c0.nz;
+  const int rows = c1.row - c0.row, nzs = c1.nz - c0.nz;  // rows + nzs <= kTile
+  const int off = j0 & 3, offr = (i0 + 1) & 3;
+  int32_t* s_col_raw = reinterpret_cast<int32_t*>(s_y);
+  const uint64_t policy = evict_first_policy();
+  stage16(s_col_raw, col_idx, j0, static_cast<int64_t>(j0) + nzs, nnz, policy, tid);
+  stage16(s_prod_raw, values, j0, static_cast<int64_t>(j0) + nzs, nnz, policy, tid);
+  stage16(s_end_raw, row_ptr, static_cast<int64_t>(i0) + 1, static_cast<int64_t>(i0) + 1 + rows, n + 1, policy, tid);
+  const bool first_shared = j0 > __ldg(row_ptr + i0);
+  const bool last_shared = c1.nz > __ldg(row_ptr + c1.row);
+  copy_async_wait();  // this thread's chunks: it gathers x for its own chunks before the barrier
+  // The sentinel's word may lie in a copied chunk (the word after the last row end): written by
+  // the thread that copies that chunk, after its wait, so the two writes are ordered.
+  if (tid == ((offr + rows) >> 2) % kThreads) s_end_raw[offr + rows] = 0x7fffffff;
+  // This thread's chunks' entries of the tile (not the words before j0 or after the last entry):
+  // up to 4 kChunkIters gathers of x back to back, then the products in place.
+  const int chunks = nzs > 0 ? (off + nzs + 3) >> 2 : 0;
+  float xv[kChunkIters][4];
+#pragma unroll
+  for (int u = 0; u < kChunkIters; ++u) {
+    const int q = tid + u * kThreads;
+    int4 c = make_int4(0, 0, 0, 0);
+    if (q < chunks) c = *reinterpret_cast<const int4*>(s_col_raw + 4 * q);
+    const int k = 4 * q - off;  // tile entry of the chunk's first word
+    xv[u][0] = q < chunks && k >= 0 && k < nzs ? load_x(x, c.x) : 0.f;
+    xv[u][1] = q < chunks && k + 1 >= 0 && k + 1 < nzs ? load_x(x, c.y) : 0.f;
+    xv[u][2] = q < chunks && k + 2 >= 0 && k + 2 < nzs ? load_x(x, c.z) : 0.f;
+    xv[u][3] = q < chunks && k + 3 < nzs ? load_x(x, c.w) : 0.f;
+  }
+#pragma unroll
+  for (int u = 0; u < kChunkIters; ++u) {
+    const int q = tid + u * kThreads;
+    if (q < chunks) {  // words outside the tile's entries become 0 and are never read
+      float4* p = reinterpret_cast<float4*>(s_prod_raw + 4 * q);
+      float4 v = *p;
+      v.x *= xv[u][0];
+      v.y *= xv[u][1];
+      v.z *= xv[u][2];
+      v.w *= xv[u][3];
+      *p = v;
+    }
+  }
+  merge_rows(s_end_raw + offr, s_prod_raw + off, s_y, y, i0, j0, rows, nzs, first_shared, last_shared, c1.row, tid);
+}
+
+/// The 16-byte chunks need 16-byte-aligned arrays (cudaMalloc's are; a view at an offset may not be).
+bool aligned16(const spmv::Tensors& t) {
+  return ((reinterpret_cast<uintptr_t>(t.row_ptr) | reinterpret_cast<uintptr_t>(t.col_idx) |
+           reinterpret_cast<uintptr_t>(t.values)) & 15u) == 0;
+}
+#endif
 
 struct Buffers {
   Coord* coord;  // tiles + 1 boundaries
@@ -489,11 +618,17 @@ constexpr int kCarveoutPercent =
     (kMinBlocks * kSmemPerCta * 100 + 228 * 1024 - 1) / (228 * 1024) < 100
         ? (kMinBlocks * kSmemPerCta * 100 + 228 * 1024 - 1) / (228 * 1024)
         : 100;
+template <typename Kernel>
+void prefer_shared(Kernel kernel) {
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, kCarveoutPercent) != cudaSuccess)
+    (void)cudaGetLastError();
+}
 void prefer_shared() {
   static const bool once = [] {
-    if (cudaFuncSetAttribute(spmv_merge_tile, cudaFuncAttributePreferredSharedMemoryCarveout, kCarveoutPercent) !=
-        cudaSuccess)
-      (void)cudaGetLastError();
+    prefer_shared(spmv_merge_tile);
+#if SPMV_MERGE_VEC
+    prefer_shared(spmv_merge_tile_v16);
+#endif
     return true;
   }();
   (void)once;
@@ -506,6 +641,13 @@ cudaError_t launch(const spmv::Params& p, const spmv::Tensors& t, const Buffers&
   spmv_merge_search<<<search_blocks, kSearchThreads, 0, st>>>(t.row_ptr, p.n, p.nnz, tiles, b.coord, t.y);
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
+#if SPMV_MERGE_VEC
+  if (aligned16(t)) {
+    spmv_merge_tile_v16<<<static_cast<unsigned>(tiles), kThreads, 0, st>>>(t.row_ptr, t.col_idx, t.values, t.x, t.y,
+                                                                          b.coord, p.n, p.nnz);
+    return cudaGetLastError();
+  }
+#endif
   spmv_merge_tile<<<static_cast<unsigned>(tiles), kThreads, 0, st>>>(t.row_ptr, t.col_idx, t.values, t.x, t.y,
                                                                     b.coord);
   return cudaGetLastError();

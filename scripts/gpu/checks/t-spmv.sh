@@ -2,11 +2,13 @@
 # spmv_csr on the H200 (issue #18): validation; d2k bench of every built-in target (naive scalar
 # CSR, expert, library = cuSPARSE SpMV) and PyTorch eager on the check workloads and the four bench
 # matrices (power-law, dense rows, road_usa, banded), with the table; the expert's variants
-# (`// %VARIANT%` lines of expert.cu: binned, the default until 2026-12-02; merge_i9 only when
-# named in SPMV_VARIANTS) under compute-sanitizer memcheck on the check workloads (step
-# memcheck_binned), then timed beside naive, the expert (merge path since 2026-12-02) and cuSPARSE
-# (library) on the four bench matrices in one call (step variants: the ratios of #18's bar are
-# only valid within one call); the graph_csr generator's device == host test; the
+# (`// %VARIANT%` lines of expert.cu; by default this round's merge_v16 and merge_v16_i9, the
+# 16-byte L1-bypassing staging of the merge tile; binned and merge_i9 when named in SPMV_VARIANTS)
+# under compute-sanitizer memcheck on the check workloads (steps memcheck_<variant>), then timed
+# beside the expert (merge path since 2026-12-02), cuSPARSE (library) and naive (unless
+# SPMV_VARIANTS_NAIVE=0: every row is still judged against naive's outputs) on the four bench
+# matrices in one call (step variants: the ratios of #18's bar are only valid within one call);
+# the graph_csr generator's device == host test; the
 # starter's verdict (must be INCORRECT_*); the golden cross-check
 # against PyTorch float64 on `d2k check --dump` inputs (t-spmv/golden_check.py); the expert under
 # compute-sanitizer memcheck on the check workloads; the expert's SASS counts (design.json's
@@ -45,7 +47,7 @@ bench_step --files "bench_$task" --pass "bench: every target PASSED (check workl
 # earlier round is not timed): memcheck each on the check workloads first, then one d2k bench of
 # library, the variants and the expert on the four bench matrices.
 variants=""
-for v in ${SPMV_VARIANTS:-binned}; do
+for v in ${SPMV_VARIANTS:-merge_v16 merge_v16_i9}; do
   [ -f "$carry/impl/$task/expert_$v.so" ] && variants+=" $v"
 done
 if [ -z "$variants" ]; then
@@ -60,10 +62,12 @@ else
     [[ ",${D2K_CHECK_STEPS:-}," == *",racecheck_$v,"* ]] && sanitize --impl "expert:$v" racecheck 30 "$small"
   done
   # target by target (a run cut by its time limit keeps the finished targets' records): the bar
-  # (library), the variants, the default expert, then naive (the slowest, least needed)
+  # (library), the variants, the default expert, then naive (the slowest, least needed; its
+  # outputs judge every row whether or not it is timed)
   vtargets=library
   for v in $variants; do vtargets+=,expert:$v; done
-  vtargets+=,expert,naive
+  vtargets+=,expert
+  [ "${SPMV_VARIANTS_NAIVE:-1}" = 1 ] && vtargets+=,naive
   bench_step --pass "variants: expert, library and every variant PASSED on the four bench matrices" --show 20 \
     variants 100 "$vtargets" "$benches" --bench-rounds 1 --max-time 0.3
 fi
@@ -72,10 +76,13 @@ golden_step --pass "vs torch float64" --show 14 10 "$checks" $helpers/golden_che
 sanitize memcheck 20 "$checks"
 sass_counts "LDGSTS[A-Z0-9.]*|LDG\.E\.CONSTANT[A-Z0-9.]*|STG\.E\.EF|SHFL\.[A-Z]*|RED[A-Z0-9.]*|ATOMS[A-Z0-9.]*|ATOMG[A-Z0-9.]*" \
   "LDGSTS" "LDL|STL"
-# the variants: the same counts, and no local memory (spills)
+# the variants: the same counts, and no local memory (spills); the v16 variants' 16-byte
+# L1-bypassing copies (LDGSTS.E.BYPASS.128)
 for v in $variants; do
+  req=""
+  [[ $v == merge_v16* ]] && req="LDGSTS\.E\.BYPASS\.128"
   sass_counts --so "expert_$v" "LDG\.E\.EF[A-Z0-9.]*|LDGSTS[A-Z0-9.]*|LDG\.E\.CONSTANT[A-Z0-9.]*|STG\.E\.EF|SHFL\.[A-Z]*|RED[A-Z0-9.]*|ATOMS[A-Z0-9.]*" \
-    "" "LDL|STL"
+    "$req" "LDL|STL"
 done
 echo "t-spmv: $fails failure(s)"
 exit "$fails"
