@@ -185,6 +185,9 @@
 //   %VARIANT% balanced -DLNB_BALANCED=32 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1
 //   %VARIANT% balanced16 -DLNB_BALANCED=16 -DLNB_CHUNK=2 -DLNB_REDUCE_VEC=1
 //   %VARIANT% balanced_rem -DLNB_BALANCED=1048576 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1
+//   %VARIANT% discard -DLNB_DISCARD=1
+//   %VARIANT% ptail -DLNB_PTAIL=32 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1 -DLNB_DISCARD=1
+//   %VARIANT% ptail16 -DLNB_PTAIL=16 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1 -DLNB_DISCARD=1
 // LNB_MIN_BLOCKS: the __launch_bounds__ minimum CTAs per SM of stage 1 (2 caps registers at 128,
 //   keeping 16 warps per SM to hide DRAM latency; 1 gives the compiler 255 and halves residency).
 // LNB_STREAMING: evict-first loads and stores (ld.global.cs / st.global.cs) for the single-use
@@ -207,6 +210,12 @@
 // LNB_BALANCED: D > 0 builds ln_bwd_rows_bal (on lean_strided's ring2: LNB_LEAN=1, LNB_STRIDED=1):
 //   whole strided rounds up to T - T / D rows, then a tail of chunks from a counter (variant l).
 // LNB_CHUNK: rows of a tail chunk at H >= 4096 (1, 2, 4 or 8); shorter rows take more (chunk_rows_for).
+// LNB_PTAIL: D > 0 splits LNB_BALANCED's two phases into two kernels (variant m): the default's
+//   ln_bwd_rows_ring over the whole strided rounds up to T - T / D, then ln_bwd_rows_bal's tail loop
+//   alone (ln_bwd_rows_bal<kChunk, false>) as a programmatic dependent launch whose CTAs take the
+//   SM slots the first kernel's CTAs leave, and the chunks from the counter.
+// LNB_DISCARD: stage 2 drops the partial rows' L2 lines after reading them (discard.global.L2),
+//   so that the dirty partials are never written back to DRAM (variant n).
 // LNB_STRIDED: the ring kernel's CTA c takes rows (it * G + c) * teams + team instead of a band
 //   (G = the resident CTAs): at any time the grid reads one window of G x teams x stages rows,
 //   not 3 G sequential streams spread over the tensors. Still a fixed row set per CTA and team.
@@ -246,6 +255,14 @@
 #ifndef LNB_CHUNK
 #define LNB_CHUNK 1
 #endif
+#ifndef LNB_PTAIL
+#define LNB_PTAIL 0
+#endif
+#ifndef LNB_DISCARD
+#define LNB_DISCARD 0
+#endif
+static_assert(!(LNB_BALANCED && LNB_PTAIL), "LNB_BALANCED and LNB_PTAIL: two forms of the same tail");
+static_assert(!LNB_PTAIL || LNB_CHUNK == 1, "LNB_PTAIL: one-row chunks");
 static_assert(!(LNB_STRIDED && !LNB_RING), "LNB_STRIDED: the ring kernel's row order");
 
 namespace lnb {
@@ -825,15 +842,15 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   write_partials(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
 }
 #endif  // LNB_DYNAMIC
-#if LNB_BALANCED
-static_assert(LNB_RING == 2 && LNB_LEAN && LNB_STRIDED && !LNB_DYNAMIC, "LNB_BALANCED: on lean_strided's ring2");
+#if LNB_BALANCED || LNB_PTAIL
+static_assert(LNB_RING == 2 && LNB_LEAN && LNB_STRIDED && !LNB_DYNAMIC, "LNB_BALANCED, LNB_PTAIL: on lean_strided's ring2");
 static_assert(LNB_CHUNK == 1 || LNB_CHUNK == 2 || LNB_CHUNK == 4 || LNB_CHUNK == 8, "LNB_CHUNK: 1, 2, 4 or 8 rows");
 /// Stage 1 with a deterministic balanced tail (lean_strided, then a row queue in chunks): the
 /// first t_static rows, a whole number of grid-wide rounds, are taken exactly as ln_bwd_rows_ring
 /// (LNB_STRIDED) takes them, and written as the CTA's partial row blockIdx.x; the rows after them
 /// form nchunks chunks of kChunk rows, which each team takes from a global counter as it runs
 /// out of work, so that a team on a faster SM takes more of them and the SMs stop within about a
-/// chunk of each other. A chunk's column sums are its own partial row (G + chunk id), summed by
+/// chunk of each other. A chunk's column sums are its own partial row (chunk_part0 = G, + chunk id), summed by
 /// the team in row order from zero and written when the chunk ends: the team that takes a chunk
 /// changes only where it is computed, not its bits (every team has the same width and a thread the
 /// same columns), and stage 2 adds the partial rows in index order, so dgamma and dbeta are
@@ -848,12 +865,20 @@ static_assert(LNB_CHUNK == 1 || LNB_CHUNK == 2 || LNB_CHUNK == 4 || LNB_CHUNK ==
 ///   barrier of chunk j - 1's last row before the write. Each thread's takes grow, so the team's
 ///   chunk ids increase: once one is >= nchunks every later one is, and the loop ends there (the
 ///   same id in every thread of the team: a uniform exit from its named barriers).
-template <int kChunk>  // rows of a tail chunk: a constant, so that the tail loop's indices cost no registers
+/// kStatic = false (LNB_PTAIL) compiles the static rounds out: the kernel is the tail loop alone,
+/// launched after ln_bwd_rows_ring (which does the static rounds with the default's registers) as
+/// its programmatic dependent, so that its CTAs start on the SM slots that kernel's CTAs leave and
+/// take the first three chunks as they start. It reads nothing the first kernel writes (other rows
+/// of dx, partial rows from G on), so it does not wait for it before its work; it waits at its end
+/// (griddepcontrol.wait), so that its completion, which stage 2 waits for, implies the first
+/// kernel's. A CTA waits there only after its teams found the counter past the last chunk, so a
+/// CTA that waits holds no chunk another could take.
+template <int kChunk, bool kStatic = true>  // kChunk: rows of a tail chunk, a constant (no registers)
 __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
     ln_bwd_rows_bal(const uint4* __restrict__ dy, const uint4* __restrict__ x, const float* __restrict__ mean,
                     const float* __restrict__ rstd, const float* __restrict__ gamma, uint4* __restrict__ dx,
                     float* __restrict__ part_g, float* __restrict__ part_b, int64_t T, int H, int team_width,
-                    int t_static, int nchunks, unsigned* __restrict__ queue) {
+                    int t_static, int nchunks, int chunk_part0, unsigned* __restrict__ queue, float inv_h) {
   extern __shared__ float4 smem_v[];
   __shared__ float2 red[2][kCtaWarps];
   __shared__ int s_chunk[kCtaWarps][4];  // [team][j & 3]: the team's j-th tail chunk (teams <= warps)
@@ -867,7 +892,8 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warps_per_team = team_width / 32;
   const bool first = tl == 0;
-  const float inv_h = 1.0f / static_cast<float>(H);
+  // inv_h = 1 / H is a kernel parameter (computed on the host, the same IEEE division): read from
+  // the constant bank where it is used, not a register held through the loops.
   const unsigned my_ring = static_cast<unsigned>(__cvta_generic_to_shared(ring + threadIdx.x));
   const unsigned tensor_bytes = static_cast<unsigned>(vpt) * kCta * sizeof(uint4);
   auto slot = [&](int s, int q, int k) {
@@ -944,49 +970,66 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
     }
   };
 
-  // Static rounds: round i of CTA c, rows (i * G + c) * teams + team, all below t_static.
-  const int row0 = static_cast<int>(blockIdx.x) * teams;
-  const int rows_step = static_cast<int>(gridDim.x) * teams;
-  const int iters = t_static > row0 ? (t_static - row0 + rows_step - 1) / rows_step : 0;
-  auto static_row = [&](int i) {
-    const int row = row0 + i * rows_step + team;
-    return i < iters && row < t_static ? row : -1;
-  };
-  copy_row(static_row(0), 0);
-  copy_row(static_row(1), 1);
-  for (int i = threadIdx.x; i < H; i += kCta) s_gamma[i] = gamma[i];
-  __syncthreads();
-  zero_acc();
-  int s = 0;
-  // The first three chunks are taken as the team's last static row starts (their latency under
-  // that row; a team without static rows takes them below): taken at launch, they would be handed
-  // out in launch order.
-  for (int i = 0; i < iters; ++i) {
-    const bool take_now = first && i == iters - 1;
+  if constexpr (kStatic) {
+    // Static rounds: round i of CTA c, rows (i * G + c) * teams + team, all below t_static.
+    const int row0 = static_cast<int>(blockIdx.x) * teams;
+    const int rows_step = static_cast<int>(gridDim.x) * teams;
+    const int iters = t_static > row0 ? (t_static - row0 + rows_step - 1) / rows_step : 0;
+    auto static_row = [&](int i) {
+      const int row = row0 + i * rows_step + team;
+      return i < iters && row < t_static ? row : -1;
+    };
+    copy_row(static_row(0), 0);
+    copy_row(static_row(1), 1);
+    for (int i = threadIdx.x; i < H; i += kCta) s_gamma[i] = gamma[i];
+    __syncthreads();
+    zero_acc();
+    int s = 0;
+    // The first three chunks are taken as the team's last static row starts (their latency under
+    // that row; a team without static rows takes them below): taken at launch, they would be handed
+    // out in launch order.
+    for (int i = 0; i < iters; ++i) {
+      const bool take_now = first && i == iters - 1;
+      int take0 = 0, take1 = 0, take2 = 0;
+      if (take_now) {
+        take0 = static_cast<int>(atomicAdd(queue, 1u));
+        take1 = static_cast<int>(atomicAdd(queue, 1u));
+        take2 = static_cast<int>(atomicAdd(queue, 1u));
+      }
+      row_pass(static_row(i), i, s, static_row(i + 2));
+      if (take_now) {
+        s_chunk[team][0] = take0;
+        s_chunk[team][1] = take1;
+        s_chunk[team][2] = take2;
+      }
+      s ^= 1;
+    }
+    if (first && iters == 0) {
+      s_chunk[team][0] = static_cast<int>(atomicAdd(queue, 1u));
+      s_chunk[team][1] = static_cast<int>(atomicAdd(queue, 1u));
+      s_chunk[team][2] = static_cast<int>(atomicAdd(queue, 1u));
+    }
+    cp_async_wait<0>();
+    __syncthreads();  // every thread done with the ring: write_partials reuses it for the team sums
+    write_partials(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
+    __syncthreads();  // publishes s_chunk; write_partials' reads of the ring are done
+  } else {
+    // The tail alone: the first three chunks taken as the CTA starts (it starts when a CTA of the
+    // static kernel leaves its slot), their latency under the staging of gamma.
     int take0 = 0, take1 = 0, take2 = 0;
-    if (take_now) {
+    if (first) {
       take0 = static_cast<int>(atomicAdd(queue, 1u));
       take1 = static_cast<int>(atomicAdd(queue, 1u));
       take2 = static_cast<int>(atomicAdd(queue, 1u));
     }
-    row_pass(static_row(i), i, s, static_row(i + 2));
-    if (take_now) {
+    for (int i = threadIdx.x; i < H; i += kCta) s_gamma[i] = gamma[i];
+    if (first) {
       s_chunk[team][0] = take0;
       s_chunk[team][1] = take1;
       s_chunk[team][2] = take2;
     }
-    s ^= 1;
+    __syncthreads();  // publishes s_chunk and gamma
   }
-  if (first && iters == 0) {
-    s_chunk[team][0] = static_cast<int>(atomicAdd(queue, 1u));
-    s_chunk[team][1] = static_cast<int>(atomicAdd(queue, 1u));
-    s_chunk[team][2] = static_cast<int>(atomicAdd(queue, 1u));
-  }
-  cp_async_wait<0>();
-  __syncthreads();  // every thread done with the ring: write_partials reuses it for the team sums
-  write_partials(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
-  __syncthreads();  // publishes s_chunk; write_partials' reads of the ring are done
-
   // Dynamic tail: the team's tail index i is row p = i % kChunk of its chunk j = i / kChunk.
   auto tail_row = [&](int i) {  // -1 past the team's last chunk; >= T in the last chunk's tail
     const int cid = s_chunk[team][(i / kChunk) & 3];
@@ -995,7 +1038,7 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   zero_acc();
   copy_row(tail_row(0), 0);
   copy_row(tail_row(1), 1);
-  s = 0;
+  int s = 0;
   // The team barrier's parity restarts at 0: the CTA barrier above separates the two loops.
   for (int i = 0;; ++i) {
     const int j = i / kChunk, p = i - j * kChunk;
@@ -1008,7 +1051,7 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
     if (first && p == 0) s_chunk[team][(j + 3) & 3] = take;
     // The chunk's partial row index: cid read again (not held in a register through the row), and
     // before the barrier, since its slot is rewritten when chunk j + 1 starts, after the barrier.
-    const int64_t prow = p == kChunk - 1 ? static_cast<int64_t>(gridDim.x) + s_chunk[team][j & 3] : 0;
+    const int64_t prow = p == kChunk - 1 ? static_cast<int64_t>(chunk_part0) + s_chunk[team][j & 3] : 0;
     // The team's barrier: publishes the take, and orders this row's reads of s_chunk before the
     // next rewrite (team_sums' named barrier does not run for one-warp teams).
     if (warps_per_team > 1)
@@ -1032,8 +1075,9 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
     s ^= 1;
   }
   cp_async_wait<0>();
+  if constexpr (!kStatic) pdl_wait_primary();  // the static kernel done and flushed before this grid completes
 }
-#endif  // LNB_BALANCED
+#endif  // LNB_BALANCED || LNB_PTAIL
 #endif  // LNB_RING
 
 /// Generic path, dx: a CTA per row; pass 1 the sums, pass 2 re-reads the row (L1/L2) for dx.
@@ -1087,6 +1131,28 @@ __global__ void __launch_bounds__(kThreads)
   part_b[blockIdx.y * H + h] = db;
 }
 
+/// LNB_DISCARD: drops this stage-2 CTA's lines of every partial row (its 32 columns, one 128-byte
+/// line per row and array) from L2 without writing them back. The partial rows are written by
+/// stage 1 just before and read only here, so their dirty lines would otherwise be written back to
+/// DRAM when the next call's stream evicts them: 2 x 4H bytes per partial row (8.6 MB at 16384 x
+/// 4096, 16.8 MB at 8192 x 8192), DRAM write time that the cost model does not count. Called after
+/// a barrier that follows every load of the CTA (their values already summed), so no line is
+/// dropped before it is read; the next call rewrites whole lines before reading any. Only where the
+/// lines are the CTA's alone: H % 32 == 0 and 128-byte aligned partial arrays (the workspace's
+/// slices are 256-byte aligned; every bench shape).
+__device__ __forceinline__ void discard_partials(const float* part_g, const float* part_b, int64_t parts, int64_t H) {
+#if LNB_DISCARD
+  if (H % kReduceCols != 0 || reinterpret_cast<uintptr_t>(part_g) % 128 != 0 ||
+      reinterpret_cast<uintptr_t>(part_b) % 128 != 0)
+    return;
+  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kReduceCols;  // 32 floats: one 128-byte line
+  for (int64_t p = threadIdx.x; p < 2 * parts; p += blockDim.x) {
+    const float* line = (p < parts ? part_g + p * H : part_b + (p - parts) * H) + col0;
+    asm volatile("discard.global.L2 [%0], 128;" ::"l"(line) : "memory");
+  }
+#endif
+}
+
 /// Stage 2: dgamma[h] = sum_p part_g[p][h] in a fixed order (strided slices, then a tree).
 __global__ void __launch_bounds__(kReduceCols * kReduceSlices)
     ln_bwd_reduce_partials(const float* __restrict__ part_g, const float* __restrict__ part_b,
@@ -1108,6 +1174,7 @@ __global__ void __launch_bounds__(kReduceCols * kReduceSlices)
   sg[slice][col] = g;
   sb[slice][col] = b;
   __syncthreads();
+  discard_partials(part_g, part_b, parts, H);  // every load of the CTA summed (the barrier above)
   for (int s = kReduceSlices / 2; s > 0; s >>= 1) {
     if (slice < s) {
       sg[slice][col] += sg[slice + s][col];
@@ -1149,6 +1216,7 @@ __global__ void __launch_bounds__(kReduceQuads * kReduceSlices4)
   sg[slice][quad] = g;
   sb[slice][quad] = b;
   __syncthreads();
+  discard_partials(reinterpret_cast<const float*>(part_g), reinterpret_cast<const float*>(part_b), parts, H);
   for (int w = kReduceSlices4 / 2; w > 0; w >>= 1) {
     if (slice < w) {
       const float4 og = sg[slice + w][quad], ob = sb[slice + w][quad];
@@ -1177,21 +1245,41 @@ int team_width_for(int64_t nvec) {
 /// the generic path's kFallbackParts bands, never more than T.
 int64_t max_parts(int64_t T) { return std::max<int64_t>(1, std::min<int64_t>(T, kMaxParts)); }
 
-#if LNB_BALANCED
+#if LNB_BALANCED || LNB_PTAIL
+constexpr int64_t kTailDiv = LNB_BALANCED ? LNB_BALANCED : LNB_PTAIL;  ///< the tail is at least T / kTailDiv rows
 /// Rows of a tail chunk: LNB_CHUNK at H >= 4096, more for shorter rows (a power of two, at most 8)
 /// so that a chunk's partial row (8H bytes) stays small against its rows and stage 2 does not
 /// take thousands of partial rows (2176 one-row chunks at 65536 x 1024 would be 2440 in all).
+/// LNB_PTAIL: always one row (its tail kernel instantiated for one-row chunks only: the loop of
+/// several-row chunks keeps six values in local memory, and with the shared-memory carveout at its
+/// maximum the L1 left for them is small); shorter rows take a shorter tail instead (tail_div_for).
 int64_t chunk_rows_for(int64_t H) {
+#if LNB_PTAIL
+  (void)H;
+  return 1;
+#else
   int64_t m = 1;
   while (m * 2 * H <= 4096) m *= 2;
   return std::min<int64_t>(8, LNB_CHUNK * m);
+#endif
 }
-/// The static rows: T - T / LNB_BALANCED rounded down to whole grid-wide rounds (round = G x teams).
-int64_t static_rows(int64_t T, int64_t round) { return (T - T / LNB_BALANCED) / round * round; }
+/// The tail's divisor D: kTailDiv; with LNB_PTAIL, kTailDiv x 4096 / H for H < 4096 (at least
+/// kTailDiv), so that the one-row chunks' partial rows are about T x H / (kTailDiv x 4096) x 8H
+/// bytes as at 4096 columns and stage 2 takes a few hundred, not thousands (65536 x 1024: 576).
+int64_t tail_div_for(int64_t H) {
+#if LNB_PTAIL
+  return H < 4096 ? kTailDiv * (4096 / H) : kTailDiv;
+#else
+  (void)H;
+  return kTailDiv;
+#endif
+}
+/// The static rows: T - T / D rounded down to whole grid-wide rounds (round = G x teams).
+int64_t static_rows(int64_t T, int64_t H, int64_t round) { return (T - T / tail_div_for(H)) / round * round; }
 /// Chunk partial rows the workspace holds, from shapes only: the tail is T - static_rows <=
-/// T / LNB_BALANCED + round - 1, and round <= kMaxParts x (kCta / 32) (G <= kMaxParts, teams <= warps).
+/// T / D + round - 1 <= T / kTailDiv + round - 1, and round <= kMaxParts x (kCta / 32) (G <= kMaxParts, teams <= warps).
 int64_t max_chunks(int64_t T, int64_t H) {
-  const int64_t tail = std::min<int64_t>(T, T / LNB_BALANCED + kMaxParts * kCtaWarps);
+  const int64_t tail = std::min<int64_t>(T, T / kTailDiv + kMaxParts * kCtaWarps);
   const int64_t c = chunk_rows_for(H);
   return (tail + c - 1) / c;
 }
@@ -1199,16 +1287,16 @@ int64_t max_chunks(int64_t T, int64_t H) {
 
 struct Buffers {
   float *part_g, *part_b;
-  unsigned* queue = nullptr;  ///< LNB_DYNAMIC / LNB_BALANCED: the row or chunk counter, zeroed before every stage 1
+  unsigned* queue = nullptr;  ///< LNB_DYNAMIC / LNB_BALANCED / LNB_PTAIL: the row or chunk counter, zeroed before every stage 1
 };
 Buffers carve(d2k::Workspace& ws, int64_t T, int64_t H) {
-#if LNB_BALANCED
+#if LNB_BALANCED || LNB_PTAIL
   const uint64_t n = static_cast<uint64_t>(max_parts(T) + max_chunks(T, H)) * static_cast<uint64_t>(H);
 #else
   const uint64_t n = static_cast<uint64_t>(max_parts(T)) * static_cast<uint64_t>(H);
 #endif
   Buffers b{ws.take<float>(n), ws.take<float>(n)};
-#if LNB_DYNAMIC || LNB_BALANCED
+#if LNB_DYNAMIC || LNB_BALANCED || LNB_PTAIL
   b.queue = ws.take<unsigned>(1);
 #endif
   return b;
@@ -1323,14 +1411,50 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
       parts = p.ctas;
 #elif LNB_BALANCED
       const int64_t round = p.ctas * (kCta / p.team_width);
-      const int64_t t_static = static_rows(T, round);
+      const int64_t t_static = static_rows(T, H, round);
       const int64_t nchunks = (T - t_static + chunk_rows - 1) / chunk_rows;  // <= max_chunks(T, H)
       D2K_CUDA_TRY(args, cudaMemsetAsync(buf.queue, 0, sizeof(unsigned), stream));
       rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
           reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
           reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width,
-          static_cast<int>(t_static), static_cast<int>(nchunks), buf.queue);
+          static_cast<int>(t_static), static_cast<int>(nchunks), static_cast<int>(p.ctas), buf.queue,
+          1.0f / static_cast<float>(H));
       parts = p.ctas + nchunks;  // the CTAs' rows, then the chunks' in chunk order
+#elif LNB_PTAIL
+      // The default kernel over the whole rounds below t_static (its T), then the tail kernel as its
+      // programmatic dependent: the tail's CTAs start on the slots the first kernel's CTAs leave.
+      const int64_t round = p.ctas * (kCta / p.team_width);
+      const int64_t t_static = static_rows(T, H, round);
+      const int64_t chunk_rows = chunk_rows_for(H);
+      const int64_t nchunks = (T - t_static + chunk_rows - 1) / chunk_rows;  // <= max_chunks(T, H)
+      D2K_CUDA_TRY(args, cudaMemsetAsync(buf.queue, 0, sizeof(unsigned), stream));
+      rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
+          reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
+          reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, t_static, static_cast<int>(H), p.team_width, 0);
+      D2K_CUDA_TRY(args, cudaGetLastError());
+      auto* const tail_kernel = ln_bwd_rows_bal<1, false>;  // chunk_rows_for: 1
+      D2K_CUDA_TRY(args, cudaFuncSetAttribute(tail_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                              cudaSharedmemCarveoutMaxShared));
+      D2K_CUDA_TRY(args, cudaFuncSetAttribute(tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              static_cast<int>(smem)));
+      int tail_per_sm = 0;
+      D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&tail_per_sm, tail_kernel, kCta, smem));
+      cudaLaunchConfig_t tcfg = {};
+      cudaLaunchAttribute tattr[1];
+      tattr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      tattr[0].val.programmaticStreamSerializationAllowed = 1;
+      tcfg.attrs = tattr;
+      tcfg.numAttrs = LNB_PDL ? 1 : 0;
+      tcfg.gridDim = dim3(static_cast<unsigned>(std::max(1, sms * tail_per_sm)));  // one per slot; no more are taken
+      tcfg.blockDim = dim3(kCta);
+      tcfg.dynamicSmemBytes = smem;
+      tcfg.stream = stream;
+      D2K_CUDA_TRY(args, cudaLaunchKernelEx(&tcfg, tail_kernel, reinterpret_cast<const uint4*>(dyp),
+                                            reinterpret_cast<const uint4*>(xp), mp, rp, gp, reinterpret_cast<uint4*>(dxp),
+                                            buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width,
+                                            static_cast<int>(t_static), static_cast<int>(nchunks),
+                                            static_cast<int>(p.ctas), buf.queue, 1.0f / static_cast<float>(H)));
+      parts = p.ctas + nchunks;  // the static CTAs' rows, then the chunks' in chunk order
 #else
       rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
           reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
