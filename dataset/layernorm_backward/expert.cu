@@ -1274,10 +1274,22 @@ int64_t tail_div_for(int64_t H) {
   return kTailDiv;
 #endif
 }
-/// The static rows: T - T / D rounded down to whole grid-wide rounds (round = G x teams).
-int64_t static_rows(int64_t T, int64_t H, int64_t round) { return (T - T / tail_div_for(H)) / round * round; }
+/// The static rows: T - T / D rounded down to whole grid-wide rounds (round = G x teams). LNB_PTAIL
+/// rounds to the nearest whole round instead (at most T / round of them): at 65536 x 1024 a round
+/// is 2112 rows, and rounding 65024 down would leave 2176 one-row chunks (2440 partial rows for
+/// stage 2); to the nearest, the tail is the 64 rows past the 31st round there, and 544 / 272 /
+/// 544 rows at 16384 x 4096 / 8192 x 8192 / 16384 x 6144 (D = 32) as with rounding down.
+int64_t static_rows(int64_t T, int64_t H, int64_t round) {
+  const int64_t want = T - T / tail_div_for(H);
+#if LNB_PTAIL
+  return std::min((want + round / 2) / round, T / round) * round;
+#else
+  return want / round * round;
+#endif
+}
 /// Chunk partial rows the workspace holds, from shapes only: the tail is T - static_rows <=
-/// T / D + round - 1 <= T / kTailDiv + round - 1, and round <= kMaxParts x (kCta / 32) (G <= kMaxParts, teams <= warps).
+/// T / D + round - 1 <= T / kTailDiv + round - 1 (rounded to the nearest round, static_rows is at
+/// least the rounded-down count, or T / round rounds, whose tail is under a round), and round <= kMaxParts x (kCta / 32) (G <= kMaxParts, teams <= warps).
 int64_t max_chunks(int64_t T, int64_t H) {
   const int64_t tail = std::min<int64_t>(T, T / kTailDiv + kMaxParts * kCtaWarps);
   const int64_t c = chunk_rows_for(H);
