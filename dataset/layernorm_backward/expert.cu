@@ -163,6 +163,31 @@
 //      128 registers; the static loop reloads about four spilled values per row from local memory
 //      (L1 hits; one in the default's loop-free form, three more for the early takes), the tail
 //      loop about a dozen per row (48 / 56 bytes of stack).
+// Measured (2026-12-03, docs/results/layernorm_backward.md "Sixth session"): balanced 0.75-0.92x,
+// balanced16 0.70-0.82x, balanced_rem 0.87-0.96x the default: their static loop reloads spilled
+// values every row (and the carveout at maximum shared memory leaves little L1 for them); dynamic
+// again 80.5 / 80.7% of SOL at 4096 / 8192 columns, the default 78.2 / 78.7 / 79.4 / 85.2%.
+// Variants for the next run (fifth round: dynamic's balance, deterministic, without its registers):
+//   m. ptail / ptail16 (LNB_PTAIL = D, 32 / 16): the two phases of balanced as two kernels. Stage 1a
+//      is ln_bwd_rows_ring itself (its SASS the default's, 128 registers, no stack) over the
+//      strided rounds below t_static (T - T / D rounded to the nearest whole round); stage 1b,
+//      ln_bwd_rows_bal<1, false>, is balanced's tail loop alone (one-row chunks from the counter,
+//      a partial row per chunk, stage 2 adding them after the CTAs' rows in chunk order: dgamma and
+//      dbeta bit-reproducible for a given G), launched as 1a's programmatic dependent: its CTAs
+//      take the slots 1a's CTAs leave, so the SMs that finish their rounds first take the tail
+//      rows, as dynamic's do, and no loop pays for the other's registers (128, no stack; 1 / H a
+//      kernel parameter, so it holds no register). The chunk partials (8H bytes per chunk: 17.8 /
+//      17.8 / 0.5 / 26.7 MB at the bench rows for ptail) are what balanced also wrote; with
+//      discard (below) they stay in L2. Rows shorter than 4096 take a shorter tail (D x 4096 / H),
+//      so that stage 2 adds a few hundred partial rows, not thousands: at 65536 x 1024 the tail is
+//      the 64 rows past the 31st round. ptail16: twice the tail (6.5% of the rows at 4096 to 8192
+//      columns), for a spread of the SMs' rates larger than 3%.
+//   n. discard (LNB_DISCARD): the default with stage 2 dropping each partial row's L2 lines once
+//      read (discard.global.L2: invalidated, never written back). The partials are written at
+//      stage 1's end and read once; without it, their dirty lines go to DRAM when the next call's
+//      stream evicts them: 8.7 / 17.3 / 2.2 / 13.0 MB at the bench rows (the G = 264 CTA rows),
+//      1.9 / 3.8 / 0.5 / 2.8 us of DRAM writes at 4.6 TB/s that the cost model does not count.
+//      Same arithmetic and order as the default (stage 2 unchanged but for the discards).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -185,6 +210,7 @@
 //   %VARIANT% balanced -DLNB_BALANCED=32 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1
 //   %VARIANT% balanced16 -DLNB_BALANCED=16 -DLNB_CHUNK=2 -DLNB_REDUCE_VEC=1
 //   %VARIANT% balanced_rem -DLNB_BALANCED=1048576 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1
+// The fifth round (variants m and n above): discard alone, then ptail and ptail16 on top of it.
 //   %VARIANT% discard -DLNB_DISCARD=1
 //   %VARIANT% ptail -DLNB_PTAIL=32 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1 -DLNB_DISCARD=1
 //   %VARIANT% ptail16 -DLNB_PTAIL=16 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1 -DLNB_DISCARD=1
@@ -1135,7 +1161,7 @@ __global__ void __launch_bounds__(kThreads)
 /// line per row and array) from L2 without writing them back. The partial rows are written by
 /// stage 1 just before and read only here, so their dirty lines would otherwise be written back to
 /// DRAM when the next call's stream evicts them: 2 x 4H bytes per partial row (8.6 MB at 16384 x
-/// 4096, 16.8 MB at 8192 x 8192), DRAM write time that the cost model does not count. Called after
+/// 4096, 17.3 MB at 8192 x 8192), DRAM write time that the cost model does not count. Called after
 /// a barrier that follows every load of the CTA (their values already summed), so no line is
 /// dropped before it is read; the next call rewrites whole lines before reading any. Only where the
 /// lines are the CTA's alone: H % 32 == 0 and 128-byte aligned partial arrays (the workspace's

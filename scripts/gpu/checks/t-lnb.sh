@@ -118,10 +118,10 @@ if built_variants | grep -qx balanced; then
   repro_check balanced "$task-bench-16384x4096-opt6.7b"
 fi
 # discard (stage 2 drops the partial rows' L2 lines after use): where it acts (H % 32 == 0: 300x768
-# with one-warp teams, 2053x64 with 257 partial rows, 16x2048) and where it must not (64x4104:
-# H % 32 != 0, the lines straddle stage 2's CTAs).
+# with one-warp teams, 2053x64 with 257 partial rows, 16x2048, 24x12288 on the generic path) and
+# where it must not (64x4104: H % 32 != 0, the lines straddle stage 2's CTAs).
 for v in $(built_variants | grep -x discard); do
-  sanitize --impl "expert:$v" memcheck 10 "$task-check-300x768,$task-check-2053x64,$task-check-16x2048-shifted,$task-check-64x4104"
+  sanitize --impl "expert:$v" memcheck 10 "$task-check-300x768,$task-check-2053x64,$task-check-16x2048-shifted,$task-check-64x4104,$task-check-24x12288"
 done
 # ptail (the default kernel over whole rounds, then the tail kernel as its programmatic dependent):
 # on the check workloads a round (G x teams) is at least T, so the static kernel has no rows and
