@@ -869,7 +869,8 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
 }
 #endif  // LNB_DYNAMIC
 #if LNB_BALANCED || LNB_PTAIL
-static_assert(LNB_RING == 2 && LNB_LEAN && LNB_STRIDED && !LNB_DYNAMIC, "LNB_BALANCED, LNB_PTAIL: on lean_strided's ring2");
+static_assert(LNB_RING == 2 && LNB_LEAN && LNB_STRIDED && !LNB_DYNAMIC,
+              "LNB_BALANCED, LNB_PTAIL: on lean_strided's ring2");
 static_assert(LNB_CHUNK == 1 || LNB_CHUNK == 2 || LNB_CHUNK == 4 || LNB_CHUNK == 8, "LNB_CHUNK: 1, 2, 4 or 8 rows");
 /// Stage 1 with a deterministic balanced tail (lean_strided, then a row queue in chunks): the
 /// first t_static rows, a whole number of grid-wide rounds, are taken exactly as ln_bwd_rows_ring
@@ -1160,7 +1161,7 @@ __global__ void __launch_bounds__(kThreads)
 /// LNB_DISCARD: drops this stage-2 CTA's lines of every partial row (its 32 columns, one 128-byte
 /// line per row and array) from L2 without writing them back. The partial rows are written by
 /// stage 1 just before and read only here, so their dirty lines would otherwise be written back to
-/// DRAM when the next call's stream evicts them: 2 x 4H bytes per partial row (8.6 MB at 16384 x
+/// DRAM when the next call's stream evicts them: 2 x 4H bytes per partial row (8.7 MB at 16384 x
 /// 4096, 17.3 MB at 8192 x 8192), DRAM write time that the cost model does not count. Called after
 /// a barrier that follows every load of the CTA (their values already summed), so no line is
 /// dropped before it is read; the next call rewrites whole lines before reading any. Only where the
@@ -1291,7 +1292,7 @@ int64_t chunk_rows_for(int64_t H) {
 }
 /// The tail's divisor D: kTailDiv; with LNB_PTAIL, kTailDiv x 4096 / H for H < 4096 (at least
 /// kTailDiv), so that the one-row chunks' partial rows are about T x H / (kTailDiv x 4096) x 8H
-/// bytes as at 4096 columns and stage 2 takes a few hundred, not thousands (65536 x 1024: 576).
+/// bytes as at 4096 columns and stage 2 takes hundreds of partial rows, not thousands.
 int64_t tail_div_for(int64_t H) {
 #if LNB_PTAIL
   return H < 4096 ? kTailDiv * (4096 / H) : kTailDiv;
@@ -1315,7 +1316,8 @@ int64_t static_rows(int64_t T, int64_t H, int64_t round) {
 }
 /// Chunk partial rows the workspace holds, from shapes only: the tail is T - static_rows <=
 /// T / D + round - 1 <= T / kTailDiv + round - 1 (rounded to the nearest round, static_rows is at
-/// least the rounded-down count, or T / round rounds, whose tail is under a round), and round <= kMaxParts x (kCta / 32) (G <= kMaxParts, teams <= warps).
+/// least the rounded-down count), and round <= kMaxParts x (kCta / 32) (G <= kMaxParts, teams <=
+/// warps).
 int64_t max_chunks(int64_t T, int64_t H) {
   const int64_t tail = std::min<int64_t>(T, T / kTailDiv + kMaxParts * kCtaWarps);
   const int64_t c = chunk_rows_for(H);
@@ -1325,7 +1327,8 @@ int64_t max_chunks(int64_t T, int64_t H) {
 
 struct Buffers {
   float *part_g, *part_b;
-  unsigned* queue = nullptr;  ///< LNB_DYNAMIC / LNB_BALANCED / LNB_PTAIL: the row or chunk counter, zeroed before every stage 1
+  /// LNB_DYNAMIC / LNB_BALANCED / LNB_PTAIL: the row or chunk counter, zeroed before every stage 1
+  unsigned* queue = nullptr;
 };
 Buffers carve(d2k::Workspace& ws, int64_t T, int64_t H) {
 #if LNB_BALANCED || LNB_PTAIL
@@ -1488,8 +1491,9 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
       tcfg.dynamicSmemBytes = smem;
       tcfg.stream = stream;
       D2K_CUDA_TRY(args, cudaLaunchKernelEx(&tcfg, tail_kernel, reinterpret_cast<const uint4*>(dyp),
-                                            reinterpret_cast<const uint4*>(xp), mp, rp, gp, reinterpret_cast<uint4*>(dxp),
-                                            buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width,
+                                            reinterpret_cast<const uint4*>(xp), mp, rp, gp,
+                                            reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T,
+                                            static_cast<int>(H), p.team_width,
                                             static_cast<int>(t_static), static_cast<int>(nchunks),
                                             static_cast<int>(p.ctas), buf.queue, 1.0f / static_cast<float>(H)));
       parts = p.ctas + nchunks;  // the static CTAs' rows, then the chunks' in chunk order
