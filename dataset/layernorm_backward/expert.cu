@@ -359,7 +359,7 @@ struct Plan {
   int64_t ctas;          ///< G = number of partial rows
 };
 
-/// The eight gamma values of vector v (shared memory, float4-aligned).
+/// The eight gamma values of vector v (shared or, in the tail kernel, global memory; float4-aligned).
 struct Gamma8 {
   float g[8];
   __device__ __forceinline__ explicit Gamma8(const float* s_gamma, int v) {
@@ -868,16 +868,15 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   write_partials(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
 }
 #endif  // LNB_DYNAMIC
-#if LNB_BALANCED || LNB_PTAIL
-static_assert(LNB_RING == 2 && LNB_LEAN && LNB_STRIDED && !LNB_DYNAMIC,
-              "LNB_BALANCED, LNB_PTAIL: on lean_strided's ring2");
+#if LNB_BALANCED
+static_assert(LNB_RING == 2 && LNB_LEAN && LNB_STRIDED && !LNB_DYNAMIC, "LNB_BALANCED: on lean_strided's ring2");
 static_assert(LNB_CHUNK == 1 || LNB_CHUNK == 2 || LNB_CHUNK == 4 || LNB_CHUNK == 8, "LNB_CHUNK: 1, 2, 4 or 8 rows");
 /// Stage 1 with a deterministic balanced tail (lean_strided, then a row queue in chunks): the
 /// first t_static rows, a whole number of grid-wide rounds, are taken exactly as ln_bwd_rows_ring
 /// (LNB_STRIDED) takes them, and written as the CTA's partial row blockIdx.x; the rows after them
 /// form nchunks chunks of kChunk rows, which each team takes from a global counter as it runs
 /// out of work, so that a team on a faster SM takes more of them and the SMs stop within about a
-/// chunk of each other. A chunk's column sums are its own partial row (chunk_part0 = G, + chunk id), summed by
+/// chunk of each other. A chunk's column sums are its own partial row (G + chunk id), summed by
 /// the team in row order from zero and written when the chunk ends: the team that takes a chunk
 /// changes only where it is computed, not its bits (every team has the same width and a thread the
 /// same columns), and stage 2 adds the partial rows in index order, so dgamma and dbeta are
@@ -892,20 +891,12 @@ static_assert(LNB_CHUNK == 1 || LNB_CHUNK == 2 || LNB_CHUNK == 4 || LNB_CHUNK ==
 ///   barrier of chunk j - 1's last row before the write. Each thread's takes grow, so the team's
 ///   chunk ids increase: once one is >= nchunks every later one is, and the loop ends there (the
 ///   same id in every thread of the team: a uniform exit from its named barriers).
-/// kStatic = false (LNB_PTAIL) compiles the static rounds out: the kernel is the tail loop alone,
-/// launched after ln_bwd_rows_ring (which does the static rounds with the default's registers) as
-/// its programmatic dependent, so that its CTAs start on the SM slots that kernel's CTAs leave and
-/// take the first three chunks as they start. It reads nothing the first kernel writes (other rows
-/// of dx, partial rows from G on), so it does not wait for it before its work; it waits at its end
-/// (griddepcontrol.wait), so that its completion, which stage 2 waits for, implies the first
-/// kernel's. A CTA waits there only after its teams found the counter past the last chunk, so a
-/// CTA that waits holds no chunk another could take.
-template <int kChunk, bool kStatic = true>  // kChunk: rows of a tail chunk, a constant (no registers)
+template <int kChunk>  // rows of a tail chunk: a constant, so that the tail loop's indices cost no registers
 __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
     ln_bwd_rows_bal(const uint4* __restrict__ dy, const uint4* __restrict__ x, const float* __restrict__ mean,
                     const float* __restrict__ rstd, const float* __restrict__ gamma, uint4* __restrict__ dx,
                     float* __restrict__ part_g, float* __restrict__ part_b, int64_t T, int H, int team_width,
-                    int t_static, int nchunks, int chunk_part0, unsigned* __restrict__ queue, float inv_h) {
+                    int t_static, int nchunks, unsigned* __restrict__ queue) {
   extern __shared__ float4 smem_v[];
   __shared__ float2 red[2][kCtaWarps];
   __shared__ int s_chunk[kCtaWarps][4];  // [team][j & 3]: the team's j-th tail chunk (teams <= warps)
@@ -919,8 +910,7 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warps_per_team = team_width / 32;
   const bool first = tl == 0;
-  // inv_h = 1 / H is a kernel parameter (computed on the host, the same IEEE division): read from
-  // the constant bank where it is used, not a register held through the loops.
+  const float inv_h = 1.0f / static_cast<float>(H);
   const unsigned my_ring = static_cast<unsigned>(__cvta_generic_to_shared(ring + threadIdx.x));
   const unsigned tensor_bytes = static_cast<unsigned>(vpt) * kCta * sizeof(uint4);
   auto slot = [&](int s, int q, int k) {
@@ -997,66 +987,49 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
     }
   };
 
-  if constexpr (kStatic) {
-    // Static rounds: round i of CTA c, rows (i * G + c) * teams + team, all below t_static.
-    const int row0 = static_cast<int>(blockIdx.x) * teams;
-    const int rows_step = static_cast<int>(gridDim.x) * teams;
-    const int iters = t_static > row0 ? (t_static - row0 + rows_step - 1) / rows_step : 0;
-    auto static_row = [&](int i) {
-      const int row = row0 + i * rows_step + team;
-      return i < iters && row < t_static ? row : -1;
-    };
-    copy_row(static_row(0), 0);
-    copy_row(static_row(1), 1);
-    for (int i = threadIdx.x; i < H; i += kCta) s_gamma[i] = gamma[i];
-    __syncthreads();
-    zero_acc();
-    int s = 0;
-    // The first three chunks are taken as the team's last static row starts (their latency under
-    // that row; a team without static rows takes them below): taken at launch, they would be handed
-    // out in launch order.
-    for (int i = 0; i < iters; ++i) {
-      const bool take_now = first && i == iters - 1;
-      int take0 = 0, take1 = 0, take2 = 0;
-      if (take_now) {
-        take0 = static_cast<int>(atomicAdd(queue, 1u));
-        take1 = static_cast<int>(atomicAdd(queue, 1u));
-        take2 = static_cast<int>(atomicAdd(queue, 1u));
-      }
-      row_pass(static_row(i), i, s, static_row(i + 2));
-      if (take_now) {
-        s_chunk[team][0] = take0;
-        s_chunk[team][1] = take1;
-        s_chunk[team][2] = take2;
-      }
-      s ^= 1;
-    }
-    if (first && iters == 0) {
-      s_chunk[team][0] = static_cast<int>(atomicAdd(queue, 1u));
-      s_chunk[team][1] = static_cast<int>(atomicAdd(queue, 1u));
-      s_chunk[team][2] = static_cast<int>(atomicAdd(queue, 1u));
-    }
-    cp_async_wait<0>();
-    __syncthreads();  // every thread done with the ring: write_partials reuses it for the team sums
-    write_partials(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
-    __syncthreads();  // publishes s_chunk; write_partials' reads of the ring are done
-  } else {
-    // The tail alone: the first three chunks taken as the CTA starts (it starts when a CTA of the
-    // static kernel leaves its slot), their latency under the staging of gamma.
+  // Static rounds: round i of CTA c, rows (i * G + c) * teams + team, all below t_static.
+  const int row0 = static_cast<int>(blockIdx.x) * teams;
+  const int rows_step = static_cast<int>(gridDim.x) * teams;
+  const int iters = t_static > row0 ? (t_static - row0 + rows_step - 1) / rows_step : 0;
+  auto static_row = [&](int i) {
+    const int row = row0 + i * rows_step + team;
+    return i < iters && row < t_static ? row : -1;
+  };
+  copy_row(static_row(0), 0);
+  copy_row(static_row(1), 1);
+  for (int i = threadIdx.x; i < H; i += kCta) s_gamma[i] = gamma[i];
+  __syncthreads();
+  zero_acc();
+  int s = 0;
+  // The first three chunks are taken as the team's last static row starts (their latency under
+  // that row; a team without static rows takes them below): taken at launch, they would be handed
+  // out in launch order.
+  for (int i = 0; i < iters; ++i) {
+    const bool take_now = first && i == iters - 1;
     int take0 = 0, take1 = 0, take2 = 0;
-    if (first) {
+    if (take_now) {
       take0 = static_cast<int>(atomicAdd(queue, 1u));
       take1 = static_cast<int>(atomicAdd(queue, 1u));
       take2 = static_cast<int>(atomicAdd(queue, 1u));
     }
-    for (int i = threadIdx.x; i < H; i += kCta) s_gamma[i] = gamma[i];
-    if (first) {
+    row_pass(static_row(i), i, s, static_row(i + 2));
+    if (take_now) {
       s_chunk[team][0] = take0;
       s_chunk[team][1] = take1;
       s_chunk[team][2] = take2;
     }
-    __syncthreads();  // publishes s_chunk and gamma
+    s ^= 1;
   }
+  if (first && iters == 0) {
+    s_chunk[team][0] = static_cast<int>(atomicAdd(queue, 1u));
+    s_chunk[team][1] = static_cast<int>(atomicAdd(queue, 1u));
+    s_chunk[team][2] = static_cast<int>(atomicAdd(queue, 1u));
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // every thread done with the ring: write_partials reuses it for the team sums
+  write_partials(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
+  __syncthreads();  // publishes s_chunk; write_partials' reads of the ring are done
+
   // Dynamic tail: the team's tail index i is row p = i % kChunk of its chunk j = i / kChunk.
   auto tail_row = [&](int i) {  // -1 past the team's last chunk; >= T in the last chunk's tail
     const int cid = s_chunk[team][(i / kChunk) & 3];
@@ -1065,7 +1038,7 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   zero_acc();
   copy_row(tail_row(0), 0);
   copy_row(tail_row(1), 1);
-  int s = 0;
+  s = 0;
   // The team barrier's parity restarts at 0: the CTA barrier above separates the two loops.
   for (int i = 0;; ++i) {
     const int j = i / kChunk, p = i - j * kChunk;
@@ -1078,7 +1051,7 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
     if (first && p == 0) s_chunk[team][(j + 3) & 3] = take;
     // The chunk's partial row index: cid read again (not held in a register through the row), and
     // before the barrier, since its slot is rewritten when chunk j + 1 starts, after the barrier.
-    const int64_t prow = p == kChunk - 1 ? static_cast<int64_t>(chunk_part0) + s_chunk[team][j & 3] : 0;
+    const int64_t prow = p == kChunk - 1 ? static_cast<int64_t>(gridDim.x) + s_chunk[team][j & 3] : 0;
     // The team's barrier: publishes the take, and orders this row's reads of s_chunk before the
     // next rewrite (team_sums' named barrier does not run for one-warp teams).
     if (warps_per_team > 1)
@@ -1102,9 +1075,84 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
     s ^= 1;
   }
   cp_async_wait<0>();
-  if constexpr (!kStatic) pdl_wait_primary();  // the static kernel done and flushed before this grid completes
 }
-#endif  // LNB_BALANCED || LNB_PTAIL
+#endif  // LNB_BALANCED
+#if LNB_PTAIL
+static_assert(LNB_RING == 2 && LNB_LEAN && LNB_STRIDED && !LNB_DYNAMIC, "LNB_PTAIL: after lean_strided's ring2");
+/// Stage 1b of LNB_PTAIL (variant m): the rows from t_static on, one row per team and a CTA per
+/// `teams` rows (row t_static + blockIdx.x * teams + team), launched as the programmatic dependent
+/// of ln_bwd_rows_ring, which does the whole rounds below t_static. No counter: the hardware hands
+/// this grid's CTAs, in order, to the slots the first kernel's CTAs leave, so an SM that finishes
+/// its rounds early takes tail rows (and, finishing them early too, more of them) while a slow one
+/// is still in its rounds: dynamic's balance at the grain of a row, with a fixed row per team.
+/// Each row's column terms are its own partial row (chunk_part0 = G, + row - t_static), written
+/// as fma(dy, xhat, 0) and 0 + dy, as the other kernels' first terms; stage 2 adds them after the
+/// CTAs' rows in row order, so dgamma and dbeta do not depend on which SM took a row. The row
+/// pass is the default's arithmetic (accumulate_vec, team_sums, dx_vec) without the ring: each
+/// thread loads its vectors straight into registers and gamma through L1 (no shared-memory staging
+/// or CTA barrier before the first load); no column partials held across rows, so no registers
+/// beyond the row's.
+/// Stage 2 waits for this grid, and this grid must not complete before the first kernel has (its
+/// partial rows). A CTA that waited for it at its end would hold its slot, and this grid's later
+/// CTAs, which need slots, would start only when the first kernel ends; so only the CTA that
+/// finishes last (a counter in the workspace, zeroed before the first kernel) waits
+/// (griddepcontrol.wait): the grid completes after it, and it after the first kernel.
+__global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
+    ln_bwd_rows_tail(const uint4* __restrict__ dy, const uint4* __restrict__ x, const float* __restrict__ mean,
+                     const float* __restrict__ rstd, const float* __restrict__ gamma, uint4* __restrict__ dx,
+                     float* __restrict__ part_g, float* __restrict__ part_b, int64_t T, int H, int team_width,
+                     int t_static, int chunk_part0, unsigned* __restrict__ done, float inv_h) {
+  __shared__ float2 red[2][kCtaWarps];
+  __shared__ int s_last;
+  const int nvec = H / 8;
+  const int teams = kCta / team_width;
+  const int team = threadIdx.x / team_width, tl = threadIdx.x % team_width;
+  const int warps_per_team = team_width / 32;
+  pdl_launch_dependents();  // stage 2 may launch; it waits for this grid's completion
+  const int64_t row = int64_t{t_static} + int64_t{blockIdx.x} * teams + team;
+  if (row < T) {  // uniform within a team; team_sums meets only the team's own warps
+    const uint4* src_dy = dy + row * nvec + tl;
+    const uint4* src_x = x + row * nvec + tl;
+    uint4 vdy[kMaxVec], vx[kMaxVec];
+#pragma unroll
+    for (int k = 0; k < kMaxVec; ++k)
+      if (tl + k * team_width < nvec) {
+        vdy[k] = src_dy[k * team_width];
+        vx[k] = src_x[k * team_width];
+      }
+    const RowStats rst(mean[row], rstd[row]);
+    float* pg = part_g + (int64_t{chunk_part0} + row - t_static) * H;
+    float* pb = part_b + (int64_t{chunk_part0} + row - t_static) * H;
+    float a = 0.f, b = 0.f;
+#pragma unroll
+    for (int k = 0; k < kMaxVec; ++k) {
+      const int v = tl + k * team_width;
+      if (v < nvec) {
+        float cg[8], cb[8];  // the row's own column terms: the chunk's sums of one row
+#pragma unroll
+        for (int j = 0; j < 8; ++j) cg[j] = cb[j] = 0.f;
+        accumulate_vec(vdy[k], vx[k], Gamma8(gamma, v), rst, a, b, cg, cb);
+        reinterpret_cast<float4*>(pg)[2 * v] = make_float4(cg[0], cg[1], cg[2], cg[3]);
+        reinterpret_cast<float4*>(pg)[2 * v + 1] = make_float4(cg[4], cg[5], cg[6], cg[7]);
+        reinterpret_cast<float4*>(pb)[2 * v] = make_float4(cb[0], cb[1], cb[2], cb[3]);
+        reinterpret_cast<float4*>(pb)[2 * v + 1] = make_float4(cb[4], cb[5], cb[6], cb[7]);
+      }
+    }
+    team_sums<true>(a, b, red, 0, team, warps_per_team);
+    const DxCoef c(rst, a, b, inv_h);
+    uint4* dst = dx + row * nvec + tl;
+#pragma unroll
+    for (int k = 0; k < kMaxVec; ++k) {
+      const int v = tl + k * team_width;
+      if (v < nvec) store_stream(dst + k * team_width, dx_vec(vdy[k], vx[k], Gamma8(gamma, v), rst, c));
+    }
+  }
+  __syncthreads();  // every team of the CTA done before it counts itself
+  if (threadIdx.x == 0) s_last = atomicAdd(done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (s_last) pdl_wait_primary();  // the first kernel complete and flushed before this grid completes
+}
+#endif  // LNB_PTAIL
 #endif  // LNB_RING
 
 /// Generic path, dx: a CTA per row; pass 1 the sums, pass 2 re-reads the row (L1/L2) for dx.
@@ -1458,45 +1506,35 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
       rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
           reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
           reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width,
-          static_cast<int>(t_static), static_cast<int>(nchunks), static_cast<int>(p.ctas), buf.queue,
-          1.0f / static_cast<float>(H));
+          static_cast<int>(t_static), static_cast<int>(nchunks), buf.queue);
       parts = p.ctas + nchunks;  // the CTAs' rows, then the chunks' in chunk order
 #elif LNB_PTAIL
-      // The default kernel over the whole rounds below t_static (its T), then the tail kernel as its
-      // programmatic dependent: the tail's CTAs start on the slots the first kernel's CTAs leave.
-      const int64_t round = p.ctas * (kCta / p.team_width);
-      const int64_t t_static = static_rows(T, H, round);
-      const int64_t chunk_rows = chunk_rows_for(H);
-      const int64_t nchunks = (T - t_static + chunk_rows - 1) / chunk_rows;  // <= max_chunks(T, H)
+      // The default kernel over the whole rounds below t_static (its T), then the tail kernel, a CTA
+      // per `teams` rows, as its programmatic dependent: the tail's CTAs start on the slots the
+      // first kernel's CTAs leave. The workspace counter counts the tail's finished CTAs.
+      const int64_t teams = kCta / p.team_width;
+      const int64_t t_static = static_rows(T, H, p.ctas * teams);
+      const int64_t tail_rows = T - t_static;  // one partial row each, <= max_chunks(T, H)
       D2K_CUDA_TRY(args, cudaMemsetAsync(buf.queue, 0, sizeof(unsigned), stream));
       rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
           reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
           reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, t_static, static_cast<int>(H), p.team_width, 0);
       D2K_CUDA_TRY(args, cudaGetLastError());
-      auto* const tail_kernel = ln_bwd_rows_bal<1, false>;  // chunk_rows_for: 1
-      D2K_CUDA_TRY(args, cudaFuncSetAttribute(tail_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                              cudaSharedmemCarveoutMaxShared));
-      D2K_CUDA_TRY(args, cudaFuncSetAttribute(tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              static_cast<int>(smem)));
-      int tail_per_sm = 0;
-      D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&tail_per_sm, tail_kernel, kCta, smem));
       cudaLaunchConfig_t tcfg = {};
       cudaLaunchAttribute tattr[1];
       tattr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
       tattr[0].val.programmaticStreamSerializationAllowed = 1;
       tcfg.attrs = tattr;
       tcfg.numAttrs = LNB_PDL ? 1 : 0;
-      tcfg.gridDim = dim3(static_cast<unsigned>(std::max(1, sms * tail_per_sm)));  // one per slot; no more are taken
+      tcfg.gridDim = dim3(static_cast<unsigned>(std::max<int64_t>(1, (tail_rows + teams - 1) / teams)));
       tcfg.blockDim = dim3(kCta);
-      tcfg.dynamicSmemBytes = smem;
       tcfg.stream = stream;
-      D2K_CUDA_TRY(args, cudaLaunchKernelEx(&tcfg, tail_kernel, reinterpret_cast<const uint4*>(dyp),
+      D2K_CUDA_TRY(args, cudaLaunchKernelEx(&tcfg, ln_bwd_rows_tail, reinterpret_cast<const uint4*>(dyp),
                                             reinterpret_cast<const uint4*>(xp), mp, rp, gp,
                                             reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T,
-                                            static_cast<int>(H), p.team_width,
-                                            static_cast<int>(t_static), static_cast<int>(nchunks),
+                                            static_cast<int>(H), p.team_width, static_cast<int>(t_static),
                                             static_cast<int>(p.ctas), buf.queue, 1.0f / static_cast<float>(H)));
-      parts = p.ctas + nchunks;  // the static CTAs' rows, then the chunks' in chunk order
+      parts = p.ctas + tail_rows;  // the static CTAs' rows, then the tail rows' in row order
 #else
       rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
           reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
