@@ -168,20 +168,26 @@
 // values every row (and the carveout at maximum shared memory leaves little L1 for them); dynamic
 // again 80.5 / 80.7% of SOL at 4096 / 8192 columns, the default 78.2 / 78.7 / 79.4 / 85.2%.
 // Variants for the next run (fifth round: dynamic's balance, deterministic, without its registers):
-//   m. ptail / ptail16 (LNB_PTAIL = D, 32 / 16): the two phases of balanced as two kernels. Stage 1a
-//      is ln_bwd_rows_ring itself (its SASS the default's, 128 registers, no stack) over the
-//      strided rounds below t_static (T - T / D rounded to the nearest whole round); stage 1b,
-//      ln_bwd_rows_bal<1, false>, is balanced's tail loop alone (one-row chunks from the counter,
-//      a partial row per chunk, stage 2 adding them after the CTAs' rows in chunk order: dgamma and
-//      dbeta bit-reproducible for a given G), launched as 1a's programmatic dependent: its CTAs
-//      take the slots 1a's CTAs leave, so the SMs that finish their rounds first take the tail
-//      rows, as dynamic's do, and no loop pays for the other's registers (128, no stack; 1 / H a
-//      kernel parameter, so it holds no register). The chunk partials (8H bytes per chunk: 17.8 /
-//      17.8 / 0.5 / 26.7 MB at the bench rows for ptail) are what balanced also wrote; with
-//      discard (below) they stay in L2. Rows shorter than 4096 take a shorter tail (D x 4096 / H),
-//      so that stage 2 adds a few hundred partial rows, not thousands: at 65536 x 1024 the tail is
-//      the 64 rows past the 31st round. ptail16: twice the tail (6.5% of the rows at 4096 to 8192
+//   m. ptail / ptail16 (LNB_PTAIL = D, 32 / 16): balanced's two phases as two kernels, the tail
+//      without a counter. Stage 1a is ln_bwd_rows_ring itself (its SASS the default's, 128
+//      registers, no stack) over the strided rounds below t_static (T - T / D rounded to the
+//      nearest whole round); stage 1b, ln_bwd_rows_tail, is a non-persistent grid of one row per
+//      team (a CTA per `teams` rows), launched as 1a's programmatic dependent: the hardware hands
+//      its CTAs, in order, to the slots 1a's CTAs leave, so the SMs that finish their rounds first
+//      take the tail rows, a row at a time, as dynamic's teams do (and as fused_add_rmsnorm's
+//      non-persistent grid, 4-5 points above its persistent one). Each tail row's column terms are
+//      its own partial row, added by stage 2 after the CTAs' rows in row order: dgamma and dbeta
+//      bit-reproducible for a given G. No loop carries the other's registers (the tail kernel 96
+//      registers, no stack, no accumulators). Only the tail CTA that finishes last waits for 1a
+//      (griddepcontrol.wait, a counter zeroed before 1a), so that stage 2's wait covers both
+//      kernels while no finished CTA holds a slot a later tail CTA needs. Tail partials (8H bytes
+//      per row: 17.8 / 17.8 / 0.5 / 26.7 MB at the bench rows for ptail) stay in L2 with discard
+//      (below). Rows shorter than 4096 take a shorter tail (D x 4096 / H): at 65536 x 1024 the 64
+//      rows past the 31st round. ptail16: twice the tail (6.5% of the rows at 4096 to 8192
 //      columns), for a spread of the SMs' rates larger than 3%.
+//      (Built first and replaced: balanced's tail loop alone as the dependent kernel. Its teams take
+//      three chunks ahead, which the ring needs; a tail of about one row per team would then go to
+//      the first third of the teams to arrive, three rows each.)
 //   n. discard (LNB_DISCARD): the default with stage 2 dropping each partial row's L2 lines once
 //      read (discard.global.L2: invalidated, never written back). The partials are written at
 //      stage 1's end and read once; without it, their dirty lines go to DRAM when the next call's
@@ -237,9 +243,9 @@
 //   whole strided rounds up to T - T / D rows, then a tail of chunks from a counter (variant l).
 // LNB_CHUNK: rows of a tail chunk at H >= 4096 (1, 2, 4 or 8); shorter rows take more (chunk_rows_for).
 // LNB_PTAIL: D > 0 splits LNB_BALANCED's two phases into two kernels (variant m): the default's
-//   ln_bwd_rows_ring over the whole strided rounds up to T - T / D, then ln_bwd_rows_bal's tail loop
-//   alone (ln_bwd_rows_bal<kChunk, false>) as a programmatic dependent launch whose CTAs take the
-//   SM slots the first kernel's CTAs leave, and the chunks from the counter.
+//   ln_bwd_rows_ring over the whole strided rounds up to about T - T / D, then ln_bwd_rows_tail (a
+//   row per team, a CTA per `teams` rows) as a programmatic dependent launch whose CTAs take the SM
+//   slots the first kernel's CTAs leave.
 // LNB_DISCARD: stage 2 drops the partial rows' L2 lines after reading them (discard.global.L2),
 //   so that the dirty partials are never written back to DRAM (variant n).
 // LNB_STRIDED: the ring kernel's CTA c takes rows (it * G + c) * teams + team instead of a band
@@ -1325,9 +1331,8 @@ constexpr int64_t kTailDiv = LNB_BALANCED ? LNB_BALANCED : LNB_PTAIL;  ///< the 
 /// Rows of a tail chunk: LNB_CHUNK at H >= 4096, more for shorter rows (a power of two, at most 8)
 /// so that a chunk's partial row (8H bytes) stays small against its rows and stage 2 does not
 /// take thousands of partial rows (2176 one-row chunks at 65536 x 1024 would be 2440 in all).
-/// LNB_PTAIL: always one row (its tail kernel instantiated for one-row chunks only: the loop of
-/// several-row chunks keeps six values in local memory, and with the shared-memory carveout at its
-/// maximum the L1 left for them is small); shorter rows take a shorter tail instead (tail_div_for).
+/// LNB_PTAIL: always one row (ln_bwd_rows_tail writes a partial row per row); shorter rows take a
+/// shorter tail instead (tail_div_for).
 int64_t chunk_rows_for(int64_t H) {
 #if LNB_PTAIL
   (void)H;
@@ -1375,7 +1380,8 @@ int64_t max_chunks(int64_t T, int64_t H) {
 
 struct Buffers {
   float *part_g, *part_b;
-  /// LNB_DYNAMIC / LNB_BALANCED / LNB_PTAIL: the row or chunk counter, zeroed before every stage 1
+  /// LNB_DYNAMIC / LNB_BALANCED: the row or chunk counter; LNB_PTAIL: the tail's finished CTAs.
+  /// Zeroed before every stage 1.
   unsigned* queue = nullptr;
 };
 Buffers carve(d2k::Workspace& ws, int64_t T, int64_t H) {
