@@ -123,12 +123,12 @@ fi
 for v in $(built_variants | grep -x discard); do
   sanitize --impl "expert:$v" memcheck 10 "$task-check-300x768,$task-check-2053x64,$task-check-16x2048-shifted,$task-check-64x4104,$task-check-24x12288"
 done
-# ptail (the default kernel over whole rounds, then the tail kernel as its programmatic dependent):
-# on the check workloads one kernel has every row: the tail kernel where a round (G x teams) is
-# above T (1x8, 7x1000, 300x768 with one-warp teams, 2053x64 in 2053 one-row chunks), the static
-# kernel where T is one round and T / D rounds away (64x4104: one 256-thread team per CTA and a
-# 513-vector row; the tail kernel then finds no chunk); on 16384x4096 both run together (30 rounds
-# of 2 teams per CTA, then 544 one-row chunks), then the reproducibility of dgamma and dbeta there.
+# ptail (the default kernel over whole rounds, then a grid of one row per team as its programmatic
+# dependent): on the check workloads one kernel has every row: the tail kernel where a round
+# (G x teams) is above T (1x8, 7x1000, 300x768 with one-warp teams, 2053x64 in 257 tail CTAs), the
+# static kernel where T is one round and T / D rounds away (64x4104: one 256-thread team per CTA and
+# a 513-vector row, beside one tail CTA with no row); on 16384x4096 both run together (30 rounds of
+# 2 teams per CTA, then 272 tail CTAs of 2 rows), then the reproducibility of dgamma and dbeta there.
 # ptail16 launches the same kernels with another tail length (host arithmetic only): not repeated.
 if built_variants | grep -qx ptail; then
   sanitize --impl expert:ptail memcheck 10 "$task-check-1x8,$task-check-7x1000,$task-check-64x4104,$task-check-300x768,$task-check-2053x64"
