@@ -163,6 +163,37 @@
 //      128 registers; the static loop reloads about four spilled values per row from local memory
 //      (L1 hits; one in the default's loop-free form, three more for the early takes), the tail
 //      loop about a dozen per row (48 / 56 bytes of stack).
+// Measured (2026-12-03, docs/results/layernorm_backward.md "Sixth session"): balanced 0.75-0.92x,
+// balanced16 0.70-0.82x, balanced_rem 0.87-0.96x the default: their static loop reloads spilled
+// values every row (and the carveout at maximum shared memory leaves little L1 for them); dynamic
+// again 80.5 / 80.7% of SOL at 4096 / 8192 columns, the default 78.2 / 78.7 / 79.4 / 85.2%.
+// Variants for the next run (fifth round: dynamic's balance, deterministic, without its registers):
+//   m. ptail / ptail16 (LNB_PTAIL = D, 32 / 16): balanced's two phases as two kernels, the tail
+//      without a counter. Stage 1a is ln_bwd_rows_ring itself (its SASS the default's, 128
+//      registers, no stack) over the strided rounds below t_static (T - T / D rounded to the
+//      nearest whole round); stage 1b, ln_bwd_rows_tail, is a non-persistent grid of one row per
+//      team (a CTA per `teams` rows), launched as 1a's programmatic dependent: the hardware hands
+//      its CTAs, in order, to the slots 1a's CTAs leave, so the SMs that finish their rounds first
+//      take the tail rows, a row at a time, as dynamic's teams do (and as fused_add_rmsnorm's
+//      non-persistent grid, 4-5 points above its persistent one). Each tail row's column terms are
+//      its own partial row, added by stage 2 after the CTAs' rows in row order: dgamma and dbeta
+//      bit-reproducible for a given G. No loop carries the other's registers (the tail kernel 96
+//      registers, no stack, no accumulators). Only the tail CTA that finishes last waits for 1a
+//      (griddepcontrol.wait, a counter zeroed before 1a), so that stage 2's wait covers both
+//      kernels while no finished CTA holds a slot a later tail CTA needs. Tail partials (8H bytes
+//      per row: 17.8 / 17.8 / 0.5 / 26.7 MB at the bench rows for ptail) stay in L2 with discard
+//      (below). Rows shorter than 4096 take a shorter tail (D x 4096 / H): at 65536 x 1024 the 64
+//      rows past the 31st round. ptail16: twice the tail (6.5% of the rows at 4096 to 8192
+//      columns), for a spread of the SMs' rates larger than 3%.
+//      (Built first and replaced: balanced's tail loop alone as the dependent kernel. Its teams take
+//      three chunks ahead, which the ring needs; a tail of about one row per team would then go to
+//      the first third of the teams to arrive, three rows each.)
+//   n. discard (LNB_DISCARD): the default with stage 2 dropping each partial row's L2 lines once
+//      read (discard.global.L2: invalidated, never written back). The partials are written at
+//      stage 1's end and read once; without it, their dirty lines go to DRAM when the next call's
+//      stream evicts them: 8.7 / 17.3 / 2.2 / 13.0 MB at the bench rows (the G = 264 CTA rows),
+//      1.9 / 3.8 / 0.5 / 2.8 us of DRAM writes at 4.6 TB/s that the cost model does not count.
+//      Same arithmetic and order as the default (stage 2 unchanged but for the discards).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -185,6 +216,10 @@
 //   %VARIANT% balanced -DLNB_BALANCED=32 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1
 //   %VARIANT% balanced16 -DLNB_BALANCED=16 -DLNB_CHUNK=2 -DLNB_REDUCE_VEC=1
 //   %VARIANT% balanced_rem -DLNB_BALANCED=1048576 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1
+// The fifth round (variants m and n above): discard alone, then ptail and ptail16 on top of it.
+//   %VARIANT% discard -DLNB_DISCARD=1
+//   %VARIANT% ptail -DLNB_PTAIL=32 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1 -DLNB_DISCARD=1
+//   %VARIANT% ptail16 -DLNB_PTAIL=16 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1 -DLNB_DISCARD=1
 // LNB_MIN_BLOCKS: the __launch_bounds__ minimum CTAs per SM of stage 1 (2 caps registers at 128,
 //   keeping 16 warps per SM to hide DRAM latency; 1 gives the compiler 255 and halves residency).
 // LNB_STREAMING: evict-first loads and stores (ld.global.cs / st.global.cs) for the single-use
@@ -207,6 +242,12 @@
 // LNB_BALANCED: D > 0 builds ln_bwd_rows_bal (on lean_strided's ring2: LNB_LEAN=1, LNB_STRIDED=1):
 //   whole strided rounds up to T - T / D rows, then a tail of chunks from a counter (variant l).
 // LNB_CHUNK: rows of a tail chunk at H >= 4096 (1, 2, 4 or 8); shorter rows take more (chunk_rows_for).
+// LNB_PTAIL: D > 0 splits LNB_BALANCED's two phases into two kernels (variant m): the default's
+//   ln_bwd_rows_ring over the whole strided rounds up to about T - T / D, then ln_bwd_rows_tail (a
+//   row per team, a CTA per `teams` rows) as a programmatic dependent launch whose CTAs take the SM
+//   slots the first kernel's CTAs leave.
+// LNB_DISCARD: stage 2 drops the partial rows' L2 lines after reading them (discard.global.L2),
+//   so that the dirty partials are never written back to DRAM (variant n).
 // LNB_STRIDED: the ring kernel's CTA c takes rows (it * G + c) * teams + team instead of a band
 //   (G = the resident CTAs): at any time the grid reads one window of G x teams x stages rows,
 //   not 3 G sequential streams spread over the tensors. Still a fixed row set per CTA and team.
@@ -246,6 +287,14 @@
 #ifndef LNB_CHUNK
 #define LNB_CHUNK 1
 #endif
+#ifndef LNB_PTAIL
+#define LNB_PTAIL 0
+#endif
+#ifndef LNB_DISCARD
+#define LNB_DISCARD 0
+#endif
+static_assert(!(LNB_BALANCED && LNB_PTAIL), "LNB_BALANCED and LNB_PTAIL: two forms of the same tail");
+static_assert(!LNB_PTAIL || LNB_CHUNK == 1, "LNB_PTAIL: one-row chunks");
 static_assert(!(LNB_STRIDED && !LNB_RING), "LNB_STRIDED: the ring kernel's row order");
 
 namespace lnb {
@@ -316,7 +365,7 @@ struct Plan {
   int64_t ctas;          ///< G = number of partial rows
 };
 
-/// The eight gamma values of vector v (shared memory, float4-aligned).
+/// The eight gamma values of vector v (shared or, in the tail kernel, global memory; float4-aligned).
 struct Gamma8 {
   float g[8];
   __device__ __forceinline__ explicit Gamma8(const float* s_gamma, int v) {
@@ -1034,6 +1083,82 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   cp_async_wait<0>();
 }
 #endif  // LNB_BALANCED
+#if LNB_PTAIL
+static_assert(LNB_RING == 2 && LNB_LEAN && LNB_STRIDED && !LNB_DYNAMIC, "LNB_PTAIL: after lean_strided's ring2");
+/// Stage 1b of LNB_PTAIL (variant m): the rows from t_static on, one row per team and a CTA per
+/// `teams` rows (row t_static + blockIdx.x * teams + team), launched as the programmatic dependent
+/// of ln_bwd_rows_ring, which does the whole rounds below t_static. No counter: the hardware hands
+/// this grid's CTAs, in order, to the slots the first kernel's CTAs leave, so an SM that finishes
+/// its rounds early takes tail rows (and, finishing them early too, more of them) while a slow one
+/// is still in its rounds: dynamic's balance at the grain of a row, with a fixed row per team.
+/// Each row's column terms are its own partial row (chunk_part0 = G, + row - t_static), written
+/// as fma(dy, xhat, 0) and 0 + dy, as the other kernels' first terms; stage 2 adds them after the
+/// CTAs' rows in row order, so dgamma and dbeta do not depend on which SM took a row. The row
+/// pass is the default's arithmetic (accumulate_vec, team_sums, dx_vec) without the ring: each
+/// thread loads its vectors straight into registers and gamma through L1 (no shared-memory staging
+/// or CTA barrier before the first load); no column partials held across rows, so no registers
+/// beyond the row's.
+/// Stage 2 waits for this grid, and this grid must not complete before the first kernel has (its
+/// partial rows). A CTA that waited for it at its end would hold its slot, and this grid's later
+/// CTAs, which need slots, would start only when the first kernel ends; so only the CTA that
+/// finishes last (a counter in the workspace, zeroed before the first kernel) waits
+/// (griddepcontrol.wait): the grid completes after it, and it after the first kernel.
+__global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
+    ln_bwd_rows_tail(const uint4* __restrict__ dy, const uint4* __restrict__ x, const float* __restrict__ mean,
+                     const float* __restrict__ rstd, const float* __restrict__ gamma, uint4* __restrict__ dx,
+                     float* __restrict__ part_g, float* __restrict__ part_b, int64_t T, int H, int team_width,
+                     int t_static, int chunk_part0, unsigned* __restrict__ done, float inv_h) {
+  __shared__ float2 red[2][kCtaWarps];
+  __shared__ int s_last;
+  const int nvec = H / 8;
+  const int teams = kCta / team_width;
+  const int team = threadIdx.x / team_width, tl = threadIdx.x % team_width;
+  const int warps_per_team = team_width / 32;
+  pdl_launch_dependents();  // stage 2 may launch; it waits for this grid's completion
+  const int64_t row = int64_t{t_static} + int64_t{blockIdx.x} * teams + team;
+  if (row < T) {  // uniform within a team; team_sums meets only the team's own warps
+    const uint4* src_dy = dy + row * nvec + tl;
+    const uint4* src_x = x + row * nvec + tl;
+    uint4 vdy[kMaxVec], vx[kMaxVec];
+#pragma unroll
+    for (int k = 0; k < kMaxVec; ++k)
+      if (tl + k * team_width < nvec) {
+        vdy[k] = src_dy[k * team_width];
+        vx[k] = src_x[k * team_width];
+      }
+    const RowStats rst(mean[row], rstd[row]);
+    float* pg = part_g + (int64_t{chunk_part0} + row - t_static) * H;
+    float* pb = part_b + (int64_t{chunk_part0} + row - t_static) * H;
+    float a = 0.f, b = 0.f;
+#pragma unroll
+    for (int k = 0; k < kMaxVec; ++k) {
+      const int v = tl + k * team_width;
+      if (v < nvec) {
+        float cg[8], cb[8];  // the row's own column terms: the chunk's sums of one row
+#pragma unroll
+        for (int j = 0; j < 8; ++j) cg[j] = cb[j] = 0.f;
+        accumulate_vec(vdy[k], vx[k], Gamma8(gamma, v), rst, a, b, cg, cb);
+        reinterpret_cast<float4*>(pg)[2 * v] = make_float4(cg[0], cg[1], cg[2], cg[3]);
+        reinterpret_cast<float4*>(pg)[2 * v + 1] = make_float4(cg[4], cg[5], cg[6], cg[7]);
+        reinterpret_cast<float4*>(pb)[2 * v] = make_float4(cb[0], cb[1], cb[2], cb[3]);
+        reinterpret_cast<float4*>(pb)[2 * v + 1] = make_float4(cb[4], cb[5], cb[6], cb[7]);
+      }
+    }
+    team_sums<true>(a, b, red, 0, team, warps_per_team);
+    const DxCoef c(rst, a, b, inv_h);
+    uint4* dst = dx + row * nvec + tl;
+#pragma unroll
+    for (int k = 0; k < kMaxVec; ++k) {
+      const int v = tl + k * team_width;
+      if (v < nvec) store_stream(dst + k * team_width, dx_vec(vdy[k], vx[k], Gamma8(gamma, v), rst, c));
+    }
+  }
+  __syncthreads();  // every team of the CTA done before it counts itself
+  if (threadIdx.x == 0) s_last = atomicAdd(done, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (s_last) pdl_wait_primary();  // the first kernel complete and flushed before this grid completes
+}
+#endif  // LNB_PTAIL
 #endif  // LNB_RING
 
 /// Generic path, dx: a CTA per row; pass 1 the sums, pass 2 re-reads the row (L1/L2) for dx.
@@ -1087,6 +1212,28 @@ __global__ void __launch_bounds__(kThreads)
   part_b[blockIdx.y * H + h] = db;
 }
 
+/// LNB_DISCARD: drops this stage-2 CTA's lines of every partial row (its 32 columns, one 128-byte
+/// line per row and array) from L2 without writing them back. The partial rows are written by
+/// stage 1 just before and read only here, so their dirty lines would otherwise be written back to
+/// DRAM when the next call's stream evicts them: 2 x 4H bytes per partial row (8.7 MB at 16384 x
+/// 4096, 17.3 MB at 8192 x 8192), DRAM write time that the cost model does not count. Called after
+/// a barrier that follows every load of the CTA (their values already summed), so no line is
+/// dropped before it is read; the next call rewrites whole lines before reading any. Only where the
+/// lines are the CTA's alone: H % 32 == 0 and 128-byte aligned partial arrays (the workspace's
+/// slices are 256-byte aligned; every bench shape).
+__device__ __forceinline__ void discard_partials(const float* part_g, const float* part_b, int64_t parts, int64_t H) {
+#if LNB_DISCARD
+  if (H % kReduceCols != 0 || reinterpret_cast<uintptr_t>(part_g) % 128 != 0 ||
+      reinterpret_cast<uintptr_t>(part_b) % 128 != 0)
+    return;
+  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kReduceCols;  // 32 floats: one 128-byte line
+  for (int64_t p = threadIdx.x; p < 2 * parts; p += blockDim.x) {
+    const float* line = (p < parts ? part_g + p * H : part_b + (p - parts) * H) + col0;
+    asm volatile("discard.global.L2 [%0], 128;" ::"l"(line) : "memory");
+  }
+#endif
+}
+
 /// Stage 2: dgamma[h] = sum_p part_g[p][h] in a fixed order (strided slices, then a tree).
 __global__ void __launch_bounds__(kReduceCols * kReduceSlices)
     ln_bwd_reduce_partials(const float* __restrict__ part_g, const float* __restrict__ part_b,
@@ -1108,6 +1255,7 @@ __global__ void __launch_bounds__(kReduceCols * kReduceSlices)
   sg[slice][col] = g;
   sb[slice][col] = b;
   __syncthreads();
+  discard_partials(part_g, part_b, parts, H);  // every load of the CTA summed (the barrier above)
   for (int s = kReduceSlices / 2; s > 0; s >>= 1) {
     if (slice < s) {
       sg[slice][col] += sg[slice + s][col];
@@ -1149,6 +1297,7 @@ __global__ void __launch_bounds__(kReduceQuads * kReduceSlices4)
   sg[slice][quad] = g;
   sb[slice][quad] = b;
   __syncthreads();
+  discard_partials(reinterpret_cast<const float*>(part_g), reinterpret_cast<const float*>(part_b), parts, H);
   for (int w = kReduceSlices4 / 2; w > 0; w >>= 1) {
     if (slice < w) {
       const float4 og = sg[slice + w][quad], ob = sb[slice + w][quad];
@@ -1177,21 +1326,53 @@ int team_width_for(int64_t nvec) {
 /// the generic path's kFallbackParts bands, never more than T.
 int64_t max_parts(int64_t T) { return std::max<int64_t>(1, std::min<int64_t>(T, kMaxParts)); }
 
-#if LNB_BALANCED
+#if LNB_BALANCED || LNB_PTAIL
+constexpr int64_t kTailDiv = LNB_BALANCED ? LNB_BALANCED : LNB_PTAIL;  ///< the tail is at least T / kTailDiv rows
 /// Rows of a tail chunk: LNB_CHUNK at H >= 4096, more for shorter rows (a power of two, at most 8)
 /// so that a chunk's partial row (8H bytes) stays small against its rows and stage 2 does not
 /// take thousands of partial rows (2176 one-row chunks at 65536 x 1024 would be 2440 in all).
+/// LNB_PTAIL: always one row (ln_bwd_rows_tail writes a partial row per row); shorter rows take a
+/// shorter tail instead (tail_div_for).
 int64_t chunk_rows_for(int64_t H) {
+#if LNB_PTAIL
+  (void)H;
+  return 1;
+#else
   int64_t m = 1;
   while (m * 2 * H <= 4096) m *= 2;
   return std::min<int64_t>(8, LNB_CHUNK * m);
+#endif
 }
-/// The static rows: T - T / LNB_BALANCED rounded down to whole grid-wide rounds (round = G x teams).
-int64_t static_rows(int64_t T, int64_t round) { return (T - T / LNB_BALANCED) / round * round; }
+/// The tail's divisor D: kTailDiv; with LNB_PTAIL, kTailDiv x 4096 / H for H < 4096 (at least
+/// kTailDiv), so that the one-row chunks' partial rows are about T x H / (kTailDiv x 4096) x 8H
+/// bytes as at 4096 columns and stage 2 takes hundreds of partial rows, not thousands.
+int64_t tail_div_for(int64_t H) {
+#if LNB_PTAIL
+  return H < 4096 ? kTailDiv * (4096 / H) : kTailDiv;
+#else
+  (void)H;
+  return kTailDiv;
+#endif
+}
+/// The static rows: T - T / D rounded down to whole grid-wide rounds (round = G x teams). LNB_PTAIL
+/// rounds to the nearest whole round instead (at most T / round of them): at 65536 x 1024 a round
+/// is 2112 rows, and rounding 65024 down would leave 2176 one-row chunks (2440 partial rows for
+/// stage 2); to the nearest, the tail is the 64 rows past the 31st round there, and 544 / 272 /
+/// 544 rows at 16384 x 4096 / 8192 x 8192 / 16384 x 6144 (D = 32) as with rounding down.
+int64_t static_rows(int64_t T, int64_t H, int64_t round) {
+  const int64_t want = T - T / tail_div_for(H);
+#if LNB_PTAIL
+  return std::min((want + round / 2) / round, T / round) * round;
+#else
+  return want / round * round;
+#endif
+}
 /// Chunk partial rows the workspace holds, from shapes only: the tail is T - static_rows <=
-/// T / LNB_BALANCED + round - 1, and round <= kMaxParts x (kCta / 32) (G <= kMaxParts, teams <= warps).
+/// T / D + round - 1 <= T / kTailDiv + round - 1 (rounded to the nearest round, static_rows is at
+/// least the rounded-down count), and round <= kMaxParts x (kCta / 32) (G <= kMaxParts, teams <=
+/// warps).
 int64_t max_chunks(int64_t T, int64_t H) {
-  const int64_t tail = std::min<int64_t>(T, T / LNB_BALANCED + kMaxParts * kCtaWarps);
+  const int64_t tail = std::min<int64_t>(T, T / kTailDiv + kMaxParts * kCtaWarps);
   const int64_t c = chunk_rows_for(H);
   return (tail + c - 1) / c;
 }
@@ -1199,16 +1380,18 @@ int64_t max_chunks(int64_t T, int64_t H) {
 
 struct Buffers {
   float *part_g, *part_b;
-  unsigned* queue = nullptr;  ///< LNB_DYNAMIC / LNB_BALANCED: the row or chunk counter, zeroed before every stage 1
+  /// LNB_DYNAMIC / LNB_BALANCED: the row or chunk counter; LNB_PTAIL: the tail's finished CTAs.
+  /// Zeroed before every stage 1.
+  unsigned* queue = nullptr;
 };
 Buffers carve(d2k::Workspace& ws, int64_t T, int64_t H) {
-#if LNB_BALANCED
+#if LNB_BALANCED || LNB_PTAIL
   const uint64_t n = static_cast<uint64_t>(max_parts(T) + max_chunks(T, H)) * static_cast<uint64_t>(H);
 #else
   const uint64_t n = static_cast<uint64_t>(max_parts(T)) * static_cast<uint64_t>(H);
 #endif
   Buffers b{ws.take<float>(n), ws.take<float>(n)};
-#if LNB_DYNAMIC || LNB_BALANCED
+#if LNB_DYNAMIC || LNB_BALANCED || LNB_PTAIL
   b.queue = ws.take<unsigned>(1);
 #endif
   return b;
@@ -1323,7 +1506,7 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
       parts = p.ctas;
 #elif LNB_BALANCED
       const int64_t round = p.ctas * (kCta / p.team_width);
-      const int64_t t_static = static_rows(T, round);
+      const int64_t t_static = static_rows(T, H, round);
       const int64_t nchunks = (T - t_static + chunk_rows - 1) / chunk_rows;  // <= max_chunks(T, H)
       D2K_CUDA_TRY(args, cudaMemsetAsync(buf.queue, 0, sizeof(unsigned), stream));
       rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
@@ -1331,6 +1514,33 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
           reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width,
           static_cast<int>(t_static), static_cast<int>(nchunks), buf.queue);
       parts = p.ctas + nchunks;  // the CTAs' rows, then the chunks' in chunk order
+#elif LNB_PTAIL
+      // The default kernel over the whole rounds below t_static (its T), then the tail kernel, a CTA
+      // per `teams` rows, as its programmatic dependent: the tail's CTAs start on the slots the
+      // first kernel's CTAs leave. The workspace counter counts the tail's finished CTAs.
+      const int64_t teams = kCta / p.team_width;
+      const int64_t t_static = static_rows(T, H, p.ctas * teams);
+      const int64_t tail_rows = T - t_static;  // one partial row each, <= max_chunks(T, H)
+      D2K_CUDA_TRY(args, cudaMemsetAsync(buf.queue, 0, sizeof(unsigned), stream));
+      rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
+          reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
+          reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, t_static, static_cast<int>(H), p.team_width, 0);
+      D2K_CUDA_TRY(args, cudaGetLastError());
+      cudaLaunchConfig_t tcfg = {};
+      cudaLaunchAttribute tattr[1];
+      tattr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      tattr[0].val.programmaticStreamSerializationAllowed = 1;
+      tcfg.attrs = tattr;
+      tcfg.numAttrs = LNB_PDL ? 1 : 0;
+      tcfg.gridDim = dim3(static_cast<unsigned>(std::max<int64_t>(1, (tail_rows + teams - 1) / teams)));
+      tcfg.blockDim = dim3(kCta);
+      tcfg.stream = stream;
+      D2K_CUDA_TRY(args, cudaLaunchKernelEx(&tcfg, ln_bwd_rows_tail, reinterpret_cast<const uint4*>(dyp),
+                                            reinterpret_cast<const uint4*>(xp), mp, rp, gp,
+                                            reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T,
+                                            static_cast<int>(H), p.team_width, static_cast<int>(t_static),
+                                            static_cast<int>(p.ctas), buf.queue, 1.0f / static_cast<float>(H)));
+      parts = p.ctas + tail_rows;  // the static CTAs' rows, then the tail rows' in row order
 #else
       rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
           reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,

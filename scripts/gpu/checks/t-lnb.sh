@@ -12,15 +12,17 @@
 # Helpers: scripts/gpu/checks/t-lnb/{bench_table.py,golden_check.py,aten_bars.py}.
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-lnb.sh CARRY OUT [aten] [compile]
-# The variant sweep alone (the default and 4 variants x 4 bench rows in at most 76 s, about 68 s;
-# memcheck of each balanced variant on six check workloads in at most 10 s, of balanced on a bench
-# row (static rounds and a tail together) in at most 12 s, and the bit-reproducibility of its dgamma
-# and dbeta over two runs of one bench row in at most 2 x 10 s; the budget cuts the last steps
-# first: at most 125 s, about 110 s):
-#   LNB_BUDGET_S=125 D2K_CHECK_STEPS=variants,memcheck_balanced,memcheck_balanced16,memcheck_balanced_rem,repro_balanced \
+# The variant sweep alone (the default, discard, ptail, ptail16 and dynamic x 4 bench rows in at
+# most 76 s, about 68 s; memcheck of discard on three check workloads and of ptail on five in at
+# most 10 s each, of ptail on a bench row (the static kernel and the tail kernel together) in at
+# most 14 s, and the bit-reproducibility of ptail's dgamma and dbeta over two runs of one bench row
+# in at most 2 x 10 s; the budget cuts the last steps first: at most 120 s, about 110 s):
+#   LNB_BUDGET_S=120 D2K_CHECK_STEPS=variants,memcheck_discard,memcheck_ptail,repro_ptail \
 #     scripts/gpu/checks/t-lnb.sh CARRY OUT
+# (The balanced variants' steps, by name: memcheck_balanced, memcheck_balanced16,
+# memcheck_balanced_rem, repro_balanced, with LNB_SWEEP naming them.)
 # LNB_SWEEP (space-separated variant names) limits the sweep to those variants where the carry holds
-# more (default: balanced balanced16 balanced_rem dynamic; "all" takes every built one).
+# more (default: discard ptail ptail16 dynamic; "all" takes every built one).
 # Exit status: the number of FAIL lines.
 set -uo pipefail
 carry=$(cd "$1" && pwd); out=$2
@@ -34,7 +36,7 @@ budget=${LNB_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
 detect_torch
 # Only the variants of this sweep, even where the carry holds older ones: the budget is per target.
-sweep=${LNB_SWEEP:-balanced balanced16 balanced_rem dynamic}
+sweep=${LNB_SWEEP:-discard ptail ptail16 dynamic}
 if [ "$sweep" != all ]; then
   eval "$(declare -f built_variants | sed '1s/built_variants/built_variants_all/')"
   built_variants() { built_variants_all | grep -xF -f <(tr ' ' '\n' <<< "$sweep"); }
@@ -90,28 +92,49 @@ for v in $(built_variants | grep '^balanced'); do sanitize --impl "expert:$v" me
 for v in $(built_variants | grep -x balanced); do
   sanitize --impl "expert:$v" racecheck 15 "$task-check-7x1000,$task-check-64x4104,$task-check-2053x64"
 done
+# Two runs of one bench row with the same seed: dgamma and dbeta must be equal bit for bit (which
+# team takes which chunk differs from run to run). repro_check VARIANT WORKLOAD (step repro_VARIANT).
+repro_check() {
+  local v=$1 wl=$2 ok=1 n_same=0 r f
+  selected "repro_$v" || { echo "== repro_$v not selected (D2K_CHECK_STEPS)"; return 125; }
+  for r in 1 2; do
+    rm -rf "$out/repro$r"
+    step "repro_$v" 10 "$d2k" check --task "$task" --impl "expert:$v" --isolation none --seed 7 \
+      --rounds 1 --bench-rounds 1 --workloads "$wl" --quiet --dump "$out/repro$r" || ok=0
+    cp "$out/repro_$v.log" "$out/repro_${v}_$r.log" 2> /dev/null
+  done
+  for f in $(cd "$out/repro1" 2> /dev/null && find . -name 'expert*.dgamma.npy' -o -name 'expert*.dbeta.npy'); do
+    cmp -s "$out/repro1/$f" "$out/repro2/$f" && n_same=$((n_same + 1)) || { ok=0; echo "differs: $f"; }
+  done
+  [ "$ok" = 1 ] && [ "$n_same" -ge 2 ] \
+    && pass "$v: dgamma and dbeta bit-identical over two runs ($n_same files)" \
+    || fail "$v reproducibility (n_same=$n_same, see repro_${v}_*.log)"
+  rm -rf "$out/repro1" "$out/repro2"  # a few hundred MB of inputs: nothing to bring back
+}
 if built_variants | grep -qx balanced; then
   # the same step name (memcheck_balanced selects both): keep the check workloads' log
   mv "$out/memcheck_balanced.log" "$out/memcheck_balanced_checks.log" 2> /dev/null
   sanitize --impl expert:balanced memcheck 12 "$task-bench-65536x1024-bertlarge" --bench-rounds 1
-  if selected repro_balanced; then
-    repro_ok=1
-    for r in 1 2; do
-      rm -rf "$out/repro$r"
-      step repro_balanced 10 "$d2k" check --task "$task" --impl expert:balanced --isolation none --seed 7 \
-        --rounds 1 --bench-rounds 1 --workloads "$task-bench-16384x4096-opt6.7b" --quiet --dump "$out/repro$r" \
-        || repro_ok=0
-      cp "$out/repro_balanced.log" "$out/repro_balanced_$r.log" 2> /dev/null
-    done
-    n_same=0
-    for f in $(cd "$out/repro1" 2> /dev/null && find . -name 'expert*.dgamma.npy' -o -name 'expert*.dbeta.npy'); do
-      cmp -s "$out/repro1/$f" "$out/repro2/$f" && n_same=$((n_same + 1)) || { repro_ok=0; echo "differs: $f"; }
-    done
-    [ "$repro_ok" = 1 ] && [ "$n_same" -ge 2 ] \
-      && pass "balanced: dgamma and dbeta bit-identical over two runs ($n_same files)" \
-      || fail "balanced reproducibility (n_same=$n_same, see repro_balanced_*.log)"
-    rm -rf "$out/repro1" "$out/repro2"  # a few hundred MB of inputs: nothing to bring back
-  fi
+  repro_check balanced "$task-bench-16384x4096-opt6.7b"
+fi
+# discard (stage 2 drops the partial rows' L2 lines after use): where it acts (H % 32 == 0: 300x768
+# with one-warp teams, 2053x64 with 257 partial rows, 16x2048, 24x12288 on the generic path) and
+# where it must not (64x4104: H % 32 != 0, the lines straddle stage 2's CTAs).
+for v in $(built_variants | grep -x discard); do
+  sanitize --impl "expert:$v" memcheck 10 "$task-check-300x768,$task-check-2053x64,$task-check-16x2048-shifted,$task-check-64x4104,$task-check-24x12288"
+done
+# ptail (the default kernel over whole rounds, then a grid of one row per team as its programmatic
+# dependent): on the check workloads one kernel has every row: the tail kernel where a round
+# (G x teams) is above T (1x8, 7x1000, 300x768 with one-warp teams, 2053x64 in 257 tail CTAs), the
+# static kernel where T is one round and T / D rounds away (64x4104: one 256-thread team per CTA and
+# a 513-vector row, beside one tail CTA with no row); on 16384x4096 both run together (30 rounds of
+# 2 teams per CTA, then 272 tail CTAs of 2 rows), then the reproducibility of dgamma and dbeta there.
+# ptail16 launches the same kernels with another tail length (host arithmetic only): not repeated.
+if built_variants | grep -qx ptail; then
+  sanitize --impl expert:ptail memcheck 10 "$task-check-1x8,$task-check-7x1000,$task-check-64x4104,$task-check-300x768,$task-check-2053x64"
+  mv "$out/memcheck_ptail.log" "$out/memcheck_ptail_checks.log" 2> /dev/null
+  sanitize --impl expert:ptail memcheck 14 "$task-bench-16384x4096-opt6.7b" --bench-rounds 1
+  repro_check ptail "$task-bench-16384x4096-opt6.7b"
 fi
 
 if selected bench; then
@@ -143,7 +166,7 @@ fi
 sass_counts "(LDG|STG|LDS|STS)\.E?\.?[0-9A-Z.]*128[A-Z.]*|SHFL\.BFLY|F2FP\.BF16[A-Z0-9.]*|ATOM[A-Z.]*|RED\.[A-Z.]*|BAR\.SYNC[A-Z.]*"
 # The ring kernels (lean ones too): cp.async into shared memory, 16-byte reads back, no local
 # memory (spills).
-for v in $(built_variants | grep -E '^(ring|lean|dynamic|balanced)'); do
+for v in $(built_variants | grep -E '^(ring|lean|dynamic|balanced|ptail|discard)'); do
   sass_counts --so "expert_$v" "LDGSTS[A-Z0-9.]*|LDS\.128|DEPBAR[A-Z.]*|STG\.E[A-Z.]*128" "LDGSTS" "LDL|STL"
 done
 echo "t-lnb: $fails failure(s)"

@@ -81,6 +81,12 @@ struct Knobs {
   /// chunk order: which team takes a chunk does not enter the arithmetic.
   int balanced = 0;
   int chunk = 1;
+  /// LNB_PTAIL (with `balanced` = D): the same two-phase order with one-row chunks at every H and
+  /// the divisor D x 4096 / H for H < 4096 (expert.cu's tail_div_for), t_static rounded to the
+  /// nearest whole round (static_rows); the static rounds are the
+  /// default kernel's (teams summed in team order into one partial row per CTA), the tail kernel
+  /// writes one partial row per chunk, stage 2 adds them after the CTAs' rows in chunk order.
+  bool ptail = false;
 };
 
 struct Emulator {
@@ -110,6 +116,7 @@ struct Emulator {
   }
   /// expert.cu's chunk_rows_for: LNB_CHUNK times the largest power of two m with m x H <= 4096, at most 8.
   std::int64_t chunk_rows() const {
+    if (knobs.ptail) return 1;
     std::int64_t m = 1;
     while (m * 2 * in.H <= 4096) m *= 2;
     return std::min<std::int64_t>(8, knobs.chunk * m);
@@ -228,8 +235,13 @@ struct Emulator {
         }
       }
       // LNB_BALANCED: the strided rows stop at t_static; the chunks' partial rows follow.
-      const std::int64_t t_static =
-          knobs.balanced ? (T - T / knobs.balanced) / (want * teams) * (want * teams) : T;
+      const std::int64_t tail_div =
+          knobs.ptail && in.H < 4096 ? std::int64_t{knobs.balanced} * (4096 / in.H) : std::int64_t{knobs.balanced};
+      const std::int64_t round = want * teams, t_want = T - T / std::max<std::int64_t>(1, tail_div);
+      // LNB_PTAIL rounds to the nearest whole round (at most T / round of them), LNB_BALANCED down.
+      const std::int64_t t_static = !knobs.balanced ? T
+                                    : knobs.ptail   ? std::min((t_want + round / 2) / round, T / round) * round
+                                                    : t_want / round * round;
       if (knobs.strided)  // one partial row per CTA, each team's rows a whole grid round apart
         for (std::int64_t cta = 0; cta < want; ++cta) {
           float sg = 0.f, sb = 0.f;
@@ -397,6 +409,12 @@ const std::vector<std::pair<const char*, Knobs>>& variant_knobs() {
       // 4 CTAs: whole static rounds and a tail together on the check workloads (at 264 CTAs a
       // round of G x teams is at least T there, so the check shapes have no static rounds)
       {"balanced16 (4 CTAs)", Knobs{4, kThreads, true, false, 32, true, 0, 16, 2}},
+      // ptail / ptail16: the default kernel's strided rounds, then one-row chunks (LNB_PTAIL); the
+      // discard variant computes the default's order (its stage 2 only drops L2 lines after use).
+      {"ptail", Knobs{kResident, kThreads, true, false, 32, true, 0, 32, 1, true}},
+      {"ptail16", Knobs{kResident, kThreads, true, false, 32, true, 0, 16, 1, true}},
+      {"ptail (4 CTAs)", Knobs{4, kThreads, true, false, 32, true, 0, 32, 1, true}},
+      {"ptail16 (4 CTAs)", Knobs{4, kThreads, true, false, 32, true, 0, 16, 1, true}},
   };
   return v;
 }
@@ -456,6 +474,10 @@ TEST_F(LayerNormBackwardTolerance, LeanKnobsAreOtherRoundings) {
   const Emulator strided4{Variant::kExpert, inputs(many), Knobs{4, kThreads, true, false, 32, true}};
   const Emulator balanced4{Variant::kExpert, inputs(many), Knobs{4, kThreads, true, false, 32, true, 0, 16, 2}};
   EXPECT_GT(columns_differ(strided4, balanced4), 0) << "the balanced tail summed every column of 2053x64 as strided rows";
+  // ptail16 at 4 CTAs: D = 16 x 4096 / 64 = 1024 at 64 columns, so 2048 static rows and 5 one-row chunks.
+  const Emulator ptail4{Variant::kExpert, inputs(many), Knobs{4, kThreads, true, false, 32, true, 0, 16, 1, true}};
+  EXPECT_GT(columns_differ(strided4, ptail4), 0) << "the one-row-chunk tail summed every column of 2053x64 as strided rows";
+  EXPECT_GT(columns_differ(balanced4, ptail4), 0) << "one-row chunks summed every column of 2053x64 as 8-row chunks";
   for (const auto& knobs : {Knobs{100, kThreads, true, true, 32}, Knobs{100, 2 * kThreads, true, true, 32},
                             Knobs{100, kThreads, true, false, 8, true}}) {
     const Verdict r = judge_variant(Variant::kExpert, many, knobs);
