@@ -620,7 +620,11 @@ class CudaEvaluation {
                                           n_sets, pc.timing.batch_s * 1e3, pc.timing.after_clock_s * 1e3,
                                           pc.timing.per_call_s() * 1e6, perf.median_us, v.source);
     if (v.violation) {
-      v.violation->message += " [" + summary + "]";
+      // The worker's own account of its median (what it reports; evidence for a reader, never
+      // a reason to trust the median).
+      v.violation->message += fmt::format(" [{}; worker timer {}: {} of {} audit samples lost a kernel record, event median {:.2f} us{}]",
+                                          summary, perf.timer, perf.audit_incomplete, perf.audit_samples, perf.event_median_us,
+                                          perf.timer_note.empty() ? "" : ", " + perf.timer_note.substr(0, 200));
       fail_with(tr, *v.violation);
       return false;
     }

@@ -35,17 +35,24 @@ AuditedTime combine_audited(std::span<const double> plain_events, std::span<cons
     throw std::invalid_argument("combine_audited: audit_events and audit_spans differ in length");
   if (!audit_complete.empty() && audit_complete.size() != audit_spans_all.size())
     throw std::invalid_argument("combine_audited: audit_complete and audit_spans differ in length");
-  // Samples with lost records are missing data (unless every sample lost one).
+  // Samples with lost records are missing data.
   std::vector<double> kept_events, kept_spans;
   for (std::size_t i = 0; i < audit_spans_all.size(); ++i)
     if (audit_complete.empty() || audit_complete[i]) {
       kept_events.push_back(audit_events_all[i]);
       kept_spans.push_back(audit_spans_all[i]);
     }
-  const bool all = kept_spans.empty();
-  const std::span<const double> audit_events = all ? audit_events_all : std::span<const double>(kept_events);
-  const std::span<const double> audit_spans = all ? audit_spans_all : std::span<const double>(kept_spans);
   AuditedTime a;
+  if (!audit_spans_all.empty() && kept_spans.empty()) {
+    // Every span is short by a lost kernel: only the events hold the whole call.
+    a.uncorrected = true;
+    a.why = "every one of " + std::to_string(audit_spans_all.size()) +
+            " audit samples lost a kernel's CUPTI record (its span is short by that kernel): events, uncorrected";
+    a.time = summarize(plain_events.empty() ? audit_events_all : plain_events);
+    return a;
+  }
+  const std::span<const double> audit_events = kept_spans.empty() ? audit_events_all : std::span<const double>(kept_events);
+  const std::span<const double> audit_spans = kept_spans.empty() ? audit_spans_all : std::span<const double>(kept_spans);
   std::vector<double> offsets;
   offsets.reserve(audit_spans.size());
   for (std::size_t i = 0; i < audit_spans.size(); ++i) {

@@ -590,6 +590,9 @@ class MeasureRun {
     res_.outside_events_samples = at.outside;
     if (at.use_span) {
       res_.timer_note = at.why;
+    } else if (at.uncorrected) {
+      res_.timer = "events";
+      res_.timer_note = at.why;
     } else if (audit_spans_.empty()) {
       res_.timer = "events";
       res_.timer_note = "CUPTI recorded no activity in any audit sample: events, uncorrected";

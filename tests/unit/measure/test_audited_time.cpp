@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "measure/audited_time.h"
@@ -43,9 +44,12 @@ TEST(AuditedTime, LostRecordsDoNotSwitchToSpans) {
   EXPECT_FALSE(a.use_span) << a.why;
   EXPECT_NEAR(a.launch_offset_s, 2.5e-6, 1e-12);
   EXPECT_NEAR(a.time.median, 130e-6, 1e-12);
-  // Every sample lost a record: all are used (nothing better to go on).
+  // Every sample lost a record: no span holds the whole call, so the plain events stand as they
+  // are (the spans were the time before: 55 us short).
   const AuditedTime none = combine_audited(plain, audit_ev, audit_span, std::vector<bool>(40, false));
-  EXPECT_TRUE(none.use_span);
+  EXPECT_FALSE(none.use_span);
+  EXPECT_TRUE(none.uncorrected) << none.why;
+  EXPECT_NEAR(none.time.median, 132.5e-6, 1e-12);
   EXPECT_THROW(combine_audited(plain, audit_ev, audit_span, std::vector<bool>(3, true)), std::invalid_argument);
 }
 
@@ -150,6 +154,24 @@ TEST(AuditSchedule, ShareOneAuditsEverySampleAndBadShareIsRejected) {
 TEST(AuditedTime, MismatchedAuditListsAreRejected) {
   const std::vector<double> ev = {1e-6, 2e-6}, sp = {1e-6};
   EXPECT_THROW(combine_audited({}, ev, sp), std::invalid_argument);
+}
+
+// Issue 12, seventh session: naive rmsnorm at 128 x 7168 (three kernels of ~4-7 us), every audit
+// sample lost two of the three records. The spans were the time (4.37 us for a 17.4 us call) and
+// the parent's clock called the honest median forged (REWARD_HACK(timer_cross_check)).
+TEST(AuditedTime, EverySampleLostARecordGivesTheEventsNotTheShortSpans) {
+  const std::vector<double> plain(60, 17.4e-6);
+  const std::vector<double> audit_ev(12, 19.5e-6), audit_span(12, 4.37e-6);
+  const AuditedTime a = combine_audited(plain, audit_ev, audit_span, std::vector<bool>(12, false));
+  EXPECT_FALSE(a.use_span);
+  EXPECT_TRUE(a.uncorrected);
+  EXPECT_NEAR(a.time.median, 17.4e-6, 1e-12);
+  EXPECT_NE(a.why.find("lost a kernel"), std::string::npos) << a.why;
+  // Without plain samples the audit events (instrumented, slower) are still not the short spans.
+  const AuditedTime b = combine_audited({}, audit_ev, audit_span, std::vector<bool>(12, false));
+  EXPECT_NEAR(b.time.median, 19.5e-6, 1e-12);
+  // The same spans with no completeness known (the kernel set not judged) keep the old rule.
+  EXPECT_TRUE(combine_audited(plain, audit_ev, audit_span).use_span);
 }
 
 }  // namespace
