@@ -174,7 +174,7 @@ class CudaEvaluation {
       for (auto& h : draw_hidden_workloads(task_.def, opt_.secret_seed, opt_.hidden_workloads)) checks.push_back(h);
     std::vector<Workload> benches = select_workloads(task_, opt_, WorkloadRole::bench);
     for (const auto* set : {&checks, &benches})
-      for (const Workload& w : *set) all_shapes_.push_back({w.uuid, w.axes});
+      for (const Workload& w : *set) all_shapes_.push_back({w.uuid, w.axes, w.scalars});
 
     std::vector<Trace> out;
     for (std::size_t ti = 0; ti < order.size(); ++ti) {

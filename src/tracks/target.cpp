@@ -36,7 +36,11 @@ bool is_builtin_name(const std::string& name) {
 
 nlohmann::json shapes_to_json(const std::vector<WorkloadShape>& shapes) {
   nlohmann::json j = nlohmann::json::array();
-  for (const auto& s : shapes) j.push_back({{"uuid", s.uuid}, {"axes", s.axes}});
+  for (const auto& s : shapes) {
+    nlohmann::json e = {{"uuid", s.uuid}, {"axes", s.axes}};
+    if (!s.scalars.empty()) e["scalars"] = s.scalars;
+    j.push_back(std::move(e));
+  }
   return j;
 }
 
@@ -45,7 +49,9 @@ std::vector<WorkloadShape> shapes_from_json(const nlohmann::json& j) {
   std::vector<WorkloadShape> out;
   for (std::size_t i = 0; i < j.size(); ++i) {
     try {
-      out.push_back({j[i].at("uuid").get<std::string>(), j[i].at("axes").get<std::map<std::string, std::int64_t>>()});
+      WorkloadShape s{j[i].at("uuid").get<std::string>(), j[i].at("axes").get<std::map<std::string, std::int64_t>>(), {}};
+      if (auto it = j[i].find("scalars"); it != j[i].end()) s.scalars = it->get<std::map<std::string, double>>();
+      out.push_back(std::move(s));
     } catch (const nlohmann::json::exception& e) {
       throw std::invalid_argument(fmt::format("shapes[{}]: {}", i, e.what()));
     }

@@ -27,6 +27,10 @@ struct ImplTarget {
 struct WorkloadShape {
   std::string uuid;
   std::map<std::string, std::int64_t> axes;
+  /// The workload's overrides of the task's scalars: torch.compile specialises on scalar values,
+  /// so a prepare step that traced with the defaults recompiled at the first call, after the
+  /// lockdown (softmax_cross_entropy's grad_scale on the H200).
+  std::map<std::string, double> scalars;
 };
 nlohmann::json shapes_to_json(const std::vector<WorkloadShape>& shapes);
 /// Throws std::invalid_argument naming the field for malformed input.

@@ -113,6 +113,11 @@ def warm_runtime(mode):
         return None
     try:
         (torch.zeros(8, device="cuda") + 1).sum().item()
+        # The autograd engine starts its CUDA device thread at the first backward: a program
+        # that calls backward (softmax_cross_entropy's pytorch.py) left it running after its
+        # first call, flagged as the candidate's thread on the H200.
+        w = torch.ones(8, device="cuda", requires_grad=True)
+        (w * 2).sum().backward()
         torch.cuda.synchronize()
         if mode == "triton":
             _warm_triton()
@@ -184,10 +189,42 @@ def load(path, mode):
                     inductor_config.emulate_precision_casts = True
             except ImportError:
                 pass
-            fn = torch.compile(fn)
+            # One static graph per shape and scalar value, all traced, compiled and autotuned in
+            # prepare: after the lockdown nothing can be written or executed, and a dynamic-shape
+            # graph autotunes (and caches to disk) at the first call of each new size, which
+            # failed with PermissionError on the H200 (causal_conv1d, rope_qk_norm, w4a16_gemv).
+            # Static shapes are also torch.compile's fastest form of each workload.
+            _raise_recompile_limits(torch)
+            fn = torch.compile(fn, dynamic=False)
         return Loaded(path, mode, fn, params, abi), None
     except BaseException as e:  # noqa: B902 - a candidate's import may raise anything, SystemExit included
         return None, _failure("importing %s (%s) failed" % (os.path.basename(path), mode), e)
+
+
+def _raise_recompile_limits(torch):
+    """Room for a graph per workload shape: past the limit Dynamo falls back to eager silently,
+    and torch_compile would time eager PyTorch under its name."""
+    try:
+        import torch._dynamo.config as dynamo_config
+    except ImportError:
+        return
+    for name in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit", "accumulated_recompile_limit"):
+        if hasattr(dynamo_config, name):
+            setattr(dynamo_config, name, max(getattr(dynamo_config, name), 1024))
+
+
+def _recompile_reasons(loaded):
+    """Dynamo's recorded guard failures (why a call recompiled), for a torch_compile call that
+    failed: a compile after the lockdown fails, and the reason says which property of the real
+    inputs the prepare step did not reproduce."""
+    if loaded.mode != "torch_compile":
+        return ""
+    try:
+        from torch._dynamo.utils import guard_failures
+        reasons = [str(r) for failures in guard_failures.values() for r in failures]
+    except (ImportError, AttributeError):
+        return ""
+    return ("\nrecompiled because: " + "; ".join(reasons[-4:])[:600]) if reasons else ""
 
 
 def _failure(what, exc):
@@ -247,7 +284,7 @@ def call(loaded, inputs, outputs, scalars, stream):
                 loaded.fn(**kw)
         return None
     except BaseException as e:  # noqa: B902
-        return _failure("run() raised", e)
+        return _failure("run() raised", e) + _recompile_reasons(loaded)
 
 
 def _dtype(torch, name):
@@ -290,6 +327,11 @@ def prepare(loaded, shapes_json):
                     t = torch.zeros(dims, device="cuda", dtype=dt)
                 kw[spec["name"]] = t
             scalars = dict(loaded.abi["scalars"])
+            # The workload's own scalar values (torch.compile specialises on them), typed as the
+            # task's defaults are (an int scalar stays an int).
+            for name, value in shape.get("scalars", {}).items():
+                default = scalars.get(name)
+                scalars[name] = int(value) if isinstance(default, int) and not isinstance(default, bool) else value
             scalars.update(axes)
             names = list(kw)
             kw = _kwargs(loaded, names, [kw[n] for n in names], scalars)

@@ -49,7 +49,16 @@ def main():
     for name, dims in (("offsets", [3]), ("order", [5])):
         assert seen[name].how == "zeros", "%s drawn by %s, not zeros" % (name, seen[name].how)
         assert seen[name].dims == dims, (name, seen[name].dims)
-    print("prepare: floats from randn, integers zero")
+    # The workload's scalar overrides reach run() (torch.compile specialises on their values),
+    # an int scalar as an int.
+    seen.clear()
+    abi["scalars"] = {"ignore_index": -100, "grad_scale": 1.0}
+    shape = {"uuid": "w2", "axes": {"T": 2, "K": 3, "E": 1}, "scalars": {"ignore_index": 1.0, "grad_scale": 0.25}}
+    errors = d2k_shim.prepare(loaded, json.dumps([shape]))
+    assert errors is None, errors
+    assert seen["ignore_index"] == 1 and isinstance(seen["ignore_index"], int), seen["ignore_index"]
+    assert seen["grad_scale"] == 0.25, seen["grad_scale"]
+    print("prepare: floats from randn, integers zero, the workload's scalars")
 
 
 if __name__ == "__main__":

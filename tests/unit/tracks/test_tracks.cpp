@@ -144,10 +144,14 @@ TEST(BuiltinTargets, VariantsResolveToTheirLibrary) {
 }
 
 TEST(WorkloadShapes, RoundTripAndNameTheBadEntry) {
-  std::vector<WorkloadShape> s{{"a", {{"T", 7}, {"H", 264}}}, {"b", {}}};
+  std::vector<WorkloadShape> s{{"a", {{"T", 7}, {"H", 264}}, {{"grad_scale", 0.000244140625}, {"ignore_index", 1}}}, {"b", {}, {}}};
   auto back = shapes_from_json(shapes_to_json(s));
   ASSERT_EQ(back.size(), 2u);
   EXPECT_EQ(back[0].axes.at("H"), 264);
+  // The workload's scalar overrides travel too (torch.compile specialises on them).
+  EXPECT_EQ(back[0].scalars.at("grad_scale"), 0.000244140625);
+  EXPECT_EQ(back[0].scalars.at("ignore_index"), 1);
+  EXPECT_TRUE(back[1].scalars.empty());
   EXPECT_EQ(back[1].uuid, "b");
   try {
     shapes_from_json(nlohmann::json::parse(R"([{"uuid":"a","axes":{}},{"axes":{}}])"));
