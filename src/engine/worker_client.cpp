@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <string_view>
@@ -339,17 +340,27 @@ class WorkerRunner final : public TargetRunner {
     return map_buffers(bufs);
   }
 
+  /// One map request per kFdsPerMap buffers: a message carries at most SCM_MAX_FD (253)
+  /// descriptors, and a batch of a small workload maps up to 256 input sets of several buffers
+  /// each (moe_topk_router 512 x 256 failed on the H200: "more than 250 descriptors").
+  static constexpr std::size_t kFdsPerMap = 200;
+
   CallOutcome map_buffers(const std::vector<const DevMem*>& all) {
-    json bufs = json::array();
-    std::vector<int> fds;
-    for (const DevMem* b : all) {
-      if (mapped_.count(b->id())) continue;
-      mapped_.insert(b->id());
-      bufs.push_back({{"id", b->id()}, {"bytes", b->size()}});
-      fds.push_back(b->export_fd());
+    std::vector<const DevMem*> todo;
+    for (const DevMem* b : all)
+      if (mapped_.insert(b->id()).second) todo.push_back(b);
+    for (std::size_t first = 0; first < todo.size(); first += kFdsPerMap) {
+      json bufs = json::array();
+      std::vector<int> fds;
+      for (std::size_t i = first; i < std::min(todo.size(), first + kFdsPerMap); ++i) {
+        bufs.push_back({{"id", todo[i]->id()}, {"bytes", todo[i]->size()}});
+        fds.push_back(todo[i]->export_fd());
+      }
+      CallOutcome o = request({{"cmd", wire::cmd::map}, {"buffers", bufs}}, std::move(fds), wire::reply::mapped,
+                              opt_.start_timeout_s).first;
+      if (!o.ok) return o;
     }
-    if (fds.empty()) return {};
-    return request({{"cmd", wire::cmd::map}, {"buffers", bufs}}, std::move(fds), wire::reply::mapped, opt_.start_timeout_s).first;
+    return {};
   }
 
   static json ids(const DeviceSet& s) {
