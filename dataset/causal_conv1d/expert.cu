@@ -48,11 +48,12 @@
 //      (flat's per-lane row tracking without its 64-bit divisions and tap reloads).
 //   g. (persist) resident warps that loop over the row tiles and issue the next tile's loads before
 //      computing the current one: loads in flight through the arithmetic phase, no CTA turnover.
-//   h. (rowsrcp) e and f together, in case both help.
+//   h. (cta64) CTAs of 2 warps instead of 8: a CTA's slot on the SM is freed when its slowest warp
+//      ends, so with short-lived warps smaller CTAs return idle warp slots sooner.
 //   %VARIANT% rcpapprox -DCONV_RCP_APPROX=1
 //   %VARIANT% rows -DCONV_ROWS=1
 //   %VARIANT% persist -DCONV_PERSIST=1 -DCONV_STEPS=2
-//   %VARIANT% rowsrcp -DCONV_ROWS=1 -DCONV_RCP_APPROX=1
+//   %VARIANT% cta64 -DCONV_THREADS=64
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -75,6 +76,9 @@
 #ifndef CONV_PERSIST
 #define CONV_PERSIST 0
 #endif
+#ifndef CONV_THREADS
+#define CONV_THREADS 256
+#endif
 
 namespace {
 
@@ -82,7 +86,7 @@ constexpr int kWidth = 4;          // the filter width the kernels are written f
 constexpr int kVec = 8;            // bf16 elements per 16-byte access
 constexpr int kWarpSpan = 32 * kVec;  // positions one step of a warp covers
 constexpr int kSteps = CONV_STEPS;
-constexpr int kThreads = 256;
+constexpr int kThreads = CONV_THREADS;  // 256; variant cta64: 64
 constexpr int kWarpsPerBlock = kThreads / 32;
 
 struct Taps {

@@ -11,7 +11,7 @@
 # of every variant (no local memory). Each step gets what is left of a 140 s budget (the 150 s of
 # scripts/gpu/run_checks.sh).
 # The variants sweep alone (issue #15, the 64 x 2048 x 512 row; about 90 s):
-#   D2K_CHECK_STEPS=variants,memcheck_rcpapprox,memcheck_rows,memcheck_rowsbench,memcheck_persist,memcheck_rowsrcp,sass \
+#   D2K_CHECK_STEPS=variants,memcheck_rcpapprox,memcheck_rows,memcheck_rowsbench,memcheck_persist,memcheck_cta64,sass \
 #     scripts/gpu/checks/t-conv.sh CARRY OUT
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-conv.sh CARRY OUT [compile]
@@ -55,14 +55,14 @@ sanitize --impl expert:flat memcheck 20 \
 # also judges their outputs against the golden): rcpapprox's arithmetic on SiLU's negative tail
 # (16-byte path) and an odd L (2-byte path); rows' one-span kernel (rows of 64 and of 24); persist
 # looping over more tiles than its grid holds warps (8192 one-tile rows) and over 5 tiles a row
-# with halos and a partial last tile (L = 2056); rowsrcp as rows.
+# with halos and a partial last tile (L = 2056); cta64's grid of 2-warp CTAs on both paths.
 variant_memcheck() {  # variant_memcheck NAME SECONDS WORKLOADS: only where the variant is built
   [ -f "$carry/impl/$task/expert_$1.so" ] && sanitize --impl "expert:$1" memcheck "$2" "$3"
 }
 variant_memcheck rcpapprox 15 causal_conv1d-check-2x64x1000-negative-tail,causal_conv1d-check-3x37x1001
 variant_memcheck rows 15 causal_conv1d-check-4x2048x64-mamba370m,causal_conv1d-check-1x4096x24-mamba1.4b
 variant_memcheck persist 15 causal_conv1d-check-4x2048x64-mamba370m,causal_conv1d-check-2x64x2056
-variant_memcheck rowsrcp 15 causal_conv1d-check-4x2048x64-mamba370m
+variant_memcheck cta64 15 causal_conv1d-check-2x64x2056,causal_conv1d-check-3x37x1001
 # rows' two-span kernel (257 <= L <= 512) has no public check workload: memcheck it on the bench row
 # under `d2k bench` (its output judged against naive's, both under the sanitizer; timing capped).
 if [ -f "$carry/impl/$task/expert_rows.so" ] && selected memcheck_rowsbench; then
