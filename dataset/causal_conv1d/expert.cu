@@ -39,20 +39,26 @@
 //   %VARIANT% flat -DCONV_FLAT=1
 //   Variants for the short rows (64 x 2048 x 512: a row is 2 warp spans, so a warp there has only 2
 //   loads of 16 bytes in flight per lane and lives for one load round trip and one arithmetic phase;
-//   docs/results/causal_conv1d.md, "Seventh session's variants"), one hypothesis each:
-//   e. (rcpapprox) SiLU's reciprocal as MUFU.RCP alone (rcp.approx.ftz) instead of __frcp_rn's Newton
-//      step and slow-path test: about half the instructions per output, if instruction issue in the
-//      arithmetic phase stretches each warp's life.
-//   f. (rows) a warp per 2 whole rows where a row is at most half a tile: twice the loads in flight
-//      per lane (4 at L = 512) and the warp's fixed cost shared by 2 rows, with warp-uniform taps
-//      (flat's per-lane row tracking without its 64-bit divisions and tap reloads).
-//   g. (persist) resident warps that loop over the row tiles and issue the next tile's loads before
-//      computing the current one: loads in flight through the arithmetic phase, no CTA turnover.
-//   h. (cta64) CTAs of 2 warps instead of 8: a CTA's slot on the SM is freed when its slowest warp
-//      ends, so with short-lived warps smaller CTAs return idle warp slots sooner.
+//   docs/results/causal_conv1d.md, "Seventh session's variants"), each one change from the build
+//   it is compared with:
+//   e. (rcpapprox, vs the expert) SiLU's reciprocal as MUFU.RCP alone (rcp.approx.ftz) instead of
+//      __frcp_rn's Newton step and slow-path call: about half the instructions per output and no
+//      call (40 registers, 6 CTAs per SM), if instruction issue in the arithmetic phase stretches
+//      each warp's life.
+//   f. (rowsrcp, vs rcpapprox) a warp per 2 whole rows where a row is at most half a tile: twice the
+//      loads in flight per lane (4 at L = 512, as on long rows) and the warp's fixed cost shared by
+//      2 rows, with warp-uniform taps (flat's tiling without its per-lane row tracking). Built with
+//      e's reciprocal and 5 CTAs per SM: 48 registers, no stack (with __frcp_rn's call it needs 54).
+//   g. (persistrcp, vs rcpapprox) resident warps that loop over the row tiles (CONV_STEPS = 2: a
+//      tile is a 512-row) and issue the next tile's loads before computing the current one: loads
+//      in flight through the arithmetic phase, no CTA turnover. 64 registers, 4 CTAs per SM (5
+//      spill).
+//   h. (cta64, vs the expert) CTAs of 2 warps instead of 8: a CTA's slot on the SM is freed only
+//      when its slowest warp ends, so with short-lived warps smaller CTAs return idle warp slots
+//      sooner (21 CTAs, 42 warps per SM).
 //   %VARIANT% rcpapprox -DCONV_RCP_APPROX=1
-//   %VARIANT% rows -DCONV_ROWS=1
-//   %VARIANT% persist -DCONV_PERSIST=1 -DCONV_STEPS=2
+//   %VARIANT% rowsrcp -DCONV_ROWS=1 -DCONV_RCP_APPROX=1 -DCONV_MIN_BLOCKS=5
+//   %VARIANT% persistrcp -DCONV_PERSIST=1 -DCONV_STEPS=2 -DCONV_RCP_APPROX=1
 //   %VARIANT% cta64 -DCONV_THREADS=64
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -79,6 +85,9 @@
 #ifndef CONV_THREADS
 #define CONV_THREADS 256
 #endif
+#ifndef CONV_MIN_BLOCKS
+#define CONV_MIN_BLOCKS 1
+#endif
 
 namespace {
 
@@ -88,6 +97,10 @@ constexpr int kWarpSpan = 32 * kVec;  // positions one step of a warp covers
 constexpr int kSteps = CONV_STEPS;
 constexpr int kThreads = CONV_THREADS;  // 256; variant cta64: 64
 constexpr int kWarpsPerBlock = kThreads / 32;
+#if CONV_ROWS || CONV_PERSIST
+// CTAs per SM the rows and persist kernels are compiled for (__launch_bounds__' second argument).
+constexpr int kMinBlocks = CONV_MIN_BLOCKS;
+#endif
 
 struct Taps {
   float w0, w1, w2, w3, bias;
@@ -229,11 +242,11 @@ __global__ void __launch_bounds__(kThreads) causal_conv1d_silu_vec(const __nv_bf
 /// the warp's fixed cost (index arithmetic, taps, launch and retirement) is paid once per 2 rows.
 /// Slot u of the tile is step u % kRowSteps of row u / kRowSteps, both compile-time, so each row's
 /// taps and its causal zeros are warp-uniform as in the row-tiled kernel. (Four rows of one span
-/// a warp would need a fourth and fifth set of taps live: 64 registers and a stack frame around
+/// a warp would need two more sets of taps live: 64 registers and a stack frame around
 /// __frcp_rn's slow-path call.)
 constexpr int kPackedRows = 2;
 template <int kRowSteps>
-__global__ void __launch_bounds__(kThreads) causal_conv1d_silu_rows(const __nv_bfloat16* __restrict__ x,
+__global__ void __launch_bounds__(kThreads, kMinBlocks) causal_conv1d_silu_rows(const __nv_bfloat16* __restrict__ x,
                                                                     const float* __restrict__ weight,
                                                                     const float* __restrict__ bias,
                                                                     __nv_bfloat16* __restrict__ out, int64_t rows,
@@ -317,7 +330,7 @@ __device__ __forceinline__ void issue_tile(Tile& s, const uint4* __restrict__ sr
 /// GPU at once, warp g takes tiles g, g + W, g + 2W, ... (W warps in the grid) and issues the loads
 /// of its next tile before computing the current one, so its loads stay in flight through the
 /// arithmetic phase and no CTA is launched or retired after the first wave.
-__global__ void __launch_bounds__(kThreads) causal_conv1d_silu_persist(const __nv_bfloat16* __restrict__ x,
+__global__ void __launch_bounds__(kThreads, kMinBlocks) causal_conv1d_silu_persist(const __nv_bfloat16* __restrict__ x,
                                                                        const float* __restrict__ weight,
                                                                        const float* __restrict__ bias,
                                                                        __nv_bfloat16* __restrict__ out, int64_t tiles,

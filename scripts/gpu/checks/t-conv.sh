@@ -5,13 +5,13 @@
 # every built variant (`// %VARIANT%` lines of expert.cu) checked and timed on the three bench
 # workloads (step `variants`); the starter's verdict (must be INCORRECT_*); compute-sanitizer
 # memcheck of the expert on every public check workload (both its kernels) and of each variant on
-# the check workloads that reach its own code (rows also on the 64 x 2048 x 512 bench row, the only
+# the check workloads that reach its own code (rowsrcp also on the 64 x 2048 x 512 bench row, the only
 # public shape of its two-span kernel, under `d2k bench`); the golden cross-check against PyTorch
 # float64 on `d2k check --dump` inputs (t-conv/golden_check.py); the SASS counts of the expert and
 # of every variant (no local memory). Each step gets what is left of a 140 s budget (the 150 s of
 # scripts/gpu/run_checks.sh).
 # The variants sweep alone (issue #15, the 64 x 2048 x 512 row; about 2-3 minutes):
-#   D2K_CHECK_STEPS=variants,memcheck_rcpapprox,memcheck_rows,memcheck_rowsbench,memcheck_persist,memcheck_cta64,sass \
+#   D2K_CHECK_STEPS=variants,memcheck_rcpapprox,memcheck_rowsrcp,memcheck_rowsbench,memcheck_persistrcp,memcheck_cta64,sass \
 #     CONV_BUDGET_S=300 scripts/gpu/checks/t-conv.sh CARRY OUT
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-conv.sh CARRY OUT [compile]
@@ -63,21 +63,21 @@ variant_memcheck() {  # variant_memcheck NAME SECONDS WORKLOADS: only where the 
   [ -f "$carry/impl/$task/expert_$1.so" ] && sanitize --impl "expert:$1" memcheck "$2" "$3"
 }
 variant_memcheck rcpapprox 15 causal_conv1d-check-2x64x1000-negative-tail,causal_conv1d-check-3x37x1001
-variant_memcheck rows 15 causal_conv1d-check-4x2048x64-mamba370m,causal_conv1d-check-1x4096x24-mamba1.4b
-variant_memcheck persist 15 causal_conv1d-check-4x2048x64-mamba370m,causal_conv1d-check-2x64x2056
+variant_memcheck rowsrcp 15 causal_conv1d-check-4x2048x64-mamba370m,causal_conv1d-check-1x4096x24-mamba1.4b
+variant_memcheck persistrcp 15 causal_conv1d-check-4x2048x64-mamba370m,causal_conv1d-check-2x64x2056
 variant_memcheck cta64 15 causal_conv1d-check-2x64x2056,causal_conv1d-check-3x37x1001
 # rows' two-span kernel (257 <= L <= 512) has no public check workload: memcheck it on the bench row
 # under `d2k bench` (its output judged against naive's, both under the sanitizer; timing capped).
-if [ -f "$carry/impl/$task/expert_rows.so" ] && selected memcheck_rowsbench; then
+if [ -f "$carry/impl/$task/expert_rowsrcp.so" ] && selected memcheck_rowsbench; then
   san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   [ -x "$san" ] || san=false  # the step then fails, as sanitize's do without the tool
   step memcheck_rowsbench 40 "$san" --tool memcheck --error-exitcode 99 "$d2k" bench --task "$task" \
-    --targets expert:rows --workloads causal_conv1d-bench-64x2048x512-mamba370m --isolation none \
+    --targets expert:rowsrcp --workloads causal_conv1d-bench-64x2048x512-mamba370m --isolation none \
     --bench-rounds 1 --max-time 0.05 --quiet
   rc=$?
   grep -E "ERROR SUMMARY" "$out/memcheck_rowsbench.log" 2> /dev/null | tail -1
   if [ "$rc" -eq 0 ] && grep -q "ERROR SUMMARY: 0 errors" "$out/memcheck_rowsbench.log"; then
-    pass "memcheck: expert:rows clean on the 64x2048x512 bench row"
+    pass "memcheck: expert:rowsrcp clean on the 64x2048x512 bench row"
   else
     fail "memcheck_rowsbench rc=$rc (see memcheck_rowsbench.log)"
   fi
