@@ -246,11 +246,10 @@ __global__ void __launch_bounds__(kThreads) causal_conv1d_silu_vec(const __nv_bf
 /// __frcp_rn's slow-path call.)
 constexpr int kPackedRows = 2;
 template <int kRowSteps>
-__global__ void __launch_bounds__(kThreads, kMinBlocks) causal_conv1d_silu_rows(const __nv_bfloat16* __restrict__ x,
-                                                                    const float* __restrict__ weight,
-                                                                    const float* __restrict__ bias,
-                                                                    __nv_bfloat16* __restrict__ out, int64_t rows,
-                                                                    int64_t D, int64_t row_vecs) {
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    causal_conv1d_silu_rows(const __nv_bfloat16* __restrict__ x, const float* __restrict__ weight,
+                            const float* __restrict__ bias, __nv_bfloat16* __restrict__ out, int64_t rows, int64_t D,
+                            int64_t row_vecs) {
   constexpr int kRows = kPackedRows;
   constexpr int kSlots = kRows * kRowSteps;
   static_assert(kSlots <= kSteps, "no more loads in flight than a long row's tile");
@@ -302,7 +301,7 @@ struct Tile {
   uint4 v[kSteps];
   uint32_t halo_z, halo_w;
   Taps t;
-  int64_t vec_begin;  // the lane's first vector in the row
+  int64_t vec_begin;   // the lane's first vector in the row
   int64_t row_offset;  // in vectors
 };
 
@@ -330,12 +329,10 @@ __device__ __forceinline__ void issue_tile(Tile& s, const uint4* __restrict__ sr
 /// GPU at once, warp g takes tiles g, g + W, g + 2W, ... (W warps in the grid) and issues the loads
 /// of its next tile before computing the current one, so its loads stay in flight through the
 /// arithmetic phase and no CTA is launched or retired after the first wave.
-__global__ void __launch_bounds__(kThreads, kMinBlocks) causal_conv1d_silu_persist(const __nv_bfloat16* __restrict__ x,
-                                                                       const float* __restrict__ weight,
-                                                                       const float* __restrict__ bias,
-                                                                       __nv_bfloat16* __restrict__ out, int64_t tiles,
-                                                                       int64_t D, int64_t row_vecs, int steps,
-                                                                       int64_t tiles_per_row) {
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    causal_conv1d_silu_persist(const __nv_bfloat16* __restrict__ x, const float* __restrict__ weight,
+                               const float* __restrict__ bias, __nv_bfloat16* __restrict__ out, int64_t tiles,
+                               int64_t D, int64_t row_vecs, int steps, int64_t tiles_per_row) {
   const int lane = threadIdx.x & 31;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   int64_t tile = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
