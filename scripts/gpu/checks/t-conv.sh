@@ -6,7 +6,7 @@
 # workloads (step `variants`); the starter's verdict (must be INCORRECT_*); compute-sanitizer
 # memcheck of the expert on every public check workload (both its kernels) and of each variant on
 # the check workloads that reach its own code (rowsrcp also on the 64 x 2048 x 512 bench row, the only
-# public shape of its two-span kernel, under `d2k bench`); the golden cross-check against PyTorch
+# public shape of its two-span kernel); the golden cross-check against PyTorch
 # float64 on `d2k check --dump` inputs (t-conv/golden_check.py); the SASS counts of the expert and
 # of every variant (no local memory). Each step gets what is left of a 140 s budget (the 150 s of
 # scripts/gpu/run_checks.sh).
@@ -66,14 +66,15 @@ variant_memcheck rcpapprox 15 causal_conv1d-check-2x64x1000-negative-tail,causal
 variant_memcheck rowsrcp 15 causal_conv1d-check-4x2048x64-mamba370m,causal_conv1d-check-1x4096x24-mamba1.4b
 variant_memcheck persistrcp 15 causal_conv1d-check-4x2048x64-mamba370m,causal_conv1d-check-2x64x2056
 variant_memcheck cta64 15 causal_conv1d-check-2x64x2056,causal_conv1d-check-3x37x1001
-# rows' two-span kernel (257 <= L <= 512) has no public check workload: memcheck it on the bench row
-# under `d2k bench` (its output judged against naive's, both under the sanitizer; timing capped).
+# rowsrcp's two-span kernel (257 <= L <= 512) has no public check workload: memcheck it on the bench
+# row (`d2k check` of a bench workload: one round judged against naive's outputs, both under the
+# sanitizer, no timing).
 if [ -f "$carry/impl/$task/expert_rowsrcp.so" ] && selected memcheck_rowsbench; then
   san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   [ -x "$san" ] || san=false  # the step then fails, as sanitize's do without the tool
-  step memcheck_rowsbench 40 "$san" --tool memcheck --error-exitcode 99 "$d2k" bench --task "$task" \
-    --targets expert:rowsrcp --workloads causal_conv1d-bench-64x2048x512-mamba370m --isolation none \
-    --bench-rounds 1 --max-time 0.05 --quiet
+  step memcheck_rowsbench 40 "$san" --tool memcheck --error-exitcode 99 "$d2k" check --task "$task" \
+    --impl expert:rowsrcp --workloads causal_conv1d-bench-64x2048x512-mamba370m --isolation none \
+    --rounds 1 --bench-rounds 1 --quiet
   rc=$?
   grep -E "ERROR SUMMARY" "$out/memcheck_rowsbench.log" 2> /dev/null | tail -1
   if [ "$rc" -eq 0 ] && grep -q "ERROR SUMMARY: 0 errors" "$out/memcheck_rowsbench.log"; then
