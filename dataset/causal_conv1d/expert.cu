@@ -37,6 +37,29 @@
 //   %VARIANT% steps2 -DCONV_STEPS=2
 //   %VARIANT% steps8 -DCONV_STEPS=8
 //   %VARIANT% flat -DCONV_FLAT=1
+//   Variants for the short rows (64 x 2048 x 512: a row is 2 warp spans, so a warp there has only 2
+//   loads of 16 bytes in flight per lane and lives for one load round trip and one arithmetic phase;
+//   docs/results/causal_conv1d.md, "Seventh session's variants"), each one change from the build
+//   it is compared with:
+//   e. (rcpapprox, vs the expert) SiLU's reciprocal as MUFU.RCP alone (rcp.approx.ftz) instead of
+//      __frcp_rn's Newton step and slow-path call: about half the instructions per output and no
+//      call (40 registers, 6 CTAs per SM), if instruction issue in the arithmetic phase stretches
+//      each warp's life.
+//   f. (rowsrcp, vs rcpapprox) a warp per 2 whole rows where a row is at most half a tile: twice the
+//      loads in flight per lane (4 at L = 512, as on long rows) and the warp's fixed cost shared by
+//      2 rows, with warp-uniform taps (flat's tiling without its per-lane row tracking). Built with
+//      e's reciprocal and 5 CTAs per SM: 48 registers, no stack (with __frcp_rn's call it needs 54).
+//   g. (persistrcp, vs rcpapprox) resident warps that loop over the row tiles (CONV_STEPS = 2: a
+//      tile is a 512-row) and issue the next tile's loads before computing the current one: loads
+//      in flight through the arithmetic phase, no CTA turnover. 64 registers, 4 CTAs per SM (5
+//      spill).
+//   h. (cta64, vs the expert) CTAs of 2 warps instead of 8: a CTA's slot on the SM is freed only
+//      when its slowest warp ends, so with short-lived warps smaller CTAs return idle warp slots
+//      sooner (21 CTAs, 42 warps per SM).
+//   %VARIANT% rcpapprox -DCONV_RCP_APPROX=1
+//   %VARIANT% rowsrcp -DCONV_ROWS=1 -DCONV_RCP_APPROX=1 -DCONV_MIN_BLOCKS=5
+//   %VARIANT% persistrcp -DCONV_PERSIST=1 -DCONV_STEPS=2 -DCONV_RCP_APPROX=1
+//   %VARIANT% cta64 -DCONV_THREADS=64
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -50,6 +73,21 @@
 #ifndef CONV_FLAT
 #define CONV_FLAT 0
 #endif
+#ifndef CONV_RCP_APPROX
+#define CONV_RCP_APPROX 0
+#endif
+#ifndef CONV_ROWS
+#define CONV_ROWS 0
+#endif
+#ifndef CONV_PERSIST
+#define CONV_PERSIST 0
+#endif
+#ifndef CONV_THREADS
+#define CONV_THREADS 256
+#endif
+#ifndef CONV_MIN_BLOCKS
+#define CONV_MIN_BLOCKS 1
+#endif
 
 namespace {
 
@@ -57,8 +95,12 @@ constexpr int kWidth = 4;          // the filter width the kernels are written f
 constexpr int kVec = 8;            // bf16 elements per 16-byte access
 constexpr int kWarpSpan = 32 * kVec;  // positions one step of a warp covers
 constexpr int kSteps = CONV_STEPS;
-constexpr int kThreads = 256;
+constexpr int kThreads = CONV_THREADS;  // 256; variant cta64: 64
 constexpr int kWarpsPerBlock = kThreads / 32;
+#if CONV_ROWS || CONV_PERSIST
+// CTAs per SM the rows and persist kernels are compiled for (__launch_bounds__' second argument).
+constexpr int kMinBlocks = CONV_MIN_BLOCKS;
+#endif
 
 struct Taps {
   float w0, w1, w2, w3, bias;
@@ -82,6 +124,17 @@ __device__ __forceinline__ float ex2(float x) {
   return y;
 }
 
+#if CONV_RCP_APPROX
+/// 1/x by MUFU.RCP alone (at most 1 ulp of fp32 from the rounded quotient; +inf gives +0). __frcp_rn
+/// adds a Newton step and a range test that branches to a slow path for huge or tiny x, which
+/// compiles to about 10 instructions and a BSSY/BSYNC pair per output.
+__device__ __forceinline__ float rcp_approx(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+#endif
+
 /// silu(b + w0*a + w1*b1 + w2*c + w3*x), the taps applied oldest first from the bias.
 __device__ __forceinline__ float conv_silu(const Taps& t, float xm3, float xm2, float xm1, float x0) {
   float z = t.bias;
@@ -92,7 +145,11 @@ __device__ __forceinline__ float conv_silu(const Taps& t, float xm3, float xm2, 
   constexpr float kLog2e = 1.4426950408889634f;
   // 1 + 2^(-z log2 e) is +inf for z < -88.7: rcp gives 0 and the output -0, within atol of the
   // golden's |silu(z)| < 1e-36.
+#if CONV_RCP_APPROX
+  return z * rcp_approx(1.f + ex2(-z * kLog2e));  // variant rcpapprox
+#else
   return z * __frcp_rn(1.f + ex2(-z * kLog2e));
+#endif
 }
 
 __device__ __forceinline__ float bf16_lo(uint32_t u) { return __uint_as_float(u << 16); }
@@ -129,6 +186,7 @@ __device__ __forceinline__ uint4 conv_vector(const Taps& t, uint32_t prev_z, uin
   return {pack_bf16x2(y[0], y[1]), pack_bf16x2(y[2], y[3]), pack_bf16x2(y[4], y[5]), pack_bf16x2(y[6], y[7])};
 }
 
+#if !CONV_PERSIST  // variant persist replaces this kernel
 /// The 16-byte path: L % 8 == 0, x and out 16-byte aligned. A warp per tile of `steps` x 256
 /// positions of one row; tiles_per_row = ceil(L / (steps * 256)).
 __global__ void __launch_bounds__(kThreads) causal_conv1d_silu_vec(const __nv_bfloat16* __restrict__ x,
@@ -174,6 +232,142 @@ __global__ void __launch_bounds__(kThreads) causal_conv1d_silu_vec(const __nv_bf
     if (i < row_vecs) dst[i] = conv_vector(t, pz, pw, v[u]);
   }
 }
+
+#endif  // !CONV_PERSIST
+
+#if CONV_ROWS
+/// Variant rows, the 16-byte path for rows of at most kSteps / 2 warp spans (L <= 512 at kSteps = 4):
+/// a warp owns kPackedRows = 2 whole rows of kRowSteps steps each, so every lane has 2 * kRowSteps
+/// 16-byte loads in flight (4 at L = 512, as on long rows; a row-tiled warp has only kRowSteps), and
+/// the warp's fixed cost (index arithmetic, taps, launch and retirement) is paid once per 2 rows.
+/// Slot u of the tile is step u % kRowSteps of row u / kRowSteps, both compile-time, so each row's
+/// taps and its causal zeros are warp-uniform as in the row-tiled kernel. (Four rows of one span
+/// a warp would need two more sets of taps live: 64 registers and a stack frame around
+/// __frcp_rn's slow-path call.)
+constexpr int kPackedRows = 2;
+template <int kRowSteps>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    causal_conv1d_silu_rows(const __nv_bfloat16* __restrict__ x, const float* __restrict__ weight,
+                            const float* __restrict__ bias, __nv_bfloat16* __restrict__ out, int64_t rows, int64_t D,
+                            int64_t row_vecs) {
+  constexpr int kRows = kPackedRows;
+  constexpr int kSlots = kRows * kRowSteps;
+  static_assert(kSlots <= kSteps, "no more loads in flight than a long row's tile");
+  const int lane = threadIdx.x & 31;
+  const int64_t warp = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
+  const int64_t row0 = warp * kRows;
+  if (row0 >= rows) return;  // warp-uniform
+  const uint4* src = reinterpret_cast<const uint4*>(x) + row0 * row_vecs;
+  uint4* dst = reinterpret_cast<uint4*>(out) + row0 * row_vecs;
+
+  // Phase 1: the loads of every row of the tile in flight, then each row's taps (an L2 hit after
+  // the first warps of a channel).
+  uint4 v[kSlots];
+#pragma unroll
+  for (int u = 0; u < kSlots; ++u) {
+    const int r = u / kRowSteps;
+    const int64_t i = (u % kRowSteps) * 32 + lane;
+    v[u] = (row0 + r < rows && i < row_vecs) ? load_stream(src + r * row_vecs + i) : make_uint4(0, 0, 0, 0);
+  }
+  Taps t[kRows];
+  int64_t d = row0 % D;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    t[r] = load_taps(weight, bias, d);  // a row past the last reads a valid channel; its outputs are masked
+    d = d + 1 == D ? 0 : d + 1;
+  }
+
+  // Phase 2: as the row-tiled kernel, with zeros as lane 0's halo at each row's first step.
+  uint32_t carry_z = 0, carry_w = 0;
+#pragma unroll
+  for (int u = 0; u < kSlots; ++u) {
+    const int r = u / kRowSteps;
+    const uint32_t rz = __shfl_sync(0xFFFFFFFFu, v[u].z, (lane + 31) & 31);
+    const uint32_t rw = __shfl_sync(0xFFFFFFFFu, v[u].w, (lane + 31) & 31);
+    const bool row_start = u % kRowSteps == 0;
+    const uint32_t pz = lane == 0 ? (row_start ? 0u : carry_z) : rz;
+    const uint32_t pw = lane == 0 ? (row_start ? 0u : carry_w) : rw;
+    carry_z = rz;
+    carry_w = rw;
+    const int64_t i = (u % kRowSteps) * 32 + lane;
+    if (row0 + r < rows && i < row_vecs) dst[r * row_vecs + i] = conv_vector(t[r], pz, pw, v[u]);
+  }
+}
+#endif  // CONV_ROWS
+
+#if CONV_PERSIST
+/// One tile of the row-tiled 16-byte path in registers: its vectors, the halo before it and its taps.
+struct Tile {
+  uint4 v[kSteps];
+  uint32_t halo_z, halo_w;
+  Taps t;
+  int64_t vec_begin;   // the lane's first vector in the row
+  int64_t row_offset;  // in vectors
+};
+
+/// Issue every load of tile `tile` (the row-tiled kernel's phase 1) without waiting for any.
+__device__ __forceinline__ void issue_tile(Tile& s, const uint4* __restrict__ src, const float* __restrict__ weight,
+                                           const float* __restrict__ bias, int64_t tile, int64_t D, int64_t row_vecs,
+                                           int steps, int64_t tiles_per_row, int lane) {
+  const int64_t row = tile / tiles_per_row;
+  const int64_t tile_vec = (tile - row * tiles_per_row) * steps * 32;
+  s.row_offset = row * row_vecs;
+  s.vec_begin = tile_vec + lane;
+#pragma unroll
+  for (int u = 0; u < kSteps; ++u) {
+    const int64_t i = s.vec_begin + u * 32;
+    s.v[u] = (u < steps && i < row_vecs) ? load_stream(src + s.row_offset + i) : make_uint4(0, 0, 0, 0);
+  }
+  uint4 halo = make_uint4(0, 0, 0, 0);
+  if (lane == 0 && tile_vec > 0) halo = __ldg(src + s.row_offset + tile_vec - 1);
+  s.halo_z = halo.z;
+  s.halo_w = halo.w;
+  s.t = load_taps(weight, bias, row % D);
+}
+
+/// Variant persist, the row-tiled 16-byte path with resident warps: the grid is what fits on the
+/// GPU at once, warp g takes tiles g, g + W, g + 2W, ... (W warps in the grid) and issues the loads
+/// of its next tile before computing the current one, so its loads stay in flight through the
+/// arithmetic phase and no CTA is launched or retired after the first wave.
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    causal_conv1d_silu_persist(const __nv_bfloat16* __restrict__ x, const float* __restrict__ weight,
+                               const float* __restrict__ bias, __nv_bfloat16* __restrict__ out, int64_t tiles,
+                               int64_t D, int64_t row_vecs, int steps, int64_t tiles_per_row) {
+  const int lane = threadIdx.x & 31;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
+  int64_t tile = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
+  if (tile >= tiles) return;  // warp-uniform
+  const uint4* src = reinterpret_cast<const uint4*>(x);
+  uint4* dst = reinterpret_cast<uint4*>(out);
+
+  Tile cur;
+  issue_tile(cur, src, weight, bias, tile, D, row_vecs, steps, tiles_per_row, lane);
+  for (;;) {
+    // Phase 1: the next tile's loads in flight while this one is computed.
+    const int64_t next = tile + stride;
+    Tile nxt;
+    if (next < tiles) issue_tile(nxt, src, weight, bias, next, D, row_vecs, steps, tiles_per_row, lane);
+
+    // Phase 2: the row-tiled kernel's shuffles, arithmetic and stores for the current tile.
+    uint32_t carry_z = cur.halo_z, carry_w = cur.halo_w;
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+      if (u >= steps) break;
+      const uint32_t rz = __shfl_sync(0xFFFFFFFFu, cur.v[u].z, (lane + 31) & 31);
+      const uint32_t rw = __shfl_sync(0xFFFFFFFFu, cur.v[u].w, (lane + 31) & 31);
+      const uint32_t pz = lane == 0 ? carry_z : rz;
+      const uint32_t pw = lane == 0 ? carry_w : rw;
+      carry_z = rz;
+      carry_w = rw;
+      const int64_t i = cur.vec_begin + u * 32;
+      if (i < row_vecs) dst[cur.row_offset + i] = conv_vector(cur.t, pz, pw, cur.v[u]);
+    }
+    if (next >= tiles) break;  // warp-uniform
+    tile = next;
+    cur = nxt;
+  }
+}
+#endif  // CONV_PERSIST
 
 #if CONV_FLAT
 /// Variant flat, the 16-byte path over the flattened tensor: warp w owns vectors
@@ -270,6 +464,23 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) ==
 
 unsigned blocks_for(int64_t n, int64_t per_block) { return static_cast<unsigned>((n + per_block - 1) / per_block); }
 
+#if CONV_ROWS
+/// Variant rows' launch for rows of kRowSteps warp spans; false (nothing launched) where a tile of
+/// kSteps steps cannot hold kPackedRows such rows.
+template <int kRowSteps>
+bool launch_rows(const __nv_bfloat16* x, const float* w, const float* b, __nv_bfloat16* out, int64_t rows, int64_t D,
+                 int64_t row_vecs, cudaStream_t stream) {
+  if constexpr (kPackedRows * kRowSteps > kSteps) {
+    return false;
+  } else {
+    const int64_t warps = (rows + kPackedRows - 1) / kPackedRows;
+    causal_conv1d_silu_rows<kRowSteps>
+        <<<blocks_for(warps, kWarpsPerBlock), kThreads, 0, stream>>>(x, w, b, out, rows, D, row_vecs);
+    return true;
+  }
+}
+#endif
+
 }  // namespace
 
 extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
@@ -312,8 +523,28 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
       const int steps = static_cast<int>(spans < kSteps ? spans : kSteps);
       const int64_t tiles_per_row = (s.L + steps * kWarpSpan - 1) / (steps * kWarpSpan);
       if (rows * tiles_per_row > int64_t{2147483647} * kWarpsPerBlock) throw d2k::abi_error("expert: too many tiles for the grid");
-      causal_conv1d_silu_vec<<<blocks_for(rows * tiles_per_row, kWarpsPerBlock), kThreads, 0, stream>>>(
-          x, w, b, out, rows, s.D, s.L, steps, tiles_per_row);
+      bool packed = false;  // variant rows: rows of at most half a tile, 2 whole rows a warp
+#if CONV_ROWS
+      if (steps == 1) packed = launch_rows<1>(x, w, b, out, rows, s.D, s.L / kVec, stream);
+      if (steps == 2) packed = launch_rows<2>(x, w, b, out, rows, s.D, s.L / kVec, stream);
+#endif
+      if (!packed) {
+#if CONV_PERSIST
+        // Variant persist: as many CTAs as are resident at once, each warp looping over tiles.
+        int device = 0, sms = 0, per_sm = 0;
+        D2K_CUDA_TRY(args, cudaGetDevice(&device));
+        D2K_CUDA_TRY(args, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+        D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, causal_conv1d_silu_persist, kThreads, 0));
+        const int64_t tiles = rows * tiles_per_row;
+        const int64_t resident = static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
+        const int64_t needed = blocks_for(tiles, kWarpsPerBlock);
+        causal_conv1d_silu_persist<<<static_cast<unsigned>(needed < resident ? needed : resident), kThreads, 0, stream>>>(
+            x, w, b, out, tiles, s.D, s.L / kVec, steps, tiles_per_row);
+#else
+        causal_conv1d_silu_vec<<<blocks_for(rows * tiles_per_row, kWarpsPerBlock), kThreads, 0, stream>>>(
+            x, w, b, out, rows, s.D, s.L, steps, tiles_per_row);
+#endif
+      }
     } else {
       const int64_t chunks_per_row = (s.L + kVec - 1) / kVec;
       if (rows * chunks_per_row > int64_t{2147483647} * kThreads) throw d2k::abi_error("expert: too many chunks for the grid");

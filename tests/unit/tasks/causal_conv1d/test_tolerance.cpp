@@ -29,12 +29,18 @@ struct Arith {
   bool flat_rows = false;     ///< one padded sequence over the whole tensor: a row's first outputs read the previous row's tail
   std::int64_t tile = 0;      ///< > 0: zeros instead of the halo at every multiple of `tile` positions
   bool centred = false;       ///< a symmetric window (padding W/2 on each side) instead of the causal one
+  int rcp_ulps = 0;           ///< SiLU's reciprocal this many fp32 ulps off, flushed to 0 below 2^-126 (variant
+                              ///< rcpapprox: rcp.approx.ftz is within 1 ulp)
 };
 
-float silu_f32(Arith::Order o, float z) {
-  if (o == Arith::Order::kSumThenBias) return z / (1.f + std::exp(-z));
+float silu_f32(const Arith& a, float z) {
+  if (a.order == Arith::Order::kSumThenBias) return z / (1.f + std::exp(-z));
   const float e = std::exp2(-z * 1.4426950408889634f);
-  return z * (1.f / (1.f + e));
+  float r = 1.f / (1.f + e);
+  for (int k = 0; k < (a.rcp_ulps < 0 ? -a.rcp_ulps : a.rcp_ulps); ++k)
+    r = std::nextafter(r, a.rcp_ulps < 0 ? 0.f : 2.f);
+  if (a.rcp_ulps != 0 && r < 0x1p-126f) r = 0.f;  // .ftz: a subnormal reciprocal is 0
+  return z * r;
 }
 
 /// One output from its four inputs (oldest first, zeros where padded), the channel's taps and bias.
@@ -51,7 +57,7 @@ float conv_silu(const Arith& a, const float* w, float bias, const float* xs, con
     z = acc_round(z + bias);
   }
   if (a.bf16_preact) z = bf16_rn(z);
-  return silu_f32(a.order, z);
+  return silu_f32(a, z);
 }
 
 std::vector<HostTensor> run_variant(const Case& c, const Arith& a) {
@@ -87,7 +93,9 @@ std::vector<HostTensor> run_variant(const Case& c, const Arith& a) {
 /// The expert's 16-byte path replayed on the host with its own index arithmetic: tiles of `steps`
 /// warp spans (32 lanes x 8 elements) per warp, lane l's 3-element halo from lane l-1's vector,
 /// lane 0's from lane 31's of the previous step or from the 8 elements before the tile.
-std::vector<HostTensor> run_expert_tiling(const Case& c, int max_steps) {
+/// grid_warps > 0 replays the persist variant's order instead: that many resident warps, warp g
+/// taking tiles g, g + grid_warps, ... (each tile computed as the row-tiled kernel computes it).
+std::vector<HostTensor> run_expert_tiling(const Case& c, int max_steps, std::int64_t grid_warps = 0) {
   constexpr int kVec = 8, kSpan = 32 * kVec;
   const std::int64_t B = c.axis("B"), D = c.axis("D"), L = c.axis("L");
   const HostTensor& x = c.in("x");
@@ -104,7 +112,13 @@ std::vector<HostTensor> run_expert_tiling(const Case& c, int max_steps) {
   auto vec = [&](std::int64_t row, std::int64_t i, float* v) {  // 8 inputs of vector i, zeros past the row
     for (int e = 0; e < kVec; ++e) v[e] = i < row_vecs ? bf16_at(x, row * L + i * kVec + e) : 0.f;
   };
-  for (std::int64_t warp = 0; warp < rows * tiles_per_row; ++warp) {
+  const std::int64_t tiles = rows * tiles_per_row;
+  std::vector<std::int64_t> order;  // the tiles in the order the warps take them
+  const std::int64_t stride = grid_warps > 0 ? grid_warps : tiles;
+  for (std::int64_t g = 0; g < stride; ++g)
+    for (std::int64_t tile = g; tile < tiles; tile += stride) order.push_back(tile);
+  EXPECT_EQ(static_cast<std::int64_t>(order.size()), tiles);
+  for (const std::int64_t warp : order) {
     const std::int64_t row = warp / tiles_per_row;
     const std::int64_t tile_begin = (warp - row * tiles_per_row) * steps * kSpan;
     const std::int64_t vec_begin = tile_begin / kVec;
@@ -193,6 +207,58 @@ std::vector<HostTensor> run_expert_flat(const Case& c, int steps) {
   return outs;
 }
 
+/// The rows variant (CONV_ROWS) replayed on the host: where a row is at most half a tile
+/// (steps = ceil(L / 256) <= max_steps / 2), warp w owns rows 2w and 2w + 1, slot u being step
+/// u % steps of row u / steps; lane 0's halo is zero at each row's first step and lane 31's of the
+/// previous slot otherwise; a row past the last is skipped. Longer rows take the row-tiled path.
+std::vector<HostTensor> run_expert_rows(const Case& c, int max_steps) {
+  constexpr int kVec = 8, kSpan = 32 * kVec, kPackedRows = 2;
+  const std::int64_t B = c.axis("B"), D = c.axis("D"), L = c.axis("L");
+  const std::int64_t spans = (L + kSpan - 1) / kSpan;
+  const int steps = static_cast<int>(spans < max_steps ? spans : max_steps);
+  if (kPackedRows * steps > max_steps) return run_expert_tiling(c, max_steps);
+  const HostTensor& x = c.in("x");
+  const auto* wp = c.in("weight").as<float>();
+  const auto* bp = c.in("bias").as<float>();
+  std::vector<HostTensor> outs = c.outputs();
+  HostTensor& out = outs[c.out_index("out")];
+  EXPECT_EQ(L % kVec, 0) << "the 16-byte path needs L % 8 == 0";
+  const std::int64_t rows = B * D, row_vecs = L / kVec;
+  const Arith honest;
+  for (std::int64_t warp = 0; warp * kPackedRows < rows; ++warp) {
+    const std::int64_t row0 = warp * kPackedRows;
+    std::vector<float> v(32 * kVec), carry(3, 0.f);
+    for (int u = 0; u < kPackedRows * steps; ++u) {
+      const int r = u / steps;
+      const std::int64_t row = row0 + r, step_vec = (u % steps) * 32;
+      for (int lane = 0; lane < 32; ++lane)
+        for (int e = 0; e < kVec; ++e) {
+          const std::int64_t i = step_vec + lane;
+          v[lane * kVec + e] = row < rows && i < row_vecs ? bf16_at(x, (row * row_vecs + i) * kVec + e) : 0.f;
+        }
+      if (u % steps == 0) carry = {0.f, 0.f, 0.f};  // the causal padding at the row's start
+      if (row < rows) {
+        const std::int64_t d = row % D;
+        float w[kW];
+        for (int k = 0; k < kW; ++k) w[k] = wp[d * kW + k];
+        for (int lane = 0; lane < 32; ++lane) {
+          const std::int64_t i = step_vec + lane;
+          if (i >= row_vecs) continue;
+          float xs[3 + kVec];
+          const float* prev = lane == 0 ? carry.data() : &v[(lane - 1) * kVec + 5];
+          for (int e = 0; e < 3; ++e) xs[e] = prev[e];
+          for (int e = 0; e < kVec; ++e) xs[3 + e] = v[lane * kVec + e];
+          const bool valid[kW] = {true, true, true, true};
+          for (int e = 0; e < kVec; ++e)
+            set_bf16(out, (row * row_vecs + i) * kVec + e, conv_silu(honest, w, bp[d], &xs[e], valid));
+        }
+      }
+      carry = {v[31 * kVec + 5], v[31 * kVec + 6], v[31 * kVec + 7]};
+    }
+  }
+  return outs;
+}
+
 struct Variant {
   const char* name;
   Arith arith;
@@ -203,6 +269,8 @@ const std::vector<Variant>& variants() {
   static const std::vector<Variant> v = {
       {"expert's fp32 arithmetic (fma chain from the bias, ex2-based SiLU)", {}, true},
       {"naive's fp32 arithmetic (sum, then bias, expf SiLU)", {Arith::Order::kSumThenBias}, true},
+      {"expert's arithmetic, reciprocal 1 ulp high (rcpapprox)", {.rcp_ulps = 1}, true},
+      {"expert's arithmetic, reciprocal 1 ulp low (rcpapprox)", {.rcp_ulps = -1}, true},
       {"bf16 pre-activation (F.conv1d on bf16 tensors)", {Arith::Order::kFmaFromBias, true}, false},
       {"bf16 accumulation", {Arith::Order::kFmaFromBias, false, true}, false},
       {"bf16 weight and bias", {Arith::Order::kFmaFromBias, false, false, true}, false},
@@ -281,9 +349,30 @@ TEST(ToleranceCausalConv1d, ExpertTilingReplayPassesOnTheSixteenByteShapes) {
     }
     const OutputsVerdict flat = judge(c, run_expert_flat(c, 4));  // the flat variant (CONV_FLAT)
     EXPECT_EQ(flat.status, Status::PASSED) << "flat at " << w.uuid << ": " << flat.message;
+    const OutputsVerdict rows = judge(c, run_expert_rows(c, 4));  // the rows variant (CONV_ROWS)
+    EXPECT_EQ(rows.status, Status::PASSED) << "rows at " << w.uuid << ": " << rows.message;
+    for (std::int64_t grid : {1, 7, 64}) {  // the persist variant (CONV_PERSIST, CONV_STEPS=2)
+      const OutputsVerdict persist = judge(c, run_expert_tiling(c, 2, grid));
+      EXPECT_EQ(persist.status, Status::PASSED) << "persist, " << grid << " warps, at " << w.uuid << ": " << persist.message;
+    }
     ++replayed;
   }
   EXPECT_GE(replayed, 3);
+}
+
+// The rows variant's own shapes: rows of two full spans (the 64 x 2048 x 512 bench row's, here with
+// an odd row count, so the last warp's second row is past the end), two spans of which the second
+// is partly idle, and one span (rows of one short vector step).
+TEST(ToleranceCausalConv1d, RowsReplayPassesOnShortRows) {
+  const LoadedImpl ref = load_reference("causal_conv1d");
+  for (const Workload& w : check_workloads(task(), {shape("two-spans-3x5x512", {{"B", 3}, {"D", 5}, {"L", 512}}),
+                                                    shape("span-and-a-bit-1x7x264", {{"B", 1}, {"D", 7}, {"L", 264}}),
+                                                    shape("one-span-2x3x200", {{"B", 2}, {"D", 3}, {"L", 200}})})) {
+    if (w.axes.at("L") % 8 != 0 || w.axes.at("L") > 512) continue;
+    const Case c = make_case(task(), ref, w, 9);
+    const OutputsVerdict rows = judge(c, run_expert_rows(c, 4));
+    EXPECT_EQ(rows.status, Status::PASSED) << "rows at " << w.uuid << ": " << rows.message;
+  }
 }
 
 // Bench workloads are judged against naive's outputs, not the golden: the expert's arithmetic must
@@ -307,7 +396,9 @@ TEST(ToleranceCausalConv1d, HiddenDrawsPassHonestArithmetic) {
     std::printf("%s: B %lld D %lld L %lld\n", w.uuid.c_str(), static_cast<long long>(c.axis("B")),
                 static_cast<long long>(c.axis("D")), static_cast<long long>(c.axis("L")));
     for (const Variant& v : variants())
-      if (v.honest) EXPECT_EQ(judge(c, run_variant(c, v.arith)).status, Status::PASSED) << v.name << " at " << w.uuid;
+      if (v.honest) {
+        EXPECT_EQ(judge(c, run_variant(c, v.arith)).status, Status::PASSED) << v.name << " at " << w.uuid;
+      }
   }
 }
 
