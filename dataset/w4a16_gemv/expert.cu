@@ -40,7 +40,8 @@
 //      bf16 sums, which the task's rule rejects (tests/unit/tasks/w4a16_gemv).
 //   c. dequantise into shared memory then mma (Marlin without its offline weight shuffle): an
 //      extra STS/LDS round trip per weight; the register path needs no shuffle because the k
-//      order inside an mma is free.
+//      order inside an mma is free. (Staging the packed words with cp.async costs no STS and one
+//      LDS.128 per 16 bytes: the cpa* variants below.)
 //   d. (chosen) registers only, split-K over the CTA's warps, 32 rows per CTA.
 //   e. grid-level split-K with fp32 atomics: one more launch (zeroing) or a counter per tile;
 //      only needed where N/32 CTAs cannot fill the GPU, which the in-CTA split covers.
@@ -50,23 +51,25 @@
 //      land directly in fragment registers, so no staging and no barriers.
 // Times on the H200: docs/results/w4a16_gemv.md (calibrated ceilings: 49.0 / 56.0 / 56.9% of SOL
 // at B = 1 on 1x8192x8192, 1x28672x8192, 1x8192x28672; issue #15 asks 75%).
-// Measured losers (2026-12-02, every one slower than this default at B = 1; their flags and code
-// paths are gone, the page keeps the table): 16 warps per CTA, 16 rows per CTA, a contiguous K
-// range per warp with copy-engine L2 prefetch (cp.async.bulk.prefetch.L2) and/or .L2::256B fills,
-// the strided split with L2 prefetch 2 or 4 CTA steps ahead, and the 128 + q "offset" A form.
+// Measured losers (2026-12-02, every one slower than this default at B = 1; the page keeps the
+// table): 16 warps per CTA (W4A16_WARPS=16) and 16 rows per CTA (W4A16_MTILES=1), which stay as
+// knobs; a contiguous K range per warp with copy-engine L2 prefetch (cp.async.bulk.prefetch.L2)
+// and/or .L2::256B fills, the strided split with L2 prefetch 2 or 4 CTA steps ahead, and the
+// 128 + q "offset" A form, whose flags and code paths are gone.
 // Where the time goes (arithmetic from the measured times and this code; not profiled):
 //   - per warp: at 8192 x 28672 (one wave, 28 groups per warp) a warp spends 47.2 us / 28 = ~1.7
 //     us (~3300 SM cycles) per 2 KB group. Its arithmetic is ~240 issue slots and one chain of 8
 //     dependent HMMAs per m16 tile (the two tiles' chains interleave): ~300-400 cycles. So ~90% of
 //     a warp's time is waiting for its loads, and the 8-HMMA chain is ~10% (mchain2 tests it).
-//   - bytes in flight: the register double buffer issues group i + 1 when group i's arithmetic
-//     starts, i.e. about one group (2 KB) per warp ahead of use, 16-32 KB per SM. Little's law at
-//     the measured 2.53 TB/s (19 KB per us and SM) with 16-32 KB per SM gives a round trip of
-//     0.8-1.7 us: a loaded DRAM latency, not an absurd one, so the stream may be latency-bound by
-//     the depth of the register buffer. The L2 prefetch variants that lost added depth through
-//     the copy engine (per-lane addresses: R2UR/UBLKPF loops, +13-25% issue) and changed the
-//     access order at the same time; a deeper ring that costs no issue slots was never timed
-//     (cpa3, cpa5: cp.async into a per-warp shared-memory ring, 2 and 4 groups ahead).
+//   - bytes in flight: the register double buffer issues group i + 1 at the top of iteration i,
+//     so a warp has 1-2 groups (2-4 KB) in flight, 32-64 KB per SM. Little's law at the measured
+//     2.53 TB/s (19 KB per us and SM) gives a round trip of 1.7-3.3 us, 2-5x an unloaded DRAM
+//     latency: requests queue downstream, so depth should not be the limit (and the prefetch
+//     variants, which added depth, lost; rows16, with half the depth per SM, lost only 8-17%).
+//     cpa3 and cpa5 test that reading directly: a per-warp cp.async ring in shared memory, 2 and 4
+//     groups ahead, no registers and no extra issue slots (unlike the copy-engine prefetches,
+//     whose per-lane addresses cost R2UR/UBLKPF loops). Expected: no gain if the queueing
+//     reading holds; a gain means the depth was short after all.
 //   - DRAM order: one 16-byte-per-lane load touches 8 rows x 64 bytes (16 sectors, 8 half
 //     lines); the two halves of each 128-byte line belong to neighbouring warps (groups w, w + 1)
 //     and reach L2 at unrelated times. Across the GPU, every row is open at once at a 512-byte
@@ -74,6 +77,9 @@
 //     copies whole 128-byte lines (two groups per row per stage, 4 rows x 128 B per instruction);
 //     s256 keeps the default order and asks L2 for 256-byte fills (.L2::256B: the block holds the
 //     CTA step's four neighbouring groups), what l2blk did only together with a contiguous split.
+//     The losers fit this reading: the contiguous splits (eight streams per row and CTA, a more
+//     scattered live set) lost 15-32%, the strided split with L2 prefetch 7-20%. Expected if it
+//     holds: cpa3l faster than cpa5 (both 4 groups ahead), s256 at least as fast as the default.
 //   - fixed cost (~3 us): the first load of each warp waits a full DRAM latency with nothing in
 //     flight behind it, and the tail waits one more; the rings issue 2-4 groups at once at start.
 //   - waves: 256 CTAs on 264 slots at N = 8192 (97%); 3.39 waves at N = 28672, which reaches the
@@ -371,7 +377,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       } else {
         const int gi = stage_group(k, cchunk >> 2);  // this lane's chunk is in group 2p + chunk / 4
         if (gi < G) {
-#pragma unroll
+#pragma unroll 1  // a loop, not 8 row pointers held in registers (B > 8 would spill)
           for (int q = 0; q < kRowsPerCta / 4; ++q) {
             const int r = 4 * q + crow;
             const size_t row = static_cast<size_t>(min(row0 + r, N - 1));
