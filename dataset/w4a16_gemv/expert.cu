@@ -66,20 +66,23 @@
 //     2.53 TB/s (19 KB per us and SM) gives a round trip of 1.7-3.3 us, 2-5x an unloaded DRAM
 //     latency: requests queue downstream, so depth should not be the limit (and the prefetch
 //     variants, which added depth, lost; rows16, with half the depth per SM, lost only 8-17%).
-//     cpa3 and cpa5 test that reading directly: a per-warp cp.async ring in shared memory, 2 and 4
-//     groups ahead, no registers and no extra issue slots (unlike the copy-engine prefetches,
-//     whose per-lane addresses cost R2UR/UBLKPF loops). Expected: no gain if the queueing
-//     reading holds; a gain means the depth was short after all.
+//     cpa5 tests that reading directly: a per-warp cp.async ring in shared memory, 4 groups
+//     ahead, no registers and no extra issue slots (unlike the copy-engine prefetches, whose
+//     per-lane addresses cost R2UR/UBLKPF loops). Expected: no gain if the queueing reading
+//     holds; a gain means the depth was short after all.
 //   - DRAM order: one 16-byte-per-lane load touches 8 rows x 64 bytes (16 sectors, 8 half
 //     lines); the two halves of each 128-byte line belong to neighbouring warps (groups w, w + 1)
 //     and reach L2 at unrelated times. Across the GPU, every row is open at once at a 512-byte
 //     window (4-14 KB row stride): ~4-12% of the bytes of any address window are live. cpa3l
 //     copies whole 128-byte lines (two groups per row per stage, 4 rows x 128 B per instruction);
-//     s256 keeps the default order and asks L2 for 256-byte fills (.L2::256B: the block holds the
+//     cpa4c has the whole CTA copy its step (32 rows x 512 B) at once, each warp instruction 512
+//     contiguous bytes of one row, and hands it over with one barrier per step; s256 keeps the
+//     default order and asks L2 for 256-byte fills (.L2::256B: the block holds the
 //     CTA step's four neighbouring groups), what l2blk did only together with a contiguous split.
 //     The losers fit this reading: the contiguous splits (eight streams per row and CTA, a more
 //     scattered live set) lost 15-32%, the strided split with L2 prefetch 7-20%. Expected if it
-//     holds: cpa3l faster than cpa5 (both 4 groups ahead), s256 at least as fast as the default.
+//     holds: cpa3l and cpa4c faster than cpa5 (similar depth), cpa4c fastest; s256 at least as
+//     fast as the default.
 //   - fixed cost (~3 us): the first load of each warp waits a full DRAM latency with nothing in
 //     flight behind it, and the tail waits one more; the rings issue 2-4 groups at once at start.
 //   - waves: 256 CTAs on 264 slots at N = 8192 (97%); 3.39 waves at N = 28672, which reaches the
@@ -94,18 +97,20 @@
 //     Its real advantage would be free DRAM order (a warp reading 512 contiguous bytes), which
 //     cpa3l tests inside the tensor-core path.
 // Variants built (`// %VARIANT%` lines; measured by scripts/gpu/checks/t-w4a16.sh):
-//   %VARIANT% cpa3 -DW4A16_STAGES=3
 //   %VARIANT% cpa5 -DW4A16_STAGES=5
 //   %VARIANT% cpa3l -DW4A16_STAGES=3 -DW4A16_STAGE_GROUPS=2
+//   %VARIANT% cpa4c -DW4A16_STAGES=4 -DW4A16_CTA_RING=1
 //   %VARIANT% s256 -DW4A16_L2_256B=1
 //   %VARIANT% mchain2 -DW4A16_MMA_CHAINS=2
-// cpa3 / cpa5: weights through a per-warp ring of 3 / 5 stages of cp.async.cg (16 bytes per lane,
+// cpa5: weights through a per-warp ring of 5 stages of cp.async.cg (16 bytes per lane,
 // L2 only), same lanes, rows and group order as the default; scales in a register ring of the
 // same depth, x one group ahead as in the default. cpa3l: two neighbouring groups per stage (warp
 // w: groups 2w, 2w + 1, 2w + 16, ...), copied as whole 128-byte lines and read back into the same
-// fragments through an XOR-swizzled layout; 4 groups ahead like cpa5. s256: the default with
-// .L2::256B on the weight loads. mchain2: the default with two accumulators per tile and group
-// (even and odd mma steps), summed in fp32 before the scale: chains of 4 instead of 8.
+// fragments through an XOR-swizzled layout; 4 groups ahead like cpa5. cpa4c: one ring of 4 CTA
+// steps (16.5 KB each) per CTA, copied by all threads in 512-byte runs of a row, one barrier per
+// step; warp w consumes group w of each step, the default's order, 3 steps ahead. s256: the
+// default with .L2::256B on the weight loads. mchain2: the default with two accumulators per tile
+// and group (even and odd mma steps), summed in fp32 before the scale: chains of 4 instead of 8.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -142,6 +147,13 @@
 #ifndef W4A16_MMA_CHAINS
 #define W4A16_MMA_CHAINS 1
 #endif
+// 1 (with W4A16_STAGES >= 2): one ring for the whole CTA instead of one per warp. Stage k is the
+// CTA step k (groups k·W .. k·W + W - 1; warp w consumes group k·W + w, the default's order); all
+// the CTA's threads copy it, each warp instruction a run of 64·W contiguous bytes of one row (512
+// at W = 8), then one barrier per stage hands it over.
+#ifndef W4A16_CTA_RING
+#define W4A16_CTA_RING 0
+#endif
 
 namespace {
 
@@ -157,7 +169,13 @@ static_assert(kStages == 0 || kStages >= 2, "W4A16_STAGES: 0 or at least 2");
 static_assert(kStageGroups == 1 || kStageGroups == 2, "W4A16_STAGE_GROUPS: 1 or 2");
 static_assert(kStageGroups == 1 || kStages >= 2, "W4A16_STAGE_GROUPS 2 needs W4A16_STAGES >= 2");
 static_assert(kChains == 1 || kChains == 2, "W4A16_MMA_CHAINS: 1 or 2");
+constexpr bool kCtaRing = W4A16_CTA_RING != 0;
+static_assert(!kCtaRing || (kStages >= 2 && kStageGroups == 1),
+              "W4A16_CTA_RING needs W4A16_STAGES >= 2, one group per stage");
 constexpr int kChunksPerGroup = kMTiles * 2 * 32;  // 16-byte chunks of one group for a warp's rows
+// CTA ring: a group's block is [rows][4 chunks] plus 64 bytes, so that the two groups one copy
+// quarter-warp writes start 64 bytes apart in the banks.
+constexpr int kGroupBlockChunks = kChunksPerGroup + 4;
 
 // ---- register-level pieces ------------------------------------------------------------------
 
@@ -341,10 +359,11 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       cur = nxt;
       if constexpr (kPrefetchX) xc = xn;
     }
-  } else {
+  } else if constexpr (!kCtaRing) {
     // ---- shared-memory ring: stage k of the warp (groups P·(warp + k·W) + a, a < P) lives in
     // slot k mod S; the copies of stage k + S - 1 are issued when stage k is consumed ----
-    constexpr int S = kStages > 0 ? kStages : 2, P = kStageGroups;  // (the guard keeps S % S legal in the discarded branch)
+    constexpr int S = kStages > 0 ? kStages : 2;  // (the guard keeps S % S legal in a discarded branch)
+    constexpr int P = kStageGroups;
     uint4* ring = reinterpret_cast<uint4*>(red + warps * kRowsPerCta * NB * 8) + warp * (S * P * kChunksPerGroup);
     const int groups_of_stages = (G + P - 1) / P;  // stage-sized units of K
     const int n_stages = groups_of_stages > warp ? (groups_of_stages - warp + warps - 1) / warps : 0;
@@ -353,7 +372,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     // chunk lane % 8 of the 128 bytes of groups 2p, 2p + 1), row r's chunk c to position
     // c ^ 4·(r & 1), so that the 8 lanes of one quarter-warp read 8 distinct 16-byte bank groups.
     const int crow = lane >> 3, cchunk = lane & 7;
-    float sc[S][P][kMTiles][2];  // the scales of each slot (a register ring: slot indices are static)
+    float sc[S][P][kMTiles][2];  // the scales of each slot (a register ring: its slot indices are static)
     auto issue = [&](int slot, int k) {  // copies of stage k into slot; always commits one group
       uint4* dst = ring + slot * (P * kChunksPerGroup);
 #pragma unroll
@@ -440,6 +459,74 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       }
     }
     copy_async_wait<0>();  // no copy outlives the kernel (the trailing groups are empty)
+  } else {
+    // ---- CTA ring: stage k (the CTA step) in slot k mod S; group a of the stage is a block of
+    // kGroupBlockChunks chunks, row r's chunk t at r·4 + t ----
+    constexpr int S = kStages > 0 ? kStages : 2;
+    const int stage_chunks = warps * kGroupBlockChunks;
+    uint4* ring = reinterpret_cast<uint4*>(red + warps * kRowsPerCta * NB * 8);
+    const int n_stages = (G + warps - 1) / warps;  // the same for every warp: barriers match
+    // This thread's copies: of a stage's kRowsPerCta x 4W chunks, chunk i·32W + tid for i <
+    // kRowsPerCta / 8, i.e. rows 8i + tid / 4W, chunk c = tid mod 4W of the row's 64·W bytes
+    // (group c / 4, quarter c mod 4); a warp instruction is 32 consecutive chunks of one row.
+    const int c = threadIdx.x % (4 * warps), r_first = threadIdx.x / (4 * warps), a_copy = c >> 2;
+    const uint4* qw4 = reinterpret_cast<const uint4*>(qweight);
+    const size_t row_chunks = static_cast<size_t>(K) / 32;  // 16-byte chunks per row
+    float sc[S][kMTiles][2];  // the scales of the warp's group of each slot
+    auto issue = [&](int slot, int k) {
+      uint4* dst = ring + slot * stage_chunks + a_copy * kGroupBlockChunks + (c & 3);
+      if (k * warps + a_copy < G) {
+#pragma unroll
+        for (int i = 0; i < kRowsPerCta / 8; ++i) {
+          const int r = 8 * i + r_first;
+          const size_t row = static_cast<size_t>(min(row0 + r, N - 1));
+          copy_async16(dst + r * 4, qw4 + row * row_chunks + static_cast<size_t>(k) * warps * 4 + c);
+        }
+      }
+      const int gw = k * warps + warp;
+      if (gw < G) {
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) sc[slot][mt][h] = bf16_bits_to_float(__ldg(srow[mt][h] + gw));
+      }
+      copy_async_commit();
+    };
+    XRaw<NB> xc, xn;
+    if (warp < G && kPrefetchX) load_x(xc, warp);
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) issue(s, s);
+    for (int k0 = 0; k0 < n_stages; k0 += S) {
+#pragma unroll
+      for (int s = 0; s < S; ++s) {
+        const int k = k0 + s;
+        if (k < n_stages) {
+          copy_async_wait<S - 2>();  // this thread's copies of stage k have landed
+          __syncthreads();           // ... and every thread's; every warp is done with stage k - 1
+          issue((s + S - 1) % S, k + S - 1);
+          const int gi = k * warps + warp;
+          if (gi < G) {
+            WeightFrag cur;
+            const uint4* src = ring + s * stage_chunks + warp * kGroupBlockChunks;
+#pragma unroll
+            for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                cur.w[mt][h] = src[(mt * 16 + h * 8 + g) * 4 + t];
+                cur.s[mt][h] = sc[s][mt][h];
+              }
+            if constexpr (kPrefetchX) {
+              if (gi + warps < G) load_x(xn, gi + warps);
+            } else {
+              load_x(xc, gi);
+            }
+            group_mma<NB>(acc, cur, xc);
+            if constexpr (kPrefetchX) xc = xn;
+          }
+        }
+      }
+    }
+    copy_async_wait<0>();
   }
 
   // Split-K reduction over the warps in a fixed order (deterministic), one bf16 rounding.
@@ -471,7 +558,8 @@ void launch(const d2k_args* args, const __nv_bfloat16* x, const uint32_t* qw, co
   const int warps = std::max(1, std::min(W4A16_WARPS, K / kGroup));  // no idle warps when K is short
   size_t smem = size_t(warps) * kRowsPerCta * NB * 8 * sizeof(float);
   if constexpr (kStages > 0) {
-    smem += size_t(warps) * kStages * kStageGroups * kChunksPerGroup * 16;  // the rings
+    smem +=
+        size_t(warps) * kStages * (kCtaRing ? kGroupBlockChunks : kStageGroups * kChunksPerGroup) * 16;  // the rings
     auto kernel = w4a16_mma_splitk<NB>;
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);

@@ -157,7 +157,8 @@ std::vector<int> staged_pair_chunks(int rows_per_cta) {
   for (int r = 0; r < rows_per_cta; ++r)
     for (int a = 0; a < 2; ++a)
       for (int t = 0; t < 4; ++t)
-        found[static_cast<std::size_t>((r * 2 + a) * 4 + t)] = smem[static_cast<std::size_t>(r * 8 + ((4 * a + t) ^ ((r & 1) << 2)))];
+        found[static_cast<std::size_t>((r * 2 + a) * 4 + t)] =
+            smem[static_cast<std::size_t>(r * 8 + ((4 * a + t) ^ ((r & 1) << 2)))];
   return found;
 }
 
@@ -168,7 +169,7 @@ struct LaneOrder {
 };
 
 /// The default build: warp w sums groups w, w + W, ... in order, one chain of 8 mma steps per group
-/// (cpa3, cpa5 and s256 compute exactly this; only where the bytes wait differs).
+/// (cpa5, cpa4c and s256 compute exactly this; only where the bytes wait differs).
 HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTensor>& in, int warps, int mtiles,
                                 LaneOrder order = {}) {
   const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K"), G = K / kGroup;
@@ -228,8 +229,9 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
                 // the chunk of the pair (2·(gi / 2), +1) that the lane's swizzled read finds
                 auto word = [&](std::int64_t r, int rr) {
                   const std::int64_t chunk =
-                      order.pairs ? (gi & ~std::int64_t{1}) * 4 + staged[static_cast<std::size_t>((rr * 2 + (gi & 1)) * 4 + t)]
-                                  : gi * 4 + t;
+                      order.pairs
+                          ? (gi & ~std::int64_t{1}) * 4 + staged[static_cast<std::size_t>((rr * 2 + (gi & 1)) * 4 + t)]
+                          : gi * 4 + t;
                   return q[r * (K / 8) + chunk * 4 + u];
                 };
                 const std::uint32_t w_lo = word(r_lo, mt * 16 + g), w_hi = word(r_hi, mt * 16 + 8 + g);
@@ -324,9 +326,9 @@ TEST_F(W4A16Tolerance, ExpertAndNaiveArithmeticPass) {
 }
 
 TEST_F(W4A16Tolerance, ExpertLaneEmulationPasses) {
-  // The default build (8 warps, two m16 tiles per warp, groups strided over the warps; cpa3, cpa5
-  // and s256 sum in exactly this order), cpa3l (pairs of groups per warp, read through the swizzled
-  // ring) and mchain2 (two mma chains per group), on every check workload.
+  // The default build (8 warps, two m16 tiles per warp, groups strided over the warps; cpa5, cpa4c
+  // and s256 sum in exactly this order and read the same fragments), cpa3l (pairs of groups per warp, read through the
+  // swizzled ring) and mchain2 (two mma chains per group), on every check workload.
   struct Shape {
     int warps, mtiles;
     LaneOrder order;
@@ -336,8 +338,8 @@ TEST_F(W4A16Tolerance, ExpertLaneEmulationPasses) {
     for (const auto& [warps, mtiles, order, name] :
          {Shape{8, 2, {}, "expert lanes"}, Shape{8, 2, {true, 1}, "expert lanes (cpa3l: pairs through the ring)"},
           Shape{8, 2, {false, 2}, "expert lanes (mchain2: two mma chains)"}}) {
-      const CompareResult r =
-          compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_expert_lanes(c.plan, c.inputs, warps, mtiles, order));
+      const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0),
+                                      emulate_expert_lanes(c.plan, c.inputs, warps, mtiles, order));
       report(name, c, r);
       EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " " << name << ": " << r.message;
       EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid;  // fp32 sums: far inside
@@ -374,6 +376,50 @@ TEST(W4A16Ring, PairLayoutIsAConflictFreePermutation) {
           EXPECT_EQ(banks, 0xFFu) << "tile " << mt << " half " << h << " group " << a << " phase " << phase;
         }
       }
+}
+
+TEST(W4A16Ring, CtaLayoutIsAConflictFreePermutation) {
+  // cpa4c's stage for every CTA width W (1..8 warps): thread tid copies chunks i·32W + tid, i.e.
+  // row 8i + tid / 4W, chunk c = tid mod 4W of the row's 64·W bytes (group c / 4, quarter c mod
+  // 4), to block c / 4 (132 chunks: 32 rows x 4 plus 64 bytes) at row·4 + c mod 4. Each stage
+  // position is written once; warp a's lane (g, t) reads its row's chunk t of group a; the 8 lanes
+  // of each quarter-warp hit 8 distinct 16-byte bank groups, on the reads and on each copy
+  // instruction's writes.
+  constexpr int kRows = 32, kBlock = kRows * 4 + 4;
+  for (int warps = 1; warps <= 8; ++warps) {
+    std::vector<int> owner(static_cast<std::size_t>(warps * kBlock), -1);  // which (group, row, quarter)
+    for (int i = 0; i < kRows / 8; ++i)
+      for (int w = 0; w < warps; ++w) {
+        for (int phase = 0; phase < 4; ++phase) {
+          unsigned banks = 0;
+          for (int lane = 8 * phase; lane < 8 * phase + 8; ++lane) {
+            const int tid = 32 * w + lane, c = tid % (4 * warps), r = 8 * i + tid / (4 * warps);
+            const int pos = (c >> 2) * kBlock + r * 4 + (c & 3);
+            EXPECT_EQ(owner[static_cast<std::size_t>(pos)], -1)
+                << "W " << warps << " position " << pos << " written twice";
+            owner[static_cast<std::size_t>(pos)] = ((c >> 2) * kRows + r) * 4 + (c & 3);
+            banks |= 1u << (pos % 8);
+          }
+          if (warps > 1) {  // one warp's row is 64 bytes: two quarters of a phase share banks on the writes
+            EXPECT_EQ(banks, 0xFFu) << "W " << warps << " copy " << i << " warp " << w << " phase " << phase;
+          }
+        }
+      }
+    for (int a = 0; a < warps; ++a)
+      for (int mt = 0; mt < 2; ++mt)
+        for (int h = 0; h < 2; ++h)
+          for (int phase = 0; phase < 4; ++phase) {
+            unsigned banks = 0;
+            for (int lane = 8 * phase; lane < 8 * phase + 8; ++lane) {
+              const int g = lane >> 2, t = lane & 3, r = mt * 16 + h * 8 + g;
+              const int pos = a * kBlock + r * 4 + t;
+              EXPECT_EQ(owner[static_cast<std::size_t>(pos)], (a * kRows + r) * 4 + t)
+                  << "W " << warps << " group " << a;
+              banks |= 1u << (pos % 8);
+            }
+            EXPECT_EQ(banks, 0xFFu) << "W " << warps << " group " << a << " read phase " << phase;
+          }
+  }
 }
 
 TEST_F(W4A16Tolerance, Bf16RunningSumFails) {
