@@ -372,6 +372,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     // chunk lane % 8 of the 128 bytes of groups 2p, 2p + 1), row r's chunk c to position
     // c ^ 4·(r & 1), so that the 8 lanes of one quarter-warp read 8 distinct 16-byte bank groups.
     const int crow = lane >> 3, cchunk = lane & 7;
+    const int row_chunks = K / 32;  // 16-byte chunks per row
+    const int row_off0 = (row0 + crow) * row_chunks, row_step = 4 * row_chunks, row_off_last = (N - 1) * row_chunks;
     float sc[S][P][kMTiles][2];  // the scales of each slot (a register ring: its slot indices are static)
     auto issue = [&](int slot, int k) {  // copies of stage k into slot; always commits one group
       uint4* dst = ring + slot * (P * kChunksPerGroup);
@@ -396,12 +398,13 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       } else {
         const int gi = stage_group(k, cchunk >> 2);  // this lane's chunk is in group 2p + chunk / 4
         if (gi < G) {
-#pragma unroll 1  // a loop, not 8 row pointers held in registers (B > 8 would spill)
+          // Rows as 32-bit chunk offsets (N·K/32 <= 2^30), clamped as offsets (rows grow with q):
+          // an IMAD, an IMNMX and an address per copy.
+          const uint4* base = reinterpret_cast<const uint4*>(qweight) + (gi & ~1) * 4 + cchunk;
+#pragma unroll
           for (int q = 0; q < kRowsPerCta / 4; ++q) {
             const int r = 4 * q + crow;
-            const size_t row = static_cast<size_t>(min(row0 + r, N - 1));
-            const uint4* src = reinterpret_cast<const uint4*>(qweight + row * words_per_row) + (gi & ~1) * 4 + cchunk;
-            copy_async16(dst + r * 8 + (cchunk ^ ((r & 1) << 2)), src);
+            copy_async16(dst + r * 8 + (cchunk ^ ((r & 1) << 2)), base + min(row_off0 + q * row_step, row_off_last));
           }
         }
       }
@@ -561,8 +564,10 @@ void launch(const d2k_args* args, const __nv_bfloat16* x, const uint32_t* qw, co
     smem +=
         size_t(warps) * kStages * (kCtaRing ? kGroupBlockChunks : kStageGroups * kChunksPerGroup) * 16;  // the rings
     auto kernel = w4a16_mma_splitk<NB>;
-    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (e == cudaSuccess)  // the largest shared-memory carveout, so that two CTAs' rings fit per SM
+      e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    if (e != cudaSuccess) throw d2k::abi_error(std::string("expert: shared-memory attribute: ") + cudaGetErrorString(e));
   }
   const unsigned ctas = static_cast<unsigned>((N + kRowsPerCta - 1) / kRowsPerCta);
   w4a16_mma_splitk<NB><<<ctas, warps * 32, smem, st>>>(x, qw, sc, y, B, N, K);
