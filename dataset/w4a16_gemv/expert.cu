@@ -40,7 +40,8 @@
 //      bf16 sums, which the task's rule rejects (tests/unit/tasks/w4a16_gemv).
 //   c. dequantise into shared memory then mma (Marlin without its offline weight shuffle): an
 //      extra STS/LDS round trip per weight; the register path needs no shuffle because the k
-//      order inside an mma is free.
+//      order inside an mma is free. (Staging the packed words with cp.async costs no STS and one
+//      LDS.128 per 16 bytes: the cpa* variants below.)
 //   d. (chosen) registers only, split-K over the CTA's warps, 32 rows per CTA.
 //   e. grid-level split-K with fp32 atomics: one more launch (zeroing) or a counter per tile;
 //      only needed where N/32 CTAs cannot fill the GPU, which the in-CTA split covers.
@@ -48,49 +49,68 @@
 //      (B·K·2 bytes, up to 917 KB), so only a K-slice per iteration would fit, with a barrier
 //      per slice; x's 16-byte read-only loads hit L1 (every CTA on an SM reads the same x) and
 //      land directly in fragment registers, so no staging and no barriers.
-// Times on the H200: docs/results/w4a16_gemv.md (2026-12-01: 51.2 / 58.6 / 59.7% of the
-// calibrated 4.29 TB/s at B = 1, issue #15 asks 75%).
-// Why the measured time exceeds the SOL (from those numbers and this code; not profiled):
-//   - the stream, not the tail: 8192 x 28672 is one wave (256 CTAs on 264 slots, 28 groups per
-//     warp) and still reaches only 59.7%. A line through the three B = 1 points gives a marginal
-//     2.74 TB/s (31.6 us for the 86.5 MB between 8192^2 and the 28672 shapes) plus ~3.2 us fixed:
-//     the steady read runs at ~61% of the 4.52 TB/s read-only rate of docs/results/calibrate-
-//     2026-11-29.md, and 8192^2 (bar 10.77 us) also needs most of that fixed time back.
-//   - bytes in flight: the register double buffer holds at most two groups (2 x 2 KB) per warp,
-//     and the load of group i+1 issues only when group i-1's arithmetic is done, so an SM has
-//     32-64 KB of weights in flight, ~4-8 MB on the GPU. The arithmetic between loads is ~240 issue
-//     slots per warp and group (64 LOP3, 48 SHF, 64 HFMA2, 16 HMMA, 16 PRMT, loads, FFMA) for 2 KB:
-//     about half of the SM's issue rate at 4.3 TB/s, which delays the next loads further.
-//   - the tail is secondary: 896 CTAs at N = 28672 are 3.39 waves (a last wave of 39%), and the
-//     28672 x 8192 row is at 58.6%, no worse than the one-wave 8192 x 28672.
-// So the variants below put more bytes in flight without registers (the copy engine's L2
-// prefetch, or 256-byte L2 fills) and take the HFMA2 out of the dequantisation:
-//   pf4       contiguous K range per warp; each warp has the copy engine fetch its next 4-8
-//             groups of all 32 rows into L2 (cp.async.bulk.prefetch.L2, 256 B per row and op),
-//             and the CTA's scales at the start. The per-lane addresses make ptxas loop over the
-//             lanes (R2UR + UBLKPF + BRA.U.ANY): ~8 issue slots per op, ~+25% issue.
-//   l2blk     contiguous K range per warp, weight loads with .L2::256B: a miss fills the 256-byte
-//             block, the warp's next three groups of that row; no extra instruction.
-//   l2blkpf4  both.    l2blkpf4o: both plus the offset form (W4A16_OFFSET_MMA, B <= 8): A holds
-//             128 + q (SHF + LOP3 per pair, no HFMA2) and p = mma - 136 · sum(x) per group, the
-//             x sums from one all-ones mma per step shared by both m16 tiles: ~-20% issue.
-//   spf2      the default strided split with 2 CTA steps (512 B per row each) prefetched into L2
-//             by one warp per step: 32 ops per step instead of 32 per warp, ~+13% issue.
-//   spf4o     4 steps ahead plus the offset form.
-// Prefetched and not yet read (L2 is 60 MB): pf4* 4-8 groups per warp ahead, 8-16 KB, up to
-// 34 MB on the GPU (at 8192 x 8192 that is the whole matrix, requested in the first iteration);
-// spf2 2-3 CTA steps of 16 KB, 8-13 MB; spf4o 4-5 steps, 17-21 MB.
+// Times on the H200: docs/results/w4a16_gemv.md (calibrated ceilings: 49.0 / 56.0 / 56.9% of SOL
+// at B = 1 on 1x8192x8192, 1x28672x8192, 1x8192x28672; issue #15 asks 75%).
+// Measured losers (2026-12-02, every one slower than this default at B = 1; the page keeps the
+// table): 16 warps per CTA (W4A16_WARPS=16) and 16 rows per CTA (W4A16_MTILES=1), which stay as
+// knobs; a contiguous K range per warp with copy-engine L2 prefetch (cp.async.bulk.prefetch.L2)
+// and/or .L2::256B fills, the strided split with L2 prefetch 2 or 4 CTA steps ahead, and the
+// 128 + q "offset" A form, whose flags and code paths are gone.
+// Where the time goes (arithmetic from the measured times and this code; not profiled):
+//   - per warp: at 8192 x 28672 (one wave, 28 groups per warp) a warp spends 47.2 us / 28 = ~1.7
+//     us (~3300 SM cycles) per 2 KB group. Its arithmetic is ~240 issue slots and one chain of 8
+//     dependent HMMAs per m16 tile (the two tiles' chains interleave): ~300-400 cycles. So ~90% of
+//     a warp's time is waiting for its loads, and the 8-HMMA chain is ~10% (mchain2 tests it).
+//   - bytes in flight: the register double buffer issues group i + 1 at the top of iteration i,
+//     so a warp has 1-2 groups (2-4 KB) in flight, 32-64 KB per SM. Little's law at the measured
+//     2.53 TB/s (19 KB per us and SM) gives a round trip of 1.7-3.3 us, 2-5x an unloaded DRAM
+//     latency: requests queue downstream, so depth should not be the limit (and the prefetch
+//     variants, which added depth, lost; rows16, with half the depth per SM, lost only 8-17%).
+//     cpa5 tests that reading directly: a per-warp cp.async ring in shared memory, 4 groups
+//     ahead, no registers and no extra issue slots (unlike the copy-engine prefetches, whose
+//     per-lane addresses cost R2UR/UBLKPF loops). Expected: no gain if the queueing reading
+//     holds; a gain means the depth was short after all.
+//   - DRAM order: one 16-byte-per-lane load touches 8 rows x 64 bytes (16 sectors, 8 half
+//     lines); the two halves of each 128-byte line belong to neighbouring warps (groups w, w + 1)
+//     and reach L2 at unrelated times. Across the GPU, every row is open at once at a 512-byte
+//     window (4-14 KB row stride): ~4-12% of the bytes of any address window are live. cpa3l
+//     copies whole 128-byte lines (two groups per row per stage, 4 rows x 128 B per instruction);
+//     cpa4c has the whole CTA copy its step (32 rows x 512 B) at once, each warp instruction 512
+//     contiguous bytes of one row, and hands it over with one barrier per step; s256 keeps the
+//     default order and asks L2 for 256-byte fills (.L2::256B: the block holds the
+//     CTA step's four neighbouring groups), what l2blk did only together with a contiguous split.
+//     The losers fit this reading: the contiguous splits (eight streams per row and CTA, a more
+//     scattered live set) lost 15-32%, the strided split with L2 prefetch 7-20%. Expected if it
+//     holds: cpa3l and cpa4c faster than cpa5 (similar depth), cpa4c fastest; s256 at least as
+//     fast as the default.
+//   - fixed cost (~3 us): the first load of each warp waits a full DRAM latency with nothing in
+//     flight behind it, and the tail waits one more; the rings issue 2-4 groups at once at start.
+//   - waves: 256 CTAs on 264 slots at N = 8192 (97%); 3.39 waves at N = 28672, which reaches the
+//     same 56% as the one-wave 8192 x 28672, so quantisation is not the gap.
+//   - CUDA-core path (checked): magic-number fp32 conversion with the nibble left in place
+//     ((w & 0xF << 4j) | 0x4B000000 is 2^23 + 16^j q exactly for j <= 4; one shift of the word by
+//     16 for the upper four), an exact FADD of the offset, an FFMA with x pre-scaled by 16^-j:
+//     ~3.1 lane instructions per weight. At 75% of the calibrated SOL (6.8e12 weights/s) that is
+//     ~65% of the H200's issue rate (1.05e12 warp instructions/s), 40% of the FMA and ALU pipes;
+//     at 100% it is ~87%. So not issue-bound at 75% as variant a. above says, but with little
+//     margin for the latency hiding the stream needs; the tensor path is ~1.9 per weight (39%).
+//     Its real advantage would be free DRAM order (a warp reading 512 contiguous bytes), which
+//     cpa3l tests inside the tensor-core path.
 // Variants built (`// %VARIANT%` lines; measured by scripts/gpu/checks/t-w4a16.sh):
-//   %VARIANT% warps16 -DW4A16_WARPS=16
-//   %VARIANT% rows16 -DW4A16_MTILES=1
-//   %VARIANT% pf4 -DW4A16_KSPLIT=1 -DW4A16_PREFETCH=4
-//   %VARIANT% l2blkpf4 -DW4A16_KSPLIT=1 -DW4A16_L2_256B=1 -DW4A16_PREFETCH=4
-//   %VARIANT% l2blk -DW4A16_KSPLIT=1 -DW4A16_L2_256B=1
-//   %VARIANT% l2blkpf4o -DW4A16_KSPLIT=1 -DW4A16_L2_256B=1 -DW4A16_PREFETCH=4 -DW4A16_OFFSET_MMA=1
-//   %VARIANT% spf2 -DW4A16_PREFETCH_STEPS=2
-//   %VARIANT% spf4o -DW4A16_PREFETCH_STEPS=4 -DW4A16_OFFSET_MMA=1
-// warps16: 16 warps split K (one CTA per SM, fewer CTAs for the tail); rows16: 16 rows per CTA
-// (more, shorter CTAs: a smaller tail at N = 28672, half the reuse of the x fragments).
+//   %VARIANT% cpa5 -DW4A16_STAGES=5
+//   %VARIANT% cpa3l -DW4A16_STAGES=3 -DW4A16_STAGE_GROUPS=2
+//   %VARIANT% cpa4c -DW4A16_STAGES=4 -DW4A16_CTA_RING=1
+//   %VARIANT% s256 -DW4A16_L2_256B=1
+//   %VARIANT% mchain2 -DW4A16_MMA_CHAINS=2
+// cpa5: weights through a per-warp ring of 5 stages of cp.async.cg (16 bytes per lane,
+// L2 only), same lanes, rows and group order as the default; scales in a register ring of the
+// same depth, x one group ahead as in the default. cpa3l: two neighbouring groups per stage (warp
+// w: groups 2w, 2w + 1, 2w + 16, ...), copied as whole 128-byte lines and read back into the same
+// fragments through an XOR-swizzled layout; 4 groups ahead like cpa5. cpa4c: one ring of 4 CTA
+// steps (16.5 KB each) per CTA, copied by all threads in 512-byte runs of a row, one barrier per
+// step; warp w consumes group w of each step, the default's order, 3 steps ahead. s256: the
+// default with .L2::256B on the weight loads. mchain2: the default with two accumulators per tile
+// and group (even and odd mma steps), summed in fp32 before the scale: chains of 4 instead of 8.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -106,35 +126,33 @@
 #ifndef W4A16_MTILES
 #define W4A16_MTILES 2
 #endif
-// How a CTA's warps split K: 0, warp w takes groups w, w + W, ... (the CTA's warps together read
-// 512 contiguous bytes of each row at a time); 1, warp w takes the contiguous range
-// [w·G/W, (w+1)·G/W) (each warp streams its own stretch of every row, so that what it will read
-// next can be fetched ahead of it: W4A16_PREFETCH, W4A16_L2_256B).
-#ifndef W4A16_KSPLIT
-#define W4A16_KSPLIT 0
-#endif
-// Groups of each row that a warp has the copy engine fetch into L2 ahead of its loads
-// (cp.async.bulk.prefetch.L2, one per row and 4 groups = 256 bytes); 0: none. Needs W4A16_KSPLIT 1.
-#ifndef W4A16_PREFETCH
-#define W4A16_PREFETCH 0
-#endif
-// With the strided split (W4A16_KSPLIT 0): CTA steps ahead that the copy engine fetches into L2.
-// Step s is groups [s·W, (s+1)·W), 512 contiguous bytes of each row at W = 8, the CTA's warps'
-// iteration s; warp s mod W, at its iteration s, has step s + D fetched (lane r: row r), so each
-// step costs 32 prefetches (not 32 per warp) and one warp in W pays them. 0: none.
-#ifndef W4A16_PREFETCH_STEPS
-#define W4A16_PREFETCH_STEPS 0
-#endif
-// 1: the A fragments carry 128 + q (one SHF and one LOP3 per pair, no HFMA2) and the offset is
-// taken out per group in fp32: p = mma(x, 128 + q) - 136 · sum_k x, the x sums from one more mma
-// per step with an all-ones A (shared by the warp's m16 tiles).
-#ifndef W4A16_OFFSET_MMA
-#define W4A16_OFFSET_MMA 0
-#endif
-// 1: the weight loads carry .L2::256B, so each miss fills the 256-byte block around it (the
-// warp's next three groups of that row with W4A16_KSPLIT 1).
+// 1: the weight loads carry .L2::256B, so each miss fills the 256-byte block around it (with the
+// strided split: the CTA step's four neighbouring groups of that row).
 #ifndef W4A16_L2_256B
 #define W4A16_L2_256B 0
+#endif
+// 0: weights in the register double buffer (one group ahead). S >= 2: a per-warp ring of S stages
+// in shared memory filled by cp.async.cg, S - 1 stages ahead of use; no registers hold them.
+#ifndef W4A16_STAGES
+#define W4A16_STAGES 0
+#endif
+// Groups per ring stage (W4A16_STAGES >= 2): 1, each lane copies its own fragment chunks (the
+// default's rows and order); 2, warp w takes the neighbouring groups 2w, 2w + 1, 2w + 2W, ... and
+// copies them as whole 128-byte lines of each row (4 rows x 128 bytes per instruction).
+#ifndef W4A16_STAGE_GROUPS
+#define W4A16_STAGE_GROUPS 1
+#endif
+// Independent mma accumulators per m16 tile and group: 1, one chain of 8 dependent HMMAs; 2,
+// even and odd steps in two chains of 4, added in fp32 before the scale.
+#ifndef W4A16_MMA_CHAINS
+#define W4A16_MMA_CHAINS 1
+#endif
+// 1 (with W4A16_STAGES >= 2): one ring for the whole CTA instead of one per warp. Stage k is the
+// CTA step k (groups k·W .. k·W + W - 1; warp w consumes group k·W + w, the default's order); all
+// the CTA's threads copy it, each warp instruction a run of 64·W contiguous bytes of one row (512
+// at W = 8), then one barrier per stage hands it over.
+#ifndef W4A16_CTA_RING
+#define W4A16_CTA_RING 0
 #endif
 
 namespace {
@@ -144,14 +162,20 @@ constexpr int kMTiles = W4A16_MTILES;    // m16 tiles (of weight rows) per warp
 constexpr int kRowsPerCta = 16 * kMTiles;
 constexpr int kMaxWarps = 16;
 static_assert(W4A16_WARPS >= 1 && W4A16_WARPS <= kMaxWarps, "W4A16_WARPS in [1, 16]");
-constexpr bool kContiguousK = W4A16_KSPLIT != 0;
-constexpr bool kOffsetMma = W4A16_OFFSET_MMA != 0;
-constexpr int kPrefetchGroups = W4A16_PREFETCH;
-constexpr int kPrefetchChunk = 4;  // groups per bulk prefetch: 256 bytes of a row
-constexpr int kPrefetchSteps = W4A16_PREFETCH_STEPS;
-static_assert(kPrefetchSteps == 0 || !kContiguousK, "W4A16_PREFETCH_STEPS is for the strided split (W4A16_KSPLIT=0)");
-static_assert(kPrefetchGroups == 0 || (kContiguousK && kPrefetchGroups % kPrefetchChunk == 0),
-              "W4A16_PREFETCH needs W4A16_KSPLIT=1 and a multiple of 4 groups");
+constexpr int kStages = W4A16_STAGES;
+constexpr int kStageGroups = W4A16_STAGE_GROUPS;
+constexpr int kChains = W4A16_MMA_CHAINS;
+static_assert(kStages == 0 || kStages >= 2, "W4A16_STAGES: 0 or at least 2");
+static_assert(kStageGroups == 1 || kStageGroups == 2, "W4A16_STAGE_GROUPS: 1 or 2");
+static_assert(kStageGroups == 1 || kStages >= 2, "W4A16_STAGE_GROUPS 2 needs W4A16_STAGES >= 2");
+static_assert(kChains == 1 || kChains == 2, "W4A16_MMA_CHAINS: 1 or 2");
+constexpr bool kCtaRing = W4A16_CTA_RING != 0;
+static_assert(!kCtaRing || (kStages >= 2 && kStageGroups == 1),
+              "W4A16_CTA_RING needs W4A16_STAGES >= 2, one group per stage");
+constexpr int kChunksPerGroup = kMTiles * 2 * 32;  // 16-byte chunks of one group for a warp's rows
+// CTA ring: a group's block is [rows][4 chunks] plus 64 bytes, so that the two groups one copy
+// quarter-warp writes start 64 bytes apart in the banks.
+constexpr int kGroupBlockChunks = kChunksPerGroup + 4;
 
 // ---- register-level pieces ------------------------------------------------------------------
 
@@ -170,10 +194,16 @@ __device__ __forceinline__ uint4 load_stream(const uint4* p) {
   return v;
 }
 
-/// Has the copy engine fetch [p, p + bytes) into L2 (p and bytes multiples of 16): bytes in flight
-/// from DRAM that hold no register and no shared memory.
-__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+/// 16 bytes from global to shared memory without a register (cp.async, L2 only: read once).
+__device__ __forceinline__ void copy_async16(void* smem, const void* gmem) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+/// Waits until at most N of this thread's committed copy groups are still in flight.
+template <int N>
+__device__ __forceinline__ void copy_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 /// The bf16 pair (q_j - 8, q_{j+4} - 8) of word w, exact: 0x4300 | q is 128 + q in bf16, and the
@@ -183,11 +213,6 @@ __device__ __forceinline__ uint32_t code_pair(uint32_t w, int j) {
   uint32_t d;
   asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(v), "r"(0x3F803F80u), "r"(0xC308C308u));
   return d;
-}
-
-/// The bf16 pair (128 + q_j, 128 + q_{j+4}) of word w, exact (W4A16_OFFSET_MMA).
-__device__ __forceinline__ uint32_t code_pair_biased(uint32_t w, int j) {
-  return ((w >> (4 * j)) & 0x000F000Fu) | 0x43004300u;
 }
 
 /// d = a · b + d on the tensor cores: A 16x16 (row), B 16x8 (col), bf16; D fp32.
@@ -224,13 +249,44 @@ __device__ __forceinline__ void x_pairs(const uint4& v, uint32_t (&b)[4]) {
   b[3] = __byte_perm(v.y, v.w, 0x7632);  // (x3, x7)  step 2u+1
 }
 
-/// L2 prefetch of the scales of rows [row0, row0 + kRowsPerCta) (one contiguous block), rounded
-/// in to 16 bytes so that it stays inside the scales array.
-__device__ __forceinline__ void prefetch_scales(const __nv_bfloat16* scales, int row0, int N, int G) {
-  const uintptr_t base = reinterpret_cast<uintptr_t>(scales);
-  const uintptr_t lo = (base + size_t(row0) * G * 2 + 15) & ~uintptr_t{15};
-  const uintptr_t hi = (base + size_t(min(row0 + kRowsPerCta, N)) * G * 2) & ~uintptr_t{15};
-  if (lo < hi) prefetch_l2(reinterpret_cast<const void*>(lo), static_cast<uint32_t>(hi - lo));
+/// One group's arithmetic for the warp's rows: 8 mma steps per m16 tile into fp32 partials from
+/// zero (W4A16_MMA_CHAINS: one chain, or even/odd steps in two added at the end), then one FFMA
+/// per output applies each row's scale.
+template <int NB>
+__device__ __forceinline__ void group_mma(float (&acc)[kMTiles][NB][4], const WeightFrag& cur, const XRaw<NB>& xc) {
+  uint32_t xb[NB][4][4];
+#pragma unroll
+  for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+    for (int u = 0; u < 4; ++u) x_pairs(xc.v[nb][u], xb[nb][u]);
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+    float pc[kChains][NB][4] = {};
+    const uint32_t w_lo[4] = {cur.w[mt][0].x, cur.w[mt][0].y, cur.w[mt][0].z, cur.w[mt][0].w};
+    const uint32_t w_hi[4] = {cur.w[mt][1].x, cur.w[mt][1].y, cur.w[mt][1].z, cur.w[mt][1].w};
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {  // step 2u + half: pairs (2·half) and (2·half + 1)
+        const uint32_t a0 = code_pair(w_lo[u], 2 * half), a1 = code_pair(w_hi[u], 2 * half);
+        const uint32_t a2 = code_pair(w_lo[u], 2 * half + 1), a3 = code_pair(w_hi[u], 2 * half + 1);
+#pragma unroll
+        for (int nb = 0; nb < NB; ++nb)
+          mma_bf16(pc[half % kChains][nb], a0, a1, a2, a3, xb[nb][u][2 * half], xb[nb][u][2 * half + 1]);
+      }
+    float p[NB][4];
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) p[nb][i] = kChains == 2 ? pc[0][nb][i] + pc[kChains - 1][nb][i] : pc[0][nb][i];
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb) {  // c0, c1: row g; c2, c3: row g + 8
+      acc[mt][nb][0] = fmaf(cur.s[mt][0], p[nb][0], acc[mt][nb][0]);
+      acc[mt][nb][1] = fmaf(cur.s[mt][0], p[nb][1], acc[mt][nb][1]);
+      acc[mt][nb][2] = fmaf(cur.s[mt][1], p[nb][2], acc[mt][nb][2]);
+      acc[mt][nb][3] = fmaf(cur.s[mt][1], p[nb][3], acc[mt][nb][3]);
+    }
+  }
 }
 
 // ---- the kernel ------------------------------------------------------------------------------
@@ -239,7 +295,8 @@ template <int NB>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     w4a16_mma_splitk(const __nv_bfloat16* __restrict__ x, const uint32_t* __restrict__ qweight,
                      const __nv_bfloat16* __restrict__ scales, __nv_bfloat16* __restrict__ y, int B, int N, int K) {
-  extern __shared__ float red[];  // [warps][kRowsPerCta][NB * 8] fp32 partial sums
+  // [warps][kRowsPerCta][NB * 8] fp32 partial sums, then (W4A16_STAGES) the warps' rings
+  extern __shared__ __align__(16) float red[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;  // mma groupID and thread-in-group
   const int G = K / kGroup, words_per_row = K / 8;
@@ -277,106 +334,202 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 
   // With one n8 tile the next group's x is prefetched with its weights (16 more registers); with
   // two, x is loaded at the top of the iteration (prefetching it would pass 128 registers).
-  // W4A16_OFFSET_MMA's x sums take 4 registers more: there, x is loaded at the top of the iteration
-  // (an L1 hit: every CTA of the SM reads the same x), and the offset form is for one n8 tile only.
-  constexpr bool kOffset = kOffsetMma && NB == 1;
-  constexpr bool kPrefetchX = NB == 1 && !kOffset;
-  // The warp's groups: first, first + step, ... below last.
-  const int g_first = kContiguousK ? warp * G / warps : warp;
-  const int g_last = kContiguousK ? (warp + 1) * G / warps : G;
-  const int g_step = kContiguousK ? 1 : warps;
-
-  // L2 prefetch: lane r fetches row r of the CTA (rows past N clamped, as the loads are).
-  const uint32_t* pf_row = qweight + static_cast<size_t>(min(row0 + (lane % kRowsPerCta), N - 1)) * words_per_row;
-  auto prefetch_groups = [&](int from, int to) {  // groups [from, to) of the lane's row
-    if (lane < kRowsPerCta && from < to) prefetch_l2(pf_row + from * 16, static_cast<uint32_t>(to - from) * 64u);
-  };
-  if constexpr (kPrefetchGroups > 0) {
-    prefetch_groups(g_first, min(g_last, g_first + kPrefetchGroups));
-    if (threadIdx.x == 0) prefetch_scales(scales, row0, N, G);
-  }
-  auto prefetch_step = [&](int st) { prefetch_groups(st * warps, min(G, (st + 1) * warps)); };
-  if constexpr (kPrefetchSteps > 0) {
-    for (int st = warp; st < kPrefetchSteps; st += warps) prefetch_step(st);
-    if (threadIdx.x == 0) prefetch_scales(scales, row0, N, G);
-  }
-  int it = 0;  // the warp's iteration (strided split: the CTA step)
-
+  constexpr bool kPrefetchX = NB == 1;
   float acc[kMTiles][NB][4] = {};
-  WeightFrag cur, nxt;
-  XRaw<NB> xc, xn;
-  int gi = g_first;
-  if (gi < g_last) {
-    load_weights(cur, gi);
-    if constexpr (kPrefetchX) load_x(xc, gi);
-  }
+
+  if constexpr (kStages == 0) {
+    // ---- register double buffer: group gi + W loads while group gi computes ----
+    WeightFrag cur, nxt;
+    XRaw<NB> xc, xn;
+    int gi = warp;
+    if (gi < G) {
+      load_weights(cur, gi);
+      if constexpr (kPrefetchX) load_x(xc, gi);
+    }
 #pragma unroll 2  // two copies of the body let cur/nxt swap roles instead of being copied
-  for (; gi < g_last; gi += g_step) {
-    if constexpr (kPrefetchGroups > 0) {
-      if ((gi - g_first) % kPrefetchChunk == 0)
-        prefetch_groups(gi + kPrefetchGroups, min(g_last, gi + kPrefetchGroups + kPrefetchChunk));
+    for (; gi < G; gi += warps) {
+      const bool more = gi + warps < G;
+      if (more) load_weights(nxt, gi + warps);  // the next group in flight during this one
+      if constexpr (kPrefetchX) {
+        if (more) load_x(xn, gi + warps);
+      } else {
+        load_x(xc, gi);
+      }
+      group_mma<NB>(acc, cur, xc);
+      cur = nxt;
+      if constexpr (kPrefetchX) xc = xn;
     }
-    if constexpr (kPrefetchSteps > 0) {
-      if (it % warps == warp) prefetch_step(it + kPrefetchSteps);
-      ++it;
-    }
-    const bool more = gi + g_step < g_last;
-    if (more) load_weights(nxt, gi + g_step);  // the next group in flight during this one
-    if constexpr (kPrefetchX) {
-      if (more) load_x(xn, gi + g_step);
-    } else {
-      load_x(xc, gi);
-    }
-    uint32_t xb[NB][4][4];
+  } else if constexpr (!kCtaRing) {
+    // ---- shared-memory ring: stage k of the warp (groups P·(warp + k·W) + a, a < P) lives in
+    // slot k mod S; the copies of stage k + S - 1 are issued when stage k is consumed ----
+    constexpr int S = kStages > 0 ? kStages : 2;  // (the guard keeps S % S legal in a discarded branch)
+    constexpr int P = kStageGroups;
+    uint4* ring = reinterpret_cast<uint4*>(red + warps * kRowsPerCta * NB * 8) + warp * (S * P * kChunksPerGroup);
+    const int groups_of_stages = (G + P - 1) / P;  // stage-sized units of K
+    const int n_stages = groups_of_stages > warp ? (groups_of_stages - warp + warps - 1) / warps : 0;
+    auto stage_group = [&](int k, int a) { return P * (warp + k * warps) + a; };
+    // P = 2: copy instruction q moves rows 4q..4q+3 of the CTA (lane: row 4q + lane/8, 16-byte
+    // chunk lane % 8 of the 128 bytes of groups 2p, 2p + 1), row r's chunk c to position
+    // c ^ 4·(r & 1), so that the 8 lanes of one quarter-warp read 8 distinct 16-byte bank groups.
+    const int crow = lane >> 3, cchunk = lane & 7;
+    const int row_chunks = K / 32;  // 16-byte chunks per row
+    const int row_off0 = (row0 + crow) * row_chunks, row_step = 4 * row_chunks, row_off_last = (N - 1) * row_chunks;
+    float sc[S][P][kMTiles][2];  // the scales of each slot (a register ring: its slot indices are static)
+    auto issue = [&](int slot, int k) {  // copies of stage k into slot; always commits one group
+      uint4* dst = ring + slot * (P * kChunksPerGroup);
 #pragma unroll
-    for (int nb = 0; nb < NB; ++nb)
+      for (int a = 0; a < P; ++a) {
+        const int gi = stage_group(k, a);
+        if (gi < G) {
 #pragma unroll
-      for (int u = 0; u < 4; ++u) x_pairs(xc.v[nb][u], xb[nb][u]);
-    // W4A16_OFFSET_MMA: xs[nb][i] = sum of the group's x over k for column 2t + (i & 1) (every row
-    // of an all-ones A gives the same sum).
-    float xs[NB][4] = {};
-    if constexpr (kOffset) {
-      constexpr uint32_t kOnes = 0x3F803F80u;  // bf16 (1, 1)
+          for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
-      for (int u = 0; u < 4; ++u)
-#pragma unroll
-        for (int half = 0; half < 2; ++half)
-#pragma unroll
-          for (int nb = 0; nb < NB; ++nb)
-            mma_bf16(xs[nb], kOnes, kOnes, kOnes, kOnes, xb[nb][u][2 * half], xb[nb][u][2 * half + 1]);
-    }
-#pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
-      float p[NB][4] = {};
-      const uint32_t w_lo[4] = {cur.w[mt][0].x, cur.w[mt][0].y, cur.w[mt][0].z, cur.w[mt][0].w};
-      const uint32_t w_hi[4] = {cur.w[mt][1].x, cur.w[mt][1].y, cur.w[mt][1].z, cur.w[mt][1].w};
-#pragma unroll
-      for (int u = 0; u < 4; ++u)
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {  // step 2u + half: pairs (2·half) and (2·half + 1)
-          auto pair = [](uint32_t w, int j) { return kOffset ? code_pair_biased(w, j) : code_pair(w, j); };
-          const uint32_t a0 = pair(w_lo[u], 2 * half), a1 = pair(w_hi[u], 2 * half);
-          const uint32_t a2 = pair(w_lo[u], 2 * half + 1), a3 = pair(w_hi[u], 2 * half + 1);
-#pragma unroll
-          for (int nb = 0; nb < NB; ++nb)
-            mma_bf16(p[nb], a0, a1, a2, a3, xb[nb][u][2 * half], xb[nb][u][2 * half + 1]);
+            for (int h = 0; h < 2; ++h) sc[slot][a][mt][h] = bf16_bits_to_float(__ldg(srow[mt][h] + gi));
         }
-      if constexpr (kOffset) {
-#pragma unroll
-        for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) p[nb][i] = fmaf(-136.f, xs[nb][i], p[nb][i]);
       }
+      if constexpr (P == 1) {
+        const int gi = stage_group(k, 0);
+        if (gi < G) {
 #pragma unroll
-      for (int nb = 0; nb < NB; ++nb) {  // c0, c1: row g; c2, c3: row g + 8
-        acc[mt][nb][0] = fmaf(cur.s[mt][0], p[nb][0], acc[mt][nb][0]);
-        acc[mt][nb][1] = fmaf(cur.s[mt][0], p[nb][1], acc[mt][nb][1]);
-        acc[mt][nb][2] = fmaf(cur.s[mt][1], p[nb][2], acc[mt][nb][2]);
-        acc[mt][nb][3] = fmaf(cur.s[mt][1], p[nb][3], acc[mt][nb][3]);
+          for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) copy_async16(dst + (mt * 2 + h) * 32 + lane, wrow[mt][h] + gi * 4);
+        }
+      } else {
+        const int gi = stage_group(k, cchunk >> 2);  // this lane's chunk is in group 2p + chunk / 4
+        if (gi < G) {
+          // Rows as 32-bit chunk offsets (N·K/32 <= 2^30), clamped as offsets (rows grow with q):
+          // an IMAD, an IMNMX and an address per copy.
+          const uint4* base = reinterpret_cast<const uint4*>(qweight) + (gi & ~1) * 4 + cchunk;
+#pragma unroll
+          for (int q = 0; q < kRowsPerCta / 4; ++q) {
+            const int r = 4 * q + crow;
+            copy_async16(dst + r * 8 + (cchunk ^ ((r & 1) << 2)), base + min(row_off0 + q * row_step, row_off_last));
+          }
+        }
+      }
+      copy_async_commit();
+    };
+    auto read_stage = [&](WeightFrag& f, int slot, int a) {  // group a of the slot into fragments
+      const uint4* src = ring + slot * (P * kChunksPerGroup);
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          if constexpr (P == 1) {
+            f.w[mt][h] = src[(mt * 2 + h) * 32 + lane];
+          } else {
+            const int r = mt * 16 + h * 8 + g;
+            f.w[mt][h] = src[r * 8 + ((4 * a + t) ^ ((r & 1) << 2))];
+          }
+          f.s[mt][h] = sc[slot][a][mt][h];
+        }
+    };
+    // The warp's groups in order, for x one group ahead: after group (k, a) comes (k, a + 1) or
+    // (k + 1, 0).
+    auto next_group = [&](int k, int a) { return a + 1 < P ? stage_group(k, a + 1) : stage_group(k + 1, 0); };
+
+    XRaw<NB> xc, xn;
+    if (n_stages > 0 && kPrefetchX) load_x(xc, stage_group(0, 0));
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) issue(s, s);
+    for (int k0 = 0; k0 < n_stages; k0 += S) {
+#pragma unroll
+      for (int s = 0; s < S; ++s) {
+        const int k = k0 + s;
+        if (k < n_stages) {
+          copy_async_wait<S - 2>();  // this thread's copies of stage k have landed
+          __syncwarp();              // ... and every lane's (P = 2 reads other lanes' chunks); and all
+                                     // reads of slot (s - 1) mod S, stage k - 1, are done
+          issue((s + S - 1) % S, k + S - 1);
+#pragma unroll
+          for (int a = 0; a < P; ++a) {
+            const int gi = stage_group(k, a);
+            if (gi < G) {
+              WeightFrag cur;
+              read_stage(cur, s, a);
+              const int gn = next_group(k, a);
+              if constexpr (kPrefetchX) {
+                if (gn < G) load_x(xn, gn);
+              } else {
+                load_x(xc, gi);
+              }
+              group_mma<NB>(acc, cur, xc);
+              if constexpr (kPrefetchX) xc = xn;
+            }
+          }
+        }
       }
     }
-    cur = nxt;
-    if constexpr (kPrefetchX) xc = xn;
+    copy_async_wait<0>();  // no copy outlives the kernel (the trailing groups are empty)
+  } else {
+    // ---- CTA ring: stage k (the CTA step) in slot k mod S; group a of the stage is a block of
+    // kGroupBlockChunks chunks, row r's chunk t at r·4 + t ----
+    constexpr int S = kStages > 0 ? kStages : 2;
+    const int stage_chunks = warps * kGroupBlockChunks;
+    uint4* ring = reinterpret_cast<uint4*>(red + warps * kRowsPerCta * NB * 8);
+    const int n_stages = (G + warps - 1) / warps;  // the same for every warp: barriers match
+    // This thread's copies: of a stage's kRowsPerCta x 4W chunks, chunk i·32W + tid for i <
+    // kRowsPerCta / 8, i.e. rows 8i + tid / 4W, chunk c = tid mod 4W of the row's 64·W bytes
+    // (group c / 4, quarter c mod 4); a warp instruction is 32 consecutive chunks of one row.
+    const int c = threadIdx.x % (4 * warps), r_first = threadIdx.x / (4 * warps), a_copy = c >> 2;
+    const uint4* qw4 = reinterpret_cast<const uint4*>(qweight);
+    const size_t row_chunks = static_cast<size_t>(K) / 32;  // 16-byte chunks per row
+    float sc[S][kMTiles][2];  // the scales of the warp's group of each slot
+    auto issue = [&](int slot, int k) {
+      uint4* dst = ring + slot * stage_chunks + a_copy * kGroupBlockChunks + (c & 3);
+      if (k * warps + a_copy < G) {
+#pragma unroll
+        for (int i = 0; i < kRowsPerCta / 8; ++i) {
+          const int r = 8 * i + r_first;
+          const size_t row = static_cast<size_t>(min(row0 + r, N - 1));
+          copy_async16(dst + r * 4, qw4 + row * row_chunks + static_cast<size_t>(k) * warps * 4 + c);
+        }
+      }
+      const int gw = k * warps + warp;
+      if (gw < G) {
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) sc[slot][mt][h] = bf16_bits_to_float(__ldg(srow[mt][h] + gw));
+      }
+      copy_async_commit();
+    };
+    XRaw<NB> xc, xn;
+    if (warp < G && kPrefetchX) load_x(xc, warp);
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) issue(s, s);
+    for (int k0 = 0; k0 < n_stages; k0 += S) {
+#pragma unroll
+      for (int s = 0; s < S; ++s) {
+        const int k = k0 + s;
+        if (k < n_stages) {
+          copy_async_wait<S - 2>();  // this thread's copies of stage k have landed
+          __syncthreads();           // ... and every thread's; every warp is done with stage k - 1
+          issue((s + S - 1) % S, k + S - 1);
+          const int gi = k * warps + warp;
+          if (gi < G) {
+            WeightFrag cur;
+            const uint4* src = ring + s * stage_chunks + warp * kGroupBlockChunks;
+#pragma unroll
+            for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+              for (int h = 0; h < 2; ++h) {
+                cur.w[mt][h] = src[(mt * 16 + h * 8 + g) * 4 + t];
+                cur.s[mt][h] = sc[s][mt][h];
+              }
+            if constexpr (kPrefetchX) {
+              if (gi + warps < G) load_x(xn, gi + warps);
+            } else {
+              load_x(xc, gi);
+            }
+            group_mma<NB>(acc, cur, xc);
+            if constexpr (kPrefetchX) xc = xn;
+          }
+        }
+      }
+    }
+    copy_async_wait<0>();
   }
 
   // Split-K reduction over the warps in a fixed order (deterministic), one bf16 rounding.
@@ -406,7 +559,16 @@ template <int NB>
 void launch(const d2k_args* args, const __nv_bfloat16* x, const uint32_t* qw, const __nv_bfloat16* sc,
             __nv_bfloat16* y, int B, int N, int K, cudaStream_t st) {
   const int warps = std::max(1, std::min(W4A16_WARPS, K / kGroup));  // no idle warps when K is short
-  const size_t smem = size_t(warps) * kRowsPerCta * NB * 8 * sizeof(float);
+  size_t smem = size_t(warps) * kRowsPerCta * NB * 8 * sizeof(float);
+  if constexpr (kStages > 0) {
+    smem +=
+        size_t(warps) * kStages * (kCtaRing ? kGroupBlockChunks : kStageGroups * kChunksPerGroup) * 16;  // the rings
+    auto kernel = w4a16_mma_splitk<NB>;
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (e == cudaSuccess)  // the largest shared-memory carveout, so that two CTAs' rings fit per SM
+      e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    if (e != cudaSuccess) throw d2k::abi_error(std::string("expert: shared-memory attribute: ") + cudaGetErrorString(e));
+  }
   const unsigned ctas = static_cast<unsigned>((N + kRowsPerCta - 1) / kRowsPerCta);
   w4a16_mma_splitk<NB><<<ctas, warps * 32, smem, st>>>(x, qw, sc, y, B, N, K);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess)

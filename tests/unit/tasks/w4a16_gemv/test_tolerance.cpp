@@ -133,8 +133,6 @@ std::uint32_t byte_perm(std::uint32_t x, std::uint32_t y, std::uint32_t sel) {  
 }
 float lo_bf16(std::uint32_t r) { return bf16_bits_to_float(static_cast<std::uint16_t>(r & 0xFFFF)); }
 float hi_bf16(std::uint32_t r) { return bf16_bits_to_float(static_cast<std::uint16_t>(r >> 16)); }
-/// code_pair_biased: ((w >> 4j) & 0x000F000F) | 0x43004300, the bf16 pair (128 + q_j, 128 + q_{j+4}).
-std::uint32_t code_pair_biased(std::uint32_t w, int j) { return ((w >> (4 * j)) & 0x000F000Fu) | 0x43004300u; }
 /// code_pair: ((w >> 4j) & 0x000F000F) | 0x43004300, then fma.rn.bf16x2(v, 1, -136) (exact).
 std::uint32_t code_pair(std::uint32_t w, int j) {
   const std::uint32_t v = ((w >> (4 * j)) & 0x000F000Fu) | 0x43004300u;
@@ -142,20 +140,47 @@ std::uint32_t code_pair(std::uint32_t w, int j) {
   return float_to_bf16_bits(lo) | (static_cast<std::uint32_t>(float_to_bf16_bits(hi)) << 16);
 }
 
-/// contiguous: W4A16_KSPLIT=1, warp w sums groups [w·G/W, (w+1)·G/W) in order; otherwise groups
-/// w, w + W, ... (the default build). offset: W4A16_OFFSET_MMA=1, which at B <= 8 feeds A with
-/// 128 + q and takes 136 · (sum of the group's x, an all-ones A times x) off each group's sum.
+/// The shared-memory ring of W4A16_STAGE_GROUPS=2 (cpa3l) for one stage of two groups: copy
+/// instruction q of lane l moves 16-byte chunk c = l % 8 of row r = 4q + l / 8 (of the 128 bytes
+/// of the pair) to position c ^ 4·(r & 1) of row r; lane (g, t) reads group a (0, 1) of row r at
+/// position (4a + t) ^ 4·(r & 1). Returns, at [(r·2 + a)·4 + t], the pair chunk that each read
+/// finds, through an emulated copy of the stage (a wrong swizzle on either side shows as a wrong
+/// chunk; a position never written reads -1).
+std::vector<int> staged_pair_chunks(int rows_per_cta) {
+  std::vector<int> smem(static_cast<std::size_t>(rows_per_cta * 8), -1);
+  for (int q = 0; q < rows_per_cta / 4; ++q)
+    for (int l = 0; l < 32; ++l) {
+      const int rr = 4 * q + (l >> 3), c = l & 7;
+      smem[static_cast<std::size_t>(rr * 8 + (c ^ ((rr & 1) << 2)))] = c;
+    }
+  std::vector<int> found(static_cast<std::size_t>(rows_per_cta * 8));
+  for (int r = 0; r < rows_per_cta; ++r)
+    for (int a = 0; a < 2; ++a)
+      for (int t = 0; t < 4; ++t)
+        found[static_cast<std::size_t>((r * 2 + a) * 4 + t)] =
+            smem[static_cast<std::size_t>(r * 8 + ((4 * a + t) ^ ((r & 1) << 2)))];
+  return found;
+}
+
+/// How the emulated build orders and sums the groups.
+struct LaneOrder {
+  bool pairs = false;  ///< W4A16_STAGE_GROUPS=2: warp w sums groups 2w, 2w + 1, 2w + 2W, ... (read through the ring)
+  int chains = 1;      ///< W4A16_MMA_CHAINS: even and odd mma steps in separate fp32 partials, added per group
+};
+
+/// The default build: warp w sums groups w, w + W, ... in order, one chain of 8 mma steps per group
+/// (cpa5, cpa4c and s256 compute exactly this; only where the bytes wait differs).
 HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTensor>& in, int warps, int mtiles,
-                                bool contiguous = false, bool offset = false) {
+                                LaneOrder order = {}) {
   const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K"), G = K / kGroup;
   const int NB = B <= 8 ? 1 : 2, rows_per_cta = 16 * mtiles;
-  offset = offset && NB == 1;
   warps = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(warps, G)));
   const auto* x = in.at(0).as<std::uint16_t>();
   const auto* q = in.at(1).as<std::uint32_t>();
   const auto* sc = in.at(2).as<std::uint16_t>();
   HostTensor y("y", DType::bf16, {B, N});
   auto* yp = y.as<std::uint16_t>();
+  const std::vector<int> staged = staged_pair_chunks(rows_per_cta);
   for (std::int64_t row0 = 0; row0 < N; row0 += rows_per_cta) {
     // red[warp][row][col], as the kernel's shared memory
     std::vector<float> red(static_cast<std::size_t>(warps * rows_per_cta * NB * 8), 0.f);
@@ -164,9 +189,14 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
       auto A = [&](int mt, int nb, int lane, int i) -> float& {
         return acc[static_cast<std::size_t>(((mt * NB + nb) * 32 + lane) * 4 + i)];
       };
-      const std::int64_t g_first = contiguous ? warp * G / warps : warp;
-      const std::int64_t g_last = contiguous ? (warp + 1) * G / warps : G;
-      for (std::int64_t gi = g_first; gi < g_last; gi += contiguous ? 1 : warps) {
+      std::vector<std::int64_t> groups;  // the warp's groups in the order it sums them
+      if (order.pairs) {
+        for (std::int64_t pr = warp; 2 * pr < G; pr += warps)
+          for (int a = 0; a < 2 && 2 * pr + a < G; ++a) groups.push_back(2 * pr + a);
+      } else {
+        for (std::int64_t gi = warp; gi < G; gi += warps) groups.push_back(gi);
+      }
+      for (const std::int64_t gi : groups) {
         // x fragments per lane: b[nb][lane][u][4]
         std::vector<std::uint32_t> xb(static_cast<std::size_t>(NB * 32 * 16), 0u);
         for (int nb = 0; nb < NB; ++nb)
@@ -187,8 +217,7 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
             }
           }
         for (int mt = 0; mt < mtiles; ++mt) {
-          float part[2][32][4] = {};  // [nb][lane][i]
-          float xs[2][32][4] = {};    // offset: the all-ones mma's sums of x
+          float part[2][2][32][4] = {};  // [chain][nb][lane][i]
           for (int u = 0; u < 4; ++u)
             for (int half = 0; half < 2; ++half) {
               float Am[16][16], Bm[2][16][8];
@@ -196,11 +225,18 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
                 const int g = lane >> 2, t = lane & 3;
                 const std::int64_t r_lo = std::min<std::int64_t>(row0 + mt * 16 + g, N - 1);
                 const std::int64_t r_hi = std::min<std::int64_t>(row0 + mt * 16 + 8 + g, N - 1);
-                const std::uint32_t w_lo = q[r_lo * (K / 8) + gi * 16 + 4 * t + u];
-                const std::uint32_t w_hi = q[r_hi * (K / 8) + gi * 16 + 4 * t + u];
-                auto pair = [&](std::uint32_t w, int j) { return offset ? code_pair_biased(w, j) : code_pair(w, j); };
-                const std::uint32_t a[4] = {pair(w_lo, 2 * half), pair(w_hi, 2 * half), pair(w_lo, 2 * half + 1),
-                                            pair(w_hi, 2 * half + 1)};
+                // word u of the lane's 16-byte chunk: chunk t of the group, or through the ring
+                // the chunk of the pair (2·(gi / 2), +1) that the lane's swizzled read finds
+                auto word = [&](std::int64_t r, int rr) {
+                  const std::int64_t chunk =
+                      order.pairs
+                          ? (gi & ~std::int64_t{1}) * 4 + staged[static_cast<std::size_t>((rr * 2 + (gi & 1)) * 4 + t)]
+                          : gi * 4 + t;
+                  return q[r * (K / 8) + chunk * 4 + u];
+                };
+                const std::uint32_t w_lo = word(r_lo, mt * 16 + g), w_hi = word(r_hi, mt * 16 + 8 + g);
+                const std::uint32_t a[4] = {code_pair(w_lo, 2 * half), code_pair(w_hi, 2 * half),
+                                            code_pair(w_lo, 2 * half + 1), code_pair(w_hi, 2 * half + 1)};
                 // A (row-major 16x16): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..)
                 Am[g][2 * t] = lo_bf16(a[0]), Am[g][2 * t + 1] = hi_bf16(a[0]);
                 Am[g + 8][2 * t] = lo_bf16(a[1]), Am[g + 8][2 * t + 1] = hi_bf16(a[1]);
@@ -218,11 +254,9 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
                   const int g = lane >> 2, t = lane & 3;
                   for (int i = 0; i < 4; ++i) {  // C: c0 (g, 2t), c1 (g, 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1)
                     const int m = g + (i >> 1) * 8, n = 2 * t + (i & 1);
-                    float d = 0.f, ones = 0.f;
+                    float d = 0.f;
                     for (int k = 0; k < 16; ++k) d += Am[m][k] * Bm[nb][k][n];
-                    for (int k = 0; k < 16; ++k) ones += Bm[nb][k][n];
-                    part[nb][lane][i] += d;
-                    xs[nb][lane][i] += ones;
+                    part[half % order.chains][nb][lane][i] += d;
                   }
                 }
             }
@@ -231,8 +265,8 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
               for (int i = 0; i < 4; ++i) {
                 const int g = lane >> 2;
                 const std::int64_t r = std::min<std::int64_t>(row0 + mt * 16 + (i >> 1) * 8 + g, N - 1);
-                if (offset) part[nb][lane][i] = std::fmaf(-136.f, xs[nb][lane][i], part[nb][lane][i]);
-                A(mt, nb, lane, i) = std::fmaf(bf16_bits_to_float(sc[r * G + gi]), part[nb][lane][i], A(mt, nb, lane, i));
+                const float pg = order.chains == 2 ? part[0][nb][lane][i] + part[1][nb][lane][i] : part[0][nb][lane][i];
+                A(mt, nb, lane, i) = std::fmaf(bf16_bits_to_float(sc[r * G + gi]), pg, A(mt, nb, lane, i));
               }
         }
       }
@@ -292,24 +326,100 @@ TEST_F(W4A16Tolerance, ExpertAndNaiveArithmeticPass) {
 }
 
 TEST_F(W4A16Tolerance, ExpertLaneEmulationPasses) {
-  // The default build (8 warps, two m16 tiles per warp, groups strided over the warps) and the
-  // variants' shapes (16 warps; one tile; a contiguous range of groups per warp: pf4, l2blk, l2blkpf4).
-  // l2blkpf4o and spf4o add the offset form (B <= 8); spf2 computes as the default build.
+  // The default build (8 warps, two m16 tiles per warp, groups strided over the warps; cpa5, cpa4c
+  // and s256 sum in exactly this order and read the same fragments), cpa3l (pairs of groups per warp, read through the
+  // swizzled ring) and mchain2 (two mma chains per group), on every check workload.
   struct Shape {
     int warps, mtiles;
-    bool contiguous, offset;
+    LaneOrder order;
+    const char* name;
   };
   for (const Case& c : *cases_)
-    for (auto [warps, mtiles, contiguous, offset] : {Shape{8, 2, false, false}, Shape{16, 2, false, false},
-                                                     Shape{8, 1, false, false}, Shape{8, 2, true, false},
-                                                     Shape{8, 2, true, true}, Shape{8, 2, false, true}}) {
+    for (const auto& [warps, mtiles, order, name] :
+         {Shape{8, 2, {}, "expert lanes"}, Shape{8, 2, {true, 1}, "expert lanes (cpa3l: pairs through the ring)"},
+          Shape{8, 2, {false, 2}, "expert lanes (mchain2: two mma chains)"}}) {
       const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0),
-                                      emulate_expert_lanes(c.plan, c.inputs, warps, mtiles, contiguous, offset));
-      report(offset ? (contiguous ? "expert lanes (contiguous K, offset)" : "expert lanes (offset)") : contiguous ? "expert lanes (contiguous K)" : "expert lanes", c, r);
-      EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " warps " << warps << " mtiles " << mtiles << " contiguous "
-                            << contiguous << " offset " << offset << ": " << r.message;
+                                      emulate_expert_lanes(c.plan, c.inputs, warps, mtiles, order));
+      report(name, c, r);
+      EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " " << name << ": " << r.message;
       EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid;  // fp32 sums: far inside
     }
+}
+
+TEST(W4A16Ring, PairLayoutIsAConflictFreePermutation) {
+  // cpa3l's stage: every (row, position) written exactly once by the copies; each lane's read finds
+  // chunk 4a + t of its row; the 8 lanes of each quarter-warp (one LDS.128 phase) read 8 distinct
+  // 16-byte bank groups (rows are 128 bytes, so the bank group is the position).
+  constexpr int kRows = 32;
+  std::vector<int> writes(kRows * 8, 0);
+  for (int q = 0; q < kRows / 4; ++q)
+    for (int l = 0; l < 32; ++l) {
+      const int r = 4 * q + (l >> 3), c = l & 7;
+      ++writes[static_cast<std::size_t>(r * 8 + (c ^ ((r & 1) << 2)))];
+    }
+  for (int w : writes) EXPECT_EQ(w, 1);
+  const std::vector<int> staged = staged_pair_chunks(kRows);
+  for (int mt = 0; mt < 2; ++mt)
+    for (int h = 0; h < 2; ++h)
+      for (int a = 0; a < 2; ++a) {
+        for (int lane = 0; lane < 32; ++lane) {
+          const int g = lane >> 2, t = lane & 3, r = mt * 16 + h * 8 + g;
+          EXPECT_EQ(staged[static_cast<std::size_t>((r * 2 + a) * 4 + t)], 4 * a + t)
+              << "row " << r << " group " << a << " lane " << lane;
+        }
+        for (int phase = 0; phase < 4; ++phase) {
+          unsigned banks = 0;
+          for (int lane = 8 * phase; lane < 8 * phase + 8; ++lane) {
+            const int g = lane >> 2, t = lane & 3, r = mt * 16 + h * 8 + g;
+            banks |= 1u << ((4 * a + t) ^ ((r & 1) << 2));
+          }
+          EXPECT_EQ(banks, 0xFFu) << "tile " << mt << " half " << h << " group " << a << " phase " << phase;
+        }
+      }
+}
+
+TEST(W4A16Ring, CtaLayoutIsAConflictFreePermutation) {
+  // cpa4c's stage for every CTA width W (1..8 warps): thread tid copies chunks i·32W + tid, i.e.
+  // row 8i + tid / 4W, chunk c = tid mod 4W of the row's 64·W bytes (group c / 4, quarter c mod
+  // 4), to block c / 4 (132 chunks: 32 rows x 4 plus 64 bytes) at row·4 + c mod 4. Each stage
+  // position is written once; warp a's lane (g, t) reads its row's chunk t of group a; the 8 lanes
+  // of each quarter-warp hit 8 distinct 16-byte bank groups, on the reads and on each copy
+  // instruction's writes.
+  constexpr int kRows = 32, kBlock = kRows * 4 + 4;
+  for (int warps = 1; warps <= 8; ++warps) {
+    std::vector<int> owner(static_cast<std::size_t>(warps * kBlock), -1);  // which (group, row, quarter)
+    for (int i = 0; i < kRows / 8; ++i)
+      for (int w = 0; w < warps; ++w) {
+        for (int phase = 0; phase < 4; ++phase) {
+          unsigned banks = 0;
+          for (int lane = 8 * phase; lane < 8 * phase + 8; ++lane) {
+            const int tid = 32 * w + lane, c = tid % (4 * warps), r = 8 * i + tid / (4 * warps);
+            const int pos = (c >> 2) * kBlock + r * 4 + (c & 3);
+            EXPECT_EQ(owner[static_cast<std::size_t>(pos)], -1)
+                << "W " << warps << " position " << pos << " written twice";
+            owner[static_cast<std::size_t>(pos)] = ((c >> 2) * kRows + r) * 4 + (c & 3);
+            banks |= 1u << (pos % 8);
+          }
+          if (warps > 1) {  // one warp's row is 64 bytes: two quarters of a phase share banks on the writes
+            EXPECT_EQ(banks, 0xFFu) << "W " << warps << " copy " << i << " warp " << w << " phase " << phase;
+          }
+        }
+      }
+    for (int a = 0; a < warps; ++a)
+      for (int mt = 0; mt < 2; ++mt)
+        for (int h = 0; h < 2; ++h)
+          for (int phase = 0; phase < 4; ++phase) {
+            unsigned banks = 0;
+            for (int lane = 8 * phase; lane < 8 * phase + 8; ++lane) {
+              const int g = lane >> 2, t = lane & 3, r = mt * 16 + h * 8 + g;
+              const int pos = a * kBlock + r * 4 + t;
+              EXPECT_EQ(owner[static_cast<std::size_t>(pos)], (a * kRows + r) * 4 + t)
+                  << "W " << warps << " group " << a;
+              banks |= 1u << (pos % 8);
+            }
+            EXPECT_EQ(banks, 0xFFu) << "W " << warps << " group " << a << " read phase " << phase;
+          }
+  }
 }
 
 TEST_F(W4A16Tolerance, Bf16RunningSumFails) {
