@@ -89,7 +89,7 @@ for v in $variants; do
   need="LDG.E.EF.128"
   case $v in *vec* | tile3k_all) need+=" STG.E.EF.128" ;; esac
   # The cp.async variants copy the payload into shared memory (LDGSTS, zero-filled past n).
-  case $v in async*) need+=" STG.E.EF.128 LDGSTS.E.BYPASS.128.ZFILL" ;; esac
+  case $v in async*) need+=" STG.E.EF.128 LDGSTS.E.BYPASS.128" ;; esac
   sass_counts --so "expert_$v" "LDG\.E(\.EF)?\.128|STG\.E(\.EF)?\.128|LDGSTS[A-Z0-9.]*|(LD|ST)G?\.E\.64\.STRONG\.GPU|ATOMG[A-Z0-9.]*|BAR\.SYNC[A-Z.]*|LDL[A-Z0-9.]*|STL[A-Z0-9.]*" "$need" "LDL|STL"
 done
 

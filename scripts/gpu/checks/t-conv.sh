@@ -5,13 +5,13 @@
 # every built variant (`// %VARIANT%` lines of expert.cu) checked and timed on the three bench
 # workloads (step `variants`); the starter's verdict (must be INCORRECT_*); compute-sanitizer
 # memcheck of the expert on every public check workload (both its kernels) and of each variant on
-# the check workloads that reach its own code (rowsrcp also on the 64 x 2048 x 512 bench row, the only
-# public shape of its two-span kernel); the golden cross-check against PyTorch
+# the check workloads that reach its own code (the expert's rows kernel also on the 64 x 2048 x 512
+# bench row, the only public shape of its two-span form); the golden cross-check against PyTorch
 # float64 on `d2k check --dump` inputs (t-conv/golden_check.py); the SASS counts of the expert and
 # of every variant (no local memory). Each step gets what is left of a 140 s budget (the 150 s of
 # scripts/gpu/run_checks.sh).
 # The variants sweep alone (issue #15, the 64 x 2048 x 512 row; about 2-3 minutes):
-#   D2K_CHECK_STEPS=variants,memcheck_rcpapprox,memcheck_rowsrcp,memcheck_rowsbench,memcheck_persistrcp,memcheck_cta64,sass \
+#   D2K_CHECK_STEPS=variants,memcheck_rcpapprox,memcheck_rowsbench,memcheck_persistrcp,memcheck_cta64,sass \
 #     CONV_BUDGET_S=300 scripts/gpu/checks/t-conv.sh CARRY OUT
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-conv.sh CARRY OUT [compile]
@@ -63,22 +63,23 @@ variant_memcheck() {  # variant_memcheck NAME SECONDS WORKLOADS: only where the 
   [ -f "$carry/impl/$task/expert_$1.so" ] && sanitize --impl "expert:$1" memcheck "$2" "$3"
 }
 variant_memcheck rcpapprox 15 causal_conv1d-check-2x64x1000-negative-tail,causal_conv1d-check-3x37x1001
-variant_memcheck rowsrcp 15 causal_conv1d-check-4x2048x64-mamba370m,causal_conv1d-check-1x4096x24-mamba1.4b
 variant_memcheck persistrcp 15 causal_conv1d-check-4x2048x64-mamba370m,causal_conv1d-check-2x64x2056
 variant_memcheck cta64 15 causal_conv1d-check-2x64x2056,causal_conv1d-check-3x37x1001
-# rowsrcp's two-span kernel (257 <= L <= 512) has no public check workload: memcheck it on the bench
+# The expert's rows kernel (rowsrcp, the default since the seventh session) covers rows of 64 and
+# 24 in the expert's memcheck above; its two-span form (257 <= L <= 512) has no public check
+# workload: memcheck it on the bench
 # row (`d2k check` of a bench workload: one round judged against naive's outputs, both under the
 # sanitizer, no timing).
-if [ -f "$carry/impl/$task/expert_rowsrcp.so" ] && selected memcheck_rowsbench; then
+if selected memcheck_rowsbench; then
   san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   [ -x "$san" ] || san=false  # the step then fails, as sanitize's do without the tool
   step memcheck_rowsbench 40 "$san" --tool memcheck --error-exitcode 99 "$d2k" check --task "$task" \
-    --impl expert:rowsrcp --workloads causal_conv1d-bench-64x2048x512-mamba370m --isolation none \
+    --impl expert --workloads causal_conv1d-bench-64x2048x512-mamba370m --isolation none \
     --rounds 1 --bench-rounds 1 --quiet
   rc=$?
   grep -E "ERROR SUMMARY" "$out/memcheck_rowsbench.log" 2> /dev/null | tail -1
   if [ "$rc" -eq 0 ] && grep -q "ERROR SUMMARY: 0 errors" "$out/memcheck_rowsbench.log"; then
-    pass "memcheck: expert:rowsrcp clean on the 64x2048x512 bench row"
+    pass "memcheck: expert (rows kernel) clean on the 64x2048x512 bench row"
   else
     fail "memcheck_rowsbench rc=$rc (see memcheck_rowsbench.log)"
   fi
