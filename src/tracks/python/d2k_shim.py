@@ -135,6 +135,7 @@ class Loaded:
         self.path, self.mode, self.fn, self.params, self.abi = path, mode, fn, params, abi
         self.torch = _torch()
         self.streams = {}
+        self.prepare_errors = []  # why prepare could not run a shape (reported with a failed call)
 
 
 def _import_file(path):
@@ -227,6 +228,13 @@ def _recompile_reasons(loaded):
     return ("\nrecompiled because: " + "; ".join(reasons[-4:])[:600]) if reasons else ""
 
 
+def _prepare_errors(loaded):
+    """What prepare could not run: a shape it did not compile is compiled at its first call,
+    after the lockdown, where that fails with a PermissionError that hides this cause."""
+    errors = getattr(loaded, "prepare_errors", None)
+    return ("\nthe prepare step failed first: " + errors[0][-600:]) if errors else ""
+
+
 def _failure(what, exc):
     """`what: ExcType: message` on the first line (the line tables print under a failed row), the
     traceback after it."""
@@ -284,7 +292,7 @@ def call(loaded, inputs, outputs, scalars, stream):
                 loaded.fn(**kw)
         return None
     except BaseException as e:  # noqa: B902
-        return _failure("run() raised", e) + _recompile_reasons(loaded)
+        return _failure("run() raised", e) + _recompile_reasons(loaded) + _prepare_errors(loaded)
 
 
 def _dtype(torch, name):
@@ -339,4 +347,6 @@ def prepare(loaded, shapes_json):
             torch.cuda.synchronize()
         except BaseException:  # noqa: B902
             errors.append("workload %s: %s" % (shape.get("uuid", "?"), traceback.format_exc(limit=4)))
+    if hasattr(loaded, "prepare_errors"):
+        loaded.prepare_errors = errors
     return "\n".join(errors) if errors else None
