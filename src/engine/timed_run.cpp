@@ -51,6 +51,11 @@ TimedOutcome run_timer(measure::Timer& timer, DeviceCall& call, const std::vecto
   t.launch_offset_s = r.launch_offset_s;
   t.unjoined_samples = r.unjoined_samples;
   t.unjoined_detail = r.unjoined_example;
+  // How late the latest end was (evidence for a reader: a few microseconds past the slack reads
+  // differently from milliseconds of work left running).
+  if (r.unjoined_samples > 0)
+    t.unjoined_detail += fmt::format(" (latest end {:.1f} us after the join, of {} audit samples)", r.join_late_max_s * 1e6,
+                                     r.audit_samples);
   for (auto& [origin, ot] : r.attribution) {
     t.total_busy_s += ot.busy_s;
     if (vendor_origin(origin)) t.vendor_busy_s += ot.busy_s;
