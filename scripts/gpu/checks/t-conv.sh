@@ -70,20 +70,7 @@ variant_memcheck cta64 15 causal_conv1d-check-2x64x2056,causal_conv1d-check-3x37
 # workload: memcheck it on the bench
 # row (`d2k check` of a bench workload: one round judged against naive's outputs, both under the
 # sanitizer, no timing).
-if selected memcheck_rowsbench; then
-  san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  [ -x "$san" ] || san=false  # the step then fails, as sanitize's do without the tool
-  step memcheck_rowsbench 40 "$san" --tool memcheck --error-exitcode 99 "$d2k" check --task "$task" \
-    --impl expert --workloads causal_conv1d-bench-64x2048x512-mamba370m --isolation none \
-    --rounds 1 --bench-rounds 1 --quiet
-  rc=$?
-  grep -E "ERROR SUMMARY" "$out/memcheck_rowsbench.log" 2> /dev/null | tail -1
-  if [ "$rc" -eq 0 ] && grep -q "ERROR SUMMARY: 0 errors" "$out/memcheck_rowsbench.log"; then
-    pass "memcheck: expert (rows kernel) clean on the 64x2048x512 bench row"
-  else
-    fail "memcheck_rowsbench rc=$rc (see memcheck_rowsbench.log)"
-  fi
-fi
+sanitize --name memcheck_rowsbench memcheck 40 causal_conv1d-bench-64x2048x512-mamba370m --bench-rounds 1
 golden_step --dump-s 15 --show $((nchecks + 1)) 15 "$checks" $aux/golden_check.py --dataset dataset
 
 # PyTorch targets on the bench workloads (naive is checked alongside: bench outputs are judged

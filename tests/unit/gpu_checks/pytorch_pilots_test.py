@@ -259,7 +259,7 @@ where = lambda m, a, b: _t(np.where(m, a, b))
 cat = lambda parts: _t(np.concatenate(parts))
 
 
-def compile(fn):
+def compile(fn, dynamic=None):
     def compiled(**kw):
         with open(os.environ["RUNLOG"], "a") as f:
             f.write(json.dumps({"compiled": True}) + "\n")

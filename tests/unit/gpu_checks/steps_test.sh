@@ -180,6 +180,9 @@ expect_has "sanitize: d2k in-process" "$(args)" "check --task demo --impl expert
 o=$(sanitize --impl expert:mma_sync memcheck 20 demo-check-1)
 expect_has "sanitize --impl: PASS" "$o" "PASS memcheck: expert:mma_sync clean on 1 check workload(s)"
 [ -f "$out/memcheck_mma_sync.log" ] || bad "sanitize --impl: no memcheck_mma_sync.log"
+o=$(sanitize --name memcheck_rowsbench memcheck 20 demo-bench-1 --bench-rounds 1)
+expect_has "sanitize --name: PASS" "$o" "PASS memcheck: expert clean on 1 check workload(s)"
+[ -f "$out/memcheck_rowsbench.log" ] || bad "sanitize --name: no memcheck_rowsbench.log"
 o=$(FAKE_SAN_ERRORS=3 sanitize memcheck 20 demo-check-1); rc=$?
 expect "sanitize, errors: status" "$rc" 1
 expect_has "sanitize, errors: FAIL" "$o" "FAIL memcheck rc=99 (see memcheck.log)"

@@ -180,18 +180,23 @@ golden_step() {
   return $rc
 }
 
-# sanitize [--impl IMPL] TOOL SECONDS WORKLOADS [ARGS...]: `d2k check` of the task's expert (or
-# IMPL, e.g. expert:NAME: step TOOL_NAME) under compute-sanitizer TOOL (memcheck, racecheck), in
+# sanitize [--impl IMPL] [--name STEP] TOOL SECONDS WORKLOADS [ARGS...]: `d2k check` of the task's
+# expert (or IMPL, e.g. expert:NAME: step TOOL_NAME; --name: step STEP, e.g. for a bench workload,
+# which `d2k check` runs once against naive's outputs) under compute-sanitizer TOOL (memcheck, racecheck), in
 # d2k's own process (--isolation none) so that the sanitizer sees the kernels. PASS only when the
 # tool exits 0 and its summary says 0 errors or 0 hazards; a machine without compute-sanitizer is
 # a FAIL, not a skip. Needs $d2k and $task.
 sanitize() {
-  local impl=expert
-  if [ "${1:-}" = --impl ]; then impl=$2; shift 2; fi
+  local impl=expert step_name=""
+  while [[ ${1:-} == --impl || ${1:-} == --name ]]; do
+    if [ "$1" = --impl ]; then impl=$2; else step_name=$2; fi
+    shift 2
+  done
   local tool=$1 secs=$2 workloads=$3
   shift 3
   local name=$tool
   [ "$impl" != expert ] && name=${tool}_${impl#expert:}
+  [ -n "$step_name" ] && name=$step_name
   selected "$name" || { echo "== $name not selected (D2K_CHECK_STEPS)"; return 125; }
   local san
   san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
