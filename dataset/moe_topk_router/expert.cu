@@ -63,18 +63,19 @@
 // the logits, ~1200 cycles of selection, the fence and the ticket: 3-5 us) and the memset node
 // and launch (2-3 us). The variants below remove the serial tail:
 // %VARIANT% tailbatch -DROUTER_TAIL_BATCHED=1
-//   (the last block scans block-major counts, 4 loads in flight per thread before any store, and
-//    scatters in batches of 4 entries: the ids, then every mask word and base of the batch, loaded
-//    before its stores: 16 + 8 round trips at T = 512 instead of 64 + 18, coalesced counts and
-//    bases, 32-bit index arithmetic)
+//   (the last block scans block-major counts, 16 loads in flight per thread before any store, and
+//    scatters in batches of 8 entries: the ids, then every mask word and base of the batch, loaded
+//    before its stores: 4 + 4 round trips at T = 512 instead of 64 + 18, coalesced counts and
+//    bases, 32-bit index arithmetic; the fused plans run their own kernel instance,
+//    route_fused_kernel, so the large plans' route kernel carries no tail registers)
 // %VARIANT% tailwide -DROUTER_TAIL_BATCHED=1 -DROUTER_SMALL_TPW=2
 //   (tailbatch with two tokens per warp up to T = 1024: 32 blocks at T = 512, half the counts to
 //    scan, a second token's selection per warp with its logits prefetched)
 // %VARIANT% twokernel -DROUTER_TWO_KERNEL=1
 //   (the kernel boundary instead of the ticket: no memset node, no fences; a second kernel of a
 //    block per route block sums the block counts before it (the base) and of all blocks (the
-//    totals) with 4 loads in flight per thread, scans the totals and places its own entries; the
-//    serial work per block: nb / 4 round trips and 32 entries)
+//    totals) with 16 loads in flight per thread, scans the totals and places its own entries; the
+//    serial work per block: nb / 16 round trips and 8 tokens' entries)
 #include <cub/block/block_scan.cuh>
 #include <cuda_runtime.h>
 
@@ -106,16 +107,20 @@ constexpr bool kTwoKernel = false;
 #define ROUTER_SMALL_TPW 1
 #endif
 // Loads in flight per thread in the batched tails (the scan's chunk, the scatter's batch of
-// entries). 4 and 4 are the largest with no local memory in every route_kernel instance (ptxas,
-// sm_90a: chunk 8 or 16, or a batch of 8, spills 4-32 bytes in the fused instances); the macros
-// let a build try others.
+// entries); the macros let a build try others (route_fused_kernel holds 16 and 8 without local
+// memory; inside the one route kernel of every plan even 8 and 4 spilled).
 #if !defined(ROUTER_TAIL_CHUNK)
-#define ROUTER_TAIL_CHUNK 4
+#define ROUTER_TAIL_CHUNK 16
 #endif
 #if !defined(ROUTER_SCATTER_BATCH)
-#define ROUTER_SCATTER_BATCH 4
+#define ROUTER_SCATTER_BATCH 8
 #endif
 [[maybe_unused]] constexpr int kTailChunk = ROUTER_TAIL_CHUNK;
+// twokernel's tail is a kernel of its own (no route registers beside it): 16 loads in flight.
+#if !defined(ROUTER_TWO_KERNEL_CHUNK)
+#define ROUTER_TWO_KERNEL_CHUNK 16
+#endif
+[[maybe_unused]] constexpr int kTwoKernelChunk = ROUTER_TWO_KERNEL_CHUNK;
 
 struct Sizes {
   int64_t T;
@@ -421,11 +426,10 @@ __device__ __forceinline__ void fused_tail(const RouteArgs& a, uint32_t* smem) {
 }
 #endif
 
-/// Selection, weights, block masks and counts; with p.fused, the last block also scans and
-/// scatters. Dynamic shared memory: masks [E][mask_words] words, then offsets [E + 1].
-template <int VPL>
-__global__ void __launch_bounds__(kThreads) route_kernel(RouteArgs a) {
-  extern __shared__ uint32_t smem[];
+/// Selection, weights, block masks and counts; with kTail and p.fused, the last block also scans
+/// and scatters. Dynamic shared memory: masks [E][mask_words] words, then offsets [E + 1].
+template <int VPL, bool kTail>
+__device__ __forceinline__ void route_body(const RouteArgs& a, uint32_t* smem) {
   const int E = a.s.E, K = a.s.K, MW = a.p.mask_words;
   uint32_t* mask = smem;
   for (int i = threadIdx.x; i < E * MW; i += kThreads) mask[i] = 0;
@@ -457,9 +461,32 @@ __global__ void __launch_bounds__(kThreads) route_kernel(RouteArgs a) {
     a.work.block_counts[count_index(a.p, E, e, b)] = c;
   }
 #if !defined(ROUTER_TWO_KERNEL)
-  if (a.p.fused) fused_tail(a, smem);
+  if (kTail && a.p.fused) fused_tail(a, smem);
 #endif
 }
+
+/// The default's one route kernel for every plan (the fused tail inside). The batched tails keep
+/// the tail out of it: ptxas (sm_90a) sizes a kernel's registers for occupancy, and with the tail
+/// beside the selection it capped the fused instances at 64 / 48 / 40 registers and spilled.
+template <int VPL>
+__global__ void __launch_bounds__(kThreads) route_kernel(RouteArgs a) {
+  extern __shared__ uint32_t smem[];
+#if defined(ROUTER_TAIL_BATCHED)
+  route_body<VPL, false>(a, smem);
+#else
+  route_body<VPL, true>(a, smem);
+#endif
+}
+
+#if defined(ROUTER_TAIL_BATCHED)
+/// The fused plans of the batched tails (at most kFuseMaxBlocks blocks, one per SM): a block per
+/// SM is all they run, so the kernel asks for no more occupancy and gets the tail's registers.
+template <int VPL>
+__global__ void __launch_bounds__(kThreads, 1) route_fused_kernel(RouteArgs a) {
+  extern __shared__ uint32_t smem[];
+  route_body<VPL, true>(a, smem);
+}
+#endif
 
 /// A warp per expert: exclusive prefix of its block counts (the bases) and its total.
 __global__ void __launch_bounds__(kThreads) scan_kernel(const int32_t* __restrict__ block_counts,
@@ -534,7 +561,7 @@ __global__ void __launch_bounds__(kThreads) scatter_kernel(ScatterArgs a) {
 #if defined(ROUTER_TWO_KERNEL)
 /// Variant twokernel, the second launch of a fused plan (a block per route block; the kernel
 /// boundary orders the route kernel's counts and ids before it): this block's base of every expert
-/// (its counts of the blocks before it) and every expert's total, kTailChunk loads in flight per
+/// (its counts of the blocks before it) and every expert's total, kTwoKernelChunk loads in flight per
 /// thread; offsets by a block scan of the totals (block 0 stores counts and offsets); the block's
 /// masks rebuilt from its ids; each entry to offsets + base + rank. Dynamic shared memory: masks
 /// [E][mask_words], offsets [E + 1], bases [E].
@@ -548,7 +575,7 @@ __global__ void __launch_bounds__(kThreads) tail_kernel(ScatterArgs a, const int
   const int b = blockIdx.x, nb = static_cast<int>(a.p.blocks);
   for (int i = threadIdx.x; i < E * MW; i += kThreads) mask[i] = 0;
   for (int e = threadIdx.x; e < E; e += kThreads) {  // captures by value: no address taken, no stack
-    const int total = router::chunked_exclusive_prefix<kTailChunk>(
+    const int total = router::chunked_exclusive_prefix<kTwoKernelChunk>(
         nb, [=](int64_t c) { return __ldg(block_counts + c * E + e); },
         [=](int64_t c, int s) {
           if (c == b) base[e] = s;
@@ -584,6 +611,12 @@ __global__ void __launch_bounds__(kThreads) tail_kernel(ScatterArgs a, const int
 
 template <int VPL>
 void launch_route(const RouteArgs& a, size_t smem, cudaStream_t stream) {
+#if defined(ROUTER_TAIL_BATCHED)
+  if (a.p.fused) {
+    route_fused_kernel<VPL><<<static_cast<unsigned>(a.p.blocks), kThreads, smem, stream>>>(a);
+    return;
+  }
+#endif
   route_kernel<VPL><<<static_cast<unsigned>(a.p.blocks), kThreads, smem, stream>>>(a);
 }
 

@@ -6,6 +6,9 @@
 //    filter (the K-th largest lane maximum; the top K must survive it), and its fp32
 //    arithmetic (K exponentials, the warp's butterfly sum), passes everywhere, on the fused
 //    (T <= 512) and the three-launch plans;
+//  - the fused-tail variants of expert.cu (tailbatch, tailwide, twokernel): the bases through
+//    router.cuh's chunked prefix (every block's own base for twokernel) and tailwide's plan of two
+//    tokens per warp, on every check workload and hidden draws;
 //  - PyTorch's arithmetic (fp32 softmax over all E, gather, renormalise) passes;
 //  - bf16 or fp16 weights, weights not renormalised, ties won by the higher id, a top-k chosen on
 //    bf16-rounded logits (an approximate selection), a permutation not stable inside a segment
@@ -20,6 +23,7 @@
 #include <numeric>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/status.h"
@@ -148,7 +152,7 @@ enum class Tail {
 };
 Tail g_tail = Tail::kSerial;
 int g_small_tokens_per_warp = 1;  ///< tailwide: 2
-constexpr int kTailChunk = 4;     ///< expert.cu's ROUTER_TAIL_CHUNK default
+constexpr int kTailChunk = 16;    ///< expert.cu's ROUTER_TAIL_CHUNK and ROUTER_TWO_KERNEL_CHUNK defaults
 
 /// The expert's grouping: per-block bit masks, block counts, the scan over blocks (bases), the
 /// offsets, and each entry at offsets + base + mask rank. Returns counts, offsets, permutation.
@@ -321,19 +325,25 @@ TEST(RouterHidden, TailVariantsPassHiddenDraws) {
 }
 
 TEST(RouterPlan, ChunkedPrefixAndTwoTokenPlan) {
-  for (std::int64_t n : {1, 3, 4, 5, 31, 32, 33, 64}) {
-    std::vector<int> v(static_cast<std::size_t>(n)), got(static_cast<std::size_t>(n), -1);
-    for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<int>((i * 7 + 3) % 11);
-    const int total = router::chunked_exclusive_prefix<kTailChunk>(
-        n, [&](std::int64_t i) { return v[static_cast<std::size_t>(i)]; },
-        [&](std::int64_t i, int s) { got[static_cast<std::size_t>(i)] = s; });
-    int run = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      EXPECT_EQ(got[static_cast<std::size_t>(i)], run) << "n=" << n << " i=" << i;
-      run += v[static_cast<std::size_t>(i)];
+  auto check = [](auto chunk_tag) {
+    constexpr int kChunk = decltype(chunk_tag)::value;
+    for (std::int64_t n : {1, 3, 4, 5, 15, 16, 17, 31, 32, 33, 63, 64}) {
+      std::vector<int> v(static_cast<std::size_t>(n)), got(static_cast<std::size_t>(n), -1);
+      for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<int>((i * 7 + 3) % 11);
+      const int total = router::chunked_exclusive_prefix<kChunk>(
+          n, [&](std::int64_t i) { return v[static_cast<std::size_t>(i)]; },
+          [&](std::int64_t i, int s) { got[static_cast<std::size_t>(i)] = s; });
+      int run = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        EXPECT_EQ(got[static_cast<std::size_t>(i)], run) << "chunk " << kChunk << " n=" << n << " i=" << i;
+        run += v[static_cast<std::size_t>(i)];
+      }
+      EXPECT_EQ(total, run);
     }
-    EXPECT_EQ(total, run);
-  }
+  };
+  check(std::integral_constant<int, 1>{});
+  check(std::integral_constant<int, 4>{});
+  check(std::integral_constant<int, kTailChunk>{});
   // tailwide: two tokens per warp while at most kFuseMaxBlocks blocks; the default plan otherwise.
   EXPECT_EQ(router::plan_for(512, 2).blocks, 32);
   EXPECT_TRUE(router::plan_for(1024, 2).fused);
