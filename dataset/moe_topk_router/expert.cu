@@ -52,6 +52,30 @@
 //   (variant c: K rounds over all E keys for every token; measures the candidate filter)
 // %VARIANT% unfused -DROUTER_NEVER_FUSE=1
 //   (three launches at every T: measures the single-launch path at T = 512)
+// The fused tail at T = 512, E = 256, K = 8 (64 blocks of 8 tokens; the last block alone scans
+// 256 x 64 block counts and places 4096 entries), from the code: thread e's scan stores base[e][b]
+// before it loads count[e][b + 1] through another int32 pointer, so every load waits for the
+// previous one: 64 dependent L2 round trips (~0.3-0.5 us each for lines another SM wrote: 20-30
+// us), each warp's 32 lanes 256 bytes apart (32 sectors per load and per store). The scatter's
+// 16 entries per thread: a batch of 8 id loads, then per entry a mask word and a base loaded after
+// the previous entry's store to the permutation (same aliasing): 2 x (1 + 8) = 18 round trips
+// (5-9 us), with 64-bit divisions per entry. Against that the route phase (a DRAM round trip for
+// the logits, ~1200 cycles of selection, the fence and the ticket: 3-5 us) and the memset node
+// and launch (2-3 us). The variants below remove the serial tail:
+// %VARIANT% tailbatch -DROUTER_TAIL_BATCHED=1
+//   (the last block scans block-major counts, 16 loads in flight per thread before any store, and
+//    scatters in batches of 8 entries: the ids, then every mask word and base of the batch, loaded
+//    before its stores: 4 + 4 round trips at T = 512 instead of 64 + 18, coalesced counts and
+//    bases, 32-bit index arithmetic; the fused plans run their own kernel instance,
+//    route_fused_kernel, so the large plans' route kernel carries no tail registers)
+// %VARIANT% tailwide -DROUTER_TAIL_BATCHED=1 -DROUTER_SMALL_TPW=2
+//   (tailbatch with two tokens per warp up to T = 1024: 32 blocks at T = 512, half the counts to
+//    scan, a second token's selection per warp with its logits prefetched)
+// %VARIANT% twokernel -DROUTER_TWO_KERNEL=1
+//   (the kernel boundary instead of the ticket: no memset node, no fences; a second kernel of a
+//    block per route block sums the block counts before it (the base) and of all blocks (the
+//    totals) with 16 loads in flight per thread, scans the totals and places its own entries; the
+//    serial work per block: nb / 16 round trips and 8 tokens' entries)
 #include <cub/block/block_scan.cuh>
 #include <cuda_runtime.h>
 
@@ -66,6 +90,37 @@ namespace {
 using router::kThreads;
 using router::kWarps;
 using router::Plan;
+
+// Block counts and bases of the fused plans stored block-major ([blocks][E]: a warp's loads and
+// stores coalesced) by the batched tail and the two-kernel tail.
+#if defined(ROUTER_TAIL_BATCHED) || defined(ROUTER_TWO_KERNEL)
+constexpr bool kBlockMajor = true;
+#else
+constexpr bool kBlockMajor = false;
+#endif
+#if defined(ROUTER_TWO_KERNEL)
+constexpr bool kTwoKernel = true;
+#else
+constexpr bool kTwoKernel = false;
+#endif
+#if !defined(ROUTER_SMALL_TPW)
+#define ROUTER_SMALL_TPW 1
+#endif
+// Loads in flight per thread in the batched tails (the scan's chunk, the scatter's batch of
+// entries); the macros let a build try others (route_fused_kernel holds 16 and 8 without local
+// memory; inside the one route kernel of every plan even 8 and 4 spilled).
+#if !defined(ROUTER_TAIL_CHUNK)
+#define ROUTER_TAIL_CHUNK 16
+#endif
+#if !defined(ROUTER_SCATTER_BATCH)
+#define ROUTER_SCATTER_BATCH 8
+#endif
+[[maybe_unused]] constexpr int kTailChunk = ROUTER_TAIL_CHUNK;
+// twokernel's tail is a kernel of its own (no route registers beside it): 16 loads in flight.
+#if !defined(ROUTER_TWO_KERNEL_CHUNK)
+#define ROUTER_TWO_KERNEL_CHUNK 16
+#endif
+[[maybe_unused]] constexpr int kTwoKernelChunk = ROUTER_TWO_KERNEL_CHUNK;
 
 struct Sizes {
   int64_t T;
@@ -83,12 +138,12 @@ struct Outputs {
 struct Work {
   unsigned* done;          ///< fused: blocks finished (the ticket)
   uint32_t* masks;         ///< fused: [blocks][E][mask_words]
-  int32_t* block_counts;   ///< [E][blocks]
-  int32_t* block_base;     ///< [E][blocks]: the expert's entries in earlier blocks
+  int32_t* block_counts;   ///< [E][blocks] ([blocks][E] in the batched tails' fused plans: count_index)
+  int32_t* block_base;     ///< as block_counts: the expert's entries in earlier blocks
 };
 
 Plan plan_of(int64_t T) {
-  Plan p = router::plan_for(T);
+  Plan p = router::plan_for(T, ROUTER_SMALL_TPW);
 #if defined(ROUTER_NEVER_FUSE)
   p.fused = false;
 #endif
@@ -98,10 +153,16 @@ Plan plan_of(int64_t T) {
 Work carve(d2k::Workspace& ws, const Sizes& s, const Plan& p) {
   Work w;
   w.done = ws.take<unsigned>(1);
-  w.masks = ws.take<uint32_t>(p.fused ? static_cast<uint64_t>(p.blocks) * s.E * p.mask_words : 0);
+  w.masks = ws.take<uint32_t>(p.fused && !kTwoKernel ? static_cast<uint64_t>(p.blocks) * s.E * p.mask_words : 0);
   w.block_counts = ws.take<int32_t>(static_cast<uint64_t>(p.blocks) * s.E);
   w.block_base = ws.take<int32_t>(static_cast<uint64_t>(p.blocks) * s.E);
   return w;
+}
+
+/// Index of block b's count (and base) of expert e: expert-major for the three-launch scan (a warp
+/// per expert), block-major in the fused plans of the batched tails.
+__host__ __device__ __forceinline__ int64_t count_index(const Plan& p, int E, int e, int64_t b) {
+  return kBlockMajor && p.fused ? b * E + e : e * p.blocks + b;
 }
 
 // ---- selection (a warp per token) ------------------------------------------------------------
@@ -245,6 +306,7 @@ struct RouteArgs {
   Work work;
 };
 
+#if !defined(ROUTER_TAIL_BATCHED) && !defined(ROUTER_TWO_KERNEL)
 /// Fused path, run by the last block: bases and counts of every expert, the offsets, and the
 /// permutation of all T*K entries (ids and masks read back through L2: written by other blocks).
 __device__ void scan_and_scatter_all(const RouteArgs& a, int32_t* off) {
@@ -284,14 +346,90 @@ __device__ void scan_and_scatter_all(const RouteArgs& a, int32_t* off) {
     }
   }
 }
+#endif
+
+#if defined(ROUTER_TAIL_BATCHED)
+/// The batched form of scan_and_scatter_all (variants tailbatch, tailwide): block-major counts
+/// and bases, every load of a chunk or batch issued before its stores (router.cuh
+/// chunked_exclusive_prefix), 32-bit indices (T * K fits int32).
+__device__ void scan_and_scatter_all_batched(const RouteArgs& a, int32_t* off) {
+  const int E = a.s.E, K = a.s.K, MW = a.p.mask_words, tpb = a.p.tokens_per_block;
+  const int nb = static_cast<int>(a.p.blocks);
+  const int32_t* counts = a.work.block_counts;
+  int32_t* base = a.work.block_base;
+  // 1. Bases: thread e walks its expert's counts over the blocks, kTailChunk loads in flight.
+  for (int e = threadIdx.x; e < E; e += kThreads) {  // captures by value: no address taken, no stack
+    const int total = router::chunked_exclusive_prefix<kTailChunk>(
+        nb, [=](int64_t b) { return __ldcg(counts + b * E + e); }, [=](int64_t b, int s) { base[b * E + e] = s; });
+    off[e] = total;
+    a.out.counts[e] = total;
+  }
+  exclusive_scan_experts(off, E);
+  for (int e = threadIdx.x; e <= E; e += kThreads) a.out.offsets[e] = off[e];
+  // 2. Scatter: per batch the ids, then every entry's mask word and base, then the stores.
+  const int TK = static_cast<int>(a.s.T) * K;
+  constexpr int kBatch = ROUTER_SCATTER_BATCH;
+  for (int i0 = threadIdx.x; i0 < TK; i0 += kThreads * kBatch) {
+    int e[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = i0 + u * kThreads;
+      e[u] = i < TK ? __ldcg(a.out.ids + i) : -1;
+    }
+    uint32_t word[kBatch];
+    int bs[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      word[u] = 0;
+      bs[u] = 0;
+      if (e[u] < 0) continue;
+      const int t = (i0 + u * kThreads) / K, b = t / tpb, local = t - b * tpb;
+      word[u] = __ldcg(a.work.masks + (b * E + e[u]) * MW + local / 32);
+      bs[u] = __ldcg(base + b * E + e[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      if (e[u] < 0) continue;
+      const int i = i0 + u * kThreads, t = i / K, b = t / tpb, local = t - b * tpb;
+      int rank = __popc(word[u] & ((1u << (local % 32)) - 1u));
+      const uint32_t* words = a.work.masks + (b * E + e[u]) * MW;
+      for (int w = 0; w < local / 32; ++w) rank += __popc(__ldcg(words + w));  // blocks over 32 tokens only
+      a.out.perm[off[e[u]] + bs[u] + rank] = i;
+    }
+  }
+}
+#endif
 
 // ---- kernels ----------------------------------------------------------------------------------
 
-/// Selection, weights, block masks and counts; with p.fused, the last block also scans and
-/// scatters. Dynamic shared memory: masks [E][mask_words] words, then offsets [E + 1].
-template <int VPL>
-__global__ void __launch_bounds__(kThreads) route_kernel(RouteArgs a) {
-  extern __shared__ uint32_t smem[];
+#if !defined(ROUTER_TWO_KERNEL)
+/// The fused plans' end of route_kernel: publish the block's masks, take a ticket; the block
+/// holding the last ticket scans and scatters for all blocks.
+__device__ __forceinline__ void fused_tail(const RouteArgs& a, uint32_t* smem) {
+  const int E = a.s.E, MW = a.p.mask_words;
+  const int64_t nb = a.p.blocks, b = blockIdx.x;
+  uint32_t* mask = smem;
+  for (int i = threadIdx.x; i < E * MW; i += kThreads) a.work.masks[b * E * MW + i] = mask[i];
+  // Last-block-done: publish, take a ticket; the block holding the last ticket sees every write.
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(a.work.done, 1u) == static_cast<unsigned>(nb - 1);
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+#if defined(ROUTER_TAIL_BATCHED)
+  scan_and_scatter_all_batched(a, reinterpret_cast<int32_t*>(smem + E * MW));
+#else
+  scan_and_scatter_all(a, reinterpret_cast<int32_t*>(smem + E * MW));
+#endif
+}
+#endif
+
+/// Selection, weights, block masks and counts; with kTail and p.fused, the last block also scans
+/// and scatters. Dynamic shared memory: masks [E][mask_words] words, then offsets [E + 1].
+template <int VPL, bool kTail>
+__device__ __forceinline__ void route_body(const RouteArgs& a, uint32_t* smem) {
   const int E = a.s.E, K = a.s.K, MW = a.p.mask_words;
   uint32_t* mask = smem;
   for (int i = threadIdx.x; i < E * MW; i += kThreads) mask[i] = 0;
@@ -316,24 +454,39 @@ __global__ void __launch_bounds__(kThreads) route_kernel(RouteArgs a) {
     }
   }
   __syncthreads();
-  const int64_t nb = a.p.blocks, b = blockIdx.x;
+  const int64_t b = blockIdx.x;
   for (int e = threadIdx.x; e < E; e += kThreads) {
     int c = 0;
     for (int w = 0; w < MW; ++w) c += __popc(mask[e * MW + w]);
-    a.work.block_counts[e * nb + b] = c;
+    a.work.block_counts[count_index(a.p, E, e, b)] = c;
   }
-  if (!a.p.fused) return;
-  for (int i = threadIdx.x; i < E * MW; i += kThreads) a.work.masks[b * E * MW + i] = mask[i];
-  // Last-block-done: publish, take a ticket; the block holding the last ticket sees every write.
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(a.work.done, 1u) == static_cast<unsigned>(nb - 1);
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  scan_and_scatter_all(a, reinterpret_cast<int32_t*>(smem + E * MW));
+#if !defined(ROUTER_TWO_KERNEL)
+  if (kTail && a.p.fused) fused_tail(a, smem);
+#endif
 }
+
+/// The default's one route kernel for every plan (the fused tail inside). The batched tails keep
+/// the tail out of it: ptxas (sm_90a) sizes a kernel's registers for occupancy, and with the tail
+/// beside the selection it capped the fused instances at 64 / 48 / 40 registers and spilled.
+template <int VPL>
+__global__ void __launch_bounds__(kThreads) route_kernel(RouteArgs a) {
+  extern __shared__ uint32_t smem[];
+#if defined(ROUTER_TAIL_BATCHED)
+  route_body<VPL, false>(a, smem);
+#else
+  route_body<VPL, true>(a, smem);
+#endif
+}
+
+#if defined(ROUTER_TAIL_BATCHED)
+/// The fused plans of the batched tails (at most kFuseMaxBlocks blocks, one per SM): a block per
+/// SM is all they run, so the kernel asks for no more occupancy and gets the tail's registers.
+template <int VPL>
+__global__ void __launch_bounds__(kThreads, 1) route_fused_kernel(RouteArgs a) {
+  extern __shared__ uint32_t smem[];
+  route_body<VPL, true>(a, smem);
+}
+#endif
 
 /// A warp per expert: exclusive prefix of its block counts (the bases) and its total.
 __global__ void __launch_bounds__(kThreads) scan_kernel(const int32_t* __restrict__ block_counts,
@@ -405,10 +558,65 @@ __global__ void __launch_bounds__(kThreads) scatter_kernel(ScatterArgs a) {
   }
 }
 
+#if defined(ROUTER_TWO_KERNEL)
+/// Variant twokernel, the second launch of a fused plan (a block per route block; the kernel
+/// boundary orders the route kernel's counts and ids before it): this block's base of every expert
+/// (its counts of the blocks before it) and every expert's total, kTwoKernelChunk loads in flight per
+/// thread; offsets by a block scan of the totals (block 0 stores counts and offsets); the block's
+/// masks rebuilt from its ids; each entry to offsets + base + rank. Dynamic shared memory: masks
+/// [E][mask_words], offsets [E + 1], bases [E].
+__global__ void __launch_bounds__(kThreads) tail_kernel(ScatterArgs a, const int32_t* __restrict__ block_counts,
+                                                        int32_t* __restrict__ counts_out) {
+  extern __shared__ uint32_t smem[];
+  const int E = a.s.E, K = a.s.K, MW = a.p.mask_words;
+  uint32_t* mask = smem;
+  int32_t* off = reinterpret_cast<int32_t*>(smem + E * MW);
+  int32_t* base = off + E + 1;
+  const int b = blockIdx.x, nb = static_cast<int>(a.p.blocks);
+  for (int i = threadIdx.x; i < E * MW; i += kThreads) mask[i] = 0;
+  for (int e = threadIdx.x; e < E; e += kThreads) {  // captures by value: no address taken, no stack
+    const int total = router::chunked_exclusive_prefix<kTwoKernelChunk>(
+        nb, [=](int64_t c) { return __ldg(block_counts + c * E + e); },
+        [=](int64_t c, int s) {
+          if (c == b) base[e] = s;
+        });
+    off[e] = total;
+    if (b == 0) counts_out[e] = total;
+  }
+  const int first_token = b * a.p.tokens_per_block;
+  const int tokens = min(static_cast<int>(a.s.T) - first_token, a.p.tokens_per_block);
+  const int n = tokens * K, first = first_token * K;
+  int e[router::kScatterPerThread];
+  __syncthreads();  // the masks zeroed before the ORs
+#pragma unroll
+  for (int u = 0; u < router::kScatterPerThread; ++u) {
+    const int q = threadIdx.x + u * kThreads;
+    e[u] = q < n ? __ldg(a.ids + first + q) : -1;
+    if (e[u] >= 0) atomicOr(&mask[e[u] * MW + (q / K) / 32], 1u << ((q / K) % 32));
+  }
+  exclusive_scan_experts(off, E);  // its barriers also order the ORs and the bases before the ranks
+  if (b == 0)
+    for (int x = threadIdx.x; x <= E; x += kThreads) a.offsets[x] = off[x];
+#pragma unroll
+  for (int u = 0; u < router::kScatterPerThread; ++u) {
+    if (e[u] < 0) continue;
+    const int q = threadIdx.x + u * kThreads;
+    const int rank = router::mask_rank(mask + e[u] * MW, q / K);
+    a.perm[off[e[u]] + base[e[u]] + rank] = first + q;
+  }
+}
+#endif
+
 // ---- host side --------------------------------------------------------------------------------
 
 template <int VPL>
 void launch_route(const RouteArgs& a, size_t smem, cudaStream_t stream) {
+#if defined(ROUTER_TAIL_BATCHED)
+  if (a.p.fused) {
+    route_fused_kernel<VPL><<<static_cast<unsigned>(a.p.blocks), kThreads, smem, stream>>>(a);
+    return;
+  }
+#endif
   route_kernel<VPL><<<static_cast<unsigned>(a.p.blocks), kThreads, smem, stream>>>(a);
 }
 
@@ -469,7 +677,7 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const Work work = carve(ws, s, p);
     const RouteArgs ra{d2k::data<const float>(logits), s, p, out, work};
     const size_t smem = sizeof(uint32_t) * (static_cast<size_t>(s.E) * p.mask_words + s.E + 1);
-    if (p.fused) D2K_CUDA_TRY(args, cudaMemsetAsync(work.done, 0, sizeof(unsigned), stream));
+    if (p.fused && !kTwoKernel) D2K_CUDA_TRY(args, cudaMemsetAsync(work.done, 0, sizeof(unsigned), stream));
     switch (router::values_per_lane(s.E)) {
       case 1: launch_route<1>(ra, smem, stream); break;
       case 2: launch_route<2>(ra, smem, stream); break;
@@ -483,6 +691,13 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
       const ScatterArgs sa{out.ids, out.counts, work.block_base, out.offsets, out.perm, s, p};
       scatter_kernel<<<static_cast<unsigned>(p.blocks), kThreads, smem, stream>>>(sa);
     }
+#if defined(ROUTER_TWO_KERNEL)
+    if (p.fused) {
+      const ScatterArgs sa{out.ids, out.counts, work.block_base, out.offsets, out.perm, s, p};
+      tail_kernel<<<static_cast<unsigned>(p.blocks), kThreads, smem + sizeof(int32_t) * s.E, stream>>>(
+          sa, work.block_counts, out.counts);
+    }
+#endif
     D2K_CUDA_TRY(args, cudaGetLastError());
     return D2K_OK;
   });

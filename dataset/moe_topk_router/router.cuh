@@ -72,16 +72,45 @@ struct Plan {
   bool fused = true;  // one launch: the last block to finish scans and scatters
 };
 
-ROUTER_HD Plan plan_for(int64_t T) {
+/// small_tokens_per_warp: tokens per warp while the call fits kFuseMaxBlocks blocks with it (1: the
+/// default plan; 2: half the blocks at T <= 512, so half the block counts for the fused tail to scan).
+ROUTER_HD Plan plan_for(int64_t T, int small_tokens_per_warp = 1) {
   Plan p;
   // Small T: a token per warp, as many warps in flight as there are tokens. Large T: several
   // tokens per warp so the counts to scan (E per block) stay small against the logits.
-  p.tokens_per_warp = T <= 4096 ? 1 : T <= 32768 ? 4 : 8;
+  p.tokens_per_warp = T <= static_cast<int64_t>(kFuseMaxBlocks) * kWarps * small_tokens_per_warp ? small_tokens_per_warp
+                      : T <= 4096                                                                 ? 1
+                      : T <= 32768                                                                ? 4
+                                                                                                  : 8;
   p.tokens_per_block = p.tokens_per_warp * kWarps;
   p.mask_words = (p.tokens_per_block + 31) / 32;
   p.blocks = (T + p.tokens_per_block - 1) / p.tokens_per_block;
   p.fused = p.blocks <= kFuseMaxBlocks;
   return p;
+}
+
+/// Exclusive prefix over n values in chunks of Chunk: every load of a chunk is issued before any of
+/// its stores, so a chunk costs one memory round trip (a store may alias a later load, so a loop
+/// that stores before each next load waits a round trip per value). load(i) gives value i;
+/// store(i, s) receives the sum of values [0, i). Returns the sum of all n.
+template <int Chunk, class Load, class Store>
+ROUTER_HD int chunked_exclusive_prefix(int64_t n, Load load, Store store) {
+  int run = 0;
+  for (int64_t i0 = 0; i0 < n; i0 += Chunk) {
+    int v[Chunk];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int u = 0; u < Chunk; ++u) v[u] = i0 + u < n ? load(i0 + u) : 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int u = 0; u < Chunk; ++u) {
+      if (i0 + u < n) store(i0 + u, run);
+      run += v[u];
+    }
+  }
+  return run;
 }
 
 /// Rank of token `local` among the block's tokens that selected this expert (the tokens before

@@ -6,6 +6,9 @@
 //    filter (the K-th largest lane maximum; the top K must survive it), and its fp32
 //    arithmetic (K exponentials, the warp's butterfly sum), passes everywhere, on the fused
 //    (T <= 512) and the three-launch plans;
+//  - the fused-tail variants of expert.cu (tailbatch, tailwide, twokernel): the bases through
+//    router.cuh's chunked prefix (every block's own base for twokernel) and tailwide's plan of two
+//    tokens per warp, on every check workload and hidden draws;
 //  - PyTorch's arithmetic (fp32 softmax over all E, gather, renormalise) passes;
 //  - bf16 or fp16 weights, weights not renormalised, ties won by the higher id, a top-k chosen on
 //    bf16-rounded logits (an approximate selection), a permutation not stable inside a segment
@@ -20,6 +23,7 @@
 #include <numeric>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/status.h"
@@ -140,11 +144,21 @@ void route_token(const float* x, int E, int K, Variant v, float* w, std::int32_t
   }
 }
 
+/// How the emulated expert finds each block's base (expert.cu's %VARIANT% lines).
+enum class Tail {
+  kSerial,     ///< the default: a running sum over the blocks per expert
+  kBatched,    ///< tailbatch / tailwide: router::chunked_exclusive_prefix over block-major counts
+  kTwoKernel,  ///< twokernel: each block takes its base from the chunked prefix (store at its index)
+};
+Tail g_tail = Tail::kSerial;
+int g_small_tokens_per_warp = 1;  ///< tailwide: 2
+constexpr int kTailChunk = 16;    ///< expert.cu's ROUTER_TAIL_CHUNK and ROUTER_TWO_KERNEL_CHUNK defaults
+
 /// The expert's grouping: per-block bit masks, block counts, the scan over blocks (bases), the
 /// offsets, and each entry at offsets + base + mask rank. Returns counts, offsets, permutation.
 void group_like_expert(const std::vector<std::int32_t>& ids, std::int64_t T, int E, int K, std::int32_t* counts,
                        std::int32_t* offsets, std::int32_t* perm) {
-  const router::Plan p = router::plan_for(T);
+  const router::Plan p = router::plan_for(T, g_small_tokens_per_warp);
   EXPECT_LE(p.tokens_per_block * K, router::kThreads * router::kScatterPerThread);
   EXPECT_EQ(p.fused, p.blocks <= router::kFuseMaxBlocks);
   const std::int64_t nb = p.blocks;
@@ -158,14 +172,34 @@ void group_like_expert(const std::vector<std::int32_t>& ids, std::int64_t T, int
     }
   }
   std::vector<std::int32_t> base(static_cast<std::size_t>(E * nb));
+  auto block_count = [&](int e, std::int64_t b) {
+    int c = 0;
+    for (int w = 0; w < p.mask_words; ++w) c += router::popc(masks[static_cast<std::size_t>((b * E + e) * p.mask_words + w)]);
+    return c;
+  };
+  const Tail tail = p.fused ? g_tail : Tail::kSerial;  // the variants change the fused plans only
   for (int e = 0; e < E; ++e) {
-    std::int32_t run = 0;
-    for (std::int64_t b = 0; b < nb; ++b) {
-      base[static_cast<std::size_t>(e * nb + b)] = run;
-      for (int w = 0; w < p.mask_words; ++w)
-        run += router::popc(masks[static_cast<std::size_t>((b * E + e) * p.mask_words + w)]);
+    if (tail == Tail::kSerial) {
+      std::int32_t run = 0;
+      for (std::int64_t b = 0; b < nb; ++b) {
+        base[static_cast<std::size_t>(e * nb + b)] = run;
+        run += block_count(e, b);
+      }
+      counts[e] = run;
+    } else if (tail == Tail::kBatched) {
+      counts[e] = router::chunked_exclusive_prefix<kTailChunk>(
+          nb, [&](std::int64_t b) { return block_count(e, b); },
+          [&](std::int64_t b, int sum) { base[static_cast<std::size_t>(e * nb + b)] = sum; });
+    } else {  // every block runs the whole prefix and keeps the sum stored at its own index
+      for (std::int64_t me = 0; me < nb; ++me) {
+        const int total = router::chunked_exclusive_prefix<kTailChunk>(
+            nb, [&](std::int64_t b) { return block_count(e, b); },
+            [&](std::int64_t b, int sum) {
+              if (b == me) base[static_cast<std::size_t>(e * nb + me)] = sum;
+            });
+        if (me == 0) counts[e] = total;
+      }
     }
-    counts[e] = run;
   }
   offsets[0] = 0;
   for (int e = 0; e < E; ++e) offsets[e + 1] = offsets[e] + counts[e];
@@ -242,6 +276,83 @@ TEST_F(RouterTolerance, ExpertPassesEveryCheckWorkload) {
     if (c.plan.workload.uuid.find("const") != std::string::npos) {
       EXPECT_EQ(g_general_path, c.axis("T"));
     }
+  }
+}
+
+/// The variants' grouping (expert.cu: tailbatch, tailwide, twokernel) on every check workload
+/// and hidden draw: the same outputs through the chunked prefix, and tailwide's plan of two
+/// tokens per warp up to T = 1024 (more check workloads take the fused path).
+struct TailCase {
+  const char* name;
+  Tail tail;
+  int small_tokens_per_warp;
+};
+constexpr TailCase kTails[] = {{"tailbatch", Tail::kBatched, 1}, {"tailwide", Tail::kBatched, 2},
+                               {"twokernel", Tail::kTwoKernel, 1}};
+
+TEST_F(RouterTolerance, TailVariantsPassEveryCheckWorkload) {
+  for (const TailCase& v : kTails) {
+    g_tail = v.tail;
+    g_small_tokens_per_warp = v.small_tokens_per_warp;
+    int fused = 0;
+    for (const Case& c : *cases_) {
+      const OutputsVerdict r = judge(c, emulate(c, Variant::kExpert));
+      EXPECT_EQ(r.status, Status::PASSED) << v.name << " " << c.plan.workload.uuid << ": " << r.message;
+      fused += router::plan_for(c.axis("T"), v.small_tokens_per_warp).fused;
+    }
+    std::printf("%s: %d check workloads on the fused plan\n", v.name, fused);
+  }
+  g_tail = Tail::kSerial;
+  g_small_tokens_per_warp = 1;
+}
+
+TEST(RouterHidden, TailVariantsPassHiddenDraws) {
+  const Task t = load_pilot("moe_topk_router");
+  const LoadedImpl ref = load_reference("moe_topk_router");
+  const std::vector<Workload> hidden = draw_hidden_workloads(t.def, 778, 20);
+  ASSERT_FALSE(hidden.empty());
+  for (const Workload& w : hidden) {
+    const Case c = make_case(t, ref, w, 5);
+    for (const TailCase& v : kTails) {
+      g_tail = v.tail;
+      g_small_tokens_per_warp = v.small_tokens_per_warp;
+      const OutputsVerdict r = judge(c, emulate(c, Variant::kExpert));
+      EXPECT_EQ(r.status, Status::PASSED) << v.name << " " << w.uuid << " T=" << c.axis("T") << ": " << r.message;
+    }
+  }
+  g_tail = Tail::kSerial;
+  g_small_tokens_per_warp = 1;
+}
+
+TEST(RouterPlan, ChunkedPrefixAndTwoTokenPlan) {
+  auto check = [](auto chunk_tag) {
+    constexpr int kChunk = decltype(chunk_tag)::value;
+    for (std::int64_t n : {1, 3, 4, 5, 15, 16, 17, 31, 32, 33, 63, 64}) {
+      std::vector<int> v(static_cast<std::size_t>(n)), got(static_cast<std::size_t>(n), -1);
+      for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<int>((i * 7 + 3) % 11);
+      const int total = router::chunked_exclusive_prefix<kChunk>(
+          n, [&](std::int64_t i) { return v[static_cast<std::size_t>(i)]; },
+          [&](std::int64_t i, int s) { got[static_cast<std::size_t>(i)] = s; });
+      int run = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        EXPECT_EQ(got[static_cast<std::size_t>(i)], run) << "chunk " << kChunk << " n=" << n << " i=" << i;
+        run += v[static_cast<std::size_t>(i)];
+      }
+      EXPECT_EQ(total, run);
+    }
+  };
+  check(std::integral_constant<int, 1>{});
+  check(std::integral_constant<int, 4>{});
+  check(std::integral_constant<int, kTailChunk>{});
+  // tailwide: two tokens per warp while at most kFuseMaxBlocks blocks; the default plan otherwise.
+  EXPECT_EQ(router::plan_for(512, 2).blocks, 32);
+  EXPECT_TRUE(router::plan_for(1024, 2).fused);
+  EXPECT_FALSE(router::plan_for(1025, 2).fused);
+  for (std::int64_t T : {1, 512, 513, 1025, 4096, 4097, 32769}) {
+    if (T > 1024) {
+      EXPECT_EQ(router::plan_for(T, 2).tokens_per_block, router::plan_for(T).tokens_per_block);
+    }
+    EXPECT_EQ(router::plan_for(T, 1).blocks, router::plan_for(T).blocks);
   }
 }
 
