@@ -132,6 +132,9 @@
 // %VARIANT% tile2k_prev -DSC_ASYNC_PAYLOAD=0 -DSC_GROUPS=2 -DSC_MIN_BLOCKS=5 -DSC_VEC_STORE=0 -DSC_CLAIM=1 -DSC_LB_WORDS=1
 // %VARIANT% async4k -DSC_GROUPS=4 -DSC_MIN_BLOCKS=4
 // %VARIANT% async6k -DSC_GROUPS=6 -DSC_MIN_BLOCKS=3
+// %VARIANT% lb128 -DSC_LB_WORDS=4
+// %VARIANT% onecount -DSC_COUNT_IN_TILE=1
+// %VARIANT% blocks8 -DSC_GROUPS=2 -DSC_MIN_BLOCKS=8
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -174,6 +177,12 @@
 // fits 40 registers (6 CTAs per SM at 3072-row tiles) where the register form needs 64 (4 CTAs).
 // 0: the payload loaded into registers (int4) with l_shipdate.
 #define SC_ASYNC_PAYLOAD 1
+#endif
+#ifndef SC_COUNT_IN_TILE
+// 1: the last tile's look-back writes the count (its exclusive prefix plus its own count), so the
+// call is one memset and one kernel; 0: a one-thread kernel after the tiles reads the last tile's
+// status word. Either is correct: the count is read only once the call's stream work is done.
+#define SC_COUNT_IN_TILE 0
 #endif
 #ifndef SC_MIN_BLOCKS
 // Resident CTAs per SM the register budget is cut for: at SC_GROUPS=3, 4 (64 registers, no
@@ -475,6 +484,16 @@ static_assert(!SC_ASYNC_PAYLOAD || kStageRows >= kAsyncPad + kTile, "the copied 
 /// Dynamic shared memory of the one-tile kernel: the three staging columns, or none.
 constexpr size_t kTileDynBytes = SC_DYN_STAGE ? size_t{3} * kStageRows * sizeof(int32_t) : 0;
 
+static_assert(!SC_COUNT_IN_TILE || !SC_PIPE, "the persistent kernel's count comes from sc_write_count");
+#if SC_COUNT_IN_TILE
+/// Lane 0 of the last tile's look-back warp writes the row count: every tile before it has its
+/// inclusive prefix behind `exclusive`, so exclusive + tile_count is the call's count.
+#define WRITE_COUNT_IN_TILE() \
+  if (lane == 0 && tile == static_cast<int64_t>(gridDim.x) - 1) *count = exclusive + tile_count
+#else
+#define WRITE_COUNT_IN_TILE() (void)0
+#endif
+
 struct Shared {
 #if SC_STAGE && !SC_DYN_STAGE
   alignas(16) int32_t shipdate[kStageRows];
@@ -490,7 +509,11 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
     sc_select_tiles(const int32_t* __restrict__ shipdate, const float* __restrict__ price,
                     const int32_t* __restrict__ partkey, int64_t n, int32_t date_lt, int32_t* __restrict__ out_shipdate,
                     float* __restrict__ out_price, int32_t* __restrict__ out_partkey,
-                    StatusWord* __restrict__ status, unsigned long long* __restrict__ tile_counter) {
+                    StatusWord* __restrict__ status, unsigned long long* __restrict__ tile_counter
+#if SC_COUNT_IN_TILE
+                    , int64_t* __restrict__ count
+#endif
+) {
   __shared__ Shared s;
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
 
@@ -546,6 +569,7 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   if (warp == 0) {
     const int64_t exclusive = look_back(status, tile, tile_count, lane);
     if (lane == 0) s.exclusive = exclusive;
+    WRITE_COUNT_IN_TILE();
   }
 
   // 6'. In-place compaction, group by group. A kept tile row i goes to staging row shift + rank(i)
@@ -603,6 +627,7 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   if (warp == 0) {
     const int64_t exclusive = look_back(status, tile, tile_count, lane);
     if (lane == 0) s.exclusive = exclusive;
+    WRITE_COUNT_IN_TILE();
   }
 
 #if SC_STAGE
@@ -853,9 +878,13 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
 #endif
     sc_select_tiles<<<static_cast<unsigned>(b.num_tiles), kThreads, kTileDynBytes, st>>>(
         c.shipdate, c.price, c.partkey, p.n, p.date_lt, c.out_shipdate, c.out_price, c.out_partkey, b.status,
-        b.status + b.num_tiles);
+        b.status + b.num_tiles
+#if SC_COUNT_IN_TILE
+        , c.count
 #endif
-    sc_write_count<<<1, 1, 0, st>>>(b.status + b.num_tiles - 1, c.count);
+    );
+#endif
+    if (!SC_COUNT_IN_TILE || SC_PIPE) sc_write_count<<<1, 1, 0, st>>>(b.status + b.num_tiles - 1, c.count);
     D2K_CUDA_TRY(args, cudaGetLastError());
     return D2K_OK;
   });

@@ -10,11 +10,13 @@
 //     tile2k_prev's 4-byte stores;
 //   - the persistent variants' schedule (expert.cu, SC_PIPE): CTAs claiming tiles two ahead,
 //     publishing a tile's count a tile before its look-back, the decoupled look-back over the
-//     status words 32 or 64 predecessors a round (SC_LB_WORDS=1, 2; the same function serves the
-//     one-tile kernel), simulated step by step under seeded random interleavings of the CTAs'
+//     status words 32, 64 or 128 predecessors a round (SC_LB_WORDS=1, 2, 4; the same function
+//     serves the one-tile kernel), simulated step by step under seeded random interleavings of the CTAs'
 //     memory operations: it ends (no CTA waits forever), every tile's prefix is exact and the rows
 //     written at those prefixes pass; a look-back that stops at the first published count is
 //     caught;
+//   - the cp.async variants' in-place compaction at 2048- to 6144-row tiles (blocks8 to async6k),
+//     and the last tile's prefix plus its count as the count (onecount, SC_COUNT_IN_TILE);
 //   - a predicate off by one (<=), a vector path that drops the last N mod 4 rows, tiles written in
 //     another order than their row order (atomically claimed output slots), rows reversed inside a
 //     warp, the float column through float16, and the last kept row dropped all fail.
@@ -508,17 +510,31 @@ TEST_F(StreamCompactionTolerance, VectorStoresPassWithTheCapacityPoisoned) {
     }
 }
 
-// The in-place compaction of the cp.async variants (SC_ASYNC_PAYLOAD: async6 at 3072-row tiles,
-// async4k at 4096, async6k at 6144) under the vector stores: no staging slot is overwritten before
-// it is read back, and every kept row is written once, in order, nothing past the count.
+// The in-place compaction of the cp.async variants (SC_ASYNC_PAYLOAD: the default async6 at
+// 3072-row tiles, blocks8 at 2048, async4k at 4096, async6k at 6144) under the vector stores: no
+// staging slot is overwritten before it is read back, and every kept row is written once, in
+// order, nothing past the count.
 TEST_F(StreamCompactionTolerance, InPlaceCompactionPassesWithTheCapacityPoisoned) {
   for (const Case& c : *cases_)
-    for (int groups : {3, 4, 6}) {
+    for (int groups : {2, 3, 4, 6}) {
       const std::vector<std::int64_t> rows = vec_store_order(columns(c), groups, true);
       ASSERT_EQ(rows, expert_order(columns(c), groups)) << c.plan.workload.uuid << " groups " << groups;
       const OutputsVerdict v = judge_outputs(c.plan, c.expected, write_rows(Variant::kExpert, c, kPoisonA, rows),
                                              write_rows(Variant::kExpert, c, kPoisonB, rows));
       EXPECT_EQ(v.status, Status::PASSED) << c.plan.workload.uuid << " groups " << groups << ": " << v.message;
+    }
+}
+
+// The variant onecount (SC_COUNT_IN_TILE=1) writes the count from the last tile's look-back, as its
+// exclusive prefix plus its own count: that is the golden count on every workload, at every tile
+// size a variant uses (one tile when n <= the tile: its prefix is 0).
+TEST_F(StreamCompactionTolerance, LastTilePrefixPlusItsCountIsTheCount) {
+  for (const Case& c : *cases_)
+    for (int groups : {2, 3, 4, 6}) {
+      const std::vector<int> counts = tile_counts(columns(c), groups);
+      ASSERT_FALSE(counts.empty());
+      const std::int64_t last_exclusive = exclusive_sums(counts).back();
+      EXPECT_EQ(last_exclusive + counts.back(), count(c)) << c.plan.workload.uuid << " groups " << groups;
     }
 }
 
@@ -556,25 +572,28 @@ TEST_F(StreamCompactionTolerance, PersistentScheduleWritesEveryRowInOrder) {
   }
 }
 
-// Many tiles and the H200's grid (132 SMs x 4 CTAs): look-backs walk past their first window
-// back through published counts. The exact look-back gives every prefix under several
+// Many tiles and the H200's grid (132 SMs x 4 CTAs; x 12 for the 128-wide round, which 528 CTAs
+
+// never walk past): look-backs walk past their first window back through published counts. The exact look-back gives every prefix under several
 // interleavings; one that takes the nearest word as a prefix is caught.
 TEST_F(StreamCompactionTolerance, PersistentLookBackWalksBackToAnInclusivePrefix) {
   std::mt19937_64 rng(5);
   std::vector<int> counts(3000);
   for (int& c : counts) c = static_cast<int>(rng() % 2049);
   const std::vector<std::int64_t> want = exclusive_sums(counts);
-  // 32 predecessors per round (one word per lane) and 64 (SC_LB_WORDS=2: two words per lane).
-  for (int width : {32, 64}) {
+  // 32 predecessors per round (one word per lane), 64 (SC_LB_WORDS=2: two words per lane, the
+  // default) and 128 (SC_LB_WORDS=4: the variant lb128).
+  for (int width : {32, 64, 128}) {
     int wrong_runs = 0;
+    const int ctas = width > 64 ? 1584 : 528;
     for (std::uint64_t seed = 0; seed < 3; ++seed) {
-      const ScheduleRun run = simulate_persistent(counts, 528, seed, LookBack::kExact, width);
+      const ScheduleRun run = simulate_persistent(counts, ctas, seed, LookBack::kExact, width);
       ASSERT_TRUE(run.finished) << "seed " << seed << " width " << width;
       EXPECT_EQ(run.prefix, want) << "seed " << seed << " width " << width;
       EXPECT_GT(run.max_windows, 1) << "seed " << seed << " width " << width << ": no look-back walked past its first window";
       std::printf("width %d seed %llu: the longest look-back read %d windows\n", width,
                   static_cast<unsigned long long>(seed), run.max_windows);
-      const ScheduleRun wrong = simulate_persistent(counts, 528, seed, LookBack::kStopAtCount, width);
+      const ScheduleRun wrong = simulate_persistent(counts, ctas, seed, LookBack::kStopAtCount, width);
       ASSERT_TRUE(wrong.finished);
       wrong_runs += wrong.prefix != want;
     }
