@@ -573,9 +573,9 @@ TEST_F(StreamCompactionTolerance, PersistentScheduleWritesEveryRowInOrder) {
 }
 
 // Many tiles and the H200's grid (132 SMs x 4 CTAs; x 12 for the 128-wide round, which 528 CTAs
-
-// never walk past): look-backs walk past their first window back through published counts. The exact look-back gives every prefix under several
-// interleavings; one that takes the nearest word as a prefix is caught.
+// never walk past): look-backs walk past their first window back through published counts. The
+// exact look-back gives every prefix under several interleavings; one that takes the nearest word
+// as a prefix is caught.
 TEST_F(StreamCompactionTolerance, PersistentLookBackWalksBackToAnInclusivePrefix) {
   std::mt19937_64 rng(5);
   std::vector<int> counts(3000);
