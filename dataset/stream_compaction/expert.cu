@@ -132,9 +132,9 @@
 // %VARIANT% tile2k_prev -DSC_ASYNC_PAYLOAD=0 -DSC_GROUPS=2 -DSC_MIN_BLOCKS=5 -DSC_VEC_STORE=0 -DSC_CLAIM=1 -DSC_LB_WORDS=1
 // %VARIANT% async4k -DSC_GROUPS=4 -DSC_MIN_BLOCKS=4
 // %VARIANT% async6k -DSC_GROUPS=6 -DSC_MIN_BLOCKS=3
+// %VARIANT% eager_async -DSC_LATE=0
+// %VARIANT% eager_adapt -DSC_LATE=2
 // %VARIANT% lb128 -DSC_LB_WORDS=4
-// %VARIANT% onecount -DSC_COUNT_IN_TILE=1
-// %VARIANT% blocks8 -DSC_GROUPS=2 -DSC_MIN_BLOCKS=8
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -147,7 +147,9 @@
 #define SC_STAGE 1  // 1: kept rows staged in shared memory, written coalesced; 0: written from registers
 #endif
 #ifndef SC_LATE
-#define SC_LATE 1  // 1: payload columns loaded only for groups with a kept row; 0: always
+// 1: payload columns loaded only for groups with a kept row; 0: always; 2 (SC_ASYNC_PAYLOAD only):
+// per tile, always where the kept fraction of the rows so far is a quarter or more, else as 1.
+#define SC_LATE 1
 #endif
 #ifndef SC_PIPE
 // 1: persistent CTAs, each looping over tiles with the next tile's l_shipdate and this tile's
@@ -484,6 +486,7 @@ static_assert(!SC_ASYNC_PAYLOAD || kStageRows >= kAsyncPad + kTile, "the copied 
 /// Dynamic shared memory of the one-tile kernel: the three staging columns, or none.
 constexpr size_t kTileDynBytes = SC_DYN_STAGE ? size_t{3} * kStageRows * sizeof(int32_t) : 0;
 
+static_assert(SC_LATE != 2 || SC_ASYNC_PAYLOAD, "the per-tile eager choice (SC_LATE=2) is in the cp.async form");
 static_assert(!SC_COUNT_IN_TILE || !SC_PIPE, "the persistent kernel's count comes from sc_write_count");
 #if SC_COUNT_IN_TILE
 /// Lane 0 of the last tile's look-back warp writes the row count: every tile before it has its
@@ -492,6 +495,22 @@ static_assert(!SC_COUNT_IN_TILE || !SC_PIPE, "the persistent kernel's count come
   if (lane == 0 && tile == static_cast<int64_t>(gridDim.x) - 1) *count = exclusive + tile_count
 #else
 #define WRITE_COUNT_IN_TILE() (void)0
+#endif
+
+#if SC_ASYNC_PAYLOAD && SC_LATE == 2
+/// SC_LATE=2: tiles this far back have published their inclusive prefix long before (more than
+/// one wave of 792 resident CTAs earlier, about 17 us at 1e8 rows and 50% kept).
+constexpr int64_t kAdaptLag = 1024;
+/// Whether a tile copies its payload eagerly: the inclusive prefix of tile - kAdaptLag (one relaxed
+/// L2 load by every thread of the CTA, issued with the predicate column's loads) shows at least a
+/// quarter of the rows so far kept, where the late form would copy 68% or more of the groups and
+/// wait a second DRAM round trip for them. False for the first kAdaptLag tiles and while that word
+/// holds no inclusive prefix. Either choice writes the same rows.
+__device__ __forceinline__ bool eager_copies_pay(StatusWord* status, int64_t tile) {
+  if (tile < kAdaptLag) return false;
+  const StatusWord w = load_status(status + (tile - kAdaptLag));
+  return (w >> 62) == 2 && static_cast<int64_t>(w & kValueMask) * 4 >= (tile - kAdaptLag + 1) * kTile;
+}
 #endif
 
 struct Shared {
@@ -543,6 +562,7 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   unsigned keep[kGroups];
 #pragma unroll
   for (int g = 0; g < kGroups; ++g) va[g] = load_group(shipdate, base + (static_cast<int64_t>(g) * kThreads + t) * 4, n);
+#if SC_LATE == 1
   keep_masks(va, base, n, date_lt, keep, t);
   // 3'. The payload of the groups that keep a row, copied by cp.async to staging rows
   //     kAsyncPad + tile row of their columns: no registers wait on these loads. The predicate
@@ -560,6 +580,42 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
         *reinterpret_cast<int4*>(st.shipdate + slot) = va[g];
       }
   }
+#else   // SC_LATE == 0 or 2
+  // 3''. Eager payload: every group's payload below n copied at once, while the predicate
+  //      column's loads are in flight, so a tile waits on one DRAM round trip instead of two (the
+  //      predicate, then the payload of its kept groups). Reads the payload in full: at 50% and
+  //      99% kept that is the cost model's bytes (1 - (1 - s)^8 of the sectors hold a kept row);
+  //      at 1% about 13x the payload bytes the late form reads. SC_LATE=2 copies eagerly only
+  //      where the kept fraction so far is high (eager_copies_pay), else as the late form.
+#if SC_LATE == 2
+  const bool eager = eager_copies_pay(status, tile);
+#else
+  constexpr bool eager = true;
+#endif
+  const unsigned long long policy = evict_first_policy();
+  if (eager) {
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) {
+      const int slot = kAsyncPad + (g * kThreads + t) * 4;
+      const int64_t row0 = base + slot - kAsyncPad;
+      if (row0 < n) {
+        copy_group_async(st.price + slot, price, row0, n, policy);
+        copy_group_async(st.partkey + slot, partkey, row0, n, policy);
+      }
+    }
+  }
+  keep_masks(va, base, n, date_lt, keep, t);
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g)
+    if (keep[g]) {
+      const int slot = kAsyncPad + (g * kThreads + t) * 4;
+      if (!eager) {  // a kept row is below n, so row0 < n
+        copy_group_async(st.price + slot, price, base + slot - kAsyncPad, n, policy);
+        copy_group_async(st.partkey + slot, partkey, base + slot - kAsyncPad, n, policy);
+      }
+      *reinterpret_cast<int4*>(st.shipdate + slot) = va[g];
+    }
+#endif  // SC_LATE
 
   // 4. Ranks inside the tile.
   int before[kGroups];

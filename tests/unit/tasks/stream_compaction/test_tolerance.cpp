@@ -15,8 +15,9 @@
 //     memory operations: it ends (no CTA waits forever), every tile's prefix is exact and the rows
 //     written at those prefixes pass; a look-back that stops at the first published count is
 //     caught;
-//   - the cp.async variants' in-place compaction at 2048- to 6144-row tiles (blocks8 to async6k),
-//     and the last tile's prefix plus its count as the count (onecount, SC_COUNT_IN_TILE);
+//   - the cp.async form's in-place compaction at 2048- to 6144-row tiles (SC_GROUPS=2 to async6k),
+//     with the eager copies of every group (eager_async, SC_LATE=0; eager_adapt, SC_LATE=2, per
+//     tile), and the last tile's prefix plus its count as the count (SC_COUNT_IN_TILE=1);
 //   - a predicate off by one (<=), a vector path that drops the last N mod 4 rows, tiles written in
 //     another order than their row order (atomically claimed output slots), rows reversed inside a
 //     warp, the float column through float16, and the last kept row dropped all fail.
@@ -137,10 +138,12 @@ std::vector<std::int64_t> expert_order(const Columns& k, int groups = kGroupsDef
 /// order that would expose a write landing on a slot not yet read back: every value read back
 /// must be its own row, every write must land below its own slot, and no staging row is written
 /// twice; each breach counts one in `*breaches`. `pad`: expert.cu's kAsyncPad (32); a smaller one
-/// must be caught.
+/// must be caught. `eager` (SC_LATE=0, the variant eager_async): the payload of every group below
+/// n is copied, kept or not (the slots of groups without a kept row are never read back).
 constexpr int kAsyncPad = 32;
 std::vector<std::int64_t> in_place_staging(const Columns& k, int groups, std::int64_t tile, int shift,
-                                           const std::vector<std::int64_t>& ranked, int pad, int* breaches) {
+                                           const std::vector<std::int64_t>& ranked, int pad, int* breaches,
+                                           bool eager = false) {
   const std::int64_t base = tile * tile_rows(groups);
   std::vector<std::int64_t> stage(static_cast<std::size_t>(tile_rows(groups) + 32), -1);
   std::vector<int> rank_of(static_cast<std::size_t>(tile_rows(groups)), -1);
@@ -154,7 +157,7 @@ std::vector<std::int64_t> in_place_staging(const Columns& k, int groups, std::in
   };
   for (int g = 0; g < groups; ++g)  // the copies (and the l_shipdate stores), all before barrier 0
     for (int t = 0; t < kThreads; ++t)
-      if (group_kept(g, t)) {
+      if (eager ? base + (static_cast<std::int64_t>(g) * kThreads + t) * 4 < k.n : group_kept(g, t)) {
         const int local = (g * kThreads + t) * 4;
         EXPECT_EQ((pad + local) % 4, 0);  // 16-byte aligned cp.async destination
         for (int e = 0; e < 4; ++e)
@@ -189,9 +192,10 @@ std::vector<std::int64_t> in_place_staging(const Columns& k, int groups, std::in
 /// written by 256 threads a quad of staging rows each, whole quads as one 16-byte store (which
 /// must be 16-byte aligned in the output and the staging), the quads at the tile's two ends row by
 /// row. Every row of the tile must be written exactly once. `in_place`: the staging built by the
-/// SC_ASYNC_PAYLOAD variants' in-place compaction (in_place_staging).
+/// SC_ASYNC_PAYLOAD variants' in-place compaction (in_place_staging; `eager`: 1, its SC_LATE=0 copies
+/// in every tile; 2, in every other tile, as SC_LATE=2 chooses per tile; 0, the late copies).
 std::vector<std::int64_t> vec_store_order(const Columns& k, int groups, bool in_place = false, int pad = kAsyncPad,
-                                          int* breaches = nullptr) {
+                                          int* breaches = nullptr, int eager = 0) {
   std::vector<std::int64_t> out(static_cast<std::size_t>(k.n), -1);
   const int stage_rows = static_cast<int>(tile_rows(groups)) + 32;
   std::int64_t running = 0;
@@ -202,7 +206,8 @@ std::vector<std::int64_t> vec_store_order(const Columns& k, int groups, bool in_
     for (int r = 0; r < count; ++r) stage.at(static_cast<std::size_t>(shift + r)) = rows[static_cast<std::size_t>(r)];
     if (in_place) {
       int local_breaches = 0;
-      const std::vector<std::int64_t> built = in_place_staging(k, groups, tile, shift, rows, pad, &local_breaches);
+      const std::vector<std::int64_t> built = in_place_staging(k, groups, tile, shift, rows, pad, &local_breaches,
+                                                                   eager == 1 || (eager == 2 && tile % 2 == 1));
       if (breaches != nullptr) {
         *breaches += local_breaches;
       } else {
@@ -511,7 +516,7 @@ TEST_F(StreamCompactionTolerance, VectorStoresPassWithTheCapacityPoisoned) {
 }
 
 // The in-place compaction of the cp.async variants (SC_ASYNC_PAYLOAD: the default async6 at
-// 3072-row tiles, blocks8 at 2048, async4k at 4096, async6k at 6144) under the vector stores: no
+// 3072-row tiles, SC_GROUPS=2 at 2048, async4k at 4096, async6k at 6144) under the vector stores: no
 // staging slot is overwritten before it is read back, and every kept row is written once, in
 // order, nothing past the count.
 TEST_F(StreamCompactionTolerance, InPlaceCompactionPassesWithTheCapacityPoisoned) {
@@ -525,9 +530,9 @@ TEST_F(StreamCompactionTolerance, InPlaceCompactionPassesWithTheCapacityPoisoned
     }
 }
 
-// The variant onecount (SC_COUNT_IN_TILE=1) writes the count from the last tile's look-back, as its
+// SC_COUNT_IN_TILE=1 (built, not swept) writes the count from the last tile's look-back, as its
 // exclusive prefix plus its own count: that is the golden count on every workload, at every tile
-// size a variant uses (one tile when n <= the tile: its prefix is 0).
+// size (one tile when n <= the tile: its prefix is 0).
 TEST_F(StreamCompactionTolerance, LastTilePrefixPlusItsCountIsTheCount) {
   for (const Case& c : *cases_)
     for (int groups : {2, 3, 4, 6}) {
@@ -535,6 +540,21 @@ TEST_F(StreamCompactionTolerance, LastTilePrefixPlusItsCountIsTheCount) {
       ASSERT_FALSE(counts.empty());
       const std::int64_t last_exclusive = exclusive_sums(counts).back();
       EXPECT_EQ(last_exclusive + counts.back(), count(c)) << c.plan.workload.uuid << " groups " << groups;
+    }
+}
+
+// The eager copies (eager_async, SC_LATE=0: every group's payload below n copied with the predicate
+// column's loads) fill the slots of groups without a kept row too; the compaction reads back only
+// kept groups, so the rows come out as in the late form; so do tiles that choose one or the other
+// (eager_adapt, SC_LATE=2: emulated as every other tile eager).
+TEST_F(StreamCompactionTolerance, EagerCopiesCompactInPlaceAsTheLateForm) {
+  for (const Case& c : *cases_)
+    for (int eager : {1, 2}) {
+      const std::vector<std::int64_t> rows = vec_store_order(columns(c), 3, true, kAsyncPad, nullptr, eager);
+      ASSERT_EQ(rows, expert_order(columns(c), 3)) << c.plan.workload.uuid << " eager " << eager;
+      const OutputsVerdict v = judge_outputs(c.plan, c.expected, write_rows(Variant::kExpert, c, kPoisonA, rows),
+                                             write_rows(Variant::kExpert, c, kPoisonB, rows));
+      EXPECT_EQ(v.status, Status::PASSED) << c.plan.workload.uuid << " eager " << eager << ": " << v.message;
     }
 }
 
