@@ -12,8 +12,13 @@
 # memcheck on the check workloads; the expert's SASS counts (design.json's "recognise" fields).
 # Fits the 150 s deadline of scripts/gpu/run_checks.sh: each step gets what is left of a 140 s
 # budget (COMPACT_BUDGET_S).
-# The sweep of the cp.async variants (2026-12-03; <= 120 s; a carry with expert_async6.so,
-# expert_async4k.so and expert_async6k.so, without tile2k_prev):
+# The sweep of 2026-12-04 (<= 140 s; a carry with expert_eager_async.so, expert_eager_adapt.so and
+# expert_lb128.so beside expert, library, naive and reference, without the measured variants):
+#   COMPACT_BUDGET_S=140 D2K_CHECK_STEPS=variants,memcheck_eager_async,memcheck_eager_adapt,memcheck_lb128 \
+#     scripts/gpu/checks/t-compact.sh CARRY OUT
+# (the bar: expert:* at n1e8-50pct <= 523.7 us, 80% of SOL; eager_async is expected to lose the 1%
+# row, eager_adapt to keep it). The sweep of the cp.async variants (2026-12-03; <= 120 s; a carry
+# with expert_async6.so, expert_async4k.so and expert_async6k.so, without tile2k_prev):
 #   COMPACT_BUDGET_S=120 D2K_CHECK_STEPS=variants,memcheck_async6,memcheck_async4k,memcheck_async6k \
 #     scripts/gpu/checks/t-compact.sh CARRY OUT
 # (their bar: expert:async* at n1e8-50pct <= 523.7 us, 80% of SOL, and above the library on every
@@ -44,9 +49,9 @@ checks=$(workload_uuids check)
 small=$(workload_uuids bench n1e8)
 big=$(workload_uuids bench n1e9)
 # The variants' memcheck: 98 or 66 tiles (every alignment of a tile's first output row mod 32
-# likely), and the three row counts that end inside a group of 4 (the cp.async variants' partial
-# copies: 4, 12 and 12 bytes of 16).
-variant_check=$(workload_uuids check 'n200009\|n4099\|n6151\|n1-keep')
+# likely), and the four row counts that end inside a group of 4 (the cp.async variants' partial
+# copies: 4, 12 and 12 bytes of 16; n1-drop: the eager copies of a group without a kept row).
+variant_check=$(workload_uuids check 'n200009\|n4099\|n6151\|n1-')
 detect_torch
 
 validate_step
@@ -88,8 +93,9 @@ sass_counts "LDG\.E(\.EF)?\.128|(LD|ST)G?\.E\.64\.STRONG\.GPU|STG\.E[A-Z0-9.]*|P
 for v in $variants; do
   need="LDG.E.EF.128"
   case $v in *vec* | tile3k_all) need+=" STG.E.EF.128" ;; esac
-  # The cp.async variants copy the payload into shared memory (LDGSTS, zero-filled past n).
-  case $v in async*) need+=" STG.E.EF.128 LDGSTS.E.BYPASS.128" ;; esac
+  # The cp.async variants copy the payload into shared memory (LDGSTS; the last partial group by
+  # plain loads).
+  case $v in async* | eager_* | lb128) need+=" STG.E.EF.128 LDGSTS.E.BYPASS.128" ;; esac
   sass_counts --so "expert_$v" "LDG\.E(\.EF)?\.128|STG\.E(\.EF)?\.128|LDGSTS[A-Z0-9.]*|(LD|ST)G?\.E\.64\.STRONG\.GPU|ATOMG[A-Z0-9.]*|BAR\.SYNC[A-Z.]*|LDL[A-Z0-9.]*|STL[A-Z0-9.]*" "$need" "LDL|STL"
 done
 
