@@ -128,6 +128,27 @@
 // 1.19x / 1.11x / 1.08x the register form at 1% / 50% / 99% (77.2% of SOL at 50%), async4k and
 // async6k between the two: async6 is the default since (SC_ASYNC_PAYLOAD=1, SC_MIN_BLOCKS=6); the
 // register form it replaced is the variant tile3k_regs, tile2k_prev the one before that.
+// Variants for the next run (2026-12-04; not measured yet), for the 2.8 points still missing at 50%
+// (542 us against <= 523.7). 32,553 tiles over 792 slots: each CTA resident about 13.2 us for
+// 55 KB, 60 tiles started per us. The estimate of the ~19 us (docs/results/stream_compaction.md):
+// the memset and the count kernel 3-4 us, the first wave's ramp and the tail 4-5 us, the rest in
+// the steady state, where each tile waits on two dependent DRAM round trips (l_shipdate, then the
+// payload of its kept groups, issued only after the predicate although at 50% 94% of the groups
+// hold a kept row), the look-back overlapping the second:
+//   - eager_async (-DSC_LATE=0): every group's payload below n copied by cp.async with the
+//     predicate column's loads in flight (one round trip per tile); the rest as the default.
+//     40 registers, no spills. Reads the payload in full: the cost model's bytes at 50% and 99%
+//     (99.6% of the sectors hold a kept row), about 13x the payload bytes at 1%;
+//   - eager_adapt (-DSC_LATE=2): the same, chosen per tile where the inclusive prefix of tile - 1024
+//     shows a quarter or more of the rows so far kept (eager_copies_pay), else the late copies;
+//     the first 1024 tiles late. 40 registers, no spills. Keeps the default's 1% row;
+//   - lb128 (-DSC_LB_WORDS=4): a look-back round reads 128 predecessors, not 64: at 60 tiles
+//     started per us the nearest inclusive prefix lies about 60 x (look-back time) back, at the
+//     edge of 64 once a look-back takes 1 us. 40 registers, no spills.
+//   Built, not swept: SC_COUNT_IN_TILE=1 (the last tile's look-back writes the count, no count
+//   kernel: about 1-2 us, under the noise of one bench row); SC_GROUPS=2 SC_MIN_BLOCKS=8 (8 CTAs of
+//   2048 rows, 32 registers, 26,064 B, no spills: 16,384 rows per SM, about 16 us slower under
+//   reading (a) above).
 // %VARIANT% tile3k_regs -DSC_ASYNC_PAYLOAD=0 -DSC_MIN_BLOCKS=4
 // %VARIANT% tile2k_prev -DSC_ASYNC_PAYLOAD=0 -DSC_GROUPS=2 -DSC_MIN_BLOCKS=5 -DSC_VEC_STORE=0 -DSC_CLAIM=1 -DSC_LB_WORDS=1
 // %VARIANT% async4k -DSC_GROUPS=4 -DSC_MIN_BLOCKS=4
