@@ -526,7 +526,9 @@ constexpr int64_t kAdaptLag = 1024;
 /// L2 load by every thread of the CTA, issued with the predicate column's loads) shows at least a
 /// quarter of the rows so far kept, where the late form would copy 68% or more of the groups and
 /// wait a second DRAM round trip for them. False for the first kAdaptLag tiles and while that word
-/// holds no inclusive prefix. Either choice writes the same rows.
+/// holds no inclusive prefix. Either choice writes the same rows, and threads of a CTA that read the
+/// word on either side of its update may choose differently: each copies, waits for and reads
+/// back only its own groups.
 __device__ __forceinline__ bool eager_copies_pay(StatusWord* status, int64_t tile) {
   if (tile < kAdaptLag) return false;
   const StatusWord w = load_status(status + (tile - kAdaptLag));
