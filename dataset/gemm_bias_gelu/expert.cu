@@ -89,7 +89,11 @@
 //   pingpong     128x128x64 per warpgroup, 2x1 cluster (B multicast along M, as the default): the
 //                fewer CTAs a stage release waits for; 1.5x the default's L2 read-outs.
 //   pingpong_c4  the same on a 2x2 cluster (A multicast along N too): the default's L2 read-outs,
-//                four CTAs per stage release. Expected the better of the two.
+//                four CTAs per stage release. The persistent grid is the clusters of 4 that the
+//                GPCs hold at once (resident_clusters(): CUTLASS's own estimate would launch 29):
+//                33 give the rounds above; 32 (128 CTAs, if two GPCs have 2 SMs left over) keep
+//                32 rounds at 8192^3 but take 112 instead of 109 on the 16384 row (2.7%). Expected
+//                the better of the two at 8192^3.
 //   Expected: up to ~5% on the 16384 row (the epilogue's share at K = 4096 plus 0.9 points of
 //   tail), up to ~2.5% at 8192^3 (half the epilogue share at K = 8192, the tail unchanged), less
 //   whatever two m64n128k16 per k-step lose against one m64n256k16: B is read from shared memory
@@ -115,6 +119,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -288,6 +294,39 @@ int whole_wave_ctas(const gbg::Args& g, int sms) {
   return gbg::whole_wave_clusters(tiles_m * tiles_n / cluster_size, sms / cluster_size) * cluster_size;
 }
 
+/// Clusters of G's kernel resident at once on the current device (cudaOccupancyMaxActiveClusters
+/// with the kernel's block and shared memory), cached per device; 0 where the query places none
+/// (CUTLASS then keeps its own estimate). Asked only for clusters of more than two CTAs: CUTLASS's
+/// estimate assumes 18-SM GPCs and launches 116 CTAs (29 clusters of 4) on 132 SMs, 36 rounds
+/// instead of 32 at 8192^3; the query gives what this GPU's GPCs hold.
+template <class G>
+int resident_clusters() {
+  using Kernel = typename G::Kernel;
+  using Cluster = typename G::Cluster;
+  static std::array<std::atomic<int>, 64> cache{};  // per device ordinal; 0 = not asked yet
+  int dev = 0;
+  GBG_CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev < int(cache.size()) && cache[dev].load() > 0) return cache[dev].load();
+  const void* fn = reinterpret_cast<const void*>(&cutlass::device_kernel<Kernel>);
+  const int smem = Kernel::SharedStorageSize;
+  GBG_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  cudaLaunchAttribute cluster_dim{};
+  cluster_dim.id = cudaLaunchAttributeClusterDimension;
+  cluster_dim.val.clusterDim.x = size<0>(Cluster{});
+  cluster_dim.val.clusterDim.y = size<1>(Cluster{});
+  cluster_dim.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(size<0>(Cluster{}), size<1>(Cluster{}), 1);
+  config.blockDim = dim3(Kernel::MaxThreadsPerBlock, 1, 1);
+  config.dynamicSmemBytes = smem;
+  config.attrs = &cluster_dim;
+  config.numAttrs = 1;
+  int clusters = 0;
+  GBG_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, fn, &config));
+  if (dev < int(cache.size()) && clusters > 0) cache[dev].store(clusters);
+  return clusters;
+}
+
 /// The kernel's arguments for one call (pointers may be null when only sizing the workspace).
 template <class G>
 typename G::Gemm::Arguments make_arguments(const gbg::Args& g, int sms) {
@@ -330,6 +369,8 @@ typename G::Gemm::Arguments make_arguments(const gbg::Args& g, int sms) {
       args.scheduler.decomposition_mode = Decomposition::StreamK;
     }
     if (GBG_WHOLE_WAVES) args.hw_info.sm_count = whole_wave_ctas<G>(g, sms);
+    if constexpr (decltype(size(typename G::Cluster{}))::value > 2)
+      args.hw_info.max_active_clusters = resident_clusters<G>();
   }
   return args;
 }
