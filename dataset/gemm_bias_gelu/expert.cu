@@ -59,33 +59,55 @@
 //   - Not the cause: DRAM bytes (swizzle 8 keeps the reads at 0.6-1.0 GB a call, under 10% of the
 //     bandwidth over the call's time), spills (none: cuobjdump -res-usage), occupancy (one CTA per
 //     SM by design, 4 stages of 48 KB beside the epilogue's shared memory), launches (one).
-// Variants for the next run (M > 128 only; the M <= 128 stream-K path is unchanged):
-//   tail_sk      the same 128x256x64 tile and 2x1 multicast cluster on CUTLASS's stream-K scheduler,
-//                decomposition forced to StreamK: all but the last 1 + fraction waves stay
-//                data-parallel, the rest's k-blocks are shared evenly by the 66 clusters (8192^3:
-//                14 rounds + 200 tiles ~ 1.52 tiles each = 15.52 rounds instead of 16; 16384 row:
-//                53 + 172 tiles = 54.30 instead of 55), at the price of fp32 partial tiles through
-//                the workspace (~200 x 128 KB, L2-resident). Attacks the tail; expected the winner
-//                at 8192^3 (up to 3%), up to 1.3% on the 16384 row. The one new instantiation
-//                (replaces the tiled one in this build: still two kernels).
-//   whole_waves  host-side only: the fewest persistent clusters with as few rounds as 66 (schedule.h):
-//                64 clusters (128 CTAs) at 8192^3, 16 whole rounds, each an exact 8 x 8-cluster
-//                block of the swizzled raster; 66 at the 16384 row (unchanged). Same rounds, so no
-//                change on an unthrottled GPU; under the sw_power_cap seen in calibration, 4 idle
-//                SMs may leave the others a higher clock.
-//   raster_m     host-side only: raster along M (CUTLASS's heuristic picks along N on both rows, as
-//                tiles_m >= tiles_n). By symmetry the same DRAM traffic (a band of 8 N tiles stays
-//                in L2 while A streams); expected within noise, measured because it is free.
-// Not built: the ping-pong kernel (64x256 per warpgroup, one warpgroup's epilogue under the other's
-// main loop) would attack the epilogue stall, the larger loss on the 16384 row, but it is a second
-// new instantiation with twice the B traffic from L2 per FLOP; tanh.approx in the GELU (one MUFU
-// instead of two) halves the epilogue but gives up the sigmoid form's accuracy below x = -3
-// (design.json L1.gelu_sigmoid_form). 128x128 tiles (224 tiles at M = 128, 1.7 waves), split-K
-// with a separate reduction (a second pass over an fp32 M x N): as before, not built.
+// Variants measured on the H200 (2026-12-02, docs/results/gemm_bias_gelu.md), M > 128 only:
+//   tail_sk      the tiled kernel on the stream-K scheduler (tail waves split): 1.00x / 0.98x of the
+//                default on the two large rows: the fix-up costs more than the tail it removes.
+//   whole_waves  host-side, the fewest clusters with the same rounds (schedule.h): 1.01x at 8192^3
+//                (twice the noise), 1.00x on the 16384 row; the library still 1.03x faster.
+//   raster_m     host-side, raster along M: within noise (1.00x).
+//   Retired from the sweep (their flags still build them: -DGBG_TAIL_STREAMK=1,
+//   -DGBG_WHOLE_WAVES=1, -DGBG_RASTER_ALONG_M=1).
+// Variants for the next run (M > 128 only; the M <= 128 stream-K kernel is unchanged): the
+// ping-pong kernel (KernelTmaWarpSpecializedPingpong), which attacks the epilogue stall. Each
+// consumer warpgroup owns a whole tile and the two take turns on the main loop (an ordered
+// barrier): while one runs its tile's epilogue (the GELU's MUFU work, bf16, TMA store) the other
+// runs the next tile's wgmma, so the tensor cores do not wait ~2k cycles a 128x128 tile.
+//   Tile per warpgroup: 128x128x64 rather than 64x256x64. Both hold 128 fp32 accumulators a thread
+//   and run the same 16384 GELUs per tile; they differ in what crosses L2 per multiply-add. Per
+//   k-block (64 of K), L2 read-outs per 1M multiply-adds, a multicast counted once:
+//     cooperative 128x256, 2x1 (default)   16 KB
+//     ping-pong   128x128, 2x1             24 KB     64x256, 2x1   24 KB
+//     ping-pong   128x128, 2x2             16 KB     64x256, 2x2   20 KB
+//   128x128 is never worse, and with a 2x2 cluster it matches the default's traffic (16 KB per 1M
+//   multiply-adds is ~8.4 TB/s out of L2 at 2048 multiply-adds a clock per SM, 132 SMs, 1.98 GHz:
+//   what the default sustains at 97% of SOL; 24 KB is ~12.6 TB/s, which no run here has shown the
+//   L2 to deliver). A 128x128x64 stage is 32 KB (the builder fits 6 beside the 64x32 epilogue
+//   tiles, against the default's 4 of 48 KB).
+//   Rounds (a persistent CTA's tiles, one main loop each): 8192^3 is 4096 tiles = 31.03 per CTA,
+//   32 rounds (the same 3.1% tail as the default's 16 for 15.52: ping-pong does not touch it);
+//   16384x14336x4096 is 14336 tiles = 108.6 per CTA, 109 rounds (0.4% tail against 1.3%).
+//   pingpong     128x128x64 per warpgroup, 2x1 cluster (B multicast along M, as the default): the
+//                fewer CTAs a stage release waits for; 1.5x the default's L2 read-outs.
+//   pingpong_c4  the same on a 2x2 cluster (A multicast along N too): the default's L2 read-outs,
+//                four CTAs per stage release. The persistent grid is the clusters of 4 that the
+//                GPCs hold at once (resident_clusters(): CUTLASS's own estimate would launch 29):
+//                33 give the rounds above; 32 (128 CTAs, if two GPCs have 2 SMs left over) keep
+//                32 rounds at 8192^3 but take 112 instead of 109 on the 16384 row (2.7%). Expected
+//                the better of the two at 8192^3.
+//   Expected: up to ~5% on the 16384 row (the epilogue's share at K = 4096 plus 0.9 points of
+//   tail), up to ~2.5% at 8192^3 (half the epilogue share at K = 8192, the tail unchanged), less
+//   whatever two m64n128k16 per k-step lose against one m64n256k16: B is read from shared memory
+//   twice, 12 KB per 128x128x16 against 10 KB per 64x256x16, i.e. 96 against 80 B/clock of the
+//   SM's 128 at the full tensor rate (the 64x256 tile would keep 80; it loses on L2 instead).
+//   Each is one new instantiation that replaces the cooperative tiled one in its build (still two
+//   kernels).
+// Not built: tanh.approx in the GELU (one MUFU instead of two) halves the epilogue but gives up the
+// sigmoid form's accuracy below x = -3 (design.json L1.gelu_sigmoid_form). 128x128 tiles for
+// M <= 128 (224 tiles at M = 128, 1.7 waves), split-K with a separate reduction (a second pass
+// over an fp32 M x N): as before, not built.
 //
-// %VARIANT% tail_sk -DGBG_TAIL_STREAMK=1
-// %VARIANT% whole_waves -DGBG_WHOLE_WAVES=1
-// %VARIANT% raster_m -DGBG_RASTER_ALONG_M=1
+// %VARIANT% pingpong -DGBG_PINGPONG=1
+// %VARIANT% pingpong_c4 -DGBG_PINGPONG=1 -DGBG_PINGPONG_CLUSTER_N=2
 //
 // CuTe/CUTLASS device code carries assert()s; each is a call, and ptxas serialises the wgmma
 // pipeline across calls (warning C7510, about half the GEMM rate). Whatever the build type, the
@@ -97,6 +119,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -133,6 +157,12 @@
 #endif
 #ifndef GBG_RASTER_ALONG_M
 #define GBG_RASTER_ALONG_M 0  // M > 128: raster along M instead of CUTLASS's heuristic (along N here)
+#endif
+#ifndef GBG_PINGPONG
+#define GBG_PINGPONG 0  // M > 128: the ping-pong kernel (128x128x64 per consumer warpgroup) for the tiled one
+#endif
+#ifndef GBG_PINGPONG_CLUSTER_N
+#define GBG_PINGPONG_CLUSTER_N 1  // the ping-pong kernel's cluster: 2 x this (2: A multicast along N too)
 #endif
 
 #define GBG_CUDA_CHECK(call)                                                                \
@@ -179,8 +209,19 @@ struct GeluTanh<cutlass::Array<float, N>> {
 
 /// bf16 A (M x K, row-major) x bf16 B (K x N, row-major) -> fp32 accumulators ->
 /// bf16 gelu(acc + bias[n]) (M x N, row-major). No C operand (ElementC = void): nothing but the
-/// bias is read by the epilogue.
-template <class TileShape, class ClusterShape, class SchedulerTag>
+/// bias is read by the epilogue. The warp-specialised schedule is a parameter: cooperative (both
+/// consumer warpgroups on halves of one tile, TileShape is the CTA's) or ping-pong (each consumer
+/// warpgroup owns a whole tile, TileShape is one warpgroup's, their main loops take turns).
+struct Cooperative {
+  using Kernel = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
+  using Epilogue = cutlass::epilogue::TmaWarpSpecializedCooperative;
+};
+struct Pingpong {
+  using Kernel = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
+  using Epilogue = cutlass::epilogue::TmaWarpSpecialized;
+};
+
+template <class TileShape, class ClusterShape, class SchedulerTag, class Schedule = Cooperative>
 struct FusedGemm {
   using Tile = TileShape;
   using Cluster = ClusterShape;
@@ -192,13 +233,13 @@ struct FusedGemm {
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, LayoutD, kAlign, bf16, LayoutD,
-      kAlign, cutlass::epilogue::TmaWarpSpecializedCooperative, Fusion>::CollectiveOp;
+      kAlign, typename Schedule::Epilogue, Fusion>::CollectiveOp;
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, bf16, LayoutA, kAlign, bf16, LayoutB, kAlign, float,
       TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename Epilogue::SharedStorage))>,
-      cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
+      typename Schedule::Kernel>::CollectiveOp;
   using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, Mainloop, Epilogue, SchedulerTag>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 };
@@ -207,7 +248,16 @@ struct FusedGemm {
 // still two instantiations per build.
 using TiledScheduler =
     std::conditional_t<GBG_TAIL_STREAMK != 0, cutlass::gemm::StreamKScheduler, cutlass::gemm::PersistentScheduler>;
-using TiledGemm = FusedGemm<Shape<_128, _256, _64>, Shape<_2, _1, _1>, TiledScheduler>;
+using CooperativeTiledGemm = FusedGemm<Shape<_128, _256, _64>, Shape<_2, _1, _1>, TiledScheduler>;
+// The pingpong variants swap the tiled kernel for CUTLASS's ping-pong kernel: a 128x128x64 tile
+// per consumer warpgroup (two m64n128k16 wgmma per k-step, 128 fp32 accumulators a thread, as the
+// cooperative kernel's half tile), the same fused epilogue, on a 2x1 (pingpong) or 2x2
+// (pingpong_c4) cluster. While one warpgroup runs its tile's epilogue (GELU, bf16, TMA store),
+// the other runs the next tile's main loop, so the tensor cores do not wait for the MUFU work.
+// Still two instantiations per build (it replaces the cooperative tiled kernel).
+using PingpongTiledGemm =
+    FusedGemm<Shape<_128, _128, _64>, Shape<_2, Int<GBG_PINGPONG_CLUSTER_N>, _1>, TiledScheduler, Pingpong>;
+using TiledGemm = std::conditional_t<GBG_PINGPONG != 0, PingpongTiledGemm, CooperativeTiledGemm>;
 using StreamKGemm = FusedGemm<Shape<_128, _256, _64>, Shape<_1, _1, _1>, cutlass::gemm::StreamKScheduler>;
 
 enum class Choice { Tiled, StreamK };
@@ -242,6 +292,42 @@ int whole_wave_ctas(const gbg::Args& g, int sms) {
   const int64_t tiles_n = gbg::round_up(blocks.y, (1 << log_swizzle) * cluster.n());
   const int cluster_size = cluster.m() * cluster.n();
   return gbg::whole_wave_clusters(tiles_m * tiles_n / cluster_size, sms / cluster_size) * cluster_size;
+}
+
+/// Clusters of G's kernel resident at once on the current device (cudaOccupancyMaxActiveClusters
+/// with the kernel's block and shared memory), cached per device; 0 where the query fails or places
+/// none (CUTLASS then keeps its own estimate). Asked only for clusters of more than two CTAs: CUTLASS's
+/// estimate assumes 18-SM GPCs and launches 116 CTAs (29 clusters of 4) on 132 SMs, 36 rounds
+/// instead of 32 at 8192^3; the query gives what this GPU's GPCs hold.
+template <class G>
+int resident_clusters() {
+  using Kernel = typename G::Kernel;
+  using Cluster = typename G::Cluster;
+  static std::array<std::atomic<int>, 64> cache{};  // per device ordinal; 0 = not asked yet
+  int dev = 0;
+  GBG_CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev < int(cache.size()) && cache[dev].load() > 0) return cache[dev].load();
+  const void* fn = reinterpret_cast<const void*>(&cutlass::device_kernel<Kernel>);
+  const int smem = Kernel::SharedStorageSize;
+  GBG_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  cudaLaunchAttribute cluster_dim{};
+  cluster_dim.id = cudaLaunchAttributeClusterDimension;
+  cluster_dim.val.clusterDim.x = size<0>(Cluster{});
+  cluster_dim.val.clusterDim.y = size<1>(Cluster{});
+  cluster_dim.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(size<0>(Cluster{}), size<1>(Cluster{}), 1);
+  config.blockDim = dim3(Kernel::MaxThreadsPerBlock, 1, 1);
+  config.dynamicSmemBytes = smem;
+  config.attrs = &cluster_dim;
+  config.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, fn, &config) != cudaSuccess) {
+    (void)cudaGetLastError();  // a failed query is not an error of the call: CUTLASS's estimate then
+    return 0;
+  }
+  if (dev < int(cache.size()) && clusters > 0) cache[dev].store(clusters);
+  return clusters;
 }
 
 /// The kernel's arguments for one call (pointers may be null when only sizing the workspace).
@@ -286,6 +372,8 @@ typename G::Gemm::Arguments make_arguments(const gbg::Args& g, int sms) {
       args.scheduler.decomposition_mode = Decomposition::StreamK;
     }
     if (GBG_WHOLE_WAVES) args.hw_info.sm_count = whole_wave_ctas<G>(g, sms);
+    if constexpr (decltype(size(typename G::Cluster{}))::value > 2)
+      args.hw_info.max_active_clusters = resident_clusters<G>();
   }
   return args;
 }

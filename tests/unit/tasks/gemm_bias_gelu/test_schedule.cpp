@@ -1,6 +1,7 @@
 // gemm_bias_gelu: the wave arithmetic of schedule.h that expert.cu's whole_waves variant hands to
 // CUTLASS's persistent scheduler as its SM count: the fewest clusters that keep the rounds of the
-// full machine, on the bench shapes and exhaustively on small ones.
+// full machine, on the bench shapes and exhaustively on small ones; the rounds of the ping-pong
+// variants' tiles.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -27,6 +28,22 @@ TEST(GemmBiasGeluSchedule, MlpBenchShapeKeepsEveryCluster) {
   EXPECT_EQ(persistent_rounds(3584, 66), 55);
   EXPECT_EQ(persistent_rounds(3584, 65), 56);
   EXPECT_EQ(whole_wave_clusters(3584, 66), 66);
+}
+
+// The ping-pong variants' 128 x 128 tiles (expert.cu): twice the tiles, each one main loop of a
+// persistent CTA. 8192^3 is 64 x 64 tiles; 2048 units in 2 x 1 clusters or 1024 in 2 x 2 take 32
+// rounds for 31.03 tiles per CTA, the same tail as the cooperative kernel's 16 for 15.52.
+// 16384 x 14336 x 4096 is 128 x 112 tiles: 109 rounds on 66 clusters of 2 or 33 of 4, 112 on 32
+// clusters of 4; CUTLASS's GPC estimate (29 clusters of 4 on 132 SMs) would take 36 and 124.
+TEST(GemmBiasGeluSchedule, PingpongTileRounds) {
+  EXPECT_EQ(persistent_rounds(2048, 66), 32);
+  EXPECT_EQ(persistent_rounds(1024, 33), 32);
+  EXPECT_EQ(persistent_rounds(1024, 32), 32);
+  EXPECT_EQ(persistent_rounds(1024, 29), 36);
+  EXPECT_EQ(persistent_rounds(7168, 66), 109);
+  EXPECT_EQ(persistent_rounds(3584, 33), 109);
+  EXPECT_EQ(persistent_rounds(3584, 32), 112);
+  EXPECT_EQ(persistent_rounds(3584, 29), 124);
 }
 
 TEST(GemmBiasGeluSchedule, FewestClustersWithTheSameRounds) {
