@@ -41,7 +41,7 @@
 //   c. dequantise into shared memory then mma (Marlin without its offline weight shuffle): an
 //      extra STS/LDS round trip per weight; the register path needs no shuffle because the k
 //      order inside an mma is free. (Staging the packed words with cp.async costs no STS and one
-//      LDS.128 per 16 bytes: the cpa* variants below.)
+//      LDS.128 per 16 bytes: measured as the rings cpa5 / cpa3l / cpa4c, 0.84-0.91x, below.)
 //   d. (chosen) registers only, split-K over the CTA's warps, 32 rows per CTA.
 //   e. grid-level split-K with fp32 atomics: one more launch (zeroing) or a counter per tile;
 //      only needed where N/32 CTAs cannot fill the GPU, which the in-CTA split covers.
@@ -66,25 +66,16 @@
 //     2.53 TB/s (19 KB per us and SM) gives a round trip of 1.7-3.3 us, 2-5x an unloaded DRAM
 //     latency: requests queue downstream, so depth should not be the limit (and the prefetch
 //     variants, which added depth, lost; rows16, with half the depth per SM, lost only 8-17%).
-//     cpa5 tests that reading directly: a per-warp cp.async ring in shared memory, 4 groups
-//     ahead, no registers and no extra issue slots (unlike the copy-engine prefetches, whose
-//     per-lane addresses cost R2UR/UBLKPF loops). Expected: no gain if the queueing reading
-//     holds; a gain means the depth was short after all.
+//     Measured directly since: a per-warp cp.async ring 4 groups ahead (cpa5) lost 9-14%.
 //   - DRAM order: one 16-byte-per-lane load touches 8 rows x 64 bytes (16 sectors, 8 half
 //     lines); the two halves of each 128-byte line belong to neighbouring warps (groups w, w + 1)
 //     and reach L2 at unrelated times. Across the GPU, every row is open at once at a 512-byte
-//     window (4-14 KB row stride): ~4-12% of the bytes of any address window are live. cpa3l
-//     copies whole 128-byte lines (two groups per row per stage, 4 rows x 128 B per instruction);
-//     cpa4c has the whole CTA copy its step (32 rows x 512 B) at once, each warp instruction 512
-//     contiguous bytes of one row, and hands it over with one barrier per step; s256 keeps the
-//     default order and asks L2 for 256-byte fills (.L2::256B: the block holds the
-//     CTA step's four neighbouring groups), what l2blk did only together with a contiguous split.
-//     The losers fit this reading: the contiguous splits (eight streams per row and CTA, a more
-//     scattered live set) lost 15-32%, the strided split with L2 prefetch 7-20%. Expected if it
-//     holds: cpa3l and cpa4c faster than cpa5 (similar depth), cpa4c fastest; s256 at least as
-//     fast as the default.
+//     window (4-14 KB row stride): ~4-12% of the bytes of any address window are live. Measured
+//     since: whole 128-byte lines per copy (cpa3l) and 512 contiguous bytes per warp instruction
+//     (cpa4c) did no better than cpa5; 256-byte L2 fills in the default order (s256) gain 2-4%.
+//     DRAM order is not the gap either.
 //   - fixed cost (~3 us): the first load of each warp waits a full DRAM latency with nothing in
-//     flight behind it, and the tail waits one more; the rings issue 2-4 groups at once at start.
+//     flight behind it, and the tail waits one more.
 //   - waves: 256 CTAs on 264 slots at N = 8192 (97%); 3.39 waves at N = 28672, which reaches the
 //     same 56% as the one-wave 8192 x 28672, so quantisation is not the gap.
 //   - CUDA-core path (checked): magic-number fp32 conversion with the nibble left in place
@@ -95,22 +86,16 @@
 //     at 100% it is ~87%. So not issue-bound at 75% as variant a. above says, but with little
 //     margin for the latency hiding the stream needs; the tensor path is ~1.9 per weight (39%).
 //     Its real advantage would be free DRAM order (a warp reading 512 contiguous bytes), which
-//     cpa3l tests inside the tensor-core path.
+//     cpa3l / cpa4c tested inside the tensor-core path without a gain.
 // Variants built (`// %VARIANT%` lines; measured by scripts/gpu/checks/t-w4a16.sh):
-//   %VARIANT% cpa5 -DW4A16_STAGES=5
-//   %VARIANT% cpa3l -DW4A16_STAGES=3 -DW4A16_STAGE_GROUPS=2
-//   %VARIANT% cpa4c -DW4A16_STAGES=4 -DW4A16_CTA_RING=1
 //   %VARIANT% s256 -DW4A16_L2_256B=1
 //   %VARIANT% mchain2 -DW4A16_MMA_CHAINS=2
-// cpa5: weights through a per-warp ring of 5 stages of cp.async.cg (16 bytes per lane,
-// L2 only), same lanes, rows and group order as the default; scales in a register ring of the
-// same depth, x one group ahead as in the default. cpa3l: two neighbouring groups per stage (warp
-// w: groups 2w, 2w + 1, 2w + 16, ...), copied as whole 128-byte lines and read back into the same
-// fragments through an XOR-swizzled layout; 4 groups ahead like cpa5. cpa4c: one ring of 4 CTA
-// steps (16.5 KB each) per CTA, copied by all threads in 512-byte runs of a row, one barrier per
-// step; warp w consumes group w of each step, the default's order, 3 steps ahead. s256: the
-// default with .L2::256B on the weight loads. mchain2: the default with two accumulators per tile
-// and group (even and odd mma steps), summed in fp32 before the scale: chains of 4 instead of 8.
+// s256: the default with .L2::256B on the weight loads. mchain2: the default with two
+// accumulators per tile and group (even and odd mma steps), summed in fp32 before the scale:
+// chains of 4 instead of 8. Measured on the H200 (2026-12-03; docs/results/w4a16_gemv.md): s256
+// 1.02-1.04x, mchain2 1.00-1.03x, the shared-memory rings cpa5 / cpa3l / cpa4c 0.84-0.91x
+// (more bytes in flight and line-sized DRAM order do not lift the rate); the rings' code is
+// removed, their design recorded there.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -131,30 +116,11 @@
 #ifndef W4A16_L2_256B
 #define W4A16_L2_256B 0
 #endif
-// 0: weights in the register double buffer (one group ahead). S >= 2: a per-warp ring of S stages
-// in shared memory filled by cp.async.cg, S - 1 stages ahead of use; no registers hold them.
-#ifndef W4A16_STAGES
-#define W4A16_STAGES 0
-#endif
-// Groups per ring stage (W4A16_STAGES >= 2): 1, each lane copies its own fragment chunks (the
-// default's rows and order); 2, warp w takes the neighbouring groups 2w, 2w + 1, 2w + 2W, ... and
-// copies them as whole 128-byte lines of each row (4 rows x 128 bytes per instruction).
-#ifndef W4A16_STAGE_GROUPS
-#define W4A16_STAGE_GROUPS 1
-#endif
 // Independent mma accumulators per m16 tile and group: 1, one chain of 8 dependent HMMAs; 2,
 // even and odd steps in two chains of 4, added in fp32 before the scale.
 #ifndef W4A16_MMA_CHAINS
 #define W4A16_MMA_CHAINS 1
 #endif
-// 1 (with W4A16_STAGES >= 2): one ring for the whole CTA instead of one per warp. Stage k is the
-// CTA step k (groups k·W .. k·W + W - 1; warp w consumes group k·W + w, the default's order); all
-// the CTA's threads copy it, each warp instruction a run of 64·W contiguous bytes of one row (512
-// at W = 8), then one barrier per stage hands it over.
-#ifndef W4A16_CTA_RING
-#define W4A16_CTA_RING 0
-#endif
-
 namespace {
 
 constexpr int kGroup = 128;              // quantisation group along K
@@ -162,21 +128,8 @@ constexpr int kMTiles = W4A16_MTILES;    // m16 tiles (of weight rows) per warp
 constexpr int kRowsPerCta = 16 * kMTiles;
 constexpr int kMaxWarps = 16;
 static_assert(W4A16_WARPS >= 1 && W4A16_WARPS <= kMaxWarps, "W4A16_WARPS in [1, 16]");
-constexpr int kStages = W4A16_STAGES;
-constexpr int kStageGroups = W4A16_STAGE_GROUPS;
 constexpr int kChains = W4A16_MMA_CHAINS;
-static_assert(kStages == 0 || kStages >= 2, "W4A16_STAGES: 0 or at least 2");
-static_assert(kStageGroups == 1 || kStageGroups == 2, "W4A16_STAGE_GROUPS: 1 or 2");
-static_assert(kStageGroups == 1 || kStages >= 2, "W4A16_STAGE_GROUPS 2 needs W4A16_STAGES >= 2");
 static_assert(kChains == 1 || kChains == 2, "W4A16_MMA_CHAINS: 1 or 2");
-constexpr bool kCtaRing = W4A16_CTA_RING != 0;
-static_assert(!kCtaRing || (kStages >= 2 && kStageGroups == 1),
-              "W4A16_CTA_RING needs W4A16_STAGES >= 2, one group per stage");
-constexpr int kChunksPerGroup = kMTiles * 2 * 32;  // 16-byte chunks of one group for a warp's rows
-// CTA ring: a group's block is [rows][4 chunks] plus 64 bytes, so that the two groups one copy
-// quarter-warp writes start 64 bytes apart in the banks.
-constexpr int kGroupBlockChunks = kChunksPerGroup + 4;
-
 // ---- register-level pieces ------------------------------------------------------------------
 
 /// 16 bytes of streamed weights: read once, so no L1 allocation.
@@ -192,18 +145,6 @@ __device__ __forceinline__ uint4 load_stream(const uint4* p) {
                : "l"(p));
 #endif
   return v;
-}
-
-/// 16 bytes from global to shared memory without a register (cp.async, L2 only: read once).
-__device__ __forceinline__ void copy_async16(void* smem, const void* gmem) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-/// Waits until at most N of this thread's committed copy groups are still in flight.
-template <int N>
-__device__ __forceinline__ void copy_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 /// The bf16 pair (q_j - 8, q_{j+4} - 8) of word w, exact: 0x4300 | q is 128 + q in bf16, and the
@@ -295,7 +236,7 @@ template <int NB>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     w4a16_mma_splitk(const __nv_bfloat16* __restrict__ x, const uint32_t* __restrict__ qweight,
                      const __nv_bfloat16* __restrict__ scales, __nv_bfloat16* __restrict__ y, int B, int N, int K) {
-  // [warps][kRowsPerCta][NB * 8] fp32 partial sums, then (W4A16_STAGES) the warps' rings
+  // [warps][kRowsPerCta][NB * 8] fp32 partial sums
   extern __shared__ __align__(16) float red[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;  // mma groupID and thread-in-group
@@ -337,199 +278,26 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   constexpr bool kPrefetchX = NB == 1;
   float acc[kMTiles][NB][4] = {};
 
-  if constexpr (kStages == 0) {
-    // ---- register double buffer: group gi + W loads while group gi computes ----
-    WeightFrag cur, nxt;
-    XRaw<NB> xc, xn;
-    int gi = warp;
-    if (gi < G) {
-      load_weights(cur, gi);
-      if constexpr (kPrefetchX) load_x(xc, gi);
-    }
+  // ---- register double buffer: group gi + W loads while group gi computes ----
+  WeightFrag cur, nxt;
+  XRaw<NB> xc, xn;
+  int gi = warp;
+  if (gi < G) {
+    load_weights(cur, gi);
+    if constexpr (kPrefetchX) load_x(xc, gi);
+  }
 #pragma unroll 2  // two copies of the body let cur/nxt swap roles instead of being copied
-    for (; gi < G; gi += warps) {
-      const bool more = gi + warps < G;
-      if (more) load_weights(nxt, gi + warps);  // the next group in flight during this one
-      if constexpr (kPrefetchX) {
-        if (more) load_x(xn, gi + warps);
-      } else {
-        load_x(xc, gi);
-      }
-      group_mma<NB>(acc, cur, xc);
-      cur = nxt;
-      if constexpr (kPrefetchX) xc = xn;
+  for (; gi < G; gi += warps) {
+    const bool more = gi + warps < G;
+    if (more) load_weights(nxt, gi + warps);  // the next group in flight during this one
+    if constexpr (kPrefetchX) {
+      if (more) load_x(xn, gi + warps);
+    } else {
+      load_x(xc, gi);
     }
-  } else if constexpr (!kCtaRing) {
-    // ---- shared-memory ring: stage k of the warp (groups P·(warp + k·W) + a, a < P) lives in
-    // slot k mod S; the copies of stage k + S - 1 are issued when stage k is consumed ----
-    constexpr int S = kStages > 0 ? kStages : 2;  // (the guard keeps S % S legal in a discarded branch)
-    constexpr int P = kStageGroups;
-    uint4* ring = reinterpret_cast<uint4*>(red + warps * kRowsPerCta * NB * 8) + warp * (S * P * kChunksPerGroup);
-    const int groups_of_stages = (G + P - 1) / P;  // stage-sized units of K
-    const int n_stages = groups_of_stages > warp ? (groups_of_stages - warp + warps - 1) / warps : 0;
-    auto stage_group = [&](int k, int a) { return P * (warp + k * warps) + a; };
-    // P = 2: copy instruction q moves rows 4q..4q+3 of the CTA (lane: row 4q + lane/8, 16-byte
-    // chunk lane % 8 of the 128 bytes of groups 2p, 2p + 1), row r's chunk c to position
-    // c ^ 4·(r & 1), so that the 8 lanes of one quarter-warp read 8 distinct 16-byte bank groups.
-    const int crow = lane >> 3, cchunk = lane & 7;
-    const int row_chunks = K / 32;  // 16-byte chunks per row
-    const int row_off0 = (row0 + crow) * row_chunks, row_step = 4 * row_chunks, row_off_last = (N - 1) * row_chunks;
-    float sc[S][P][kMTiles][2];  // the scales of each slot (a register ring: its slot indices are static)
-    auto issue = [&](int slot, int k) {  // copies of stage k into slot; always commits one group
-      uint4* dst = ring + slot * (P * kChunksPerGroup);
-#pragma unroll
-      for (int a = 0; a < P; ++a) {
-        const int gi = stage_group(k, a);
-        if (gi < G) {
-#pragma unroll
-          for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) sc[slot][a][mt][h] = bf16_bits_to_float(__ldg(srow[mt][h] + gi));
-        }
-      }
-      if constexpr (P == 1) {
-        const int gi = stage_group(k, 0);
-        if (gi < G) {
-#pragma unroll
-          for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) copy_async16(dst + (mt * 2 + h) * 32 + lane, wrow[mt][h] + gi * 4);
-        }
-      } else {
-        const int gi = stage_group(k, cchunk >> 2);  // this lane's chunk is in group 2p + chunk / 4
-        if (gi < G) {
-          // Rows as 32-bit chunk offsets (N·K/32 <= 2^30), clamped as offsets (rows grow with q):
-          // an IMAD, an IMNMX and an address per copy.
-          const uint4* base = reinterpret_cast<const uint4*>(qweight) + (gi & ~1) * 4 + cchunk;
-#pragma unroll
-          for (int q = 0; q < kRowsPerCta / 4; ++q) {
-            const int r = 4 * q + crow;
-            copy_async16(dst + r * 8 + (cchunk ^ ((r & 1) << 2)), base + min(row_off0 + q * row_step, row_off_last));
-          }
-        }
-      }
-      copy_async_commit();
-    };
-    auto read_stage = [&](WeightFrag& f, int slot, int a) {  // group a of the slot into fragments
-      const uint4* src = ring + slot * (P * kChunksPerGroup);
-#pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          if constexpr (P == 1) {
-            f.w[mt][h] = src[(mt * 2 + h) * 32 + lane];
-          } else {
-            const int r = mt * 16 + h * 8 + g;
-            f.w[mt][h] = src[r * 8 + ((4 * a + t) ^ ((r & 1) << 2))];
-          }
-          f.s[mt][h] = sc[slot][a][mt][h];
-        }
-    };
-    // The warp's groups in order, for x one group ahead: after group (k, a) comes (k, a + 1) or
-    // (k + 1, 0).
-    auto next_group = [&](int k, int a) { return a + 1 < P ? stage_group(k, a + 1) : stage_group(k + 1, 0); };
-
-    XRaw<NB> xc, xn;
-    if (n_stages > 0 && kPrefetchX) load_x(xc, stage_group(0, 0));
-#pragma unroll
-    for (int s = 0; s < S - 1; ++s) issue(s, s);
-    for (int k0 = 0; k0 < n_stages; k0 += S) {
-#pragma unroll
-      for (int s = 0; s < S; ++s) {
-        const int k = k0 + s;
-        if (k < n_stages) {
-          copy_async_wait<S - 2>();  // this thread's copies of stage k have landed
-          __syncwarp();              // ... and every lane's (P = 2 reads other lanes' chunks); and all
-                                     // reads of slot (s - 1) mod S, stage k - 1, are done
-          issue((s + S - 1) % S, k + S - 1);
-#pragma unroll
-          for (int a = 0; a < P; ++a) {
-            const int gi = stage_group(k, a);
-            if (gi < G) {
-              WeightFrag cur;
-              read_stage(cur, s, a);
-              const int gn = next_group(k, a);
-              if constexpr (kPrefetchX) {
-                if (gn < G) load_x(xn, gn);
-              } else {
-                load_x(xc, gi);
-              }
-              group_mma<NB>(acc, cur, xc);
-              if constexpr (kPrefetchX) xc = xn;
-            }
-          }
-        }
-      }
-    }
-    copy_async_wait<0>();  // no copy outlives the kernel (the trailing groups are empty)
-  } else {
-    // ---- CTA ring: stage k (the CTA step) in slot k mod S; group a of the stage is a block of
-    // kGroupBlockChunks chunks, row r's chunk t at r·4 + t ----
-    constexpr int S = kStages > 0 ? kStages : 2;
-    const int stage_chunks = warps * kGroupBlockChunks;
-    uint4* ring = reinterpret_cast<uint4*>(red + warps * kRowsPerCta * NB * 8);
-    const int n_stages = (G + warps - 1) / warps;  // the same for every warp: barriers match
-    // This thread's copies: of a stage's kRowsPerCta x 4W chunks, chunk i·32W + tid for i <
-    // kRowsPerCta / 8, i.e. rows 8i + tid / 4W, chunk c = tid mod 4W of the row's 64·W bytes
-    // (group c / 4, quarter c mod 4); a warp instruction is 32 consecutive chunks of one row.
-    const int c = threadIdx.x % (4 * warps), r_first = threadIdx.x / (4 * warps), a_copy = c >> 2;
-    const uint4* qw4 = reinterpret_cast<const uint4*>(qweight);
-    const size_t row_chunks = static_cast<size_t>(K) / 32;  // 16-byte chunks per row
-    float sc[S][kMTiles][2];  // the scales of the warp's group of each slot
-    auto issue = [&](int slot, int k) {
-      uint4* dst = ring + slot * stage_chunks + a_copy * kGroupBlockChunks + (c & 3);
-      if (k * warps + a_copy < G) {
-#pragma unroll
-        for (int i = 0; i < kRowsPerCta / 8; ++i) {
-          const int r = 8 * i + r_first;
-          const size_t row = static_cast<size_t>(min(row0 + r, N - 1));
-          copy_async16(dst + r * 4, qw4 + row * row_chunks + static_cast<size_t>(k) * warps * 4 + c);
-        }
-      }
-      const int gw = k * warps + warp;
-      if (gw < G) {
-#pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) sc[slot][mt][h] = bf16_bits_to_float(__ldg(srow[mt][h] + gw));
-      }
-      copy_async_commit();
-    };
-    XRaw<NB> xc, xn;
-    if (warp < G && kPrefetchX) load_x(xc, warp);
-#pragma unroll
-    for (int s = 0; s < S - 1; ++s) issue(s, s);
-    for (int k0 = 0; k0 < n_stages; k0 += S) {
-#pragma unroll
-      for (int s = 0; s < S; ++s) {
-        const int k = k0 + s;
-        if (k < n_stages) {
-          copy_async_wait<S - 2>();  // this thread's copies of stage k have landed
-          __syncthreads();           // ... and every thread's; every warp is done with stage k - 1
-          issue((s + S - 1) % S, k + S - 1);
-          const int gi = k * warps + warp;
-          if (gi < G) {
-            WeightFrag cur;
-            const uint4* src = ring + s * stage_chunks + warp * kGroupBlockChunks;
-#pragma unroll
-            for (int mt = 0; mt < kMTiles; ++mt)
-#pragma unroll
-              for (int h = 0; h < 2; ++h) {
-                cur.w[mt][h] = src[(mt * 16 + h * 8 + g) * 4 + t];
-                cur.s[mt][h] = sc[s][mt][h];
-              }
-            if constexpr (kPrefetchX) {
-              if (gi + warps < G) load_x(xn, gi + warps);
-            } else {
-              load_x(xc, gi);
-            }
-            group_mma<NB>(acc, cur, xc);
-            if constexpr (kPrefetchX) xc = xn;
-          }
-        }
-      }
-    }
-    copy_async_wait<0>();
+    group_mma<NB>(acc, cur, xc);
+    cur = nxt;
+    if constexpr (kPrefetchX) xc = xn;
   }
 
   // Split-K reduction over the warps in a fixed order (deterministic), one bf16 rounding.
@@ -559,16 +327,7 @@ template <int NB>
 void launch(const d2k_args* args, const __nv_bfloat16* x, const uint32_t* qw, const __nv_bfloat16* sc,
             __nv_bfloat16* y, int B, int N, int K, cudaStream_t st) {
   const int warps = std::max(1, std::min(W4A16_WARPS, K / kGroup));  // no idle warps when K is short
-  size_t smem = size_t(warps) * kRowsPerCta * NB * 8 * sizeof(float);
-  if constexpr (kStages > 0) {
-    smem +=
-        size_t(warps) * kStages * (kCtaRing ? kGroupBlockChunks : kStageGroups * kChunksPerGroup) * 16;  // the rings
-    auto kernel = w4a16_mma_splitk<NB>;
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (e == cudaSuccess)  // the largest shared-memory carveout, so that two CTAs' rings fit per SM
-      e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
-    if (e != cudaSuccess) throw d2k::abi_error(std::string("expert: shared-memory attribute: ") + cudaGetErrorString(e));
-  }
+  const size_t smem = size_t(warps) * kRowsPerCta * NB * 8 * sizeof(float);
   const unsigned ctas = static_cast<unsigned>((N + kRowsPerCta - 1) / kRowsPerCta);
   w4a16_mma_splitk<NB><<<ctas, warps * 32, smem, st>>>(x, qw, sc, y, B, N, K);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess)

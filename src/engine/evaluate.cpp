@@ -174,14 +174,7 @@ class CudaEvaluation {
       for (auto& h : draw_hidden_workloads(task_.def, opt_.secret_seed, opt_.hidden_workloads)) checks.push_back(h);
     std::vector<Workload> benches = select_workloads(task_, opt_, WorkloadRole::bench);
     for (const auto* set : {&checks, &benches})
-      for (const Workload& w : *set) {
-        // Every axis, const and expr ones included: a prepare step sizes each tensor from its
-        // shape expression (causal_conv1d's weight is [D, W], W const), and one it cannot size is
-        // a shape never compiled before the lockdown (torch_compile failed every call).
-        std::map<std::string, std::int64_t> axes = w.axes;
-        for (const auto& [name, value] : resolve_axes(task_.def, w)) axes[name] = value;
-        all_shapes_.push_back({w.uuid, axes, w.scalars});
-      }
+      for (const Workload& w : *set) all_shapes_.push_back(workload_shape(task_.def, w));
 
     std::vector<Trace> out;
     for (std::size_t ti = 0; ti < order.size(); ++ti) {

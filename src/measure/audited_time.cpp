@@ -43,16 +43,20 @@ AuditedTime combine_audited(std::span<const double> plain_events, std::span<cons
       kept_spans.push_back(audit_spans_all[i]);
     }
   AuditedTime a;
-  if (!audit_spans_all.empty() && kept_spans.empty()) {
-    // Every span is short by a lost kernel: only the events hold the whole call.
+  // Nothing to correct with: the events as they are (the audit events where there are no plain
+  // samples).
+  auto uncorrected = [&](std::string why) {
     a.uncorrected = true;
-    a.why = "every one of " + std::to_string(audit_spans_all.size()) +
-            " audit samples lost a kernel's CUPTI record (its span is short by that kernel): events, uncorrected";
+    a.why = std::move(why);
     a.time = summarize(plain_events.empty() ? audit_events_all : plain_events);
     return a;
-  }
-  const std::span<const double> audit_events = kept_spans.empty() ? audit_events_all : std::span<const double>(kept_events);
-  const std::span<const double> audit_spans = kept_spans.empty() ? audit_spans_all : std::span<const double>(kept_spans);
+  };
+  if (audit_spans_all.empty()) return uncorrected("CUPTI recorded no activity in any audit sample: events, uncorrected");
+  // Every span is short by a lost kernel: only the events hold the whole call.
+  if (kept_spans.empty())
+    return uncorrected("every one of " + std::to_string(audit_spans_all.size()) +
+                       " audit samples lost a kernel's CUPTI record (its span is short by that kernel): events, uncorrected");
+  const std::span<const double> audit_events(kept_events), audit_spans(kept_spans);
   std::vector<double> offsets;
   offsets.reserve(audit_spans.size());
   for (std::size_t i = 0; i < audit_spans.size(); ++i) {
@@ -69,10 +73,6 @@ AuditedTime combine_audited(std::span<const double> plain_events, std::span<cons
     a.time = span;
     return a;
   };
-  if (audit_spans.empty()) {
-    a.time = summarize(plain_events);  // nothing to correct with: the events as they are
-    return a;
-  }
   if (a.outside > 0 && a.outside * 10 >= audit_spans.size())
     return spans("work ran outside the harness stream's event window (before its start event or after its "
                  "end) in " + std::to_string(a.outside) + " of " + std::to_string(audit_spans.size()) +

@@ -593,9 +593,6 @@ class MeasureRun {
     } else if (at.uncorrected) {
       res_.timer = "events";
       res_.timer_note = at.why;
-    } else if (audit_spans_.empty()) {
-      res_.timer = "events";
-      res_.timer_note = "CUPTI recorded no activity in any audit sample: events, uncorrected";
     } else {
       res_.timer = "events_corrected";
     }

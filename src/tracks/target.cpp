@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "core/workload.h"
+
 namespace d2k {
 
 namespace {
@@ -32,6 +34,10 @@ bool is_builtin_name(const std::string& name) {
   for (const auto& n : builtin_names())
     if (n == name) return true;
   return name.rfind(kVariantPrefix, 0) == 0 && valid_variant(std::string_view(name).substr(kVariantPrefix.size()));
+}
+
+WorkloadShape workload_shape(const Definition& def, const Workload& w) {
+  return {w.uuid, resolve_axes(def, w), w.scalars};
 }
 
 nlohmann::json shapes_to_json(const std::vector<WorkloadShape>& shapes) {

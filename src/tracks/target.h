@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/task.h"
+
 namespace d2k {
 
 /// Which implementation of a task, and where its library is.
@@ -32,6 +34,11 @@ struct WorkloadShape {
   /// lockdown (softmax_cross_entropy's grad_scale on the H200).
   std::map<std::string, double> scalars;
 };
+/// What a track's prepare step gets of workload `w`: every axis, const and expr ones included (a
+/// prepare step sizes each tensor from its shape expression: causal_conv1d's weight is [D, W], W
+/// const, and a shape it cannot size is never compiled before the lockdown, so torch_compile failed
+/// every call), and the workload's scalar overrides.
+WorkloadShape workload_shape(const Definition& def, const Workload& w);
 nlohmann::json shapes_to_json(const std::vector<WorkloadShape>& shapes);
 /// Throws std::invalid_argument naming the field for malformed input.
 std::vector<WorkloadShape> shapes_from_json(const nlohmann::json& j);

@@ -45,17 +45,8 @@ bench_step --files "bench_$task" --pass "bench: every target PASSED (check and b
 sweep=0
 [ -n "${D2K_CHECK_STEPS:-}" ] && sweep=1
 # The variants beside the expert and the library (the bar of issue #16 is expert >= library, so
-# both are timed in the variants' run): variants_step times the expert and the variants only,
-# hence bench_step over the built variants here.
-variants=$(built_variants)
-if selected variants && [ -z "$variants" ]; then
-  fail "no expert variants built under $carry/impl/$task"
-else
-  vtargets=expert,library
-  for v in $variants; do vtargets+=,expert:$v; done
-  bench_step --pass "variants: every variant PASSED (beside expert and library)" --show 12 \
-    variants $((sweep ? 80 : 30)) "$vtargets" "$large" --max-time 0.3 --bench-rounds 1
-fi
+# both are timed in the variants' run).
+variants_step --with library --show 12 $((sweep ? 80 : 30)) "$large" --max-time 0.3 --bench-rounds 1
 starter_verdict 8 --workloads "$checks"
 golden_step --pass "vs PyTorch float64" 10 "$checks" $helpers/golden_check.py
 sanitize memcheck 25 "$sanitized"

@@ -231,7 +231,7 @@ def _recompile_reasons(loaded):
 def _prepare_errors(loaded):
     """What prepare could not run: a shape it did not compile is compiled at its first call,
     after the lockdown, where that fails with a PermissionError that hides this cause."""
-    errors = getattr(loaded, "prepare_errors", None)
+    errors = loaded.prepare_errors
     return ("\nthe prepare step failed first: " + errors[0][-600:]) if errors else ""
 
 
@@ -347,6 +347,5 @@ def prepare(loaded, shapes_json):
             torch.cuda.synchronize()
         except BaseException:  # noqa: B902
             errors.append("workload %s: %s" % (shape.get("uuid", "?"), traceback.format_exc(limit=4)))
-    if hasattr(loaded, "prepare_errors"):
-        loaded.prepare_errors = errors
+    loaded.prepare_errors = errors
     return "\n".join(errors) if errors else None

@@ -134,6 +134,8 @@ expect "variants_step: status" "$rc" 0
 expect_has "variants_step: targets" "$(args)" "--targets expert,expert:bn32,expert:mma_sync --workloads demo-bench-1"
 expect_has "variants_step: ARGS passed on" "$(args)" "--json $out/variants.jsonl --markdown $out/variants.md --max-time 1"
 expect_has "variants_step: PASS" "$o" "PASS variants: every variant PASSED"
+o=$(variants_step --with library 20 demo-bench-1)
+expect_has "variants_step --with: targets" "$(args)" "--targets expert,library,expert:bn32,expert:mma_sync --workloads demo-bench-1"
 variants_step --only 20 "" > /dev/null
 expect_has "variants_step --only: no expert" "$(args)" "--targets expert:bn32,expert:mma_sync --json"
 expect "variants_step sets \$variants" "$(echo $variants)" "bn32 mma_sync"

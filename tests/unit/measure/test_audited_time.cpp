@@ -121,6 +121,7 @@ TEST(AuditedTime, WithoutAuditsTheEventsAreUncorrected) {
   const std::vector<double> plain = {7e-6, 9e-6};
   const AuditedTime a = combine_audited(plain, {}, {});
   EXPECT_FALSE(a.use_span);
+  EXPECT_TRUE(a.uncorrected) << a.why;
   EXPECT_NEAR(a.time.median, 8e-6, 1e-12);
   EXPECT_EQ(a.launch_offset_s, 0.0);
 }

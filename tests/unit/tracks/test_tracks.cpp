@@ -143,6 +143,27 @@ TEST(BuiltinTargets, VariantsResolveToTheirLibrary) {
   ::unsetenv("D2K_IMPL_DIR");
 }
 
+// Issue 15: the prepare step got the workload's var axes only, so causal_conv1d's weight [D, W]
+// (W const) and w4a16_gemv's qweight [N, KP] (KP an expr) could not be sized, nothing compiled
+// before the lockdown, and torch_compile failed every call on the H200.
+TEST(WorkloadShapes, CarryConstAndExprAxesAndTheScalarOverrides) {
+  for (const char* name : {"causal_conv1d", "w4a16_gemv", "softmax_cross_entropy"}) {
+    Diagnostics diag;
+    const Task task = load_task(fs::path(D2K_SOURCE_DIR) / "dataset" / name, diag);
+    ASSERT_TRUE(diag.ok()) << diag.format();
+    ASSERT_FALSE(task.workloads.empty());
+    for (const Workload& w : task.workloads) {
+      const WorkloadShape s = workload_shape(task.def, w);
+      EXPECT_EQ(s.uuid, w.uuid);
+      EXPECT_EQ(s.scalars, w.scalars);
+      for (const Axis& a : task.def.axes) EXPECT_TRUE(s.axes.count(a.name)) << w.uuid << ": no axis " << a.name;
+    }
+  }
+  Diagnostics diag;
+  const Task conv = load_task(fs::path(D2K_SOURCE_DIR) / "dataset" / "causal_conv1d", diag);
+  EXPECT_EQ(workload_shape(conv.def, conv.workloads.front()).axes.at("W"), 4);
+}
+
 TEST(WorkloadShapes, RoundTripAndNameTheBadEntry) {
   std::vector<WorkloadShape> s{{"a", {{"T", 7}, {"H", 264}}, {{"grad_scale", 0.000244140625}, {"ignore_index", 1}}}, {"b", {}, {}}};
   auto back = shapes_from_json(shapes_to_json(s));

@@ -110,14 +110,19 @@ built_variants() {
   (cd "$carry/impl/$task" 2> /dev/null && ls expert_*.so 2> /dev/null | sed 's/^expert_//; s/\.so$//')
 }
 
-# variants_step [--only] [bench_step OPTIONS] SECONDS WORKLOADS [ARGS...]: bench_step `variants`
-# of the expert and every built variant (expert:NAME; --only: the variants without the expert),
+# variants_step [--only] [--with TARGETS] [bench_step OPTIONS] SECONDS WORKLOADS [ARGS...]:
+# bench_step `variants` of the expert and every built variant (expert:NAME; --only: the variants
+# without the expert; --with: more targets in the same run, e.g. the library a bar is read against),
 # default PASS line "variants: every variant PASSED". Sets $variants (the names). A build without
 # variants (-DD2K_EXPERT_VARIANTS=OFF) is a FAIL.
 variants_step() {
-  local only=0 opts=()
+  local only=0 with="" opts=()
   while [[ ${1:-} == --* ]]; do
-    if [ "$1" = --only ]; then only=1; shift; else opts+=("$1" "$2"); shift 2; fi
+    case $1 in
+      --only) only=1; shift ;;
+      --with) with=$2; shift 2 ;;
+      *) opts+=("$1" "$2"); shift 2 ;;
+    esac
   done
   local secs=$1 workloads=$2
   shift 2
@@ -129,6 +134,7 @@ variants_step() {
   fi
   local targets v
   [ "$only" = 0 ] && targets=expert
+  [ -n "$with" ] && targets+=${targets:+,}$with
   for v in $variants; do targets+=${targets:+,}expert:$v; done
   bench_step --pass "variants: every variant PASSED" "${opts[@]}" variants "$secs" "$targets" "$workloads" "$@"
 }

@@ -140,36 +140,13 @@ std::uint32_t code_pair(std::uint32_t w, int j) {
   return float_to_bf16_bits(lo) | (static_cast<std::uint32_t>(float_to_bf16_bits(hi)) << 16);
 }
 
-/// The shared-memory ring of W4A16_STAGE_GROUPS=2 (cpa3l) for one stage of two groups: copy
-/// instruction q of lane l moves 16-byte chunk c = l % 8 of row r = 4q + l / 8 (of the 128 bytes
-/// of the pair) to position c ^ 4·(r & 1) of row r; lane (g, t) reads group a (0, 1) of row r at
-/// position (4a + t) ^ 4·(r & 1). Returns, at [(r·2 + a)·4 + t], the pair chunk that each read
-/// finds, through an emulated copy of the stage (a wrong swizzle on either side shows as a wrong
-/// chunk; a position never written reads -1).
-std::vector<int> staged_pair_chunks(int rows_per_cta) {
-  std::vector<int> smem(static_cast<std::size_t>(rows_per_cta * 8), -1);
-  for (int q = 0; q < rows_per_cta / 4; ++q)
-    for (int l = 0; l < 32; ++l) {
-      const int rr = 4 * q + (l >> 3), c = l & 7;
-      smem[static_cast<std::size_t>(rr * 8 + (c ^ ((rr & 1) << 2)))] = c;
-    }
-  std::vector<int> found(static_cast<std::size_t>(rows_per_cta * 8));
-  for (int r = 0; r < rows_per_cta; ++r)
-    for (int a = 0; a < 2; ++a)
-      for (int t = 0; t < 4; ++t)
-        found[static_cast<std::size_t>((r * 2 + a) * 4 + t)] =
-            smem[static_cast<std::size_t>(r * 8 + ((4 * a + t) ^ ((r & 1) << 2)))];
-  return found;
-}
-
 /// How the emulated build orders and sums the groups.
 struct LaneOrder {
-  bool pairs = false;  ///< W4A16_STAGE_GROUPS=2: warp w sums groups 2w, 2w + 1, 2w + 2W, ... (read through the ring)
-  int chains = 1;      ///< W4A16_MMA_CHAINS: even and odd mma steps in separate fp32 partials, added per group
+  int chains = 1;  ///< W4A16_MMA_CHAINS: even and odd mma steps in separate fp32 partials, added per group
 };
 
 /// The default build: warp w sums groups w, w + W, ... in order, one chain of 8 mma steps per group
-/// (cpa5, cpa4c and s256 compute exactly this; only where the bytes wait differs).
+/// (s256 computes exactly this; only where the bytes wait differs).
 HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTensor>& in, int warps, int mtiles,
                                 LaneOrder order = {}) {
   const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K"), G = K / kGroup;
@@ -180,7 +157,6 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
   const auto* sc = in.at(2).as<std::uint16_t>();
   HostTensor y("y", DType::bf16, {B, N});
   auto* yp = y.as<std::uint16_t>();
-  const std::vector<int> staged = staged_pair_chunks(rows_per_cta);
   for (std::int64_t row0 = 0; row0 < N; row0 += rows_per_cta) {
     // red[warp][row][col], as the kernel's shared memory
     std::vector<float> red(static_cast<std::size_t>(warps * rows_per_cta * NB * 8), 0.f);
@@ -189,14 +165,7 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
       auto A = [&](int mt, int nb, int lane, int i) -> float& {
         return acc[static_cast<std::size_t>(((mt * NB + nb) * 32 + lane) * 4 + i)];
       };
-      std::vector<std::int64_t> groups;  // the warp's groups in the order it sums them
-      if (order.pairs) {
-        for (std::int64_t pr = warp; 2 * pr < G; pr += warps)
-          for (int a = 0; a < 2 && 2 * pr + a < G; ++a) groups.push_back(2 * pr + a);
-      } else {
-        for (std::int64_t gi = warp; gi < G; gi += warps) groups.push_back(gi);
-      }
-      for (const std::int64_t gi : groups) {
+      for (std::int64_t gi = warp; gi < G; gi += warps) {
         // x fragments per lane: b[nb][lane][u][4]
         std::vector<std::uint32_t> xb(static_cast<std::size_t>(NB * 32 * 16), 0u);
         for (int nb = 0; nb < NB; ++nb)
@@ -225,16 +194,9 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
                 const int g = lane >> 2, t = lane & 3;
                 const std::int64_t r_lo = std::min<std::int64_t>(row0 + mt * 16 + g, N - 1);
                 const std::int64_t r_hi = std::min<std::int64_t>(row0 + mt * 16 + 8 + g, N - 1);
-                // word u of the lane's 16-byte chunk: chunk t of the group, or through the ring
-                // the chunk of the pair (2·(gi / 2), +1) that the lane's swizzled read finds
-                auto word = [&](std::int64_t r, int rr) {
-                  const std::int64_t chunk =
-                      order.pairs
-                          ? (gi & ~std::int64_t{1}) * 4 + staged[static_cast<std::size_t>((rr * 2 + (gi & 1)) * 4 + t)]
-                          : gi * 4 + t;
-                  return q[r * (K / 8) + chunk * 4 + u];
-                };
-                const std::uint32_t w_lo = word(r_lo, mt * 16 + g), w_hi = word(r_hi, mt * 16 + 8 + g);
+                // word u of the lane's 16-byte chunk: chunk t of the group
+                auto word = [&](std::int64_t r) { return q[r * (K / 8) + (gi * 4 + t) * 4 + u]; };
+                const std::uint32_t w_lo = word(r_lo), w_hi = word(r_hi);
                 const std::uint32_t a[4] = {code_pair(w_lo, 2 * half), code_pair(w_hi, 2 * half),
                                             code_pair(w_lo, 2 * half + 1), code_pair(w_hi, 2 * half + 1)};
                 // A (row-major 16x16): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..)
@@ -326,9 +288,9 @@ TEST_F(W4A16Tolerance, ExpertAndNaiveArithmeticPass) {
 }
 
 TEST_F(W4A16Tolerance, ExpertLaneEmulationPasses) {
-  // The default build (8 warps, two m16 tiles per warp, groups strided over the warps; cpa5, cpa4c
-  // and s256 sum in exactly this order and read the same fragments), cpa3l (pairs of groups per warp, read through the
-  // swizzled ring) and mchain2 (two mma chains per group), on every check workload.
+  // The default build (8 warps, two m16 tiles per warp, groups strided over the warps; s256 sums
+  // in exactly this order and reads the same fragments) and mchain2 (two mma chains per group),
+  // on every check workload.
   struct Shape {
     int warps, mtiles;
     LaneOrder order;
@@ -336,90 +298,13 @@ TEST_F(W4A16Tolerance, ExpertLaneEmulationPasses) {
   };
   for (const Case& c : *cases_)
     for (const auto& [warps, mtiles, order, name] :
-         {Shape{8, 2, {}, "expert lanes"}, Shape{8, 2, {true, 1}, "expert lanes (cpa3l: pairs through the ring)"},
-          Shape{8, 2, {false, 2}, "expert lanes (mchain2: two mma chains)"}}) {
+         {Shape{8, 2, {}, "expert lanes"}, Shape{8, 2, {2}, "expert lanes (mchain2: two mma chains)"}}) {
       const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0),
                                       emulate_expert_lanes(c.plan, c.inputs, warps, mtiles, order));
       report(name, c, r);
       EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " " << name << ": " << r.message;
       EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid;  // fp32 sums: far inside
     }
-}
-
-TEST(W4A16Ring, PairLayoutIsAConflictFreePermutation) {
-  // cpa3l's stage: every (row, position) written exactly once by the copies; each lane's read finds
-  // chunk 4a + t of its row; the 8 lanes of each quarter-warp (one LDS.128 phase) read 8 distinct
-  // 16-byte bank groups (rows are 128 bytes, so the bank group is the position).
-  constexpr int kRows = 32;
-  std::vector<int> writes(kRows * 8, 0);
-  for (int q = 0; q < kRows / 4; ++q)
-    for (int l = 0; l < 32; ++l) {
-      const int r = 4 * q + (l >> 3), c = l & 7;
-      ++writes[static_cast<std::size_t>(r * 8 + (c ^ ((r & 1) << 2)))];
-    }
-  for (int w : writes) EXPECT_EQ(w, 1);
-  const std::vector<int> staged = staged_pair_chunks(kRows);
-  for (int mt = 0; mt < 2; ++mt)
-    for (int h = 0; h < 2; ++h)
-      for (int a = 0; a < 2; ++a) {
-        for (int lane = 0; lane < 32; ++lane) {
-          const int g = lane >> 2, t = lane & 3, r = mt * 16 + h * 8 + g;
-          EXPECT_EQ(staged[static_cast<std::size_t>((r * 2 + a) * 4 + t)], 4 * a + t)
-              << "row " << r << " group " << a << " lane " << lane;
-        }
-        for (int phase = 0; phase < 4; ++phase) {
-          unsigned banks = 0;
-          for (int lane = 8 * phase; lane < 8 * phase + 8; ++lane) {
-            const int g = lane >> 2, t = lane & 3, r = mt * 16 + h * 8 + g;
-            banks |= 1u << ((4 * a + t) ^ ((r & 1) << 2));
-          }
-          EXPECT_EQ(banks, 0xFFu) << "tile " << mt << " half " << h << " group " << a << " phase " << phase;
-        }
-      }
-}
-
-TEST(W4A16Ring, CtaLayoutIsAConflictFreePermutation) {
-  // cpa4c's stage for every CTA width W (1..8 warps): thread tid copies chunks i·32W + tid, i.e.
-  // row 8i + tid / 4W, chunk c = tid mod 4W of the row's 64·W bytes (group c / 4, quarter c mod
-  // 4), to block c / 4 (132 chunks: 32 rows x 4 plus 64 bytes) at row·4 + c mod 4. Each stage
-  // position is written once; warp a's lane (g, t) reads its row's chunk t of group a; the 8 lanes
-  // of each quarter-warp hit 8 distinct 16-byte bank groups, on the reads and on each copy
-  // instruction's writes.
-  constexpr int kRows = 32, kBlock = kRows * 4 + 4;
-  for (int warps = 1; warps <= 8; ++warps) {
-    std::vector<int> owner(static_cast<std::size_t>(warps * kBlock), -1);  // which (group, row, quarter)
-    for (int i = 0; i < kRows / 8; ++i)
-      for (int w = 0; w < warps; ++w) {
-        for (int phase = 0; phase < 4; ++phase) {
-          unsigned banks = 0;
-          for (int lane = 8 * phase; lane < 8 * phase + 8; ++lane) {
-            const int tid = 32 * w + lane, c = tid % (4 * warps), r = 8 * i + tid / (4 * warps);
-            const int pos = (c >> 2) * kBlock + r * 4 + (c & 3);
-            EXPECT_EQ(owner[static_cast<std::size_t>(pos)], -1)
-                << "W " << warps << " position " << pos << " written twice";
-            owner[static_cast<std::size_t>(pos)] = ((c >> 2) * kRows + r) * 4 + (c & 3);
-            banks |= 1u << (pos % 8);
-          }
-          if (warps > 1) {  // one warp's row is 64 bytes: two quarters of a phase share banks on the writes
-            EXPECT_EQ(banks, 0xFFu) << "W " << warps << " copy " << i << " warp " << w << " phase " << phase;
-          }
-        }
-      }
-    for (int a = 0; a < warps; ++a)
-      for (int mt = 0; mt < 2; ++mt)
-        for (int h = 0; h < 2; ++h)
-          for (int phase = 0; phase < 4; ++phase) {
-            unsigned banks = 0;
-            for (int lane = 8 * phase; lane < 8 * phase + 8; ++lane) {
-              const int g = lane >> 2, t = lane & 3, r = mt * 16 + h * 8 + g;
-              const int pos = a * kBlock + r * 4 + t;
-              EXPECT_EQ(owner[static_cast<std::size_t>(pos)], (a * kRows + r) * 4 + t)
-                  << "W " << warps << " group " << a;
-              banks |= 1u << (pos % 8);
-            }
-            EXPECT_EQ(banks, 0xFFu) << "W " << warps << " group " << a << " read phase " << phase;
-          }
-  }
 }
 
 TEST_F(W4A16Tolerance, Bf16RunningSumFails) {
