@@ -50,8 +50,9 @@
 // Measured times: not yet measured on the H200 (docs/results/moe_topk_router.md gives the command).
 // %VARIANT% nofilter -DROUTER_NO_FILTER=1
 //   (variant c: K rounds over all E keys for every token; measures the candidate filter)
-// %VARIANT% unfused -DROUTER_NEVER_FUSE=1
-//   (three launches at every T: measures the single-launch path at T = 512)
+// %VARIANT% fused -DROUTER_FUSE=1
+//   (one launch while T fits kFuseMaxBlocks blocks: the last block to finish scans and scatters;
+//    the default until 2026-12-03, when the three launches measured 4.6x faster at T = 512)
 // The fused tail at T = 512, E = 256, K = 8 (64 blocks of 8 tokens; the last block alone scans
 // 256 x 64 block counts and places 4096 entries), from the code: thread e's scan stores base[e][b]
 // before it loads count[e][b + 1] through another int32 pointer, so every load waits for the
@@ -62,16 +63,16 @@
 // (5-9 us), with 64-bit divisions per entry. Against that the route phase (a DRAM round trip for
 // the logits, ~1200 cycles of selection, the fence and the ticket: 3-5 us) and the memset node
 // and launch (2-3 us). The variants below remove the serial tail:
-// %VARIANT% tailbatch -DROUTER_TAIL_BATCHED=1
+// %VARIANT% tailbatch -DROUTER_FUSE=1 -DROUTER_TAIL_BATCHED=1
 //   (the last block scans block-major counts, 16 loads in flight per thread before any store, and
 //    scatters in batches of 8 entries: the ids, then every mask word and base of the batch, loaded
 //    before its stores: 4 + 4 round trips at T = 512 instead of 64 + 18, coalesced counts and
 //    bases, 32-bit index arithmetic; the fused plans run their own kernel instance,
 //    route_fused_kernel, so the large plans' route kernel carries no tail registers)
-// %VARIANT% tailwide -DROUTER_TAIL_BATCHED=1 -DROUTER_SMALL_TPW=2
+// %VARIANT% tailwide -DROUTER_FUSE=1 -DROUTER_TAIL_BATCHED=1 -DROUTER_SMALL_TPW=2
 //   (tailbatch with two tokens per warp up to T = 1024: 32 blocks at T = 512, half the counts to
 //    scan, a second token's selection per warp with its logits prefetched)
-// %VARIANT% twokernel -DROUTER_TWO_KERNEL=1
+// %VARIANT% twokernel -DROUTER_FUSE=1 -DROUTER_TWO_KERNEL=1
 //   (the kernel boundary instead of the ticket: no memset node, no fences; a second kernel of a
 //    block per route block sums the block counts before it (the base) and of all blocks (the
 //    totals) with 16 loads in flight per thread, scans the totals and places its own entries; the
@@ -142,9 +143,12 @@ struct Work {
   int32_t* block_base;     ///< as block_counts: the expert's entries in earlier blocks
 };
 
+// Three launches at every T: measured on the H200 (2026-12-03) the fused plan's one launch lost to
+// them at T = 512 (49.0 us against 10.7 us eager, 8.1 us in a CUDA graph) and tied at T = 65536;
+// the fused tail and its variants stay opt-in (ROUTER_FUSE).
 Plan plan_of(int64_t T) {
   Plan p = router::plan_for(T, ROUTER_SMALL_TPW);
-#if defined(ROUTER_NEVER_FUSE)
+#if !defined(ROUTER_FUSE)
   p.fused = false;
 #endif
   return p;
