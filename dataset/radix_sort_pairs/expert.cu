@@ -56,6 +56,10 @@
 // %VARIANT% items16 -DRS_ITEMS=16 -DRS_MIN_BLOCKS=3
 // %VARIANT% items12 -DRS_ITEMS=12 -DRS_MIN_BLOCKS=4
 // %VARIANT% items32 -DRS_ITEMS=32 -DRS_MIN_BLOCKS=2
+// %VARIANT% lbwin8 -DRS_LOOKBACK_WINDOW=8
+// %VARIANT% lbwin16 -DRS_LOOKBACK_WINDOW=16
+// %VARIANT% lbearly -DRS_LOOKBACK_EARLY=1
+// %VARIANT% lbwin8_early -DRS_LOOKBACK_WINDOW=8 -DRS_LOOKBACK_EARLY=1
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -65,6 +69,11 @@
 #include "d2k/solution.h"
 #include "rs_args.h"
 #include "rs_core.h"
+
+#ifndef RS_LOOKBACK_EARLY
+// 1: the look-back runs before the tile's block scan and staging, while the values are in flight.
+#define RS_LOOKBACK_EARLY 0
+#endif
 
 #ifndef RS_MIN_BLOCKS
 // Resident CTAs per SM the register budget is cut for: at 2 with 24 pairs per thread, ptxas fits
@@ -91,6 +100,38 @@ __device__ __forceinline__ uint32_t load_status(uint32_t* w) {
 }
 __device__ __forceinline__ void store_status(uint32_t* w, uint32_t v) {
   cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*w).store(v, cuda::std::memory_order_relaxed);
+}
+
+/// f. Decoupled look-back for digit d of tile `tile` (whose own count of it is `mine`, already
+/// published): the digit's count in tiles [0, tile), from the predecessors' words nearest first
+/// until an INCLUSIVE one; then the tile's own INCLUSIVE word. One word per round trip
+/// (kLookbackWindow = 1), or kLookbackWindow words of consecutive predecessors loaded together and
+/// consumed in the same order by rs::lookback_round.
+__device__ __forceinline__ uint32_t look_back(uint32_t* status, int64_t tile, int d, uint32_t mine) {
+  uint32_t exclusive = 0;
+  if (tile == 0) return exclusive;
+  if constexpr (rs::kLookbackWindow == 1) {
+    for (int64_t j = tile - 1;; --j) {
+      uint32_t w;
+      do {
+        w = load_status(status + j * kDigits + d);
+      } while (rs::status_flag(w) == 0);
+      exclusive += rs::status_value(w);
+      if (rs::status_flag(w) == rs::kFlagInclusive) break;
+    }
+  } else {
+    for (int64_t j = tile - 1;;) {
+      uint32_t w[rs::kLookbackWindow];
+#pragma unroll
+      for (int u = 0; u < rs::kLookbackWindow; ++u)
+        w[u] = load_status(status + max(j - u, int64_t{0}) * kDigits + d);  // all in flight at once
+      int taken;
+      if (rs::lookback_round(w, exclusive, taken)) break;
+      j -= taken;
+    }
+  }
+  store_status(status + tile * kDigits + d, rs::kFlagInclusive | (exclusive + mine));
+  return exclusive;
 }
 
 /// Exclusive prefix of v over the CTA's threads in thread order (kThreads threads, one call per
@@ -229,9 +270,16 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
     count += c;
   }
   const uint32_t mine = count - (d == kDigits - 1 ? static_cast<uint32_t>(kTile - valid) : 0u);  // pads excluded
-  uint32_t* my_status = status + tile * kDigits + d;
-  store_status(my_status, (tile == 0 ? rs::kFlagInclusive : rs::kFlagAggregate) | mine);
+  store_status(status + tile * kDigits + d, (tile == 0 ? rs::kFlagInclusive : rs::kFlagAggregate) | mine);
+#if RS_LOOKBACK_EARLY
+  // f, early: the look-back's round trips overlap the values' loads (step e waits for those).
+  const uint32_t exclusive = look_back(status, tile, d, mine);
+  const uint32_t start = block_exclusive_scan(count, s.warp_totals);  // its barrier also publishes warp_hist
+  s.tile_start[d] = start;
+  s.out_shift[d] = static_cast<int32_t>(digit_offsets[d] + exclusive) - static_cast<int32_t>(start);
+#else
   s.tile_start[d] = block_exclusive_scan(count, s.warp_totals);  // its barrier also publishes warp_hist
+#endif
   __syncthreads();
 
   // e. Keys and values into shared memory at their tile position.
@@ -243,20 +291,11 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
     s.stage_values[at] = val[i];
   }
 
+#if !RS_LOOKBACK_EARLY
   // f. Decoupled look-back for digit d: this tile's first output index of the digit.
-  uint32_t exclusive = 0;
-  if (tile > 0) {
-    for (int64_t j = tile - 1;; --j) {
-      uint32_t w;
-      do {
-        w = load_status(status + j * kDigits + d);
-      } while (rs::status_flag(w) == 0);
-      exclusive += rs::status_value(w);
-      if (rs::status_flag(w) == rs::kFlagInclusive) break;
-    }
-    store_status(my_status, rs::kFlagInclusive | (exclusive + mine));
-  }
+  const uint32_t exclusive = look_back(status, tile, d, mine);
   s.out_shift[d] = static_cast<int32_t>(digit_offsets[d] + exclusive) - static_cast<int32_t>(s.tile_start[d]);
+#endif
   __syncthreads();
 
   // g. Pairs out: consecutive threads, consecutive tile positions, so a digit's run of the tile
