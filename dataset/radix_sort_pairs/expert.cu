@@ -60,6 +60,8 @@
 // %VARIANT% lbwin16 -DRS_LOOKBACK_WINDOW=16
 // %VARIANT% lbearly -DRS_LOOKBACK_EARLY=1
 // %VARIANT% lbwin8_early -DRS_LOOKBACK_WINDOW=8 -DRS_LOOKBACK_EARLY=1
+// %VARIANT% fold -DRS_STAGE_FOLD=1
+// %VARIANT% lbwin8_early_fold -DRS_LOOKBACK_WINDOW=8 -DRS_LOOKBACK_EARLY=1 -DRS_STAGE_FOLD=1
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -73,6 +75,12 @@
 #ifndef RS_LOOKBACK_EARLY
 // 1: the look-back runs before the tile's block scan and staging, while the values are in flight.
 #define RS_LOOKBACK_EARLY 0
+#endif
+
+#ifndef RS_STAGE_FOLD
+// 1: the tile's digit starts are added into the per-warp first ranks once per digit (step d), so
+// staging reads one table per item instead of two.
+#define RS_STAGE_FOLD 0
 #endif
 
 #ifndef RS_MIN_BLOCKS
@@ -274,11 +282,16 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
 #if RS_LOOKBACK_EARLY
   // f, early: the look-back's round trips overlap the values' loads (step e waits for those).
   const uint32_t exclusive = look_back(status, tile, d, mine);
+#endif
   const uint32_t start = block_exclusive_scan(count, s.warp_totals);  // its barrier also publishes warp_hist
   s.tile_start[d] = start;
+#if RS_STAGE_FOLD
+  // Each warp's first rank in digit d becomes its first tile position: one table read per item in e.
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) s.warp_hist[w][d] += start;
+#endif
+#if RS_LOOKBACK_EARLY
   s.out_shift[d] = static_cast<int32_t>(digit_offsets[d] + exclusive) - static_cast<int32_t>(start);
-#else
-  s.tile_start[d] = block_exclusive_scan(count, s.warp_totals);  // its barrier also publishes warp_hist
 #endif
   __syncthreads();
 
@@ -286,7 +299,11 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
 #pragma unroll
   for (int i = 0; i < kItems; ++i) {
     const unsigned dk = rs::digit(key[i], pass);
+#if RS_STAGE_FOLD
+    const uint32_t at = rank[i] + hist[dk];
+#else
     const uint32_t at = rank[i] + s.tile_start[dk] + hist[dk];
+#endif
     s.stage_keys[at] = key[i];
     s.stage_values[at] = val[i];
   }
