@@ -56,12 +56,12 @@
 // %VARIANT% items16 -DRS_ITEMS=16 -DRS_MIN_BLOCKS=3
 // %VARIANT% items12 -DRS_ITEMS=12 -DRS_MIN_BLOCKS=4
 // %VARIANT% items32 -DRS_ITEMS=32 -DRS_MIN_BLOCKS=2
-// %VARIANT% lbwin8 -DRS_LOOKBACK_WINDOW=8
 // %VARIANT% lbwin16 -DRS_LOOKBACK_WINDOW=16
 // %VARIANT% lbearly -DRS_LOOKBACK_EARLY=1
-// %VARIANT% lbwin8_early -DRS_LOOKBACK_WINDOW=8 -DRS_LOOKBACK_EARLY=1
 // %VARIANT% fold -DRS_STAGE_FOLD=1
+// %VARIANT% vlate3 -DRS_VALUES_LATE=1 -DRS_RANK16=1 -DRS_MIN_BLOCKS=3
 // %VARIANT% lbwin8_early_fold -DRS_LOOKBACK_WINDOW=8 -DRS_LOOKBACK_EARLY=1 -DRS_STAGE_FOLD=1
+// %VARIANT% vlate3_lbwin16 -DRS_VALUES_LATE=1 -DRS_RANK16=1 -DRS_MIN_BLOCKS=3 -DRS_LOOKBACK_WINDOW=16
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -81,6 +81,17 @@
 // 1: the tile's digit starts are added into the per-warp first ranks once per digit (step d), so
 // staging reads one table per item instead of two.
 #define RS_STAGE_FOLD 0
+#endif
+
+#ifndef RS_VALUES_LATE
+// 1: the values are loaded after the keys are staged (as CUB's onesweep does), so keys and values
+// are never in registers together: 24 pairs per thread fit the 80 registers of 3 CTAs per SM.
+#define RS_VALUES_LATE 0
+#endif
+
+#ifndef RS_RANK16
+// 1: a thread's ranks are held two to a register (struct Ranks).
+#define RS_RANK16 0
 #endif
 
 #ifndef RS_MIN_BLOCKS
@@ -209,6 +220,25 @@ __global__ void __launch_bounds__(kDigits) rs_digit_offsets(const uint32_t* __re
   offsets[i] = block_exclusive_scan(counts[i], warp_totals);
 }
 
+/// A thread's ranks of its kItems pairs (tile-local, < kTile): one register each, or with
+/// RS_RANK16 two to a register (16 bits each), which frees kItems / 2 registers. Indexed by
+/// compile-time item numbers only (unrolled loops), so the words stay in registers.
+struct Ranks {
+#if RS_RANK16
+  static_assert(kTile <= 65536, "RS_RANK16: tile positions must fit 16 bits");
+  uint32_t w[(kItems + 1) / 2] = {};
+  __device__ __forceinline__ uint32_t get(int i) const { return (w[i >> 1] >> (16 * (i & 1))) & 0xffffu; }
+  __device__ __forceinline__ void set(int i, uint32_t r) {
+    const int sh = 16 * (i & 1);
+    w[i >> 1] = (w[i >> 1] & ~(0xffffu << sh)) | (r << sh);
+  }
+#else
+  uint32_t w[kItems];
+  __device__ __forceinline__ uint32_t get(int i) const { return w[i]; }
+  __device__ __forceinline__ void set(int i, uint32_t r) { w[i] = r; }
+#endif
+};
+
 /// The onesweep CTA's shared memory: 2 x 4 x kTile bytes of staging (48 KB at 6144 pairs) plus
 /// 10 KB: over the 48 KB a static allocation may take, so it is dynamic (opted in at launch).
 struct OnesweepShared {
@@ -244,14 +274,14 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
   //    at first + 32 i (rs::item_index).
   const int64_t first = rs::item_index(base, warp, 0, lane);
   const int64_t left = n - first;  // items i with 32 i < left exist
-  uint32_t key[kItems], val[kItems];
+  uint32_t key[kItems];
 #pragma unroll
   for (int i = 0; i < kItems; ++i) key[i] = 32 * i < left ? __ldcs(keys_in + first + 32 * i) : rs::kPadKey;
 
   // c. Warp multisplit: rank[i] = pairs of the warp before item i (in input order) with its digit.
   const unsigned lower_lanes = (1u << lane) - 1u;
   uint32_t* hist = s.warp_hist[warp];
-  uint32_t rank[kItems];
+  Ranks rank;
 #pragma unroll
   for (int i = 0; i < kItems; ++i) {
     const unsigned d = rs::digit(key[i], pass);
@@ -260,12 +290,15 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
     __syncwarp();
     if ((peers & lower_lanes) == 0) hist[d] = before + __popc(peers);  // the lowest peer
     __syncwarp();
-    rank[i] = before + __popc(peers & lower_lanes);
+    rank.set(i, before + __popc(peers & lower_lanes));
   }
+#if !RS_VALUES_LATE
   // The values are needed only from step e: loaded here, their latency overlaps steps d-e, and
   // they take no registers during the ranking.
+  uint32_t val[kItems];
 #pragma unroll
   for (int i = 0; i < kItems; ++i) val[i] = 32 * i < left ? __ldcs(values_in + first + 32 * i) : 0u;
+#endif
   __syncthreads();
 
   // d. Thread t is digit t: each warp's first rank in the digit, the tile's count, published.
@@ -300,18 +333,33 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
   for (int i = 0; i < kItems; ++i) {
     const unsigned dk = rs::digit(key[i], pass);
 #if RS_STAGE_FOLD
-    const uint32_t at = rank[i] + hist[dk];
+    const uint32_t at = rank.get(i) + hist[dk];
 #else
-    const uint32_t at = rank[i] + s.tile_start[dk] + hist[dk];
+    const uint32_t at = rank.get(i) + s.tile_start[dk] + hist[dk];
 #endif
     s.stage_keys[at] = key[i];
+#if RS_VALUES_LATE
+    rank.set(i, at);
+#else
     s.stage_values[at] = val[i];
+#endif
   }
+#if RS_VALUES_LATE
+  // The values, loaded once the keys are staged (their registers free): the look-back's round
+  // trips overlap their latency.
+  uint32_t val[kItems];
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) val[i] = 32 * i < left ? __ldcs(values_in + first + 32 * i) : 0u;
+#endif
 
 #if !RS_LOOKBACK_EARLY
   // f. Decoupled look-back for digit d: this tile's first output index of the digit.
   const uint32_t exclusive = look_back(status, tile, d, mine);
   s.out_shift[d] = static_cast<int32_t>(digit_offsets[d] + exclusive) - static_cast<int32_t>(s.tile_start[d]);
+#endif
+#if RS_VALUES_LATE
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) s.stage_values[rank.get(i)] = val[i];
 #endif
   __syncthreads();
 
@@ -383,6 +431,11 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     // Ping-pong: in -> alt -> out -> alt -> out, so the fourth pass writes the outputs.
     constexpr int kSmem = sizeof(OnesweepShared);
     D2K_CUDA_TRY(args, cudaFuncSetAttribute(rs_onesweep, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+#if RS_MIN_BLOCKS > 2
+    // More than two CTAs of ~58 KB per SM need the largest shared-memory carveout: ask for it.
+    D2K_CUDA_TRY(args, cudaFuncSetAttribute(rs_onesweep, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                            cudaSharedmemCarveoutMaxShared));
+#endif
     const uint32_t* src_k = io.keys;
     const uint32_t* src_v = io.values;
     for (int pass = 0; pass < kPasses; ++pass) {

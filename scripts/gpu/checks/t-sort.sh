@@ -10,11 +10,12 @@
 # scripts/gpu/run_checks.sh: each step gets what is left of a 140 s budget (SORT_BUDGET_S).
 # A sweep (D2K_CHECK_STEPS set, e.g. to the variant steps) times the variants beside the expert AND
 # the library (CUB) in one d2k bench on the 2.5e8 uniform row (ratios hold only within one run),
-# and runs each look-back / staging variant (lbwin*, lbearly, fold: expert.cu's header) under
+# and runs each of issue #17's variants (lbwin*, lbearly, fold, vlate3*: expert.cu's header) under
 # memcheck on three check workloads (one tile; 17 tiles of uniform keys; 33 tiles of Zipf keys,
 # whose look-backs walk past AGGREGATE words) and racecheck on the one-tile one (steps
-# memcheck_NAME, racecheck_NAME). The GPU command of issue #17's variants (about 100 s):
-#   D2K_CHECK_STEPS=variants,$(for v in lbwin8 lbwin16 lbearly lbwin8_early fold lbwin8_early_fold; do
+# memcheck_NAME, racecheck_NAME; and its SASS without local memory). The GPU command of these
+# variants (about 110 s):
+#   D2K_CHECK_STEPS=variants,$(for v in lbwin16 lbearly fold vlate3 lbwin8_early_fold vlate3_lbwin16; do
 #     printf 'memcheck_%s,racecheck_%s,' $v $v; done) SORT_BUDGET_S=120 scripts/gpu/checks/t-sort.sh CARRY OUT
 # Extra after OUT (not run by run_checks.sh): `big` benches the 1e9 row (naive, expert, library,
 # and torch_eager where torch is installed; 8 GB in and 8 GB out per set, 8 GB more of workspace),
@@ -56,9 +57,9 @@ sanitize memcheck 15 "$checks"
 sanitize racecheck 15 "$race_rows"
 if [ "$sweep" = 1 ]; then
   for v in $(built_variants); do
-    [[ $v == lbwin* || $v == lbearly || $v == fold ]] || continue
-    sanitize --impl "expert:$v" memcheck 10 "$variant_checks"
-    sanitize --impl "expert:$v" racecheck 10 "$race_rows"
+    [[ $v == lbwin* || $v == lbearly || $v == fold || $v == vlate3* ]] || continue
+    sanitize --impl "expert:$v" memcheck 8 "$variant_checks"
+    sanitize --impl "expert:$v" racecheck 8 "$race_rows"
     sass_counts --so "expert_$v" "MATCH\.ANY|LD\.E\.STRONG\.GPU|ST\.E\.STRONG\.GPU|BAR\.SYNC[A-Z.]*" "MATCH.ANY" "LDL|STL"
   done
 fi
