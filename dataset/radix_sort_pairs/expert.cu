@@ -31,6 +31,49 @@
 // The digit counts, tile counters and look-back words are the workspace, zeroed by one memset per
 // call (4 B per digit per tile per pass: 1 KB per 6144 pairs per pass, 1/96 of the pass's 96 KB).
 //
+// Where a tile's time goes (issue #17; an estimate from the source and the SASS, no profile yet).
+// At 2.5e8 pairs a pass is 40,691 tiles over 264 resident CTAs (132 SMs x 2), 154 rounds. The
+// tile's DRAM time, 6144 pairs x 16 B at ~3 TB/s shared by 264 CTAs, is ~8.6 us; the measured pass
+// (~3.1 ms of the 12.9 ms call) gives ~20 us per tile. Per tile, on the CTA's critical path (SM
+// cycles at 1.98 GHz; "wavefronts": shared-memory passes, ~1 per cycle per SM):
+//   a. tile id (one returning global atomic) + barrier: one L2 round trip, ~0.5-1 us;
+//   b. keys: one DRAM round trip with 24 KB in flight per CTA, ~1-1.5 us;
+//   c. rank: per item a chain MATCH -> load of the warp's count -> lowest peer's store -> the next
+//      item's load (the load cannot pass the possibly aliasing store): ~50-70 cycles x 24 items,
+//      ~0.7 us; ~1.2k wavefronts (uniform digits: ~3-way bank conflicts on the counts);
+//   d. counts published, block scan: 2 barriers, ~0.2 us;
+//   e. staging: waits for the values (issued after c): ~0.5-1 us of their round trip exposed;
+//      2 table loads + 2 stores per pair at random banks (~3-4-way): ~2.7k wavefronts, ~0.3 us;
+//   f. look-back: one L2 round trip r per predecessor until an INCLUSIVE word. A tile turns its
+//      word INCLUSIVE only after its own walk, and tiles start Delta = (tile time) / 264 ~ 75 ns
+//      apart, so in steady state the walk is k ~ r / Delta words deep and costs
+//      L ~ r^2 x 264 / (tile time): with r ~ 0.5-1 us under full DRAM load, k ~ 7-13, L ~ 3-13 us.
+//      The largest suspect: the only phase that grows with the number of CTAs in flight;
+//   g. scatter: 48 shared loads + 48 scattered 4-byte stores per thread, posted: ~0.3-0.5 us.
+//   Outside the tiles: the look-back memset (166 MB at 2.5e8, ~55 us) and the histogram pass (one
+//   key read, ~0.35 ms + shared atomics) are < 5% of the call.
+// a-e + g sum to ~4-5 us, so about 3/4 of the 20 us is f or latency that scales like it. A second
+// sign: 3 of zipf8's 4 passes have one digit per tile (no bank conflicts, contiguous stores) and
+// run at ~1.6 ms (2.5 TB/s) against ~3.1 ms for a uniform pass, so the uniform-digit work (c, e,
+// scattered stores, L2 queueing that lengthens r) is worth up to ~1.5 ms per pass too. CUB's
+// onesweep (8832-pair tiles, values loaded after the keys are scattered, counts published before
+// the match ranking) walks its look-back one word per round trip as well; with L ~ sqrt(264 r^2)
+// once L dominates, throughput goes as tile size x sqrt(CTAs in flight), which predicts CUB
+// (1.44x the pairs per tile, 3 CTAs per SM if it fits 85 registers) ~1.8x ahead: the ratio measured.
+// The variants below remove one cost each (and two combine them):
+//   - lbwin16: the look-back loads the words of 16 consecutive predecessors at once and consumes
+//     them nearest first (rs::lookback_round): a round trip covers 16 tiles, L / 16 in the model;
+//   - lbearly: the look-back runs before the block scan and staging, overlapping the values'
+//     round trip (e) instead of following it, and publishes INCLUSIVE one phase earlier;
+//   - fold: each digit's tile start added into the per-warp first ranks once (step d), so staging
+//     reads one table per pair instead of two (half of e's conflicted loads);
+//   - vlate3: the values loaded after the keys are staged (their registers then free) and the
+//     ranks held two to a register: 80 registers, 3 CTAs per SM (24 warps, 396 CTAs in flight,
+//     1.5x the memory parallelism); the look-back overlaps the values' round trip.
+// Expected winner: vlate3_lbwin16 (the window makes the look-back short at any number of CTAs in
+// flight, and the third CTA per SM hides a-e behind the other two): in the model, ~7-9 us per
+// tile, DRAM-bound, ~1.4 ms per pass, ~6 ms per call at 2.5e8 against CUB's 6.86 ms.
+//
 // Variants considered (the H200 table is in docs/results/radix_sort_pairs.md; register counts
 // from ptxas for sm_90a; H200 medians of 2026-12-02 from `d2k bench --task radix_sort_pairs
 // --targets naive,library,expert,torch_eager --bench-rounds 1 --max-time 0.5`, noise <= 1.3%, as
@@ -44,6 +87,18 @@
 //   - items12: 12 pairs per thread, 4 CTAs per SM: 64 registers, 36 B spilled (not yet measured);
 //   - items32: 32 pairs per thread (8192 per tile), 2 CTAs per SM: 128 registers, 124 B spilled
 //     (not yet measured);
+//   - lbwin16 (-DRS_LOOKBACK_WINDOW=16): 126 registers, no spills, 2 CTAs per SM (not yet measured);
+//   - lbearly (-DRS_LOOKBACK_EARLY=1): 127 registers, no spills (not yet measured);
+//   - fold (-DRS_STAGE_FOLD=1): 128 registers, no spills (not yet measured);
+//   - vlate3 (-DRS_VALUES_LATE=1 -DRS_RANK16=1 -DRS_MIN_BLOCKS=3): 80 registers, no spills,
+//     3 x 58 KB of shared memory per SM (not yet measured);
+//   - lbwin8_early_fold: the three 2-CTA changes together (a 16-word window with the early
+//     look-back spills 8 B at 128 registers; 8 words fit): 128 registers, no spills (not yet measured);
+//   - vlate3_lbwin16: vlate3 with the 16-word window: 80 registers, no spills (not yet measured);
+//   - the running counts advanced by the lowest peer's returning shared atomic (its old value
+//     shuffled to the peers) instead of load / store: built, dropped unmeasured: the shuffle of
+//     item i waits for its atomic, and the next item's atomic sits behind that divergent branch,
+//     so the chain stays one round trip per item, as in the load / store form;
 //   - 11-bit digits (3 passes, 52 B per pair instead of 68): 2048 buckets per tile make the
 //     per-digit steps 8 digits per thread and the per-warp histograms 64 KB per CTA; not built
 //     (CUB also keeps 8 bits for 32-bit keys on Hopper);
