@@ -33,15 +33,15 @@ using namespace d2k::tolerance_test;
 namespace {
 
 enum class Variant {
-  kExpert,          ///< expert.cu's onesweep arithmetic
-  kExpertWindow8,   ///< the same with the windowed look-back, 8 words per round (variants lbwin8*)
-  kExpertWindow16,  ///< 16 words per round (variant lbwin16)
-  kNaive,           ///< naive.cu's count / scan / scatter arithmetic
-  kUnstableRank,    ///< warp multisplit ranks counted from the highest peer lane
-  kTilesReversed,   ///< a digit's tiles placed in reverse tile order (slots claimed in arrival order)
-  kValuesInPlace,   ///< keys sorted, values left in input order
-  kLow24Bits,       ///< three passes: the top digit never sorted
-  kWindowSkipsGaps, ///< a windowed look-back that steps over an unpublished word instead of polling it
+  kExpert,           ///< expert.cu's onesweep arithmetic
+  kExpertWindow8,    ///< the same with the windowed look-back, 8 words per round (variants lbwin8*)
+  kExpertWindow16,   ///< 16 words per round (variant lbwin16)
+  kNaive,            ///< naive.cu's count / scan / scatter arithmetic
+  kUnstableRank,     ///< warp multisplit ranks counted from the highest peer lane
+  kTilesReversed,    ///< a digit's tiles placed in reverse tile order (slots claimed in arrival order)
+  kValuesInPlace,    ///< keys sorted, values left in input order
+  kLow24Bits,        ///< three passes: the top digit never sorted
+  kWindowSkipsGaps,  ///< a windowed look-back that steps over an unpublished word instead of polling it
 };
 
 /// Words per look-back round of a variant (1: expert.cu's default one-word walk).
