@@ -34,8 +34,8 @@ namespace {
 
 enum class Variant {
   kExpert,           ///< expert.cu's onesweep arithmetic
-  kExpertWindow8,    ///< the same with the windowed look-back, 8 words per round (variants lbwin8*)
-  kExpertWindow16,   ///< 16 words per round (variant lbwin16)
+  kExpertWindow8,    ///< the same with the windowed look-back, 8 words per round (lbwin8_early_fold)
+  kExpertWindow16,   ///< 16 words per round (lbwin16, vlate3_lbwin16)
   kNaive,            ///< naive.cu's count / scan / scatter arithmetic
   kUnstableRank,     ///< warp multisplit ranks counted from the highest peer lane
   kTilesReversed,    ///< a digit's tiles placed in reverse tile order (slots claimed in arrival order)
