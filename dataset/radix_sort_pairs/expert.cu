@@ -31,6 +31,49 @@
 // The digit counts, tile counters and look-back words are the workspace, zeroed by one memset per
 // call (4 B per digit per tile per pass: 1 KB per 6144 pairs per pass, 1/96 of the pass's 96 KB).
 //
+// Where a tile's time goes (issue #17; an estimate from the source and the SASS, no profile yet).
+// At 2.5e8 pairs a pass is 40,691 tiles over 264 resident CTAs (132 SMs x 2), 154 rounds. The
+// tile's DRAM time, 6144 pairs x 16 B at ~3 TB/s shared by 264 CTAs, is ~8.6 us; the measured pass
+// (~3.1 ms of the 12.9 ms call) gives ~20 us per tile. Per tile, on the CTA's critical path (SM
+// cycles at 1.98 GHz; "wavefronts": shared-memory passes, ~1 per cycle per SM):
+//   a. tile id (one returning global atomic) + barrier: one L2 round trip, ~0.5-1 us;
+//   b. keys: one DRAM round trip with 24 KB in flight per CTA, ~1-1.5 us;
+//   c. rank: per item a chain MATCH -> load of the warp's count -> lowest peer's store -> the next
+//      item's load (the load cannot pass the possibly aliasing store): ~50-70 cycles x 24 items,
+//      ~0.7 us; ~1.2k wavefronts (uniform digits: ~3-way bank conflicts on the counts);
+//   d. counts published, block scan: 2 barriers, ~0.2 us;
+//   e. staging: waits for the values (issued after c): ~0.5-1 us of their round trip exposed;
+//      2 table loads + 2 stores per pair at random banks (~3-4-way): ~2.7k wavefronts, ~0.3 us;
+//   f. look-back: one L2 round trip r per predecessor until an INCLUSIVE word. A tile turns its
+//      word INCLUSIVE only after its own walk, and tiles start Delta = (tile time) / 264 ~ 75 ns
+//      apart, so in steady state the walk is k ~ r / Delta words deep and costs
+//      L ~ r^2 x 264 / (tile time): with r ~ 0.5-1 us under full DRAM load, k ~ 7-13, L ~ 3-13 us.
+//      The largest suspect: the only phase that grows with the number of CTAs in flight;
+//   g. scatter: 48 shared loads + 48 scattered 4-byte stores per thread, posted: ~0.3-0.5 us.
+//   Outside the tiles: the look-back memset (166 MB at 2.5e8, ~55 us) and the histogram pass (one
+//   key read, ~0.35 ms + shared atomics) are < 5% of the call.
+// a-e + g sum to ~4-5 us, so about 3/4 of the 20 us is f or latency that scales like it. A second
+// sign: 3 of zipf8's 4 passes have one digit per tile (no bank conflicts, contiguous stores) and
+// run at ~1.6 ms (2.5 TB/s) against ~3.1 ms for a uniform pass, so the uniform-digit work (c, e,
+// scattered stores, L2 queueing that lengthens r) is worth up to ~1.5 ms per pass too. CUB's
+// onesweep (8832-pair tiles, values loaded after the keys are scattered, counts published before
+// the match ranking) walks its look-back one word per round trip as well; with L ~ sqrt(264 r^2)
+// once L dominates, throughput goes as tile size x sqrt(CTAs in flight), which predicts CUB
+// (1.44x the pairs per tile, 3 CTAs per SM if it fits 85 registers) ~1.8x ahead: the ratio measured.
+// The variants below remove one cost each (and two combine them):
+//   - lbwin16: the look-back loads the words of 16 consecutive predecessors at once and consumes
+//     them nearest first (rs::lookback_round): a round trip covers 16 tiles, L / 16 in the model;
+//   - lbearly: the look-back runs before the block scan and staging, overlapping the values'
+//     round trip (e) instead of following it, and publishes INCLUSIVE one phase earlier;
+//   - fold: each digit's tile start added into the per-warp first ranks once (step d), so staging
+//     reads one table per pair instead of two (half of e's conflicted loads);
+//   - vlate3: the values loaded after the keys are staged (their registers then free) and the
+//     ranks held two to a register: 80 registers, 3 CTAs per SM (24 warps, 396 CTAs in flight,
+//     1.5x the memory parallelism); the look-back overlaps the values' round trip.
+// Expected winner: vlate3_lbwin16 (the window makes the look-back short at any number of CTAs in
+// flight, and the third CTA per SM hides a-e behind the other two): in the model, ~7-9 us per
+// tile, DRAM-bound, ~1.4 ms per pass, ~6 ms per call at 2.5e8 against CUB's 6.86 ms.
+//
 // Variants considered (the H200 table is in docs/results/radix_sort_pairs.md; register counts
 // from ptxas for sm_90a; H200 medians of 2026-12-02 from `d2k bench --task radix_sort_pairs
 // --targets naive,library,expert,torch_eager --bench-rounds 1 --max-time 0.5`, noise <= 1.3%, as
@@ -44,6 +87,18 @@
 //   - items12: 12 pairs per thread, 4 CTAs per SM: 64 registers, 36 B spilled (not yet measured);
 //   - items32: 32 pairs per thread (8192 per tile), 2 CTAs per SM: 128 registers, 124 B spilled
 //     (not yet measured);
+//   - lbwin16 (-DRS_LOOKBACK_WINDOW=16): 126 registers, no spills, 2 CTAs per SM (not yet measured);
+//   - lbearly (-DRS_LOOKBACK_EARLY=1): 127 registers, no spills (not yet measured);
+//   - fold (-DRS_STAGE_FOLD=1): 128 registers, no spills (not yet measured);
+//   - vlate3 (-DRS_VALUES_LATE=1 -DRS_RANK16=1 -DRS_MIN_BLOCKS=3): 80 registers, no spills,
+//     3 x 58 KB of shared memory per SM (not yet measured);
+//   - lbwin8_early_fold: the three 2-CTA changes together (a 16-word window with the early
+//     look-back spills 8 B at 128 registers; 8 words fit): 128 registers, no spills (not yet measured);
+//   - vlate3_lbwin16: vlate3 with the 16-word window: 80 registers, no spills (not yet measured);
+//   - the running counts advanced by the lowest peer's returning shared atomic (its old value
+//     shuffled to the peers) instead of load / store: built, dropped unmeasured: the shuffle of
+//     item i waits for its atomic, and the next item's atomic sits behind that divergent branch,
+//     so the chain stays one round trip per item, as in the load / store form;
 //   - 11-bit digits (3 passes, 52 B per pair instead of 68): 2048 buckets per tile make the
 //     per-digit steps 8 digits per thread and the per-warp histograms 64 KB per CTA; not built
 //     (CUB also keeps 8 bits for 32-bit keys on Hopper);
@@ -56,6 +111,12 @@
 // %VARIANT% items16 -DRS_ITEMS=16 -DRS_MIN_BLOCKS=3
 // %VARIANT% items12 -DRS_ITEMS=12 -DRS_MIN_BLOCKS=4
 // %VARIANT% items32 -DRS_ITEMS=32 -DRS_MIN_BLOCKS=2
+// %VARIANT% lbwin16 -DRS_LOOKBACK_WINDOW=16
+// %VARIANT% lbearly -DRS_LOOKBACK_EARLY=1
+// %VARIANT% fold -DRS_STAGE_FOLD=1
+// %VARIANT% vlate3 -DRS_VALUES_LATE=1 -DRS_RANK16=1 -DRS_MIN_BLOCKS=3
+// %VARIANT% lbwin8_early_fold -DRS_LOOKBACK_WINDOW=8 -DRS_LOOKBACK_EARLY=1 -DRS_STAGE_FOLD=1
+// %VARIANT% vlate3_lbwin16 -DRS_VALUES_LATE=1 -DRS_RANK16=1 -DRS_MIN_BLOCKS=3 -DRS_LOOKBACK_WINDOW=16
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -65,6 +126,28 @@
 #include "d2k/solution.h"
 #include "rs_args.h"
 #include "rs_core.h"
+
+#ifndef RS_LOOKBACK_EARLY
+// 1: the look-back runs before the tile's block scan and staging, while the values are in flight.
+#define RS_LOOKBACK_EARLY 0
+#endif
+
+#ifndef RS_STAGE_FOLD
+// 1: the tile's digit starts are added into the per-warp first ranks once per digit (step d), so
+// staging reads one table per item instead of two.
+#define RS_STAGE_FOLD 0
+#endif
+
+#ifndef RS_VALUES_LATE
+// 1: the values are loaded after the keys are staged (as CUB's onesweep does), so keys and values
+// are never in registers together: 24 pairs per thread fit the 80 registers of 3 CTAs per SM.
+#define RS_VALUES_LATE 0
+#endif
+
+#ifndef RS_RANK16
+// 1: a thread's ranks are held two to a register (struct Ranks).
+#define RS_RANK16 0
+#endif
 
 #ifndef RS_MIN_BLOCKS
 // Resident CTAs per SM the register budget is cut for: at 2 with 24 pairs per thread, ptxas fits
@@ -91,6 +174,38 @@ __device__ __forceinline__ uint32_t load_status(uint32_t* w) {
 }
 __device__ __forceinline__ void store_status(uint32_t* w, uint32_t v) {
   cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*w).store(v, cuda::std::memory_order_relaxed);
+}
+
+/// f. Decoupled look-back for digit d of tile `tile` (whose own count of it is `mine`, already
+/// published): the digit's count in tiles [0, tile), from the predecessors' words nearest first
+/// until an INCLUSIVE one; then the tile's own INCLUSIVE word. One word per round trip
+/// (kLookbackWindow = 1), or kLookbackWindow words of consecutive predecessors loaded together and
+/// consumed in the same order by rs::lookback_round.
+__device__ __forceinline__ uint32_t look_back(uint32_t* status, int64_t tile, int d, uint32_t mine) {
+  uint32_t exclusive = 0;
+  if (tile == 0) return exclusive;
+  if constexpr (rs::kLookbackWindow == 1) {
+    for (int64_t j = tile - 1;; --j) {
+      uint32_t w;
+      do {
+        w = load_status(status + j * kDigits + d);
+      } while (rs::status_flag(w) == 0);
+      exclusive += rs::status_value(w);
+      if (rs::status_flag(w) == rs::kFlagInclusive) break;
+    }
+  } else {
+    for (int64_t j = tile - 1;;) {
+      uint32_t w[rs::kLookbackWindow];
+#pragma unroll
+      for (int u = 0; u < rs::kLookbackWindow; ++u)
+        w[u] = load_status(status + max(j - u, int64_t{0}) * kDigits + d);  // all in flight at once
+      int taken;
+      if (rs::lookback_round(w, exclusive, taken)) break;
+      j -= taken;
+    }
+  }
+  store_status(status + tile * kDigits + d, rs::kFlagInclusive | (exclusive + mine));
+  return exclusive;
 }
 
 /// Exclusive prefix of v over the CTA's threads in thread order (kThreads threads, one call per
@@ -160,6 +275,25 @@ __global__ void __launch_bounds__(kDigits) rs_digit_offsets(const uint32_t* __re
   offsets[i] = block_exclusive_scan(counts[i], warp_totals);
 }
 
+/// A thread's ranks of its kItems pairs (tile-local, < kTile): one register each, or with
+/// RS_RANK16 two to a register (16 bits each), which frees kItems / 2 registers. Indexed by
+/// compile-time item numbers only (unrolled loops), so the words stay in registers.
+struct Ranks {
+#if RS_RANK16
+  static_assert(kTile <= 65536, "RS_RANK16: tile positions must fit 16 bits");
+  uint32_t w[(kItems + 1) / 2] = {};
+  __device__ __forceinline__ uint32_t get(int i) const { return (w[i >> 1] >> (16 * (i & 1))) & 0xffffu; }
+  __device__ __forceinline__ void set(int i, uint32_t r) {
+    const int sh = 16 * (i & 1);
+    w[i >> 1] = (w[i >> 1] & ~(0xffffu << sh)) | (r << sh);
+  }
+#else
+  uint32_t w[kItems];
+  __device__ __forceinline__ uint32_t get(int i) const { return w[i]; }
+  __device__ __forceinline__ void set(int i, uint32_t r) { w[i] = r; }
+#endif
+};
+
 /// The onesweep CTA's shared memory: 2 x 4 x kTile bytes of staging (48 KB at 6144 pairs) plus
 /// 10 KB: over the 48 KB a static allocation may take, so it is dynamic (opted in at launch).
 struct OnesweepShared {
@@ -195,14 +329,14 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
   //    at first + 32 i (rs::item_index).
   const int64_t first = rs::item_index(base, warp, 0, lane);
   const int64_t left = n - first;  // items i with 32 i < left exist
-  uint32_t key[kItems], val[kItems];
+  uint32_t key[kItems];
 #pragma unroll
   for (int i = 0; i < kItems; ++i) key[i] = 32 * i < left ? __ldcs(keys_in + first + 32 * i) : rs::kPadKey;
 
   // c. Warp multisplit: rank[i] = pairs of the warp before item i (in input order) with its digit.
   const unsigned lower_lanes = (1u << lane) - 1u;
   uint32_t* hist = s.warp_hist[warp];
-  uint32_t rank[kItems];
+  Ranks rank;
 #pragma unroll
   for (int i = 0; i < kItems; ++i) {
     const unsigned d = rs::digit(key[i], pass);
@@ -211,12 +345,15 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
     __syncwarp();
     if ((peers & lower_lanes) == 0) hist[d] = before + __popc(peers);  // the lowest peer
     __syncwarp();
-    rank[i] = before + __popc(peers & lower_lanes);
+    rank.set(i, before + __popc(peers & lower_lanes));
   }
+#if !RS_VALUES_LATE
   // The values are needed only from step e: loaded here, their latency overlaps steps d-e, and
   // they take no registers during the ranking.
+  uint32_t val[kItems];
 #pragma unroll
   for (int i = 0; i < kItems; ++i) val[i] = 32 * i < left ? __ldcs(values_in + first + 32 * i) : 0u;
+#endif
   __syncthreads();
 
   // d. Thread t is digit t: each warp's first rank in the digit, the tile's count, published.
@@ -229,34 +366,56 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
     count += c;
   }
   const uint32_t mine = count - (d == kDigits - 1 ? static_cast<uint32_t>(kTile - valid) : 0u);  // pads excluded
-  uint32_t* my_status = status + tile * kDigits + d;
-  store_status(my_status, (tile == 0 ? rs::kFlagInclusive : rs::kFlagAggregate) | mine);
-  s.tile_start[d] = block_exclusive_scan(count, s.warp_totals);  // its barrier also publishes warp_hist
+  store_status(status + tile * kDigits + d, (tile == 0 ? rs::kFlagInclusive : rs::kFlagAggregate) | mine);
+#if RS_LOOKBACK_EARLY
+  // f, early: the look-back's round trips overlap the values' loads (step e waits for those).
+  const uint32_t exclusive = look_back(status, tile, d, mine);
+#endif
+  const uint32_t start = block_exclusive_scan(count, s.warp_totals);  // its barrier also publishes warp_hist
+  s.tile_start[d] = start;
+#if RS_STAGE_FOLD
+  // Each warp's first rank in digit d becomes its first tile position: one table read per item in e.
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) s.warp_hist[w][d] += start;
+#endif
+#if RS_LOOKBACK_EARLY
+  s.out_shift[d] = static_cast<int32_t>(digit_offsets[d] + exclusive) - static_cast<int32_t>(start);
+#endif
   __syncthreads();
 
   // e. Keys and values into shared memory at their tile position.
 #pragma unroll
   for (int i = 0; i < kItems; ++i) {
     const unsigned dk = rs::digit(key[i], pass);
-    const uint32_t at = rank[i] + s.tile_start[dk] + hist[dk];
+#if RS_STAGE_FOLD
+    const uint32_t at = rank.get(i) + hist[dk];
+#else
+    const uint32_t at = rank.get(i) + s.tile_start[dk] + hist[dk];
+#endif
     s.stage_keys[at] = key[i];
+#if RS_VALUES_LATE
+    rank.set(i, at);
+#else
     s.stage_values[at] = val[i];
+#endif
   }
+#if RS_VALUES_LATE
+  // The values, loaded once the keys are staged (their registers free): the look-back's round
+  // trips overlap their latency.
+  uint32_t val[kItems];
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) val[i] = 32 * i < left ? __ldcs(values_in + first + 32 * i) : 0u;
+#endif
 
+#if !RS_LOOKBACK_EARLY
   // f. Decoupled look-back for digit d: this tile's first output index of the digit.
-  uint32_t exclusive = 0;
-  if (tile > 0) {
-    for (int64_t j = tile - 1;; --j) {
-      uint32_t w;
-      do {
-        w = load_status(status + j * kDigits + d);
-      } while (rs::status_flag(w) == 0);
-      exclusive += rs::status_value(w);
-      if (rs::status_flag(w) == rs::kFlagInclusive) break;
-    }
-    store_status(my_status, rs::kFlagInclusive | (exclusive + mine));
-  }
+  const uint32_t exclusive = look_back(status, tile, d, mine);
   s.out_shift[d] = static_cast<int32_t>(digit_offsets[d] + exclusive) - static_cast<int32_t>(s.tile_start[d]);
+#endif
+#if RS_VALUES_LATE
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) s.stage_values[rank.get(i)] = val[i];
+#endif
   __syncthreads();
 
   // g. Pairs out: consecutive threads, consecutive tile positions, so a digit's run of the tile
@@ -327,6 +486,11 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     // Ping-pong: in -> alt -> out -> alt -> out, so the fourth pass writes the outputs.
     constexpr int kSmem = sizeof(OnesweepShared);
     D2K_CUDA_TRY(args, cudaFuncSetAttribute(rs_onesweep, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+#if RS_MIN_BLOCKS > 2
+    // More than two CTAs of ~58 KB per SM need the largest shared-memory carveout: ask for it.
+    D2K_CUDA_TRY(args, cudaFuncSetAttribute(rs_onesweep, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                            cudaSharedmemCarveoutMaxShared));
+#endif
     const uint32_t* src_k = io.keys;
     const uint32_t* src_v = io.values;
     for (int pass = 0; pass < kPasses; ++pass) {

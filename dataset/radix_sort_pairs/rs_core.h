@@ -52,6 +52,39 @@ RS_HD uint32_t status_value(uint32_t w) { return w & kValueMask; }
 
 RS_HD int64_t num_tiles(int64_t n) { return (n + kTile - 1) / kTile; }
 
+#ifndef RS_LOOKBACK_WINDOW
+#define RS_LOOKBACK_WINDOW 1  ///< predecessor words a look-back thread loads per round trip
+#endif
+constexpr int kLookbackWindow = RS_LOOKBACK_WINDOW;
+static_assert(kLookbackWindow >= 1 && kLookbackWindow <= 32, "RS_LOOKBACK_WINDOW: 1 .. 32 words per round");
+
+/// One round of a windowed look-back for one digit: w[u] is the status word of tile j - u (the
+/// nearest predecessor first), all W loaded at once so one round trip covers W tiles. The words are
+/// consumed in tile order, nearest first, exactly as the one-word walk would: each published word's
+/// value is added; an INCLUSIVE word ends the walk (returns true); an unpublished word (flag 0)
+/// ends the round before it (returns false), and the next round starts at tile j - taken, so that
+/// word is polled again. Words of tiles below 0 (loaded clamped to tile 0) are never consumed: tile
+/// 0's word is INCLUSIVE once published, so the walk ends at it or before it.
+template <int W>
+RS_HD bool lookback_round(const uint32_t (&w)[W], uint32_t& exclusive, int& taken) {
+  bool open = true, done = false;
+  taken = 0;
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+  for (int u = 0; u < W; ++u) {
+    const uint32_t f = status_flag(w[u]);
+    open = open && f != 0;
+    if (open) {
+      exclusive += status_value(w[u]);
+      ++taken;
+    }
+    done = done || (open && f == kFlagInclusive);
+    open = open && f != kFlagInclusive;
+  }
+  return done;
+}
+
 /// Workspace words after the two N-word ping-pong buffers: the global digit counts of every pass,
 /// the tile counter of every pass, then the look-back words of every pass, all zeroed by one
 /// memset per call; the digit offsets of every pass (written by a kernel, not zeroed) come last.
