@@ -90,6 +90,8 @@
 // Variants built (`// %VARIANT%` lines; measured by scripts/gpu/checks/t-w4a16.sh):
 //   %VARIANT% s256 -DW4A16_L2_256B=1
 //   %VARIANT% mchain2 -DW4A16_MMA_CHAINS=2
+//   %VARIANT% rowstream -DW4A16_ROWSTREAM=1
+//   %VARIANT% rowstream2 -DW4A16_ROWSTREAM=1 -DW4A16_RS_ROWS=2 -DW4A16_RS_DEPTH=5
 // s256: the default with .L2::256B on the weight loads. mchain2: the default with two
 // accumulators per tile and group (even and odd mma steps), summed in fp32 before the scale:
 // chains of 4 instead of 8. Measured on the H200 (2026-12-03; docs/results/w4a16_gemv.md): s256
@@ -120,6 +122,14 @@
 // even and odd steps in two chains of 4, added in fp32 before the scale.
 #ifndef W4A16_MMA_CHAINS
 #define W4A16_MMA_CHAINS 1
+#endif
+// 1: B = 1 (with K <= 28672) takes the CUDA-core row-stream path of w4a16_rowstream.cuh; other
+// shapes keep this file's tensor-core path.
+#ifndef W4A16_ROWSTREAM
+#define W4A16_ROWSTREAM 0
+#endif
+#if W4A16_ROWSTREAM
+#include "w4a16_rowstream.cuh"
 #endif
 namespace {
 
@@ -365,6 +375,12 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const auto* sp = d2k::data<const __nv_bfloat16>(scales);
     auto* yp = d2k::data<__nv_bfloat16>(y);
     auto st = static_cast<cudaStream_t>(args->stream);
+#if W4A16_ROWSTREAM
+    if (rowstream::serves(B, K)) {
+      rowstream::launch(xp, qp, sp, yp, int(N), int(K), st);
+      return D2K_OK;
+    }
+#endif
     if (B <= 8)
       launch<1>(args, xp, qp, sp, yp, int(B), int(N), int(K), st);
     else

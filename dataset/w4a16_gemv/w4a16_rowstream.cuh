@@ -1,0 +1,279 @@
+// w4a16_gemv — the CUDA-core row-stream path at B = 1 (expert.cu builds it with W4A16_ROWSTREAM=1;
+// every other B, and K beyond what fits in shared memory, keeps the tensor-core path).
+//
+// Dataflow: a warp owns kRows consecutive weight rows and all of K. One warp load instruction
+// reads 512 contiguous bytes of one row (lane l: bytes 16l..16l+15 of chunk c, i.e. the words
+// 4l..4l+3 = weights k = 1024c + 32l .. 1024c + 32l + 31, all in group 8c + l/4): a dense DRAM
+// window per instruction, as a copy kernel streams. The warp's rows are interleaved (one load of
+// each row per chunk) for independent FFMA chains, and kDepth chunks are kept in a register ring
+// (kDepth - 1 in flight while one is computed). x is staged once per CTA in shared memory as fp32,
+// pre-scaled for the conversion below and permuted so that the lanes' reads are conflict-free.
+//
+// Dequantisation by magic number with the nibble left in place: for a word v and e in 0..3,
+// (v & 0xF << 4e) | 0x4B000000 is the fp32 2^23 + 16^e·q exactly (ulp 1 at 2^23; 16^3·15 < 2^23);
+// one FADD of -(2^23 + 8·16^e) gives 16^e·(q - 8) exactly, and one FFMA with x·16^-e (pre-scaled
+// in shared memory, exact: a power of two) adds the exact product x·(q - 8). Nibbles 0..3 come from
+// the word, nibbles 4..7 from the word shifted right by 16: per 8 weights one SHF, 8 LOP3, 8 FADD,
+// 8 FFMA (3.125 lane instructions per weight), no I2F, no lookup.
+//
+// Precision: per lane, row and chunk two fp32 partials (nibbles 0..3 and 4..7 of the four words,
+// 16 exact products each, in word order), added, then one FFMA with the group's scale into the
+// lane's fp32 accumulator; across chunks in order; at the end an xor-butterfly of the 32 lanes
+// (offsets 16, 8, 4, 2, 1) and one bf16 rounding. Every sum is fp32 (the spec's precision);
+// tests/unit/tasks/w4a16_gemv emulates exactly this order (RowstreamLaneEmulationPasses).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "d2k/solution.h"
+
+// Rows per warp (interleaved loads and FFMA chains).
+#ifndef W4A16_RS_ROWS
+#define W4A16_RS_ROWS 4
+#endif
+// Chunks (512 bytes of each row) in the register ring: kDepth - 1 in flight during a chunk's
+// arithmetic, kDepth right after its reload is issued.
+#ifndef W4A16_RS_DEPTH
+#define W4A16_RS_DEPTH 3
+#endif
+// Warps per CTA (each CTA stages x once for its kWarps · kRows rows).
+#ifndef W4A16_RS_WARPS
+#define W4A16_RS_WARPS 8
+#endif
+
+namespace rowstream {
+
+constexpr int kRows = W4A16_RS_ROWS;
+constexpr int kDepth = W4A16_RS_DEPTH;
+constexpr int kWarps = W4A16_RS_WARPS;
+static_assert(kRows >= 1 && kRows <= 8, "W4A16_RS_ROWS in [1, 8]");
+static_assert(kDepth >= 2 && kDepth <= 6, "W4A16_RS_DEPTH in [2, 6]");
+static_assert(kWarps >= 1 && kWarps <= 16, "W4A16_RS_WARPS in [1, 16]");
+
+constexpr int kGroup = 128;
+constexpr int kChunkK = 1024;                 // weights of one row per warp load instruction (512 bytes)
+constexpr int kGroupsPerChunk = kChunkK / kGroup;
+// x of one CTA in shared memory: K rounded up to whole chunks, fp32. 112 KB (K = 28672, Llama 3
+// 70B down_proj) still lets two CTAs share an SM; longer K keeps the tensor-core path.
+constexpr int kMaxXBytes = 28 * kChunkK * 4;
+
+constexpr uint32_t kMagic = 0x4B000000u;  // 2^23 in fp32
+
+/// Whether the row-stream path serves this shape (else the caller uses the tensor-core path).
+inline bool serves(int64_t B, int64_t K) {
+  const int64_t chunks = (K / kGroup + kGroupsPerChunk - 1) / kGroupsPerChunk;
+  return B == 1 && chunks * kChunkK * 4 <= kMaxXBytes;
+}
+
+// ---- register-level pieces ------------------------------------------------------------------
+
+/// 512 contiguous bytes of a row per warp (read once, so no L1 allocation), where `live`: a lane
+/// past K keeps its old registers. Those stale words are finite codes that meet x = 0 (x is zero
+/// past K in shared memory), so they add exact zeros and need no zeroing instructions.
+__device__ __forceinline__ void load_chunk(uint4& v, const uint4* p, bool live) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %5, 0;\n"
+      " @p ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n}"
+      : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
+      : "l"(p), "r"(int(live)));
+}
+
+/// The bf16 bits of a group scale, where `live` (else the old register: its product with the
+/// lane's exact-zero partial is zero, as long as it is finite; the ring starts at 0).
+__device__ __forceinline__ void load_scale(uint32_t& s, const unsigned short* p, bool live) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n"
+      " @p ld.global.nc.u16 %0, [%1];\n}"
+      : "+r"(s)
+      : "l"(p), "r"(int(live)));
+}
+
+/// (v & mask) | magic in one LOP3: written as C++, the compiler splits it into an AND and an OR
+/// (each with its own immediate); here the magic is a register operand.
+template <uint32_t kMask>
+__device__ __forceinline__ uint32_t and_or(uint32_t v, uint32_t magic) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(v), "n"(kMask), "r"(magic));  // (a & b) | c
+  return d;
+}
+
+/// 16^e·(q - 8) for the nibble e (0..3) of v, exact: the magic-number float minus its offset.
+template <int E>
+__device__ __forceinline__ float code_scaled(uint32_t v, uint32_t magic) {
+  constexpr float kOffset = 8388608.f + 8.f * float(1u << (4 * E));  // 2^23 + 8·16^e, exact
+  return __uint_as_float(and_or<(0xFu << (4 * E))>(v, magic)) - kOffset;
+}
+
+__device__ __forceinline__ float bf16_lo(uint32_t v) { return __uint_as_float(v << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t v) { return __uint_as_float(v & 0xFFFF0000u); }
+
+/// Shared-memory index (in float4) of the x values of chunk c, word u (0..3), half h (nibbles
+/// 0..3 or 4..7) for lane l: a lane's reads of one (u, h) are 32 consecutive float4, so each
+/// quarter-warp's LDS.128 touches 8 distinct 16-byte bank groups.
+__device__ __forceinline__ int x_index(int c, int u, int h, int l) { return ((c * 4 + u) * 2 + h) * 32 + l; }
+
+/// One chunk's weights and scales for the warp's rows, as loaded (lane l: words 4l..4l+3).
+struct Stage {
+  uint4 w[kRows];
+  uint32_t s[kRows];  // the bf16 bits of the lane's group scale (in the low half)
+};
+
+// ---- the CTA's phases -------------------------------------------------------------------------
+
+/// Phase 1: x (bf16, row 0) to shared memory as fp32 x·16^-(k mod 4), in x_index order, zero
+/// beyond K (so the chunk tail contributes exact zeros). Thread i takes 8 consecutive k; lanes of
+/// a warp take consecutive l, so the stores are conflict-free. The loads go out in batches of
+/// kStageBatch before any is used: the CTA's start waits one or two L2/DRAM round trips for x, not
+/// one per unit (K = 28672: 14 units per thread).
+constexpr int kStageBatch = 8;
+__device__ __forceinline__ void stage_x(float4* xs, const __nv_bfloat16* __restrict__ x, int K, int chunks) {
+  const int units = chunks * 128;
+  for (int i0 = threadIdx.x; i0 < units; i0 += kStageBatch * blockDim.x) {
+    uint4 v[kStageBatch];
+#pragma unroll
+    for (int b = 0; b < kStageBatch; ++b) {
+      const int i = i0 + b * blockDim.x;
+      const int k0 = (i >> 7) * kChunkK + 32 * (i & 31) + 8 * ((i >> 5) & 3);  // a multiple of 8; K of 128
+      v[b] = i < units && k0 < K ? __ldg(reinterpret_cast<const uint4*>(x + k0)) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int b = 0; b < kStageBatch; ++b) {
+      const int i = i0 + b * blockDim.x;
+      if (i >= units) break;
+      const int l = i & 31, u = (i >> 5) & 3, c = i >> 7;
+      xs[x_index(c, u, 0, l)] = make_float4(bf16_lo(v[b].x), bf16_hi(v[b].x) * 0x1p-4f, bf16_lo(v[b].y) * 0x1p-8f,
+                                            bf16_hi(v[b].y) * 0x1p-12f);
+      xs[x_index(c, u, 1, l)] = make_float4(bf16_lo(v[b].z), bf16_hi(v[b].z) * 0x1p-4f, bf16_lo(v[b].w) * 0x1p-8f,
+                                            bf16_hi(v[b].w) * 0x1p-12f);
+    }
+  }
+}
+
+/// Phase 2 (per chunk): dequantise the lane's 32 weights of each row and multiply-add them with x
+/// in one fp32 partial per row (word by word; nibbles 0..3, then 4..7), then apply the group's
+/// scale once. xc points at the chunk's x (x_index(c, 0, 0, lane)).
+__device__ __forceinline__ void chunk_fma(float (&acc)[kRows], const Stage& st, const float4* xc, uint32_t magic) {
+  float p[kRows];
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+    const float4 xl = xc[x_index(0, u, 0, 0)], xh = xc[x_index(0, u, 1, 0)];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const uint32_t w = u == 0 ? st.w[r].x : u == 1 ? st.w[r].y : u == 2 ? st.w[r].z : st.w[r].w;
+      const uint32_t wh = w >> 16;  // nibbles 4..7 at positions 0..3
+      // the first product starts the partial (exact: no zeroed register, no rounding)
+      p[r] = u == 0 ? xl.x * code_scaled<0>(w, magic) : fmaf(xl.x, code_scaled<0>(w, magic), p[r]);
+      p[r] = fmaf(xl.y, code_scaled<1>(w, magic), p[r]);
+      p[r] = fmaf(xl.z, code_scaled<2>(w, magic), p[r]);
+      p[r] = fmaf(xl.w, code_scaled<3>(w, magic), p[r]);
+      p[r] = fmaf(xh.x, code_scaled<0>(wh, magic), p[r]);
+      p[r] = fmaf(xh.y, code_scaled<1>(wh, magic), p[r]);
+      p[r] = fmaf(xh.z, code_scaled<2>(wh, magic), p[r]);
+      p[r] = fmaf(xh.w, code_scaled<3>(wh, magic), p[r]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) acc[r] = fmaf(__uint_as_float(st.s[r] << 16), p[r], acc[r]);
+}
+
+// ---- the kernel ------------------------------------------------------------------------------
+
+__global__ void __launch_bounds__(kWarps * 32, 2)
+    w4a16_rowstream(const __nv_bfloat16* __restrict__ x, const uint32_t* __restrict__ qweight,
+                    const __nv_bfloat16* __restrict__ scales, __nv_bfloat16* __restrict__ y, int N, int K) {
+  extern __shared__ __align__(16) float4 xs[];  // [chunks · 256] float4, x_index order
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int G = K / kGroup, words_per_row = K / 8;
+  const int chunks = (G + kGroupsPerChunk - 1) / kGroupsPerChunk;
+  const int row0 = (blockIdx.x * kWarps + warp) * kRows;
+  const int lane_group = lane >> 2;  // the lane's group within a chunk
+
+  // Row pointers (at chunk 0; advanced by kDepth chunks per turn of the ring, so every load's
+  // address is a pointer plus an immediate), clamped to N - 1 so that loads stay in bounds
+  // (results of rows >= N are dropped).
+  const uint4* wrow[kRows];
+  const unsigned short* srow[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const int n = min(row0 + r, N - 1);
+    wrow[r] = reinterpret_cast<const uint4*>(qweight + static_cast<size_t>(n) * words_per_row) + lane;
+    srow[r] = reinterpret_cast<const unsigned short*>(scales) + static_cast<size_t>(n) * G + lane_group;
+  }
+  // Chunk c0 + s of the current turn: a lane whose group is past K loads nothing and keeps its
+  // registers (x is zero there, so they add exact zeros).
+  const int live_groups = G - lane_group;  // the lane's group of chunk c is live iff 8c < live_groups
+  auto issue = [&](Stage& st, int c0, int s) {
+    const bool live = (c0 + s) * kGroupsPerChunk < live_groups;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      load_chunk(st.w[r], wrow[r] + s * (kChunkK / 32), live);
+      load_scale(st.s[r], srow[r] + s * kGroupsPerChunk, live);
+    }
+  };
+
+  // The first kDepth chunks are requested before x is staged: the stream starts at once.
+  // Registers a dead lane never loads must still hold finite values: zero words and scales.
+  Stage ring[kDepth];
+#pragma unroll
+  for (int s = 0; s < kDepth; ++s) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) ring[s].w[r] = make_uint4(0, 0, 0, 0), ring[s].s[r] = 0u;
+    issue(ring[s], 0, s);
+  }
+  stage_x(xs, x, K, chunks);
+  __syncthreads();
+
+  // Phase 2: the register ring; slot s holds chunk c0 + s and is refilled with chunk c0 + s + kDepth
+  // as soon as its arithmetic is done.
+  float acc[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) acc[r] = 0.f;
+  const uint32_t magic = kMagic;  // one register, the LOP3s' third operand
+  const float4* xc = xs + x_index(0, 0, 0, lane);
+  for (int c0 = 0; c0 < chunks; c0 += kDepth) {
+#pragma unroll
+    for (int s = 0; s < kDepth; ++s) {
+      if (c0 + s >= chunks) break;
+      chunk_fma(acc, ring[s], xc + x_index(s, 0, 0, 0), magic);
+      issue(ring[s], c0, s + kDepth);
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      wrow[r] += kDepth * (kChunkK / 32);
+      srow[r] += kDepth * kGroupsPerChunk;
+    }
+    xc += x_index(kDepth, 0, 0, 0);
+  }
+
+  // Phase 3: the 32 lanes' partials of each row by xor-butterfly (every lane ends with the sum),
+  // then lane r writes row r: one bf16 rounding.
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int o = 16; o >= 1; o >>= 1) acc[r] += __shfl_xor_sync(0xFFFFFFFFu, acc[r], o);
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+    if (lane == r && row0 + r < N) y[row0 + r] = __float2bfloat16_rn(acc[r]);
+}
+
+// ---- host side -------------------------------------------------------------------------------
+
+inline void launch(const __nv_bfloat16* x, const uint32_t* qw, const __nv_bfloat16* sc, __nv_bfloat16* y, int N,
+                   int K, cudaStream_t st) {
+  const int chunks = (K / kGroup + kGroupsPerChunk - 1) / kGroupsPerChunk;
+  const int smem = chunks * kChunkK * static_cast<int>(sizeof(float));
+  if (cudaError_t e = cudaFuncSetAttribute(w4a16_rowstream, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      e != cudaSuccess)
+    throw d2k::abi_error(std::string("expert: rowstream shared memory: ") + cudaGetErrorString(e));
+  const int rows_per_cta = kWarps * kRows;
+  const unsigned ctas = static_cast<unsigned>((N + rows_per_cta - 1) / rows_per_cta);
+  w4a16_rowstream<<<ctas, kWarps * 32, smem, st>>>(x, qw, sc, y, N, K);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess)
+    throw d2k::abi_error(std::string("expert: rowstream launch failed: ") + cudaGetErrorString(e));
+}
+
+}  // namespace rowstream
