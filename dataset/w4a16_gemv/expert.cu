@@ -91,7 +91,7 @@
 //   %VARIANT% s256 -DW4A16_L2_256B=1
 //   %VARIANT% mchain2 -DW4A16_MMA_CHAINS=2
 //   %VARIANT% rowstream -DW4A16_ROWSTREAM=1
-//   %VARIANT% rowstream2 -DW4A16_ROWSTREAM=1 -DW4A16_RS_ROWS=2 -DW4A16_RS_DEPTH=5
+//   %VARIANT% rowstream2 -DW4A16_ROWSTREAM=1 -DW4A16_RS_ROWS=2 -DW4A16_RS_DEPTH=6
 // s256: the default with .L2::256B on the weight loads. mchain2: the default with two
 // accumulators per tile and group (even and odd mma steps), summed in fp32 before the scale:
 // chains of 4 instead of 8. Measured on the H200 (2026-12-03; docs/results/w4a16_gemv.md): s256

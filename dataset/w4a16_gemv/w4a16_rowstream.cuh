@@ -266,13 +266,17 @@ inline void launch(const __nv_bfloat16* x, const uint32_t* qw, const __nv_bfloat
                    int K, cudaStream_t st) {
   const int chunks = (K / kGroup + kGroupsPerChunk - 1) / kGroupsPerChunk;
   const int smem = chunks * kChunkK * static_cast<int>(sizeof(float));
-  if (cudaError_t e = cudaFuncSetAttribute(w4a16_rowstream, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-      e != cudaSuccess)
-    throw d2k::abi_error(std::string("expert: rowstream shared memory: ") + cudaGetErrorString(e));
+  // Two CTAs per SM need up to 2 x 113 KB: ask for the largest shared-memory carveout (L1 only
+  // holds x's staging reads and the scales; the weights bypass it).
+  cudaError_t e = cudaFuncSetAttribute(w4a16_rowstream, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(w4a16_rowstream, cudaFuncAttributePreferredSharedMemoryCarveout,
+                             static_cast<int>(cudaSharedmemCarveoutMaxShared));
+  if (e != cudaSuccess) throw d2k::abi_error(std::string("expert: rowstream shared memory: ") + cudaGetErrorString(e));
   const int rows_per_cta = kWarps * kRows;
   const unsigned ctas = static_cast<unsigned>((N + rows_per_cta - 1) / rows_per_cta);
   w4a16_rowstream<<<ctas, kWarps * 32, smem, st>>>(x, qw, sc, y, N, K);
-  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess)
+  if (e = cudaGetLastError(); e != cudaSuccess)
     throw d2k::abi_error(std::string("expert: rowstream launch failed: ") + cudaGetErrorString(e));
 }
 
