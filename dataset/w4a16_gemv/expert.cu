@@ -92,13 +92,14 @@
 //   %VARIANT% mchain2 -DW4A16_MMA_CHAINS=2
 //   %VARIANT% rowstream -DW4A16_ROWSTREAM=1
 //   %VARIANT% rowstream2 -DW4A16_ROWSTREAM=1 -DW4A16_RS_ROWS=2 -DW4A16_RS_DEPTH=6
+//   %VARIANT% rowstream3 -DW4A16_ROWSTREAM=1 -DW4A16_RS_ROWS=2 -DW4A16_RS_DEPTH=3 -DW4A16_RS_CTAS_PER_SM=3
 // s256: the default with .L2::256B on the weight loads. mchain2: the default with two
 // accumulators per tile and group (even and odd mma steps), summed in fp32 before the scale:
 // chains of 4 instead of 8. Measured on the H200 (2026-12-03; docs/results/w4a16_gemv.md): s256
 // 1.02-1.04x, mchain2 1.00-1.03x, the shared-memory rings cpa5 / cpa3l / cpa4c 0.84-0.91x
 // (more bytes in flight and line-sized DRAM order do not lift the rate); the rings' code is
 // removed, their design recorded there.
-// rowstream / rowstream2 (not yet measured): the CUDA-core path of the note above, built
+// rowstream / rowstream2 / rowstream3 (not yet measured): the CUDA-core path of the note above, built
 // (w4a16_rowstream.cuh), at B = 1 with K <= 28672 only (x as fp32 in shared memory; every other
 // shape runs this file's kernels). A warp owns R consecutive rows and all of K; each of its load
 // instructions is 512 contiguous bytes of one row; a register ring of D chunks (D - 1 in flight
@@ -106,9 +107,10 @@
 // one fp32 partial per lane and chunk, the group scale once per partial, a lane butterfly per
 // row. rowstream: R = 4, D = 3 (32 rows per CTA of 8 warps, 2-3 chunks of 2 KB in flight per
 // warp); rowstream2: R = 2, D = 6 (16 rows per CTA, 5-6 chunks of 1 KB: the same bytes in flight
-// in longer runs per row, half the FFMA chains). ptxas: 128 registers each (2 CTAs of 256 threads
-// per SM), no local memory; the inner loop issues 3.41 (rowstream) / 3.49 (rowstream2) lane
-// instructions per weight (3.125 of them the conversion and FFMA).
+// in longer runs per row, half the FFMA chains); rowstream3: R = 2, D = 3 with registers
+// budgeted for 3 CTAs per SM (24 warps where x fits three times, K <= 16384; 16 at K = 28672).
+// ptxas: 128 / 128 / 80 registers, no local memory; the inner loop issues 3.41 / 3.49 / 3.52
+// lane instructions per weight (3.125 of them the conversion and FFMA).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

@@ -44,6 +44,11 @@
 #ifndef W4A16_RS_WARPS
 #define W4A16_RS_WARPS 8
 #endif
+// CTAs per SM the registers are budgeted for (__launch_bounds__): 2 gives 128 registers per
+// thread at 8 warps; 3 gives 85 (24 warps per SM where x fits three times: K <= 16384).
+#ifndef W4A16_RS_CTAS_PER_SM
+#define W4A16_RS_CTAS_PER_SM 2
+#endif
 
 namespace rowstream {
 
@@ -182,7 +187,7 @@ __device__ __forceinline__ void chunk_fma(float (&acc)[kRows], const Stage& st, 
 
 // ---- the kernel ------------------------------------------------------------------------------
 
-__global__ void __launch_bounds__(kWarps * 32, 2)
+__global__ void __launch_bounds__(kWarps * 32, W4A16_RS_CTAS_PER_SM)
     w4a16_rowstream(const __nv_bfloat16* __restrict__ x, const uint32_t* __restrict__ qweight,
                     const __nv_bfloat16* __restrict__ scales, __nv_bfloat16* __restrict__ y, int N, int K) {
   extern __shared__ __align__(16) float4 xs[];  // [chunks · 256] float4, x_index order
