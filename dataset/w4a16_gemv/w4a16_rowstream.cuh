@@ -16,9 +16,9 @@
 // the word, nibbles 4..7 from the word shifted right by 16: per 8 weights one SHF, 8 LOP3, 8 FADD,
 // 8 FFMA (3.125 lane instructions per weight), no I2F, no lookup.
 //
-// Precision: per lane, row and chunk two fp32 partials (nibbles 0..3 and 4..7 of the four words,
-// 16 exact products each, in word order), added, then one FFMA with the group's scale into the
-// lane's fp32 accumulator; across chunks in order; at the end an xor-butterfly of the 32 lanes
+// Precision: per lane, row and chunk one fp32 partial of its 32 exact products (word by word,
+// nibbles 0..3 then 4..7; the first product starts it), then one FFMA with the group's scale into
+// the lane's fp32 accumulator; across chunks in order; at the end an xor-butterfly of the 32 lanes
 // (offsets 16, 8, 4, 2, 1) and one bf16 rounding. Every sum is fp32 (the spec's precision);
 // tests/unit/tasks/w4a16_gemv emulates exactly this order (RowstreamLaneEmulationPasses).
 #pragma once
