@@ -277,9 +277,22 @@ float rowstream_code(std::uint32_t v, int e) {
   return magic - (8388608.f + 8.f * static_cast<float>(1u << (4 * e)));
 }
 
-HostTensor emulate_rowstream(const WorkloadPlan& p, const std::vector<HostTensor>& in) {
+/// rowstream_sk's warps per CTA for a row of `chunks` chunks (w4a16_rowstream.cuh splitk_warps, 8 warps).
+int splitk_warps(std::int64_t chunks) {
+  if (chunks <= 8) return static_cast<int>(chunks);
+  for (int w = 8; w > 4; --w)
+    if (chunks % w == 0) return w;
+  return 8;
+}
+
+/// The row-stream builds. split_k = false: one warp sums all chunks of a row (rowstream,
+/// rowstream2, rowstream3); true: warp w of W = splitk_warps(chunks) sums chunks w, w + W, ... and
+/// the warps' butterfly totals are added in warp order from zero (rowstream_sk; its transposing
+/// reduction adds every row in the plain butterfly's tree).
+HostTensor emulate_rowstream(const WorkloadPlan& p, const std::vector<HostTensor>& in, bool split_k = false) {
   const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K"), G = K / kGroup;
   const std::int64_t chunks = (G + 7) / 8, words_per_row = K / 8;
+  const int W = split_k ? splitk_warps(chunks) : 1;
   const auto* x = in.at(0).as<std::uint16_t>();
   const auto* q = in.at(1).as<std::uint32_t>();
   const auto* sc = in.at(2).as<std::uint16_t>();
@@ -291,31 +304,35 @@ HostTensor emulate_rowstream(const WorkloadPlan& p, const std::vector<HostTensor
     for (std::int64_t k = 0; k < K; ++k)
       xs[static_cast<std::size_t>(k)] = bf16_bits_to_float(x[b * K + k]) * std::ldexp(1.f, -4 * static_cast<int>(k % 4));
     for (std::int64_t n = 0; n < N; ++n) {
-      float acc[32] = {};
-      for (int lane = 0; lane < 32; ++lane) {
-        for (std::int64_t c = 0; c < chunks; ++c) {
-          const std::int64_t g = c * 8 + lane / 4;
-          if (g >= G) continue;  // the kernel adds scale · (a sum of exact zeros) there
-          float part = 0.f;
-          for (int u = 0; u < 4; ++u) {
-            const std::uint32_t w = q[n * words_per_row + c * 128 + lane * 4 + u];
-            const std::int64_t k0 = c * 1024 + 32 * lane + 8 * u;
-            for (int h = 0; h < 2; ++h)
-              for (int e = 0; e < 4; ++e) {
-                const float xv = xs[static_cast<std::size_t>(k0 + 4 * h + e)];
-                const float code = rowstream_code(h == 0 ? w : w >> 16, e);
-                part = u == 0 && h == 0 && e == 0 ? xv * code : std::fmaf(xv, code, part);
-              }
+      float total = 0.f;
+      for (int w = 0; w < W; ++w) {
+        float acc[32] = {};
+        for (int lane = 0; lane < 32; ++lane) {
+          for (std::int64_t c = w; c < chunks; c += W) {
+            const std::int64_t g = c * 8 + lane / 4;
+            if (g >= G) continue;  // the kernel adds scale · (a sum of exact zeros) there
+            float part = 0.f;
+            for (int u = 0; u < 4; ++u) {
+              const std::uint32_t word = q[n * words_per_row + c * 128 + lane * 4 + u];
+              const std::int64_t k0 = c * 1024 + 32 * lane + 8 * u;
+              for (int h = 0; h < 2; ++h)
+                for (int e = 0; e < 4; ++e) {
+                  const float xv = xs[static_cast<std::size_t>(k0 + 4 * h + e)];
+                  const float code = rowstream_code(h == 0 ? word : word >> 16, e);
+                  part = u == 0 && h == 0 && e == 0 ? xv * code : std::fmaf(xv, code, part);
+                }
+            }
+            acc[lane] = std::fmaf(bf16_bits_to_float(sc[n * G + g]), part, acc[lane]);
           }
-          acc[lane] = std::fmaf(bf16_bits_to_float(sc[n * G + g]), part, acc[lane]);
         }
+        for (int o = 16; o >= 1; o >>= 1) {  // __shfl_xor_sync butterfly: both partners get the same sum
+          float next[32];
+          for (int lane = 0; lane < 32; ++lane) next[lane] = acc[lane] + acc[lane ^ o];
+          std::copy(next, next + 32, acc);
+        }
+        total = split_k ? total + acc[0] : acc[0];
       }
-      for (int o = 16; o >= 1; o >>= 1) {  // __shfl_xor_sync butterfly: both partners get the same sum
-        float next[32];
-        for (int lane = 0; lane < 32; ++lane) next[lane] = acc[lane] + acc[lane ^ o];
-        std::copy(next, next + 32, acc);
-      }
-      yp[b * N + n] = float_to_bf16_bits(acc[0]);
+      yp[b * N + n] = float_to_bf16_bits(total);
     }
   }
   return y;
@@ -377,14 +394,17 @@ TEST_F(W4A16Tolerance, ExpertLaneEmulationPasses) {
 
 TEST_F(W4A16Tolerance, RowstreamLaneEmulationPasses) {
   // The row-stream builds (magic-number fp32 codes, one partial per lane and chunk, scale per
-  // group, lane butterfly) against the golden on every check workload, beside the default's
-  // lane emulation: both are fp32 sums of exact products, far inside the rule.
-  for (const Case& c : *cases_) {
-    const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream(c.plan, c.inputs));
-    report("rowstream", c, r);
-    EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " rowstream: " << r.message;
-    EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid;
-  }
+  // group, lane butterfly; rowstream_sk: chunks split over warps, their totals added in order)
+  // against the golden on every check workload, beside the default's lane emulation: all are fp32
+  // sums of exact products, far inside the rule.
+  for (const Case& c : *cases_)
+    for (bool split_k : {false, true}) {
+      const CompareResult r =
+          compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream(c.plan, c.inputs, split_k));
+      report(split_k ? "rowstream_sk" : "rowstream", c, r);
+      EXPECT_TRUE(r.passed) << c.plan.workload.uuid << (split_k ? " rowstream_sk: " : " rowstream: ") << r.message;
+      EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid;
+    }
 }
 
 TEST(W4A16Rowstream, MagicNumberCodesAreExact) {
@@ -472,8 +492,11 @@ TEST(W4A16Hidden, ExpertAndNaivePassHiddenDraws) {
       report(v == Variant::kExpert ? "expert" : "naive", c, r);
       EXPECT_TRUE(r.passed) << c.plan.workload.uuid << ": " << r.message;
     }
-    const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream(c.plan, c.inputs));
-    report("rowstream", c, r);
-    EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " rowstream: " << r.message;
+    for (bool split_k : {false, true}) {
+      const CompareResult r =
+          compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream(c.plan, c.inputs, split_k));
+      report(split_k ? "rowstream_sk" : "rowstream", c, r);
+      EXPECT_TRUE(r.passed) << c.plan.workload.uuid << (split_k ? " rowstream_sk: " : " rowstream: ") << r.message;
+    }
   }
 }
