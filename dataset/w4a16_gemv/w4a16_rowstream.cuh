@@ -203,7 +203,7 @@ __device__ __forceinline__ void chunk_fma(float (&acc)[kRows], const Stage& st, 
 }
 
 // ---- the kernel ------------------------------------------------------------------------------
-
+#if !W4A16_RS_SPLITK
 __global__ void __launch_bounds__(kWarps * 32, W4A16_RS_CTAS_PER_SM)
     w4a16_rowstream(const __nv_bfloat16* __restrict__ x, const uint32_t* __restrict__ qweight,
                     const __nv_bfloat16* __restrict__ scales, __nv_bfloat16* __restrict__ y, int N, int K) {
@@ -281,6 +281,7 @@ __global__ void __launch_bounds__(kWarps * 32, W4A16_RS_CTAS_PER_SM)
   for (int r = 0; r < kRows; ++r)
     if (lane == r && row0 + r < N) y[row0 + r] = __float2bfloat16_rn(acc[r]);
 }
+#endif  // !W4A16_RS_SPLITK
 
 // ---- the split-K kernel (rowstream_sk) -------------------------------------------------------
 #if W4A16_RS_SPLITK
