@@ -418,6 +418,51 @@ TEST(W4A16Rowstream, MagicNumberCodesAreExact) {
     }
 }
 
+TEST(W4A16Rowstream, SplitKRingComputesEveryStepItRequested) {
+  // rowstream_sk's control flow, transcribed from w4a16_rowstream_sk (8 row groups per CTA, a ring
+  // of 3): the (row group, chunk) each slot requests, the step computed from it, and where the
+  // warp's partials go. Every step computes the slot that was requested for it, every chunk of
+  // every row group is computed by exactly one warp, and each warp reduces each row group once,
+  // after its last chunk, for every row length of 1..40 chunks (K up to 40960).
+  constexpr int kGroups = 8, kDepth = 3;
+  for (int chunks = 1; chunks <= 40; ++chunks) {
+    const int W = splitk_warps(chunks);
+    ASSERT_GE(W, 1);
+    ASSERT_LE(W, std::min(chunks, 8));
+    std::vector<int> computed(static_cast<std::size_t>(kGroups * chunks), 0), reduced(kGroups * W, 0);
+    for (int warp = 0; warp < W; ++warp) {
+      const int cw = (chunks - warp + W - 1) / W, steps = kGroups * cw;
+      struct Slot {
+        int g, i;
+        bool live;
+      } ring[kDepth];
+      auto advance = [cw](int& g, int& i) {
+        if (++i == cw) i = 0, ++g;
+      };
+      int gi = 0, ii = 0;
+      for (int s = 0; s < kDepth; ++s) {
+        ring[s] = {gi, ii, s < steps};
+        advance(gi, ii);
+      }
+      int gc = 0, ic = 0;
+      for (int t0 = 0; t0 < steps; t0 += kDepth)
+        for (int s = 0; s < kDepth; ++s) {
+          if (t0 + s >= steps) break;
+          ASSERT_TRUE(ring[s].live && ring[s].g == gc && ring[s].i == ic) << chunks << " chunks, warp " << warp;
+          const int c = warp + ic * W;
+          ASSERT_LT(c, chunks);
+          ++computed[static_cast<std::size_t>(gc * chunks + c)];
+          if (ic == cw - 1) ++reduced[static_cast<std::size_t>(gc * W + warp)];
+          advance(gc, ic);
+          ring[s] = {gi, ii, t0 + s + kDepth < steps};
+          advance(gi, ii);
+        }
+    }
+    for (int v : computed) EXPECT_EQ(v, 1) << chunks << " chunks";
+    for (int v : reduced) EXPECT_EQ(v, 1) << chunks << " chunks";
+  }
+}
+
 TEST_F(W4A16Tolerance, Bf16RunningSumFails) {
   for (const Case& c : *cases_) {
     if (axis(c.plan, "K") < 1024 || axis(c.plan, "B") * axis(c.plan, "N") < 32) continue;  // short sums: bf16 can be lucky
