@@ -90,12 +90,34 @@
 // Variants built (`// %VARIANT%` lines; measured by scripts/gpu/checks/t-w4a16.sh):
 //   %VARIANT% s256 -DW4A16_L2_256B=1
 //   %VARIANT% mchain2 -DW4A16_MMA_CHAINS=2
+//   %VARIANT% rowstream -DW4A16_ROWSTREAM=1
+//   %VARIANT% rowstream2 -DW4A16_ROWSTREAM=1 -DW4A16_RS_ROWS=2 -DW4A16_RS_DEPTH=6
+//   %VARIANT% rowstream3 -DW4A16_ROWSTREAM=1 -DW4A16_RS_ROWS=2 -DW4A16_RS_DEPTH=3 -DW4A16_RS_CTAS_PER_SM=3
+//   %VARIANT% rowstream_sk -DW4A16_ROWSTREAM=1 -DW4A16_RS_SPLITK=1
 // s256: the default with .L2::256B on the weight loads. mchain2: the default with two
 // accumulators per tile and group (even and odd mma steps), summed in fp32 before the scale:
 // chains of 4 instead of 8. Measured on the H200 (2026-12-03; docs/results/w4a16_gemv.md): s256
 // 1.02-1.04x, mchain2 1.00-1.03x, the shared-memory rings cpa5 / cpa3l / cpa4c 0.84-0.91x
 // (more bytes in flight and line-sized DRAM order do not lift the rate); the rings' code is
 // removed, their design recorded there.
+// rowstream / rowstream2 / rowstream3 / rowstream_sk (not yet measured): the CUDA-core path of
+// the note above, built
+// (w4a16_rowstream.cuh), at B = 1 with K <= 28672 only (x as fp32 in shared memory; every other
+// shape runs this file's kernels). A warp owns R consecutive rows and all of K; each of its load
+// instructions is 512 contiguous bytes of one row; a register ring of D chunks (D - 1 in flight
+// during a chunk's arithmetic); magic-number fp32 codes, x pre-scaled by 16^-e in shared memory,
+// one fp32 partial per lane and chunk, the group scale once per partial, a lane butterfly per
+// row. rowstream: R = 4, D = 3 (32 rows per CTA of 8 warps, 2-3 chunks of 2 KB in flight per
+// warp); rowstream2: R = 2, D = 6 (16 rows per CTA, 5-6 chunks of 1 KB: the same bytes in flight
+// in longer runs per row, half the FFMA chains); rowstream3: R = 2, D = 3 with registers
+// budgeted for 3 CTAs per SM (24 warps where x fits three times, K <= 16384; 16 at K = 28672).
+// rowstream_sk: rowstream's rows, chunks and ring with the CTA's warps splitting each row's
+// chunks (K = 8192: 8 warps of one chunk; K = 28672: 7 of four), so the CTA's loads in flight
+// cover whole rows of a contiguous block (a copy kernel's dense window on the DRAM side); per
+// row group a transposing warp reduction into shared memory, the warps' partials added in order.
+// ptxas: 128 / 128 / 80 / 128 registers, no local memory; the inner loop issues 3.41 / 3.49 / 3.52
+// / 3.99 (K = 8192, a reduction every step) lane instructions per weight (3.125 of them the
+// conversion and FFMA).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -120,6 +142,14 @@
 // even and odd steps in two chains of 4, added in fp32 before the scale.
 #ifndef W4A16_MMA_CHAINS
 #define W4A16_MMA_CHAINS 1
+#endif
+// 1: B = 1 (with K <= 28672) takes the CUDA-core row-stream path of w4a16_rowstream.cuh; other
+// shapes keep this file's tensor-core path.
+#ifndef W4A16_ROWSTREAM
+#define W4A16_ROWSTREAM 0
+#endif
+#if W4A16_ROWSTREAM
+#include "w4a16_rowstream.cuh"
 #endif
 namespace {
 
@@ -365,6 +395,12 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const auto* sp = d2k::data<const __nv_bfloat16>(scales);
     auto* yp = d2k::data<__nv_bfloat16>(y);
     auto st = static_cast<cudaStream_t>(args->stream);
+#if W4A16_ROWSTREAM
+    if (rowstream::serves(B, K)) {
+      rowstream::launch(xp, qp, sp, yp, int(N), int(K), st);
+      return D2K_OK;
+    }
+#endif
     if (B <= 8)
       launch<1>(args, xp, qp, sp, yp, int(B), int(N), int(K), st);
     else
