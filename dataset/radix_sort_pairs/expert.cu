@@ -16,14 +16,16 @@
 //         owns 768 consecutive pairs, so (warp, item, lane) is the input order);
 //      c. warp multisplit: per item, __match_any_sync on the digit gives the lanes that share it;
 //         a lane's rank is the warp's running count of the digit (a per-warp shared histogram,
-//         updated by the lowest peer) plus its peers in lower lanes: stable by construction. The
-//         values are loaded after it (needed only from e);
+//         updated by the lowest peer) plus its peers in lower lanes: stable by construction;
 //      d. thread d (one per digit) turns the per-warp counts into each warp's first rank and the
 //         tile's count, publishes the count (AGGREGATE; tile 0: INCLUSIVE) at once, and a block
 //         scan gives the tile-local start of every digit;
-//      e. keys and values staged in shared memory in the tile's digit order;
-//      f. decoupled look-back, thread d for digit d: predecessor tiles' words of the digit, from
-//         the nearest back, summed until an INCLUSIVE one; then the tile's INCLUSIVE prefix.
+//      e. keys staged in shared memory in the tile's digit order, then the values loaded (their
+//         round trip overlaps f; keys and values never take registers together: 3 CTAs per SM)
+//         and staged the same way;
+//      f. decoupled look-back, thread d for digit d: predecessor tiles' words of the digit, 16
+//         loaded per round trip and consumed from the nearest back, summed until an INCLUSIVE
+//         one; then the tile's INCLUSIVE prefix.
 //         Flag and count share one 32-bit word, so a relaxed load sees both or neither;
 //      g. pairs written from shared memory by consecutive threads at consecutive tile positions:
 //         a digit's run of the tile (24 pairs on average for uniform keys) goes to consecutive
@@ -31,8 +33,8 @@
 // The digit counts, tile counters and look-back words are the workspace, zeroed by one memset per
 // call (4 B per digit per tile per pass: 1 KB per 6144 pairs per pass, 1/96 of the pass's 96 KB).
 //
-// Where a tile's time goes (issue #17; an estimate from the source and the SASS, no profile yet).
-// At 2.5e8 pairs a pass is 40,691 tiles over 264 resident CTAs (132 SMs x 2), 154 rounds. The
+// Where a tile's time went in the form before (prev24; issue #17; an estimate from the source and
+// the SASS, no profile; the sweep below tested it). At 2.5e8 pairs a pass is 40,691 tiles over 264 resident CTAs (132 SMs x 2), 154 rounds. The
 // tile's DRAM time, 6144 pairs x 16 B at ~3 TB/s shared by 264 CTAs, is ~8.6 us; the measured pass
 // (~3.1 ms of the 12.9 ms call) gives ~20 us per tile. Per tile, on the CTA's critical path (SM
 // cycles at 1.98 GHz; "wavefronts": shared-memory passes, ~1 per cycle per SM):
@@ -60,63 +62,46 @@
 // the match ranking) walks its look-back one word per round trip as well; with L ~ sqrt(264 r^2)
 // once L dominates, throughput goes as tile size x sqrt(CTAs in flight), which predicts CUB
 // (1.44x the pairs per tile, 3 CTAs per SM if it fits 85 registers) ~1.8x ahead: the ratio measured.
-// The variants below remove one cost each (and two combine them):
-//   - lbwin16: the look-back loads the words of 16 consecutive predecessors at once and consumes
-//     them nearest first (rs::lookback_round): a round trip covers 16 tiles, L / 16 in the model;
-//   - lbearly: the look-back runs before the block scan and staging, overlapping the values'
-//     round trip (e) instead of following it, and publishes INCLUSIVE one phase earlier;
-//   - fold: each digit's tile start added into the per-warp first ranks once (step d), so staging
-//     reads one table per pair instead of two (half of e's conflicted loads);
-//   - vlate3: the values loaded after the keys are staged (their registers then free) and the
-//     ranks held two to a register: 80 registers, 3 CTAs per SM (24 warps, 396 CTAs in flight,
-//     1.5x the memory parallelism); the look-back overlaps the values' round trip.
-// Expected winner: vlate3_lbwin16 (the window makes the look-back short at any number of CTAs in
-// flight, and the third CTA per SM hides a-e behind the other two): in the model, ~7-9 us per
-// tile, DRAM-bound, ~1.4 ms per pass, ~6 ms per call at 2.5e8 against CUB's 6.86 ms.
+// The H200 sweep of 2026-12-03 (2.5e8 uniform, one d2k run: `D2K_CHECK_STEPS=variants
+// scripts/gpu/checks/t-sort.sh`, docs/results/radix_sort_pairs.md), each variant removing one cost
+// of the form before (24 pairs per thread, values loaded during the ranking, a one-word look-back,
+// 2 CTAs per SM: 12898 us, CUB 6897 us, noise <= 0.5%):
+//   - a 16-word look-back window (rs::lookback_round, a round trip covers 16 tiles): 1.03x;
+//   - the look-back before the block scan and staging (overlapping the values' loads): 0.88x;
+//   - the tile's digit starts folded into the per-warp first ranks (one table read per staged
+//     pair): 1.02x;
+//   - the values loaded after the keys are staged, ranks two to a register: 80 registers, 3 CTAs per
+//     SM (1.5x the memory parallelism): 1.15x;
+//   - the window, early look-back and folded starts together at 2 CTAs per SM: 0.97x;
+//   - late values, 16-bit ranks, 3 CTAs per SM and the 16-word window (this kernel): 9665 us,
+//     1.33x the form before, 0.71x CUB.
+// So the look-back's depth was not the main cost at 2 CTAs per SM; memory parallelism was, and the
+// window pays once a third CTA per SM shortens the tile time. The early look-back and the folded
+// starts are not kept.
 //
-// Variants considered (the H200 table is in docs/results/radix_sort_pairs.md; register counts
-// from ptxas for sm_90a; H200 medians of 2026-12-02 from `d2k bench --task radix_sort_pairs
-// --targets naive,library,expert,torch_eager --bench-rounds 1 --max-time 0.5`, noise <= 1.3%, as
-// n1e6 / n2.5e8-uniform / n2.5e8-zipf8 us):
+// Variants considered (register counts from ptxas for sm_90a; H200 medians as n1e6 /
+// n2.5e8-uniform / n2.5e8-zipf8 us):
 //   - this one: 8-bit digits, 24 pairs per thread (6144 per tile, near CUB's 384 x 23 on Hopper),
-//     2 CTAs per SM: 127 registers, no spills, 58 KB of shared memory per CTA.
-//     H200: 119.4 / 12865.0 / 8244.2 us (3.1% / 7.3% / 11.3% of SOL): 0.71x / 0.53x / 0.65x CUB;
-//   - items16: 16 pairs per thread (4096 per tile), 3 CTAs per SM: 80 registers, 36 B spilled;
-//     shorter runs per digit, more look-back words, more CTAs to hide the look-back (H200: not yet
-//     measured; `D2K_CHECK_STEPS=variants scripts/gpu/checks/t-sort.sh` times items16/12/32);
-//   - items12: 12 pairs per thread, 4 CTAs per SM: 64 registers, 36 B spilled (not yet measured);
-//   - items32: 32 pairs per thread (8192 per tile), 2 CTAs per SM: 128 registers, 124 B spilled
-//     (not yet measured);
-//   - lbwin16 (-DRS_LOOKBACK_WINDOW=16): 126 registers, no spills, 2 CTAs per SM (not yet measured);
-//   - lbearly (-DRS_LOOKBACK_EARLY=1): 127 registers, no spills (not yet measured);
-//   - fold (-DRS_STAGE_FOLD=1): 128 registers, no spills (not yet measured);
-//   - vlate3 (-DRS_VALUES_LATE=1 -DRS_RANK16=1 -DRS_MIN_BLOCKS=3): 80 registers, no spills,
-//     3 x 58 KB of shared memory per SM (not yet measured);
-//   - lbwin8_early_fold: the three 2-CTA changes together (a 16-word window with the early
-//     look-back spills 8 B at 128 registers; 8 words fit): 128 registers, no spills (not yet measured);
-//   - vlate3_lbwin16: vlate3 with the 16-word window: 80 registers, no spills (not yet measured);
+//     values loaded late, 16-bit ranks, 3 CTAs per SM, 16-word look-back window: 80 registers, no
+//     spills, 58 KB of shared memory per CTA (the largest carveout asked for).
+//     H200 (2026-12-03): 9665 us on n2.5e8-uniform (0.71x CUB);
+//   - prev24 (the default until 2026-12-03): values loaded during the ranking, one-word look-back,
+//     2 CTAs per SM: 127 registers. H200 (2026-12-02): 119.4 / 12865.0 / 8244.2 us (3.1% / 7.3% /
+//     11.3% of SOL): 0.71x / 0.53x / 0.65x CUB;
+//   - 16, 12 or 32 pairs per thread (RS_ITEMS): with the values loaded early they spilled (36-124
+//     B) at the CTAs per SM they aimed for; not measured;
+//   - 11-bit digits (3 passes, 52 B per pair instead of 68): 2048 buckets per tile make the
+//     per-digit steps 8 digits per thread and the per-warp histograms 64 KB per CTA; not built
+//     (CUB also keeps 8 bits for 32-bit keys on Hopper);
 //   - the running counts advanced by the lowest peer's returning shared atomic (its old value
 //     shuffled to the peers) instead of load / store: built, dropped unmeasured: the shuffle of
 //     item i waits for its atomic, and the next item's atomic sits behind that divergent branch,
 //     so the chain stays one round trip per item, as in the load / store form;
-//   - 11-bit digits (3 passes, 52 B per pair instead of 68): 2048 buckets per tile make the
-//     per-digit steps 8 digits per thread and the per-warp histograms 64 KB per CTA; not built
-//     (CUB also keeps 8 bits for 32-bit keys on Hopper);
-//   - keys and values staged through one buffer (values after the keys are written): 4 B less
-//     shared memory per pair, but one more barrier pair and the output indices kept in registers;
 //   - CUB's DeviceRadixSort::SortPairs (library.cu), the same algorithm family tuned by NVIDIA.
 //     H200: 85.0 / 6857.3 / 5335.6 us (4.4% / 13.6% / 17.5% of SOL);
 //   - the textbook three kernels per digit (naive.cu): keys read twice per pass, a count array.
 //     H200: 188.1 / 45514.3 / 14748.2 us.
-// %VARIANT% items16 -DRS_ITEMS=16 -DRS_MIN_BLOCKS=3
-// %VARIANT% items12 -DRS_ITEMS=12 -DRS_MIN_BLOCKS=4
-// %VARIANT% items32 -DRS_ITEMS=32 -DRS_MIN_BLOCKS=2
-// %VARIANT% lbwin16 -DRS_LOOKBACK_WINDOW=16
-// %VARIANT% lbearly -DRS_LOOKBACK_EARLY=1
-// %VARIANT% fold -DRS_STAGE_FOLD=1
-// %VARIANT% vlate3 -DRS_VALUES_LATE=1 -DRS_RANK16=1 -DRS_MIN_BLOCKS=3
-// %VARIANT% lbwin8_early_fold -DRS_LOOKBACK_WINDOW=8 -DRS_LOOKBACK_EARLY=1 -DRS_STAGE_FOLD=1
-// %VARIANT% vlate3_lbwin16 -DRS_VALUES_LATE=1 -DRS_RANK16=1 -DRS_MIN_BLOCKS=3 -DRS_LOOKBACK_WINDOW=16
+// %VARIANT% prev24 -DRS_VALUES_LATE=0 -DRS_RANK16=0 -DRS_MIN_BLOCKS=2 -DRS_LOOKBACK_WINDOW=1
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -127,32 +112,21 @@
 #include "rs_args.h"
 #include "rs_core.h"
 
-#ifndef RS_LOOKBACK_EARLY
-// 1: the look-back runs before the tile's block scan and staging, while the values are in flight.
-#define RS_LOOKBACK_EARLY 0
-#endif
-
-#ifndef RS_STAGE_FOLD
-// 1: the tile's digit starts are added into the per-warp first ranks once per digit (step d), so
-// staging reads one table per item instead of two.
-#define RS_STAGE_FOLD 0
-#endif
-
 #ifndef RS_VALUES_LATE
 // 1: the values are loaded after the keys are staged (as CUB's onesweep does), so keys and values
 // are never in registers together: 24 pairs per thread fit the 80 registers of 3 CTAs per SM.
-#define RS_VALUES_LATE 0
+#define RS_VALUES_LATE 1
 #endif
 
 #ifndef RS_RANK16
 // 1: a thread's ranks are held two to a register (struct Ranks).
-#define RS_RANK16 0
+#define RS_RANK16 1
 #endif
 
 #ifndef RS_MIN_BLOCKS
-// Resident CTAs per SM the register budget is cut for: at 2 with 24 pairs per thread, ptxas fits
-// the onesweep kernel in 127 registers without spills (at 3 it would spill).
-#define RS_MIN_BLOCKS 2
+// Resident CTAs per SM the register budget is cut for: 3 with the values loaded late and 16-bit
+// ranks (80 registers, no spills); 2 with the values loaded early (127 registers; at 3 it spills).
+#define RS_MIN_BLOCKS 3
 #endif
 
 namespace {
@@ -367,31 +341,15 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
   }
   const uint32_t mine = count - (d == kDigits - 1 ? static_cast<uint32_t>(kTile - valid) : 0u);  // pads excluded
   store_status(status + tile * kDigits + d, (tile == 0 ? rs::kFlagInclusive : rs::kFlagAggregate) | mine);
-#if RS_LOOKBACK_EARLY
-  // f, early: the look-back's round trips overlap the values' loads (step e waits for those).
-  const uint32_t exclusive = look_back(status, tile, d, mine);
-#endif
   const uint32_t start = block_exclusive_scan(count, s.warp_totals);  // its barrier also publishes warp_hist
   s.tile_start[d] = start;
-#if RS_STAGE_FOLD
-  // Each warp's first rank in digit d becomes its first tile position: one table read per item in e.
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) s.warp_hist[w][d] += start;
-#endif
-#if RS_LOOKBACK_EARLY
-  s.out_shift[d] = static_cast<int32_t>(digit_offsets[d] + exclusive) - static_cast<int32_t>(start);
-#endif
   __syncthreads();
 
   // e. Keys and values into shared memory at their tile position.
 #pragma unroll
   for (int i = 0; i < kItems; ++i) {
     const unsigned dk = rs::digit(key[i], pass);
-#if RS_STAGE_FOLD
-    const uint32_t at = rank.get(i) + hist[dk];
-#else
     const uint32_t at = rank.get(i) + s.tile_start[dk] + hist[dk];
-#endif
     s.stage_keys[at] = key[i];
 #if RS_VALUES_LATE
     rank.set(i, at);
@@ -407,11 +365,9 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
   for (int i = 0; i < kItems; ++i) val[i] = 32 * i < left ? __ldcs(values_in + first + 32 * i) : 0u;
 #endif
 
-#if !RS_LOOKBACK_EARLY
   // f. Decoupled look-back for digit d: this tile's first output index of the digit.
   const uint32_t exclusive = look_back(status, tile, d, mine);
   s.out_shift[d] = static_cast<int32_t>(digit_offsets[d] + exclusive) - static_cast<int32_t>(s.tile_start[d]);
-#endif
 #if RS_VALUES_LATE
 #pragma unroll
   for (int i = 0; i < kItems; ++i) s.stage_values[rank.get(i)] = val[i];

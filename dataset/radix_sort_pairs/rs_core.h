@@ -53,7 +53,7 @@ RS_HD uint32_t status_value(uint32_t w) { return w & kValueMask; }
 RS_HD int64_t num_tiles(int64_t n) { return (n + kTile - 1) / kTile; }
 
 #ifndef RS_LOOKBACK_WINDOW
-#define RS_LOOKBACK_WINDOW 1  ///< predecessor words a look-back thread loads per round trip
+#define RS_LOOKBACK_WINDOW 16  ///< predecessor words a look-back thread loads per round trip (1: one per round trip, the form before 2026-12-03)
 #endif
 constexpr int kLookbackWindow = RS_LOOKBACK_WINDOW;
 static_assert(kLookbackWindow >= 1 && kLookbackWindow <= 32, "RS_LOOKBACK_WINDOW: 1 .. 32 words per round");

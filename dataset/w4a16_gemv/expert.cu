@@ -88,12 +88,12 @@
 //     Its real advantage would be free DRAM order (a warp reading 512 contiguous bytes), which
 //     cpa3l / cpa4c tested inside the tensor-core path without a gain.
 // Variants built (`// %VARIANT%` lines; measured by scripts/gpu/checks/t-w4a16.sh):
-//   %VARIANT% s256 -DW4A16_L2_256B=1
-//   %VARIANT% mchain2 -DW4A16_MMA_CHAINS=2
-//   %VARIANT% rowstream -DW4A16_ROWSTREAM=1
-//   %VARIANT% rowstream2 -DW4A16_ROWSTREAM=1 -DW4A16_RS_ROWS=2 -DW4A16_RS_DEPTH=6
-//   %VARIANT% rowstream3 -DW4A16_ROWSTREAM=1 -DW4A16_RS_ROWS=2 -DW4A16_RS_DEPTH=3 -DW4A16_RS_CTAS_PER_SM=3
-//   %VARIANT% rowstream_sk -DW4A16_ROWSTREAM=1 -DW4A16_RS_SPLITK=1
+//   %VARIANT% s256 -DW4A16_ROWSTREAM=0 -DW4A16_L2_256B=1
+//   %VARIANT% mchain2 -DW4A16_ROWSTREAM=0 -DW4A16_MMA_CHAINS=2
+//   %VARIANT% hmma_b1 -DW4A16_ROWSTREAM=0
+//   %VARIANT% rowstream2 -DW4A16_RS_ROWS=2 -DW4A16_RS_DEPTH=6
+//   %VARIANT% rowstream3 -DW4A16_RS_ROWS=2 -DW4A16_RS_DEPTH=3 -DW4A16_RS_CTAS_PER_SM=3
+//   %VARIANT% rowstream_sk -DW4A16_RS_SPLITK=1
 // s256: the default with .L2::256B on the weight loads. mchain2: the default with two
 // accumulators per tile and group (even and odd mma steps), summed in fp32 before the scale:
 // chains of 4 instead of 8. Measured on the H200 (2026-12-03; docs/results/w4a16_gemv.md): s256
@@ -143,10 +143,11 @@
 #ifndef W4A16_MMA_CHAINS
 #define W4A16_MMA_CHAINS 1
 #endif
-// 1: B = 1 (with K <= 28672) takes the CUDA-core row-stream path of w4a16_rowstream.cuh; other
-// shapes keep this file's tensor-core path.
+// 1 (the default since 2026-12-03, measured 1.05 / 1.03 / 1.17x the tensor-core path at B = 1):
+// B = 1 (with K <= 28672) takes the CUDA-core row-stream path of w4a16_rowstream.cuh; other
+// shapes keep this file's tensor-core path. 0: the tensor-core path at every B (variant hmma_b1).
 #ifndef W4A16_ROWSTREAM
-#define W4A16_ROWSTREAM 0
+#define W4A16_ROWSTREAM 1
 #endif
 #if W4A16_ROWSTREAM
 #include "w4a16_rowstream.cuh"

@@ -80,7 +80,7 @@ starter_verdict 10
 small=moe_topk_router-check-37x64-k6-odd,moe_topk_router-check-513x60-k4-qwen1.5,moe_topk_router-check-333x512-k10-qwen3next,moe_topk_router-check-300x128-k8-ties,moe_topk_router-check-4097x256-k8
 tiny=moe_topk_router-check-37x64-k6-odd,moe_topk_router-check-513x60-k4-qwen1.5,moe_topk_router-check-300x128-k8-ties
 sanitize memcheck 15 "$small"
-sanitize racecheck 15 "$tiny"
+sanitize racecheck 45 "$tiny"
 
 golden_step --show 16 10 "" $helpers/golden_check.py --dataset dataset
 sass_counts "ATOMS\.[A-Z0-9.]*|ATOMG\.[A-Z0-9.]*|RED\.[A-Z0-9.]*|POPC|SHFL\.[A-Z]+|MUFU\.EX2|MEMBAR\.[A-Z.]*|LDG\.E\.EF[A-Z0-9.]*"

@@ -10,17 +10,12 @@
 # scripts/gpu/run_checks.sh: each step gets what is left of a 140 s budget (SORT_BUDGET_S).
 # A sweep (D2K_CHECK_STEPS set, e.g. to the variant steps) times the variants beside the expert AND
 # the library (CUB) in one d2k bench on the 2.5e8 uniform row (ratios hold only within one run),
-# and runs each of issue #17's variants (lbwin*, lbearly, fold, vlate3*: expert.cu's header) under
-# memcheck on three check workloads (one tile; 17 tiles of uniform keys; 33 tiles of Zipf keys,
-# whose look-backs walk past AGGREGATE words) and racecheck on the one-tile one (steps
-# memcheck_NAME, racecheck_NAME; and its SASS without local memory). The two combined variants
-# build every changed code path (window, early look-back, folded starts, late values, 16-bit
-# ranks, 3 CTAs per SM), so the timing and their sanitizer steps fit 120 s:
-#   D2K_CHECK_STEPS=variants,memcheck_vlate3_lbwin16,racecheck_vlate3_lbwin16,memcheck_lbwin8_early_fold,\
-#   racecheck_lbwin8_early_fold SORT_BUDGET_S=120 scripts/gpu/checks/t-sort.sh CARRY OUT
-# and the single-change variants' sanitizer steps (about 100 s):
-#   D2K_CHECK_STEPS=$(for v in lbwin16 lbearly fold vlate3; do printf 'memcheck_%s,racecheck_%s,' $v $v; done) \
-#   SORT_BUDGET_S=120 scripts/gpu/checks/t-sort.sh CARRY OUT
+# and runs each variant under memcheck on three check workloads (one tile; 17 tiles of uniform
+# keys; 33 tiles of Zipf keys, whose look-backs walk past AGGREGATE words) and racecheck on the
+# one-tile one (steps memcheck_NAME, racecheck_NAME; and its SASS without local memory):
+#   D2K_CHECK_STEPS=variants,memcheck_prev24,racecheck_prev24 SORT_BUDGET_S=120 \
+#     scripts/gpu/checks/t-sort.sh CARRY OUT
+# (the sweep of 2026-12-03 that chose the default: expert.cu's header).
 # Extra after OUT (not run by run_checks.sh): `big` benches the 1e9 row (naive, expert, library,
 # and torch_eager where torch is installed; 8 GB in and 8 GB out per set, 8 GB more of workspace),
 # with its own allowance of 400 s.
@@ -51,17 +46,12 @@ validate_step
 bench_step --files "bench_$task" --pass "bench: every target PASSED (check workloads, the 1e6 and the 2.5e8 bench workloads)" \
   --show 12 bench 60 "naive,expert,library$torch" "$checks,$small"
 if [ "$sweep" = 1 ]; then
-  # The expected winner first and the older tile-size variants last: a run cut by its time limit
-  # keeps the finished targets' records.
   variants=$(built_variants)
   if [ -z "$variants" ]; then
     selected variants && fail "no expert variants built under $carry/impl/$task"
   else
     sweep_targets=expert,library
-    for v in vlate3_lbwin16 lbwin8_early_fold vlate3 lbwin16 lbearly fold $variants; do
-      [[ ",$sweep_targets," == *",expert:$v,"* ]] && continue
-      [ -f "$carry/impl/$task/expert_$v.so" ] && sweep_targets+=,expert:$v
-    done
+    for v in $variants; do sweep_targets+=,expert:$v; done
     bench_step --pass "variants: every variant PASSED" --show 14 variants 60 "$sweep_targets" "$variant_rows" \
       --max-time 0.3 --bench-rounds 1
   fi
@@ -74,7 +64,6 @@ sanitize memcheck 15 "$checks"
 sanitize racecheck 15 "$race_rows"
 if [ "$sweep" = 1 ]; then
   for v in $(built_variants); do
-    [[ $v == lbwin* || $v == lbearly || $v == fold || $v == vlate3* ]] || continue
     sanitize --impl "expert:$v" memcheck 12 "$variant_checks"
     sanitize --impl "expert:$v" racecheck 12 "$race_rows"
     sass_counts --so "expert_$v" "MATCH\.ANY|LD\.E\.STRONG\.GPU|ST\.E\.STRONG\.GPU|BAR\.SYNC[A-Z.]*" "MATCH.ANY" "LDL|STL"

@@ -186,16 +186,23 @@ golden_step() {
   return $rc
 }
 
-# sanitize [--impl IMPL] [--name STEP] TOOL SECONDS WORKLOADS [ARGS...]: `d2k check` of the task's
+# sanitize [--impl IMPL] [--name STEP] [--exclude KERNEL_SUBSTRING] TOOL SECONDS WORKLOADS [ARGS...]: `d2k check` of the task's
 # expert (or IMPL, e.g. expert:NAME: step TOOL_NAME; --name: step STEP, e.g. for a bench workload,
 # which `d2k check` runs once against naive's outputs) under compute-sanitizer TOOL (memcheck, racecheck), in
 # d2k's own process (--isolation none) so that the sanitizer sees the kernels. PASS only when the
 # tool exits 0 and its summary says 0 errors or 0 hazards; a machine without compute-sanitizer is
 # a FAIL, not a skip. Needs $d2k and $task.
 sanitize() {
-  local impl=expert step_name=""
-  while [[ ${1:-} == --impl || ${1:-} == --name ]]; do
-    if [ "$1" = --impl ]; then impl=$2; else step_name=$2; fi
+  local impl=expert step_name="" exclude=()
+  while [[ ${1:-} == --impl || ${1:-} == --name || ${1:-} == --exclude ]]; do
+    case $1 in
+      --impl) impl=$2 ;;
+      --name) step_name=$2 ;;
+      # Kernels left out of the check by name substring: the trusted naive runs in the same
+      # process on every check workload, and a vendor kernel of its (cuBLAS's nvjet split-K
+      # GEMMs) draws racecheck reports that say nothing about the implementation under test.
+      --exclude) exclude=(--kernel-name-exclude "kns=$2") ;;
+    esac
     shift 2
   done
   local tool=$1 secs=$2 workloads=$3
@@ -207,7 +214,7 @@ sanitize() {
   local san
   san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   if [ ! -x "$san" ]; then fail "$name: no compute-sanitizer"; return 1; fi
-  step "$name" "$secs" "$san" --tool "$tool" --error-exitcode 99 "$d2k" check --task "$task" --impl "$impl" \
+  step "$name" "$secs" "$san" --tool "$tool" "${exclude[@]}" --error-exitcode 99 "$d2k" check --task "$task" --impl "$impl" \
     --isolation none --rounds 1 --workloads "$workloads" --quiet "$@"
   local rc=$?
   grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/$name.log" 2> /dev/null | tail -2

@@ -8,8 +8,8 @@
 //     starts, the look-back over AGGREGATE and INCLUSIVE words with some predecessors still at
 //     AGGREGATE, the pads of the last tile, the staged scatter, the ping-pong buffers) passes, and
 //     so does the naive's (tile counts digit-major, their exclusive sum, ballot ranks per round),
-//     and the windowed look-back of the lbwin* variants (rs::lookback_round, 8 and 16 words per
-//     round, some words still unpublished on a first poll);
+//     with the default 16-word look-back window (rs::lookback_round, some words still unpublished
+//     on a first poll), with 8 words, and with the one-word walk of variant prev24;
 //   - an unstable warp multisplit (peers ranked from the highest lane), tiles of one digit placed
 //     in reverse tile order (arrival-order slots), values left in input order, a sort of the low
 //     24 bits only, and a windowed look-back that steps over an unpublished word all fail, each on
@@ -33,9 +33,9 @@ using namespace d2k::tolerance_test;
 namespace {
 
 enum class Variant {
-  kExpert,           ///< expert.cu's onesweep arithmetic
-  kExpertWindow8,    ///< the same with the windowed look-back, 8 words per round (lbwin8_early_fold)
-  kExpertWindow16,   ///< 16 words per round (lbwin16, vlate3_lbwin16)
+  kExpert,           ///< expert.cu's onesweep arithmetic with the one-word look-back (variant prev24)
+  kExpertWindow8,    ///< the same with the windowed look-back, 8 words per round
+  kExpertWindow16,   ///< 16 words per round: expert.cu's default (rs_core.h kLookbackWindow)
   kNaive,            ///< naive.cu's count / scan / scatter arithmetic
   kUnstableRank,     ///< warp multisplit ranks counted from the highest peer lane
   kTilesReversed,    ///< a digit's tiles placed in reverse tile order (slots claimed in arrival order)
@@ -44,7 +44,8 @@ enum class Variant {
   kWindowSkipsGaps,  ///< a windowed look-back that steps over an unpublished word instead of polling it
 };
 
-/// Words per look-back round of a variant (1: expert.cu's default one-word walk).
+/// Words per look-back round of a variant (1: the one-word walk of variant prev24).
+static_assert(rs::kLookbackWindow == 16, "kExpertWindow16 emulates expert.cu's default window");
 int lookback_window_of(Variant v) {
   switch (v) {
     case Variant::kExpertWindow8:
