@@ -1,15 +1,22 @@
-// w4a16_gemv — expert: int4 weights dequantised in registers and multiplied on the tensor cores
-// (mma.sync m16n8k16, bf16 in, fp32 accumulate), each packed weight read from DRAM once.
+// w4a16_gemv — expert: int4 weights dequantised in registers, each packed weight read from DRAM
+// once, every sum in fp32. Two paths, chosen per call:
+//   - B = 1 with K <= 28672 (the default since 2026-12-03, W4A16_ROWSTREAM=1): the CUDA-core row
+//     stream of w4a16_rowstream.cuh. A warp owns 4 rows and all of K, each load instruction reads
+//     512 contiguous bytes of one row, a register ring keeps 2-3 chunks in flight, magic-number
+//     fp32 codes meet x staged in shared memory in one FFMA per weight. Measured on the H200
+//     (eighth session, calibrated SOL): 14.98 / 46.85 / 40.80 us = 49.9 / 55.8 / 64.1% of SOL on
+//     1x8192x8192, 1x28672x8192, 1x8192x28672; 1.05 / 1.03 / 1.17x the tensor-core path.
+//   - every other shape: this file's tensor-core path (mma.sync m16n8k16, bf16 in, fp32
+//     accumulate), described below. Variant hmma_b1 (W4A16_ROWSTREAM=0) runs it at B = 1 too: it
+//     is the previous default, the baseline the row stream is measured against.
 //
 //   y[b, n] = bf16( sum_g scales[n, g] · sum_{k in group g} x[b, k] · (q[n, k] - 8) )
 //
 // Compulsory traffic is half a byte per weight plus the scales (1/64 byte per weight); x (at most
-// 16 x 28672 bf16 = 917 KB) stays in L2/L1 and is re-read per CTA. At B = 1 the H200 streams
-// weights at ~9.6e12 per second, too fast for CUDA-core fp32 arithmetic (a conversion, a
-// subtraction and an FFMA per weight is ~3 instructions, at the issue limit of ~3.3e13 lane
-// instructions per second), so the multiply-adds go to the tensor cores, which also make B = 16
-// cost the same instructions as B = 1. Per weight the CUDA cores do ~1.4 instructions of
-// dequantisation:
+// 16 x 28672 bf16 = 917 KB) stays in L2/L1 and is re-read per CTA. On the tensor-core path the
+// multiply-adds go to the tensor cores, which make B = 16 cost the same instructions as B = 1
+// (the CUDA-core row stream pays ~3.4 lane instructions per weight and batch row, so it serves
+// B = 1 only). Per weight the CUDA cores do ~1.4 instructions of dequantisation:
 //   1. dequantise by magic number: (w >> 4j) & 0x000F000F | 0x43004300 is the bf16 pair
 //      (128 + q_j, 128 + q_{j+4}) (0x4300 = 128.0, whose ulp is 1, so the nibble lands in the
 //      mantissa as an integer); one bf16x2 FMA subtracts 136 exactly, giving (q - 8) in bf16:
@@ -33,30 +40,34 @@
 // Batch: B <= 8 uses one n8 tile (rows of x beyond B are zero fragments), B <= 16 two.
 //
 // Variants considered:
-//   a. CUDA-core GEMV, a warp per row, fp32 FFMA per weight after a magic-number conversion:
-//      ~3 instructions per weight, issue-bound near 75% of SOL at B = 1 and 16x the FFMAs at
-//      B = 16; rejected for the tensor-core form.
+//   a. CUDA-core GEMV, fp32 FFMA per weight after a magic-number conversion: ~3 instructions per
+//      weight and 16x the FFMAs at B = 16. First rejected as issue-bound at B = 1; the estimate
+//      below ("CUDA-core path") says otherwise, and built as the row stream (w4a16_rowstream.cuh)
+//      it is the B = 1 default since 2026-12-03 (measured 1.03-1.17x the tensor-core path).
 //   b. bf16 HFMA2 accumulation within a group (the classic fast GEMV): half the instructions but
 //      bf16 sums, which the task's rule rejects (tests/unit/tasks/w4a16_gemv).
 //   c. dequantise into shared memory then mma (Marlin without its offline weight shuffle): an
 //      extra STS/LDS round trip per weight; the register path needs no shuffle because the k
 //      order inside an mma is free. (Staging the packed words with cp.async costs no STS and one
 //      LDS.128 per 16 bytes: measured as the rings cpa5 / cpa3l / cpa4c, 0.84-0.91x, below.)
-//   d. (chosen) registers only, split-K over the CTA's warps, 32 rows per CTA.
+//   d. (chosen for B > 1, and for B = 1 until the row stream) registers only, split-K over the
+//      CTA's warps, 32 rows per CTA.
 //   e. grid-level split-K with fp32 atomics: one more launch (zeroing) or a counter per tile;
 //      only needed where N/32 CTAs cannot fill the GPU, which the in-CTA split covers.
 //   f. x staged in shared memory: with K split over the CTA's warps a CTA needs all of x
 //      (B·K·2 bytes, up to 917 KB), so only a K-slice per iteration would fit, with a barrier
 //      per slice; x's 16-byte read-only loads hit L1 (every CTA on an SM reads the same x) and
 //      land directly in fragment registers, so no staging and no barriers.
-// Times on the H200: docs/results/w4a16_gemv.md (calibrated ceilings: 49.0 / 56.0 / 56.9% of SOL
-// at B = 1 on 1x8192x8192, 1x28672x8192, 1x8192x28672; issue #15 asks 75%).
-// Measured losers (2026-12-02, every one slower than this default at B = 1; the page keeps the
-// table): 16 warps per CTA (W4A16_WARPS=16) and 16 rows per CTA (W4A16_MTILES=1), which stay as
-// knobs; a contiguous K range per warp with copy-engine L2 prefetch (cp.async.bulk.prefetch.L2)
-// and/or .L2::256B fills, the strided split with L2 prefetch 2 or 4 CTA steps ahead, and the
-// 128 + q "offset" A form, whose flags and code paths are gone.
-// Where the time goes (arithmetic from the measured times and this code; not profiled):
+// Times on the H200: docs/results/w4a16_gemv.md (calibrated ceilings, B = 1 on 1x8192x8192,
+// 1x28672x8192, 1x8192x28672: the row-stream default 49.9 / 55.8 / 64.1% of SOL, the tensor-core
+// path 47.4 / 54.3 / 54.9%; issue #15 asks 75%, still missed).
+// Measured losers of the tensor-core path (2026-12-02, every one slower than it at B = 1; the
+// page keeps the table): 16 warps per CTA (W4A16_WARPS=16) and 16 rows per CTA (W4A16_MTILES=1),
+// which stay as knobs; a contiguous K range per warp with copy-engine L2 prefetch
+// (cp.async.bulk.prefetch.L2) and/or .L2::256B fills, the strided split with L2 prefetch 2 or 4
+// CTA steps ahead, and the 128 + q "offset" A form, whose flags and code paths are gone.
+// Where the time goes on the tensor-core path at B = 1 (arithmetic from the measured times and
+// this code; not profiled):
 //   - per warp: at 8192 x 28672 (one wave, 28 groups per warp) a warp spends 47.2 us / 28 = ~1.7
 //     us (~3300 SM cycles) per 2 KB group. Its arithmetic is ~240 issue slots and one chain of 8
 //     dependent HMMAs per m16 tile (the two tiles' chains interleave): ~300-400 cycles. So ~90% of
@@ -86,38 +97,36 @@
 //     at 100% it is ~87%. So not issue-bound at 75% as variant a. above says, but with little
 //     margin for the latency hiding the stream needs; the tensor path is ~1.9 per weight (39%).
 //     Its real advantage would be free DRAM order (a warp reading 512 contiguous bytes), which
-//     cpa3l / cpa4c tested inside the tensor-core path without a gain.
+//     cpa3l / cpa4c tested inside the tensor-core path without a gain. Built since as the row
+//     stream, it wins at B = 1 (1.03-1.17x; most on the one-wave 8192 x 28672): the B = 1 default.
 // Variants built (`// %VARIANT%` lines; measured by scripts/gpu/checks/t-w4a16.sh):
 //   %VARIANT% s256 -DW4A16_ROWSTREAM=0 -DW4A16_L2_256B=1
 //   %VARIANT% mchain2 -DW4A16_ROWSTREAM=0 -DW4A16_MMA_CHAINS=2
 //   %VARIANT% hmma_b1 -DW4A16_ROWSTREAM=0
-//   %VARIANT% rowstream2 -DW4A16_RS_ROWS=2 -DW4A16_RS_DEPTH=6
-//   %VARIANT% rowstream3 -DW4A16_RS_ROWS=2 -DW4A16_RS_DEPTH=3 -DW4A16_RS_CTAS_PER_SM=3
-//   %VARIANT% rowstream_sk -DW4A16_RS_SPLITK=1
-// s256: the default with .L2::256B on the weight loads. mchain2: the default with two
-// accumulators per tile and group (even and odd mma steps), summed in fp32 before the scale:
-// chains of 4 instead of 8. Measured on the H200 (2026-12-03; docs/results/w4a16_gemv.md): s256
-// 1.02-1.04x, mchain2 1.00-1.03x, the shared-memory rings cpa5 / cpa3l / cpa4c 0.84-0.91x
-// (more bytes in flight and line-sized DRAM order do not lift the rate); the rings' code is
-// removed, their design recorded there.
-// rowstream / rowstream2 / rowstream3 / rowstream_sk (not yet measured): the CUDA-core path of
-// the note above, built
-// (w4a16_rowstream.cuh), at B = 1 with K <= 28672 only (x as fp32 in shared memory; every other
-// shape runs this file's kernels). A warp owns R consecutive rows and all of K; each of its load
-// instructions is 512 contiguous bytes of one row; a register ring of D chunks (D - 1 in flight
-// during a chunk's arithmetic); magic-number fp32 codes, x pre-scaled by 16^-e in shared memory,
-// one fp32 partial per lane and chunk, the group scale once per partial, a lane butterfly per
-// row. rowstream: R = 4, D = 3 (32 rows per CTA of 8 warps, 2-3 chunks of 2 KB in flight per
-// warp); rowstream2: R = 2, D = 6 (16 rows per CTA, 5-6 chunks of 1 KB: the same bytes in flight
-// in longer runs per row, half the FFMA chains); rowstream3: R = 2, D = 3 with registers
-// budgeted for 3 CTAs per SM (24 warps where x fits three times, K <= 16384; 16 at K = 28672).
-// rowstream_sk: rowstream's rows, chunks and ring with the CTA's warps splitting each row's
-// chunks (K = 8192: 8 warps of one chunk; K = 28672: 7 of four), so the CTA's loads in flight
-// cover whole rows of a contiguous block (a copy kernel's dense window on the DRAM side); per
-// row group a transposing warp reduction into shared memory, the warps' partials added in order.
-// ptxas: 128 / 128 / 80 / 128 registers, no local memory; the inner loop issues 3.41 / 3.49 / 3.52
-// / 3.99 (K = 8192, a reduction every step) lane instructions per weight (3.125 of them the
-// conversion and FFMA).
+//   %VARIANT% rowstream3 -DW4A16_RS_ROWS=2 -DW4A16_RS_CTAS_PER_SM=3
+// s256: the tensor-core path with .L2::256B on the weight loads. mchain2: the tensor-core path
+// with two accumulators per tile and group (even and odd mma steps), summed in fp32 before the
+// scale: chains of 4 instead of 8. Measured on the H200 (2026-12-03, against the tensor-core
+// default of that build; docs/results/w4a16_gemv.md): s256 1.02-1.04x, mchain2 1.00-1.03x, the
+// shared-memory rings cpa5 / cpa3l / cpa4c 0.84-0.91x (more bytes in flight and line-sized DRAM
+// order do not lift the rate); the rings' code is removed, their design recorded there.
+// hmma_b1: the tensor-core path at every B (the default before 2026-12-03).
+// rowstream3: the row stream with 2 rows per warp and registers budgeted for 3 CTAs per SM (80
+// registers: 24 warps per SM where x fits three times, K <= 16384; 16 at K = 28672).
+// The row-stream sweep (H200, 2026-12-03, eighth session; vs the tensor-core path of that build,
+// which hmma_b1 now is): the default's row stream (4 rows per warp, a ring of 3 chunks, 2 CTAs
+// per SM; measured as variant rowstream) 1.05 / 1.03 / 1.17x; rowstream3 0.99 / 1.05 / 1.06x
+// (0.94 / 1.02 / 0.91x the row-stream default, computed from the medians: 24 warps per SM do not
+// help, half the depth per SM at K = 28672 costs); two losers, removed with their code and tests:
+//   - rowstream2 (2 rows per warp, a ring of 6: the same bytes in flight in longer runs per row)
+//     0.82 / 0.80 / 0.99x: longer runs per row do not help, and half the independent FFMA chains
+//     per warp (and twice the CTAs) cost.
+//   - rowstream_sk (the CTA's warps split each row's chunks, so a CTA's loads in flight cover
+//     whole rows of a contiguous block, with a transposing warp reduction per row group) 0.91 /
+//     0.93 / 0.94x: a dense address window at the CTA level does not pay for its 13-17% more
+//     instructions; DRAM order is refuted at that level too.
+// ptxas: the default's row stream 128 registers, rowstream3 80, no local memory; the inner loop
+// issues 3.41 / 3.52 lane instructions per weight (3.125 of them the conversion and FFMA).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

@@ -1,5 +1,8 @@
-// w4a16_gemv — the CUDA-core row-stream path at B = 1 (expert.cu builds it with W4A16_ROWSTREAM=1;
-// every other B, and K beyond what fits in shared memory, keeps the tensor-core path).
+// w4a16_gemv — the CUDA-core row-stream path at B = 1: the default expert's B = 1 kernel
+// (W4A16_ROWSTREAM=1, measured on the H200 1.05 / 1.03 / 1.17x the tensor-core path at 1x8192x8192,
+// 1x28672x8192, 1x8192x28672); every other B, and K beyond what fits in shared memory, keeps the
+// tensor-core path of expert.cu. Variant rowstream3 is this kernel with 2 rows per warp and
+// registers budgeted for 3 CTAs per SM (W4A16_RS_ROWS, W4A16_RS_CTAS_PER_SM).
 //
 // Dataflow: a warp owns kRows consecutive weight rows and all of K. One warp load instruction
 // reads 512 contiguous bytes of one row (lane l: bytes 16l..16l+15 of chunk c, i.e. the words
@@ -35,11 +38,6 @@
 #ifndef W4A16_RS_ROWS
 #define W4A16_RS_ROWS 4
 #endif
-// Chunks (512 bytes of each row) in the register ring: kDepth - 1 in flight during a chunk's
-// arithmetic, kDepth right after its reload is issued.
-#ifndef W4A16_RS_DEPTH
-#define W4A16_RS_DEPTH 3
-#endif
 // Warps per CTA (each CTA stages x once for its kWarps · kRows rows).
 #ifndef W4A16_RS_WARPS
 #define W4A16_RS_WARPS 8
@@ -50,18 +48,15 @@
 #define W4A16_RS_CTAS_PER_SM 2
 #endif
 
-// 1: the CTA's warps split K instead of rows (rowstream_sk; w4a16_rowstream_sk below).
-#ifndef W4A16_RS_SPLITK
-#define W4A16_RS_SPLITK 0
-#endif
-
 namespace rowstream {
 
 constexpr int kRows = W4A16_RS_ROWS;
-constexpr int kDepth = W4A16_RS_DEPTH;
+// Chunks (512 bytes of each row) in the register ring: kDepth - 1 in flight during a chunk's
+// arithmetic, kDepth right after its reload is issued. (Six chunks of two rows, rowstream2, was
+// measured 0.80-0.99x this ring of three: issue #15, docs/results/w4a16_gemv.md.)
+constexpr int kDepth = 3;
 constexpr int kWarps = W4A16_RS_WARPS;
 static_assert(kRows >= 1 && kRows <= 8, "W4A16_RS_ROWS in [1, 8]");
-static_assert(kDepth >= 2 && kDepth <= 6, "W4A16_RS_DEPTH in [2, 6]");
 static_assert(kWarps >= 1 && kWarps <= 16, "W4A16_RS_WARPS in [1, 16]");
 
 constexpr int kGroup = 128;
@@ -79,17 +74,8 @@ inline bool serves(int64_t B, int64_t K) {
   return B == 1 && chunks * kChunkK * 4 <= kMaxXBytes;
 }
 
-/// Rows per CTA (both kernels): kWarps groups of kRows.
+/// Rows per CTA: kWarps groups of kRows.
 constexpr int kCtaRows = kWarps * kRows;
-
-/// The split-K kernel's warps per CTA for a row of `chunks` chunks: every warp takes the same
-/// number of chunks where a divisor allows (K = 28672: 28 chunks, 7 warps of 4), at most kWarps.
-inline int splitk_warps(int chunks) {
-  if (chunks <= kWarps) return chunks;
-  for (int w = kWarps; w > kWarps / 2; --w)
-    if (chunks % w == 0) return w;
-  return kWarps;
-}
 
 // ---- register-level pieces ------------------------------------------------------------------
 
@@ -203,7 +189,6 @@ __device__ __forceinline__ void chunk_fma(float (&acc)[kRows], const Stage& st, 
 }
 
 // ---- the kernel ------------------------------------------------------------------------------
-#if !W4A16_RS_SPLITK
 __global__ void __launch_bounds__(kWarps * 32, W4A16_RS_CTAS_PER_SM)
     w4a16_rowstream(const __nv_bfloat16* __restrict__ x, const uint32_t* __restrict__ qweight,
                     const __nv_bfloat16* __restrict__ scales, __nv_bfloat16* __restrict__ y, int N, int K) {
@@ -281,142 +266,22 @@ __global__ void __launch_bounds__(kWarps * 32, W4A16_RS_CTAS_PER_SM)
   for (int r = 0; r < kRows; ++r)
     if (lane == r && row0 + r < N) y[row0 + r] = __float2bfloat16_rn(acc[r]);
 }
-#endif  // !W4A16_RS_SPLITK
-
-// ---- the split-K kernel (rowstream_sk) -------------------------------------------------------
-#if W4A16_RS_SPLITK
-// The same chunks, arithmetic and register ring, with the work cut the other way: a CTA owns
-// kCtaRows consecutive rows (kWarps groups of kRows) and its W warps split every row's chunks
-// (warp w: chunks w, w + W, ...), walking the row groups in order. The CTA's loads in flight then
-// cover whole rows of a contiguous block of the matrix (K = 8192, W = 8: 3 row groups = 12 rows x
-// 4 KB = 48 KB contiguous), the densest address window a row-major GEMV can keep: the DRAM side
-// sees a copy kernel's stream. Each warp reduces a row group's lane partials by a transposing
-// butterfly (18 instructions for 4 rows instead of 40; every row's tree is the plain butterfly's)
-// into shared memory; one barrier at the end, then the W partials of each row in warp order.
-
-/// The lanes' 4 partials (rows 0..3 of a group) reduced over the warp: lane 8j ends with row j.
-/// xor 16 and 8 exchange only the rows the lane keeps; 4, 2, 1 finish one row per lane.
-__device__ __forceinline__ float transpose_reduce4(const float (&a)[4], int lane) {
-  const bool hi16 = lane & 16, hi8 = lane & 8;
-  float k0 = hi16 ? a[2] : a[0], k1 = hi16 ? a[3] : a[1];
-  const float s0 = hi16 ? a[0] : a[2], s1 = hi16 ? a[1] : a[3];
-  k0 += __shfl_xor_sync(0xFFFFFFFFu, s0, 16);
-  k1 += __shfl_xor_sync(0xFFFFFFFFu, s1, 16);
-  float k = hi8 ? k1 : k0;
-  k += __shfl_xor_sync(0xFFFFFFFFu, hi8 ? k0 : k1, 8);
-#pragma unroll
-  for (int o = 4; o >= 1; o >>= 1) k += __shfl_xor_sync(0xFFFFFFFFu, k, o);
-  return k;  // row 2·(lane bit 4) + (lane bit 3) = lane >> 3 for lanes 0, 8, 16, 24
-}
-
-__global__ void __launch_bounds__(kWarps * 32, W4A16_RS_CTAS_PER_SM)
-    w4a16_rowstream_sk(const __nv_bfloat16* __restrict__ x, const uint32_t* __restrict__ qweight,
-                       const __nv_bfloat16* __restrict__ scales, __nv_bfloat16* __restrict__ y, int N, int K) {
-  static_assert(kRows == 4, "the split-K kernel reduces row groups of 4 (transpose_reduce4)");
-  extern __shared__ __align__(16) float4 xs[];  // [chunks · 256] float4 (x), then red[W][kCtaRows]
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
-  const int G = K / kGroup, words_per_row = K / 8;
-  const int chunks = (G + kGroupsPerChunk - 1) / kGroupsPerChunk;
-  float* red = reinterpret_cast<float*>(xs + chunks * 256);
-  const int row_base = blockIdx.x * kCtaRows;
-  const int lane_group = lane >> 2;
-  const int cw = (chunks - warp + W - 1) / W;  // this warp's chunks per row: warp, warp + W, ...
-  const int steps = kWarps * cw;              // (row group, chunk) steps, row group major
-
-  // Step (g, i): chunk warp + i·W of the rows of group g. A lane whose group is past K, a row past
-  // N or a step past the end loads nothing and keeps its registers (finite words and scales: x is
-  // zero past K, and rows past N are never written). Addresses: one row pointer per row of the
-  // group (at group 0, chunk 0) plus one 32-bit offset per step shared by the rows.
-  const uint4* wrow[kRows];
-  const unsigned short* srow[kRows];
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    wrow[r] = reinterpret_cast<const uint4*>(qweight + static_cast<size_t>(row_base + r) * words_per_row) + lane;
-    srow[r] = reinterpret_cast<const unsigned short*>(scales) + static_cast<size_t>(row_base + r) * G + lane_group;
-  }
-  const int rows_left = N - row_base;
-  const unsigned group_uint4 = kRows * (words_per_row / 4), group_scales = kRows * G;
-  auto issue = [&](Stage& st, int g, int i, bool step_live) {
-    const int c = warp + i * W;
-    const bool live = step_live && c * kGroupsPerChunk + lane_group < G;
-    const unsigned woff = g * group_uint4 + c * (kChunkK / 32), soff = g * group_scales + c * kGroupsPerChunk;
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      const bool row_live = live && g * kRows + r < rows_left;
-      load_chunk(st.w[r], wrow[r] + woff, row_live);
-      load_scale(st.s[r], srow[r] + soff, row_live);
-    }
-  };
-  auto advance = [cw](int& g, int& i) {
-    if (++i == cw) i = 0, ++g;
-  };
-
-  Stage ring[kDepth];
-  int gi = 0, ii = 0;  // the next step to request
-#pragma unroll
-  for (int s = 0; s < kDepth; ++s) {
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) ring[s].w[r] = make_uint4(0, 0, 0, 0), ring[s].s[r] = 0u;
-    issue(ring[s], gi, ii, s < steps);
-    advance(gi, ii);
-  }
-  stage_x(xs, x, K, chunks);
-  __syncthreads();
-
-  float acc[kRows];
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) acc[r] = 0.f;
-  const uint32_t magic = kMagic;
-  int gc = 0, ic = 0;  // the step being computed
-  for (int t0 = 0; t0 < steps; t0 += kDepth) {
-#pragma unroll
-    for (int s = 0; s < kDepth; ++s) {
-      if (t0 + s >= steps) break;
-      chunk_fma(acc, ring[s], xs + x_index(warp + ic * W, 0, 0, lane), magic);
-      if (ic == cw - 1) {  // the row group's last chunk of this warp: its partials to shared memory
-        const float v = transpose_reduce4(acc, lane);
-        if ((lane & 7) == 0) red[warp * kCtaRows + gc * kRows + (lane >> 3)] = v;
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) acc[r] = 0.f;
-      }
-      advance(gc, ic);
-      issue(ring[s], gi, ii, t0 + s + kDepth < steps);
-      advance(gi, ii);
-    }
-  }
-  __syncthreads();
-  // The W warps' partials of each row in warp order, one bf16 rounding.
-  for (int r = threadIdx.x; r < kCtaRows; r += blockDim.x) {
-    float v = 0.f;
-    for (int w = 0; w < W; ++w) v += red[w * kCtaRows + r];
-    if (row_base + r < N) y[row_base + r] = __float2bfloat16_rn(v);
-  }
-}
-#endif  // W4A16_RS_SPLITK
 
 // ---- host side -------------------------------------------------------------------------------
 
 inline void launch(const __nv_bfloat16* x, const uint32_t* qw, const __nv_bfloat16* sc, __nv_bfloat16* y, int N,
                    int K, cudaStream_t st) {
   const int chunks = (K / kGroup + kGroupsPerChunk - 1) / kGroupsPerChunk;
-#if W4A16_RS_SPLITK
-  const int warps = splitk_warps(chunks);
-  const int smem = (chunks * kChunkK + warps * kCtaRows) * static_cast<int>(sizeof(float));
-  auto* kernel = w4a16_rowstream_sk;
-#else
-  const int warps = kWarps;
   const int smem = chunks * kChunkK * static_cast<int>(sizeof(float));
-  auto* kernel = w4a16_rowstream;
-#endif
   // Two CTAs per SM need up to 2 x 113 KB: ask for the largest shared-memory carveout (L1 only
   // holds x's staging reads and the scales; the weights bypass it).
-  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  cudaError_t e = cudaFuncSetAttribute(w4a16_rowstream, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+    e = cudaFuncSetAttribute(w4a16_rowstream, cudaFuncAttributePreferredSharedMemoryCarveout,
                              static_cast<int>(cudaSharedmemCarveoutMaxShared));
   if (e != cudaSuccess) throw d2k::abi_error(std::string("expert: rowstream shared memory: ") + cudaGetErrorString(e));
   const unsigned ctas = static_cast<unsigned>((N + kCtaRows - 1) / kCtaRows);
-  kernel<<<ctas, warps * 32, smem, st>>>(x, qw, sc, y, N, K);
+  w4a16_rowstream<<<ctas, kWarps * 32, smem, st>>>(x, qw, sc, y, N, K);
   if (e = cudaGetLastError(); e != cudaSuccess)
     throw d2k::abi_error(std::string("expert: rowstream launch failed: ") + cudaGetErrorString(e));
 }

@@ -2,10 +2,11 @@
 // workloads and on hidden draws. Host emulations of an implementation's arithmetic are compared
 // with the fp64 golden (the task's reference.so, inputs from the task's generators) under each
 // workload's effective rule:
-//   pass: the expert's order (exact (q - 8) codes, fp32 partial per group of 128 in steps of 16 as
-//         mma.sync accumulates, fp32 FMA with the scale, groups split over warps and the warps'
-//         sums added in order); the row-stream build's (magic-number fp32 codes, one fp32
-//         partial per lane and 1024-weight chunk, scale per group, a butterfly over the lanes);
+//   pass: the expert's tensor-core path's order (B > 1, and hmma_b1 at B = 1: exact (q - 8)
+//         codes, fp32 partial per group of 128 in steps of 16 as mma.sync accumulates, fp32 FMA
+//         with the scale, groups split over warps and the warps' sums added in order); its
+//         row-stream path's (the default at B = 1: magic-number fp32 codes, one fp32 partial per
+//         lane and 1024-weight chunk, scale per group, a butterfly over the lanes);
 //         the naive's (each weight rounded to bf16 as the dequantise kernel
 //         stores it, then one fp32 running sum over K, the least accurate fp32 order);
 //   fail: a bf16 running sum; bf16 sums within each group of 128 (fp32 across groups); AWQ's
@@ -147,8 +148,9 @@ struct LaneOrder {
   int chains = 1;  ///< W4A16_MMA_CHAINS: even and odd mma steps in separate fp32 partials, added per group
 };
 
-/// The default build: warp w sums groups w, w + W, ... in order, one chain of 8 mma steps per group
-/// (s256 computes exactly this; only where the bytes wait differs).
+/// The tensor-core path (the default at B > 1, hmma_b1 at B = 1): warp w sums groups w, w + W, ...
+/// in order, one chain of 8 mma steps per group (s256 computes exactly this; only where the bytes
+/// wait differs).
 HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTensor>& in, int warps, int mtiles,
                                 LaneOrder order = {}) {
   const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K"), G = K / kGroup;
@@ -256,14 +258,15 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
 }
 
 // ---- the row-stream build's arithmetic, lane by lane ----------------------------------------------
-// w4a16_rowstream.cuh (expert builds rowstream / rowstream2; the kernel serves B = 1, the
-// arithmetic is the same for every batch row, so it is emulated for all of them): lane l of a warp
-// reads words 4l..4l+3 of each 1024-weight chunk c of a row (group 8c + l/4); nibble e of a word
-// (and of the word shifted right by 16) becomes the fp32 (v & 0xF << 4e) | 0x4B000000 minus
-// 2^23 + 8·16^e, multiplied by x·16^-e from shared memory; per lane and chunk one fp32 partial
-// (word by word, nibbles 0..3 then 4..7, the first product unrounded), one FMA with the scale into
-// the lane's accumulator; lanes past K add zeros (x is zero there); an xor-butterfly over the
-// lanes; one bf16 rounding. The rows per warp and the ring depth change no arithmetic.
+// w4a16_rowstream.cuh (the default expert's B = 1 path, and variant rowstream3; the kernel
+// serves B = 1, the arithmetic is the same for every batch row, so it is emulated for all of
+// them): lane l of a warp reads words 4l..4l+3 of each 1024-weight chunk c of a row (group
+// 8c + l/4); nibble e of a word (and of the word shifted right by 16) becomes the fp32
+// (v & 0xF << 4e) | 0x4B000000 minus 2^23 + 8·16^e, multiplied by x·16^-e from shared memory; per
+// lane and chunk one fp32 partial (word by word, nibbles 0..3 then 4..7, the first product
+// unrounded), one FMA with the scale into the lane's accumulator; lanes past K add zeros (x is
+// zero there); an xor-butterfly over the lanes; one bf16 rounding. The rows per warp and the
+// register budget (rowstream3) change no arithmetic.
 
 float bits_float(std::uint32_t b) {
   float f;
@@ -277,22 +280,10 @@ float rowstream_code(std::uint32_t v, int e) {
   return magic - (8388608.f + 8.f * static_cast<float>(1u << (4 * e)));
 }
 
-/// rowstream_sk's warps per CTA for a row of `chunks` chunks (w4a16_rowstream.cuh splitk_warps, 8 warps).
-int splitk_warps(std::int64_t chunks) {
-  if (chunks <= 8) return static_cast<int>(chunks);
-  for (int w = 8; w > 4; --w)
-    if (chunks % w == 0) return w;
-  return 8;
-}
-
-/// The row-stream builds. split_k = false: one warp sums all chunks of a row (rowstream,
-/// rowstream2, rowstream3); true: warp w of W = splitk_warps(chunks) sums chunks w, w + W, ... and
-/// the warps' butterfly totals are added in warp order from zero (rowstream_sk; its transposing
-/// reduction adds every row in the plain butterfly's tree).
-HostTensor emulate_rowstream(const WorkloadPlan& p, const std::vector<HostTensor>& in, bool split_k = false) {
+/// The row-stream builds (the default's B = 1 path, rowstream3): one warp sums all chunks of a row.
+HostTensor emulate_rowstream(const WorkloadPlan& p, const std::vector<HostTensor>& in) {
   const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K"), G = K / kGroup;
   const std::int64_t chunks = (G + 7) / 8, words_per_row = K / 8;
-  const int W = split_k ? splitk_warps(chunks) : 1;
   const auto* x = in.at(0).as<std::uint16_t>();
   const auto* q = in.at(1).as<std::uint32_t>();
   const auto* sc = in.at(2).as<std::uint16_t>();
@@ -304,35 +295,31 @@ HostTensor emulate_rowstream(const WorkloadPlan& p, const std::vector<HostTensor
     for (std::int64_t k = 0; k < K; ++k)
       xs[static_cast<std::size_t>(k)] = bf16_bits_to_float(x[b * K + k]) * std::ldexp(1.f, -4 * static_cast<int>(k % 4));
     for (std::int64_t n = 0; n < N; ++n) {
-      float total = 0.f;
-      for (int w = 0; w < W; ++w) {
-        float acc[32] = {};
-        for (int lane = 0; lane < 32; ++lane) {
-          for (std::int64_t c = w; c < chunks; c += W) {
-            const std::int64_t g = c * 8 + lane / 4;
-            if (g >= G) continue;  // the kernel adds scale · (a sum of exact zeros) there
-            float part = 0.f;
-            for (int u = 0; u < 4; ++u) {
-              const std::uint32_t word = q[n * words_per_row + c * 128 + lane * 4 + u];
-              const std::int64_t k0 = c * 1024 + 32 * lane + 8 * u;
-              for (int h = 0; h < 2; ++h)
-                for (int e = 0; e < 4; ++e) {
-                  const float xv = xs[static_cast<std::size_t>(k0 + 4 * h + e)];
-                  const float code = rowstream_code(h == 0 ? word : word >> 16, e);
-                  part = u == 0 && h == 0 && e == 0 ? xv * code : std::fmaf(xv, code, part);
-                }
-            }
-            acc[lane] = std::fmaf(bf16_bits_to_float(sc[n * G + g]), part, acc[lane]);
+      float acc[32] = {};
+      for (int lane = 0; lane < 32; ++lane) {
+        for (std::int64_t c = 0; c < chunks; ++c) {
+          const std::int64_t g = c * 8 + lane / 4;
+          if (g >= G) continue;  // the kernel adds scale · (a sum of exact zeros) there
+          float part = 0.f;
+          for (int u = 0; u < 4; ++u) {
+            const std::uint32_t word = q[n * words_per_row + c * 128 + lane * 4 + u];
+            const std::int64_t k0 = c * 1024 + 32 * lane + 8 * u;
+            for (int h = 0; h < 2; ++h)
+              for (int e = 0; e < 4; ++e) {
+                const float xv = xs[static_cast<std::size_t>(k0 + 4 * h + e)];
+                const float code = rowstream_code(h == 0 ? word : word >> 16, e);
+                part = u == 0 && h == 0 && e == 0 ? xv * code : std::fmaf(xv, code, part);
+              }
           }
+          acc[lane] = std::fmaf(bf16_bits_to_float(sc[n * G + g]), part, acc[lane]);
         }
-        for (int o = 16; o >= 1; o >>= 1) {  // __shfl_xor_sync butterfly: both partners get the same sum
-          float next[32];
-          for (int lane = 0; lane < 32; ++lane) next[lane] = acc[lane] + acc[lane ^ o];
-          std::copy(next, next + 32, acc);
-        }
-        total = split_k ? total + acc[0] : acc[0];
       }
-      yp[b * N + n] = float_to_bf16_bits(total);
+      for (int o = 16; o >= 1; o >>= 1) {  // __shfl_xor_sync butterfly: both partners get the same sum
+        float next[32];
+        for (int lane = 0; lane < 32; ++lane) next[lane] = acc[lane] + acc[lane ^ o];
+        std::copy(next, next + 32, acc);
+      }
+      yp[b * N + n] = float_to_bf16_bits(acc[0]);
     }
   }
   return y;
@@ -373,9 +360,9 @@ TEST_F(W4A16Tolerance, ExpertAndNaiveArithmeticPass) {
 }
 
 TEST_F(W4A16Tolerance, ExpertLaneEmulationPasses) {
-  // The default build (8 warps, two m16 tiles per warp, groups strided over the warps; s256 sums
-  // in exactly this order and reads the same fragments) and mchain2 (two mma chains per group),
-  // on every check workload.
+  // The tensor-core path (8 warps, two m16 tiles per warp, groups strided over the warps; s256
+  // sums in exactly this order and reads the same fragments) and mchain2 (two mma chains per
+  // group), on every check workload.
   struct Shape {
     int warps, mtiles;
     LaneOrder order;
@@ -394,17 +381,14 @@ TEST_F(W4A16Tolerance, ExpertLaneEmulationPasses) {
 
 TEST_F(W4A16Tolerance, RowstreamLaneEmulationPasses) {
   // The row-stream builds (magic-number fp32 codes, one partial per lane and chunk, scale per
-  // group, lane butterfly; rowstream_sk: chunks split over warps, their totals added in order)
-  // against the golden on every check workload, beside the default's lane emulation: all are fp32
-  // sums of exact products, far inside the rule.
-  for (const Case& c : *cases_)
-    for (bool split_k : {false, true}) {
-      const CompareResult r =
-          compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream(c.plan, c.inputs, split_k));
-      report(split_k ? "rowstream_sk" : "rowstream", c, r);
-      EXPECT_TRUE(r.passed) << c.plan.workload.uuid << (split_k ? " rowstream_sk: " : " rowstream: ") << r.message;
-      EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid;
-    }
+  // group, lane butterfly) against the golden on every check workload, beside the tensor-core
+  // path's lane emulation: both are fp32 sums of exact products, far inside the rule.
+  for (const Case& c : *cases_) {
+    const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream(c.plan, c.inputs));
+    report("rowstream", c, r);
+    EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " rowstream: " << r.message;
+    EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid;
+  }
 }
 
 TEST(W4A16Rowstream, MagicNumberCodesAreExact) {
@@ -416,51 +400,6 @@ TEST(W4A16Rowstream, MagicNumberCodesAreExact) {
       const float got = rowstream_code(j < 4 ? w : w >> 16, e);
       EXPECT_EQ(got, std::ldexp(static_cast<float>(static_cast<int>(qv) - 8), 4 * e)) << "q " << qv << " nibble " << j;
     }
-}
-
-TEST(W4A16Rowstream, SplitKRingComputesEveryStepItRequested) {
-  // rowstream_sk's control flow, transcribed from w4a16_rowstream_sk (8 row groups per CTA, a ring
-  // of 3): the (row group, chunk) each slot requests, the step computed from it, and where the
-  // warp's partials go. Every step computes the slot that was requested for it, every chunk of
-  // every row group is computed by exactly one warp, and each warp reduces each row group once,
-  // after its last chunk, for every row length of 1..40 chunks (K up to 40960).
-  constexpr int kGroups = 8, kDepth = 3;
-  for (int chunks = 1; chunks <= 40; ++chunks) {
-    const int W = splitk_warps(chunks);
-    ASSERT_GE(W, 1);
-    ASSERT_LE(W, std::min(chunks, 8));
-    std::vector<int> computed(static_cast<std::size_t>(kGroups * chunks), 0), reduced(kGroups * W, 0);
-    for (int warp = 0; warp < W; ++warp) {
-      const int cw = (chunks - warp + W - 1) / W, steps = kGroups * cw;
-      struct Slot {
-        int g, i;
-        bool live;
-      } ring[kDepth];
-      auto advance = [cw](int& g, int& i) {
-        if (++i == cw) i = 0, ++g;
-      };
-      int gi = 0, ii = 0;
-      for (int s = 0; s < kDepth; ++s) {
-        ring[s] = {gi, ii, s < steps};
-        advance(gi, ii);
-      }
-      int gc = 0, ic = 0;
-      for (int t0 = 0; t0 < steps; t0 += kDepth)
-        for (int s = 0; s < kDepth; ++s) {
-          if (t0 + s >= steps) break;
-          ASSERT_TRUE(ring[s].live && ring[s].g == gc && ring[s].i == ic) << chunks << " chunks, warp " << warp;
-          const int c = warp + ic * W;
-          ASSERT_LT(c, chunks);
-          ++computed[static_cast<std::size_t>(gc * chunks + c)];
-          if (ic == cw - 1) ++reduced[static_cast<std::size_t>(gc * W + warp)];
-          advance(gc, ic);
-          ring[s] = {gi, ii, t0 + s + kDepth < steps};
-          advance(gi, ii);
-        }
-    }
-    for (int v : computed) EXPECT_EQ(v, 1) << chunks << " chunks";
-    for (int v : reduced) EXPECT_EQ(v, 1) << chunks << " chunks";
-  }
 }
 
 TEST_F(W4A16Tolerance, Bf16RunningSumFails) {
@@ -537,11 +476,8 @@ TEST(W4A16Hidden, ExpertAndNaivePassHiddenDraws) {
       report(v == Variant::kExpert ? "expert" : "naive", c, r);
       EXPECT_TRUE(r.passed) << c.plan.workload.uuid << ": " << r.message;
     }
-    for (bool split_k : {false, true}) {
-      const CompareResult r =
-          compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream(c.plan, c.inputs, split_k));
-      report(split_k ? "rowstream_sk" : "rowstream", c, r);
-      EXPECT_TRUE(r.passed) << c.plan.workload.uuid << (split_k ? " rowstream_sk: " : " rowstream: ") << r.message;
-    }
+    const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream(c.plan, c.inputs));
+    report("rowstream", c, r);
+    EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " rowstream: " << r.message;
   }
 }
