@@ -214,6 +214,12 @@ std::uint64_t CuptiCollector::now() const {
   return 0;
 }
 
+std::optional<std::uint32_t> CuptiCollector::stream_id(CUstream_st* stream) const {
+  std::uint32_t id = 0;
+  if (available_ && cuptiGetStreamIdEx(nullptr, stream, 0, &id) == CUPTI_SUCCESS) return id;
+  return std::nullopt;
+}
+
 void CuptiCollector::parse(std::uint8_t* buffer, std::size_t valid_size) {
   // Demangling is costly; kernel names repeat, and CUPTI keeps one name string per kernel.
   // Keyed by the name's text, not its pointer: a pointer could be reused after a module unloads.
@@ -308,6 +314,8 @@ WindowActivity analyze_window(std::span<const ActivityRecord> records, std::uint
       w.last_end_ns = r->end_ns;
       w.last_end_name = r->name;
     }
+    auto [on_stream, fresh] = w.last_end_by_stream.try_emplace(r->stream_id, r->end_ns, r->name);
+    if (!fresh && r->end_ns > on_stream->second.first) on_stream->second = {r->end_ns, r->name};
     first = false;
     w.names.push_back(r->name);
     w.busy.emplace_back(r->name, r->end_ns > r->start_ns ? (r->end_ns - r->start_ns) * 1e-9 : 0.0);
@@ -321,13 +329,25 @@ WindowActivity analyze_window(std::span<const ActivityRecord> records, std::uint
   return w;
 }
 
-JoinCheck check_join(const WindowActivity& w, std::uint64_t t_join_ns, std::uint64_t slack_ns) {
+JoinCheck check_join(const WindowActivity& w, std::uint64_t t_join_ns, std::uint64_t slack_ns,
+                     std::optional<std::uint32_t> harness_stream) {
   JoinCheck j;
   if (w.names.empty() || t_join_ns == 0) return j;
-  j.late_s = (static_cast<double>(w.last_end_ns) - static_cast<double>(t_join_ns)) * 1e-9;
-  if (w.last_end_ns > t_join_ns + slack_ns) {
+  // The latest end off the harness stream (every stream when its id is unknown).
+  std::uint64_t last = 0;
+  const std::string* name = nullptr;
+  for (const auto& [stream, end] : w.last_end_by_stream) {
+    if (harness_stream && stream == *harness_stream) continue;
+    if (!name || end.first > last) {
+      last = end.first;
+      name = &end.second;
+    }
+  }
+  if (!name) return j;  // all of it on the harness stream: joined by the synchronisation
+  j.late_s = (static_cast<double>(last) - static_cast<double>(t_join_ns)) * 1e-9;
+  if (last > t_join_ns + slack_ns) {
     j.unjoined = true;
-    j.name = w.last_end_name;
+    j.name = *name;
   }
   return j;
 }

@@ -2,9 +2,12 @@
 /// CUPTI activity collection: every kernel, memcpy and memset the process runs on the GPU, on any
 /// stream, with device timestamps. One collector per process (CUPTI's activity buffers are global).
 #include <cstdint>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -28,6 +31,8 @@ struct WindowActivity {
   double span_s = 0;              ///< last end - first start over every counted activity; 0 if none
   std::uint64_t first_start_ns = 0, last_end_ns = 0;
   std::string last_end_name;      ///< the counted activity that ended last (empty if none)
+  /// Per CUPTI stream id: the latest end of a counted activity on it, and that activity's name.
+  std::map<std::uint32_t, std::pair<std::uint64_t, std::string>> last_end_by_stream;
   std::vector<std::string> names; ///< counted activities' names in start order
   std::size_t kernels = 0, memcpys = 0, memsets = 0;
   std::size_t excluded = 0;       ///< records dropped by `exclude_first` or outside the window
@@ -55,7 +60,11 @@ struct JoinCheck {
 /// `t_join_ns`: the CUPTI timestamp taken right after cudaStreamSynchronize(harness stream)
 /// returned. Work the call joined onto that stream ended before it; anything that ends later
 /// (by more than `slack_ns`, for timestamp conversion) ran on a stream the call left unjoined.
-JoinCheck check_join(const WindowActivity& w, std::uint64_t t_join_ns, std::uint64_t slack_ns);
+/// `harness_stream`: CUPTI's id of the harness stream, when known. Its own records are left out:
+/// the synchronisation returned after them by definition, so a late end there is a timestamp
+/// artifact, not unjoined work (only other streams' work can be left unjoined).
+JoinCheck check_join(const WindowActivity& w, std::uint64_t t_join_ns, std::uint64_t slack_ns,
+                     std::optional<std::uint32_t> harness_stream = std::nullopt);
 
 /// Process-wide CUPTI activity collector. Thread-safe.
 class CuptiCollector {
@@ -83,6 +92,8 @@ class CuptiCollector {
 
   /// Current CUPTI timestamp in ns (0 when unavailable).
   std::uint64_t now() const;
+  /// CUPTI's id of `stream` (what its records carry as stream_id), when CUPTI can tell.
+  std::optional<std::uint32_t> stream_id(CUstream_st* stream) const;
 
   CuptiCollector(const CuptiCollector&) = delete;
   CuptiCollector& operator=(const CuptiCollector&) = delete;

@@ -211,6 +211,8 @@ class MeasureRun {
       guard_.cupti = &col_;
       cupti_on_ = col_.available();
       res_.cupti_status = col_.status();
+      // The join check leaves the harness stream's own records out (cupti_timer.h check_join).
+      if (cupti_on_) harness_stream_id_ = col_.stream_id(stream_);
     } else {
       res_.cupti_status = "not requested";
     }
@@ -440,7 +442,7 @@ class MeasureRun {
       // The slack grows with the sample: device timestamps are converted to CUPTI's host
       // clock, and over milliseconds the two drift apart by more than a fixed slack.
       const std::uint64_t span_ns = q.t_join > q.t_begin ? q.t_join - q.t_begin : 0;
-      const JoinCheck jc = check_join(w, q.t_join, std::max<std::uint64_t>(slack_ns_, span_ns / 10));
+      const JoinCheck jc = check_join(w, q.t_join, std::max<std::uint64_t>(slack_ns_, span_ns / 10), harness_stream_id_);
       res_.join_late_max_s = have_join_ ? std::max(res_.join_late_max_s, jc.late_s) : jc.late_s;
       have_join_ = true;
       if (jc.unjoined) {
@@ -640,6 +642,7 @@ class MeasureRun {
   std::string blocking_name_;
   std::vector<std::string> graph_exclude_;
   std::uint64_t slack_ns_ = 0;
+  std::optional<std::uint32_t> harness_stream_id_;  ///< CUPTI's id of stream_, when known
   unsigned max_mhz_ = 0;
   Event ev0_, ev1_;
   std::vector<GraphExec> graphs_;

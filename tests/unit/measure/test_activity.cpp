@@ -190,6 +190,33 @@ TEST(Activity, JoinCheckFlagsWorkEndingAfterTheHarnessJoin) {
   EXPECT_FALSE(check_join(w, 0, 0).unjoined);
 }
 
+TEST(Activity, JoinCheckLeavesTheHarnessStreamOut) {
+  // A three-kernel chain on the harness stream (7) whose last record's end reads after the join
+  // (timestamp conversion): cudaStreamSynchronize(harness) returned after it, so it is joined.
+  std::vector<ActivityRecord> recs = {
+      kernel("_Z6stage1v", 1000, 5000, 7),
+      kernel("_Z4tailv", 4000, 6000, 7),
+      kernel("_Z6reducev", 5500, 40000, 7),
+  };
+  const WindowActivity w = analyze_window(recs, 500, 50000, {});
+  EXPECT_EQ(w.last_end_by_stream.size(), 1u);
+  EXPECT_TRUE(check_join(w, 6500, 2000).unjoined);  // stream unknown: every record counts, as before
+  const JoinCheck harness = check_join(w, 6500, 2000, 7u);
+  EXPECT_FALSE(harness.unjoined);
+  EXPECT_TRUE(harness.name.empty());
+  // Work on another stream still counts, ended late or not, and names the late one.
+  recs.push_back(kernel("_Z4sidev", 1200, 30000, 9));
+  recs.push_back(kernel("_Z5side2v", 1300, 2000, 9));
+  const WindowActivity w2 = analyze_window(recs, 500, 50000, {});
+  EXPECT_EQ(w2.last_end_by_stream.at(9).first, 30000u);
+  const JoinCheck side = check_join(w2, 6500, 2000, 7u);
+  EXPECT_TRUE(side.unjoined);
+  EXPECT_EQ(side.name, "side()");
+  EXPECT_NEAR(side.late_s, 23500e-9, 1e-15);
+  // The other stream's work ended before the join: joined.
+  EXPECT_FALSE(check_join(w2, 31000, 2000, 7u).unjoined);
+}
+
 TEST(Activity, ExcludeMatchesTheFunctionNameWhateverTheSpelling) {
   EXPECT_EQ(function_base_name("void ns::k<int>(float*)"), "ns::k<int>");
   EXPECT_EQ(function_base_name("ns::spin(int const volatile*, int volatile*, unsigned long long)"), "ns::spin");
