@@ -73,7 +73,6 @@ struct TimerReport {
   bool kernel_set_constant = true;
   std::string kernel_set_example;
   std::size_t unjoined_samples = 0;   ///< work ending after the harness stream's join
-  std::size_t early_side_samples = 0; ///< work on another stream, not joined, that ended before the join
   std::string unjoined_detail;
   double vendor_busy_s = 0, total_busy_s = 0;
 };
@@ -100,8 +99,10 @@ std::optional<Violation> check_launch_offset(const TimerReport& r);
 /// outputs are still judged in the parent's batch.
 std::optional<Violation> check_kernel_set(const TimerReport& r, const std::string& launches_vary_with_inputs = {});
 
-/// stream_join: work on a stream the call did not join to the harness stream, whether it ended
-/// after the join (it escaped the timing) or before it (it raced the timing and won this time).
+/// stream_join, from the audit samples: work on another stream that ended after the harness
+/// stream's join (it escaped the timing). Work on an unjoined stream that ended before the join
+/// looks, by timestamps, like a joined fork; the parent's batch capture catches it instead
+/// (cudaErrorStreamCaptureUnjoined: parent_clock.cpp), under the same rule.
 std::optional<Violation> check_stream_join(const TimerReport& r);
 
 /// vendor_kernels: vendor-library kernels ran on a track that forbids them.
