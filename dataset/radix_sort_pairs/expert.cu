@@ -102,6 +102,8 @@
 //   - the textbook three kernels per digit (naive.cu): keys read twice per pass, a count array.
 //     H200: 188.1 / 45514.3 / 14748.2 us.
 // %VARIANT% prev24 -DRS_VALUES_LATE=0 -DRS_RANK16=0 -DRS_MIN_BLOCKS=2 -DRS_LOOKBACK_WINDOW=1
+// %VARIANT% async -DRS_ASYNC=1
+// %VARIANT% async32 -DRS_ASYNC=1 -DRS_ITEMS=32
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -121,6 +123,17 @@
 #ifndef RS_RANK16
 // 1: a thread's ranks are held two to a register (struct Ranks).
 #define RS_RANK16 1
+#endif
+
+#ifndef RS_ASYNC
+// 1: keys and values copied global -> shared by cp.async at the tile's start (each lane its own
+// words, at their input positions in the staging buffers), so both loads are in flight together
+// and take no registers; the ranking reads the keys from shared memory, and the keys and values are
+// then permuted in place into the tile's digit order. 0: keys loaded into registers (the default).
+#define RS_ASYNC 0
+#endif
+#if RS_ASYNC && !RS_VALUES_LATE
+#error "RS_ASYNC permutes the values after the keys are staged: it needs RS_VALUES_LATE=1"
 #endif
 
 #ifndef RS_MIN_BLOCKS
@@ -149,6 +162,40 @@ __device__ __forceinline__ uint32_t load_status(uint32_t* w) {
 __device__ __forceinline__ void store_status(uint32_t* w, uint32_t v) {
   cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*w).store(v, cuda::std::memory_order_relaxed);
 }
+
+#if RS_ASYNC
+/// An L2 policy that marks the single-use input lines evict-first (what __ldcs does for loads).
+__device__ __forceinline__ uint64_t evict_first_policy() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+/// A lane's items kItem.. of the tile, word 32 i of `gmem` to word 32 i of `smem` by 4-byte
+/// cp.async (no register holds the data; it lands at cp_async_wait), or `pad` stored where the
+/// item is past N (32 i >= left). The item's offset is an immediate of the instruction, so all
+/// items share one shared and one global address register (computed per item, ptxas keeps a
+/// 64-bit address per item alive and spills at 80 registers).
+template <int kItem = 0>
+__device__ __forceinline__ void cp_async_items(uint32_t* smem, const uint32_t* gmem, int64_t left, uint32_t pad,
+                                               uint64_t policy) {
+  if (32 * kItem < left) {
+    asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0+%3], [%1+%3], 4, %2;" ::"r"(
+                     static_cast<unsigned>(__cvta_generic_to_shared(smem))),
+                 "l"(gmem), "l"(policy), "n"(128 * kItem)
+                 : "memory");
+  } else {
+    smem[32 * kItem] = pad;
+  }
+  if constexpr (kItem + 1 < kItems) cp_async_items<kItem + 1>(smem, gmem, left, pad, policy);
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+/// Waits until at most `kPending` of this thread's committed groups are still in flight; the words
+/// they wrote are then visible to this thread (to others only after a barrier).
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+#endif
 
 /// f. Decoupled look-back for digit d of tile `tile` (whose own count of it is `mine`, already
 /// published): the digit's count in tiles [0, tile), from the predecessors' words nearest first
@@ -270,6 +317,8 @@ struct Ranks {
 
 /// The onesweep CTA's shared memory: 2 x 4 x kTile bytes of staging (48 KB at 6144 pairs) plus
 /// 10 KB: over the 48 KB a static allocation may take, so it is dynamic (opted in at launch).
+/// With RS_ASYNC the staging buffers first hold the tile's keys and values at their input
+/// positions (slot = warp * kWarpSpan + 32 * item + lane), then, permuted in place, in digit order.
 struct OnesweepShared {
   uint32_t stage_keys[kTile];           ///< the tile's keys in digit order
   uint32_t stage_values[kTile];         ///< their values, at the same positions
@@ -303,9 +352,26 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
   //    at first + 32 i (rs::item_index).
   const int64_t first = rs::item_index(base, warp, 0, lane);
   const int64_t left = n - first;  // items i with 32 i < left exist
+#if RS_ASYNC
+  //    Keys, then values, copied into the staging buffers at their input slots by this lane's own
+  //    cp.async (two groups); only the keys are waited for here. A lane reads back only the slots
+  //    it wrote itself, so the wait needs no barrier.
+  const int slot0 = warp * rs::kWarpSpan + lane;  // item i: slot0 + 32 i
+  {
+    const uint64_t policy = evict_first_policy();
+    cp_async_items(&s.stage_keys[slot0], keys_in + first, left, rs::kPadKey, policy);
+    cp_async_commit();
+    cp_async_items(&s.stage_values[slot0], values_in + first, left, 0u, policy);
+    cp_async_commit();
+  }
+  cp_async_wait<1>();
+#define RS_KEY(i) s.stage_keys[slot0 + 32 * (i)]
+#else
   uint32_t key[kItems];
 #pragma unroll
   for (int i = 0; i < kItems; ++i) key[i] = 32 * i < left ? __ldcs(keys_in + first + 32 * i) : rs::kPadKey;
+#define RS_KEY(i) key[i]
+#endif
 
   // c. Warp multisplit: rank[i] = pairs of the warp before item i (in input order) with its digit.
   const unsigned lower_lanes = (1u << lane) - 1u;
@@ -313,7 +379,7 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
   Ranks rank;
 #pragma unroll
   for (int i = 0; i < kItems; ++i) {
-    const unsigned d = rs::digit(key[i], pass);
+    const unsigned d = rs::digit(RS_KEY(i), pass);
     const unsigned peers = __match_any_sync(0xffffffffu, d);
     const uint32_t before = hist[d];
     __syncwarp();
@@ -342,6 +408,13 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
   const uint32_t mine = count - (d == kDigits - 1 ? static_cast<uint32_t>(kTile - valid) : 0u);  // pads excluded
   store_status(status + tile * kDigits + d, (tile == 0 ? rs::kFlagInclusive : rs::kFlagAggregate) | mine);
   const uint32_t start = block_exclusive_scan(count, s.warp_totals);  // its barrier also publishes warp_hist
+#if RS_ASYNC
+  // The keys back into registers before the barrier: after it, step e overwrites their slots.
+  uint32_t key[kItems];
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) key[i] = RS_KEY(i);
+#endif
+#undef RS_KEY
   s.tile_start[d] = start;
   __syncthreads();
 
@@ -351,13 +424,13 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
     const unsigned dk = rs::digit(key[i], pass);
     const uint32_t at = rank.get(i) + s.tile_start[dk] + hist[dk];
     s.stage_keys[at] = key[i];
-#if RS_VALUES_LATE
+#if RS_VALUES_LATE || RS_ASYNC
     rank.set(i, at);
 #else
     s.stage_values[at] = val[i];
 #endif
   }
-#if RS_VALUES_LATE
+#if RS_VALUES_LATE && !RS_ASYNC
   // The values, loaded once the keys are staged (their registers free): the look-back's round
   // trips overlap their latency.
   uint32_t val[kItems];
@@ -368,7 +441,17 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
   // f. Decoupled look-back for digit d: this tile's first output index of the digit.
   const uint32_t exclusive = look_back(status, tile, d, mine);
   s.out_shift[d] = static_cast<int32_t>(digit_offsets[d] + exclusive) - static_cast<int32_t>(s.tile_start[d]);
-#if RS_VALUES_LATE
+#if RS_ASYNC
+  // The values, copied at the tile's start, from this lane's input slots into registers only now
+  // (not held across the look-back's window of words), then permuted in place once every lane
+  // has read its slots.
+  cp_async_wait<0>();
+  uint32_t val[kItems];
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) val[i] = s.stage_values[slot0 + 32 * i];
+  __syncthreads();
+#endif
+#if RS_VALUES_LATE || RS_ASYNC
 #pragma unroll
   for (int i = 0; i < kItems; ++i) s.stage_values[rank.get(i)] = val[i];
 #endif
