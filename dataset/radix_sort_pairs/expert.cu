@@ -356,7 +356,7 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
   //    Keys, then values, copied into the staging buffers at their input slots by this lane's own
   //    cp.async (two groups); only the keys are waited for here. A lane reads back only the slots
   //    it wrote itself, so the wait needs no barrier.
-  const int slot0 = warp * rs::kWarpSpan + lane;  // item i: slot0 + 32 i
+  const int slot0 = rs::tile_slot(warp, 0, lane);  // item i: slot0 + 32 i
   {
     const uint64_t policy = evict_first_policy();
     cp_async_items(&s.stage_keys[slot0], keys_in + first, left, rs::kPadKey, policy);
