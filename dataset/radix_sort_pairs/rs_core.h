@@ -35,7 +35,9 @@ static_assert(kItems >= 1 && kItems <= 32, "RS_ITEMS: 1 .. 32 pairs per thread")
 /// consecutive words), so the order (warp, item, lane) is the input order: ranking in that order
 /// is stable.
 RS_HD int tile_slot(int warp, int item, int lane) { return warp * kWarpSpan + item * 32 + lane; }
-RS_HD int64_t item_index(int64_t base, int warp, int item, int lane) { return base + tile_slot(warp, item, lane); }
+RS_HD int64_t item_index(int64_t base, int warp, int item, int lane) {
+  return base + static_cast<int64_t>(warp) * kWarpSpan + item * 32 + lane;  // base + tile_slot, in 64 bits
+}
 
 RS_HD unsigned digit(uint32_t key, int pass) { return (key >> (pass * kDigitBits)) & (kDigits - 1); }
 
