@@ -104,6 +104,7 @@
 // %VARIANT% prev24 -DRS_VALUES_LATE=0 -DRS_RANK16=0 -DRS_MIN_BLOCKS=2 -DRS_LOOKBACK_WINDOW=1
 // %VARIANT% async -DRS_ASYNC=1
 // %VARIANT% async32 -DRS_ASYNC=1 -DRS_ITEMS=32
+// %VARIANT% early -DRS_EARLY_COUNTS=1
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -134,6 +135,14 @@
 #endif
 #if RS_ASYNC && !RS_VALUES_LATE
 #error "RS_ASYNC permutes the values after the keys are staged: it needs RS_VALUES_LATE=1"
+#endif
+
+#ifndef RS_EARLY_COUNTS
+// 1: the tile's digit counts taken from the keys in registers before the ranking (one shared
+// atomic per pair, 32 at once for a warp item of one digit) and published (AGGREGATE) at once, as
+// CUB's onesweep does: successors' look-backs meet this tile's word unpublished for one ranking
+// less. 0: published from the ranking's per-warp counts (the default).
+#define RS_EARLY_COUNTS 0
 #endif
 
 #ifndef RS_MIN_BLOCKS
@@ -326,6 +335,9 @@ struct OnesweepShared {
   uint32_t tile_start[kDigits];         ///< tile position of each digit's first pair
   int32_t out_shift[kDigits];           ///< output index of tile position j (digit d) = out_shift[d] + j
   uint32_t warp_totals[kWarps];
+#if RS_EARLY_COUNTS
+  uint32_t tile_count[kDigits];  ///< the tile's count of each digit (pads included), before the ranking
+#endif
   uint32_t tile;
 };
 
@@ -343,6 +355,9 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
   if (t == 0) s.tile = atomicAdd(tile_counter, 1u);
 #pragma unroll
   for (int w = 0; w < kWarps; ++w) s.warp_hist[w][t] = 0;
+#if RS_EARLY_COUNTS
+  s.tile_count[t] = 0;
+#endif
   __syncthreads();
   const int64_t tile = s.tile;
   const int64_t base = tile * kTile;
@@ -371,6 +386,18 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
 #pragma unroll
   for (int i = 0; i < kItems; ++i) key[i] = 32 * i < left ? __ldcs(keys_in + first + 32 * i) : rs::kPadKey;
 #define RS_KEY(i) key[i]
+#endif
+
+#if RS_EARLY_COUNTS
+  // b2. The tile's digit counts, published before the ranking (thread t: digit t; the pads, all
+  //     of digit 255, counted and then excluded as in step d).
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) count_digit(s.tile_count, rs::digit(RS_KEY(i), pass), true, lane);
+  __syncthreads();
+  {
+    const uint32_t early = s.tile_count[t] - (t == kDigits - 1 ? static_cast<uint32_t>(kTile - valid) : 0u);
+    store_status(status + tile * kDigits + t, (tile == 0 ? rs::kFlagInclusive : rs::kFlagAggregate) | early);
+  }
 #endif
 
   // c. Warp multisplit: rank[i] = pairs of the warp before item i (in input order) with its digit.
@@ -406,7 +433,9 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
     count += c;
   }
   const uint32_t mine = count - (d == kDigits - 1 ? static_cast<uint32_t>(kTile - valid) : 0u);  // pads excluded
+#if !RS_EARLY_COUNTS
   store_status(status + tile * kDigits + d, (tile == 0 ? rs::kFlagInclusive : rs::kFlagAggregate) | mine);
+#endif  // (with RS_EARLY_COUNTS published in step b2: the same count, from the keys instead of the ranks)
   const uint32_t start = block_exclusive_scan(count, s.warp_totals);  // its barrier also publishes warp_hist
 #if RS_ASYNC
   // The keys back into registers before the barrier: after it, step e overwrites their slots.

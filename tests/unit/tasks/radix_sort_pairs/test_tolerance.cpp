@@ -11,7 +11,9 @@
 //     with the default 16-word look-back window (rs::lookback_round, some words still unpublished
 //     on a first poll), with 8 words, and with the one-word walk of variant prev24; and the
 //     in-place staging of variants async / async32 (RS_ASYNC: input slots = tile positions, the
-//     ranks a permutation of the tile); the file is also built with RS_ITEMS=32 (async32's tile);
+//     ranks a permutation of the tile), and the counts of variant early (RS_EARLY_COUNTS: taken
+//     from the keys before the ranking, published, equal to the ranking's); the file is also built
+//     with RS_ITEMS=32 (async32's tile);
 //   - an unstable warp multisplit (peers ranked from the highest lane), tiles of one digit placed
 //     in reverse tile order (arrival-order slots), values left in input order, a sort of the low
 //     24 bits only, a windowed look-back that steps over an unpublished word, and the in-place
@@ -41,6 +43,8 @@ enum class Variant {
   kExpertWindow16,   ///< 16 words per round: expert.cu's default (rs_core.h kLookbackWindow)
   kExpertAsync,      ///< variants async / async32 (RS_ASYNC): the tile copied to its input slots of the
                      ///< staging buffers, ranked from there, permuted in place; the 16-word window
+  kExpertEarly,      ///< variant early (RS_EARLY_COUNTS): the tile's counts taken from the keys (32 at once
+                     ///< for a warp item of one digit) and published before the ranking; the 16-word window
   kNaive,            ///< naive.cu's count / scan / scatter arithmetic
   kUnstableRank,     ///< warp multisplit ranks counted from the highest peer lane
   kTilesReversed,    ///< a digit's tiles placed in reverse tile order (slots claimed in arrival order)
@@ -61,6 +65,7 @@ int lookback_window_of(Variant v) {
     case Variant::kExpertWindow16:
     case Variant::kExpertAsync:
     case Variant::kInPlaceUnread:
+    case Variant::kExpertEarly:
       return 16;
     default:
       return 1;
@@ -178,7 +183,22 @@ void onesweep_pass(Variant v, int pass, const uint32_t* starts, const Pairs& src
             for (int m = 0; m < 32; ++m) hist[w * rs::kDigits + d] += rs::digit(key[slot(w, i, m)], pass) == d;
         }
       }
-    // d: warps' first ranks, the tile's counts (published), the tile's digit starts.
+    // b2 (RS_EARLY_COUNTS): the tile's counts from the keys, count_digit's rule per (warp, item):
+    //    32 added once when the 32 lanes share a digit, else 1 per lane; pads included.
+    std::vector<uint32_t> early(rs::kDigits, 0);
+    if (v == Variant::kExpertEarly)
+      for (int w = 0; w < rs::kWarps; ++w)
+        for (int i = 0; i < rs::kItems; ++i) {
+          const unsigned d0 = rs::digit(key[slot(w, i, 0)], pass);
+          bool uniform = true;
+          for (int l = 1; l < 32; ++l) uniform = uniform && rs::digit(key[slot(w, i, l)], pass) == d0;
+          if (uniform)
+            early[d0] += 32;
+          else
+            for (int l = 0; l < 32; ++l) ++early[rs::digit(key[slot(w, i, l)], pass)];
+        }
+    // d: warps' first ranks, the tile's counts (published; RS_EARLY_COUNTS: published in b2, and
+    //    the ranking's count, which the look-back's INCLUSIVE word adds, must equal it).
     std::vector<uint32_t> count(rs::kDigits, 0), mine(rs::kDigits), tile_start(rs::kDigits);
     for (int d = 0; d < rs::kDigits; ++d) {
       for (int w = 0; w < rs::kWarps; ++w) {
@@ -186,8 +206,13 @@ void onesweep_pass(Variant v, int pass, const uint32_t* starts, const Pairs& src
         hist[w * rs::kDigits + d] = count[d];
         count[d] += c;
       }
-      mine[d] = count[d] - (d == rs::kDigits - 1 ? static_cast<uint32_t>(rs::kTile - valid) : 0u);
-      status[tile * rs::kDigits + d] = (tile == 0 ? rs::kFlagInclusive : rs::kFlagAggregate) | mine[d];
+      const uint32_t pads = d == rs::kDigits - 1 ? static_cast<uint32_t>(rs::kTile - valid) : 0u;
+      mine[d] = count[d] - pads;
+      const uint32_t published = v == Variant::kExpertEarly ? early[d] - pads : mine[d];
+      if (v == Variant::kExpertEarly) {
+        EXPECT_EQ(early[d], count[d]) << "tile " << tile << " digit " << d;
+      }
+      status[tile * rs::kDigits + d] = (tile == 0 ? rs::kFlagInclusive : rs::kFlagAggregate) | published;
     }
     for (int d = 0, acc = 0; d < rs::kDigits; ++d) {
       tile_start[d] = static_cast<uint32_t>(acc);
@@ -412,7 +437,7 @@ TEST_F(RadixSortPairsTolerance, ExpertAndNaiveArithmeticPass) {
   g_unpublished_polls = 0;
   for (const Case& c : *cases_)
     for (Variant v : {Variant::kExpert, Variant::kExpertWindow8, Variant::kExpertWindow16, Variant::kExpertAsync,
-                      Variant::kNaive}) {
+                      Variant::kExpertEarly, Variant::kNaive}) {
       const OutputsVerdict verdict = judge(c, emulate(v, c));
       EXPECT_EQ(verdict.status, Status::PASSED)
           << c.plan.workload.uuid << " variant " << static_cast<int>(v) << ": " << verdict.message;
