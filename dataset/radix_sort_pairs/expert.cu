@@ -89,7 +89,20 @@
 //     2 CTAs per SM: 127 registers. H200 (2026-12-02): 119.4 / 12865.0 / 8244.2 us (3.1% / 7.3% /
 //     11.3% of SOL): 0.71x / 0.53x / 0.65x CUB;
 //   - 16, 12 or 32 pairs per thread (RS_ITEMS): with the values loaded early they spilled (36-124
-//     B) at the CTAs per SM they aimed for; not measured;
+//     B) at the CTAs per SM they aimed for; not measured. With this kernel (values late) 28 and 32
+//     still spill at 80 registers (36 and 148 B of spill stores: the keys and their ranks live
+//     through the ranking), so a larger tile needs the keys out of registers then (async32);
+//   - async (RS_ASYNC, built 2026-12-03, not yet measured): keys and values copied global ->
+//     shared by 4-byte cp.async at the tile's start (each lane its own words at their input slots,
+//     evict-first), so a tile's 48 KB of reads are in flight together from its start and the
+//     values' round trip hides behind the ranking; the ranking reads the keys from shared memory,
+//     keys and values are then permuted in place (one barrier more). 78 registers, 58 KB, 3 CTAs
+//     per SM. (With one 64-bit address per item ptxas spilled; the items' offsets are immediates);
+//   - async32 (RS_ASYNC, RS_ITEMS=32; not yet measured): the same with 8192-pair tiles (CUB's
+//     8832 on Hopper): 80 registers, 74 KB (3 x 75 KB within the SM's 228 KB), 3 CTAs per SM;
+//   - early (RS_EARLY_COUNTS; not yet measured): the tile's digit counts taken from the keys
+//     (count_digit, as in rs_histogram) and published before the ranking, as CUB does: one
+//     barrier and one shared atomic per pair more; 80 registers, 59 KB.
 //   - 11-bit digits (3 passes, 52 B per pair instead of 68): 2048 buckets per tile make the
 //     per-digit steps 8 digits per thread and the per-warp histograms 64 KB per CTA; not built
 //     (CUB also keeps 8 bits for 32-bit keys on Hopper);

@@ -230,7 +230,7 @@ void onesweep_pass(Variant v, int pass, const uint32_t* starts, const Pairs& src
         for (int i = 0; i < rs::kItems; ++i)
           for (int l = 0; l < 32; ++l) {
             const int s = rs::tile_slot(w, i, l);
-            ASSERT_EQ(s, slot(w, i, l));  // the input order, independently of rs_core.h
+            ASSERT_EQ(s, slot(w, i, l));      // the input order, independently of rs_core.h
             stage_k[s] = key[slot(w, i, l)];  // the cp.async copies (pads stored by the lane)
             stage_v[s] = val[slot(w, i, l)];
           }
