@@ -195,8 +195,8 @@ __device__ __forceinline__ uint64_t evict_first_policy() {
 /// A lane's items kItem.. of the tile, word 32 i of `gmem` to word 32 i of `smem` by 4-byte
 /// cp.async (no register holds the data; it lands at cp_async_wait), or `pad` stored where the
 /// item is past N (32 i >= left). The item's offset is an immediate of the instruction, so all
-/// items share one shared and one global address register (computed per item, ptxas keeps a
-/// 64-bit address per item alive and spills at 80 registers).
+/// items share one shared and one global address register (with an address computed per item,
+/// ptxas kept a 64-bit register pair per item alive and spilled at 80 registers).
 template <int kItem = 0>
 __device__ __forceinline__ void cp_async_items(uint32_t* smem, const uint32_t* gmem, int64_t left, uint32_t pad,
                                                uint64_t policy) {
