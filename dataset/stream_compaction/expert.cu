@@ -154,8 +154,9 @@
 // %VARIANT% async4k -DSC_GROUPS=4 -DSC_MIN_BLOCKS=4
 // %VARIANT% async6k -DSC_GROUPS=6 -DSC_MIN_BLOCKS=3
 // %VARIANT% eager_async -DSC_LATE=0
-// %VARIANT% eager_adapt -DSC_LATE=2
-// %VARIANT% lb128 -DSC_LB_WORDS=4
+// %VARIANT% eager_sampled -DSC_LATE=3
+// %VARIANT% pdl_count -DSC_PDL=1 -DSC_COUNT_IN_TILE=1
+// %VARIANT% eager_pdl -DSC_LATE=3 -DSC_PDL=1 -DSC_COUNT_IN_TILE=1
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -169,8 +170,21 @@
 #endif
 #ifndef SC_LATE
 // 1: payload columns loaded only for groups with a kept row; 0: always; 2 (SC_ASYNC_PAYLOAD only):
-// per tile, always where the kept fraction of the rows so far is a quarter or more, else as 1.
+// per tile, always where the kept fraction of the rows so far is a quarter or more, else as 1;
+// 3 (SC_ASYNC_PAYLOAD only): per call, always where a quarter or more of a sample of the rows is
+// kept (sc_prepare takes the sample before the tiles), else as 1.
 #define SC_LATE 1
+#endif
+#ifndef SC_PDL
+// 1: the status words are zeroed by a kernel (sc_prepare) that lets the tile kernel launch at once
+// (programmatic dependent launch): the tiles issue their first loads while it runs, and wait for
+// it (griddepcontrol.wait) before their first status word or the sample's verdict; 0: stream order.
+#define SC_PDL 0
+#endif
+/// A kernel zeroes the status words (and takes the sample of SC_LATE=3) instead of a memset.
+#define SC_PREPARE (SC_PDL || SC_LATE == 3)
+#if SC_PREPARE && SC_PIPE
+#error "sc_prepare serves the one-tile kernel; the persistent kernel zeroes its status words by a memset"
 #endif
 #ifndef SC_PIPE
 // 1: persistent CTAs, each looping over tiles with the next tile's l_shipdate and this tile's
@@ -536,6 +550,70 @@ __device__ __forceinline__ bool eager_copies_pay(StatusWord* status, int64_t til
 }
 #endif
 
+static_assert(SC_LATE != 3 || SC_ASYNC_PAYLOAD, "the per-call eager choice (SC_LATE=3) is in the cp.async form");
+static_assert(!SC_PDL || SC_COUNT_IN_TILE, "SC_PDL writes the count in the last tile: no kernel after the tiles");
+
+#if SC_PREPARE
+constexpr int kPrepareThreads = 256;
+#if SC_LATE == 3
+/// Rows the per-call eager choice samples (SC_LATE=3), evenly spaced over the call: 16 loads in
+/// flight per thread of sc_prepare's CTA 0, one DRAM round trip. At 4096 rows a quarter is decided
+/// within about 4 standard deviations of 1% (41 kept expected) and of 50% (2048).
+constexpr int kSample = 16 * kPrepareThreads;
+
+/// Row of sample i of `samples` (samples = min(n, kSample)): floor(i x n / samples), strictly
+/// increasing and below n (i x n < 2^42 at n < 2^31).
+__device__ __forceinline__ int64_t sample_row(int64_t i, int64_t n, int64_t samples) { return i * n / samples; }
+#endif
+
+/// Zeroes the status words `words` (the tiles' and the counter) and, for SC_LATE=3, sets
+/// `*eager_flag` to 1 where at least a quarter of the sampled rows pass the predicate (then nearly
+/// every group of 4 holds a kept row, and copying every group's payload with the predicate column
+/// costs no bytes the late copies would not read), else 0. Either value writes the same rows.
+/// SC_PDL: it lets the tile kernel launch at once; the tiles wait for its end before reading either.
+__global__ void __launch_bounds__(kPrepareThreads)
+    sc_prepare(StatusWord* __restrict__ status, int64_t words, const int32_t* __restrict__ shipdate, int64_t n,
+               int32_t date_lt, int32_t* __restrict__ eager_flag) {
+#if SC_PDL
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+#if SC_LATE == 3
+  __shared__ int kept_total;
+  int kept = 0;
+  const int64_t samples = n < kSample ? n : kSample;
+  if (blockIdx.x == 0) {
+    if (threadIdx.x == 0) kept_total = 0;
+#pragma unroll
+    for (int k = 0; k < kSample / kPrepareThreads; ++k) {  // the loads first, all in flight at once
+      const int64_t i = static_cast<int64_t>(k) * kPrepareThreads + threadIdx.x;
+      if (i < samples) kept += __ldcs(shipdate + sample_row(i, n, samples)) < date_lt;
+    }
+  }
+#else
+  (void)shipdate, (void)n, (void)date_lt, (void)eager_flag;
+#endif
+  for (int64_t w = static_cast<int64_t>(blockIdx.x) * kPrepareThreads + threadIdx.x; w < words;
+       w += static_cast<int64_t>(gridDim.x) * kPrepareThreads)
+    status[w] = 0;
+#if SC_LATE == 3
+  if (blockIdx.x == 0) {  // the same for every thread of the CTA
+    __syncthreads();      // kept_total's zero before the adds
+    if (kept) atomicAdd(&kept_total, kept);
+    __syncthreads();
+    if (threadIdx.x == 0) *eager_flag = static_cast<int64_t>(kept_total) * 4 >= samples ? 1 : 0;
+  }
+#endif
+}
+#endif  // SC_PREPARE
+
+/// SC_PDL: waits until sc_prepare has ended and its writes are visible (griddepcontrol.wait); a
+/// no-op once it has. Without SC_PDL the tile kernel starts after it in stream order.
+__device__ __forceinline__ void wait_prepare() {
+#if SC_PDL
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 struct Shared {
 #if SC_STAGE && !SC_DYN_STAGE
   alignas(16) int32_t shipdate[kStageRows];
@@ -554,6 +632,9 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
                     StatusWord* __restrict__ status, unsigned long long* __restrict__ tile_counter
 #if SC_COUNT_IN_TILE
                     , int64_t* __restrict__ count
+#endif
+#if SC_LATE == 3
+                    , const int32_t* __restrict__ eager_flag
 #endif
 ) {
   __shared__ Shared s;
@@ -612,6 +693,13 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   //      where the kept fraction so far is high (eager_copies_pay), else as the late form.
 #if SC_LATE == 2
   const bool eager = eager_copies_pay(status, tile);
+#elif SC_LATE == 3
+  // The sample's verdict: one word every CTA reads (an L1 hit after an SM's first CTA), not a
+  // status word, so the copies do not wait on an L2 round trip as SC_LATE=2's per-tile choice does.
+  // A weak load cached in L1 (ld.global.ca), not the read-only path: under SC_PDL sc_prepare writes
+  // the word while this kernel runs; griddepcontrol.wait makes that write visible to weak loads.
+  wait_prepare();
+  const bool eager = __ldca(eager_flag) != 0;
 #else
   constexpr bool eager = true;
 #endif
@@ -644,8 +732,10 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   int before[kGroups];
   const int tile_count = tile_ranks(keep, before, s.warp_totals, lane, warp);
 
-  // 5. The tile's first output row (the copies land meanwhile).
+  // 5. The tile's first output row (the copies land meanwhile), once sc_prepare's zeroed status
+  //    words are visible (SC_PDL).
   if (warp == 0) {
+    wait_prepare();
     const int64_t exclusive = look_back(status, tile, tile_count, lane);
     if (lane == 0) s.exclusive = exclusive;
     WRITE_COUNT_IN_TILE();
@@ -704,6 +794,7 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
 
   // 5. The tile's first output row.
   if (warp == 0) {
+    wait_prepare();
     const int64_t exclusive = look_back(status, tile, tile_count, lane);
     if (lane == 0) s.exclusive = exclusive;
     WRITE_COUNT_IN_TILE();
@@ -884,6 +975,7 @@ __global__ void sc_write_count(const StatusWord* __restrict__ last_status, int64
 
 struct Buffers {
   StatusWord* status;  ///< [num_tiles + 1]: the tiles' status words, then the tile counter
+  int32_t* eager_flag;  ///< SC_LATE=3: the sample's verdict (its own 256-byte slice); else null
   int64_t num_tiles;
 };
 
@@ -891,6 +983,7 @@ Buffers carve(d2k::Workspace& ws, const sc::Params& p) {
   Buffers b{};
   b.num_tiles = (p.n + kTile - 1) / kTile;
   b.status = ws.take<StatusWord>(static_cast<uint64_t>(b.num_tiles) + 1);
+  if (SC_LATE == 3) b.eager_flag = ws.take<int32_t>(1);
   return b;
 }
 
@@ -927,6 +1020,18 @@ extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t*
   });
 }
 
+// The tile kernel's optional last arguments, from d2k_run's columns `c` and buffers `b`.
+#if SC_COUNT_IN_TILE
+#define SC_COUNT_ARG , c.count
+#else
+#define SC_COUNT_ARG
+#endif
+#if SC_LATE == 3
+#define SC_FLAG_ARG , static_cast<const int32_t*>(b.eager_flag)
+#else
+#define SC_FLAG_ARG
+#endif
+
 extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
   D2K_ENTRY(args, {
     const sc::Params p = sc::read_params(args);
@@ -938,7 +1043,16 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     d2k::Workspace ws(args);
     const Buffers b = carve(ws, p);
     cudaStream_t st = static_cast<cudaStream_t>(args->stream);
-    D2K_CUDA_TRY(args, cudaMemsetAsync(b.status, 0, (static_cast<size_t>(b.num_tiles) + 1) * sizeof(StatusWord), st));
+    const int64_t words = b.num_tiles + 1;
+#if SC_PREPARE
+    {
+      const int64_t blocks = (words + kPrepareThreads - 1) / kPrepareThreads;
+      sc_prepare<<<static_cast<unsigned>(blocks < 512 ? blocks : 512), kPrepareThreads, 0, st>>>(
+          b.status, words, c.shipdate, p.n, p.date_lt, b.eager_flag);
+    }
+#else
+    D2K_CUDA_TRY(args, cudaMemsetAsync(b.status, 0, static_cast<size_t>(words) * sizeof(StatusWord), st));
+#endif
 #if SC_PIPE
     unsigned grid = 0;
     if (const int32_t rc = persistent_grid(args, b.num_tiles, &grid); rc != D2K_OK) return rc;
@@ -955,13 +1069,27 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     D2K_CUDA_TRY(args, cudaFuncSetAttribute(sc_select_tiles, cudaFuncAttributePreferredSharedMemoryCarveout,
                                             static_cast<int>(cudaSharedmemCarveoutMaxShared)));
 #endif
+#if SC_PDL
+    // Programmatic dependent launch: the tiles may start once sc_prepare has started (it triggers
+    // at once) and wait for its end only before their first status word (wait_prepare).
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(static_cast<unsigned>(b.num_tiles));
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = kTileDynBytes;
+    cfg.stream = st;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    D2K_CUDA_TRY(args, cudaLaunchKernelEx(&cfg, sc_select_tiles, c.shipdate, c.price, c.partkey, p.n, p.date_lt,
+                                          c.out_shipdate, c.out_price, c.out_partkey, b.status,
+                                          b.status + b.num_tiles SC_COUNT_ARG SC_FLAG_ARG));
+#else
     sc_select_tiles<<<static_cast<unsigned>(b.num_tiles), kThreads, kTileDynBytes, st>>>(
         c.shipdate, c.price, c.partkey, p.n, p.date_lt, c.out_shipdate, c.out_price, c.out_partkey, b.status,
-        b.status + b.num_tiles
-#if SC_COUNT_IN_TILE
-        , c.count
+        b.status + b.num_tiles SC_COUNT_ARG SC_FLAG_ARG);
 #endif
-    );
 #endif
     if (!SC_COUNT_IN_TILE || SC_PIPE) sc_write_count<<<1, 1, 0, st>>>(b.status + b.num_tiles - 1, c.count);
     D2K_CUDA_TRY(args, cudaGetLastError());

@@ -17,7 +17,9 @@
 //     caught;
 //   - the cp.async form's in-place compaction at 2048- to 6144-row tiles (SC_GROUPS=2 to async6k),
 //     with the eager copies of every group (eager_async, SC_LATE=0; eager_adapt, SC_LATE=2, per
-//     tile), and the last tile's prefix plus its count as the count (SC_COUNT_IN_TILE=1);
+//     tile; eager_sampled and eager_pdl, SC_LATE=3, per call from a sample of the rows, whose
+//     positions and verdict are mirrored), and the last tile's prefix plus its count as the count
+//     (SC_COUNT_IN_TILE=1, in pdl_count and eager_pdl);
 //   - a predicate off by one (<=), a vector path that drops the last N mod 4 rows, tiles written in
 //     another order than their row order (atomically claimed output slots), rows reversed inside a
 //     warp, the float column through float16, and the last kept row dropped all fail.
@@ -556,6 +558,48 @@ TEST_F(StreamCompactionTolerance, EagerCopiesCompactInPlaceAsTheLateForm) {
                                              write_rows(Variant::kExpert, c, kPoisonB, rows));
       EXPECT_EQ(v.status, Status::PASSED) << c.plan.workload.uuid << " eager " << eager << ": " << v.message;
     }
+}
+
+/// expert.cu's per-call eager choice (SC_LATE=3, sc_prepare): min(n, 4096) rows sampled at
+/// floor(i x n / samples); eager where a quarter or more of them pass the predicate.
+constexpr std::int64_t kSample = 4096;
+std::int64_t sample_row(std::int64_t i, std::int64_t n, std::int64_t samples) { return i * n / samples; }
+bool sampled_eager(const Columns& k) {
+  const std::int64_t samples = std::min(k.n, kSample);
+  std::int64_t kept = 0;
+  for (std::int64_t i = 0; i < samples; ++i) kept += k.ship[sample_row(i, k.n, samples)] < k.date_lt;
+  return kept * 4 >= samples;
+}
+
+// The per-call choice (eager_sampled, eager_pdl: SC_LATE=3): the sampled rows are distinct rows
+// below n, in increasing order, at every n up to the axis maximum (i x n / samples in 64 bits);
+// the verdict is eager on the half, 99% and all-kept workloads and late on the 1%, none and
+// first-weeks ones; and either verdict, taken for the whole call, writes the stable order and
+// passes (the copies differ, the compaction reads back only kept groups).
+TEST_F(StreamCompactionTolerance, SampledEagerChoiceCompactsAsTheLateForm) {
+  for (const std::int64_t n : {std::int64_t{1}, std::int64_t{3}, std::int64_t{4095}, std::int64_t{4096},
+                               std::int64_t{4097}, std::int64_t{100000000}, std::int64_t{1073741824}}) {
+    const std::int64_t samples = std::min(n, kSample);
+    for (std::int64_t i = 0; i < samples; ++i) {
+      const std::int64_t r = sample_row(i, n, samples);
+      ASSERT_LT(r, n) << "n " << n << " sample " << i;
+      if (i > 0) ASSERT_GT(r, sample_row(i - 1, n, samples)) << "n " << n << " sample " << i;
+    }
+  }
+  EXPECT_TRUE(sampled_eager(columns(by_suffix("check-n4099-half"))));
+  EXPECT_TRUE(sampled_eager(columns(by_suffix("check-n200009-99pct"))));
+  EXPECT_TRUE(sampled_eager(columns(by_suffix("check-n65537-all"))));
+  EXPECT_FALSE(sampled_eager(columns(by_suffix("check-n100003-1pct"))));
+  EXPECT_FALSE(sampled_eager(columns(by_suffix("check-n65521-none"))));
+  EXPECT_FALSE(sampled_eager(columns(by_suffix("check-n30011-first-weeks"))));
+  for (const Case& c : *cases_) {
+    const int eager = sampled_eager(columns(c)) ? 1 : 0;
+    const std::vector<std::int64_t> rows = vec_store_order(columns(c), 3, true, kAsyncPad, nullptr, eager);
+    ASSERT_EQ(rows, expert_order(columns(c), 3)) << c.plan.workload.uuid << " eager " << eager;
+    const OutputsVerdict v = judge_outputs(c.plan, c.expected, write_rows(Variant::kExpert, c, kPoisonA, rows),
+                                           write_rows(Variant::kExpert, c, kPoisonB, rows));
+    EXPECT_EQ(v.status, Status::PASSED) << c.plan.workload.uuid << " eager " << eager << ": " << v.message;
+  }
 }
 
 // A pad of 16 rows instead of 32 lets a write land on a slot not yet read back (shift + rank can
