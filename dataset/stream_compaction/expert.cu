@@ -155,8 +155,8 @@
 // %VARIANT% async6k -DSC_GROUPS=6 -DSC_MIN_BLOCKS=3
 // %VARIANT% eager_async -DSC_LATE=0
 // %VARIANT% eager_sampled -DSC_LATE=3
-// %VARIANT% pdl_count -DSC_PDL=1 -DSC_COUNT_IN_TILE=1
 // %VARIANT% eager_pdl -DSC_LATE=3 -DSC_PDL=1 -DSC_COUNT_IN_TILE=1
+// %VARIANT% eager_overlap -DSC_LATE=3 -DSC_PDL=1 -DSC_COUNT_IN_TILE=1 -DSC_LB_OVERLAP=1
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -214,6 +214,15 @@
 // fits 40 registers (6 CTAs per SM at 3072-row tiles) where the register form needs 64 (4 CTAs).
 // 0: the payload loaded into registers (int4) with l_shipdate.
 #define SC_ASYNC_PAYLOAD 1
+#endif
+#ifndef SC_LB_OVERLAP
+// 1 (SC_ASYNC_PAYLOAD only): the look-back's first round of status words is issued before the
+// in-place compaction and read after it, and the tile is compacted at its rank (no offset) before
+// its first output row is known; the stores read the staging shifted by (first output row mod 32).
+// The look-back's L2 round trip then overlaps the compaction instead of preceding it, which matters
+// where the payload arrives with the predicate column (SC_LATE=0 or 3) and nothing else hides it.
+// 0: the look-back returns before the compaction, which stages at rank + (first output row mod 32).
+#define SC_LB_OVERLAP 0
 #endif
 #ifndef SC_COUNT_IN_TILE
 // 1: the last tile's look-back writes the count (its exclusive prefix plus its own count), so the
@@ -311,6 +320,64 @@ __device__ int64_t look_back_published(StatusWord* status, int64_t tile, int til
   if (lane == 0) store_status(status + tile, kInclusive | static_cast<StatusWord>(exclusive + tile_count));
   return exclusive;
 }
+
+#if SC_LB_OVERLAP
+// SC_LB_OVERLAP: look_back_published split in two, so that the first round's status words are in
+// flight while the tile is compacted (look_back_load early, look_back_rounds late); the same
+// rounds, sums and stop rule.
+/// One look-back round's status words: predecessor d = nearest - (32 k + lane) of the round
+/// (0: the nearest) as lane d % 32's word k; before tile 0, an inclusive prefix of 0.
+__device__ __forceinline__ void look_back_load(StatusWord* status, int64_t nearest, int lane, StatusWord (&s)[kLbWords]) {
+#pragma unroll
+  for (int k = 0; k < kLbWords; ++k) {
+    const int64_t idx = nearest - lane - 32 * k;  // lane 0, word 0 reads the nearest predecessor
+    s[k] = idx >= 0 ? load_status(status + idx) : kInclusive;  // before tile 0: a prefix of 0
+  }
+}
+
+/// Kept rows before `tile` (> 0), whose count publish_count has published, from the first round's
+/// words `s` (look_back_load(tile - 1), in flight or landed; all lanes of one warp call it; every
+/// lane returns the value). A round waits until all 32 x kLbWords predecessors have published
+/// something, sums them back to the nearest inclusive prefix (or all of them, and reads the next
+/// round, if none is inclusive). Publishes the tile's inclusive prefix last.
+__device__ __forceinline__ int64_t look_back_rounds(StatusWord* status, int64_t tile, int tile_count, int lane,
+                                                    StatusWord (&s)[kLbWords]) {
+  int64_t exclusive = 0;
+  for (int64_t nearest = tile - 1;; nearest -= 32 * kLbWords) {
+    if (nearest != tile - 1) look_back_load(status, nearest, lane, s);
+    for (;;) {  // wait until every predecessor of the round has published something
+      bool pending = false;
+#pragma unroll
+      for (int k = 0; k < kLbWords; ++k) pending |= (s[k] >> 62) == 0;
+      if (!__any_sync(0xffffffffu, pending)) break;
+#pragma unroll
+      for (int k = 0; k < kLbWords; ++k)
+        if ((s[k] >> 62) == 0) s[k] = load_status(status + (nearest - lane - 32 * k));
+    }
+    // The nearest inclusive prefix: the lowest word index k holding one, its lowest lane.
+    int stop = 32 * kLbWords - 1;
+    bool found = false;
+#pragma unroll
+    for (int k = kLbWords - 1; k >= 0; --k) {
+      const unsigned inclusive_lanes = __ballot_sync(0xffffffffu, (s[k] >> 62) == 2);
+      if (inclusive_lanes) {
+        stop = 32 * k + __ffs(inclusive_lanes) - 1;
+        found = true;
+      }
+    }
+    int64_t v = 0;
+#pragma unroll
+    for (int k = 0; k < kLbWords; ++k)
+      if (32 * k + lane <= stop) v += static_cast<int64_t>(s[k] & kValueMask);
+#pragma unroll
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    exclusive += v;
+    if (found) break;
+  }
+  if (lane == 0) store_status(status + tile, kInclusive | static_cast<StatusWord>(exclusive + tile_count));
+  return exclusive;
+}
+#endif  // SC_LB_OVERLAP
 
 #if !SC_PIPE
 /// Kept rows before `tile` (all lanes of warp 0 call it; every lane returns the value). Publishes
@@ -502,6 +569,40 @@ __device__ __forceinline__ void store_staged_vec(const Staging& st, int shift, i
 }
 #endif  // SC_VEC_STORE
 
+#if SC_LB_OVERLAP
+/// SC_LB_OVERLAP: as store_staged_vec, with the tile's kept rows staged at their rank, [0,
+/// tile_count), not at rank + shift: output row line0 + j (j in [shift, shift + tile_count)) is
+/// staging row j - shift. Whole quads are read as four 4-byte words (consecutive threads read
+/// consecutive words: no bank conflict) and written as one aligned 16-byte evict-first store.
+__device__ __forceinline__ void store_shifted_vec(const Staging& st, int shift, int tile_count, int64_t line0,
+                                                  int32_t* __restrict__ out_shipdate, float* __restrict__ out_price,
+                                                  int32_t* __restrict__ out_partkey, int t) {
+  const int end = shift + tile_count;  // output rows [line0 + shift, line0 + end) are the tile's
+  const int quads = (end + 3) >> 2;
+  for (int q = t; q < quads; q += kThreads) {
+    const int j = q * 4;
+    const int64_t row = line0 + j;
+    const int i = j - shift;  // the staging row of output row line0 + j
+    if (j >= shift && j + 4 <= end) {
+      __stcs(reinterpret_cast<int4*>(out_shipdate + row),
+             make_int4(st.shipdate[i], st.shipdate[i + 1], st.shipdate[i + 2], st.shipdate[i + 3]));
+      __stcs(reinterpret_cast<int4*>(out_price + row),
+             make_int4(st.price[i], st.price[i + 1], st.price[i + 2], st.price[i + 3]));
+      __stcs(reinterpret_cast<int4*>(out_partkey + row),
+             make_int4(st.partkey[i], st.partkey[i + 1], st.partkey[i + 2], st.partkey[i + 3]));
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (j + e >= shift && j + e < end) {
+          __stcs(out_shipdate + row + e, st.shipdate[i + e]);
+          __stcs(out_price + row + e, __int_as_float(st.price[i + e]));
+          __stcs(out_partkey + row + e, st.partkey[i + e]);
+        }
+    }
+  }
+}
+#endif  // SC_LB_OVERLAP
+
 #if !SC_PIPE
 #ifndef SC_DYN_STAGE
 // 1: the staging in dynamic shared memory (past the 48 KB of static shared memory: 4096-row tiles
@@ -551,6 +652,7 @@ __device__ __forceinline__ bool eager_copies_pay(StatusWord* status, int64_t til
 #endif
 
 static_assert(SC_LATE != 3 || SC_ASYNC_PAYLOAD, "the per-call eager choice (SC_LATE=3) is in the cp.async form");
+static_assert(!SC_LB_OVERLAP || SC_ASYNC_PAYLOAD, "the overlapped look-back is in the cp.async form's compaction");
 static_assert(!SC_PDL || SC_COUNT_IN_TILE, "SC_PDL writes the count in the last tile: no kernel after the tiles");
 
 #if SC_PREPARE
@@ -732,6 +834,54 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   int before[kGroups];
   const int tile_count = tile_ranks(keep, before, s.warp_totals, lane, warp);
 
+#if SC_LB_OVERLAP
+  // 5'''. Warp 0 publishes the tile's count and issues the look-back's first round; the status
+  //      words come back while every warp compacts the tile (6'') and are read after it (7'').
+  StatusWord lb_words[kLbWords];
+  if (warp == 0) {
+    wait_prepare();
+    if (lane == 0) publish_count(status, tile, tile_count);
+    if (tile > 0) look_back_load(status, tile - 1, lane, lb_words);
+  }
+
+  // 6''. In-place compaction at the tile rank, group by group, as 6' below with no offset: a kept
+  //      tile row i goes to staging row rank(i) <= i < kAsyncPad + i, below its own input slot.
+  wait_async_copies();
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g) {
+    int4 pa = make_int4(0, 0, 0, 0), pb = pa, pc = pa;
+    if (keep[g]) {
+      const int slot = kAsyncPad + (g * kThreads + t) * 4;
+      pa = *reinterpret_cast<const int4*>(st.shipdate + slot);
+      pb = *reinterpret_cast<const int4*>(st.price + slot);
+      pc = *reinterpret_cast<const int4*>(st.partkey + slot);
+    }
+    __syncthreads();  // every thread's copies landed (g = 0) and group g read back before any write
+    int r = before[g];
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (keep[g] >> e & 1u) {
+        st.shipdate[r] = lane_of(pa, e);
+        st.price[r] = lane_of(pb, e);
+        st.partkey[r] = lane_of(pc, e);
+        ++r;
+      }
+  }
+
+  // 7''. The look-back finished from its first round's words (more rounds if none is inclusive),
+  //      then the staged rows out, read shifted by (first output row mod 32).
+  if (warp == 0) {
+    const int64_t exclusive = tile > 0 ? look_back_rounds(status, tile, tile_count, lane, lb_words) : 0;
+    if (lane == 0) s.exclusive = exclusive;
+    WRITE_COUNT_IN_TILE();
+  }
+  __syncthreads();
+  {
+    const int64_t exclusive = s.exclusive;
+    const int shift = static_cast<int>(exclusive & 31);
+    store_shifted_vec(st, shift, tile_count, exclusive - shift, out_shipdate, out_price, out_partkey, t);
+  }
+#else   // !SC_LB_OVERLAP
   // 5. The tile's first output row (the copies land meanwhile), once sc_prepare's zeroed status
   //    words are visible (SC_PDL).
   if (warp == 0) {
@@ -779,6 +929,7 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   }
   __syncthreads();
   store_staged_vec(st, shift, tile_count, exclusive - shift, out_shipdate, out_price, out_partkey, t);
+#endif  // SC_LB_OVERLAP
 #else   // !SC_ASYNC_PAYLOAD
   // 2-3. Predicate column, masks, payload columns.
   int4 va[kGroups], vb[kGroups], vc[kGroups];
