@@ -149,6 +149,34 @@
 //   kernel: about 1-2 us, under the noise of one bench row); SC_GROUPS=2 SC_MIN_BLOCKS=8 (8 CTAs of
 //   2048 rows, 32 registers, 26,064 B, no spills: 16,384 rows per SM, about 16 us slower under
 //   reading (a) above).
+// Measured (H200, 2026-12-03, "Eighth session"): eager_async 534.30 us at 50% (78.3% of SOL,
+// 1.02x the default), 0.92x at 1%; eager_adapt and lb128 within noise of the default on every row.
+// eager_adapt's choice is right in arithmetic (tile - 1024's word is inclusive once that CTA is
+// done, a wave before), but its copies wait on that word: in its SASS the LDGSTS sit behind a branch
+// on the LD.E.64.STRONG.GPU, an L2 round trip that under this load is about as long as the
+// predicate column's DRAM round trip, so the copies go out about when the late ones would. Its
+// line is gone (SC_LATE=2 still builds it), and so is lb128's.
+// Variants for the next run (2026-12-04, second set; not measured yet), each on top of the one before:
+//   - eager_sampled (-DSC_LATE=3): the eager choice per call, not per tile, from no status word: a
+//     kernel (sc_prepare) replaces the memset, zeroes the status words and samples 4096 rows
+//     evenly (one DRAM round trip, CTA 0); every CTA reads its verdict (one word, an L1 hit after an
+//     SM's first CTA) after issuing its l_shipdate loads, and copies every group eagerly where a
+//     quarter or more of the sample is kept, else late. 40 registers, no spills. Expected at
+//     eager_async's time at 50% and 99%, at the default's at 1%: the deployable eager form;
+//   - eager_pdl (+ -DSC_PDL=1 -DSC_COUNT_IN_TILE=1): the launches. sc_prepare triggers the tile
+//     kernel's launch at once (programmatic dependent launch: griddepcontrol.launch_dependents),
+//     so the first wave's loads go out while it runs; each CTA waits for its end
+//     (griddepcontrol.wait) only before the verdict and its first status word; the last tile
+//     writes the count, so no kernel follows the tiles. Two launch gaps fewer: a few us on every row;
+//   - eager_overlap (+ -DSC_LB_OVERLAP=1): the look-back off the chain. In the eager form the
+//     payload lands with the predicate column, so the look-back's L2 round trip (after the ranks'
+//     barrier) is no longer hidden by the late copies' wait: every CTA holds its slot through it
+//     with nothing in flight. Here warp 0 publishes the count and issues the first round's status
+//     loads, every warp compacts the tile in place at its rank (rank(i) <= i, as safe as the
+//     shifted form), warp 0 then finishes the look-back from the landed words, and the stores read
+//     the staging shifted by (first output row mod 32) as four 4-byte words per aligned 16-byte
+//     store. 40 registers, no spills. Up to one loaded L2 round trip less per CTA (~1 us of ~13):
+//     the candidate for the 80% bar at 50% (<= 523.7 us).
 // %VARIANT% tile3k_regs -DSC_ASYNC_PAYLOAD=0 -DSC_MIN_BLOCKS=4
 // %VARIANT% tile2k_prev -DSC_ASYNC_PAYLOAD=0 -DSC_GROUPS=2 -DSC_MIN_BLOCKS=5 -DSC_VEC_STORE=0 -DSC_CLAIM=1 -DSC_LB_WORDS=1
 // %VARIANT% async4k -DSC_GROUPS=4 -DSC_MIN_BLOCKS=4
