@@ -687,8 +687,8 @@ static_assert(!SC_PDL || SC_COUNT_IN_TILE, "SC_PDL writes the count in the last 
 constexpr int kPrepareThreads = 256;
 #if SC_LATE == 3
 /// Rows the per-call eager choice samples (SC_LATE=3), evenly spaced over the call: 16 loads in
-/// flight per thread of sc_prepare's CTA 0, one DRAM round trip. At 4096 rows a quarter is decided
-/// within about 4 standard deviations of 1% (41 kept expected) and of 50% (2048).
+/// flight per thread of sc_prepare's CTA 0, one DRAM round trip. At 4096 rows the threshold (1024
+/// kept) lies 32 standard deviations below 50% (2048 +- 32) and far above 1% (41 +- 6).
 constexpr int kSample = 16 * kPrepareThreads;
 
 /// Row of sample i of `samples` (samples = min(n, kSample)): floor(i x n / samples), strictly
