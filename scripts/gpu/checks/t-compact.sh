@@ -12,12 +12,16 @@
 # memcheck on the check workloads; the expert's SASS counts (design.json's "recognise" fields).
 # Fits the 150 s deadline of scripts/gpu/run_checks.sh: each step gets what is left of a 140 s
 # budget (COMPACT_BUDGET_S).
-# The sweep of 2026-12-04 (<= 140 s; a carry with expert_eager_async.so, expert_eager_adapt.so and
-# expert_lb128.so beside expert, library, naive and reference, without the measured variants):
-#   COMPACT_BUDGET_S=140 D2K_CHECK_STEPS=variants,memcheck_eager_async,memcheck_eager_adapt,memcheck_lb128 \
+# The sweep of the next run (2026-12-04, docs/results/stream_compaction.md "Variants for the next
+# run (2026-12-04), second set"; <= 120 s; a carry with expert_eager_async.so (measured, the
+# reference for the sampled choice), expert_eager_sampled.so, expert_eager_pdl.so and
+# expert_eager_overlap.so beside expert, library, naive and reference, without the other variants):
+#   COMPACT_BUDGET_S=120 D2K_CHECK_STEPS=variants,memcheck_eager_sampled,memcheck_eager_pdl,memcheck_eager_overlap,racecheck_eager_pdl,racecheck_eager_overlap \
 #     scripts/gpu/checks/t-compact.sh CARRY OUT
-# (the bar: expert:* at n1e8-50pct <= 523.7 us, 80% of SOL; eager_async is expected to lose the 1%
-# row, eager_adapt to keep it). The sweep of the cp.async variants (2026-12-03; <= 120 s; a carry
+# (the bar: expert:* at n1e8-50pct <= 523.7 us, 80% of SOL; eager_sampled is expected at
+# eager_async's time at 50% and 99% and at the default's at 1%). The first sweep of 2026-12-03's
+# eighth session (eager_async, eager_adapt, lb128; measured): the same with those names. The sweep of
+# the cp.async variants (2026-12-03; <= 120 s; a carry
 # with expert_async6.so, expert_async4k.so and expert_async6k.so, without tile2k_prev):
 #   COMPACT_BUDGET_S=120 D2K_CHECK_STEPS=variants,memcheck_async6,memcheck_async4k,memcheck_async6k \
 #     scripts/gpu/checks/t-compact.sh CARRY OUT
@@ -52,6 +56,9 @@ big=$(workload_uuids bench n1e9)
 # likely), and the four row counts that end inside a group of 4 (the cp.async variants' partial
 # copies: 4, 12 and 12 bytes of 16; n1-drop: the eager copies of a group without a kept row).
 variant_check=$(workload_uuids check 'n200009\|n4099\|n6151\|n1-')
+# The variants' racecheck (the in-place compaction shares every staging row across warps, between
+# barriers; selected by name only): 2 and 3 tiles, half and all rows kept.
+variant_race=$(workload_uuids check 'n4099\|n6151')
 detect_torch
 
 validate_step
@@ -81,6 +88,7 @@ golden_step --pass "vs PyTorch boolean indexing" --show 12 8 "$checks" $helpers/
 sanitize memcheck 20 "$checks"
 if [ "$sweep" = 1 ]; then
   for v in $variants; do sanitize --impl "expert:$v" memcheck 16 "$variant_check"; done
+  for v in $variants; do selected "racecheck_$v" && sanitize --impl "expert:$v" racecheck 15 "$variant_race"; done
 fi
 # The 16-byte loads and stores carry the evict-first hint (LDG.E.EF.128, STG.E.EF.128); the
 # look-back's relaxed 64-bit status loads and stores go through generic addresses
@@ -94,9 +102,11 @@ for v in $variants; do
   need="LDG.E.EF.128"
   case $v in *vec* | tile3k_all) need+=" STG.E.EF.128" ;; esac
   # The cp.async variants copy the payload into shared memory (LDGSTS; the last partial group by
-  # plain loads).
+  # plain loads); the programmatic dependent launch leaves ACQBULK (griddepcontrol.wait) in the
+  # tile kernel and PREEXIT (griddepcontrol.launch_dependents) in sc_prepare.
   case $v in async* | eager_* | lb128) need+=" STG.E.EF.128 LDGSTS.E.BYPASS.128" ;; esac
-  sass_counts --so "expert_$v" "LDG\.E(\.EF)?\.128|STG\.E(\.EF)?\.128|LDGSTS[A-Z0-9.]*|(LD|ST)G?\.E\.64\.STRONG\.GPU|ATOMG[A-Z0-9.]*|BAR\.SYNC[A-Z.]*|LDL[A-Z0-9.]*|STL[A-Z0-9.]*" "$need" "LDL|STL"
+  case $v in *pdl* | eager_overlap) need+=" ACQBULK PREEXIT" ;; esac
+  sass_counts --so "expert_$v" "LDG\.E(\.EF)?\.128|STG\.E(\.EF)?\.128|LDGSTS[A-Z0-9.]*|(LD|ST)G?\.E\.64\.STRONG\.GPU|ATOMG[A-Z0-9.]*|BAR\.SYNC[A-Z.]*|ACQBULK|PREEXIT|LDL[A-Z0-9.]*|STL[A-Z0-9.]*" "$need" "LDL|STL"
 done
 
 if [[ $extras == *" big "* ]]; then
