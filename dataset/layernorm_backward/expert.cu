@@ -220,6 +220,9 @@
 //   %VARIANT% discard -DLNB_DISCARD=1
 //   %VARIANT% ptail -DLNB_PTAIL=32 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1 -DLNB_DISCARD=1
 //   %VARIANT% ptail16 -DLNB_PTAIL=16 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1 -DLNB_DISCARD=1
+// The sixth round (variants o, p, q above): the end of the call, each result bit-identical to the default's.
+//   %VARIANT% team_slices -DLNB_TEAM_SLICES=1
+//   %VARIANT% flags -DLNB_FLAGS=1
 // LNB_MIN_BLOCKS: the __launch_bounds__ minimum CTAs per SM of stage 1 (2 caps registers at 128,
 //   keeping 16 warps per SM to hide DRAM latency; 1 gives the compiler 255 and halves residency).
 // LNB_STREAMING: evict-first loads and stores (ld.global.cs / st.global.cs) for the single-use
@@ -293,9 +296,13 @@
 #ifndef LNB_DISCARD
 #define LNB_DISCARD 0
 #endif
+#ifndef LNB_TEAM_SLICES
+#define LNB_TEAM_SLICES 0
+#endif
 static_assert(!(LNB_BALANCED && LNB_PTAIL), "LNB_BALANCED and LNB_PTAIL: two forms of the same tail");
 static_assert(!LNB_PTAIL || LNB_CHUNK == 1, "LNB_PTAIL: one-row chunks");
 static_assert(!(LNB_STRIDED && !LNB_RING), "LNB_STRIDED: the ring kernel's row order");
+static_assert(!(LNB_TEAM_SLICES && LNB_RING < 2), "LNB_TEAM_SLICES: the ring (two stages or more) holds the slices");
 
 namespace lnb {
 
@@ -457,8 +464,56 @@ __device__ __forceinline__ void team_sums(float& a, float& b, float2 (&red)[2][k
   }
 }
 
+#if LNB_TEAM_SLICES
+/// write_partials of a CTA of several teams in two phases and one barrier (LNB_TEAM_SLICES): each
+/// team stores its column partials into its own slice of shared memory, a float4 per (array,
+/// vector, half, lane) with consecutive lanes at consecutive 16 bytes (no bank conflicts); then
+/// every thread of the CTA forms float4s of the partial rows by adding the teams' slices in team
+/// order, t0 + t1 + ... (the same fp32 additions in the same order as the serial form below, so
+/// the same bits), and stores them with coalesced 16-byte stores. The serial form takes 2 x teams
+/// barriers, each team storing its 64 values as scalars at a 32-byte lane stride (eight-way bank
+/// conflicts, behind a barrier per team): about 6-11 thousand cycles at the end of every CTA at
+/// H = 4096 and 1024 (2 and 8 teams), on the call's critical path.
+/// Shared memory: teams x 2 x vpt x 2 x team_width float4 = 64 x vpt x kCta bytes, the two-stage
+/// ring's size exactly (the ring kernel's callers only; the ring is free when it is called).
+__device__ __forceinline__ void write_partials_slices(const float (&acc_g)[kMaxVec][8], const float (&acc_b)[kMaxVec][8],
+                                                      float4* s_slices, float* __restrict__ pg,
+                                                      float* __restrict__ pb, int H, int team_width) {
+  const int nvec = H / 8;
+  const int vpt = (nvec + team_width - 1) / team_width;
+  const int teams = kCta / team_width;
+  const int team = threadIdx.x / team_width, tl = threadIdx.x % team_width;
+  // Slice entry of (team, array q, vector k, half hf, lane tl).
+  auto at = [&](int t, int q, int k, int hf, int lane) { return (((t * 2 + q) * vpt + k) * 2 + hf) * team_width + lane; };
+  // Phase 1: the team's own slice.
+#pragma unroll
+  for (int k = 0; k < kMaxVec; ++k) {
+    if (k >= vpt || tl + k * team_width >= nvec) continue;
+    s_slices[at(team, 0, k, 0, tl)] = make_float4(acc_g[k][0], acc_g[k][1], acc_g[k][2], acc_g[k][3]);
+    s_slices[at(team, 0, k, 1, tl)] = make_float4(acc_g[k][4], acc_g[k][5], acc_g[k][6], acc_g[k][7]);
+    s_slices[at(team, 1, k, 0, tl)] = make_float4(acc_b[k][0], acc_b[k][1], acc_b[k][2], acc_b[k][3]);
+    s_slices[at(team, 1, k, 1, tl)] = make_float4(acc_b[k][4], acc_b[k][5], acc_b[k][6], acc_b[k][7]);
+  }
+  __syncthreads();
+  // Phase 2: float4 i of array q is vector v = i / 2, half i % 2, owned by lane v % team_width at k = v / team_width.
+  const int quads = H / 4;
+  for (int o = threadIdx.x; o < 2 * quads; o += kCta) {
+    const int q = o >= quads, i = o - q * quads;
+    const int v = i / 2, hf = i % 2, k = v / team_width, lane = v % team_width;
+    float4 sum = s_slices[at(0, q, k, hf, lane)];
+    for (int t = 1; t < teams; ++t) {
+      const float4 add = s_slices[at(t, q, k, hf, lane)];
+      sum.x += add.x, sum.y += add.y, sum.z += add.z, sum.w += add.w;
+    }
+    reinterpret_cast<float4*>(q == 0 ? pg : pb)[i] = sum;
+  }
+}
+#endif
+
 /// The CTA's partial rows of dgamma and dbeta: teams summed in team order through s_sum (H floats
-/// of shared memory, used only when the CTA has several teams; deterministic).
+/// of shared memory, used only when the CTA has several teams; deterministic). kTeamSlices (the
+/// ring kernel with LNB_TEAM_SLICES): the same sums through write_partials_slices, s_sum the ring.
+template <bool kTeamSlices = false>
 __device__ __forceinline__ void write_partials(const float (&acc_g)[kMaxVec][8], const float (&acc_b)[kMaxVec][8],
                                                float* s_sum, float* __restrict__ part_g, float* __restrict__ part_b,
                                                int H, int team_width) {
@@ -479,6 +534,11 @@ __device__ __forceinline__ void write_partials(const float (&acc_g)[kMaxVec][8],
     }
     return;
   }
+#if LNB_TEAM_SLICES
+  if constexpr (kTeamSlices) {
+    write_partials_slices(acc_g, acc_b, reinterpret_cast<float4*>(s_sum), pg, pb, H, team_width);
+  } else
+#endif
   for (int q = 0; q < 2; ++q) {
     for (int t = 0; t < teams; ++t) {
       if (team == t) {
@@ -749,7 +809,7 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   }
   cp_async_wait<0>();
   __syncthreads();  // every thread done with the ring: write_partials reuses it for the team sums
-  write_partials(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
+  write_partials<LNB_TEAM_SLICES != 0>(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
 }
 #if LNB_DYNAMIC
 static_assert(LNB_RING == 2 && !LNB_LEAN && !LNB_STRIDED, "LNB_DYNAMIC: on ring2's order of operations");
