@@ -198,6 +198,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "d2k/solution.h"
@@ -299,10 +300,15 @@
 #ifndef LNB_TEAM_SLICES
 #define LNB_TEAM_SLICES 0
 #endif
+#ifndef LNB_FLAGS
+#define LNB_FLAGS 0
+#endif
 static_assert(!(LNB_BALANCED && LNB_PTAIL), "LNB_BALANCED and LNB_PTAIL: two forms of the same tail");
 static_assert(!LNB_PTAIL || LNB_CHUNK == 1, "LNB_PTAIL: one-row chunks");
 static_assert(!(LNB_STRIDED && !LNB_RING), "LNB_STRIDED: the ring kernel's row order");
 static_assert(!(LNB_TEAM_SLICES && LNB_RING < 2), "LNB_TEAM_SLICES: the ring (two stages or more) holds the slices");
+static_assert(!LNB_FLAGS || (LNB_RING && !LNB_DYNAMIC && !LNB_BALANCED && !LNB_PTAIL && !LNB_REDUCE_VEC),
+              "LNB_FLAGS: the ring kernel's partial rows, the 8-slice stage 2");
 
 namespace lnb {
 
@@ -657,6 +663,22 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+#if LNB_FLAGS
+/// LNB_FLAGS, stage 1's side: this CTA's partial rows are in L2 for stage 2. Every thread fences
+/// its own stores of write_partials (fence.sc at GPU scope), the barrier orders them before thread
+/// 0's release store of the call's epoch into the CTA's flag; stage 2 reads the flag with an
+/// acquire load before it loads the rows. The flag was set to 0 by this CTA at its start, before
+/// any thread of the CTA let stage 2 launch (griddepcontrol.launch_dependents after a barrier), so
+/// a flag left equal to this call's epoch by another call (another build loaded with its own epoch
+/// count) is gone before stage 2 can read it; the epoch, which changes every call, tells this
+/// call's flags from the previous call's without a memset on the stream.
+__device__ __forceinline__ void publish_partials(unsigned* flags, unsigned epoch) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flags + blockIdx.x), "r"(epoch) : "memory");
+}
+#endif
+
 /// Shared memory of the ring kernel: gamma[H] | ring[kStages][2 tensors][vpt][kCta] uint4 |
 /// stats[kStages][kCtaWarps] (mean, rstd). The team sums of write_partials reuse the ring.
 size_t ring_smem_bytes(int64_t H, int vpt) {
@@ -674,7 +696,11 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
     ln_bwd_rows_ring(const uint4* __restrict__ dy, const uint4* __restrict__ x, const float* __restrict__ mean,
                      const float* __restrict__ rstd, const float* __restrict__ gamma, uint4* __restrict__ dx,
                      float* __restrict__ part_g, float* __restrict__ part_b, int64_t T, int H, int team_width,
-                     int64_t rows_per_cta) {
+                     int64_t rows_per_cta
+#if LNB_FLAGS
+                     , unsigned* __restrict__ flags, unsigned epoch
+#endif
+                     ) {
   extern __shared__ float4 smem_v[];
   __shared__ float2 red[2][kCtaWarps];
   const int nvec = H / 8;
@@ -695,7 +721,14 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   auto slot = [&](int s, int q, int k) {
     return my_ring + static_cast<unsigned>(s * 2 + q) * tensor_bytes + static_cast<unsigned>(k * kCta * sizeof(uint4));
   };
+#if LNB_FLAGS
+  if (threadIdx.x == 0) {  // this call's flag cleared before stage 2 can launch (see publish_partials)
+    flags[blockIdx.x] = 0u;
+    __threadfence();
+  }
+#else
   pdl_launch_dependents();
+#endif
 
   // Row indices in 32 bits (T <= 2^31 - 2^16, checked by d2k_run, so that a row a few rounds past
   // the end does not overflow; fewer registers beside the partials), element offsets in 64.
@@ -738,6 +771,9 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
 
   for (int i = threadIdx.x; i < H; i += kCta) s_gamma[i] = gamma[i];
   __syncthreads();
+#if LNB_FLAGS
+  pdl_launch_dependents();  // after the barrier: every thread of the CTA past the flag's clearing
+#endif
 
   float acc_g[kMaxVec][8], acc_b[kMaxVec][8];
 #pragma unroll
@@ -810,6 +846,9 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   cp_async_wait<0>();
   __syncthreads();  // every thread done with the ring: write_partials reuses it for the team sums
   write_partials<LNB_TEAM_SLICES != 0>(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
+#if LNB_FLAGS
+  publish_partials(flags, epoch);
+#endif
 }
 #if LNB_DYNAMIC
 static_assert(LNB_RING == 2 && !LNB_LEAN && !LNB_STRIDED, "LNB_DYNAMIC: on ring2's order of operations");
@@ -1329,6 +1368,89 @@ __global__ void __launch_bounds__(kReduceCols * kReduceSlices)
   }
 }
 
+#if LNB_FLAGS
+constexpr int kFlagK = 36;  ///< partial rows per stage-2 slice held in registers: G <= 8 x 36 = 288
+/// Stage 2 with ready flags (LNB_FLAGS): the sums of ln_bwd_reduce_partials, in its order (slice s
+/// adds rows s, s + 8, ... from zero, then the same tree), so the same bits; but each partial row
+/// is loaded as soon as its CTA has published it (publish_partials) instead of after stage 1's
+/// completion and memory flush (griddepcontrol.wait). Launched as stage 1's programmatic
+/// dependent, its CTAs take the slots of the first stage-1 CTAs to finish and load the partial
+/// rows of the finished CTAs while the last ones run; what is left after the last CTA's flag is
+/// one acquire load, the loads of the rows published last and the in-order sums and tree.
+///   Warp w is slice w, lane l column blockIdx.x * 32 + l; the slice's k-th row p = w + 8k is held
+/// in registers vg[k], vb[k] (k < kFlagK, a constant index: the loop over k is unrolled) once
+/// loaded, in any order; the additions run in k order at the end. Lane l polls the flags of
+/// k = l and l + 32 with acquire loads, the ballot of the ready ones is the warp's mask, and
+/// __syncwarp orders the observing lane's acquire before every lane's loads of that row (L2 loads:
+/// no line of an earlier call left in L1). A warp with nothing new sleeps 128 ns between polls.
+/// Every stage-1 CTA publishes once it has started, and every stage-1 CTA has started before this
+/// grid launches (each signals launch_dependents after its start): the waits end.
+/// No griddepcontrol.wait: nothing here reads what stage 1 wrote but through a flag. The call is
+/// complete when the stream is, with both kernels on it.
+__global__ void __launch_bounds__(kReduceCols * kReduceSlices)
+    ln_bwd_reduce_flagged(const float* __restrict__ part_g, const float* __restrict__ part_b,
+                          float* __restrict__ dgamma, float* __restrict__ dbeta, int64_t parts, int64_t H,
+                          const unsigned* __restrict__ flags, unsigned epoch) {
+  static_assert(kReduceCols == 32 && kReduceCols * kReduceSlices == 256, "a warp per slice, a lane per column");
+  static_assert(kFlagK <= 64, "two flags per lane");
+  __shared__ float sg[kReduceSlices][kReduceCols + 1];
+  __shared__ float sb[kReduceSlices][kReduceCols + 1];
+  const int col = threadIdx.x % kReduceCols, slice = threadIdx.x / kReduceCols;
+  const int64_t h = static_cast<int64_t>(blockIdx.x) * kReduceCols + col;
+  const int nk = parts > slice ? static_cast<int>((parts - slice + kReduceSlices - 1) / kReduceSlices) : 0;
+  auto ready_flag = [&](int k) {
+    unsigned f;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(f) : "l"(flags + slice + int64_t{kReduceSlices} * k) : "memory");
+    return f == epoch;
+  };
+  float vg[kFlagK], vb[kFlagK];
+#pragma unroll
+  for (int k = 0; k < kFlagK; ++k) vg[k] = vb[k] = 0.f;
+  uint64_t pending = nk >= 64 ? ~0ull : (1ull << nk) - 1;  // nk <= kFlagK (host)
+  while (pending != 0) {  // uniform over the warp
+    const bool r0 = (pending >> col) & 1 ? ready_flag(col) : false;
+    const bool r1 = col + 32 < kFlagK && ((pending >> (col + 32)) & 1) ? ready_flag(col + 32) : false;
+    const uint64_t ready = uint64_t{__ballot_sync(0xffffffffu, r0)} | (uint64_t{__ballot_sync(0xffffffffu, r1)} << 32);
+    if (ready == 0) {
+      __nanosleep(128);
+      continue;
+    }
+    __syncwarp();
+    if (h < H) {
+#pragma unroll
+      for (int k = 0; k < kFlagK; ++k)
+        if ((ready >> k) & 1) {
+          const int64_t p = slice + int64_t{kReduceSlices} * k;
+          vg[k] = __ldcg(part_g + p * H + h);
+          vb[k] = __ldcg(part_b + p * H + h);
+        }
+    }
+    pending &= ~ready;
+  }
+  float g = 0.f, b = 0.f;
+#pragma unroll
+  for (int k = 0; k < kFlagK; ++k)
+    if (k < nk) {
+      g += vg[k];
+      b += vb[k];
+    }
+  sg[slice][col] = g;
+  sb[slice][col] = b;
+  __syncthreads();
+  for (int s = kReduceSlices / 2; s > 0; s >>= 1) {
+    if (slice < s) {
+      sg[slice][col] += sg[slice + s][col];
+      sb[slice][col] += sb[slice + s][col];
+    }
+    __syncthreads();
+  }
+  if (slice == 0 && h < H) {
+    dgamma[h] = sg[0][col];
+    dbeta[h] = sb[0][col];
+  }
+}
+#endif
+
 #if LNB_REDUCE_VEC
 constexpr int kReduceQuads = kReduceCols / 4;  ///< stage 2 (vector path): float4 column groups per CTA
 constexpr int kReduceSlices4 = kReduceCols * kReduceSlices / kReduceQuads;  ///< 32 partial slices per column
@@ -1442,7 +1564,8 @@ struct Buffers {
   float *part_g, *part_b;
   /// LNB_DYNAMIC / LNB_BALANCED: the row or chunk counter; LNB_PTAIL: the tail's finished CTAs.
   /// Zeroed before every stage 1.
-  unsigned* queue = nullptr;
+  unsigned* queue = nullptr;  /// LNB_FLAGS: a ready flag per stage-1 CTA (publish_partials).
+  unsigned* flags = nullptr;
 };
 Buffers carve(d2k::Workspace& ws, int64_t T, int64_t H) {
 #if LNB_BALANCED || LNB_PTAIL
@@ -1453,6 +1576,9 @@ Buffers carve(d2k::Workspace& ws, int64_t T, int64_t H) {
   Buffers b{ws.take<float>(n), ws.take<float>(n)};
 #if LNB_DYNAMIC || LNB_BALANCED || LNB_PTAIL
   b.queue = ws.take<unsigned>(1);
+#endif
+#if LNB_FLAGS
+  b.flags = ws.take<unsigned>(static_cast<uint64_t>(kMaxParts));
 #endif
   return b;
 }
@@ -1484,6 +1610,18 @@ Plan plan_vec(int64_t T, int64_t H, int resident) {
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+#if LNB_FLAGS
+/// LNB_FLAGS: the value this call's stage-1 CTAs publish in their flags; another value every call
+/// of this library (never 0, the cleared flag), so that a flag of the previous call is not read as
+/// this call's.
+unsigned next_epoch() {
+  static std::atomic<unsigned> count{0};
+  unsigned e = count.fetch_add(1, std::memory_order_relaxed) + 1;
+  while (e == 0) e = count.fetch_add(1, std::memory_order_relaxed) + 1;
+  return e;
+}
+#endif
 
 }  // namespace lnb
 
@@ -1519,6 +1657,9 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     d2k::Workspace ws(args);
     const Buffers buf = carve(ws, T, H);
     auto stream = static_cast<cudaStream_t>(args->stream);
+#if LNB_FLAGS
+    const unsigned epoch = next_epoch();
+#endif
 
     const auto* dyp = d2k::data<const __nv_bfloat16>(dy);
     const auto* xp = d2k::data<const __nv_bfloat16>(x);
@@ -1605,7 +1746,11 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
       rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
           reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
           reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width,
-          p.rows_per_cta);
+          p.rows_per_cta
+#if LNB_FLAGS
+          , buf.flags, epoch
+#endif
+      );
       parts = p.ctas;
 #endif
       D2K_CUDA_TRY(args, cudaGetLastError());
@@ -1641,6 +1786,17 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
 #endif
     cfg.gridDim = dim3(static_cast<unsigned>((H + kReduceCols - 1) / kReduceCols));
     cfg.blockDim = dim3(kReduceCols * kReduceSlices);
+#if LNB_FLAGS
+    // Partial rows of more CTAs than the flagged stage 2 holds (a GPU of more than 144 SMs) take
+    // the plain stage 2: stage 1's flags are then set and never read.
+    if (vec && T > 0 && parts <= int64_t{kReduceSlices} * kFlagK) {
+      D2K_CUDA_TRY(args, cudaLaunchKernelEx(&cfg, ln_bwd_reduce_flagged, static_cast<const float*>(buf.part_g),
+                                            static_cast<const float*>(buf.part_b), d2k::data<float>(dgamma),
+                                            d2k::data<float>(dbeta), parts, H, static_cast<const unsigned*>(buf.flags),
+                                            epoch));
+      return D2K_OK;
+    }
+#endif
     D2K_CUDA_TRY(args, cudaLaunchKernelEx(&cfg, ln_bwd_reduce_partials, static_cast<const float*>(buf.part_g),
                                           static_cast<const float*>(buf.part_b), d2k::data<float>(dgamma),
                                           d2k::data<float>(dbeta), parts, H));
