@@ -224,6 +224,7 @@
 // The sixth round (variants o, p, q above): the end of the call, each result bit-identical to the default's.
 //   %VARIANT% team_slices -DLNB_TEAM_SLICES=1
 //   %VARIANT% flags -DLNB_FLAGS=1
+//   %VARIANT% slices_flags -DLNB_TEAM_SLICES=1 -DLNB_FLAGS=1
 // LNB_MIN_BLOCKS: the __launch_bounds__ minimum CTAs per SM of stage 1 (2 caps registers at 128,
 //   keeping 16 warps per SM to hide DRAM latency; 1 gives the compiler 255 and halves residency).
 // LNB_STREAMING: evict-first loads and stores (ld.global.cs / st.global.cs) for the single-use
