@@ -194,6 +194,37 @@
 //      stream evicts them: 8.7 / 17.3 / 2.2 / 13.0 MB at the bench rows (the G = 264 CTA rows),
 //      1.9 / 3.8 / 0.5 / 2.8 us of DRAM writes at 4.6 TB/s that the cost model does not count.
 //      Same arithmetic and order as the default (stage 2 unchanged but for the discards).
+// Measured (2026-12-03, seventh session, docs/results/layernorm_backward.md): discard within noise
+// of the default (0.99x), ptail 0.87-0.96x, ptail16 0.74-0.96x; the default 78.6 / 79.2 / 80.2 /
+// 86.1% of SOL; dynamic (not reproducible) 1.02x at 4096 and 8192 columns: about 2.5 us of 115.
+// Variants for the next run (sixth round: the end of the call; each result bit-identical to the
+// default's, so dgamma and dbeta as reproducible as the default's by construction):
+//   o. team_slices (LNB_TEAM_SLICES): write_partials of a CTA of several teams (H = 4096: 2 teams,
+//      H = 1024: 8) as two phases around one barrier. The default sums the teams serially, a team
+//      at a time behind a CTA barrier, each thread storing its 64 partials as scalars at a 32-byte
+//      lane stride (eight-way bank conflicts), for dgamma and then dbeta: 4 + 2 barriers and about
+//      6,500 cycles of the shared-memory pipe at 4096 columns (3.3 us at 1.98 GHz), 16 + 2 barriers
+//      and about 8,500 cycles at 1024 (4.3 us), in every CTA once its rows are done, so on the
+//      critical path after the last CTA's last row. The slices: each team stores its partials into
+//      its own slice of the ring as float4s, consecutive lanes at consecutive 16 bytes (no
+//      conflicts), then every thread adds the teams' float4s of its output columns in team order
+//      and stores them coalesced: about 1,000-1,500 cycles. The same additions in the same order.
+//      A one-team CTA (8192 and 6144 columns) stores its registers directly, as the default does:
+//      those two rows are the control.
+//   p. flags (LNB_FLAGS): stage 2 without griddepcontrol.wait. Each stage-1 CTA publishes its
+//      partial rows with a release store of the call's epoch into its flag (cleared at its start,
+//      before it lets stage 2 launch); stage 2 (ln_bwd_reduce_flagged) polls the flags with
+//      acquire loads and loads each partial row as its flag shows up, holding the 33 rows of its
+//      slice in registers (122 registers), then adds them in the default's order. Stage 2's CTAs
+//      take the slots of the first stage-1 CTAs to finish; the wait for stage 1's completion and
+//      memory flush and two of the default's three dependent L2 round trips (16 rows per trip)
+//      leave the critical path: what follows the last CTA's flag is one poll, one load round trip,
+//      the sums and the tree.
+//   q. slices_flags: o and p together, the candidate default if both gain.
+// Not built: a cluster of two stage-1 CTAs summing their partial rows over DSMEM (half the partial
+// rows: about 1 us less stage-2 reading at 8192 columns, 8.6 of 17.3 MB, against a cluster barrier
+// and DSMEM reads after the last CTA's rows); gamma staged by cp.async ahead of the first rows (its
+// L2 round trips are hidden behind the first rows' DRAM latency, which all CTAs meet at once).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -221,7 +252,8 @@
 //   %VARIANT% discard -DLNB_DISCARD=1
 //   %VARIANT% ptail -DLNB_PTAIL=32 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1 -DLNB_DISCARD=1
 //   %VARIANT% ptail16 -DLNB_PTAIL=16 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1 -DLNB_DISCARD=1
-// The sixth round (variants o, p, q above): the end of the call, each result bit-identical to the default's.
+// The sixth round (variants o, p, q above): the end of the call, each result bit-identical to the default's
+// (the lead's GPU step: docs/results/layernorm_backward.md, "Variants for the next run (2026-12-04)").
 //   %VARIANT% team_slices -DLNB_TEAM_SLICES=1
 //   %VARIANT% flags -DLNB_FLAGS=1
 //   %VARIANT% slices_flags -DLNB_TEAM_SLICES=1 -DLNB_FLAGS=1
@@ -253,6 +285,10 @@
 //   slots the first kernel's CTAs leave.
 // LNB_DISCARD: stage 2 drops the partial rows' L2 lines after reading them (discard.global.L2),
 //   so that the dirty partials are never written back to DRAM (variant n).
+// LNB_TEAM_SLICES: write_partials of a CTA of several teams through per-team slices of the ring
+//   (write_partials_slices: conflict-free stores, one barrier, team-ordered float4 sums; variant o).
+// LNB_FLAGS: stage 2 reads each partial row once its CTA's ready flag shows the call's epoch
+//   (publish_partials, ln_bwd_reduce_flagged) instead of after griddepcontrol.wait (variant p).
 // LNB_STRIDED: the ring kernel's CTA c takes rows (it * G + c) * teams + team instead of a band
 //   (G = the resident CTAs): at any time the grid reads one window of G x teams x stages rows,
 //   not 3 G sequential streams spread over the tensors. Still a fixed row set per CTA and team.
