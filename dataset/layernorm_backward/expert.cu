@@ -194,10 +194,42 @@
 //      stream evicts them: 8.7 / 17.3 / 2.2 / 13.0 MB at the bench rows (the G = 264 CTA rows),
 //      1.9 / 3.8 / 0.5 / 2.8 us of DRAM writes at 4.6 TB/s that the cost model does not count.
 //      Same arithmetic and order as the default (stage 2 unchanged but for the discards).
+// Measured (2026-12-03, seventh session, docs/results/layernorm_backward.md): discard within noise
+// of the default (0.99x), ptail 0.87-0.96x, ptail16 0.74-0.96x; the default 78.6 / 79.2 / 80.2 /
+// 86.1% of SOL; dynamic (not reproducible) 1.02x at 4096 and 8192 columns: about 2.5 us of 115.
+// Variants for the next run (sixth round: the end of the call; each result bit-identical to the
+// default's, so dgamma and dbeta as reproducible as the default's by construction):
+//   o. team_slices (LNB_TEAM_SLICES): write_partials of a CTA of several teams (H = 4096: 2 teams,
+//      H = 1024: 8) as two phases around one barrier. The default sums the teams serially, a team
+//      at a time behind a CTA barrier, each thread storing its 64 partials as scalars at a 32-byte
+//      lane stride (eight-way bank conflicts), for dgamma and then dbeta: 4 + 2 barriers and about
+//      6,500 cycles of the shared-memory pipe at 4096 columns (3.3 us at 1.98 GHz), 16 + 2 barriers
+//      and about 8,500 cycles at 1024 (4.3 us), in every CTA once its rows are done, so on the
+//      critical path after the last CTA's last row. The slices: each team stores its partials into
+//      its own slice of the ring as float4s, consecutive lanes at consecutive 16 bytes (no
+//      conflicts), then every thread adds the teams' float4s of its output columns in team order
+//      and stores them coalesced: about 1,000-1,500 cycles. The same additions in the same order.
+//      A one-team CTA (8192 and 6144 columns) stores its registers directly, as the default does:
+//      those two rows are the control.
+//   p. flags (LNB_FLAGS): stage 2 without griddepcontrol.wait. Each stage-1 CTA publishes its
+//      partial rows with a release store of the call's epoch into its flag (cleared at its start,
+//      before it lets stage 2 launch); stage 2 (ln_bwd_reduce_flagged) polls the flags with
+//      acquire loads and loads each partial row as its flag shows up, holding the 33 rows of its
+//      slice in registers (122 registers), then adds them in the default's order. Stage 2's CTAs
+//      take the slots of the first stage-1 CTAs to finish; the wait for stage 1's completion and
+//      memory flush and two of the default's three dependent L2 round trips (16 rows per trip)
+//      leave the critical path: what follows the last CTA's flag is one poll, one load round trip,
+//      the sums and the tree.
+//   q. slices_flags: o and p together, the candidate default if both gain.
+// Not built: a cluster of two stage-1 CTAs summing their partial rows over DSMEM (half the partial
+// rows: about 1 us less stage-2 reading at 8192 columns, 8.6 of 17.3 MB, against a cluster barrier
+// and DSMEM reads after the last CTA's rows); gamma staged by cp.async ahead of the first rows (its
+// L2 round trips are hidden behind the first rows' DRAM latency, which all CTAs meet at once).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "d2k/solution.h"
@@ -220,6 +252,11 @@
 //   %VARIANT% discard -DLNB_DISCARD=1
 //   %VARIANT% ptail -DLNB_PTAIL=32 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1 -DLNB_DISCARD=1
 //   %VARIANT% ptail16 -DLNB_PTAIL=16 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1 -DLNB_DISCARD=1
+// The sixth round (variants o, p, q above): the end of the call, each result bit-identical to the default's
+// (the lead's GPU step: docs/results/layernorm_backward.md, "Variants for the next run (2026-12-04)").
+//   %VARIANT% team_slices -DLNB_TEAM_SLICES=1
+//   %VARIANT% flags -DLNB_FLAGS=1
+//   %VARIANT% slices_flags -DLNB_TEAM_SLICES=1 -DLNB_FLAGS=1
 // LNB_MIN_BLOCKS: the __launch_bounds__ minimum CTAs per SM of stage 1 (2 caps registers at 128,
 //   keeping 16 warps per SM to hide DRAM latency; 1 gives the compiler 255 and halves residency).
 // LNB_STREAMING: evict-first loads and stores (ld.global.cs / st.global.cs) for the single-use
@@ -248,6 +285,10 @@
 //   slots the first kernel's CTAs leave.
 // LNB_DISCARD: stage 2 drops the partial rows' L2 lines after reading them (discard.global.L2),
 //   so that the dirty partials are never written back to DRAM (variant n).
+// LNB_TEAM_SLICES: write_partials of a CTA of several teams through per-team slices of the ring
+//   (write_partials_slices: conflict-free stores, one barrier, team-ordered float4 sums; variant o).
+// LNB_FLAGS: stage 2 reads each partial row once its CTA's ready flag shows the call's epoch
+//   (publish_partials, ln_bwd_reduce_flagged) instead of after griddepcontrol.wait (variant p).
 // LNB_STRIDED: the ring kernel's CTA c takes rows (it * G + c) * teams + team instead of a band
 //   (G = the resident CTAs): at any time the grid reads one window of G x teams x stages rows,
 //   not 3 G sequential streams spread over the tensors. Still a fixed row set per CTA and team.
@@ -293,9 +334,18 @@
 #ifndef LNB_DISCARD
 #define LNB_DISCARD 0
 #endif
+#ifndef LNB_TEAM_SLICES
+#define LNB_TEAM_SLICES 0
+#endif
+#ifndef LNB_FLAGS
+#define LNB_FLAGS 0
+#endif
 static_assert(!(LNB_BALANCED && LNB_PTAIL), "LNB_BALANCED and LNB_PTAIL: two forms of the same tail");
 static_assert(!LNB_PTAIL || LNB_CHUNK == 1, "LNB_PTAIL: one-row chunks");
 static_assert(!(LNB_STRIDED && !LNB_RING), "LNB_STRIDED: the ring kernel's row order");
+static_assert(!(LNB_TEAM_SLICES && LNB_RING < 2), "LNB_TEAM_SLICES: the ring (two stages or more) holds the slices");
+static_assert(!LNB_FLAGS || (LNB_RING && !LNB_DYNAMIC && !LNB_BALANCED && !LNB_PTAIL && !LNB_REDUCE_VEC),
+              "LNB_FLAGS: the ring kernel's partial rows, the 8-slice stage 2");
 
 namespace lnb {
 
@@ -457,8 +507,56 @@ __device__ __forceinline__ void team_sums(float& a, float& b, float2 (&red)[2][k
   }
 }
 
+#if LNB_TEAM_SLICES
+/// write_partials of a CTA of several teams in two phases and one barrier (LNB_TEAM_SLICES): each
+/// team stores its column partials into its own slice of shared memory, a float4 per (array,
+/// vector, half, lane) with consecutive lanes at consecutive 16 bytes (no bank conflicts); then
+/// every thread of the CTA forms float4s of the partial rows by adding the teams' slices in team
+/// order, t0 + t1 + ... (the same fp32 additions in the same order as the serial form below, so
+/// the same bits), and stores them with coalesced 16-byte stores. The serial form takes 2 x teams
+/// barriers, each team storing its 64 values as scalars at a 32-byte lane stride (eight-way bank
+/// conflicts, behind a barrier per team): about 6-11 thousand cycles at the end of every CTA at
+/// H = 4096 and 1024 (2 and 8 teams), on the call's critical path.
+/// Shared memory: teams x 2 x vpt x 2 x team_width float4 = 64 x vpt x kCta bytes, the two-stage
+/// ring's size exactly (the ring kernel's callers only; the ring is free when it is called).
+__device__ __forceinline__ void write_partials_slices(const float (&acc_g)[kMaxVec][8], const float (&acc_b)[kMaxVec][8],
+                                                      float4* s_slices, float* __restrict__ pg,
+                                                      float* __restrict__ pb, int H, int team_width) {
+  const int nvec = H / 8;
+  const int vpt = (nvec + team_width - 1) / team_width;
+  const int teams = kCta / team_width;
+  const int team = threadIdx.x / team_width, tl = threadIdx.x % team_width;
+  // Slice entry of (team, array q, vector k, half hf, lane tl).
+  auto at = [&](int t, int q, int k, int hf, int lane) { return (((t * 2 + q) * vpt + k) * 2 + hf) * team_width + lane; };
+  // Phase 1: the team's own slice.
+#pragma unroll
+  for (int k = 0; k < kMaxVec; ++k) {
+    if (k >= vpt || tl + k * team_width >= nvec) continue;
+    s_slices[at(team, 0, k, 0, tl)] = make_float4(acc_g[k][0], acc_g[k][1], acc_g[k][2], acc_g[k][3]);
+    s_slices[at(team, 0, k, 1, tl)] = make_float4(acc_g[k][4], acc_g[k][5], acc_g[k][6], acc_g[k][7]);
+    s_slices[at(team, 1, k, 0, tl)] = make_float4(acc_b[k][0], acc_b[k][1], acc_b[k][2], acc_b[k][3]);
+    s_slices[at(team, 1, k, 1, tl)] = make_float4(acc_b[k][4], acc_b[k][5], acc_b[k][6], acc_b[k][7]);
+  }
+  __syncthreads();
+  // Phase 2: float4 i of array q is vector v = i / 2, half i % 2, owned by lane v % team_width at k = v / team_width.
+  const int quads = H / 4;
+  for (int o = threadIdx.x; o < 2 * quads; o += kCta) {
+    const int q = o >= quads, i = o - q * quads;
+    const int v = i / 2, hf = i % 2, k = v / team_width, lane = v % team_width;
+    float4 sum = s_slices[at(0, q, k, hf, lane)];
+    for (int t = 1; t < teams; ++t) {
+      const float4 add = s_slices[at(t, q, k, hf, lane)];
+      sum.x += add.x, sum.y += add.y, sum.z += add.z, sum.w += add.w;
+    }
+    reinterpret_cast<float4*>(q == 0 ? pg : pb)[i] = sum;
+  }
+}
+#endif
+
 /// The CTA's partial rows of dgamma and dbeta: teams summed in team order through s_sum (H floats
-/// of shared memory, used only when the CTA has several teams; deterministic).
+/// of shared memory, used only when the CTA has several teams; deterministic). kTeamSlices (the
+/// ring kernel with LNB_TEAM_SLICES): the same sums through write_partials_slices, s_sum the ring.
+template <bool kTeamSlices = false>
 __device__ __forceinline__ void write_partials(const float (&acc_g)[kMaxVec][8], const float (&acc_b)[kMaxVec][8],
                                                float* s_sum, float* __restrict__ part_g, float* __restrict__ part_b,
                                                int H, int team_width) {
@@ -479,6 +577,11 @@ __device__ __forceinline__ void write_partials(const float (&acc_g)[kMaxVec][8],
     }
     return;
   }
+#if LNB_TEAM_SLICES
+  if constexpr (kTeamSlices) {
+    write_partials_slices(acc_g, acc_b, reinterpret_cast<float4*>(s_sum), pg, pb, H, team_width);
+  } else
+#endif
   for (int q = 0; q < 2; ++q) {
     for (int t = 0; t < teams; ++t) {
       if (team == t) {
@@ -597,6 +700,22 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+#if LNB_FLAGS
+/// LNB_FLAGS, stage 1's side: this CTA's partial rows are in L2 for stage 2. Every thread fences
+/// its own stores of write_partials (fence.sc at GPU scope), the barrier orders them before thread
+/// 0's release store of the call's epoch into the CTA's flag; stage 2 reads the flag with an
+/// acquire load before it loads the rows. The flag was set to 0 by this CTA at its start, before
+/// any thread of the CTA let stage 2 launch (griddepcontrol.launch_dependents after a barrier), so
+/// a flag left equal to this call's epoch by another call (another build loaded with its own epoch
+/// count) is gone before stage 2 can read it; the epoch, which changes every call, tells this
+/// call's flags from the previous call's without a memset on the stream.
+__device__ __forceinline__ void publish_partials(unsigned* flags, unsigned epoch) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flags + blockIdx.x), "r"(epoch) : "memory");
+}
+#endif
+
 /// Shared memory of the ring kernel: gamma[H] | ring[kStages][2 tensors][vpt][kCta] uint4 |
 /// stats[kStages][kCtaWarps] (mean, rstd). The team sums of write_partials reuse the ring.
 size_t ring_smem_bytes(int64_t H, int vpt) {
@@ -614,7 +733,11 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
     ln_bwd_rows_ring(const uint4* __restrict__ dy, const uint4* __restrict__ x, const float* __restrict__ mean,
                      const float* __restrict__ rstd, const float* __restrict__ gamma, uint4* __restrict__ dx,
                      float* __restrict__ part_g, float* __restrict__ part_b, int64_t T, int H, int team_width,
-                     int64_t rows_per_cta) {
+                     int64_t rows_per_cta
+#if LNB_FLAGS
+                     , unsigned* __restrict__ flags, unsigned epoch
+#endif
+                     ) {
   extern __shared__ float4 smem_v[];
   __shared__ float2 red[2][kCtaWarps];
   const int nvec = H / 8;
@@ -635,7 +758,14 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   auto slot = [&](int s, int q, int k) {
     return my_ring + static_cast<unsigned>(s * 2 + q) * tensor_bytes + static_cast<unsigned>(k * kCta * sizeof(uint4));
   };
+#if LNB_FLAGS
+  if (threadIdx.x == 0) {  // this call's flag cleared before stage 2 can launch (see publish_partials)
+    flags[blockIdx.x] = 0u;
+    __threadfence();
+  }
+#else
   pdl_launch_dependents();
+#endif
 
   // Row indices in 32 bits (T <= 2^31 - 2^16, checked by d2k_run, so that a row a few rounds past
   // the end does not overflow; fewer registers beside the partials), element offsets in 64.
@@ -678,6 +808,9 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
 
   for (int i = threadIdx.x; i < H; i += kCta) s_gamma[i] = gamma[i];
   __syncthreads();
+#if LNB_FLAGS
+  pdl_launch_dependents();  // after the barrier: every thread of the CTA past the flag's clearing
+#endif
 
   float acc_g[kMaxVec][8], acc_b[kMaxVec][8];
 #pragma unroll
@@ -749,7 +882,10 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   }
   cp_async_wait<0>();
   __syncthreads();  // every thread done with the ring: write_partials reuses it for the team sums
-  write_partials(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
+  write_partials<LNB_TEAM_SLICES != 0>(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
+#if LNB_FLAGS
+  publish_partials(flags, epoch);
+#endif
 }
 #if LNB_DYNAMIC
 static_assert(LNB_RING == 2 && !LNB_LEAN && !LNB_STRIDED, "LNB_DYNAMIC: on ring2's order of operations");
@@ -1269,6 +1405,89 @@ __global__ void __launch_bounds__(kReduceCols * kReduceSlices)
   }
 }
 
+#if LNB_FLAGS
+constexpr int kFlagK = 36;  ///< partial rows per stage-2 slice held in registers: G <= 8 x 36 = 288
+/// Stage 2 with ready flags (LNB_FLAGS): the sums of ln_bwd_reduce_partials, in its order (slice s
+/// adds rows s, s + 8, ... from zero, then the same tree), so the same bits; but each partial row
+/// is loaded as soon as its CTA has published it (publish_partials) instead of after stage 1's
+/// completion and memory flush (griddepcontrol.wait). Launched as stage 1's programmatic
+/// dependent, its CTAs take the slots of the first stage-1 CTAs to finish and load the partial
+/// rows of the finished CTAs while the last ones run; what is left after the last CTA's flag is
+/// one acquire load, the loads of the rows published last and the in-order sums and tree.
+///   Warp w is slice w, lane l column blockIdx.x * 32 + l; the slice's k-th row p = w + 8k is held
+/// in registers vg[k], vb[k] (k < kFlagK, a constant index: the loop over k is unrolled) once
+/// loaded, in any order; the additions run in k order at the end. Lane l polls the flags of
+/// k = l and l + 32 with acquire loads, the ballot of the ready ones is the warp's mask, and
+/// __syncwarp orders the observing lane's acquire before every lane's loads of that row (L2 loads:
+/// no line of an earlier call left in L1). A warp with nothing new sleeps 128 ns between polls.
+/// Every stage-1 CTA publishes once it has started, and every stage-1 CTA has started before this
+/// grid launches (each signals launch_dependents after its start): the waits end.
+/// No griddepcontrol.wait: nothing here reads what stage 1 wrote but through a flag. The call is
+/// complete when the stream is, with both kernels on it.
+__global__ void __launch_bounds__(kReduceCols * kReduceSlices)
+    ln_bwd_reduce_flagged(const float* __restrict__ part_g, const float* __restrict__ part_b,
+                          float* __restrict__ dgamma, float* __restrict__ dbeta, int64_t parts, int64_t H,
+                          const unsigned* __restrict__ flags, unsigned epoch) {
+  static_assert(kReduceCols == 32 && kReduceCols * kReduceSlices == 256, "a warp per slice, a lane per column");
+  static_assert(kFlagK <= 64, "two flags per lane");
+  __shared__ float sg[kReduceSlices][kReduceCols + 1];
+  __shared__ float sb[kReduceSlices][kReduceCols + 1];
+  const int col = threadIdx.x % kReduceCols, slice = threadIdx.x / kReduceCols;
+  const int64_t h = static_cast<int64_t>(blockIdx.x) * kReduceCols + col;
+  const int nk = parts > slice ? static_cast<int>((parts - slice + kReduceSlices - 1) / kReduceSlices) : 0;
+  auto ready_flag = [&](int k) {
+    unsigned f;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(f) : "l"(flags + slice + int64_t{kReduceSlices} * k) : "memory");
+    return f == epoch;
+  };
+  float vg[kFlagK], vb[kFlagK];
+#pragma unroll
+  for (int k = 0; k < kFlagK; ++k) vg[k] = vb[k] = 0.f;
+  uint64_t pending = nk >= 64 ? ~0ull : (1ull << nk) - 1;  // nk <= kFlagK (host)
+  while (pending != 0) {  // uniform over the warp
+    const bool r0 = (pending >> col) & 1 ? ready_flag(col) : false;
+    const bool r1 = col + 32 < kFlagK && ((pending >> (col + 32)) & 1) ? ready_flag(col + 32) : false;
+    const uint64_t ready = uint64_t{__ballot_sync(0xffffffffu, r0)} | (uint64_t{__ballot_sync(0xffffffffu, r1)} << 32);
+    if (ready == 0) {
+      __nanosleep(128);
+      continue;
+    }
+    __syncwarp();
+    if (h < H) {
+#pragma unroll
+      for (int k = 0; k < kFlagK; ++k)
+        if ((ready >> k) & 1) {
+          const int64_t p = slice + int64_t{kReduceSlices} * k;
+          vg[k] = __ldcg(part_g + p * H + h);
+          vb[k] = __ldcg(part_b + p * H + h);
+        }
+    }
+    pending &= ~ready;
+  }
+  float g = 0.f, b = 0.f;
+#pragma unroll
+  for (int k = 0; k < kFlagK; ++k)
+    if (k < nk) {
+      g += vg[k];
+      b += vb[k];
+    }
+  sg[slice][col] = g;
+  sb[slice][col] = b;
+  __syncthreads();
+  for (int s = kReduceSlices / 2; s > 0; s >>= 1) {
+    if (slice < s) {
+      sg[slice][col] += sg[slice + s][col];
+      sb[slice][col] += sb[slice + s][col];
+    }
+    __syncthreads();
+  }
+  if (slice == 0 && h < H) {
+    dgamma[h] = sg[0][col];
+    dbeta[h] = sb[0][col];
+  }
+}
+#endif
+
 #if LNB_REDUCE_VEC
 constexpr int kReduceQuads = kReduceCols / 4;  ///< stage 2 (vector path): float4 column groups per CTA
 constexpr int kReduceSlices4 = kReduceCols * kReduceSlices / kReduceQuads;  ///< 32 partial slices per column
@@ -1382,7 +1601,8 @@ struct Buffers {
   float *part_g, *part_b;
   /// LNB_DYNAMIC / LNB_BALANCED: the row or chunk counter; LNB_PTAIL: the tail's finished CTAs.
   /// Zeroed before every stage 1.
-  unsigned* queue = nullptr;
+  unsigned* queue = nullptr;  /// LNB_FLAGS: a ready flag per stage-1 CTA (publish_partials).
+  unsigned* flags = nullptr;
 };
 Buffers carve(d2k::Workspace& ws, int64_t T, int64_t H) {
 #if LNB_BALANCED || LNB_PTAIL
@@ -1393,6 +1613,9 @@ Buffers carve(d2k::Workspace& ws, int64_t T, int64_t H) {
   Buffers b{ws.take<float>(n), ws.take<float>(n)};
 #if LNB_DYNAMIC || LNB_BALANCED || LNB_PTAIL
   b.queue = ws.take<unsigned>(1);
+#endif
+#if LNB_FLAGS
+  b.flags = ws.take<unsigned>(static_cast<uint64_t>(kMaxParts));
 #endif
   return b;
 }
@@ -1424,6 +1647,18 @@ Plan plan_vec(int64_t T, int64_t H, int resident) {
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+#if LNB_FLAGS
+/// LNB_FLAGS: the value this call's stage-1 CTAs publish in their flags; another value every call
+/// of this library (never 0, the cleared flag), so that a flag of the previous call is not read as
+/// this call's.
+unsigned next_epoch() {
+  static std::atomic<unsigned> count{0};
+  unsigned e = count.fetch_add(1, std::memory_order_relaxed) + 1;
+  while (e == 0) e = count.fetch_add(1, std::memory_order_relaxed) + 1;
+  return e;
+}
+#endif
 
 }  // namespace lnb
 
@@ -1459,6 +1694,9 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     d2k::Workspace ws(args);
     const Buffers buf = carve(ws, T, H);
     auto stream = static_cast<cudaStream_t>(args->stream);
+#if LNB_FLAGS
+    const unsigned epoch = next_epoch();
+#endif
 
     const auto* dyp = d2k::data<const __nv_bfloat16>(dy);
     const auto* xp = d2k::data<const __nv_bfloat16>(x);
@@ -1545,7 +1783,11 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
       rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
           reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
           reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width,
-          p.rows_per_cta);
+          p.rows_per_cta
+#if LNB_FLAGS
+          , buf.flags, epoch
+#endif
+      );
       parts = p.ctas;
 #endif
       D2K_CUDA_TRY(args, cudaGetLastError());
@@ -1581,6 +1823,17 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
 #endif
     cfg.gridDim = dim3(static_cast<unsigned>((H + kReduceCols - 1) / kReduceCols));
     cfg.blockDim = dim3(kReduceCols * kReduceSlices);
+#if LNB_FLAGS
+    // Partial rows of more CTAs than the flagged stage 2 holds (a GPU of more than 144 SMs) take
+    // the plain stage 2: stage 1's flags are then set and never read.
+    if (vec && T > 0 && parts <= int64_t{kReduceSlices} * kFlagK) {
+      D2K_CUDA_TRY(args, cudaLaunchKernelEx(&cfg, ln_bwd_reduce_flagged, static_cast<const float*>(buf.part_g),
+                                            static_cast<const float*>(buf.part_b), d2k::data<float>(dgamma),
+                                            d2k::data<float>(dbeta), parts, H, static_cast<const unsigned*>(buf.flags),
+                                            epoch));
+      return D2K_OK;
+    }
+#endif
     D2K_CUDA_TRY(args, cudaLaunchKernelEx(&cfg, ln_bwd_reduce_partials, static_cast<const float*>(buf.part_g),
                                           static_cast<const float*>(buf.part_b), d2k::data<float>(dgamma),
                                           d2k::data<float>(dbeta), parts, H));

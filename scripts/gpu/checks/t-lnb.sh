@@ -12,17 +12,19 @@
 # Helpers: scripts/gpu/checks/t-lnb/{bench_table.py,golden_check.py,aten_bars.py}.
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-lnb.sh CARRY OUT [aten] [compile]
-# The variant sweep alone (the default, discard, ptail, ptail16 and dynamic x 4 bench rows in at
-# most 76 s, about 68 s; memcheck of discard on three check workloads and of ptail on five in at
-# most 10 s each, of ptail on a bench row (the static kernel and the tail kernel together) in at
-# most 14 s, and the bit-reproducibility of ptail's dgamma and dbeta over two runs of one bench row
-# in at most 2 x 10 s; the budget cuts the last steps first: at most 120 s, about 110 s):
-#   LNB_BUDGET_S=120 D2K_CHECK_STEPS=variants,memcheck_discard,memcheck_ptail,repro_ptail \
+# The variant sweep alone (sixth round: the default, team_slices, flags and slices_flags x 4 bench
+# rows in at most 70 s, about 58 s by the seventh session's 14.6 s a target; memcheck of
+# team_slices on four check workloads and of flags on four in at most 10 s each, racecheck of
+# team_slices on two in at most 8 s; then the default and flags on a bench row and a check
+# workload with the same seed, whose dx, dgamma and dbeta must be equal bit for bit, in at most
+# 2 x 10 s; the budget cuts the last steps first: at most 118 s, about 100 s):
+#   LNB_BUDGET_S=120 D2K_CHECK_STEPS=variants,memcheck_team_slices,racecheck_team_slices,memcheck_flags,same_flags \
 #     scripts/gpu/checks/t-lnb.sh CARRY OUT
-# (The balanced variants' steps, by name: memcheck_balanced, memcheck_balanced16,
-# memcheck_balanced_rem, repro_balanced, with LNB_SWEEP naming them.)
+# (By name also: memcheck_slices_flags, same_team_slices, same_slices_flags; the fifth round's
+# memcheck_discard, memcheck_ptail, repro_ptail and the balanced variants' memcheck_balanced,
+# memcheck_balanced16, memcheck_balanced_rem, repro_balanced, with LNB_SWEEP naming them.)
 # LNB_SWEEP (space-separated variant names) limits the sweep to those variants where the carry holds
-# more (default: discard ptail ptail16 dynamic; "all" takes every built one).
+# more (default: team_slices flags slices_flags; "all" takes every built one).
 # Exit status: the number of FAIL lines.
 set -uo pipefail
 carry=$(cd "$1" && pwd); out=$2
@@ -36,7 +38,7 @@ budget=${LNB_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
 detect_torch
 # Only the variants of this sweep, even where the carry holds older ones: the budget is per target.
-sweep=${LNB_SWEEP:-discard ptail ptail16 dynamic}
+sweep=${LNB_SWEEP:-team_slices flags slices_flags}
 if [ "$sweep" != all ]; then
   eval "$(declare -f built_variants | sed '1s/built_variants/built_variants_all/')"
   built_variants() { built_variants_all | grep -xF -f <(tr ' ' '\n' <<< "$sweep"); }
@@ -61,7 +63,7 @@ sanitize memcheck 30 $task-check-300x768,$task-check-64x4104,$task-check-33x1001
 # partial last vector; a 513-vector row; several teams per CTA; many bands of unequal length),
 # the lean ones on two of them: the 513-vector row (a partial last vector held in registers) and
 # 2053 rows of 8 vectors (24 of 32 lanes idle, 257 partial rows through the 32-slice stage 2).
-variants_step --fail "variants bench (see variants.log)" --show 0 76 "$(workload_uuids bench)" \
+variants_step --fail "variants bench (see variants.log)" --show 0 "${LNB_VARIANTS_S:-70}" "$(workload_uuids bench)" \
   --max-time 0.3 --bench-rounds 1 --quiet
 ring_checks=$task-check-7x1000,$task-check-64x4104,$task-check-300x768,$task-check-2053x64
 for v in $(built_variants | grep '^ring'); do sanitize --impl "expert:$v" memcheck 14 "$ring_checks"; done
@@ -137,6 +139,52 @@ if built_variants | grep -qx ptail; then
   repro_check ptail "$task-bench-16384x4096-opt6.7b"
 fi
 
+# The sixth round's variants change the end of the call and nothing of its arithmetic or order:
+# each must give the default's dx, dgamma and dbeta bit for bit.
+# team_slices / slices_flags (write_partials of a CTA of several teams through per-team slices of
+# the ring, one barrier): memcheck where a CTA has several teams (7x1000 and 300x768: 8 one-warp
+# teams, 2053x64: 8 teams and 257 partial rows, 16x2048: 4 two-warp teams); racecheck of the
+# slices, stored by each team's threads and read by any thread of the CTA after the barrier.
+for v in $(built_variants | grep -x -E 'team_slices|slices_flags'); do
+  sanitize --impl "expert:$v" memcheck 10 "$task-check-7x1000,$task-check-300x768,$task-check-2053x64,$task-check-16x2048-shifted"
+done
+for v in $(built_variants | grep -x team_slices); do
+  sanitize --impl "expert:$v" racecheck 8 "$task-check-300x768,$task-check-16x2048-shifted"
+done
+# flags (stage 2 loads each partial row once its CTA's flag shows the call's epoch, instead of
+# after griddepcontrol.wait): one CTA and one partial row (1x8), fewer rows than teams (7x1000),
+# one 256-thread team with a 513-vector row (64x4104), 257 partial rows, 33 per stage-2 slice
+# (2053x64: the most rows the flagged stage 2 holds per thread at this SM count).
+for v in $(built_variants | grep -x flags); do
+  sanitize --impl "expert:$v" memcheck 10 "$task-check-1x8,$task-check-7x1000,$task-check-64x4104,$task-check-2053x64"
+done
+# same_check VARIANT WORKLOADS (step same_VARIANT): `d2k check --dump` of the default and of
+# expert:VARIANT with the same seed; every workload's dx, dgamma and dbeta files must be equal bit
+# for bit. On a bench row the stage-1 CTAs finish at different times while stage 2 runs (flags).
+same_check() {
+  local v=$1 wl=$2 ok=1 n_same=0 n_want d f g t
+  selected "same_$v" || { echo "== same_$v not selected (D2K_CHECK_STEPS)"; return 125; }
+  rm -rf "$out/same_default" "$out/same_variant"
+  step "same_$v" 10 "$d2k" check --task "$task" --impl expert --isolation none --seed 7 --rounds 1 \
+    --bench-rounds 1 --workloads "$wl" --quiet --dump "$out/same_default" || ok=0
+  cp "$out/same_$v.log" "$out/same_${v}_default.log" 2> /dev/null
+  step "same_$v" 10 "$d2k" check --task "$task" --impl "expert:$v" --isolation none --seed 7 --rounds 1 \
+    --bench-rounds 1 --workloads "$wl" --quiet --dump "$out/same_variant" || ok=0
+  n_want=$((3 * $(echo "$wl" | tr ',' '\n' | wc -l)))
+  for f in $(cd "$out/same_default" 2> /dev/null && find . -name 'expert.dx.npy' -o -name 'expert.dgamma.npy' -o -name 'expert.dbeta.npy'); do
+    d=$(dirname "$f"); t=${f##*/expert.}
+    g=$(cd "$out/same_variant" 2> /dev/null && ls "$d"/expert?*."$t" 2> /dev/null | head -1)
+    if [ -n "$g" ] && cmp -s "$out/same_default/$f" "$out/same_variant/$g"; then n_same=$((n_same + 1)); else ok=0; echo "differs: $f"; fi
+  done
+  [ "$ok" = 1 ] && [ "$n_same" -eq "$n_want" ] \
+    && pass "$v: dx, dgamma and dbeta bit-identical to the default's ($n_same files)" \
+    || fail "$v against the default (n_same=$n_same of $n_want, see same_${v}*.log)"
+  rm -rf "$out/same_default" "$out/same_variant"  # inputs of a bench row: nothing to bring back
+}
+for v in $(built_variants | grep -x -E 'team_slices|flags|slices_flags'); do
+  same_check "$v" "$task-bench-16384x4096-opt6.7b,$task-check-2053x64"
+done
+
 if selected bench; then
   python3 $helpers/bench_table.py "$out/bench.jsonl" > "$out/bench_table.md" 2>&1 \
     && pass "bars: expert >= 80% of SOL and >= 2x naive and torch_eager on every bench workload" \
@@ -166,7 +214,7 @@ fi
 sass_counts "(LDG|STG|LDS|STS)\.E?\.?[0-9A-Z.]*128[A-Z.]*|SHFL\.BFLY|F2FP\.BF16[A-Z0-9.]*|ATOM[A-Z.]*|RED\.[A-Z.]*|BAR\.SYNC[A-Z.]*"
 # The ring kernels (lean ones too): cp.async into shared memory, 16-byte reads back, no local
 # memory (spills).
-for v in $(built_variants | grep -E '^(ring|lean|dynamic|balanced|ptail|discard)'); do
+for v in $(built_variants | grep -E '^(ring|lean|dynamic|balanced|ptail|discard|team_slices|flags|slices_flags)'); do
   sass_counts --so "expert_$v" "LDGSTS[A-Z0-9.]*|LDS\.128|DEPBAR[A-Z.]*|STG\.E[A-Z.]*128" "LDGSTS" "LDL|STL"
 done
 echo "t-lnb: $fails failure(s)"

@@ -11,7 +11,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -537,6 +540,132 @@ TEST_F(LayerNormBackwardTolerance, SkippedRowFails) {
   EXPECT_FALSE(r.dx.passed);
   EXPECT_FALSE(r.dgamma.passed);
   EXPECT_FALSE(r.dbeta.passed);
+}
+
+/// LNB_TEAM_SLICES (variants team_slices, slices_flags): expert.cu's write_partials_slices forms a
+/// CTA's partial rows from its teams' per-team slices of shared memory instead of the serial
+/// per-team passes. Emulated index for index at every vector-path H (8 to 8192 columns): each
+/// phase-1 store has its own float4 inside the two-stage ring (64 x vpt x 256 bytes), phase 2 reads
+/// for every output float4 exactly what the teams stored for its columns, and the team-ordered
+/// sums equal the serial form's bit for bit (random accumulators, so that the order shows).
+TEST(LayerNormBackwardVariants, TeamSlicesAreTheSerialTeamSums) {
+  std::mt19937 rng(15);
+  std::uniform_real_distribution<float> val(-3.f, 3.f);
+  for (int H = 8; H <= kThreads * kMaxVec * 8; H += 8) {
+    const int nvec = H / 8;
+    int tw = 32;
+    while (tw < kThreads && tw * kMaxVec < nvec) tw *= 2;
+    const int teams = kThreads / tw, vpt = (nvec + tw - 1) / tw;
+    if (teams == 1) continue;  // write_partials stores a one-team CTA's registers directly
+    // acc[team][lane][q][k][j]: the thread's column partials (q 0 dgamma, 1 dbeta).
+    auto idx = [&](int t, int l, int q, int k, int j) { return (((t * tw + l) * 2 + q) * kMaxVec + k) * 8 + j; };
+    std::vector<float> acc(static_cast<std::size_t>(teams) * tw * 2 * kMaxVec * 8);
+    for (float& a : acc) a = val(rng);
+    // The serial form: s_sum[v * 8 + j] = t == 0 ? add : s_sum + add, team by team.
+    std::vector<float> serial(2 * static_cast<std::size_t>(H));
+    for (int q = 0; q < 2; ++q)
+      for (int t = 0; t < teams; ++t)
+        for (int l = 0; l < tw; ++l)
+          for (int k = 0; k < kMaxVec; ++k) {
+            const int v = l + k * tw;
+            if (v >= nvec) continue;
+            for (int j = 0; j < 8; ++j) {
+              float& s = serial[q * H + v * 8 + j];
+              s = t == 0 ? acc[idx(t, l, q, k, j)] : s + acc[idx(t, l, q, k, j)];
+            }
+          }
+    // Phase 1: float4 at(team, q, k, hf, lane) holds acc[team][lane][q][k][4 hf .. 4 hf + 3].
+    auto at = [&](int t, int q, int k, int hf, int l) { return (((t * 2 + q) * vpt + k) * 2 + hf) * tw + l; };
+    const int ring_quads = 4 * vpt * kThreads;  // the two-stage ring: 2 x 2 tensors x vpt x 256 x 16 bytes
+    std::vector<float> slices(4 * static_cast<std::size_t>(ring_quads), std::nanf(""));
+    std::set<int> stored;
+    for (int t = 0; t < teams; ++t)
+      for (int l = 0; l < tw; ++l)
+        for (int k = 0; k < kMaxVec; ++k) {
+          if (k >= vpt || l + k * tw >= nvec) continue;
+          for (int q = 0; q < 2; ++q)
+            for (int hf = 0; hf < 2; ++hf) {
+              const int f4 = at(t, q, k, hf, l);
+              ASSERT_GE(f4, 0);
+              ASSERT_LT(f4, ring_quads) << "H " << H << ": a slice past the ring";
+              ASSERT_TRUE(stored.insert(f4).second) << "H " << H << ": two stores into float4 " << f4;
+              for (int c = 0; c < 4; ++c) slices[4 * f4 + c] = acc[idx(t, l, q, k, 4 * hf + c)];
+            }
+        }
+    // Phase 2: output float4 i of array q from the teams' slices, added in team order.
+    const int quads = H / 4;
+    for (int o = 0; o < 2 * quads; ++o) {
+      const int q = o >= quads, i = o - q * quads;
+      const int v = i / 2, hf = i % 2, k = v / tw, l = v % tw;
+      for (int c = 0; c < 4; ++c) {
+        float sum = slices[4 * at(0, q, k, hf, l) + c];
+        for (int t = 1; t < teams; ++t) sum += slices[4 * at(t, q, k, hf, l) + c];
+        ASSERT_EQ(std::memcmp(&sum, &serial[q * H + 4 * i + c], sizeof(float)), 0)
+            << "H " << H << " array " << q << " column " << 4 * i + c << ": " << sum << " against "
+            << serial[q * H + 4 * i + c];
+      }
+    }
+  }
+}
+
+/// LNB_FLAGS (variants flags, slices_flags): expert.cu's ln_bwd_reduce_flagged loads each partial
+/// row when its CTA's flag shows this call's epoch, in whatever order the CTAs finish, and adds
+/// them in the default stage 2's order. Its warp protocol emulated step by step (a warp per slice,
+/// lane l polling the flags of k = l and l + 32, the ballot of the ready ones, the pending mask)
+/// for every G from 1 to 8 x 36 and random finishing orders, with stale flags of other epochs
+/// among them: every row of the slice is loaded exactly once, the loop ends when the last CTA has
+/// published, and the sums equal the default's (slice s: rows s, s + 8, ... from zero) bit for bit.
+TEST(LayerNormBackwardVariants, FlaggedStageTwoIsTheDefaultOrder) {
+  constexpr int kSlices = 8, kFlagK = 36, kEpoch = 7;
+  std::mt19937 rng(15);
+  std::uniform_real_distribution<float> val(-3.f, 3.f);
+  for (int parts = 1; parts <= kSlices * kFlagK; ++parts)
+    for (int draw = 0; draw < 3; ++draw) {
+      std::vector<float> part(parts);
+      for (float& p : part) p = val(rng);
+      // CTA p publishes at poll round finish[p]; until then its flag holds 0 or an earlier epoch.
+      std::vector<int> finish(parts);
+      for (int& f : finish) f = static_cast<int>(rng() % 40);
+      std::vector<unsigned> stale(parts);
+      for (unsigned& f : stale) f = rng() % 2 ? 0u : static_cast<unsigned>(kEpoch - 1);
+      const int last = *std::max_element(finish.begin(), finish.end());
+      for (int slice = 0; slice < kSlices; ++slice) {
+        const int nk = parts > slice ? (parts - slice + kSlices - 1) / kSlices : 0;
+        ASSERT_LE(nk, kFlagK);
+        std::uint64_t pending = nk >= 64 ? ~0ull : (1ull << nk) - 1;
+        std::vector<int> loads(kFlagK, 0);
+        std::vector<float> held(kFlagK, 0.f);
+        int round = 0;
+        for (; pending != 0; ++round) {
+          ASSERT_LE(round, last) << "parts " << parts << " slice " << slice << ": still polling after the last flag";
+          auto flag = [&](int k) {
+            const int p = slice + kSlices * k;
+            return finish[p] <= round ? static_cast<unsigned>(kEpoch) : stale[p];
+          };
+          std::uint64_t ready = 0;
+          for (int lane = 0; lane < 32; ++lane) {
+            const bool r0 = (pending >> lane) & 1 ? flag(lane) == kEpoch : false;
+            const bool r1 = lane + 32 < kFlagK && ((pending >> (lane + 32)) & 1) ? flag(lane + 32) == kEpoch : false;
+            ready |= std::uint64_t{r0} << lane;
+            ready |= std::uint64_t{r1} << (lane + 32);
+          }
+          for (int k = 0; k < kFlagK; ++k)
+            if ((ready >> k) & 1) {
+              ASSERT_LT(k, nk) << "parts " << parts << " slice " << slice << ": a row past the slice";
+              held[k] = part[slice + kSlices * k];
+              ++loads[k];
+            }
+          pending &= ~ready;
+        }
+        float flagged = 0.f, serial = 0.f;
+        for (int k = 0; k < kFlagK; ++k) {
+          EXPECT_EQ(loads[k], k < nk ? 1 : 0) << "parts " << parts << " slice " << slice << " k " << k;
+          if (k < nk) flagged += held[k];
+        }
+        for (int p = slice; p < parts; p += kSlices) serial += part[p];
+        ASSERT_EQ(std::memcmp(&flagged, &serial, sizeof(float)), 0) << "parts " << parts << " slice " << slice;
+      }
+    }
 }
 
 /// Hidden draws (odd and long H, up to 300 rows): the golden accepts them and the expert's
