@@ -66,5 +66,7 @@ CLA_HD constexpr int smem_elems_s(int D, int DV) { return DV * ldd(D); }
 CLA_HD constexpr int smem_bytes(int D, int DV, int stages = 1) {
   return 2 * (2 * stages * smem_elems_q(D) + smem_elems_kw(D) + smem_elems_v(DV) + smem_elems_s(D, DV)) + 4 * kC;
 }
+/// The chunk-parallel variant's local-state pass holds KwT, VT and the decays only, in this order.
+CLA_HD constexpr int smem_bytes_local(int D, int DV) { return 2 * (smem_elems_kw(D) + smem_elems_v(DV)) + 4 * kC; }
 
 }  // namespace cla_layout

@@ -49,6 +49,8 @@
 //   %VARIANT% dv64 -DCLA_DV=64
 //   %VARIANT% dv16 -DCLA_DV=16
 //   %VARIANT% prefetch -DCLA_PREFETCH=1
+//   %VARIANT% chunkpar -DCLA_CHUNK_PARALLEL=1
+//   %VARIANT% chunkpar_g1 -DCLA_CHUNK_PARALLEL=1 -DCLA_SEG_CHUNKS=1
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -58,6 +60,7 @@
 
 #include "cla_args.h"
 #include "cla_layout.h"
+#include "cla_segments.h"
 #include "d2k/solution.h"
 
 #ifndef CLA_DV
@@ -65,6 +68,15 @@
 #endif
 #ifndef CLA_PREFETCH
 #define CLA_PREFETCH 0  // 1: the next chunk's q and k by cp.async into a second buffer during this chunk
+#endif
+#ifndef CLA_CHUNK_PARALLEL
+#define CLA_CHUNK_PARALLEL 0  // 1: the three-pass segment form (design b) instead of one walk per head
+#endif
+#ifndef CLA_SEG_CHUNKS
+#define CLA_SEG_CHUNKS 0  // chunk-parallel: chunks per segment; 0: cla_segments.h's plan from the shape
+#endif
+#if CLA_CHUNK_PARALLEL && CLA_PREFETCH
+#error "CLA_CHUNK_PARALLEL and CLA_PREFETCH are separate variants"
 #endif
 
 namespace {
@@ -291,8 +303,8 @@ __device__ __forceinline__ void chunk_output(const Head& hd, int c0, int dv0, co
 }
 
 /// st = 2^cum_last st + K~^T V for the warp's state rows w*D/4.. (kMt tiles of 16).
-template <int D, int DV>
-__device__ __forceinline__ void update_state(float (&st)[D / 64][DV / 8][4], const Smem<D, DV>& sm) {
+template <int D, int DV, class Sm>
+__device__ __forceinline__ void update_state(float (&st)[D / 64][DV / 8][4], const Sm& sm) {
   const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
   const float gc = exp2f(sm.cum[kC - 1]);
 #pragma unroll
@@ -385,6 +397,254 @@ __global__ void __launch_bounds__(kThreads) chunked_linear_attention(
     }
 }
 
+#if CLA_CHUNK_PARALLEL
+// ---- Chunk-parallel variant (design b): three kernels over segments of seg_chunks chunks ----
+//   pass 1 segment_local_states  one CTA per (b, h, segment but the last, value slice): the
+//                                segment's local state L_s = sum_j 2^(A_end - A_j) k_j^T v_j from
+//                                zero (update_state per chunk) in fp32, and its log2 decay.
+//   pass 2 scan_segment_states   one thread per (b, h, state element): X_{s+1} = 2^decay_s X_s + L_s,
+//                                X_0 = 0, in fp32, in place over L.
+//   pass 3 segment_outputs       one CTA per (b, h, segment, value slice): the sequential kernel's
+//                                chunk loop over the segment from X_s; the last segment writes the
+//                                final state.
+// Every per-chunk product and rounding is the sequential kernel's (bf16 P, K~ and copy of the
+// state for Q S; fp32 state); only the association of the state's sum changes at segment
+// boundaries, and the state crosses them in fp32 (a bf16 state per segment would compound).
+
+/// Pass 1's shared memory: KwT, VT and the decays (cla_layout.h: smem_bytes_local).
+template <int D, int DV>
+struct SmemLocal {
+  __nv_bfloat16 *kwt, *vt;
+  float* cum;
+  __device__ explicit SmemLocal(unsigned char* base) {
+    kwt = reinterpret_cast<__nv_bfloat16*>(base);
+    vt = kwt + smem_elems_kw(D);
+    cum = reinterpret_cast<float*>(vt + smem_elems_v(DV));
+  }
+};
+
+/// Pass 1's staging: KwT and VT exactly as stage_chunk builds them, without Q and K.
+template <int D, int DV>
+__device__ __forceinline__ void stage_kv(const Head& hd, int c0, int dv0, const SmemLocal<D, DV>& sm) {
+  constexpr int kVecRow = D / 8;
+  const float last = sm.cum[kC - 1];
+#pragma unroll 4
+  for (int e = threadIdx.x; e < kC * kVecRow; e += kThreads) {
+    const int step = e / kVecRow, col = 8 * (e % kVecRow);
+    uint4 kv = make_uint4(0, 0, 0, 0);
+    if (c0 + step < hd.S) kv = __ldg(reinterpret_cast<const uint4*>(hd.k + int64_t(c0 + step) * hd.row + col));
+    const float w = exp2f(last - sm.cum[step]);
+    const __nv_bfloat16* kb = reinterpret_cast<const __nv_bfloat16*>(&kv);
+#pragma unroll
+    for (int x = 0; x < 8; ++x) sm.kwt[kwt_at(col + x, step)] = __float2bfloat16_rn(__bfloat162float(kb[x]) * w);
+  }
+  constexpr int kVecV = DV / 8;
+#pragma unroll 2
+  for (int e = threadIdx.x; e < kC * kVecV; e += kThreads) {
+    const int step = e / kVecV, col = 8 * (e % kVecV);
+    uint4 vv = make_uint4(0, 0, 0, 0);
+    if (c0 + step < hd.S) vv = __ldg(reinterpret_cast<const uint4*>(hd.v + int64_t(c0 + step) * hd.row + dv0 + col));
+    const __nv_bfloat16* vb = reinterpret_cast<const __nv_bfloat16*>(&vv);
+#pragma unroll
+    for (int x = 0; x < 8; ++x) sm.vt[vt_at(col + x, step)] = vb[x];
+  }
+}
+
+/// The CTA's D x DV block (columns dv0..) of a [D][D] fp32 state at `head`, from the accumulator
+/// fragments (warp w: rows w*D/4..), as the sequential kernel writes the final state.
+template <int D, int DV>
+__device__ __forceinline__ void store_state(const float (&st)[D / 64][DV / 8][4], float* head, int dv0) {
+  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int m = 0; m < D / 64; ++m)
+#pragma unroll
+    for (int n = 0; n < DV / 8; ++n) {
+      const int dk = w * (D / 4) + 16 * m + acc_row(lane, 0), dv = dv0 + 8 * n + acc_col(lane, 0);
+      *reinterpret_cast<float2*>(head + int64_t(dk) * D + dv) = make_float2(st[m][n][0], st[m][n][1]);
+      *reinterpret_cast<float2*>(head + int64_t(dk + 8) * D + dv) = make_float2(st[m][n][2], st[m][n][3]);
+    }
+}
+
+/// The inverse of store_state: the fragments from the CTA's block of a [D][D] fp32 state.
+template <int D, int DV>
+__device__ __forceinline__ void load_state(float (&st)[D / 64][DV / 8][4], const float* head, int dv0) {
+  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int m = 0; m < D / 64; ++m)
+#pragma unroll
+    for (int n = 0; n < DV / 8; ++n) {
+      const int dk = w * (D / 4) + 16 * m + acc_row(lane, 0), dv = dv0 + 8 * n + acc_col(lane, 0);
+      const float2 lo = *reinterpret_cast<const float2*>(head + int64_t(dk) * D + dv);
+      const float2 hi = *reinterpret_cast<const float2*>(head + int64_t(dk + 8) * D + dv);
+      st[m][n][0] = lo.x, st[m][n][1] = lo.y, st[m][n][2] = hi.x, st[m][n][3] = hi.y;
+    }
+}
+
+/// Pass 1. Every segment here is full (the last one, which may be partial, has no pass 1), so
+/// the steps past S the staging guards against never occur; the guard stays for safety.
+template <int D, int DV>
+__global__ void __launch_bounds__(kThreads) segment_local_states(
+    const __nv_bfloat16* __restrict__ k, const __nv_bfloat16* __restrict__ v, const float* __restrict__ a,
+    float* __restrict__ states, float* __restrict__ decays, int S, int H, int seg_steps, int nlocal) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  SmemLocal<D, DV> sm(smem_raw);
+  constexpr int kSplit = D / DV;
+  // Slices of one (b, h, segment) at consecutive indices: they read the same k from L2.
+  const int slice = blockIdx.x % kSplit, rest = blockIdx.x / kSplit;
+  const int seg = rest % nlocal, bh = rest / nlocal;
+  const int b = bh / H, h = bh % H, dv0 = DV * slice;
+  const int64_t first = (int64_t(b) * S * H + h) * D;
+  const Head hd{nullptr, k + first, v + first, a + int64_t(bh) * S, nullptr, int64_t(H) * D, S};
+
+  float st[D / 64][DV / 8][4];
+#pragma unroll
+  for (int m = 0; m < D / 64; ++m)
+#pragma unroll
+    for (int n = 0; n < DV / 8; ++n) st[m][n][0] = st[m][n][1] = st[m][n][2] = st[m][n][3] = 0.f;
+
+  float log2_decay = 0.f;  // sum of the chunks' cum_last: the segment's decay is 2^log2_decay
+  const int c_begin = seg * seg_steps;
+  for (int c0 = c_begin; c0 < c_begin + seg_steps; c0 += kC) {
+    __syncthreads();  // the previous chunk's reads of KwT, VT and cum are done
+    if (threadIdx.x < 32) scan_decays(hd, c0, sm.cum);
+    __syncthreads();  // cum ready for the K~ weights
+    stage_kv<D, DV>(hd, c0, dv0, sm);
+    __syncthreads();  // KwT and VT staged
+    log2_decay += sm.cum[kC - 1];
+    update_state<D, DV>(st, sm);
+  }
+  const int64_t at = int64_t(bh) * nlocal + seg;
+  store_state<D, DV>(st, states + at * D * D, dv0);
+  if (slice == 0 && threadIdx.x == 0) decays[at] = log2_decay;
+}
+
+/// Pass 2, in place: on entry states[bh][s] holds L_s, on exit the state entering segment s + 1.
+/// Loads of kBatch segments are issued ahead of their chain of multiply-adds (they do not depend
+/// on it), so a thread waits for memory once per kBatch segments, not once per segment.
+constexpr int kScanThreads = 256;
+__global__ void __launch_bounds__(kScanThreads) scan_segment_states(float* __restrict__ states,
+                                                                    const float* __restrict__ decays,
+                                                                    int64_t per_head, int64_t total, int nlocal) {
+  const int64_t idx = int64_t(blockIdx.x) * kScanThreads + threadIdx.x;
+  if (idx >= total) return;
+  const int64_t bh = idx / per_head, e = idx % per_head;
+  float* p = states + bh * nlocal * per_head + e;
+  const float* g = decays + bh * nlocal;
+  constexpr int kBatch = 8;
+  float x = 0.f;
+  for (int s0 = 0; s0 < nlocal; s0 += kBatch) {
+    float l[kBatch], f[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      l[u] = 0.f, f[u] = 0.f;
+      if (s0 + u < nlocal) l[u] = p[int64_t(s0 + u) * per_head], f[u] = exp2f(g[s0 + u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u)
+      if (s0 + u < nlocal) {
+        x = fmaf(f[u], x, l[u]);
+        p[int64_t(s0 + u) * per_head] = x;
+      }
+  }
+}
+
+/// Pass 3: the sequential kernel's loop over one segment's chunks, from the state entering it.
+template <int D, int DV>
+__global__ void __launch_bounds__(kThreads) segment_outputs(
+    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k, const __nv_bfloat16* __restrict__ v,
+    const float* __restrict__ a, __nv_bfloat16* __restrict__ o, float* __restrict__ state,
+    const float* __restrict__ states, int S, int H, int seg_steps, int nseg) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  Smem<D, DV> sm(smem_raw);
+  constexpr int kSplit = D / DV;
+  const int slice = blockIdx.x % kSplit, rest = blockIdx.x / kSplit;
+  const int seg = rest % nseg, bh = rest / nseg;
+  const int b = bh / H, h = bh % H, dv0 = DV * slice;
+  const int64_t first = (int64_t(b) * S * H + h) * D;
+  const Head hd{q + first, k + first, v + first, a + int64_t(bh) * S, o + first, int64_t(H) * D, S};
+
+  float st[D / 64][DV / 8][4];
+  if (seg == 0) {
+#pragma unroll
+    for (int m = 0; m < D / 64; ++m)
+#pragma unroll
+      for (int n = 0; n < DV / 8; ++n) st[m][n][0] = st[m][n][1] = st[m][n][2] = st[m][n][3] = 0.f;
+  } else {
+    load_state<D, DV>(st, states + (int64_t(bh) * (nseg - 1) + seg - 1) * D * D, dv0);
+  }
+
+  const int c_begin = seg * seg_steps;
+  const int c_end = int(int64_t(c_begin) + seg_steps < S ? int64_t(c_begin) + seg_steps : S);
+  const bool last_seg = seg == nseg - 1;
+  for (int c0 = c_begin; c0 < c_end; c0 += kC) {
+    __syncthreads();  // the previous chunk's reads of every shared array are done
+    publish_state<D, DV>(st, sm);
+    if (threadIdx.x < 32) scan_decays(hd, c0, sm.cum);
+    __syncthreads();  // cum ready for the K~ weights
+    stage_chunk<D, DV>(hd, c0, dv0, sm);
+    __syncthreads();  // the chunk and bf16(S) staged
+    chunk_output<D, DV>(hd, c0, dv0, sm);
+    // The state leaving a segment other than the last is pass 2's; only the last one's is needed.
+    if (last_seg || c0 + kC < c_end) update_state<D, DV>(st, sm);
+  }
+  if (last_seg) store_state<D, DV>(st, state + int64_t(bh) * D * D, dv0);
+}
+#endif  // CLA_CHUNK_PARALLEL
+
+#if CLA_CHUNK_PARALLEL
+/// Value columns per CTA for head dimension D (CLA_DV, at most D).
+constexpr int dv_of(int64_t D) { return CLA_DV < D ? CLA_DV : int(D); }
+
+cla_segments::Plan segment_plan(const cla::Dims& d) {
+  return cla_segments::plan(d.B * d.H, d.S, d.D, d.D / dv_of(d.D), CLA_SEG_CHUNKS);
+}
+
+/// The workspace: the materialised segment states, then their log2 decays.
+struct SegmentBuffers {
+  float* states;  // [B*H][nseg - 1][D][D] fp32
+  float* decays;  // [B*H][nseg - 1]
+};
+SegmentBuffers carve(d2k::Workspace& ws, const cla::Dims& d, const cla_segments::Plan& p) {
+  return {ws.take<float>(uint64_t(p.state_floats(d.B * d.H, d.D))), ws.take<float>(uint64_t(p.decay_floats(d.B * d.H)))};
+}
+
+void check_launch(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) throw std::runtime_error(std::string("expert: ") + what + ": " + cudaGetErrorString(e));
+}
+
+template <int D>
+void launch_chunk_parallel(const cla::Tensors& t, const SegmentBuffers& buf, const cla_segments::Plan& p,
+                           cudaStream_t st) {
+  constexpr int DV = CLA_DV < D ? CLA_DV : D;
+  static_assert(DV % 8 == 0 && D % DV == 0, "CLA_DV must be 8, 16, 32 or 64 (a divisor of 64)");
+  const int64_t heads = t.d.B * t.d.H, slices = heads * (D / DV);
+  const int nseg = int(p.nseg), seg_steps = int(p.seg_chunks * kC);
+  if (slices * p.nseg > int64_t(0x7fffffff)) throw d2k::abi_error("expert: B*H*D/DV*segments exceeds the grid limit");
+  const auto* q = static_cast<const __nv_bfloat16*>(t.q);
+  const auto* k = static_cast<const __nv_bfloat16*>(t.k);
+  const auto* v = static_cast<const __nv_bfloat16*>(t.v);
+  if (nseg > 1) {
+    const int nlocal = nseg - 1;
+    segment_local_states<D, DV><<<unsigned(slices * nlocal), kThreads, smem_bytes_local(D, DV), st>>>(
+        k, v, t.a, buf.states, buf.decays, int(t.d.S), int(t.d.H), seg_steps, nlocal);
+    check_launch("local states launch");
+    const int64_t total = heads * D * D;
+    const int64_t blocks = (total + kScanThreads - 1) / kScanThreads;
+    if (blocks > int64_t(0x7fffffff)) throw d2k::abi_error("expert: B*H*D*D exceeds the scan's grid limit");
+    scan_segment_states<<<unsigned(blocks), kScanThreads, 0, st>>>(buf.states, buf.decays, int64_t(D) * D, total, nlocal);
+    check_launch("scan launch");
+  }
+  const int bytes = smem_bytes(D, DV, kStages);  // kStages = 1: no prefetch buffers
+  auto kernel = segment_outputs<D, DV>;
+  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e != cudaSuccess) throw std::runtime_error(std::string("expert: smem attribute: ") + cudaGetErrorString(e));
+  kernel<<<unsigned(slices * nseg), kThreads, bytes, st>>>(q, k, v, t.a, static_cast<__nv_bfloat16*>(t.o), t.state,
+                                                          buf.states, int(t.d.S), int(t.d.H), seg_steps, nseg);
+  check_launch("outputs launch");
+}
+#endif  // CLA_CHUNK_PARALLEL
+
 template <int D>
 void launch(const cla::Tensors& t, cudaStream_t st) {
   constexpr int DV = CLA_DV < D ? CLA_DV : D;
@@ -409,10 +669,20 @@ void run(const d2k_args* args) {
       throw d2k::abi_error("expert: q, k, v and o must be 16-byte aligned (16-byte vector accesses)");
   if (reinterpret_cast<uintptr_t>(t.state) % 8 != 0) throw d2k::abi_error("expert: final_state must be 8-byte aligned");
   cudaStream_t st = static_cast<cudaStream_t>(args->stream);
+#if CLA_CHUNK_PARALLEL
+  const cla_segments::Plan p = segment_plan(t.d);
+  d2k::Workspace ws(args);
+  const SegmentBuffers buf = carve(ws, t.d, p);
+  if (t.d.D == 64)
+    launch_chunk_parallel<64>(t, buf, p, st);
+  else
+    launch_chunk_parallel<128>(t, buf, p, st);
+#else
   if (t.d.D == 64)
     launch<64>(t, st);
   else
     launch<128>(t, st);
+#endif
 }
 
 }  // namespace
@@ -421,8 +691,15 @@ extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
 
 extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
   D2K_ENTRY(args, {
+#if CLA_CHUNK_PARALLEL
+    const cla::Dims d = cla::parse_dims(args, "expert");
+    d2k::Workspace ws;
+    carve(ws, d, segment_plan(d));
+    *bytes = ws.bytes();
+#else
     cla::parse_dims(args, "expert");
     *bytes = 0;
+#endif
     return D2K_OK;
   });
 }
