@@ -50,7 +50,8 @@
 //   %VARIANT% dv16 -DCLA_DV=16
 //   %VARIANT% prefetch -DCLA_PREFETCH=1
 //   %VARIANT% chunkpar -DCLA_CHUNK_PARALLEL=1
-//   %VARIANT% chunkpar_g1 -DCLA_CHUNK_PARALLEL=1 -DCLA_SEG_CHUNKS=1
+//   %VARIANT% pairs -DCLA_PAIR_STAGING=1
+//   %VARIANT% chunkpar_pairs -DCLA_CHUNK_PARALLEL=1 -DCLA_PAIR_STAGING=1
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -75,8 +76,11 @@
 #ifndef CLA_SEG_CHUNKS
 #define CLA_SEG_CHUNKS 0  // chunk-parallel: chunks per segment; 0: cla_segments.h's plan from the shape
 #endif
-#if CLA_CHUNK_PARALLEL && CLA_PREFETCH
-#error "CLA_CHUNK_PARALLEL and CLA_PREFETCH are separate variants"
+#ifndef CLA_PAIR_STAGING
+#define CLA_PAIR_STAGING 0  // 1: stage_pairs (conflict-free transposed stores) instead of stage_chunk
+#endif
+#if CLA_PREFETCH && (CLA_CHUNK_PARALLEL || CLA_PAIR_STAGING)
+#error "CLA_PREFETCH is a variant of its own: not with CLA_CHUNK_PARALLEL or CLA_PAIR_STAGING"
 #endif
 
 namespace {
@@ -186,6 +190,68 @@ __device__ __forceinline__ void stage_chunk(const Head& hd, int c0, int dv0, con
     for (int x = 0; x < 8; ++x) sm.vt[vt_at(col + x, step)] = vb[x];
   }
 }
+
+#if CLA_PAIR_STAGING
+/// Staging by step pairs (variant pairs; chunkpar_pairs): item e loads steps 2p and 2p+1 (p =
+/// pair_of(e)) of the 8 columns from pair_col(e) and writes the transposed KwT and VT as 32-bit
+/// words holding both steps. The 32 lanes of a warp take the 32 pairs of one column vector, so each
+/// word store of a warp covers 32 consecutive words (one shared-memory wavefront); stage_chunk's
+/// (step, column) order puts a step's column vectors 8 * 36 words apart, one bank: a 16-way conflict
+/// on every KwT store at D = 128 (8-way at D = 64), repeated by each of the D / DV slices.
+/// Qs and Ks (kWithQK) then take twice stage_chunk's wavefronts (a warp's 16-byte stores go to 32
+/// rows, not 2): per chunk and CTA, Qs + Ks + KwT + VT take 672 wavefronts where stage_chunk takes
+/// 4608 at D = 128 (352 vs 1408 at D = 64; tests/unit/tasks/chunked_linear_attention: StagingBanks).
+/// The global loads of a warp read 16 bytes of 32 rows (half sectors; the other half is the next
+/// column vector's, a warp later, from L1). Same values, same layout as stage_chunk.
+template <int D, int DV, bool kWithQK, class Sm>
+__device__ __forceinline__ void stage_pairs(const Head& hd, int c0, int dv0, const Sm& sm) {
+  constexpr int kItems = (kC / 2) * (D / 8);
+  const float last = sm.cum[kC - 1];
+#pragma unroll 2
+  for (int e = threadIdx.x; e < kItems; e += kThreads) {
+    const int s0 = 2 * pair_of(e), col = pair_col(e);
+    uint4 k0 = make_uint4(0, 0, 0, 0), k1 = k0, q0 = k0, q1 = k0;
+    const int64_t off = int64_t(c0 + s0) * hd.row + col;
+    if (c0 + s0 < hd.S) {
+      k0 = __ldg(reinterpret_cast<const uint4*>(hd.k + off));
+      if constexpr (kWithQK) q0 = __ldg(reinterpret_cast<const uint4*>(hd.q + off));
+    }
+    if (c0 + s0 + 1 < hd.S) {
+      k1 = __ldg(reinterpret_cast<const uint4*>(hd.k + off + hd.row));
+      if constexpr (kWithQK) q1 = __ldg(reinterpret_cast<const uint4*>(hd.q + off + hd.row));
+    }
+    if constexpr (kWithQK) {
+      *reinterpret_cast<uint4*>(sm.qs + qk_at(D, s0, col)) = q0;
+      *reinterpret_cast<uint4*>(sm.qs + qk_at(D, s0 + 1, col)) = q1;
+      *reinterpret_cast<uint4*>(sm.ks + qk_at(D, s0, col)) = k0;
+      *reinterpret_cast<uint4*>(sm.ks + qk_at(D, s0 + 1, col)) = k1;
+    }
+    const float w0 = exp2f(last - sm.cum[s0]), w1 = exp2f(last - sm.cum[s0 + 1]);
+    const __nv_bfloat16* kb0 = reinterpret_cast<const __nv_bfloat16*>(&k0);
+    const __nv_bfloat16* kb1 = reinterpret_cast<const __nv_bfloat16*>(&k1);
+#pragma unroll
+    for (int x = 0; x < 8; ++x)
+      *reinterpret_cast<uint32_t*>(sm.kwt + kwt_at(col + x, s0)) =
+          pack_bf16(__bfloat162float(kb0[x]) * w0, __bfloat162float(kb1[x]) * w1);
+  }
+  constexpr int kItemsV = (kC / 2) * (DV / 8);
+#pragma unroll
+  for (int e = threadIdx.x; e < kItemsV; e += kThreads) {
+    const int s0 = 2 * pair_of(e), col = pair_col(e);
+    uint4 v0 = make_uint4(0, 0, 0, 0), v1 = v0;
+    const int64_t off = int64_t(c0 + s0) * hd.row + dv0 + col;
+    if (c0 + s0 < hd.S) v0 = __ldg(reinterpret_cast<const uint4*>(hd.v + off));
+    if (c0 + s0 + 1 < hd.S) v1 = __ldg(reinterpret_cast<const uint4*>(hd.v + off + hd.row));
+    const __nv_bfloat16* vb0 = reinterpret_cast<const __nv_bfloat16*>(&v0);
+    const __nv_bfloat16* vb1 = reinterpret_cast<const __nv_bfloat16*>(&v1);
+#pragma unroll
+    for (int x = 0; x < 8; ++x) {
+      const __nv_bfloat162 two = __halves2bfloat162(vb0[x], vb1[x]);
+      *reinterpret_cast<uint32_t*>(sm.vt + vt_at(col + x, s0)) = *reinterpret_cast<const uint32_t*>(&two);
+    }
+  }
+}
+#endif  // CLA_PAIR_STAGING
 
 #if CLA_PREFETCH
 /// 16-byte cp.async, zero-filled when `valid` is false (steps past S).
@@ -377,6 +443,8 @@ __global__ void __launch_bounds__(kThreads) chunked_linear_attention(
       issue_qk<D>(hd, c0 + kC, next, next + smem_elems_q(D));
     }
     stage_from_buffers<D, DV>(hd, c0, dv0, sm);
+#elif CLA_PAIR_STAGING
+    stage_pairs<D, DV, true>(hd, c0, dv0, sm);
 #else
     stage_chunk<D, DV>(hd, c0, dv0, sm);
 #endif
@@ -508,7 +576,11 @@ __global__ void __launch_bounds__(kThreads) segment_local_states(
     __syncthreads();  // the previous chunk's reads of KwT, VT and cum are done
     if (threadIdx.x < 32) scan_decays(hd, c0, sm.cum);
     __syncthreads();  // cum ready for the K~ weights
+#if CLA_PAIR_STAGING
+    stage_pairs<D, DV, false>(hd, c0, dv0, sm);
+#else
     stage_kv<D, DV>(hd, c0, dv0, sm);
+#endif
     __syncthreads();  // KwT and VT staged
     log2_decay += sm.cum[kC - 1];
     update_state<D, DV>(st, sm);
@@ -581,7 +653,11 @@ __global__ void __launch_bounds__(kThreads) segment_outputs(
     publish_state<D, DV>(st, sm);
     if (threadIdx.x < 32) scan_decays(hd, c0, sm.cum);
     __syncthreads();  // cum ready for the K~ weights
+#if CLA_PAIR_STAGING
+    stage_pairs<D, DV, true>(hd, c0, dv0, sm);
+#else
     stage_chunk<D, DV>(hd, c0, dv0, sm);
+#endif
     __syncthreads();  // the chunk and bf16(S) staged
     chunk_output<D, DV>(hd, c0, dv0, sm);
     // The state leaving a segment other than the last is pass 2's; only the last one's is needed.
