@@ -20,34 +20,44 @@
 // P V, Q S and the state in fp32; the operands rounded to bf16 are P, K~ and the state's copy for
 // Q S. o rounded once to bf16; the final state written from the fp32 registers.
 //
-// Variants (step = the brief's plan; µs per bench workload on the H200, n/m = not yet measured:
-// docs/results/chunked_linear_attention.md gives the command that fills them):
-//   step | variant                                             | 2x16x8192x128 | 8x32x2048x64 | 1x64x32768x128
-//   1    | DV = 32 (default): D/32 CTAs per head, 66.8 KB shared | n/m           | n/m          | n/m
-//        | memory (D = 128): 3 CTAs per SM                       |               |              |
-//   1    | dv64: DV = 64, half the CTAs, Q K^T recomputed half   | n/m           | n/m          | n/m
-//        | as often                                              |               |              |
-//   1    | dv16: DV = 16, twice the CTAs (256 at (2,16,.,128))   | n/m           | n/m          | n/m
-//   2    | prefetch: DV = 32, the next chunk's q, k by cp.async  | n/m           | n/m          | n/m
-//        | into a second buffer while this chunk computes (K~    |               |              |
-//        | then built shared to shared); 101.6 KB: 2 CTAs per SM |               |              |
+// Variants (µs per bench workload on the H200, 2026-12-02, d2k bench; n/m = not yet measured:
+// docs/results/chunked_linear_attention.md, "Variants for the next run", gives the command):
+//   variant                                                  | 2x16x8192x128 | 8x32x2048x64 | 1x64x32768x128
+//   DV = 32 (default): D/32 CTAs per head, 66.8 KB shared    | 892.21        | 304.80       | 4879.53
+//   memory (D = 128): 3 CTAs per SM                          |               |              |
+//   dv64: DV = 64, half the CTAs (removed: 0.81x)            | 1100.34       | n/m          | n/m
+//   dv16: DV = 16, twice the CTAs (removed: 0.80x)           | 1122.79       | n/m          | n/m
+//   prefetch: the next chunk's q, k by cp.async into a       | 843.64 (1.06x)| n/m          | n/m
+//   second buffer (K~ built shared to shared); 101.6 KB:     | once INCORRECT on the one-step check
+//   2 CTAs per SM                                            | (o 0.00526): not explained yet
+//   chunkpar: design b below, segments of cla_segments.h's   | n/m           | n/m          | n/m
+//   plan, stage_chunk's staging                              |               |              |
+//   pairs: the default with stage_pairs (conflict-free       | n/m           | n/m          | n/m
+//   transposed stores: 672 wavefronts a chunk, not 4608)     |               |              |
+//   chunkpar_pairs: chunkpar with stage_pairs                | n/m           | n/m          | n/m
 // Designs considered:
-//   a. (built) one CTA per (b, h, DV slice) walking the chunks in order: the state is carried in
-//      registers, nothing goes through global memory but the compulsory traffic. Parallelism: B*H
-//      heads (32 at (2,16), 64 at (1,64)) times D/DV slices; each slice recomputes Q K^T (the
-//      intra-chunk scores do not depend on v), which costs 2*kC*D per step per slice on the tensor
-//      cores, cheap next to the memory time (the cost model is memory-bound at every bench shape).
-//   b. two-pass chunk-state scan (Mamba-2's SSD, fla's chunk_fwd_h + chunk_fwd_o): pass 1 computes
-//      each chunk's local K~^T V in parallel over chunks, a sequential scan over chunks produces
-//      every chunk's starting state (written to global memory: D*D*4 bytes per chunk, as much as
-//      q, k and v of the chunk together at D = 128), pass 2 computes O in parallel over chunks. Full
-//      parallelism at any B*H but twice the compulsory traffic; worth it only where B*H*D/DV
-//      CTAs cannot fill the 132 SMs.
+//   a. (built, default) one CTA per (b, h, DV slice) walking the chunks in order: the state is
+//      carried in registers, nothing goes through global memory but the compulsory traffic.
+//      Parallelism: B*H heads (32 at (2,16), 64 at (1,64)) times D/DV slices; each slice recomputes
+//      Q K^T (the intra-chunk scores do not depend on v), which costs 2*kC*D per step per slice on
+//      the tensor cores, cheap next to the memory time. Measured: a CTA takes about 7 us a chunk
+//      (892 us / 128 chunks at 2x16x8192x128, one CTA per SM): 128 CTAs cannot fill 132 SMs x 3.
+//   b. (variant chunkpar) the chunk-state scan of Mamba-2's SSD and fla's chunk_fwd_h + chunk_fwd_o,
+//      over segments of seg_chunks chunks (cla_segments.h): pass 1 each segment's local state
+//      K~^T V (all but the last segment, in parallel), pass 2 an fp32 scan over segments, pass 3
+//      each segment's outputs from the state entering it (the loop of a, over one segment). Traffic
+//      beyond the compulsory: pass 1 reads k, v and a of all but the last segment once more, and
+//      each materialised D x D fp32 state is written (pass 1), read and written (pass 2) and read
+//      (pass 3). Per chunk a state is 64 KB at D = 128, as much as q, k, v and o of the chunk: one
+//      state per chunk (the per-chunk form) would move 5x the compulsory bytes, so the plan takes
+//      the fewest segments that give about 1584 CTAs (4 waves of 3 per SM): at the bench rows
+//      seg_chunks 10 / 8 / 74, 1664 / 2048 / 1792 CTAs in pass 3, 499 / 427 / 3199 MB moved against
+//      272 / 275 / 2160 compulsory (1.84 / 1.56 / 1.48x: at most 54 / 64 / 68% of the roof).
+//      States in fp32: in bf16 the scan would compound a rounding per segment (the tolerance test
+//      ChunkParallelBf16StatesFail: 0.0194 over 512 one-chunk segments against 0.005).
 //   c. wgmma (m64nNk16) for Q K^T and the state update: a warpgroup per 64-step chunk; the mma.sync
 //      form is the minimum step, wgmma the next one if the tensor pipe turns out to be the limit.
 //
-//   %VARIANT% dv64 -DCLA_DV=64
-//   %VARIANT% dv16 -DCLA_DV=16
 //   %VARIANT% prefetch -DCLA_PREFETCH=1
 //   %VARIANT% chunkpar -DCLA_CHUNK_PARALLEL=1
 //   %VARIANT% pairs -DCLA_PAIR_STAGING=1
