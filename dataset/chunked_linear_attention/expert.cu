@@ -477,7 +477,7 @@ __global__ void __launch_bounds__(kThreads) chunked_linear_attention(
 
 #if CLA_CHUNK_PARALLEL
 // ---- Chunk-parallel variant (design b): three kernels over segments of seg_chunks chunks ----
-//   pass 1 segment_local_states  one CTA per (b, h, segment but the last, value slice): the
+//   pass 1 segment_local_states  one CTA per (b, h, segment but the last, 64 value columns): the
 //                                segment's local state L_s = sum_j 2^(A_end - A_j) k_j^T v_j from
 //                                zero (update_state per chunk) in fp32, and its log2 decay.
 //   pass 2 scan_segment_states   one thread per (b, h, state element): X_{s+1} = 2^decay_s X_s + L_s,
@@ -704,6 +704,10 @@ void launch_chunk_parallel(const cla::Tensors& t, const SegmentBuffers& buf, con
                            cudaStream_t st) {
   constexpr int DV = CLA_DV < D ? CLA_DV : D;
   static_assert(DV % 8 == 0 && D % DV == 0, "CLA_DV must be 8, 16, 32 or 64 (a divisor of 64)");
+  // Pass 1 has no Q K^T to repeat per slice but rebuilds K~ (all D rows) in each: 64 value columns
+  // per CTA halve that at D = 128 (one CTA per head and segment at D = 64); its 64 fp32 state
+  // registers per thread fit beside the staging (no Q, K or P there).
+  constexpr int kDvLocal = 64 < D ? 64 : D;
   const int64_t heads = t.d.B * t.d.H, slices = heads * (D / DV);
   const int nseg = int(p.nseg), seg_steps = int(p.seg_chunks * kC);
   if (slices * p.nseg > int64_t(0x7fffffff)) throw d2k::abi_error("expert: B*H*D/DV*segments exceeds the grid limit");
@@ -712,7 +716,8 @@ void launch_chunk_parallel(const cla::Tensors& t, const SegmentBuffers& buf, con
   const auto* v = static_cast<const __nv_bfloat16*>(t.v);
   if (nseg > 1) {
     const int nlocal = nseg - 1;
-    segment_local_states<D, DV><<<unsigned(slices * nlocal), kThreads, smem_bytes_local(D, DV), st>>>(
+    segment_local_states<D, kDvLocal><<<unsigned(heads * (D / kDvLocal) * nlocal), kThreads,
+                                          smem_bytes_local(D, kDvLocal), st>>>(
         k, v, t.a, buf.states, buf.decays, int(t.d.S), int(t.d.H), seg_steps, nlocal);
     check_launch("local states launch");
     const int64_t total = heads * D * D;
