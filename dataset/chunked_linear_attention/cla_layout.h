@@ -57,6 +57,12 @@ CLA_HD constexpr int kw_frag(int m0, int kk, int lane, int r) {
 CLA_HD constexpr int acc_row(int lane, int e) { return lane / 4 + (e >= 2 ? 8 : 0); }
 CLA_HD constexpr int acc_col(int lane, int e) { return (lane % 4) * 2 + (e & 1); }
 
+/// Pair staging (expert.cu stage_pairs, CLA_PAIR_STAGING): item e covers steps 2 pair_of(e) and
+/// 2 pair_of(e) + 1 of the 8 columns from pair_col(e); consecutive items (a warp's lanes) take
+/// consecutive pairs of one column vector.
+CLA_HD constexpr int pair_of(int e) { return e % (kC / 2); }
+CLA_HD constexpr int pair_col(int e) { return 8 * (e / (kC / 2)); }
+
 /// Elements of each shared array (bf16) and the fp32 cumulative decays, in this order; with
 /// stages = 2 (the prefetch variant) a second Qs and Ks follow the decays.
 CLA_HD constexpr int smem_elems_q(int D) { return kC * ldd(D); }
@@ -66,5 +72,7 @@ CLA_HD constexpr int smem_elems_s(int D, int DV) { return DV * ldd(D); }
 CLA_HD constexpr int smem_bytes(int D, int DV, int stages = 1) {
   return 2 * (2 * stages * smem_elems_q(D) + smem_elems_kw(D) + smem_elems_v(DV) + smem_elems_s(D, DV)) + 4 * kC;
 }
+/// The chunk-parallel variant's local-state pass holds KwT, VT and the decays only, in this order.
+CLA_HD constexpr int smem_bytes_local(int D, int DV) { return 2 * (smem_elems_kw(D) + smem_elems_v(DV)) + 4 * kC; }
 
 }  // namespace cla_layout

@@ -20,35 +20,48 @@
 // P V, Q S and the state in fp32; the operands rounded to bf16 are P, K~ and the state's copy for
 // Q S. o rounded once to bf16; the final state written from the fp32 registers.
 //
-// Variants (step = the brief's plan; µs per bench workload on the H200, n/m = not yet measured:
-// docs/results/chunked_linear_attention.md gives the command that fills them):
-//   step | variant                                             | 2x16x8192x128 | 8x32x2048x64 | 1x64x32768x128
-//   1    | DV = 32 (default): D/32 CTAs per head, 66.8 KB shared | n/m           | n/m          | n/m
-//        | memory (D = 128): 3 CTAs per SM                       |               |              |
-//   1    | dv64: DV = 64, half the CTAs, Q K^T recomputed half   | n/m           | n/m          | n/m
-//        | as often                                              |               |              |
-//   1    | dv16: DV = 16, twice the CTAs (256 at (2,16,.,128))   | n/m           | n/m          | n/m
-//   2    | prefetch: DV = 32, the next chunk's q, k by cp.async  | n/m           | n/m          | n/m
-//        | into a second buffer while this chunk computes (K~    |               |              |
-//        | then built shared to shared); 101.6 KB: 2 CTAs per SM |               |              |
+// Variants (µs per bench workload on the H200, 2026-12-02, d2k bench; n/m = not yet measured:
+// docs/results/chunked_linear_attention.md, "Variants for the next run", gives the command):
+//   variant                                                  | 2x16x8192x128 | 8x32x2048x64 | 1x64x32768x128
+//   DV = 32 (default): D/32 CTAs per head, 66.8 KB shared    | 892.21        | 304.80       | 4879.53
+//   memory (D = 128): 3 CTAs per SM                          |               |              |
+//   dv64: DV = 64, half the CTAs (removed: 0.81x)            | 1100.34       | n/m          | n/m
+//   dv16: DV = 16, twice the CTAs (removed: 0.80x)           | 1122.79       | n/m          | n/m
+//   prefetch: the next chunk's q, k by cp.async into a       | 843.64 (1.06x)| n/m          | n/m
+//   second buffer (K~ built shared to shared); 101.6 KB:     | once INCORRECT on the one-step check
+//   2 CTAs per SM                                            | (o 0.00526): not explained yet
+//   chunkpar: design b below, segments of cla_segments.h's   | n/m           | n/m          | n/m
+//   plan, stage_chunk's staging                              |               |              |
+//   pairs: the default with stage_pairs (conflict-free       | n/m           | n/m          | n/m
+//   transposed stores: 672 wavefronts a chunk, not 4608)     |               |              |
+//   chunkpar_pairs: chunkpar with stage_pairs                | n/m           | n/m          | n/m
 // Designs considered:
-//   a. (built) one CTA per (b, h, DV slice) walking the chunks in order: the state is carried in
-//      registers, nothing goes through global memory but the compulsory traffic. Parallelism: B*H
-//      heads (32 at (2,16), 64 at (1,64)) times D/DV slices; each slice recomputes Q K^T (the
-//      intra-chunk scores do not depend on v), which costs 2*kC*D per step per slice on the tensor
-//      cores, cheap next to the memory time (the cost model is memory-bound at every bench shape).
-//   b. two-pass chunk-state scan (Mamba-2's SSD, fla's chunk_fwd_h + chunk_fwd_o): pass 1 computes
-//      each chunk's local K~^T V in parallel over chunks, a sequential scan over chunks produces
-//      every chunk's starting state (written to global memory: D*D*4 bytes per chunk, as much as
-//      q, k and v of the chunk together at D = 128), pass 2 computes O in parallel over chunks. Full
-//      parallelism at any B*H but twice the compulsory traffic; worth it only where B*H*D/DV
-//      CTAs cannot fill the 132 SMs.
+//   a. (built, default) one CTA per (b, h, DV slice) walking the chunks in order: the state is
+//      carried in registers, nothing goes through global memory but the compulsory traffic.
+//      Parallelism: B*H heads (32 at (2,16), 64 at (1,64)) times D/DV slices; each slice recomputes
+//      Q K^T (the intra-chunk scores do not depend on v), which costs 2*kC*D per step per slice on
+//      the tensor cores, cheap next to the memory time. Measured: a CTA takes about 7 us a chunk
+//      (892 us / 128 chunks at 2x16x8192x128, one CTA per SM): 128 CTAs cannot fill 132 SMs x 3.
+//   b. (variant chunkpar) the chunk-state scan of Mamba-2's SSD and fla's chunk_fwd_h + chunk_fwd_o,
+//      over segments of seg_chunks chunks (cla_segments.h): pass 1 each segment's local state
+//      K~^T V (all but the last segment, in parallel), pass 2 an fp32 scan over segments, pass 3
+//      each segment's outputs from the state entering it (the loop of a, over one segment). Traffic
+//      beyond the compulsory: pass 1 reads k, v and a of all but the last segment once more, and
+//      each materialised D x D fp32 state is written (pass 1), read and written (pass 2) and read
+//      (pass 3). Per chunk a state is 64 KB at D = 128, as much as q, k, v and o of the chunk: one
+//      state per chunk (the per-chunk form) would move 5x the compulsory bytes, so the plan takes
+//      the fewest segments that give about 1584 CTAs (4 waves of 3 per SM): at the bench rows
+//      seg_chunks 10 / 8 / 74, 1664 / 2048 / 1792 CTAs in pass 3, 499 / 427 / 3199 MB moved against
+//      272 / 275 / 2160 compulsory (1.84 / 1.56 / 1.48x: at most 54 / 64 / 68% of the roof).
+//      States in fp32: in bf16 the scan would compound a rounding per segment (the tolerance test
+//      ChunkParallelBf16StatesFail: 0.0194 over 512 one-chunk segments against 0.005).
 //   c. wgmma (m64nNk16) for Q K^T and the state update: a warpgroup per 64-step chunk; the mma.sync
 //      form is the minimum step, wgmma the next one if the tensor pipe turns out to be the limit.
 //
-//   %VARIANT% dv64 -DCLA_DV=64
-//   %VARIANT% dv16 -DCLA_DV=16
 //   %VARIANT% prefetch -DCLA_PREFETCH=1
+//   %VARIANT% chunkpar -DCLA_CHUNK_PARALLEL=1
+//   %VARIANT% pairs -DCLA_PAIR_STAGING=1
+//   %VARIANT% chunkpar_pairs -DCLA_CHUNK_PARALLEL=1 -DCLA_PAIR_STAGING=1
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -58,6 +71,7 @@
 
 #include "cla_args.h"
 #include "cla_layout.h"
+#include "cla_segments.h"
 #include "d2k/solution.h"
 
 #ifndef CLA_DV
@@ -65,6 +79,18 @@
 #endif
 #ifndef CLA_PREFETCH
 #define CLA_PREFETCH 0  // 1: the next chunk's q and k by cp.async into a second buffer during this chunk
+#endif
+#ifndef CLA_CHUNK_PARALLEL
+#define CLA_CHUNK_PARALLEL 0  // 1: the three-pass segment form (design b) instead of one walk per head
+#endif
+#ifndef CLA_SEG_CHUNKS
+#define CLA_SEG_CHUNKS 0  // chunk-parallel: chunks per segment; 0: cla_segments.h's plan from the shape
+#endif
+#ifndef CLA_PAIR_STAGING
+#define CLA_PAIR_STAGING 0  // 1: stage_pairs (conflict-free transposed stores) instead of stage_chunk
+#endif
+#if CLA_PREFETCH && (CLA_CHUNK_PARALLEL || CLA_PAIR_STAGING)
+#error "CLA_PREFETCH is a variant of its own: not with CLA_CHUNK_PARALLEL or CLA_PAIR_STAGING"
 #endif
 
 namespace {
@@ -174,6 +200,68 @@ __device__ __forceinline__ void stage_chunk(const Head& hd, int c0, int dv0, con
     for (int x = 0; x < 8; ++x) sm.vt[vt_at(col + x, step)] = vb[x];
   }
 }
+
+#if CLA_PAIR_STAGING
+/// Staging by step pairs (variant pairs; chunkpar_pairs): item e loads steps 2p and 2p+1 (p =
+/// pair_of(e)) of the 8 columns from pair_col(e) and writes the transposed KwT and VT as 32-bit
+/// words holding both steps. The 32 lanes of a warp take the 32 pairs of one column vector, so each
+/// word store of a warp covers 32 consecutive words (one shared-memory wavefront); stage_chunk's
+/// (step, column) order puts a step's column vectors 8 * 36 words apart, one bank: a 16-way conflict
+/// on every KwT store at D = 128 (8-way at D = 64), repeated by each of the D / DV slices.
+/// Qs and Ks (kWithQK) then take twice stage_chunk's wavefronts (a warp's 16-byte stores go to 32
+/// rows, not 2): per chunk and CTA, Qs + Ks + KwT + VT take 672 wavefronts where stage_chunk takes
+/// 4608 at D = 128 (352 vs 1408 at D = 64; tests/unit/tasks/chunked_linear_attention: StagingBanks).
+/// The global loads of a warp read 16 bytes of 32 rows (half sectors; the other half is the next
+/// column vector's, a warp later, from L1). Same values, same layout as stage_chunk.
+template <int D, int DV, bool kWithQK, class Sm>
+__device__ __forceinline__ void stage_pairs(const Head& hd, int c0, int dv0, const Sm& sm) {
+  constexpr int kItems = (kC / 2) * (D / 8);
+  const float last = sm.cum[kC - 1];
+#pragma unroll 2
+  for (int e = threadIdx.x; e < kItems; e += kThreads) {
+    const int s0 = 2 * pair_of(e), col = pair_col(e);
+    uint4 k0 = make_uint4(0, 0, 0, 0), k1 = k0, q0 = k0, q1 = k0;
+    const int64_t off = int64_t(c0 + s0) * hd.row + col;
+    if (c0 + s0 < hd.S) {
+      k0 = __ldg(reinterpret_cast<const uint4*>(hd.k + off));
+      if constexpr (kWithQK) q0 = __ldg(reinterpret_cast<const uint4*>(hd.q + off));
+    }
+    if (c0 + s0 + 1 < hd.S) {
+      k1 = __ldg(reinterpret_cast<const uint4*>(hd.k + off + hd.row));
+      if constexpr (kWithQK) q1 = __ldg(reinterpret_cast<const uint4*>(hd.q + off + hd.row));
+    }
+    if constexpr (kWithQK) {
+      *reinterpret_cast<uint4*>(sm.qs + qk_at(D, s0, col)) = q0;
+      *reinterpret_cast<uint4*>(sm.qs + qk_at(D, s0 + 1, col)) = q1;
+      *reinterpret_cast<uint4*>(sm.ks + qk_at(D, s0, col)) = k0;
+      *reinterpret_cast<uint4*>(sm.ks + qk_at(D, s0 + 1, col)) = k1;
+    }
+    const float w0 = exp2f(last - sm.cum[s0]), w1 = exp2f(last - sm.cum[s0 + 1]);
+    const __nv_bfloat16* kb0 = reinterpret_cast<const __nv_bfloat16*>(&k0);
+    const __nv_bfloat16* kb1 = reinterpret_cast<const __nv_bfloat16*>(&k1);
+#pragma unroll
+    for (int x = 0; x < 8; ++x)
+      *reinterpret_cast<uint32_t*>(sm.kwt + kwt_at(col + x, s0)) =
+          pack_bf16(__bfloat162float(kb0[x]) * w0, __bfloat162float(kb1[x]) * w1);
+  }
+  constexpr int kItemsV = (kC / 2) * (DV / 8);
+#pragma unroll
+  for (int e = threadIdx.x; e < kItemsV; e += kThreads) {
+    const int s0 = 2 * pair_of(e), col = pair_col(e);
+    uint4 v0 = make_uint4(0, 0, 0, 0), v1 = v0;
+    const int64_t off = int64_t(c0 + s0) * hd.row + dv0 + col;
+    if (c0 + s0 < hd.S) v0 = __ldg(reinterpret_cast<const uint4*>(hd.v + off));
+    if (c0 + s0 + 1 < hd.S) v1 = __ldg(reinterpret_cast<const uint4*>(hd.v + off + hd.row));
+    const __nv_bfloat16* vb0 = reinterpret_cast<const __nv_bfloat16*>(&v0);
+    const __nv_bfloat16* vb1 = reinterpret_cast<const __nv_bfloat16*>(&v1);
+#pragma unroll
+    for (int x = 0; x < 8; ++x) {
+      const __nv_bfloat162 two = __halves2bfloat162(vb0[x], vb1[x]);
+      *reinterpret_cast<uint32_t*>(sm.vt + vt_at(col + x, s0)) = *reinterpret_cast<const uint32_t*>(&two);
+    }
+  }
+}
+#endif  // CLA_PAIR_STAGING
 
 #if CLA_PREFETCH
 /// 16-byte cp.async, zero-filled when `valid` is false (steps past S).
@@ -291,8 +379,8 @@ __device__ __forceinline__ void chunk_output(const Head& hd, int c0, int dv0, co
 }
 
 /// st = 2^cum_last st + K~^T V for the warp's state rows w*D/4.. (kMt tiles of 16).
-template <int D, int DV>
-__device__ __forceinline__ void update_state(float (&st)[D / 64][DV / 8][4], const Smem<D, DV>& sm) {
+template <int D, int DV, class Sm>
+__device__ __forceinline__ void update_state(float (&st)[D / 64][DV / 8][4], const Sm& sm) {
   const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
   const float gc = exp2f(sm.cum[kC - 1]);
 #pragma unroll
@@ -365,6 +453,8 @@ __global__ void __launch_bounds__(kThreads) chunked_linear_attention(
       issue_qk<D>(hd, c0 + kC, next, next + smem_elems_q(D));
     }
     stage_from_buffers<D, DV>(hd, c0, dv0, sm);
+#elif CLA_PAIR_STAGING
+    stage_pairs<D, DV, true>(hd, c0, dv0, sm);
 #else
     stage_chunk<D, DV>(hd, c0, dv0, sm);
 #endif
@@ -384,6 +474,267 @@ __global__ void __launch_bounds__(kThreads) chunked_linear_attention(
       *reinterpret_cast<float2*>(out + int64_t(dk + 8) * D + dv) = make_float2(st[m][n][2], st[m][n][3]);
     }
 }
+
+#if CLA_CHUNK_PARALLEL
+// ---- Chunk-parallel variant (design b): three kernels over segments of seg_chunks chunks ----
+//   pass 1 segment_local_states  one CTA per (b, h, segment but the last, 64 value columns): the
+//                                segment's local state L_s = sum_j 2^(A_end - A_j) k_j^T v_j from
+//                                zero (update_state per chunk) in fp32, and its log2 decay.
+//   pass 2 scan_segment_states   one thread per (b, h, state element): X_{s+1} = 2^decay_s X_s + L_s,
+//                                X_0 = 0, in fp32, in place over L.
+//   pass 3 segment_outputs       one CTA per (b, h, segment, value slice): the sequential kernel's
+//                                chunk loop over the segment from X_s; the last segment writes the
+//                                final state.
+// Every per-chunk product and rounding is the sequential kernel's (bf16 P, K~ and copy of the
+// state for Q S; fp32 state); only the association of the state's sum changes at segment
+// boundaries, and the state crosses them in fp32 (a bf16 state per segment would compound).
+
+/// Pass 1's shared memory: KwT, VT and the decays (cla_layout.h: smem_bytes_local).
+template <int D, int DV>
+struct SmemLocal {
+  __nv_bfloat16 *kwt, *vt;
+  float* cum;
+  __device__ explicit SmemLocal(unsigned char* base) {
+    kwt = reinterpret_cast<__nv_bfloat16*>(base);
+    vt = kwt + smem_elems_kw(D);
+    cum = reinterpret_cast<float*>(vt + smem_elems_v(DV));
+  }
+};
+
+/// Pass 1's staging: KwT and VT exactly as stage_chunk builds them, without Q and K.
+template <int D, int DV>
+__device__ __forceinline__ void stage_kv(const Head& hd, int c0, int dv0, const SmemLocal<D, DV>& sm) {
+  constexpr int kVecRow = D / 8;
+  const float last = sm.cum[kC - 1];
+#pragma unroll 4
+  for (int e = threadIdx.x; e < kC * kVecRow; e += kThreads) {
+    const int step = e / kVecRow, col = 8 * (e % kVecRow);
+    uint4 kv = make_uint4(0, 0, 0, 0);
+    if (c0 + step < hd.S) kv = __ldg(reinterpret_cast<const uint4*>(hd.k + int64_t(c0 + step) * hd.row + col));
+    const float w = exp2f(last - sm.cum[step]);
+    const __nv_bfloat16* kb = reinterpret_cast<const __nv_bfloat16*>(&kv);
+#pragma unroll
+    for (int x = 0; x < 8; ++x) sm.kwt[kwt_at(col + x, step)] = __float2bfloat16_rn(__bfloat162float(kb[x]) * w);
+  }
+  constexpr int kVecV = DV / 8;
+#pragma unroll 2
+  for (int e = threadIdx.x; e < kC * kVecV; e += kThreads) {
+    const int step = e / kVecV, col = 8 * (e % kVecV);
+    uint4 vv = make_uint4(0, 0, 0, 0);
+    if (c0 + step < hd.S) vv = __ldg(reinterpret_cast<const uint4*>(hd.v + int64_t(c0 + step) * hd.row + dv0 + col));
+    const __nv_bfloat16* vb = reinterpret_cast<const __nv_bfloat16*>(&vv);
+#pragma unroll
+    for (int x = 0; x < 8; ++x) sm.vt[vt_at(col + x, step)] = vb[x];
+  }
+}
+
+/// The CTA's D x DV block (columns dv0..) of a [D][D] fp32 state at `head`, from the accumulator
+/// fragments (warp w: rows w*D/4..), as the sequential kernel writes the final state.
+template <int D, int DV>
+__device__ __forceinline__ void store_state(const float (&st)[D / 64][DV / 8][4], float* head, int dv0) {
+  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int m = 0; m < D / 64; ++m)
+#pragma unroll
+    for (int n = 0; n < DV / 8; ++n) {
+      const int dk = w * (D / 4) + 16 * m + acc_row(lane, 0), dv = dv0 + 8 * n + acc_col(lane, 0);
+      *reinterpret_cast<float2*>(head + int64_t(dk) * D + dv) = make_float2(st[m][n][0], st[m][n][1]);
+      *reinterpret_cast<float2*>(head + int64_t(dk + 8) * D + dv) = make_float2(st[m][n][2], st[m][n][3]);
+    }
+}
+
+/// The inverse of store_state: the fragments from the CTA's block of a [D][D] fp32 state.
+template <int D, int DV>
+__device__ __forceinline__ void load_state(float (&st)[D / 64][DV / 8][4], const float* head, int dv0) {
+  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int m = 0; m < D / 64; ++m)
+#pragma unroll
+    for (int n = 0; n < DV / 8; ++n) {
+      const int dk = w * (D / 4) + 16 * m + acc_row(lane, 0), dv = dv0 + 8 * n + acc_col(lane, 0);
+      const float2 lo = *reinterpret_cast<const float2*>(head + int64_t(dk) * D + dv);
+      const float2 hi = *reinterpret_cast<const float2*>(head + int64_t(dk + 8) * D + dv);
+      st[m][n][0] = lo.x, st[m][n][1] = lo.y, st[m][n][2] = hi.x, st[m][n][3] = hi.y;
+    }
+}
+
+/// Pass 1. Every segment here is full (the last one, which may be partial, has no pass 1), so
+/// the steps past S the staging guards against never occur; the guard stays for safety.
+template <int D, int DV>
+__global__ void __launch_bounds__(kThreads) segment_local_states(
+    const __nv_bfloat16* __restrict__ k, const __nv_bfloat16* __restrict__ v, const float* __restrict__ a,
+    float* __restrict__ states, float* __restrict__ decays, int S, int H, int seg_steps, int nlocal) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  SmemLocal<D, DV> sm(smem_raw);
+  constexpr int kSplit = D / DV;
+  // Slices of one (b, h, segment) at consecutive indices: they read the same k from L2.
+  const int slice = blockIdx.x % kSplit, rest = blockIdx.x / kSplit;
+  const int seg = rest % nlocal, bh = rest / nlocal;
+  const int b = bh / H, h = bh % H, dv0 = DV * slice;
+  const int64_t first = (int64_t(b) * S * H + h) * D;
+  const Head hd{nullptr, k + first, v + first, a + int64_t(bh) * S, nullptr, int64_t(H) * D, S};
+
+  float st[D / 64][DV / 8][4];
+#pragma unroll
+  for (int m = 0; m < D / 64; ++m)
+#pragma unroll
+    for (int n = 0; n < DV / 8; ++n) st[m][n][0] = st[m][n][1] = st[m][n][2] = st[m][n][3] = 0.f;
+
+  float log2_decay = 0.f;  // sum of the chunks' cum_last: the segment's decay is 2^log2_decay
+  const int c_begin = seg * seg_steps;
+  for (int c0 = c_begin; c0 < c_begin + seg_steps; c0 += kC) {
+    __syncthreads();  // the previous chunk's reads of KwT, VT and cum are done
+    if (threadIdx.x < 32) scan_decays(hd, c0, sm.cum);
+    __syncthreads();  // cum ready for the K~ weights
+#if CLA_PAIR_STAGING
+    stage_pairs<D, DV, false>(hd, c0, dv0, sm);
+#else
+    stage_kv<D, DV>(hd, c0, dv0, sm);
+#endif
+    __syncthreads();  // KwT and VT staged
+    log2_decay += sm.cum[kC - 1];
+    update_state<D, DV>(st, sm);
+  }
+  const int64_t at = int64_t(bh) * nlocal + seg;
+  store_state<D, DV>(st, states + at * D * D, dv0);
+  if (slice == 0 && threadIdx.x == 0) decays[at] = log2_decay;
+}
+
+/// Pass 2, in place: on entry states[bh][s] holds L_s, on exit the state entering segment s + 1.
+/// Loads of kBatch segments are issued ahead of their chain of multiply-adds (they do not depend
+/// on it), so a thread waits for memory once per kBatch segments, not once per segment.
+constexpr int kScanThreads = 256;
+__global__ void __launch_bounds__(kScanThreads) scan_segment_states(float* __restrict__ states,
+                                                                    const float* __restrict__ decays,
+                                                                    int64_t per_head, int64_t total, int nlocal) {
+  const int64_t idx = int64_t(blockIdx.x) * kScanThreads + threadIdx.x;
+  if (idx >= total) return;
+  const int64_t bh = idx / per_head, e = idx % per_head;
+  float* p = states + bh * nlocal * per_head + e;
+  const float* g = decays + bh * nlocal;
+  constexpr int kBatch = 8;
+  float x = 0.f;
+  for (int s0 = 0; s0 < nlocal; s0 += kBatch) {
+    float l[kBatch], f[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      l[u] = 0.f, f[u] = 0.f;
+      if (s0 + u < nlocal) l[u] = p[int64_t(s0 + u) * per_head], f[u] = exp2f(g[s0 + u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u)
+      if (s0 + u < nlocal) {
+        x = fmaf(f[u], x, l[u]);
+        p[int64_t(s0 + u) * per_head] = x;
+      }
+  }
+}
+
+/// Pass 3: the sequential kernel's loop over one segment's chunks, from the state entering it.
+template <int D, int DV>
+__global__ void __launch_bounds__(kThreads) segment_outputs(
+    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k, const __nv_bfloat16* __restrict__ v,
+    const float* __restrict__ a, __nv_bfloat16* __restrict__ o, float* __restrict__ state,
+    const float* __restrict__ states, int S, int H, int seg_steps, int nseg) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  Smem<D, DV> sm(smem_raw);
+  constexpr int kSplit = D / DV;
+  const int slice = blockIdx.x % kSplit, rest = blockIdx.x / kSplit;
+  const int seg = rest % nseg, bh = rest / nseg;
+  const int b = bh / H, h = bh % H, dv0 = DV * slice;
+  const int64_t first = (int64_t(b) * S * H + h) * D;
+  const Head hd{q + first, k + first, v + first, a + int64_t(bh) * S, o + first, int64_t(H) * D, S};
+
+  float st[D / 64][DV / 8][4];
+  if (seg == 0) {
+#pragma unroll
+    for (int m = 0; m < D / 64; ++m)
+#pragma unroll
+      for (int n = 0; n < DV / 8; ++n) st[m][n][0] = st[m][n][1] = st[m][n][2] = st[m][n][3] = 0.f;
+  } else {
+    load_state<D, DV>(st, states + (int64_t(bh) * (nseg - 1) + seg - 1) * D * D, dv0);
+  }
+
+  const int c_begin = seg * seg_steps;
+  const int c_end = int(int64_t(c_begin) + seg_steps < S ? int64_t(c_begin) + seg_steps : S);
+  const bool last_seg = seg == nseg - 1;
+  for (int c0 = c_begin; c0 < c_end; c0 += kC) {
+    __syncthreads();  // the previous chunk's reads of every shared array are done
+    publish_state<D, DV>(st, sm);
+    if (threadIdx.x < 32) scan_decays(hd, c0, sm.cum);
+    __syncthreads();  // cum ready for the K~ weights
+#if CLA_PAIR_STAGING
+    stage_pairs<D, DV, true>(hd, c0, dv0, sm);
+#else
+    stage_chunk<D, DV>(hd, c0, dv0, sm);
+#endif
+    __syncthreads();  // the chunk and bf16(S) staged
+    chunk_output<D, DV>(hd, c0, dv0, sm);
+    // The state leaving a segment other than the last is pass 2's; only the last one's is needed.
+    if (last_seg || c0 + kC < c_end) update_state<D, DV>(st, sm);
+  }
+  if (last_seg) store_state<D, DV>(st, state + int64_t(bh) * D * D, dv0);
+}
+#endif  // CLA_CHUNK_PARALLEL
+
+#if CLA_CHUNK_PARALLEL
+/// Value columns per CTA for head dimension D (CLA_DV, at most D).
+constexpr int dv_of(int64_t D) { return CLA_DV < D ? CLA_DV : int(D); }
+
+cla_segments::Plan segment_plan(const cla::Dims& d) {
+  return cla_segments::plan(d.B * d.H, d.S, d.D, d.D / dv_of(d.D), CLA_SEG_CHUNKS);
+}
+
+/// The workspace: the materialised segment states, then their log2 decays.
+struct SegmentBuffers {
+  float* states;  // [B*H][nseg - 1][D][D] fp32
+  float* decays;  // [B*H][nseg - 1]
+};
+SegmentBuffers carve(d2k::Workspace& ws, const cla::Dims& d, const cla_segments::Plan& p) {
+  return {ws.take<float>(uint64_t(p.state_floats(d.B * d.H, d.D))), ws.take<float>(uint64_t(p.decay_floats(d.B * d.H)))};
+}
+
+void check_launch(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) throw std::runtime_error(std::string("expert: ") + what + ": " + cudaGetErrorString(e));
+}
+
+template <int D>
+void launch_chunk_parallel(const cla::Tensors& t, const SegmentBuffers& buf, const cla_segments::Plan& p,
+                           cudaStream_t st) {
+  constexpr int DV = CLA_DV < D ? CLA_DV : D;
+  static_assert(DV % 8 == 0 && D % DV == 0, "CLA_DV must be 8, 16, 32 or 64 (a divisor of 64)");
+  // Pass 1 has no Q K^T to repeat per slice but rebuilds K~ (all D rows) in each: 64 value columns
+  // per CTA halve that at D = 128 (one CTA per head and segment at D = 64); its 64 fp32 state
+  // registers per thread fit beside the staging (no Q, K or P there).
+  constexpr int kDvLocal = 64 < D ? 64 : D;
+  const int64_t heads = t.d.B * t.d.H, slices = heads * (D / DV);
+  const int nseg = int(p.nseg), seg_steps = int(p.seg_chunks * kC);
+  if (slices * p.nseg > int64_t(0x7fffffff)) throw d2k::abi_error("expert: B*H*D/DV*segments exceeds the grid limit");
+  const auto* q = static_cast<const __nv_bfloat16*>(t.q);
+  const auto* k = static_cast<const __nv_bfloat16*>(t.k);
+  const auto* v = static_cast<const __nv_bfloat16*>(t.v);
+  if (nseg > 1) {
+    const int nlocal = nseg - 1;
+    segment_local_states<D, kDvLocal><<<unsigned(heads * (D / kDvLocal) * nlocal), kThreads,
+                                          smem_bytes_local(D, kDvLocal), st>>>(
+        k, v, t.a, buf.states, buf.decays, int(t.d.S), int(t.d.H), seg_steps, nlocal);
+    check_launch("local states launch");
+    const int64_t total = heads * D * D;
+    const int64_t blocks = (total + kScanThreads - 1) / kScanThreads;
+    if (blocks > int64_t(0x7fffffff)) throw d2k::abi_error("expert: B*H*D*D exceeds the scan's grid limit");
+    scan_segment_states<<<unsigned(blocks), kScanThreads, 0, st>>>(buf.states, buf.decays, int64_t(D) * D, total, nlocal);
+    check_launch("scan launch");
+  }
+  const int bytes = smem_bytes(D, DV, kStages);  // kStages = 1: no prefetch buffers
+  auto kernel = segment_outputs<D, DV>;
+  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e != cudaSuccess) throw std::runtime_error(std::string("expert: smem attribute: ") + cudaGetErrorString(e));
+  kernel<<<unsigned(slices * nseg), kThreads, bytes, st>>>(q, k, v, t.a, static_cast<__nv_bfloat16*>(t.o), t.state,
+                                                          buf.states, int(t.d.S), int(t.d.H), seg_steps, nseg);
+  check_launch("outputs launch");
+}
+#endif  // CLA_CHUNK_PARALLEL
 
 template <int D>
 void launch(const cla::Tensors& t, cudaStream_t st) {
@@ -409,10 +760,20 @@ void run(const d2k_args* args) {
       throw d2k::abi_error("expert: q, k, v and o must be 16-byte aligned (16-byte vector accesses)");
   if (reinterpret_cast<uintptr_t>(t.state) % 8 != 0) throw d2k::abi_error("expert: final_state must be 8-byte aligned");
   cudaStream_t st = static_cast<cudaStream_t>(args->stream);
+#if CLA_CHUNK_PARALLEL
+  const cla_segments::Plan p = segment_plan(t.d);
+  d2k::Workspace ws(args);
+  const SegmentBuffers buf = carve(ws, t.d, p);
+  if (t.d.D == 64)
+    launch_chunk_parallel<64>(t, buf, p, st);
+  else
+    launch_chunk_parallel<128>(t, buf, p, st);
+#else
   if (t.d.D == 64)
     launch<64>(t, st);
   else
     launch<128>(t, st);
+#endif
 }
 
 }  // namespace
@@ -421,8 +782,15 @@ extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
 
 extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
   D2K_ENTRY(args, {
+#if CLA_CHUNK_PARALLEL
+    const cla::Dims d = cla::parse_dims(args, "expert");
+    d2k::Workspace ws;
+    carve(ws, d, segment_plan(d));
+    *bytes = ws.bytes();
+#else
     cla::parse_dims(args, "expert");
     *bytes = 0;
+#endif
     return D2K_OK;
   });
 }

@@ -3,12 +3,19 @@
 # recurrence, a CTA per head), expert (chunkwise mma.sync, value dimension split) and PyTorch eager
 # (Mamba-2's minimal SSD program, pytorch.py) on the check workloads and the three bench workloads,
 # with the table (%SOL against the memory roof: the cost model is memory-bound at every bench
-# shape); the expert's variants (`// %VARIANT%` lines of expert.cu: dv64, dv16) beside the expert on
-# the check workloads and the first bench workload; the starter's verdict (must be INCORRECT_*);
-# the golden cross-check against PyTorch float64 on `d2k check --dump` inputs
-# (t-cla/golden_check.py); the expert under compute-sanitizer memcheck on three small check
-# workloads; the expert's SASS counts (design.json's "recognise" fields: HMMA, MUFU.EX2, SHFL.UP,
-# no LDL/STL). Each step gets what is left of a 140 s budget (CLA_BUDGET_S).
+# shape); the expert's variants (`// %VARIANT%` lines of expert.cu: prefetch, chunkpar, pairs,
+# chunkpar_pairs) beside the expert and PyTorch eager on the check workloads and the three bench
+# workloads, in one d2k run; the starter's verdict (must be INCORRECT_*); the golden cross-check
+# against PyTorch float64 on `d2k check --dump` inputs (t-cla/golden_check.py); the expert and the
+# chunk-parallel and pair-staging variants under compute-sanitizer memcheck on three small check
+# workloads (the chunk-parallel ones cross segment boundaries there: 2 and 4 one-chunk segments),
+# racecheck of the chunk-parallel variants (their shared arrays are written and read across warps);
+# the SASS counts of the expert and every variant (design.json's "recognise" fields: HMMA,
+# MUFU.EX2, SHFL.UP, no LDL/STL). Each step gets what is left of a 140 s budget (CLA_BUDGET_S).
+# The next session's run of the new variants only (docs/results/chunked_linear_attention.md,
+# "Variants for the next run"):
+#   D2K_CHECK_STEPS=variants,memcheck_chunkpar,memcheck_chunkpar_pairs,racecheck_chunkpar_pairs \
+#     CLA_BUDGET_S=120 scripts/gpu/checks/t-cla.sh CARRY OUT
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-cla.sh CARRY OUT
 # Exit status: the number of FAIL lines.
@@ -23,17 +30,21 @@ budget=${CLA_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
 checks=$(workload_uuids check)
 bench=$(workload_uuids bench)
-first=$(workload_uuids bench "2x16x8192")
 small_checks=$(workload_uuids check "1x1x1x64\|2x3x77\|strong-decay")
 detect_torch
 
 validate_step
 bench_step --files bench --pass "bench: every target PASSED (check workloads and the three bench workloads)" \
   bench 50 "naive,expert$torch" "$checks,$bench"
-variants_step --show 6 25 "$checks,$first"
+# One run: the variants beside the expert and PyTorch eager on every bench row (and judged on the
+# check workloads); --max-time bounds each bench row's timing (the expert takes ~5 ms a call at
+# 1 x 64 x 32768 x 128, PyTorch eager ~42 ms).
+variants_step --with "${torch#,}" --show 12 75 "$checks,$bench" --max-time 0.5 --bench-rounds 1
 starter_verdict 8 --workloads "$small_checks"
 golden_step --dump-s 8 --pass "vs PyTorch float64" 20 "$checks" $helpers/golden_check.py
 sanitize memcheck 12 "$small_checks"
+for v in chunkpar chunkpar_pairs pairs; do sanitize --impl "expert:$v" memcheck 12 "$small_checks"; done
+for v in chunkpar_pairs chunkpar; do sanitize --impl "expert:$v" racecheck 20 "$small_checks"; done
 
 insns="HMMA\.[A-Z0-9.]*|MUFU\.EX2|SHFL\.UP|LDG\.E\.128[A-Z.]*|LDL|STL"
 sass_counts "$insns" "HMMA MUFU.EX2 SHFL.UP" "LDL|STL"

@@ -8,7 +8,9 @@
 // multiples of 1/8 in [-1, 1]: every product and sum is exact in fp32, so the comparison is exact.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -200,6 +202,131 @@ TEST(ChunkedLinearAttentionFragments, D128Dv16) { replay_chunk<128, 16>(3); }
 TEST(ChunkedLinearAttentionFragments, D64Dv32) { replay_chunk<64, 32>(4); }
 TEST(ChunkedLinearAttentionFragments, D64Dv64) { replay_chunk<64, 64>(5); }
 
+// ---- The two staging orders of expert.cu: stage_chunk's (step, column vector) and stage_pairs'
+// (step pair, column vector) ----
+
+/// Shared-memory wavefronts of one warp-wide store: `bytes` per lane (2, 4 or 16) at the element
+/// offsets `at` (bf16 elements from a 16-byte aligned base; lanes < 0 inactive). A 16-byte store is
+/// served a quarter warp (8 lanes) at a time; within a group, lanes writing distinct 4-byte words of
+/// one bank serialise, lanes writing the same word do not.
+int wavefronts(const std::array<int, 32>& at, int bytes) {
+  const int group = bytes == 16 ? 8 : 32;
+  int total = 0;
+  for (int g0 = 0; g0 < 32; g0 += group) {
+    std::array<std::vector<int>, 32> words;  // per bank: the distinct words touched
+    for (int lane = g0; lane < g0 + group; ++lane) {
+      if (at[lane] < 0) continue;
+      for (int b = 0; b < bytes; b += 4) {
+        const int word = (2 * at[lane] + b) / 4;
+        auto& w = words[word % 32];
+        if (std::find(w.begin(), w.end(), word) == w.end()) w.push_back(word);
+      }
+    }
+    int most = 0;
+    for (const auto& w : words) most = std::max<int>(most, static_cast<int>(w.size()));
+    total += most;
+  }
+  return total;
+}
+
+struct StagingCost {
+  int qk = 0, kwt = 0, vt = 0;  // wavefronts per chunk and CTA (4 warps)
+};
+
+/// Replays one chunk's staging stores by the 128 threads in either order: every element of Qs,
+/// Ks, KwT and VT written exactly once (counted in `hits`), and the wavefronts of each store.
+template <int D, int DV>
+StagingCost replay_staging(bool pairs) {
+  constexpr int kThreads = 32 * kWarps;
+  std::vector<int> qs(smem_elems_q(D), 0), ks(qs.size(), 0), kwt(smem_elems_kw(D), 0), vt(smem_elems_v(DV), 0);
+  StagingCost cost;
+  // Per loop pass and warp: the lanes' items; one store instruction per written slot.
+  const int items = pairs ? (kC / 2) * (D / 8) : kC * (D / 8);
+  for (int base = 0; base < items; base += kThreads)
+    for (int w = 0; w < kWarps; ++w) {
+      std::array<int, 32> step{}, col{};
+      for (int lane = 0; lane < 32; ++lane) {
+        const int e = base + 32 * w + lane;
+        step[lane] = e < items ? (pairs ? 2 * pair_of(e) : e / (D / 8)) : -1;
+        col[lane] = pairs ? pair_col(e) : 8 * (e % (D / 8));
+      }
+      for (int r = 0; r < (pairs ? 2 : 1); ++r) {  // Qs, Ks: one 16-byte row store per step
+        std::array<int, 32> at{};
+        for (int lane = 0; lane < 32; ++lane) at[lane] = step[lane] < 0 ? -1 : qk_at(D, step[lane] + r, col[lane]);
+        cost.qk += 2 * wavefronts(at, 16);
+        for (int lane = 0; lane < 32; ++lane)
+          if (at[lane] >= 0)
+            for (int x = 0; x < 8; ++x) ++qs[at[lane] + x], ++ks[at[lane] + x];
+      }
+      for (int x = 0; x < 8; ++x) {  // KwT: one 2-byte (stage_chunk) or 4-byte (step pair) store per column
+        std::array<int, 32> at{};
+        for (int lane = 0; lane < 32; ++lane) at[lane] = step[lane] < 0 ? -1 : kwt_at(col[lane] + x, step[lane]);
+        cost.kwt += wavefronts(at, pairs ? 4 : 2);
+        for (int lane = 0; lane < 32; ++lane)
+          if (at[lane] >= 0) {
+            if (pairs) {
+              EXPECT_EQ(at[lane] % 2, 0) << "a 32-bit KwT store off its word";
+            }
+            for (int y = 0; y < (pairs ? 2 : 1); ++y) ++kwt[at[lane] + y];
+          }
+      }
+    }
+  const int items_v = pairs ? (kC / 2) * (DV / 8) : kC * (DV / 8);
+  for (int base = 0; base < items_v; base += kThreads)
+    for (int w = 0; w < kWarps; ++w)
+      for (int x = 0; x < 8; ++x) {
+        std::array<int, 32> at{};
+        for (int lane = 0; lane < 32; ++lane) {
+          const int e = base + 32 * w + lane;
+          const int st = pairs ? 2 * pair_of(e) : e / (DV / 8), c = pairs ? pair_col(e) : 8 * (e % (DV / 8));
+          at[lane] = e < items_v ? vt_at(c + x, st) : -1;
+        }
+        cost.vt += wavefronts(at, pairs ? 4 : 2);
+        for (int lane = 0; lane < 32; ++lane)
+          if (at[lane] >= 0)
+            for (int y = 0; y < (pairs ? 2 : 1); ++y) ++vt[at[lane] + y];
+      }
+  // Every element of each array's logical extent written once, the padding never.
+  for (int step = 0; step < kC; ++step) {
+    for (int c = 0; c < D; ++c) {
+      EXPECT_EQ(qs[qk_at(D, step, c)], 1);
+      EXPECT_EQ(ks[qk_at(D, step, c)], 1);
+      EXPECT_EQ(kwt[kwt_at(c, step)], 1);
+      qs[qk_at(D, step, c)] = ks[qk_at(D, step, c)] = kwt[kwt_at(c, step)] = 0;
+    }
+    for (int c = 0; c < DV; ++c) {
+      EXPECT_EQ(vt[vt_at(c, step)], 1);
+      vt[vt_at(c, step)] = 0;
+    }
+  }
+  for (const auto* arr : {&qs, &ks, &kwt, &vt})
+    for (int x : *arr) EXPECT_EQ(x, 0) << "a store into the padding";
+  return cost;
+}
+
+TEST(ChunkedLinearAttentionFragments, StagingOrdersCoverEachElementOnce) {
+  replay_staging<128, 32>(false), replay_staging<128, 32>(true);
+  replay_staging<128, 64>(true), replay_staging<128, 16>(true);
+  replay_staging<64, 32>(false), replay_staging<64, 32>(true), replay_staging<64, 64>(true);
+}
+
+// The figures stage_pairs' comment quotes: stage_chunk's transposed KwT stores put a step's 16
+// column vectors (D = 128) in one bank; the step-pair order writes 32 consecutive words per store.
+TEST(ChunkedLinearAttentionFragments, StagingBanks) {
+  const StagingCost row = replay_staging<128, 32>(false), pair = replay_staging<128, 32>(true);
+  std::printf("D 128 DV 32 wavefronts per chunk: stage_chunk Qs+Ks %d KwT %d VT %d | stage_pairs Qs+Ks %d KwT %d VT %d\n",
+              row.qk, row.kwt, row.vt, pair.qk, pair.kwt, pair.vt);
+  EXPECT_EQ(row.kwt, 4096);  // 8 passes x 4 warps x 8 stores x 16-way
+  EXPECT_EQ(pair.kwt, 128);  // 4 passes x 4 warps x 8 stores x 1
+  EXPECT_EQ(row.qk + row.kwt + row.vt, 4608);
+  EXPECT_EQ(pair.qk + pair.kwt + pair.vt, 672);
+  const StagingCost row64 = replay_staging<64, 32>(false), pair64 = replay_staging<64, 32>(true);
+  std::printf("D 64 DV 32 wavefronts per chunk: stage_chunk Qs+Ks %d KwT %d VT %d | stage_pairs Qs+Ks %d KwT %d VT %d\n",
+              row64.qk, row64.kwt, row64.vt, pair64.qk, pair64.kwt, pair64.vt);
+  EXPECT_EQ(row64.qk + row64.kwt + row64.vt, 1408);
+  EXPECT_EQ(pair64.qk + pair64.kwt + pair64.vt, 352);
+}
+
 TEST(ChunkedLinearAttentionFragments, SharedArraysAreAlignedAndFit) {
   for (int D : {64, 128})
     for (int DV : {16, 32, 64}) {
@@ -210,6 +337,8 @@ TEST(ChunkedLinearAttentionFragments, SharedArraysAreAlignedAndFit) {
       EXPECT_LE(smem_bytes(D, DV, 2), 227 * 1024);
       EXPECT_EQ(smem_bytes(D, DV) % 16, 0);  // the prefetch variant's second Q, K buffer starts there
     }
+  EXPECT_LE(smem_bytes_local(128, 32), 48 * 1024);  // the chunk-parallel pass 1: no opt-in attribute
+  EXPECT_LE(smem_bytes_local(128, 64), 48 * 1024);
   EXPECT_EQ(smem_bytes(128, 32), 66816);      // the figures expert.cu's variant table quotes:
   EXPECT_EQ(smem_bytes(128, 32, 2), 101632);  // 3 CTAs per SM, 2 with the prefetch variant
 }
