@@ -30,7 +30,7 @@ budget=${CLA_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
 checks=$(workload_uuids check)
 bench=$(workload_uuids bench)
-small_checks=$(workload_uuids check "1x1x1x64\|2x3x77\|strong-decay")
+small_checks=$(workload_uuids check "1x32x1x64\|2x3x77\|strong-decay")
 detect_torch
 
 validate_step
