@@ -195,9 +195,9 @@
 // third round, 0.95-0.99x lean_strided then; its row pass is dynamic's), lean -DLNB_LEAN=1
 // -DLNB_STRIDED=0 (lean_tail, its form with whole rounds and the one-trip stage 2, was timed within
 // noise of ring2), occ1 -DLNB_MIN_BLOCKS=1 and no_pdl -DLNB_PDL=0 (attack none of the costs above);
-// registers -DLNB_RING=0 -DLNB_STREAMING=1, plain_loads -DLNB_RING=0 -DLNB_STREAMING=0, ring3
-// -DLNB_RING=3 and ring4 -DLNB_RING=4 (timed on 2026-12-02: slower than ring2 on every row but ring4
-// at H = 1024).
+// registers -DLNB_RING=0 -DLNB_STRIDED=0 -DLNB_STREAMING=1, plain_loads -DLNB_RING=0 -DLNB_STRIDED=0
+// -DLNB_STREAMING=0, ring3 -DLNB_RING=3 and ring4 -DLNB_RING=4 (timed on 2026-12-02: slower than ring2
+// on every row but ring4 at H = 1024).
 //   ring3_512 (ring3, one 512-thread CTA per SM): 0.95-1.04x ring2. Code removed; the results page has the design.
 // dynamic: the balance's price (not a default: timing-dependent dgamma order; variant k above).
 //   %VARIANT% dynamic -DLNB_DYNAMIC=1 -DLNB_LEAN=0 -DLNB_STRIDED=0
