@@ -96,10 +96,8 @@
 //      math, not after the dx stores). 128 registers, no spills. The loop falls from 918 to 815
 //      warp-instructions per row (fp32 ones from 404 to 311; the default, with the same running
 //      addresses, 891). Another rounding (rule: fp32 in any order): tolerance tests emulate it.
-//   h. lean_tail: lean + LNB_EVEN (bands of whole rounds: 256 CTAs of 256 / 64 rows at 65536 x
-//      1024 / 16384 x 4096, no part-filled last round) + LNB_REDUCE_VEC (stage 2 in one L2 round
-//      trip: float4 columns, 32 slices, 9 loads per thread and array at G = 264).
-//   i. lean_512: lean on ring3_512 (16 warps, 4 teams per SM at H <= 4096: ring3_512 won at 6144).
+//   h. lean_tail (whole-round bands, float4 stage 2): 0.98-1.02x ring2. Code removed; the results page has the design.
+//   i. lean_512 (lean, a 512-thread CTA per SM): 0.91-0.99x the default. Code removed; the results page has the design.
 //   j. lean_strided: lean + LNB_STRIDED (rows in grid-wide rounds, not bands): 792 sequential
 //      streams (dy, x, dx of 264 bands, each 0.5-1.5 MB apart) become one sweeping window, for
 //      DRAM page locality; the same rows per CTA, so the same rounds and tail as lean.
@@ -136,67 +134,25 @@
 // Measured (third round, 2026-12-02, one call, docs/results/layernorm_backward.md): lean_strided
 // 1.04x / 1.02x / 1.05x / 1.01x ring2 (78.5 / 78.6 / 80.4 / 85.2% of SOL), the fastest on three
 // rows and within 1% of the best on the fourth: the one window helps, so lean_strided is the
-// default since (LNB_LEAN=1, LNB_STRIDED=1; the former default is the variant ring2). dynamic
+// default since (LNB_LEAN=1, LNB_STRIDED=1; the former default is the knob set ring2). dynamic
 // 1.06x / 1.05x on the two square-ish rows but 0.72x at 65536 x 1024 (a row per atomic is too
 // fine there): balance adds 1.6-1.8 points over the window alone at 4096 and 8192 columns.
-// Variants for the next run (fourth round: the balance of dynamic, deterministic):
-//   l. balanced / balanced16 (LNB_BALANCED, ln_bwd_rows_bal): lean_strided's rounds for the first
-//      t_static = (T - T / D) rows rounded down to whole rounds of G x teams (no part-filled last
-//      round: at the bench shapes the default's 31.03 rows per team leave a 32nd round with 8-16 of
-//      528-2112 teams busy), written as the CTA's partial row; the remaining rows (at least T / D)
-//      in chunks of LNB_CHUNK rows that the teams take from a global counter as they run out of
-//      work, three chunks ahead (the ring copies the row two ahead). A chunk's column sums are its
-//      own partial row, summed from zero in row order by whichever team takes it (every team has
-//      the same width and a thread the same columns, so its bits do not depend on the taker) and
-//      added by stage 2 after the CTAs' rows in chunk order: dgamma/dbeta bit-reproducible for a
-//      given G, as the default's are. Stage 2 is ln_bwd_reduce_partials4 (32 slices: 530-810
-//      partial rows). A 4-byte cudaMemsetAsync of the counter before stage 1, inside the timed call.
-//      The cost: 8H bytes of partials per chunk written and read back through L2 (17.6-26.7 MB at
-//      H >= 4096, 4.4% of the bytes; 4.5 MB at H = 1024, where chunks are 4 or 8 rows) against the
-//      imbalance dynamic priced (5-7 us of 113-121). balanced: D = 32, chunks of 1 row at H >= 4096
-//      (balance to a row; 272-544 chunks); balanced16: D = 16, chunks of 2 rows (twice the tail,
-//      half the atomics per row). Shorter rows take chunks of up to 8 rows (chunk_rows_for).
-//      balanced_rem: D = 2^20, so the tail is only the rows past the last whole round (T mod
-//      G x teams: 16 / 8 / 64 / 16 rows at the bench shapes), taken by the teams that finish first
-//      instead of by CTAs 0..k: the part-filled last round without the partial-row traffic (at
-//      most 16 chunk rows), to tell that cost from a spread of the SMs' rates.
-//      128 registers; the static loop reloads about four spilled values per row from local memory
-//      (L1 hits; one in the default's loop-free form, three more for the early takes), the tail
-//      loop about a dozen per row (48 / 56 bytes of stack).
-// Measured (2026-12-03, docs/results/layernorm_backward.md "Sixth session"): balanced 0.75-0.92x,
-// balanced16 0.70-0.82x, balanced_rem 0.87-0.96x the default: their static loop reloads spilled
-// values every row (and the carveout at maximum shared memory leaves little L1 for them); dynamic
-// again 80.5 / 80.7% of SOL at 4096 / 8192 columns, the default 78.2 / 78.7 / 79.4 / 85.2%.
-// Variants for the next run (fifth round: dynamic's balance, deterministic, without its registers):
-//   m. ptail / ptail16 (LNB_PTAIL = D, 32 / 16): balanced's two phases as two kernels, the tail
-//      without a counter. Stage 1a is ln_bwd_rows_ring itself (its SASS the default's, 128
-//      registers, no stack) over the strided rounds below t_static (T - T / D rounded to the
-//      nearest whole round); stage 1b, ln_bwd_rows_tail, is a non-persistent grid of one row per
-//      team (a CTA per `teams` rows), launched as 1a's programmatic dependent: the hardware hands
-//      its CTAs, in order, to the slots 1a's CTAs leave, so the SMs that finish their rounds first
-//      take the tail rows, a row at a time, as dynamic's teams do (and as fused_add_rmsnorm's
-//      non-persistent grid, 4-5 points above its persistent one). Each tail row's column terms are
-//      its own partial row, added by stage 2 after the CTAs' rows in row order: dgamma and dbeta
-//      bit-reproducible for a given G. No loop carries the other's registers (the tail kernel 96
-//      registers, no stack, no accumulators). Only the tail CTA that finishes last waits for 1a
-//      (griddepcontrol.wait, a counter zeroed before 1a), so that stage 2's wait covers both
-//      kernels while no finished CTA holds a slot a later tail CTA needs. Tail partials (8H bytes
-//      per row: 17.8 / 17.8 / 0.5 / 26.7 MB at the bench rows for ptail) stay in L2 with discard
-//      (below). Rows shorter than 4096 take a shorter tail (D x 4096 / H): at 65536 x 1024 the 64
-//      rows past the 31st round. ptail16: twice the tail (6.5% of the rows at 4096 to 8192
-//      columns), for a spread of the SMs' rates larger than 3%.
-//      (Built first and replaced: balanced's tail loop alone as the dependent kernel. Its teams take
-//      three chunks ahead, which the ring needs; a tail of about one row per team would then go to
-//      the first third of the teams to arrive, three rows each.)
-//   n. discard (LNB_DISCARD): the default with stage 2 dropping each partial row's L2 lines once
-//      read (discard.global.L2: invalidated, never written back). The partials are written at
-//      stage 1's end and read once; without it, their dirty lines go to DRAM when the next call's
-//      stream evicts them: 8.7 / 17.3 / 2.2 / 13.0 MB at the bench rows (the G = 264 CTA rows),
-//      1.9 / 3.8 / 0.5 / 2.8 us of DRAM writes at 4.6 TB/s that the cost model does not count.
-//      Same arithmetic and order as the default (stage 2 unchanged but for the discards).
-// Measured (2026-12-03, seventh session, docs/results/layernorm_backward.md): discard within noise
-// of the default (0.99x), ptail 0.87-0.96x, ptail16 0.74-0.96x; the default 78.6 / 79.2 / 80.2 /
-// 86.1% of SOL; dynamic (not reproducible) 1.02x at 4096 and 8192 columns: about 2.5 us of 115.
+// Fourth round (dynamic's balance, deterministic: lean_strided's rounds, then the last rows in chunks from
+// a counter, each chunk its own partial row, added by stage 2 in chunk order; one kernel); the ratios are
+// to the default:
+//   l. balanced (last T/32 rows in 1-row chunks): 0.75-0.92x. Code removed; the results page has the design.
+//   l. balanced16 (last T/16 rows, 2-row chunks): 0.70-0.82x. Code removed; the results page has the design.
+//   l. balanced_rem (rows past the last round, as chunks): 0.87-0.96x. Code removed; the results page has the design.
+// Measured (2026-12-03, docs/results/layernorm_backward.md "Sixth session"): the kernel holding both loops
+// spilled (48-56 B of stack reloaded every row); dynamic again 80.5 / 80.7% of SOL at 4096 / 8192 columns,
+// the default 78.2 / 78.7 / 79.4 / 85.2%.
+// Fifth round (that balance in two kernels, without the spills; the partials' L2 write-back), to the
+// default:
+//   m. ptail (last T/32 rows, a dependent grid): 0.87-0.96x. Code removed; the results page has the design.
+//   m. ptail16 (ptail, last T/16 rows): 0.74-0.96x. Code removed; the results page has the design.
+//   n. discard (stage 2 drops the partials' L2 lines): 0.99x. Code removed; the results page has the design.
+// Measured (2026-12-03, seventh session, docs/results/layernorm_backward.md): the default 78.6 / 79.2 /
+// 80.2 / 86.1% of SOL; dynamic (not reproducible) 1.02x at 4096 and 8192 columns: about 2.5 us of 115.
 // Variants for the next run (sixth round: the end of the call; each result bit-identical to the
 // default's, so dgamma and dbeta as reproducible as the default's by construction):
 //   o. team_slices (LNB_TEAM_SLICES): write_partials of a CTA of several teams (H = 4096: 2 teams,
@@ -235,23 +191,16 @@
 #include "d2k/solution.h"
 
 // Build-time knobs, one per variant line. Left out of the sweep, whose time budget they would
-// take (restore a line to time one): lean -DLNB_LEAN=1 (lean_tail, its form with whole rounds and
-// the one-trip stage 2, was timed within noise of ring2), lean_tail -DLNB_LEAN=1 -DLNB_EVEN=1
-// -DLNB_REDUCE_VEC=1 (timed on 2026-12-02), occ1 -DLNB_MIN_BLOCKS=1 and no_pdl -DLNB_PDL=0 (attack none
-// of the costs above); registers -DLNB_RING=0 -DLNB_STREAMING=1, plain_loads -DLNB_RING=0
-// -DLNB_STREAMING=0, ring3 -DLNB_RING=3 and ring4 -DLNB_RING=4 (timed on 2026-12-02: slower than
-// ring2 on every row but ring4 at H = 1024), ring3_512 -DLNB_RING=3 -DLNB_CTA_THREADS=512
-// -DLNB_MIN_BLOCKS=1 (the fastest at H = 6144 but 72.4% of SOL at H = 1024; lean_512 is its lean form).
-//   %VARIANT% ring2 -DLNB_LEAN=0 -DLNB_STRIDED=0
-//   %VARIANT% lean_512 -DLNB_LEAN=1 -DLNB_STRIDED=0 -DLNB_RING=3 -DLNB_STREAMING=0 -DLNB_CTA_THREADS=512 -DLNB_MIN_BLOCKS=1
+// take (restore a line to time one): ring2 -DLNB_LEAN=0 -DLNB_STRIDED=0 (the default before the
+// third round, 0.95-0.99x lean_strided then; its row pass is dynamic's), lean -DLNB_LEAN=1
+// -DLNB_STRIDED=0 (lean_tail, its form with whole rounds and the one-trip stage 2, was timed within
+// noise of ring2), occ1 -DLNB_MIN_BLOCKS=1 and no_pdl -DLNB_PDL=0 (attack none of the costs above);
+// registers -DLNB_RING=0 -DLNB_STRIDED=0 -DLNB_STREAMING=1, plain_loads -DLNB_RING=0 -DLNB_STRIDED=0
+// -DLNB_STREAMING=0, ring3 -DLNB_RING=3 and ring4 -DLNB_RING=4 (timed on 2026-12-02: slower than ring2
+// on every row but ring4 at H = 1024).
+//   ring3_512 (ring3, one 512-thread CTA per SM): 0.95-1.04x ring2. Code removed; the results page has the design.
+// dynamic: the balance's price (not a default: timing-dependent dgamma order; variant k above).
 //   %VARIANT% dynamic -DLNB_DYNAMIC=1 -DLNB_LEAN=0 -DLNB_STRIDED=0
-//   %VARIANT% balanced -DLNB_BALANCED=32 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1
-//   %VARIANT% balanced16 -DLNB_BALANCED=16 -DLNB_CHUNK=2 -DLNB_REDUCE_VEC=1
-//   %VARIANT% balanced_rem -DLNB_BALANCED=1048576 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1
-// The fifth round (variants m and n above): discard alone, then ptail and ptail16 on top of it.
-//   %VARIANT% discard -DLNB_DISCARD=1
-//   %VARIANT% ptail -DLNB_PTAIL=32 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1 -DLNB_DISCARD=1
-//   %VARIANT% ptail16 -DLNB_PTAIL=16 -DLNB_CHUNK=1 -DLNB_REDUCE_VEC=1 -DLNB_DISCARD=1
 // The sixth round (variants o, p, q above): the end of the call, each result bit-identical to the default's
 // (the lead's GPU step: docs/results/layernorm_backward.md, "Variants for the next run (2026-12-04)").
 //   %VARIANT% team_slices -DLNB_TEAM_SLICES=1
@@ -268,23 +217,10 @@
 // LNB_RING: 0 holds each row in registers (ln_bwd_rows_vec); S = 2..4 prefetches each team's next
 //   rows with cp.async into an S-stage shared-memory ring (ln_bwd_rows_ring): S - 1 rows per team
 //   in flight while one is worked on. With LNB_RING, LNB_STREAMING applies to the dx stores only.
-// LNB_CTA_THREADS: threads per CTA of stage 1, 256 or (ring kernel, one CTA per SM) 512: twice the
-//   teams per CTA, so half the partial rows and one copy of gamma per SM.
 // LNB_LEAN: the ring kernel's instruction diet (variant g above); with LNB_RING=0 the arithmetic only.
-// LNB_EVEN: stage 1's bands rounded up to a multiple of the CTA's teams (plan_vec).
-// LNB_REDUCE_VEC: stage 2 of the vector path as ln_bwd_reduce_partials4 (32 slices, float4).
 // LNB_DYNAMIC: ring2 (LNB_RING=2, not lean or strided) with each team's rows taken from a global
 //   counter in the workspace (ln_bwd_rows_dyn) instead of a static band; dgamma/dbeta not
 //   bit-reproducible (variant k).
-// LNB_BALANCED: D > 0 builds ln_bwd_rows_bal (on lean_strided's ring2: LNB_LEAN=1, LNB_STRIDED=1):
-//   whole strided rounds up to T - T / D rows, then a tail of chunks from a counter (variant l).
-// LNB_CHUNK: rows of a tail chunk at H >= 4096 (1, 2, 4 or 8); shorter rows take more (chunk_rows_for).
-// LNB_PTAIL: D > 0 splits LNB_BALANCED's two phases into two kernels (variant m): the default's
-//   ln_bwd_rows_ring over the whole strided rounds up to about T - T / D, then ln_bwd_rows_tail (a
-//   row per team, a CTA per `teams` rows) as a programmatic dependent launch whose CTAs take the SM
-//   slots the first kernel's CTAs leave.
-// LNB_DISCARD: stage 2 drops the partial rows' L2 lines after reading them (discard.global.L2),
-//   so that the dirty partials are never written back to DRAM (variant n).
 // LNB_TEAM_SLICES: write_partials of a CTA of several teams through per-team slices of the ring
 //   (write_partials_slices: conflict-free stores, one barrier, team-ordered float4 sums; variant o).
 // LNB_FLAGS: stage 2 reads each partial row once its CTA's ready flag shows the call's epoch
@@ -304,17 +240,8 @@
 #ifndef LNB_RING
 #define LNB_RING 2
 #endif
-#ifndef LNB_CTA_THREADS
-#define LNB_CTA_THREADS 256
-#endif
 #ifndef LNB_LEAN
 #define LNB_LEAN 1
-#endif
-#ifndef LNB_EVEN
-#define LNB_EVEN 0
-#endif
-#ifndef LNB_REDUCE_VEC
-#define LNB_REDUCE_VEC 0
 #endif
 #ifndef LNB_STRIDED
 #define LNB_STRIDED 1
@@ -322,39 +249,22 @@
 #ifndef LNB_DYNAMIC
 #define LNB_DYNAMIC 0
 #endif
-#ifndef LNB_BALANCED
-#define LNB_BALANCED 0
-#endif
-#ifndef LNB_CHUNK
-#define LNB_CHUNK 1
-#endif
-#ifndef LNB_PTAIL
-#define LNB_PTAIL 0
-#endif
-#ifndef LNB_DISCARD
-#define LNB_DISCARD 0
-#endif
 #ifndef LNB_TEAM_SLICES
 #define LNB_TEAM_SLICES 0
 #endif
 #ifndef LNB_FLAGS
 #define LNB_FLAGS 0
 #endif
-static_assert(!(LNB_BALANCED && LNB_PTAIL), "LNB_BALANCED and LNB_PTAIL: two forms of the same tail");
-static_assert(!LNB_PTAIL || LNB_CHUNK == 1, "LNB_PTAIL: one-row chunks");
 static_assert(!(LNB_STRIDED && !LNB_RING), "LNB_STRIDED: the ring kernel's row order");
 static_assert(!(LNB_TEAM_SLICES && LNB_RING < 2), "LNB_TEAM_SLICES: the ring (two stages or more) holds the slices");
-static_assert(!LNB_FLAGS || (LNB_RING && !LNB_DYNAMIC && !LNB_BALANCED && !LNB_PTAIL && !LNB_REDUCE_VEC),
-              "LNB_FLAGS: the ring kernel's partial rows, the 8-slice stage 2");
+static_assert(!LNB_FLAGS || (LNB_RING && !LNB_DYNAMIC), "LNB_FLAGS: the ring kernel's partial rows");
 
 namespace lnb {
 
 constexpr int kThreads = 256;                   ///< the widest team; threads per CTA of the fallback
 constexpr int kWarps = kThreads / 32;
-constexpr int kCta = LNB_CTA_THREADS;           ///< threads per CTA of stage 1 (one or more teams)
+constexpr int kCta = kThreads;                 ///< threads per CTA of stage 1 (one or more teams)
 constexpr int kCtaWarps = kCta / 32;
-static_assert(kCta == kThreads || (kCta == 2 * kThreads && LNB_RING && LNB_MIN_BLOCKS == 1),
-              "LNB_CTA_THREADS: 256, or 512 with the ring kernel at one CTA per SM (128 registers)");
 constexpr int kMaxVec = 4;                      ///< 16-byte vectors per thread per tensor (8 bf16 each)
 constexpr int64_t kMaxVecH = int64_t{kThreads} * kMaxVec * 8;  ///< longest row of the vector path
 constexpr int64_t kMaxParts = 1024;             ///< most partial rows (CTAs of stage 1)
@@ -415,7 +325,7 @@ struct Plan {
   int64_t ctas;          ///< G = number of partial rows
 };
 
-/// The eight gamma values of vector v (shared or, in the tail kernel, global memory; float4-aligned).
+/// The eight gamma values of vector v (shared memory, float4-aligned).
 struct Gamma8 {
   float g[8];
   __device__ __forceinline__ explicit Gamma8(const float* s_gamma, int v) {
@@ -1010,291 +920,6 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   write_partials(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
 }
 #endif  // LNB_DYNAMIC
-#if LNB_BALANCED
-static_assert(LNB_RING == 2 && LNB_LEAN && LNB_STRIDED && !LNB_DYNAMIC, "LNB_BALANCED: on lean_strided's ring2");
-static_assert(LNB_CHUNK == 1 || LNB_CHUNK == 2 || LNB_CHUNK == 4 || LNB_CHUNK == 8, "LNB_CHUNK: 1, 2, 4 or 8 rows");
-/// Stage 1 with a deterministic balanced tail (lean_strided, then a row queue in chunks): the
-/// first t_static rows, a whole number of grid-wide rounds, are taken exactly as ln_bwd_rows_ring
-/// (LNB_STRIDED) takes them, and written as the CTA's partial row blockIdx.x; the rows after them
-/// form nchunks chunks of kChunk rows, which each team takes from a global counter as it runs
-/// out of work, so that a team on a faster SM takes more of them and the SMs stop within about a
-/// chunk of each other. A chunk's column sums are its own partial row (G + chunk id), summed by
-/// the team in row order from zero and written when the chunk ends: the team that takes a chunk
-/// changes only where it is computed, not its bits (every team has the same width and a thread the
-/// same columns), and stage 2 adds the partial rows in index order, so dgamma and dbeta are
-/// bit-reproducible (for a given G, as the static grid's are).
-///   Chunk hand-over: a team's j-th tail chunk id sits in s_chunk[team][j & 3]. The first three are
-///   taken as the team's last static row starts (not at launch, which would hand them out in launch
-///   order; every team has t_static / (G x teams) static rows) and published by the CTA barrier
-///   before write_partials; the first thread takes chunk j + 3 when chunk
-///   j starts and writes it before that row's team barrier. The ring copies the row two tail
-///   indices ahead, at most chunk j + 2 (kChunk >= 1), whose id was published at least one
-///   barrier earlier; the slot of j + 3 last held chunk j - 1, whose last reader passed the
-///   barrier of chunk j - 1's last row before the write. Each thread's takes grow, so the team's
-///   chunk ids increase: once one is >= nchunks every later one is, and the loop ends there (the
-///   same id in every thread of the team: a uniform exit from its named barriers).
-template <int kChunk>  // rows of a tail chunk: a constant, so that the tail loop's indices cost no registers
-__global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
-    ln_bwd_rows_bal(const uint4* __restrict__ dy, const uint4* __restrict__ x, const float* __restrict__ mean,
-                    const float* __restrict__ rstd, const float* __restrict__ gamma, uint4* __restrict__ dx,
-                    float* __restrict__ part_g, float* __restrict__ part_b, int64_t T, int H, int team_width,
-                    int t_static, int nchunks, unsigned* __restrict__ queue) {
-  extern __shared__ float4 smem_v[];
-  __shared__ float2 red[2][kCtaWarps];
-  __shared__ int s_chunk[kCtaWarps][4];  // [team][j & 3]: the team's j-th tail chunk (teams <= warps)
-  const int nvec = H / 8;
-  const int vpt = (nvec + team_width - 1) / team_width;
-  float* s_gamma = reinterpret_cast<float*>(smem_v);
-  uint4* ring = reinterpret_cast<uint4*>(s_gamma + H);
-  float2* stats = reinterpret_cast<float2*>(ring + kStages * 2 * vpt * kCta);
-  const int teams = kCta / team_width;
-  const int team = threadIdx.x / team_width, tl = threadIdx.x % team_width;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int warps_per_team = team_width / 32;
-  const bool first = tl == 0;
-  const float inv_h = 1.0f / static_cast<float>(H);
-  const unsigned my_ring = static_cast<unsigned>(__cvta_generic_to_shared(ring + threadIdx.x));
-  const unsigned tensor_bytes = static_cast<unsigned>(vpt) * kCta * sizeof(uint4);
-  auto slot = [&](int s, int q, int k) {
-    return my_ring + static_cast<unsigned>(s * 2 + q) * tensor_bytes + static_cast<unsigned>(k * kCta * sizeof(uint4));
-  };
-  pdl_launch_dependents();
-  const int T32 = static_cast<int>(T);
-  // One commit per call, empty for no row (row < 0 or >= T): the waits count groups.
-  auto copy_row = [&](int row, int s) {
-    if (row >= 0 && row < T32) {
-      const int64_t first_vec = static_cast<int64_t>(row) * nvec + tl;
-      const uint4* src_dy = dy + first_vec;
-      const uint4* src_x = x + first_vec;
-#pragma unroll
-      for (int k = 0; k < kMaxVec; ++k) {
-        if (tl + k * team_width < nvec) {
-          cp_async16(slot(s, 0, k), src_dy);
-          cp_async16(slot(s, 1, k), src_x);
-        }
-        src_dy += team_width;
-        src_x += team_width;
-      }
-      if (lane == 0) {
-        cp_async4(&stats[s * kCtaWarps + warp].x, mean + row);
-        cp_async4(&stats[s * kCtaWarps + warp].y, rstd + row);
-      }
-    }
-    cp_async_commit();
-  };
-  float acc_g[kMaxVec][8], acc_b[kMaxVec][8];
-  auto zero_acc = [&]() {
-#pragma unroll
-    for (int k = 0; k < kMaxVec; ++k)
-#pragma unroll
-      for (int j = 0; j < 8; ++j) acc_g[k][j] = acc_b[k][j] = 0.f;
-  };
-  // One row of the ring (lean_strided's loop body): `row` in slots s (inactive when outside
-  // [0, T)), the copy of `next_row` into them once read, n the team barrier's parity.
-  auto row_pass = [&](int row, int n, int s, int next_row) {
-    const bool active = row >= 0 && row < T32;  // uniform within a team
-    cp_async_wait<kStages - 1>();
-    float2 st = make_float2(0.f, 0.f);
-    if (active && lane == 0) st = stats[s * kCtaWarps + warp];
-    const RowStats rst(__shfl_sync(0xffffffffu, st.x, 0), __shfl_sync(0xffffffffu, st.y, 0));
-    float a = 0.f, b = 0.f;
-    uint4 vdy[kMaxVec], vx[kMaxVec];
-    if (active) {
-#pragma unroll
-      for (int k = 0; k < kMaxVec; ++k) {
-        if (tl + k * team_width < nvec) {
-          vdy[k] = lds128(slot(s, 0, k));
-          vx[k] = lds128(slot(s, 1, k));
-        }
-      }
-    }
-    copy_row(next_row, s);
-    if (active) {
-#pragma unroll
-      for (int k = 0; k < kMaxVec; ++k) {
-        const int v = tl + k * team_width;
-        if (v < nvec) accumulate_vec(vdy[k], vx[k], Gamma8(s_gamma, v), rst, a, b, acc_g[k], acc_b[k]);
-      }
-    }
-    team_sums<true>(a, b, red, n, team, warps_per_team);
-    if (active) {
-      const DxCoef c(rst, a, b, inv_h);
-      uint4* dst = dx + static_cast<int64_t>(row) * nvec + tl;
-#pragma unroll
-      for (int k = 0; k < kMaxVec; ++k) {
-        const int v = tl + k * team_width;
-        if (v < nvec) store_stream(dst, dx_vec(vdy[k], vx[k], Gamma8(s_gamma, v), rst, c));
-        dst += team_width;
-      }
-    }
-  };
-
-  // Static rounds: round i of CTA c, rows (i * G + c) * teams + team, all below t_static.
-  const int row0 = static_cast<int>(blockIdx.x) * teams;
-  const int rows_step = static_cast<int>(gridDim.x) * teams;
-  const int iters = t_static > row0 ? (t_static - row0 + rows_step - 1) / rows_step : 0;
-  auto static_row = [&](int i) {
-    const int row = row0 + i * rows_step + team;
-    return i < iters && row < t_static ? row : -1;
-  };
-  copy_row(static_row(0), 0);
-  copy_row(static_row(1), 1);
-  for (int i = threadIdx.x; i < H; i += kCta) s_gamma[i] = gamma[i];
-  __syncthreads();
-  zero_acc();
-  int s = 0;
-  // The first three chunks are taken as the team's last static row starts (their latency under
-  // that row; a team without static rows takes them below): taken at launch, they would be handed
-  // out in launch order.
-  for (int i = 0; i < iters; ++i) {
-    const bool take_now = first && i == iters - 1;
-    int take0 = 0, take1 = 0, take2 = 0;
-    if (take_now) {
-      take0 = static_cast<int>(atomicAdd(queue, 1u));
-      take1 = static_cast<int>(atomicAdd(queue, 1u));
-      take2 = static_cast<int>(atomicAdd(queue, 1u));
-    }
-    row_pass(static_row(i), i, s, static_row(i + 2));
-    if (take_now) {
-      s_chunk[team][0] = take0;
-      s_chunk[team][1] = take1;
-      s_chunk[team][2] = take2;
-    }
-    s ^= 1;
-  }
-  if (first && iters == 0) {
-    s_chunk[team][0] = static_cast<int>(atomicAdd(queue, 1u));
-    s_chunk[team][1] = static_cast<int>(atomicAdd(queue, 1u));
-    s_chunk[team][2] = static_cast<int>(atomicAdd(queue, 1u));
-  }
-  cp_async_wait<0>();
-  __syncthreads();  // every thread done with the ring: write_partials reuses it for the team sums
-  write_partials(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
-  __syncthreads();  // publishes s_chunk; write_partials' reads of the ring are done
-
-  // Dynamic tail: the team's tail index i is row p = i % kChunk of its chunk j = i / kChunk.
-  auto tail_row = [&](int i) {  // -1 past the team's last chunk; >= T in the last chunk's tail
-    const int cid = s_chunk[team][(i / kChunk) & 3];
-    return cid < nchunks ? t_static + cid * kChunk + i % kChunk : -1;
-  };
-  zero_acc();
-  copy_row(tail_row(0), 0);
-  copy_row(tail_row(1), 1);
-  s = 0;
-  // The team barrier's parity restarts at 0: the CTA barrier above separates the two loops.
-  for (int i = 0;; ++i) {
-    const int j = i / kChunk, p = i - j * kChunk;
-    const int cid = s_chunk[team][j & 3];
-    if (cid >= nchunks) break;  // the same id in the whole team
-    int take = 0;
-    if (first && p == 0) take = static_cast<int>(atomicAdd(queue, 1u));  // chunk j + 3
-    // Rows of the last chunk past T are inactive in row_pass (no copy, no store, no sums).
-    row_pass(t_static + cid * kChunk + p, i, s, tail_row(i + 2));
-    if (first && p == 0) s_chunk[team][(j + 3) & 3] = take;
-    // The chunk's partial row index: cid read again (not held in a register through the row), and
-    // before the barrier, since its slot is rewritten when chunk j + 1 starts, after the barrier.
-    const int64_t prow = p == kChunk - 1 ? static_cast<int64_t>(gridDim.x) + s_chunk[team][j & 3] : 0;
-    // The team's barrier: publishes the take, and orders this row's reads of s_chunk before the
-    // next rewrite (team_sums' named barrier does not run for one-warp teams).
-    if (warps_per_team > 1)
-      asm volatile("bar.sync %0, %1;" ::"r"(1 + team), "r"(team_width) : "memory");
-    else
-      __syncwarp();
-    if (p == kChunk - 1) {  // the chunk's partial row; then start the next chunk from zero
-      float* pg = part_g + prow * H;
-      float* pb = part_b + prow * H;
-#pragma unroll
-      for (int k = 0; k < kMaxVec; ++k) {
-        const int v = tl + k * team_width;
-        if (v >= nvec) continue;
-        reinterpret_cast<float4*>(pg)[2 * v] = make_float4(acc_g[k][0], acc_g[k][1], acc_g[k][2], acc_g[k][3]);
-        reinterpret_cast<float4*>(pg)[2 * v + 1] = make_float4(acc_g[k][4], acc_g[k][5], acc_g[k][6], acc_g[k][7]);
-        reinterpret_cast<float4*>(pb)[2 * v] = make_float4(acc_b[k][0], acc_b[k][1], acc_b[k][2], acc_b[k][3]);
-        reinterpret_cast<float4*>(pb)[2 * v + 1] = make_float4(acc_b[k][4], acc_b[k][5], acc_b[k][6], acc_b[k][7]);
-      }
-      zero_acc();
-    }
-    s ^= 1;
-  }
-  cp_async_wait<0>();
-}
-#endif  // LNB_BALANCED
-#if LNB_PTAIL
-static_assert(LNB_RING == 2 && LNB_LEAN && LNB_STRIDED && !LNB_DYNAMIC, "LNB_PTAIL: after lean_strided's ring2");
-/// Stage 1b of LNB_PTAIL (variant m): the rows from t_static on, one row per team and a CTA per
-/// `teams` rows (row t_static + blockIdx.x * teams + team), launched as the programmatic dependent
-/// of ln_bwd_rows_ring, which does the whole rounds below t_static. No counter: the hardware hands
-/// this grid's CTAs, in order, to the slots the first kernel's CTAs leave, so an SM that finishes
-/// its rounds early takes tail rows (and, finishing them early too, more of them) while a slow one
-/// is still in its rounds: dynamic's balance at the grain of a row, with a fixed row per team.
-/// Each row's column terms are its own partial row (chunk_part0 = G, + row - t_static), written
-/// as fma(dy, xhat, 0) and 0 + dy, as the other kernels' first terms; stage 2 adds them after the
-/// CTAs' rows in row order, so dgamma and dbeta do not depend on which SM took a row. The row
-/// pass is the default's arithmetic (accumulate_vec, team_sums, dx_vec) without the ring: each
-/// thread loads its vectors straight into registers and gamma through L1 (no shared-memory staging
-/// or CTA barrier before the first load); no column partials held across rows, so no registers
-/// beyond the row's.
-/// Stage 2 waits for this grid, and this grid must not complete before the first kernel has (its
-/// partial rows). A CTA that waited for it at its end would hold its slot, and this grid's later
-/// CTAs, which need slots, would start only when the first kernel ends; so only the CTA that
-/// finishes last (a counter in the workspace, zeroed before the first kernel) waits
-/// (griddepcontrol.wait): the grid completes after it, and it after the first kernel.
-__global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
-    ln_bwd_rows_tail(const uint4* __restrict__ dy, const uint4* __restrict__ x, const float* __restrict__ mean,
-                     const float* __restrict__ rstd, const float* __restrict__ gamma, uint4* __restrict__ dx,
-                     float* __restrict__ part_g, float* __restrict__ part_b, int64_t T, int H, int team_width,
-                     int t_static, int chunk_part0, unsigned* __restrict__ done, float inv_h) {
-  __shared__ float2 red[2][kCtaWarps];
-  __shared__ int s_last;
-  const int nvec = H / 8;
-  const int teams = kCta / team_width;
-  const int team = threadIdx.x / team_width, tl = threadIdx.x % team_width;
-  const int warps_per_team = team_width / 32;
-  pdl_launch_dependents();  // stage 2 may launch; it waits for this grid's completion
-  const int64_t row = int64_t{t_static} + int64_t{blockIdx.x} * teams + team;
-  if (row < T) {  // uniform within a team; team_sums meets only the team's own warps
-    const uint4* src_dy = dy + row * nvec + tl;
-    const uint4* src_x = x + row * nvec + tl;
-    uint4 vdy[kMaxVec], vx[kMaxVec];
-#pragma unroll
-    for (int k = 0; k < kMaxVec; ++k)
-      if (tl + k * team_width < nvec) {
-        vdy[k] = src_dy[k * team_width];
-        vx[k] = src_x[k * team_width];
-      }
-    const RowStats rst(mean[row], rstd[row]);
-    float* pg = part_g + (int64_t{chunk_part0} + row - t_static) * H;
-    float* pb = part_b + (int64_t{chunk_part0} + row - t_static) * H;
-    float a = 0.f, b = 0.f;
-#pragma unroll
-    for (int k = 0; k < kMaxVec; ++k) {
-      const int v = tl + k * team_width;
-      if (v < nvec) {
-        float cg[8], cb[8];  // the row's own column terms: the chunk's sums of one row
-#pragma unroll
-        for (int j = 0; j < 8; ++j) cg[j] = cb[j] = 0.f;
-        accumulate_vec(vdy[k], vx[k], Gamma8(gamma, v), rst, a, b, cg, cb);
-        reinterpret_cast<float4*>(pg)[2 * v] = make_float4(cg[0], cg[1], cg[2], cg[3]);
-        reinterpret_cast<float4*>(pg)[2 * v + 1] = make_float4(cg[4], cg[5], cg[6], cg[7]);
-        reinterpret_cast<float4*>(pb)[2 * v] = make_float4(cb[0], cb[1], cb[2], cb[3]);
-        reinterpret_cast<float4*>(pb)[2 * v + 1] = make_float4(cb[4], cb[5], cb[6], cb[7]);
-      }
-    }
-    team_sums<true>(a, b, red, 0, team, warps_per_team);
-    const DxCoef c(rst, a, b, inv_h);
-    uint4* dst = dx + row * nvec + tl;
-#pragma unroll
-    for (int k = 0; k < kMaxVec; ++k) {
-      const int v = tl + k * team_width;
-      if (v < nvec) store_stream(dst + k * team_width, dx_vec(vdy[k], vx[k], Gamma8(gamma, v), rst, c));
-    }
-  }
-  __syncthreads();  // every team of the CTA done before it counts itself
-  if (threadIdx.x == 0) s_last = atomicAdd(done, 1u) == gridDim.x - 1;
-  __syncthreads();
-  if (s_last) pdl_wait_primary();  // the first kernel complete and flushed before this grid completes
-}
-#endif  // LNB_PTAIL
 #endif  // LNB_RING
 
 /// Generic path, dx: a CTA per row; pass 1 the sums, pass 2 re-reads the row (L1/L2) for dx.
@@ -1348,28 +973,6 @@ __global__ void __launch_bounds__(kThreads)
   part_b[blockIdx.y * H + h] = db;
 }
 
-/// LNB_DISCARD: drops this stage-2 CTA's lines of every partial row (its 32 columns, one 128-byte
-/// line per row and array) from L2 without writing them back. The partial rows are written by
-/// stage 1 just before and read only here, so their dirty lines would otherwise be written back to
-/// DRAM when the next call's stream evicts them: 2 x 4H bytes per partial row (8.7 MB at 16384 x
-/// 4096, 17.3 MB at 8192 x 8192), DRAM write time that the cost model does not count. Called after
-/// a barrier that follows every load of the CTA (their values already summed), so no line is
-/// dropped before it is read; the next call rewrites whole lines before reading any. Only where the
-/// lines are the CTA's alone: H % 32 == 0 and 128-byte aligned partial arrays (the workspace's
-/// slices are 256-byte aligned; every bench shape).
-__device__ __forceinline__ void discard_partials(const float* part_g, const float* part_b, int64_t parts, int64_t H) {
-#if LNB_DISCARD
-  if (H % kReduceCols != 0 || reinterpret_cast<uintptr_t>(part_g) % 128 != 0 ||
-      reinterpret_cast<uintptr_t>(part_b) % 128 != 0)
-    return;
-  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kReduceCols;  // 32 floats: one 128-byte line
-  for (int64_t p = threadIdx.x; p < 2 * parts; p += blockDim.x) {
-    const float* line = (p < parts ? part_g + p * H : part_b + (p - parts) * H) + col0;
-    asm volatile("discard.global.L2 [%0], 128;" ::"l"(line) : "memory");
-  }
-#endif
-}
-
 /// Stage 2: dgamma[h] = sum_p part_g[p][h] in a fixed order (strided slices, then a tree).
 __global__ void __launch_bounds__(kReduceCols * kReduceSlices)
     ln_bwd_reduce_partials(const float* __restrict__ part_g, const float* __restrict__ part_b,
@@ -1391,7 +994,6 @@ __global__ void __launch_bounds__(kReduceCols * kReduceSlices)
   sg[slice][col] = g;
   sb[slice][col] = b;
   __syncthreads();
-  discard_partials(part_g, part_b, parts, H);  // every load of the CTA summed (the barrier above)
   for (int s = kReduceSlices / 2; s > 0; s >>= 1) {
     if (slice < s) {
       sg[slice][col] += sg[slice + s][col];
@@ -1488,52 +1090,6 @@ __global__ void __launch_bounds__(kReduceCols * kReduceSlices)
 }
 #endif
 
-#if LNB_REDUCE_VEC
-constexpr int kReduceQuads = kReduceCols / 4;  ///< stage 2 (vector path): float4 column groups per CTA
-constexpr int kReduceSlices4 = kReduceCols * kReduceSlices / kReduceQuads;  ///< 32 partial slices per column
-/// Stage 2 of the vector path in one L2 round trip: a thread per (4 columns, slice) of 32 slices
-/// loads its ceil(G / 32) partial rows (9 at G = 264) as float4 before adding them in order, then
-/// a shared-memory tree over the 32 slices. The scalar kernel's 8 slices take 33 loads per thread
-/// and array at G = 264 (three dependent batches of 16 at its unroll). Deterministic: the order
-/// is fixed by G alone. H % 4 == 0 and 16-byte aligned partial rows (the vector path's H % 8 == 0).
-__global__ void __launch_bounds__(kReduceQuads * kReduceSlices4)
-    ln_bwd_reduce_partials4(const float4* __restrict__ part_g, const float4* __restrict__ part_b,
-                            float4* __restrict__ dgamma, float4* __restrict__ dbeta, int64_t parts, int64_t H) {
-  __shared__ float4 sg[kReduceSlices4][kReduceQuads];
-  __shared__ float4 sb[kReduceSlices4][kReduceQuads];
-  const int quad = threadIdx.x % kReduceQuads, slice = threadIdx.x / kReduceQuads;
-  const int64_t hq = static_cast<int64_t>(blockIdx.x) * kReduceQuads + quad;  // float4 column group
-  const int64_t hq_end = H / 4;
-  pdl_wait_primary();
-  float4 g = make_float4(0.f, 0.f, 0.f, 0.f), b = g;
-  if (hq < hq_end)
-#pragma unroll 12
-    for (int64_t p = slice; p < parts; p += kReduceSlices4) {
-      const float4 pg = part_g[p * hq_end + hq], pb = part_b[p * hq_end + hq];
-      g.x += pg.x, g.y += pg.y, g.z += pg.z, g.w += pg.w;
-      b.x += pb.x, b.y += pb.y, b.z += pb.z, b.w += pb.w;
-    }
-  sg[slice][quad] = g;
-  sb[slice][quad] = b;
-  __syncthreads();
-  discard_partials(reinterpret_cast<const float*>(part_g), reinterpret_cast<const float*>(part_b), parts, H);
-  for (int w = kReduceSlices4 / 2; w > 0; w >>= 1) {
-    if (slice < w) {
-      const float4 og = sg[slice + w][quad], ob = sb[slice + w][quad];
-      float4& mg = sg[slice][quad];
-      float4& mb = sb[slice][quad];
-      mg.x += og.x, mg.y += og.y, mg.z += og.z, mg.w += og.w;
-      mb.x += ob.x, mb.y += ob.y, mb.z += ob.z, mb.w += ob.w;
-    }
-    __syncthreads();
-  }
-  if (slice == 0 && hq < hq_end) {
-    dgamma[hq] = sg[0][quad];
-    dbeta[hq] = sb[0][quad];
-  }
-}
-#endif
-
 /// The smallest team (a power of two from 32 to kThreads) whose vectors span a row of nvec.
 int team_width_for(int64_t nvec) {
   int tw = 32;
@@ -1545,73 +1101,17 @@ int team_width_for(int64_t nvec) {
 /// the generic path's kFallbackParts bands, never more than T.
 int64_t max_parts(int64_t T) { return std::max<int64_t>(1, std::min<int64_t>(T, kMaxParts)); }
 
-#if LNB_BALANCED || LNB_PTAIL
-constexpr int64_t kTailDiv = LNB_BALANCED ? LNB_BALANCED : LNB_PTAIL;  ///< the tail is at least T / kTailDiv rows
-/// Rows of a tail chunk: LNB_CHUNK at H >= 4096, more for shorter rows (a power of two, at most 8)
-/// so that a chunk's partial row (8H bytes) stays small against its rows and stage 2 does not
-/// take thousands of partial rows (2176 one-row chunks at 65536 x 1024 would be 2440 in all).
-/// LNB_PTAIL: always one row (ln_bwd_rows_tail writes a partial row per row); shorter rows take a
-/// shorter tail instead (tail_div_for).
-int64_t chunk_rows_for(int64_t H) {
-#if LNB_PTAIL
-  (void)H;
-  return 1;
-#else
-  int64_t m = 1;
-  while (m * 2 * H <= 4096) m *= 2;
-  return std::min<int64_t>(8, LNB_CHUNK * m);
-#endif
-}
-/// The tail's divisor D: kTailDiv; with LNB_PTAIL, kTailDiv x 4096 / H for H < 4096 (at least
-/// kTailDiv), so that the one-row chunks' partial rows are about T x H / (kTailDiv x 4096) x 8H
-/// bytes as at 4096 columns and stage 2 takes hundreds of partial rows, not thousands.
-int64_t tail_div_for(int64_t H) {
-#if LNB_PTAIL
-  return H < 4096 ? kTailDiv * (4096 / H) : kTailDiv;
-#else
-  (void)H;
-  return kTailDiv;
-#endif
-}
-/// The static rows: T - T / D rounded down to whole grid-wide rounds (round = G x teams). LNB_PTAIL
-/// rounds to the nearest whole round instead (at most T / round of them): at 65536 x 1024 a round
-/// is 2112 rows, and rounding 65024 down would leave 2176 one-row chunks (2440 partial rows for
-/// stage 2); to the nearest, the tail is the 64 rows past the 31st round there, and 544 / 272 /
-/// 544 rows at 16384 x 4096 / 8192 x 8192 / 16384 x 6144 (D = 32) as with rounding down.
-int64_t static_rows(int64_t T, int64_t H, int64_t round) {
-  const int64_t want = T - T / tail_div_for(H);
-#if LNB_PTAIL
-  return std::min((want + round / 2) / round, T / round) * round;
-#else
-  return want / round * round;
-#endif
-}
-/// Chunk partial rows the workspace holds, from shapes only: the tail is T - static_rows <=
-/// T / D + round - 1 <= T / kTailDiv + round - 1 (rounded to the nearest round, static_rows is at
-/// least the rounded-down count), and round <= kMaxParts x (kCta / 32) (G <= kMaxParts, teams <=
-/// warps).
-int64_t max_chunks(int64_t T, int64_t H) {
-  const int64_t tail = std::min<int64_t>(T, T / kTailDiv + kMaxParts * kCtaWarps);
-  const int64_t c = chunk_rows_for(H);
-  return (tail + c - 1) / c;
-}
-#endif
-
 struct Buffers {
   float *part_g, *part_b;
-  /// LNB_DYNAMIC / LNB_BALANCED: the row or chunk counter; LNB_PTAIL: the tail's finished CTAs.
-  /// Zeroed before every stage 1.
-  unsigned* queue = nullptr;  /// LNB_FLAGS: a ready flag per stage-1 CTA (publish_partials).
+  /// LNB_DYNAMIC: the row counter, zeroed before every stage 1.
+  unsigned* queue = nullptr;
+  /// LNB_FLAGS: a ready flag per stage-1 CTA (publish_partials).
   unsigned* flags = nullptr;
 };
 Buffers carve(d2k::Workspace& ws, int64_t T, int64_t H) {
-#if LNB_BALANCED || LNB_PTAIL
-  const uint64_t n = static_cast<uint64_t>(max_parts(T) + max_chunks(T, H)) * static_cast<uint64_t>(H);
-#else
   const uint64_t n = static_cast<uint64_t>(max_parts(T)) * static_cast<uint64_t>(H);
-#endif
   Buffers b{ws.take<float>(n), ws.take<float>(n)};
-#if LNB_DYNAMIC || LNB_BALANCED || LNB_PTAIL
+#if LNB_DYNAMIC
   b.queue = ws.take<unsigned>(1);
 #endif
 #if LNB_FLAGS
@@ -1635,12 +1135,6 @@ Plan plan_vec(int64_t T, int64_t H, int resident) {
   p.rows_per_cta = 0;  // no bands: rows (it * G + c) * teams + team (ln_bwd_rows_ring), or a row queue
   p.ctas = want;
   return p;
-#endif
-#if LNB_EVEN
-  // Bands of whole rounds (a multiple of the teams per CTA): every team of every CTA has a row in
-  // every round, so no last round runs with a fraction of the teams (at 65536 x 1024 the default's
-  // 249-row bands leave 1 of 8 teams busy in the 32nd round); G falls to ceil(T / B) (256 of 264).
-  p.rows_per_cta = (p.rows_per_cta + teams - 1) / teams * teams;
 #endif
   p.ctas = (T + p.rows_per_cta - 1) / p.rows_per_cta;
   return p;
@@ -1712,12 +1206,6 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
 #if LNB_RING
 #if LNB_DYNAMIC
       auto* const rows_kernel = ln_bwd_rows_dyn;
-#elif LNB_BALANCED
-      const int64_t chunk_rows = chunk_rows_for(H);
-      auto* const rows_kernel = chunk_rows == 1   ? ln_bwd_rows_bal<1>
-                                : chunk_rows == 2 ? ln_bwd_rows_bal<2>
-                                : chunk_rows == 4 ? ln_bwd_rows_bal<4>
-                                                  : ln_bwd_rows_bal<8>;
 #else
       auto* const rows_kernel = ln_bwd_rows_ring;
 #endif
@@ -1742,43 +1230,6 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
           reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
           reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width, buf.queue);
       parts = p.ctas;
-#elif LNB_BALANCED
-      const int64_t round = p.ctas * (kCta / p.team_width);
-      const int64_t t_static = static_rows(T, H, round);
-      const int64_t nchunks = (T - t_static + chunk_rows - 1) / chunk_rows;  // <= max_chunks(T, H)
-      D2K_CUDA_TRY(args, cudaMemsetAsync(buf.queue, 0, sizeof(unsigned), stream));
-      rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
-          reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
-          reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width,
-          static_cast<int>(t_static), static_cast<int>(nchunks), buf.queue);
-      parts = p.ctas + nchunks;  // the CTAs' rows, then the chunks' in chunk order
-#elif LNB_PTAIL
-      // The default kernel over the whole rounds below t_static (its T), then the tail kernel, a CTA
-      // per `teams` rows, as its programmatic dependent: the tail's CTAs start on the slots the
-      // first kernel's CTAs leave. The workspace counter counts the tail's finished CTAs.
-      const int64_t teams = kCta / p.team_width;
-      const int64_t t_static = static_rows(T, H, p.ctas * teams);
-      const int64_t tail_rows = T - t_static;  // one partial row each, <= max_chunks(T, H)
-      D2K_CUDA_TRY(args, cudaMemsetAsync(buf.queue, 0, sizeof(unsigned), stream));
-      rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
-          reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
-          reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, t_static, static_cast<int>(H), p.team_width, 0);
-      D2K_CUDA_TRY(args, cudaGetLastError());
-      cudaLaunchConfig_t tcfg = {};
-      cudaLaunchAttribute tattr[1];
-      tattr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      tattr[0].val.programmaticStreamSerializationAllowed = 1;
-      tcfg.attrs = tattr;
-      tcfg.numAttrs = LNB_PDL ? 1 : 0;
-      tcfg.gridDim = dim3(static_cast<unsigned>(std::max<int64_t>(1, (tail_rows + teams - 1) / teams)));
-      tcfg.blockDim = dim3(kCta);
-      tcfg.stream = stream;
-      D2K_CUDA_TRY(args, cudaLaunchKernelEx(&tcfg, ln_bwd_rows_tail, reinterpret_cast<const uint4*>(dyp),
-                                            reinterpret_cast<const uint4*>(xp), mp, rp, gp,
-                                            reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T,
-                                            static_cast<int>(H), p.team_width, static_cast<int>(t_static),
-                                            static_cast<int>(p.ctas), buf.queue, 1.0f / static_cast<float>(H)));
-      parts = p.ctas + tail_rows;  // the static CTAs' rows, then the tail rows' in row order
 #else
       rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
           reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
@@ -1810,17 +1261,6 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     cfg.attrs = attr;
     cfg.numAttrs = LNB_PDL && vec ? 1 : 0;  // the generic path's kernels do not signal early
     cfg.stream = stream;
-#if LNB_REDUCE_VEC
-    if (vec && aligned16(d2k::data<float>(dgamma)) && aligned16(d2k::data<float>(dbeta))) {
-      cfg.gridDim = dim3(static_cast<unsigned>((H / 4 + kReduceQuads - 1) / kReduceQuads));
-      cfg.blockDim = dim3(kReduceQuads * kReduceSlices4);
-      D2K_CUDA_TRY(args, cudaLaunchKernelEx(&cfg, ln_bwd_reduce_partials4, reinterpret_cast<const float4*>(buf.part_g),
-                                            reinterpret_cast<const float4*>(buf.part_b),
-                                            reinterpret_cast<float4*>(d2k::data<float>(dgamma)),
-                                            reinterpret_cast<float4*>(d2k::data<float>(dbeta)), parts, H));
-      return D2K_OK;
-    }
-#endif
     cfg.gridDim = dim3(static_cast<unsigned>((H + kReduceCols - 1) / kReduceCols));
     cfg.blockDim = dim3(kReduceCols * kReduceSlices);
 #if LNB_FLAGS

@@ -2,7 +2,7 @@
 # layernorm_backward on the H200 (issue #15): validation; d2k bench of naive, expert and
 # torch_eager (pytorch.py, where torch is installed) with the table and the issue's bars; the
 # expert's variants (`// %VARIANT%` lines of expert.cu) timed beside the default on the bench rows,
-# the ring variants under memcheck; the starter's verdict (must be INCORRECT_*);
+# each under compute-sanitizer on check workloads; the starter's verdict (must be INCORRECT_*);
 # the golden cross-check against PyTorch float64 on `d2k check --dump` inputs; compute-sanitizer
 # memcheck of the expert on check workloads of both paths; the expert's SASS counts. Each step gets
 # what is left of a 140 s budget (run_checks.sh kills a script at 150 s), the variants last.
@@ -20,9 +20,8 @@
 # 2 x 10 s; the budget cuts the last steps first: at most 118 s, about 100 s):
 #   LNB_BUDGET_S=120 D2K_CHECK_STEPS=variants,memcheck_team_slices,racecheck_team_slices,memcheck_flags,same_flags \
 #     scripts/gpu/checks/t-lnb.sh CARRY OUT
-# (By name also: memcheck_slices_flags, same_team_slices, same_slices_flags; the fifth round's
-# memcheck_discard, memcheck_ptail, repro_ptail and the balanced variants' memcheck_balanced,
-# memcheck_balanced16, memcheck_balanced_rem, repro_balanced, with LNB_SWEEP naming them.)
+# (By name also: memcheck_slices_flags, same_team_slices, same_slices_flags, and dynamic's
+# memcheck_dynamic, racecheck_dynamic with LNB_SWEEP naming it.)
 # LNB_SWEEP (space-separated variant names) limits the sweep to those variants where the carry holds
 # more (default: team_slices flags slices_flags; "all" takes every built one).
 # Exit status: the number of FAIL lines.
@@ -56,19 +55,12 @@ sanitize memcheck 30 $task-check-300x768,$task-check-64x4104,$task-check-33x1001
 
 # The expert's variants last: the bars and the correctness steps above come first in the budget.
 # One d2k run times the default expert and every variant on the bench rows (one check round each,
-# 0.3 s of timing per target and row: 4 targets x 4 rows, about 55 s by the 2026-12-02 sweeps'
-# 13.5 s a target; d2k writes the records when it ends, so a cut step keeps none), so that their ratios
-# come from the same session; the ring variants (a new stage-1 kernel) are then checked for
-# correctness under memcheck on small vector-path check workloads (fewer rows than teams with a
-# partial last vector; a 513-vector row; several teams per CTA; many bands of unequal length),
-# the lean ones on two of them: the 513-vector row (a partial last vector held in registers) and
-# 2053 rows of 8 vectors (24 of 32 lanes idle, 257 partial rows through the 32-slice stage 2).
+# 0.3 s of timing per target and row: 4 targets x 4 rows, about 58 s by the seventh session's
+# 14.6 s a target; d2k writes the records when it ends, so a cut step keeps none), so that their
+# ratios come from the same session; each variant is then checked for correctness under
+# compute-sanitizer on small vector-path check workloads.
 variants_step --fail "variants bench (see variants.log)" --show 0 "${LNB_VARIANTS_S:-70}" "$(workload_uuids bench)" \
   --max-time 0.3 --bench-rounds 1 --quiet
-ring_checks=$task-check-7x1000,$task-check-64x4104,$task-check-300x768,$task-check-2053x64
-for v in $(built_variants | grep '^ring'); do sanitize --impl "expert:$v" memcheck 14 "$ring_checks"; done
-lean_checks=$task-check-64x4104,$task-check-2053x64
-for v in $(built_variants | grep '^lean'); do sanitize --impl "expert:$v" memcheck 10 "$lean_checks"; done
 # The row queue (dynamic): fewer rows than teams (7 rows, 8 one-warp teams per CTA: most teams take
 # a row past the end at once), one 256-thread team per CTA with a partial last vector (64x4104),
 # 2053 rows over 8 one-warp teams per CTA (the __syncwarp hand-over); racecheck for the hand-over
@@ -78,67 +70,6 @@ for v in $(built_variants | grep '^dynamic'); do
   sanitize --impl "expert:$v" memcheck 10 "$dyn_checks"
   sanitize --impl "expert:$v" racecheck 12 "$task-check-7x1000,$task-check-64x4104"
 done
-# The balanced tail (static rounds, then chunks from a counter with per-chunk partial rows): on the
-# check workloads every vector-path shape has no static rounds (the round, G x teams, is at least T
-# there) or no tail (16x2048), so they check the chunk queue alone: t_static = 0 with one row
-# (1x8), a partial last chunk (7x1000: chunks of 4 or 8 rows), one 256-thread team per CTA (64x4104), one-warp
-# teams (300x768, 2053x64), no tail (16x2048). Both phases together run on the bench rows only:
-# memcheck on 65536x1024 (30 static rounds of 8 one-warp teams per CTA, then 544 chunks of 4 rows),
-# and two runs of 16384x4096 with the same seed whose dgamma and dbeta must be equal bit for bit
-# (which team takes which chunk differs from run to run).
-bal_checks=$task-check-1x8,$task-check-7x1000,$task-check-64x4104,$task-check-300x768,$task-check-2053x64,$task-check-16x2048-shifted
-for v in $(built_variants | grep '^balanced'); do sanitize --impl "expert:$v" memcheck 10 "$bal_checks"; done
-# racecheck (selected by name only: not in the first call's budget) of the chunk hand-over through
-# shared memory: one-warp teams (__syncwarp; 7x1000: 7 rows in chunks of 4, the last of 3), one
-# 256-thread team (64x4104: 64 one-row chunks), 2053 rows in chunks of 8.
-for v in $(built_variants | grep -x balanced); do
-  sanitize --impl "expert:$v" racecheck 15 "$task-check-7x1000,$task-check-64x4104,$task-check-2053x64"
-done
-# Two runs of one bench row with the same seed: dgamma and dbeta must be equal bit for bit (which
-# team takes which chunk differs from run to run). repro_check VARIANT WORKLOAD (step repro_VARIANT).
-repro_check() {
-  local v=$1 wl=$2 ok=1 n_same=0 r f
-  selected "repro_$v" || { echo "== repro_$v not selected (D2K_CHECK_STEPS)"; return 125; }
-  for r in 1 2; do
-    rm -rf "$out/repro$r"
-    step "repro_$v" 10 "$d2k" check --task "$task" --impl "expert:$v" --isolation none --seed 7 \
-      --rounds 1 --bench-rounds 1 --workloads "$wl" --quiet --dump "$out/repro$r" || ok=0
-    cp "$out/repro_$v.log" "$out/repro_${v}_$r.log" 2> /dev/null
-  done
-  for f in $(cd "$out/repro1" 2> /dev/null && find . -name 'expert*.dgamma.npy' -o -name 'expert*.dbeta.npy'); do
-    cmp -s "$out/repro1/$f" "$out/repro2/$f" && n_same=$((n_same + 1)) || { ok=0; echo "differs: $f"; }
-  done
-  [ "$ok" = 1 ] && [ "$n_same" -ge 2 ] \
-    && pass "$v: dgamma and dbeta bit-identical over two runs ($n_same files)" \
-    || fail "$v reproducibility (n_same=$n_same, see repro_${v}_*.log)"
-  rm -rf "$out/repro1" "$out/repro2"  # a few hundred MB of inputs: nothing to bring back
-}
-if built_variants | grep -qx balanced; then
-  # the same step name (memcheck_balanced selects both): keep the check workloads' log
-  mv "$out/memcheck_balanced.log" "$out/memcheck_balanced_checks.log" 2> /dev/null
-  sanitize --impl expert:balanced memcheck 12 "$task-bench-65536x1024-bertlarge" --bench-rounds 1
-  repro_check balanced "$task-bench-16384x4096-opt6.7b"
-fi
-# discard (stage 2 drops the partial rows' L2 lines after use): where it acts (H % 32 == 0: 300x768
-# with one-warp teams, 2053x64 with 257 partial rows, 16x2048, 24x12288 on the generic path) and
-# where it must not (64x4104: H % 32 != 0, the lines straddle stage 2's CTAs).
-for v in $(built_variants | grep -x discard); do
-  sanitize --impl "expert:$v" memcheck 10 "$task-check-300x768,$task-check-2053x64,$task-check-16x2048-shifted,$task-check-64x4104,$task-check-24x12288"
-done
-# ptail (the default kernel over whole rounds, then a grid of one row per team as its programmatic
-# dependent): on the check workloads one kernel has every row: the tail kernel where a round
-# (G x teams) is above T (1x8, 7x1000, 300x768 with one-warp teams, 2053x64 in 257 tail CTAs), the
-# static kernel where T is one round and T / D rounds away (64x4104: one 256-thread team per CTA and
-# a 513-vector row, beside one tail CTA with no row); on 16384x4096 both run together (30 rounds of
-# 2 teams per CTA, then 272 tail CTAs of 2 rows), then the reproducibility of dgamma and dbeta there.
-# ptail16 launches the same kernels with another tail length (host arithmetic only): not repeated.
-if built_variants | grep -qx ptail; then
-  sanitize --impl expert:ptail memcheck 10 "$task-check-1x8,$task-check-7x1000,$task-check-64x4104,$task-check-300x768,$task-check-2053x64"
-  mv "$out/memcheck_ptail.log" "$out/memcheck_ptail_checks.log" 2> /dev/null
-  sanitize --impl expert:ptail memcheck 14 "$task-bench-16384x4096-opt6.7b" --bench-rounds 1
-  repro_check ptail "$task-bench-16384x4096-opt6.7b"
-fi
-
 # The sixth round's variants change the end of the call and nothing of its arithmetic or order:
 # each must give the default's dx, dgamma and dbeta bit for bit.
 # team_slices / slices_flags (write_partials of a CTA of several teams through per-team slices of
@@ -212,9 +143,9 @@ fi
 
 # SASS of the expert: what design.json's "recognise" fields name.
 sass_counts "(LDG|STG|LDS|STS)\.E?\.?[0-9A-Z.]*128[A-Z.]*|SHFL\.BFLY|F2FP\.BF16[A-Z0-9.]*|ATOM[A-Z.]*|RED\.[A-Z.]*|BAR\.SYNC[A-Z.]*"
-# The ring kernels (lean ones too): cp.async into shared memory, 16-byte reads back, no local
-# memory (spills).
-for v in $(built_variants | grep -E '^(ring|lean|dynamic|balanced|ptail|discard|team_slices|flags|slices_flags)'); do
+# The variants' ring kernels: cp.async into shared memory, 16-byte reads back, no local memory
+# (spills).
+for v in $(built_variants | grep -x -E 'dynamic|team_slices|flags|slices_flags'); do
   sass_counts --so "expert_$v" "LDGSTS[A-Z0-9.]*|LDS\.128|DEPBAR[A-Z.]*|STG\.E[A-Z.]*128" "LDGSTS" "LDL|STL"
 done
 echo "t-lnb: $fails failure(s)"

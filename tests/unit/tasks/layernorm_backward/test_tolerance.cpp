@@ -47,7 +47,7 @@ constexpr int kMaxVec = 4;
 constexpr std::int64_t kMaxParts = 1024;
 constexpr int kFallbackParts = 256;
 constexpr int kResident = 264;  // the H200: 132 SMs x 2 CTAs of stage 1
-constexpr int kResidentOnePerSm = 132;  // a stage 1 of one CTA per SM (variants occ1, ring3/ring4 at long H, ring3_512)
+constexpr int kResidentOnePerSm = 132;  // a stage 1 of one CTA per SM (knobs occ1, ring3/ring4 at long H)
 
 struct Inputs {
   const HostTensor *dy, *x, *mean, *rstd, *gamma;
@@ -70,26 +70,11 @@ float warp_butterfly(std::vector<float> lanes) {
 /// the defaults are the default build's).
 struct Knobs {
   std::int64_t resident = kResident;  ///< stage 1's CTAs on the device (the number of bands)
-  std::int64_t cta = kThreads;        ///< threads per CTA of stage 1: its teams are summed in team order
   bool lean = false;                  ///< LNB_LEAN: xhat = fma(x, rstd, -(mean * rstd)), dx = fma(rstd, g, -fma(x, k1, k0))
-  bool even = false;                  ///< LNB_EVEN: bands rounded up to whole rounds of the CTA's teams
-  int slices = 8;                     ///< stage 2's slices on the vector path (LNB_REDUCE_VEC: 32)
   bool strided = false;               ///< LNB_STRIDED: CTA c's team j takes rows (it * G + c) * teams + j
   /// LNB_DYNAMIC: rows taken from a queue, so which team sums a row depends on timing; emulated as
   /// a pseudo-random owner per row (seeded; 0: off), each team summing its rows in row order.
   std::uint32_t dynamic_seed = 0;
-  /// LNB_BALANCED (0: off): strided rows up to t_static = (T - T / balanced) rounded down to whole
-  /// rounds of G x teams, one partial row per CTA; then the tail in chunks of chunk_rows() rows
-  /// (LNB_CHUNK = `chunk` at H >= 4096, up to 8 for shorter rows), one partial row per chunk summed in row order from zero, after the CTAs' rows in
-  /// chunk order: which team takes a chunk does not enter the arithmetic.
-  int balanced = 0;
-  int chunk = 1;
-  /// LNB_PTAIL (with `balanced` = D): the same two-phase order with one-row chunks at every H and
-  /// the divisor D x 4096 / H for H < 4096 (expert.cu's tail_div_for), t_static rounded to the
-  /// nearest whole round (static_rows); the static rounds are the
-  /// default kernel's (teams summed in team order into one partial row per CTA), the tail kernel
-  /// writes one partial row per chunk, stage 2 adds them after the CTAs' rows in chunk order.
-  bool ptail = false;
 };
 
 struct Emulator {
@@ -116,13 +101,6 @@ struct Emulator {
     float gv = gamma(h) * bf(*in.dy, t * in.H + h);
     gv = rnd(v, gv, Variant::kBf16Products, bf16_rn);
     return rnd(v, gv, Variant::kFp16Xhat, f16_rn);
-  }
-  /// expert.cu's chunk_rows_for: LNB_CHUNK times the largest power of two m with m x H <= 4096, at most 8.
-  std::int64_t chunk_rows() const {
-    if (knobs.ptail) return 1;
-    std::int64_t m = 1;
-    while (m * 2 * in.H <= 4096) m *= 2;
-    return std::min<std::int64_t>(8, knobs.chunk * m);
   }
   bool vector_path() const { return in.H % 8 == 0 && in.H <= std::int64_t{kThreads} * kMaxVec * 8; }
   int team_width() const {
@@ -209,14 +187,12 @@ struct Emulator {
       return {dg, db};
     }
     std::vector<float> pg, pb;
-    int slices = 8;
+    constexpr int slices = 8;  // stage 2's partial slices per column
     if (vector_path()) {
-      slices = knobs.slices;
-      const std::int64_t teams = knobs.cta / team_width();
+      const std::int64_t teams = kThreads / team_width();
       const std::int64_t want =
           std::max<std::int64_t>(1, std::min<std::int64_t>({knobs.resident, kMaxParts, (T + teams - 1) / teams}));
-      std::int64_t rows = (T + want - 1) / want;
-      if (knobs.even) rows = (rows + teams - 1) / teams * teams;
+      const std::int64_t rows = (T + want - 1) / want;
       if (knobs.dynamic_seed != 0) {  // one partial row per CTA; row t summed by team owner(t)
         const std::int64_t owners = want * teams;
         auto owner = [&](std::int64_t t) {
@@ -237,32 +213,18 @@ struct Emulator {
           pb.push_back(sb);
         }
       }
-      // LNB_BALANCED: the strided rows stop at t_static; the chunks' partial rows follow.
-      const std::int64_t tail_div =
-          knobs.ptail && in.H < 4096 ? std::int64_t{knobs.balanced} * (4096 / in.H) : std::int64_t{knobs.balanced};
-      const std::int64_t round = want * teams, t_want = T - T / std::max<std::int64_t>(1, tail_div);
-      // LNB_PTAIL rounds to the nearest whole round (at most T / round of them), LNB_BALANCED down.
-      const std::int64_t t_static = !knobs.balanced ? T
-                                    : knobs.ptail   ? std::min((t_want + round / 2) / round, T / round) * round
-                                                    : t_want / round * round;
       if (knobs.strided)  // one partial row per CTA, each team's rows a whole grid round apart
         for (std::int64_t cta = 0; cta < want; ++cta) {
           float sg = 0.f, sb = 0.f;
           for (std::int64_t team = 0; team < teams; ++team) {
             float dg = 0.f, db = 0.f;
-            add_rows(cta * teams + team, t_static, want * teams, h, dg, db);
+            add_rows(cta * teams + team, T, want * teams, h, dg, db);
             sg = team == 0 ? dg : sg + dg;
             sb = team == 0 ? db : sb + db;
           }
           pg.push_back(sg);
           pb.push_back(sb);
         }
-      for (std::int64_t r0 = t_static; knobs.balanced && r0 < T; r0 += chunk_rows()) {
-        float dg = 0.f, db = 0.f;
-        add_rows(r0, std::min(T, r0 + chunk_rows()), 1, h, dg, db);
-        pg.push_back(dg);
-        pb.push_back(db);
-      }
       for (std::int64_t r0 = 0; r0 < T && !knobs.strided && knobs.dynamic_seed == 0; r0 += rows) {
         float sg = 0.f, sb = 0.f;
         for (std::int64_t team = 0; team < teams; ++team) {  // each team's registers, then summed in team order
@@ -366,64 +328,44 @@ TEST_F(LayerNormBackwardTolerance, HonestFp32PassesEveryCheckWorkload) {
     }
 }
 
-/// The bands follow the resident CTA count and the teams per CTA: one CTA of 256 threads per SM
-/// (a variant whose stage 1 takes more shared memory or registers) gives fewer, longer bands, and
-/// one CTA of 512 threads per SM (ring3_512) sums twice the teams into each band; both are other
-/// summation orders. They must pass too, and on the many-short-rows workload they are other orders
-/// indeed (some columns differ between the default, 256 threads at one CTA per SM, and 512).
+/// The bands follow the resident CTA count: one CTA of 256 threads per SM (a build whose stage 1
+/// takes more shared memory or registers: occ1, ring3/ring4 at long rows) gives fewer, longer
+/// bands, another summation order. It must pass too, and on the many-short-rows workload it is
+/// another order indeed (some columns differ from the default's two CTAs per SM).
 TEST_F(LayerNormBackwardTolerance, ExpertPassesWithOneCtaPerSm) {
   const Case& many = by_suffix("check-2053x64");
   const Inputs in{&many.in("dy"), &many.in("x"), &many.in("mean"), &many.in("rstd"), &many.in("gamma"),
                   many.axis("T"), many.axis("H")};
-  Emulator before{Variant::kExpert, in};  // each configuration is compared with the one before it
-  for (const std::int64_t cta : {std::int64_t{kThreads}, std::int64_t{2 * kThreads}}) {
-    for (const Case& c : *cases_) {
-      const Verdict r = judge_variant(Variant::kExpert, c, Knobs{kResidentOnePerSm, cta});
-      print(cta == kThreads ? "expert 1/SM" : "expert 1x512", c, r);
-      EXPECT_TRUE(r.dx.passed) << c.plan.workload.uuid << " cta " << cta << ": " << r.dx.message;
-      EXPECT_TRUE(r.dgamma.passed) << c.plan.workload.uuid << " cta " << cta << ": " << r.dgamma.message;
-      EXPECT_TRUE(r.dbeta.passed) << c.plan.workload.uuid << " cta " << cta << ": " << r.dbeta.message;
-    }
-    const Emulator one{Variant::kExpert, in, Knobs{kResidentOnePerSm, cta}};
-    int differ = 0;
-    for (std::int64_t h = 0; h < in.H; ++h) differ += before.column(h) != one.column(h);
-    EXPECT_GT(differ, 0) << "one CTA of " << cta << " threads per SM summed every column of 2053x64 as before";
-    before = one;
+  for (const Case& c : *cases_) {
+    const Verdict r = judge_variant(Variant::kExpert, c, Knobs{kResidentOnePerSm});
+    print("expert 1/SM", c, r);
+    EXPECT_TRUE(r.dx.passed) << c.plan.workload.uuid << ": " << r.dx.message;
+    EXPECT_TRUE(r.dgamma.passed) << c.plan.workload.uuid << ": " << r.dgamma.message;
+    EXPECT_TRUE(r.dbeta.passed) << c.plan.workload.uuid << ": " << r.dbeta.message;
   }
+  const Emulator two{Variant::kExpert, in}, one{Variant::kExpert, in, Knobs{kResidentOnePerSm}};
+  int differ = 0;
+  for (std::int64_t h = 0; h < in.H; ++h) differ += two.column(h) != one.column(h);
+  EXPECT_GT(differ, 0) << "one CTA per SM summed every column of 2053x64 as two";
 }
 
 /// The knobs of the expert's builds that change its arithmetic or order: the default since the
-/// third round (lean_strided), expert.cu's `%VARIANT%` lines lean_512 and dynamic (three of its
-/// timing-dependent orders), ring2 (the variant line of the former default, Knobs{}); the forms
-/// lean and lean_tail, removed from the sweep, still judged.
+/// third round (lean_strided), expert.cu's `%VARIANT%` line dynamic (three of its timing-dependent
+/// orders); lean (bands, its knobs kept) still judged. ring2 (Knobs{}, dynamic's row pass) is
+/// judged by the tests that take the default Knobs.
 const std::vector<std::pair<const char*, Knobs>>& variant_knobs() {
   static const std::vector<std::pair<const char*, Knobs>> v = {
-      {"lean", Knobs{kResident, kThreads, true}},
-      {"lean_tail", Knobs{kResident, kThreads, true, true, 32}},
-      {"lean_512", Knobs{kResidentOnePerSm, 2 * kThreads, true}},
-      {"lean_strided (the default)", Knobs{kResident, kThreads, true, false, 8, true}},
-      {"dynamic (order 1)", Knobs{kResident, kThreads, false, false, 8, false, 1}},
-      {"dynamic (order 2)", Knobs{kResident, kThreads, false, false, 8, false, 2}},
-      {"dynamic (order 3)", Knobs{kResident, kThreads, false, false, 8, false, 3}},
-      {"balanced", Knobs{kResident, kThreads, true, false, 32, true, 0, 32, 1}},
-      {"balanced16", Knobs{kResident, kThreads, true, false, 32, true, 0, 16, 2}},
-      {"balanced_rem", Knobs{kResident, kThreads, true, false, 32, true, 0, 1 << 20, 1}},
-      {"balanced_rem (4 CTAs)", Knobs{4, kThreads, true, false, 32, true, 0, 1 << 20, 1}},
-      // 4 CTAs: whole static rounds and a tail together on the check workloads (at 264 CTAs a
-      // round of G x teams is at least T there, so the check shapes have no static rounds)
-      {"balanced16 (4 CTAs)", Knobs{4, kThreads, true, false, 32, true, 0, 16, 2}},
-      // ptail / ptail16: the default kernel's strided rounds, then one-row chunks (LNB_PTAIL); the
-      // discard variant computes the default's order (its stage 2 only drops L2 lines after use).
-      {"ptail", Knobs{kResident, kThreads, true, false, 32, true, 0, 32, 1, true}},
-      {"ptail16", Knobs{kResident, kThreads, true, false, 32, true, 0, 16, 1, true}},
-      {"ptail (4 CTAs)", Knobs{4, kThreads, true, false, 32, true, 0, 32, 1, true}},
-      {"ptail16 (4 CTAs)", Knobs{4, kThreads, true, false, 32, true, 0, 16, 1, true}},
+      {"lean", Knobs{kResident, true}},
+      {"lean_strided (the default)", Knobs{kResident, true, true}},
+      {"dynamic (order 1)", Knobs{kResident, false, false, 1}},
+      {"dynamic (order 2)", Knobs{kResident, false, false, 2}},
+      {"dynamic (order 3)", Knobs{kResident, false, false, 3}},
   };
   return v;
 }
 
-/// The lean arithmetic (xhat as one FMA, dx as two), whole-round bands, the 32-slice stage 2 and
-/// strided rows pass every check workload in each variant's configuration.
+/// The lean arithmetic (xhat as one FMA, dx as two), strided rows and the queue's orders pass every
+/// check workload in each variant's configuration.
 TEST_F(LayerNormBackwardTolerance, LeanVariantsPassEveryCheckWorkload) {
   for (const auto& [name, knobs] : variant_knobs())
     for (const Case& c : *cases_) {
@@ -437,8 +379,7 @@ TEST_F(LayerNormBackwardTolerance, LeanVariantsPassEveryCheckWorkload) {
 
 /// Each knob the emulation models is another rounding or order indeed (so the test above judges
 /// what the variant computes, not the default again): the lean xhat moves dgamma's last bits and
-/// some dx elements, the 32-slice stage 2, whole-round bands (at a resident count where the bands
-/// are not whole rounds already) and strided rows move some column sums.
+/// some dx elements, strided rows and queued rows move some column sums.
 TEST_F(LayerNormBackwardTolerance, LeanKnobsAreOtherRoundings) {
   const Case& many = by_suffix("check-2053x64");
   const Case& bert = by_suffix("check-300x768");
@@ -451,7 +392,7 @@ TEST_F(LayerNormBackwardTolerance, LeanKnobsAreOtherRoundings) {
     return n;
   };
   const Emulator base{Variant::kExpert, inputs(bert)};
-  const Emulator lean{Variant::kExpert, inputs(bert), Knobs{kResident, kThreads, true}};
+  const Emulator lean{Variant::kExpert, inputs(bert), Knobs{kResident, true}};
   EXPECT_GT(columns_differ(base, lean), 0) << "the lean xhat summed every dgamma column of 300x768 as before";
   const std::vector<HostTensor> dx0 = base.run(bert), dx1 = lean.run(bert);
   const std::size_t i = bert.out_index("dx");
@@ -460,32 +401,15 @@ TEST_F(LayerNormBackwardTolerance, LeanKnobsAreOtherRoundings) {
     dx_differ += bf16_at(dx0[i], e) != bf16_at(dx1[i], e);
   EXPECT_GT(dx_differ, 0) << "the lean dx rounded every element of 300x768 as before";
 
-  const Emulator many8{Variant::kExpert, inputs(many)};
-  const Emulator many32{Variant::kExpert, inputs(many), Knobs{kResident, kThreads, false, false, 32}};
-  EXPECT_GT(columns_differ(many8, many32), 0) << "32 slices in stage 2 summed every column of 2053x64 as 8";
-  // 100 resident CTAs: 21-row bands of 8 teams; whole rounds make them 24 rows (86 bands).
-  const Emulator bands{Variant::kExpert, inputs(many), Knobs{100, kThreads}};
-  const Emulator rounds{Variant::kExpert, inputs(many), Knobs{100, kThreads, false, true}};
-  EXPECT_GT(columns_differ(bands, rounds), 0) << "whole-round bands summed every column of 2053x64 as before";
+  // 100 resident CTAs: 21-row bands of 8 teams.
+  const Emulator bands{Variant::kExpert, inputs(many), Knobs{100}};
   // (At 264 resident CTAs the 257 bands of 2053x64 are one round each: strided rows are the bands.)
-  const Emulator strided{Variant::kExpert, inputs(many), Knobs{100, kThreads, false, false, 8, true}};
+  const Emulator strided{Variant::kExpert, inputs(many), Knobs{100, false, true}};
   EXPECT_GT(columns_differ(bands, strided), 0) << "strided rows summed every column of 2053x64 as bands";
-  const Emulator queued{Variant::kExpert, inputs(many), Knobs{100, kThreads, false, false, 8, false, 1}};
+  const Emulator queued{Variant::kExpert, inputs(many), Knobs{100, false, false, 1}};
   EXPECT_GT(columns_differ(bands, queued), 0) << "queued rows summed every column of 2053x64 as bands";
-  // 4 CTAs: the balanced tail (1984 static rows, 9 chunks of 8 rows, the last of 5) against
-  // strided rows over all 2053 rows, both with the lean arithmetic and 32 slices.
-  const Emulator strided4{Variant::kExpert, inputs(many), Knobs{4, kThreads, true, false, 32, true}};
-  const Emulator balanced4{Variant::kExpert, inputs(many), Knobs{4, kThreads, true, false, 32, true, 0, 16, 2}};
-  EXPECT_GT(columns_differ(strided4, balanced4), 0) << "the balanced tail summed every column of 2053x64 as strided rows";
-  // ptail16 at 4 CTAs: D = 16 x 4096 / 64 = 1024 at 64 columns, so 2048 static rows and 5 one-row chunks.
-  const Emulator ptail4{Variant::kExpert, inputs(many), Knobs{4, kThreads, true, false, 32, true, 0, 16, 1, true}};
-  EXPECT_GT(columns_differ(strided4, ptail4), 0) << "the one-row-chunk tail summed every column of 2053x64 as strided rows";
-  EXPECT_GT(columns_differ(balanced4, ptail4), 0) << "one-row chunks summed every column of 2053x64 as 8-row chunks";
-  for (const auto& knobs : {Knobs{100, kThreads, true, true, 32}, Knobs{100, 2 * kThreads, true, true, 32},
-                            Knobs{100, kThreads, true, false, 8, true}}) {
-    const Verdict r = judge_variant(Variant::kExpert, many, knobs);
-    EXPECT_TRUE(r.dx.passed && r.dgamma.passed && r.dbeta.passed) << "2053x64 at 100 resident CTAs";
-  }
+  const Verdict r = judge_variant(Variant::kExpert, many, Knobs{100, true, true});
+  EXPECT_TRUE(r.dx.passed && r.dgamma.passed && r.dbeta.passed) << "2053x64 at 100 resident CTAs";
 }
 
 /// Cheaper dx arithmetic is rejected on every workload large enough to show it (H = 1 and H = 8
