@@ -160,10 +160,15 @@ std::int64_t poisson_upper_quantile(double lambda) {
 /// 34x40 workload, against an allowance of 1. At large n the allowance is lambda + ~4.8 sqrt(lambda).
 /// It never exceeds floor(kMissShareCap * lambda): on a tiny output (lambda << 1) the tail would
 /// allow one miss in a handful of elements, so a wholly wrong one-element output would pass.
-std::int64_t allowed_mismatches(double matched_ratio, std::int64_t n) {
+/// With `misses_bounded` the share cap never takes the allowance below one: the H200-sized
+/// example is layernorm_backward's 1 x 8 check, where an fp32 kernel's one-ulp tie with the fp64
+/// golden (about 3e-4 of draws, host model) failed 8 bf16 outputs against an allowance of 0.
+std::int64_t allowed_mismatches(double matched_ratio, std::int64_t n, bool misses_bounded) {
   const double lambda = (1.0 - matched_ratio) * static_cast<double>(n);
   if (!(lambda > 1e-12)) return 0;
-  return std::min(poisson_upper_quantile(lambda), static_cast<std::int64_t>(std::floor(kMissShareCap * lambda + 1e-9)));
+  std::int64_t share_cap = static_cast<std::int64_t>(std::floor(kMissShareCap * lambda + 1e-9));
+  if (misses_bounded) share_cap = std::max<std::int64_t>(share_cap, 1);
+  return std::min(poisson_upper_quantile(lambda), share_cap);
 }
 
 CompareResult finalize_dense(const CompareSpec& spec, const ElemStats& s, const ElemStats* s2, std::int64_t n,
@@ -205,14 +210,14 @@ CompareResult finalize_dense(const CompareSpec& spec, const ElemStats& s, const 
   } else if (all_zero) {
     why = "output is all zeros but the expected output is not";
   } else if (spec.rule == "ulp") {
-    const std::int64_t allowed = allowed_mismatches(spec.matched_ratio, n);
+    const std::int64_t allowed = allowed_mismatches(spec.matched_ratio, n, spec.max_ulps >= 0);
     if (r.mismatches > allowed)
       why = fmt::format("{} of {} elements are off by more than {:g} ulp (allowed {}){}", r.mismatches, n, spec.ulps,
                         allowed, first);
     else if (spec.max_ulps >= 0 && s.max_ulps > spec.max_ulps)
       why = fmt::format("an element is off by {:g} ulp, beyond max_ulps {:g}", s.max_ulps, spec.max_ulps);
   } else if (spec.rule == "allclose") {
-    const std::int64_t allowed = allowed_mismatches(spec.matched_ratio, n);
+    const std::int64_t allowed = allowed_mismatches(spec.matched_ratio, n, spec.max_error_cap > 0);
     if (r.mismatches > allowed)
       why = fmt::format("{} of {} elements mismatch (allowed {}){}", r.mismatches, n, allowed, first);
     else if (spec.max_error_cap > 0 && r.max_abs_error > spec.max_error_cap)
