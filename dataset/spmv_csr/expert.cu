@@ -65,7 +65,23 @@
 //                      196 KB carveout (60 KB of L1 for x), no spills.
 //        merge_v16_i9  32 registers, 28,768 B shared, 8 CTAs per SM, the whole carveout
 //                      (28 KB of L1 for x only), no spills; 22% fewer tiles than merge_v16.
-//      Numbers: not yet measured (docs/results/spmv_csr.md, "Variants for the next run").
+//      H200 (2026-12-03, one call): merge_v16 1.09x / 0.93x / 1.04x / 1.15x D on powerlaw /
+//      denserows / road-usa / banded (0.84x / 0.86x / 0.99x / 0.91x cuSPARSE); merge_v16_i9 0.66x /
+//      0.83x / 0.76x / 1.18x D. memcheck clean (the array's last partial chunk by plain loads).
+//   F. E with one change each (not yet measured; docs/results/spmv_csr.md, "Variants for the next
+//      run (2026-12-04)"). The working explanation of merge_i9's loss: an L1 miss holds an L1 line
+//      until its sector returns, so the L1's size, not the tile, bounds the x gathers in flight
+//      where they miss to DRAM (60 KB: 480 lines per SM).
+//        merge_v16_i5    kItems 5 (-DSPMV_MERGE_ITEMS=5 -DSPMV_MERGE_VEC=1): 16,480 B shared per
+//                        CTA, still 8 CTAs per SM, 132 KB carveout: 124 KB of L1 for x instead of
+//                        60 KB, 10.2 K entries in flight per SM instead of 14.3 K. 30 registers.
+//        merge_v16_xfar  a gather outside the tile's diagonal block (rows [i0, i1] widened by 128
+//                        columns) takes ld.global.nc.L1::no_allocate (LDG.E.NA.CONSTANT): it keeps
+//                        no L1 line, so the L1 holds the block's reused lines and caps no far miss.
+//                        28 registers.
+//        merge_v16_auto  the 16-byte kernel when NNZ < 64 N, D's otherwise (a choice per call from
+//                        the shapes alone; E lost to D only on denserows, 200 entries per row).
+//                        31 registers (E's kernel), D's kernel as in the default.
 //
 // Arithmetic: fp32 products and fp32 sums in a tree order (a per-step segmented scan and a
 // sequential sum of steps; strided partial sums and a shuffle tree; chunk sums added by atomics
