@@ -65,7 +65,23 @@
 //                      196 KB carveout (60 KB of L1 for x), no spills.
 //        merge_v16_i9  32 registers, 28,768 B shared, 8 CTAs per SM, the whole carveout
 //                      (28 KB of L1 for x only), no spills; 22% fewer tiles than merge_v16.
-//      Numbers: not yet measured (docs/results/spmv_csr.md, "Variants for the next run").
+//      H200 (2026-12-03, one call): merge_v16 1.09x / 0.93x / 1.04x / 1.15x D on powerlaw /
+//      denserows / road-usa / banded (0.84x / 0.86x / 0.99x / 0.91x cuSPARSE); merge_v16_i9 0.66x /
+//      0.83x / 0.76x / 1.18x D. memcheck clean (the array's last partial chunk by plain loads).
+//   F. E with one change each (not yet measured; docs/results/spmv_csr.md, "Variants for the next
+//      run (2026-12-04)"). The working explanation of merge_i9's loss: an L1 miss holds an L1 line
+//      until its sector returns, so the L1's size, not the tile, bounds the x gathers in flight
+//      where they miss to DRAM (60 KB: 480 lines per SM).
+//        merge_v16_i5    kItems 5 (-DSPMV_MERGE_ITEMS=5 -DSPMV_MERGE_VEC=1): 16,480 B shared per
+//                        CTA, still 8 CTAs per SM, 132 KB carveout: 124 KB of L1 for x instead of
+//                        60 KB, 10.2 K entries in flight per SM instead of 14.3 K. 30 registers.
+//        merge_v16_xfar  a gather outside the tile's diagonal block (rows [i0, i1] widened by 128
+//                        columns) takes ld.global.nc.L1::no_allocate (LDG.E.NA.CONSTANT): it keeps
+//                        no L1 line, so the L1 holds the block's reused lines and caps no far miss.
+//                        28 registers.
+//        merge_v16_auto  the 16-byte kernel when NNZ < 64 N, D's otherwise (a choice per call from
+//                        the shapes alone; E lost to D only on denserows, 200 entries per row).
+//                        31 registers (E's kernel), D's kernel as in the default.
 //
 // Arithmetic: fp32 products and fp32 sums in a tree order (a per-step segmented scan and a
 // sequential sum of steps; strided partial sums and a shuffle tree; chunk sums added by atomics
@@ -76,6 +92,9 @@
 // %VARIANT% merge_i9 -DSPMV_MERGE_ITEMS=9
 // %VARIANT% merge_v16 -DSPMV_MERGE_VEC=1
 // %VARIANT% merge_v16_i9 -DSPMV_MERGE_ITEMS=9 -DSPMV_MERGE_VEC=1
+// %VARIANT% merge_v16_i5 -DSPMV_MERGE_ITEMS=5 -DSPMV_MERGE_VEC=1
+// %VARIANT% merge_v16_xfar -DSPMV_MERGE_VEC=1 -DSPMV_X_FAR=1
+// %VARIANT% merge_v16_auto -DSPMV_MERGE_VEC=2
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -92,8 +111,14 @@
 #ifndef SPMV_MERGE_ITEMS  // > 0: the merge-path design D (path items per thread); 0: the binned design C
 #define SPMV_MERGE_ITEMS 7
 #endif
-#ifndef SPMV_MERGE_VEC  // 1: the merge tile stages its columns, values and row ends with 16-byte L1-bypassing copies
-#define SPMV_MERGE_VEC 0
+#ifndef SPMV_MERGE_VEC  // 1: the merge tile stages its columns, values and row ends with 16-byte L1-bypassing copies;
+#define SPMV_MERGE_VEC 0  // 2: the 16-byte staging when the average row is short (SPMV_VEC_MAX_AVG), else the 4-byte one
+#endif
+#ifndef SPMV_VEC_MAX_AVG  // SPMV_MERGE_VEC 2: the 16-byte staging when NNZ < SPMV_VEC_MAX_AVG * N
+#define SPMV_VEC_MAX_AVG 64
+#endif
+#ifndef SPMV_X_FAR  // 1: the 16-byte tile gathers x outside its diagonal block without allocating in L1
+#define SPMV_X_FAR 0
 #endif
 
 namespace {
@@ -520,6 +545,32 @@ __device__ __forceinline__ void copy_async16(void* smem, const void* gmem, int b
                : "memory");
 }
 
+#if SPMV_X_FAR
+/// Columns this far outside the tile's rows still count as its diagonal block: most matrices'
+/// columns near the diagonal land within a few dozen words of it, and their x lines are reused
+/// by the tile's neighbouring entries and rows.
+constexpr int kNearMargin = 128;
+/// x of a column outside the diagonal block, read-only and without allocating a line in L1: such
+/// a gather is rarely reused by the SM, and its miss would hold an L1 line until the sector
+/// returns from L2 or DRAM (the L1's lines bound the misses in flight; merge_i9's 28 KB of L1
+/// ran at 0.56x merge's 60 KB on powerlaw, whose far gathers miss to DRAM).
+__device__ __forceinline__ float load_x_far(const float* x, int32_t c) {
+  float v;
+  asm("ld.global.nc.L1::no_allocate.f32 %0, [%1];\n" : "=f"(v) : "l"(x + c));
+  return v;
+}
+#endif
+/// x of tile entry column c: through L1 inside the tile's diagonal block [near_lo, near_lo + near_span]
+/// (unsigned: a column below near_lo wraps past near_span), beside it without L1 under SPMV_X_FAR.
+__device__ __forceinline__ float load_x_tile(const float* x, int32_t c, uint32_t near_lo, uint32_t near_span) {
+#if SPMV_X_FAR
+  if (static_cast<uint32_t>(c) - near_lo > near_span) return load_x_far(x, c);
+#else
+  (void)near_lo;
+  (void)near_span;
+#endif
+  return load_x(x, c);
+}
 /// Words [b, e) of src (an array of `limit` words) into s_raw, word g at s_raw[g - (b & ~3)];
 /// chunk q of the range is copied by thread q mod kThreads.
 template <typename T>
@@ -572,6 +623,14 @@ spmv_merge_tile_v16(const int32_t* __restrict__ row_ptr, const int32_t* __restri
   // This thread's chunks' entries of the tile (not the words before j0 or after the last entry):
   // up to 4 kChunkIters gathers of x back to back, then the products in place.
   const int chunks = nzs > 0 ? (off + nzs + 3) >> 2 : 0;
+  // The tile's diagonal block, rows [i0, i1] widened by kNearMargin (SPMV_X_FAR; unused otherwise):
+  // near_lo may wrap below 0, which the unsigned distance in load_x_tile absorbs.
+#if SPMV_X_FAR
+  const uint32_t near_lo = static_cast<uint32_t>(i0) - kNearMargin;
+  const uint32_t near_span = static_cast<uint32_t>(rows) + 2 * kNearMargin;
+#else
+  const uint32_t near_lo = 0, near_span = 0;
+#endif
   float xv[kChunkIters][4];
 #pragma unroll
   for (int u = 0; u < kChunkIters; ++u) {
@@ -579,10 +638,10 @@ spmv_merge_tile_v16(const int32_t* __restrict__ row_ptr, const int32_t* __restri
     int4 c = make_int4(0, 0, 0, 0);
     if (q < chunks) c = *reinterpret_cast<const int4*>(s_col_raw + 4 * q);
     const int k = 4 * q - off;  // tile entry of the chunk's first word
-    xv[u][0] = q < chunks && k >= 0 && k < nzs ? load_x(x, c.x) : 0.f;
-    xv[u][1] = q < chunks && k + 1 >= 0 && k + 1 < nzs ? load_x(x, c.y) : 0.f;
-    xv[u][2] = q < chunks && k + 2 >= 0 && k + 2 < nzs ? load_x(x, c.z) : 0.f;
-    xv[u][3] = q < chunks && k + 3 < nzs ? load_x(x, c.w) : 0.f;
+    xv[u][0] = q < chunks && k >= 0 && k < nzs ? load_x_tile(x, c.x, near_lo, near_span) : 0.f;
+    xv[u][1] = q < chunks && k + 1 >= 0 && k + 1 < nzs ? load_x_tile(x, c.y, near_lo, near_span) : 0.f;
+    xv[u][2] = q < chunks && k + 2 >= 0 && k + 2 < nzs ? load_x_tile(x, c.z, near_lo, near_span) : 0.f;
+    xv[u][3] = q < chunks && k + 3 < nzs ? load_x_tile(x, c.w, near_lo, near_span) : 0.f;
   }
 #pragma unroll
   for (int u = 0; u < kChunkIters; ++u) {
@@ -650,7 +709,11 @@ cudaError_t launch(const spmv::Params& p, const spmv::Tensors& t, const Buffers&
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
 #if SPMV_MERGE_VEC
-  if (aligned16(t)) {
+  // SPMV_MERGE_VEC 2: a choice per call from the shapes alone (no pass over the matrix): the
+  // 16-byte staging where rows are short on average (H200: 1.04-1.15x the 4-byte one at 2.4, 16
+  // and 27 entries per row), the 4-byte one where they are long (0.93x at 200).
+  const bool short_rows = SPMV_MERGE_VEC == 1 || p.nnz < static_cast<int64_t>(SPMV_VEC_MAX_AVG) * p.n;
+  if (short_rows && aligned16(t)) {
     spmv_merge_tile_v16<<<static_cast<unsigned>(tiles), kThreads, 0, st>>>(t.row_ptr, t.col_idx, t.values, t.x, t.y,
                                                                           b.coord, p.n, p.nnz);
     return cudaGetLastError();

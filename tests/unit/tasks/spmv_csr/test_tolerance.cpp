@@ -119,9 +119,9 @@ std::vector<float> expert_y(const Csr& a) {
   return y;
 }
 
-/// The merge-path expert (expert.cu, namespace merge: the default and the variant merge_v16
-/// kItems 7; the variants merge_i9 and merge_v16_i9 kItems 9; the v16 variants stage the tile
-/// differently but sum like the others). The path of the N row ends and NNZ entries is cut into tiles of 256 kItems items;
+/// The merge-path expert (expert.cu, namespace merge: the default and the variants merge_v16,
+/// merge_v16_xfar and merge_v16_auto kItems 7; merge_i9 and merge_v16_i9 kItems 9; merge_v16_i5
+/// kItems 5; the v16 variants stage the tile and load x differently but sum like the others). The path of the N row ends and NNZ entries is cut into tiles of 256 kItems items;
 /// in a tile, thread t merges items [t kItems, (t + 1) kItems) sequentially: an entry adds its
 /// product to a running sum, a row end stores the sum as that row's share and restarts at 0. The
 /// threads' unfinished sums (keyed by their current row) join in a segmented shfl_down tree over
@@ -272,6 +272,7 @@ TEST_F(SpmvTolerance, HonestFp32InAnyOrderPasses) {
       {"binned (expert:binned)", expert_y},
       {"merge 7 (expert)", [](const Csr& a) { return merge_y(a, 7); }},
       {"merge 9 (merge_i9, merge_v16_i9)", [](const Csr& a) { return merge_y(a, 9); }},
+      {"merge 5 (merge_v16_i5)", [](const Csr& a) { return merge_y(a, 5); }},
       {"merge 3 (a short tile)", [](const Csr& a) { return merge_y(a, 3); }},
   };
   for (const auto& [name, f] : honest) {
@@ -303,7 +304,7 @@ TEST_F(SpmvTolerance, HiddenDrawsAreValidAndHonestOrdersPass) {
       for (std::int64_t j = a.rp[r]; j < a.rp[r + 1]; ++j) ASSERT_TRUE(a.col[j] >= 0 && a.col[j] < a.n);
     }
     for (const auto& y : {rows(a, [](const Csr& m, std::int64_t r) { return seq(m, m.rp[r], m.rp[r + 1]); }), expert_y(a),
-                          merge_y(a, 7), merge_y(a, 9)}) {
+                          merge_y(a, 7), merge_y(a, 9), merge_y(a, 5)}) {
       std::vector<HostTensor> run = c.outputs();
       std::copy(y.begin(), y.end(), static_cast<float*>(run[c.out_index("y")].data()));
       EXPECT_EQ(judge(c, run).status, Status::PASSED) << w.uuid << " N=" << a.n << " NNZ=" << c.axis("NNZ");
