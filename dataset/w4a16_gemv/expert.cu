@@ -104,6 +104,9 @@
 //   %VARIANT% mchain2 -DW4A16_ROWSTREAM=0 -DW4A16_MMA_CHAINS=2
 //   %VARIANT% hmma_b1 -DW4A16_ROWSTREAM=0
 //   %VARIANT% rowstream3 -DW4A16_RS_ROWS=2 -DW4A16_RS_CTAS_PER_SM=3
+//   %VARIANT% rspersist -DW4A16_RS_PERSIST=1
+//   %VARIANT% rsmma -DW4A16_RS_MMA=1
+//   %VARIANT% rsmma_persist -DW4A16_RS_MMA=1 -DW4A16_RS_PERSIST=1
 // s256: the tensor-core path with .L2::256B on the weight loads. mchain2: the tensor-core path
 // with two accumulators per tile and group (even and odd mma steps), summed in fp32 before the
 // scale: chains of 4 instead of 8. Measured on the H200 (2026-12-03, against the tensor-core
