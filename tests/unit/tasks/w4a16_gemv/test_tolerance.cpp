@@ -6,7 +6,8 @@
 //         codes, fp32 partial per group of 128 in steps of 16 as mma.sync accumulates, fp32 FMA
 //         with the scale, groups split over warps and the warps' sums added in order); its
 //         row-stream path's (the default at B = 1: magic-number fp32 codes, one fp32 partial per
-//         lane and 1024-weight chunk, scale per group, a butterfly over the lanes);
+//         lane and 1024-weight chunk, scale per group, a butterfly over the lanes); its tensor-core
+//         chunk form's (rsmma: diagonal mma steps, an fp32 partial per group);
 //         the naive's (each weight rounded to bf16 as the dequantise kernel
 //         stores it, then one fp32 running sum over K, the least accurate fp32 order);
 //   fail: a bf16 running sum; bf16 sums within each group of 128 (fp32 across groups); AWQ's
@@ -325,6 +326,57 @@ HostTensor emulate_rowstream(const WorkloadPlan& p, const std::vector<HostTensor
   return y;
 }
 
+// ---- the row stream's tensor-core chunk arithmetic (W4A16_RS_MMA: rsmma, rsmma_persist) ----------
+// w4a16_rowstream_mma.cuh: the row stream's lanes and chunks, each chunk of a row as 8 mma.sync
+// m16n8k16 steps (u = 0..3, h = 0..1) whose diagonal D[g][g] sums lane group g's own products: in
+// the step's k order kk = 2t, 2t + 1 (t = 0..3; b0 / a0: nibbles 2h, 2h + 4 of word u of lane 4g + t)
+// then kk = 2t + 8, 2t + 9 (b1 / a2: nibbles 2h + 1, 2h + 5), summed in fp32 as the tensor-core path's
+// emulation sums a step; per chunk the 8 steps into a partial from zero, one FMA with the group's
+// scale into the accumulator of lane (g, g >> 1); the other lanes zeroed; the xor-butterfly. The
+// persistent builds (rspersist, rsmma_persist) compute every row in the order of their form.
+HostTensor emulate_rowstream_mma(const WorkloadPlan& p, const std::vector<HostTensor>& in) {
+  const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K"), G = K / kGroup;
+  const std::int64_t chunks = (G + 7) / 8, words_per_row = K / 8;
+  const auto* x = in.at(0).as<std::uint16_t>();
+  const auto* q = in.at(1).as<std::uint32_t>();
+  const auto* sc = in.at(2).as<std::uint16_t>();
+  HostTensor y("y", DType::bf16, {B, N});
+  auto* yp = y.as<std::uint16_t>();
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t n = 0; n < N; ++n) {
+      float acc[32] = {};
+      for (std::int64_t c = 0; c < chunks; ++c)
+        for (int g = 0; g < 8; ++g) {
+          const std::int64_t grp = c * 8 + g;
+          if (grp >= G) continue;  // x is zero there: the kernel adds scale · 0
+          float part = 0.f;
+          for (int u = 0; u < 4; ++u)
+            for (int h = 0; h < 2; ++h) {
+              float step = 0.f;
+              for (int kk = 0; kk < 16; ++kk) {
+                const int t = (kk & 7) >> 1, which = kk & 1;
+                const int j = 2 * h + (kk >= 8 ? 1 : 0) + 4 * which;  // nibble of word u
+                const std::int64_t lane = 4 * g + t;
+                const std::uint32_t word = q[n * words_per_row + c * 128 + lane * 4 + u];
+                const std::int64_t k = c * 1024 + 32 * lane + 8 * u + j;
+                const float codev = static_cast<float>(static_cast<int>((word >> (4 * j)) & 15u) - 8);
+                step += bf16_bits_to_float(x[b * K + k]) * codev;
+              }
+              part += step;
+            }
+          float& a = acc[4 * g + (g >> 1)];
+          a = std::fmaf(bf16_bits_to_float(sc[n * G + grp]), part, a);
+        }
+      for (int o = 16; o >= 1; o >>= 1) {
+        float next[32];
+        for (int lane = 0; lane < 32; ++lane) next[lane] = acc[lane] + acc[lane ^ o];
+        std::copy(next, next + 32, acc);
+      }
+      yp[b * N + n] = float_to_bf16_bits(acc[0]);
+    }
+  return y;
+}
+
 CompareResult judge(Variant v, const Case& c) {
   return compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate(v, c.plan, c.inputs));
 }
@@ -389,6 +441,45 @@ TEST_F(W4A16Tolerance, RowstreamLaneEmulationPasses) {
     EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " rowstream: " << r.message;
     EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid;
   }
+}
+
+TEST_F(W4A16Tolerance, RowstreamMmaLaneEmulationPasses) {
+  // The row stream with its chunks on the tensor cores (rsmma, rsmma_persist: diagonal mma steps,
+  // fp32 partial per group, the diagonal lanes' butterfly) against the golden, with the same
+  // margin as the FFMA form: exact products and fp32 sums.
+  for (const Case& c : *cases_) {
+    const CompareResult r =
+        compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream_mma(c.plan, c.inputs));
+    report("rowstream mma", c, r);
+    EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " rowstream mma: " << r.message;
+    EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid;
+  }
+}
+
+TEST(W4A16Rowstream, MmaDiagonalCoversEveryWeightOnce) {
+  // The diagonal's (lane group g, step (u, h), kk) -> (lane, word, nibble) map of
+  // emulate_rowstream_mma, as the kernel's registers realise it: each of a chunk's 1024 weights of a
+  // row is paired with its own x exactly once, and group g's products are lane group g's words.
+  std::vector<int> seen(1024, 0);
+  for (int g = 0; g < 8; ++g)
+    for (int u = 0; u < 4; ++u)
+      for (int h = 0; h < 2; ++h)
+        for (int kk = 0; kk < 16; ++kk) {
+          const int t = (kk & 7) >> 1, which = kk & 1;
+          const int j = 2 * h + (kk >= 8 ? 1 : 0) + 4 * which;
+          const int lane = 4 * g + t, k = 32 * lane + 8 * u + j;
+          ASSERT_EQ(k / 128, g);
+          ++seen[static_cast<std::size_t>(k)];
+        }
+  for (int k = 0; k < 1024; ++k) EXPECT_EQ(seen[static_cast<std::size_t>(k)], 1) << "k " << k;
+  // The diagonal lane (g, g >> 1) is what the kernel's write_rows keeps: (lane & 3) == (lane >> 3).
+  int kept = 0;
+  for (int lane = 0; lane < 32; ++lane)
+    if ((lane & 3) == (lane >> 3)) {
+      ++kept;
+      EXPECT_EQ(lane, 4 * (lane >> 2) + ((lane >> 2) >> 1));
+    }
+  EXPECT_EQ(kept, 8);
 }
 
 TEST(W4A16Rowstream, MagicNumberCodesAreExact) {
@@ -479,5 +570,9 @@ TEST(W4A16Hidden, ExpertAndNaivePassHiddenDraws) {
     const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream(c.plan, c.inputs));
     report("rowstream", c, r);
     EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " rowstream: " << r.message;
+    const CompareResult rm =
+        compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream_mma(c.plan, c.inputs));
+    report("rowstream mma", c, rm);
+    EXPECT_TRUE(rm.passed) << c.plan.workload.uuid << " rowstream mma: " << rm.message;
   }
 }
