@@ -482,6 +482,56 @@ TEST(W4A16Rowstream, MmaDiagonalCoversEveryWeightOnce) {
   EXPECT_EQ(kept, 8);
 }
 
+TEST(W4A16Rowstream, PersistentRingComputesEveryStepItRequested) {
+  // The persistent form's two cursors (w4a16_rowstream.cuh, W4A16_RS_PERSIST: rspersist,
+  // rsmma_persist), replayed statement by statement: warp gw = warp · grid + cta takes row blocks
+  // gw, gw + W, ...; the issue cursor runs kDepth steps ahead of the compute cursor across block
+  // boundaries; ring slot s holds steps s, s + kDepth, ... For row-block counts around the grid's
+  // warp count and 1..11 chunks per row (K not a multiple of kDepth chunks included): every step
+  // computes the slot loaded for it, every (block, chunk) is computed once in chunk order by its
+  // warp, every block is written once after its last chunk, and nothing is loaded past the warp's
+  // last block.
+  constexpr int kWarps = 8, kDepth = 3;
+  struct Slot {
+    int block = -1, chunk = -1;
+  };
+  for (int grid : {1, 3, 264})
+    for (int blocks : {1, 7, 8 * grid - 1, 8 * grid, 8 * grid + 5, 3 * 8 * grid + 17})
+      for (int chunks = 1; chunks <= 11; ++chunks) {
+        const int stride = grid * kWarps;
+        std::vector<int> computed(static_cast<std::size_t>(blocks) * chunks, 0), written(blocks, 0);
+        for (int cta = 0; cta < grid; ++cta)
+          for (int warp = 0; warp < kWarps; ++warp) {
+            const int first = warp * grid + cta;
+            int ib = first, ic = 0;
+            Slot ring[kDepth];
+            auto issue = [&](Slot& st) {
+              if (ib < blocks) st = {ib, ic};  // `live`: else the slot keeps its old registers
+              if (++ic == chunks) ic = 0, ib += stride;
+            };
+            for (auto& st : ring) issue(st);
+            int cb = first, cc = 0;
+            while (cb < blocks) {
+              for (int s = 0; s < kDepth; ++s) {
+                ASSERT_EQ(ring[s].block, cb) << "grid " << grid << " blocks " << blocks << " chunks " << chunks;
+                ASSERT_EQ(ring[s].chunk, cc) << "grid " << grid << " blocks " << blocks << " chunks " << chunks;
+                ++computed[static_cast<std::size_t>(cb) * chunks + cc];
+                issue(ring[s]);
+                if (++cc == chunks) {
+                  for (int c = 0; c < chunks; ++c) ASSERT_EQ(computed[static_cast<std::size_t>(cb) * chunks + c], 1);
+                  ++written[cb];
+                  cc = 0;
+                  cb += stride;
+                  if (cb >= blocks) break;
+                }
+              }
+            }
+          }
+        for (int v : computed) ASSERT_EQ(v, 1) << "grid " << grid << " blocks " << blocks << " chunks " << chunks;
+        for (int v : written) ASSERT_EQ(v, 1) << "grid " << grid << " blocks " << blocks << " chunks " << chunks;
+      }
+}
+
 TEST(W4A16Rowstream, MagicNumberCodesAreExact) {
   // Every nibble value at every position of the word and of the word shifted by 16.
   for (std::uint32_t qv = 0; qv < 16; ++qv)
