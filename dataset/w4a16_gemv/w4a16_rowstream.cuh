@@ -439,13 +439,25 @@ inline void launch(const __nv_bfloat16* x, const uint32_t* qw, const __nv_bfloat
   if (e != cudaSuccess) throw d2k::abi_error(std::string("expert: rowstream shared memory: ") + cudaGetErrorString(e));
   unsigned ctas = static_cast<unsigned>((N + kCtaRows - 1) / kCtaRows);
 #if W4A16_RS_PERSIST
-  // As many CTAs as are resident at once (never more than one row block per warp).
-  int dev = 0, sms = 0, per_sm = 0;
-  if (e = cudaGetDevice(&dev); e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  if (e == cudaSuccess)
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, w4a16_rowstream, kWarps * 32, static_cast<size_t>(smem));
+  // As many CTAs as are resident at once (never more than one row block per warp). The occupancy
+  // query runs once per device and shared-memory size (the first, eager call; graph replays and
+  // later calls reuse it).
+  struct Resident {
+    int dev = -1, smem = -1;
+    unsigned ctas = 0;
+  };
+  static thread_local Resident resident;
+  int dev = 0;
+  if (e = cudaGetDevice(&dev); e == cudaSuccess && (dev != resident.dev || smem != resident.smem)) {
+    int sms = 0, per_sm = 0;
+    e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess)
+      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, w4a16_rowstream, kWarps * 32,
+                                                        static_cast<size_t>(smem));
+    if (e == cudaSuccess) resident = {dev, smem, static_cast<unsigned>(std::max(1, sms * per_sm))};
+  }
   if (e != cudaSuccess) throw d2k::abi_error(std::string("expert: rowstream occupancy: ") + cudaGetErrorString(e));
-  ctas = std::min(ctas, static_cast<unsigned>(std::max(1, sms * per_sm)));
+  ctas = std::min(ctas, resident.ctas);
 #endif
   w4a16_rowstream<<<ctas, kWarps * 32, smem, st>>>(x, qw, sc, y, N, K);
   if (e = cudaGetLastError(); e != cudaSuccess)
