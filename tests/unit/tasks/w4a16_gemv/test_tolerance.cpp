@@ -377,6 +377,83 @@ HostTensor emulate_rowstream_mma(const WorkloadPlan& p, const std::vector<HostTe
   return y;
 }
 
+/// rsmma register by register: each lane's registers built with the kernel's expressions
+/// (stage_x_pairs' byte_perm selectors and {a0, a0, a2, a2} vectors, mma_code_pair's nibble pairs,
+/// the FSEL of c0 / c1 by the group's parity, write_rows' diagonal mask), placed in A, B and D by
+/// the PTX fragment layout of mma.m16n8k16 (.bf16), each step an fp32 sum over its 16 k in order.
+/// A wrong selector, pair, register or lane mask gives gross errors, not bit-equality with
+/// emulate_rowstream_mma.
+HostTensor emulate_rowstream_mma_registers(const WorkloadPlan& p, const std::vector<HostTensor>& in) {
+  const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K"), G = K / kGroup;
+  const std::int64_t chunks = (G + 7) / 8, words_per_row = K / 8;
+  const auto* x = in.at(0).as<std::uint16_t>();
+  const auto* q = in.at(1).as<std::uint32_t>();
+  const auto* sc = in.at(2).as<std::uint16_t>();
+  HostTensor y("y", DType::bf16, {B, N});
+  auto* yp = y.as<std::uint16_t>();
+  for (std::int64_t b = 0; b < B; ++b) {
+    // stage_x_pairs: per chunk, word u, step h, lane l: {a0, a0, a2, a2}
+    std::vector<std::uint32_t> xs(static_cast<std::size_t>(chunks * 256 * 4), 0u);
+    for (std::int64_t i = 0; i < chunks * 128; ++i) {
+      const std::int64_t k0 = (i >> 7) * 1024 + 32 * (i & 31) + 8 * ((i >> 5) & 3);
+      std::uint32_t v[4] = {0, 0, 0, 0};
+      if (k0 < K)
+        for (int e = 0; e < 4; ++e)
+          v[e] = x[b * K + k0 + 2 * e] | (static_cast<std::uint32_t>(x[b * K + k0 + 2 * e + 1]) << 16);
+      const std::uint32_t a00 = byte_perm(v[0], v[2], 0x5410), a20 = byte_perm(v[0], v[2], 0x7632);
+      const std::uint32_t a01 = byte_perm(v[1], v[3], 0x5410), a21 = byte_perm(v[1], v[3], 0x7632);
+      const std::int64_t l = i & 31, cu = i >> 5;
+      const std::uint32_t h0[4] = {a00, a00, a20, a20}, h1[4] = {a01, a01, a21, a21};
+      std::copy(h0, h0 + 4, &xs[static_cast<std::size_t>(((cu * 2 + 0) * 32 + l) * 4)]);
+      std::copy(h1, h1 + 4, &xs[static_cast<std::size_t>(((cu * 2 + 1) * 32 + l) * 4)]);
+    }
+    for (std::int64_t n = 0; n < N; ++n) {
+      float acc[32] = {};
+      for (std::int64_t c = 0; c < chunks; ++c) {
+        float D[16][8] = {};  // the chunk's partial from zero
+        for (int u = 0; u < 4; ++u)
+          for (int h = 0; h < 2; ++h) {
+            float Am[16][16], Bm[16][8];
+            for (int lane = 0; lane < 32; ++lane) {
+              const int g = lane >> 2, t = lane & 3;
+              const bool live = c * 8 + g < G;  // a dead lane's words meet x = 0 (zero words here)
+              const std::uint32_t w = live ? q[n * words_per_row + c * 128 + lane * 4 + u] : 0u;
+              const std::uint32_t* a = &xs[static_cast<std::size_t>((((c * 4 + u) * 2 + h) * 32 + lane) * 4)];
+              const std::uint32_t b0 = code_pair(w, 2 * h), b1 = code_pair(w, 2 * h + 1);
+              Am[g][2 * t] = lo_bf16(a[0]), Am[g][2 * t + 1] = hi_bf16(a[0]);
+              Am[g + 8][2 * t] = lo_bf16(a[1]), Am[g + 8][2 * t + 1] = hi_bf16(a[1]);
+              Am[g][2 * t + 8] = lo_bf16(a[2]), Am[g][2 * t + 9] = hi_bf16(a[2]);
+              Am[g + 8][2 * t + 8] = lo_bf16(a[3]), Am[g + 8][2 * t + 9] = hi_bf16(a[3]);
+              Bm[2 * t][g] = lo_bf16(b0), Bm[2 * t + 1][g] = hi_bf16(b0);
+              Bm[2 * t + 8][g] = lo_bf16(b1), Bm[2 * t + 9][g] = hi_bf16(b1);
+            }
+            for (int m = 0; m < 16; ++m)
+              for (int col = 0; col < 8; ++col) {
+                float d = 0.f;
+                for (int k = 0; k < 16; ++k) d += Am[m][k] * Bm[k][col];
+                D[m][col] += d;
+              }
+          }
+        for (int lane = 0; lane < 32; ++lane) {
+          const int g = lane >> 2, t = lane & 3;
+          const float c0 = D[g][2 * t], c1 = D[g][2 * t + 1];
+          const bool live = c * 8 + g < G;
+          const float s = live ? bf16_bits_to_float(sc[n * G + c * 8 + g]) : 0.f;
+          acc[lane] = std::fmaf(s, (g & 1) ? c1 : c0, acc[lane]);
+        }
+      }
+      for (int lane = 0; lane < 32; ++lane) acc[lane] = (lane & 3) == (lane >> 3) ? acc[lane] : 0.f;
+      for (int o = 16; o >= 1; o >>= 1) {
+        float next[32];
+        for (int lane = 0; lane < 32; ++lane) next[lane] = acc[lane] + acc[lane ^ o];
+        std::copy(next, next + 32, acc);
+      }
+      yp[b * N + n] = float_to_bf16_bits(acc[0]);
+    }
+  }
+  return y;
+}
+
 CompareResult judge(Variant v, const Case& c) {
   return compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate(v, c.plan, c.inputs));
 }
@@ -453,6 +530,24 @@ TEST_F(W4A16Tolerance, RowstreamMmaLaneEmulationPasses) {
     report("rowstream mma", c, r);
     EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " rowstream mma: " << r.message;
     EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid;
+  }
+}
+
+TEST_F(W4A16Tolerance, RowstreamMmaRegistersMatchItsOrder) {
+  // The register-level replay of rsmma (the kernel's expressions in the PTX fragment layout)
+  // gives bit-for-bit the outputs of the order emulated above, on every check workload.
+  for (const Case& c : *cases_) {
+    const HostTensor regs = emulate_rowstream_mma_registers(c.plan, c.inputs);
+    const HostTensor order = emulate_rowstream_mma(c.plan, c.inputs);
+    const auto* a = regs.as<std::uint16_t>();
+    const auto* b = order.as<std::uint16_t>();
+    const std::int64_t count = axis(c.plan, "B") * axis(c.plan, "N");
+    std::int64_t differ = 0;
+    for (std::int64_t i = 0; i < count; ++i) differ += a[i] != b[i];
+    EXPECT_EQ(differ, 0) << c.plan.workload.uuid;
+    const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), regs);
+    report("rsmma regs", c, r);
+    EXPECT_TRUE(r.passed) << c.plan.workload.uuid << ": " << r.message;
   }
 }
 
