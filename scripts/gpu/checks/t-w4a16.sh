@@ -7,7 +7,7 @@
 # row stream, every other B the tensor-core path) and racecheck of its row stream; memcheck of
 # variant rowstream3 (the row stream with 2 rows per warp and 3 CTAs per SM) and of the row-stream
 # variants rspersist, rsmma, rsmma_persist (persistent CTAs; the chunks on the tensor cores), with
-# racecheck of rsmma and rsmma_persist and memcheck of the persistent ones on a multi-wave bench row;
+# racecheck of the three and memcheck of the persistent ones on a multi-wave bench row;
 # the golden cross-check against PyTorch float64 on `d2k check --dump` inputs
 # (t-w4a16/golden_check.py);
 # the expert's SASS counts. Each step gets what is left of a 140 s budget (the 150 s of
@@ -17,7 +17,7 @@
 # variants_w4a16_gemv.md, which variant is fastest on each B = 1 row: the sweep for issue #15
 # (expert, library, s256, mchain2, hmma_b1 = the tensor-core path at B = 1, rowstream3, rspersist,
 # rsmma, rsmma_persist; docs/results/w4a16_gemv.md, "Variants for the next run (2026-12-04)"):
-#   D2K_CHECK_STEPS=variants,memcheck_rspersist,memcheck_rsmma,memcheck_rsmma_persist,memcheck_rspersist_bench,memcheck_rsmma_persist_bench,racecheck_rsmma,racecheck_rsmma_persist \
+#   D2K_CHECK_STEPS=variants,memcheck_rspersist,memcheck_rsmma,memcheck_rsmma_persist,memcheck_rspersist_bench,memcheck_rsmma_persist_bench,racecheck_rspersist,racecheck_rsmma,racecheck_rsmma_persist \
 #     W4A16_BUDGET_S=115 scripts/gpu/checks/t-w4a16.sh CARRY OUT
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-w4a16.sh CARRY OUT [compile]
@@ -88,9 +88,10 @@ for v in rspersist rsmma_persist; do
   [ -f "$carry/impl/$task/expert_$v.so" ] &&
     sanitize --impl "expert:$v" --name "memcheck_${v}_bench" memcheck 20 $task-bench-1x28672x8192
 done
-# racecheck of the tensor-core chunk form's staging (x as {a0, a0, a2, a2} vectors that every warp
-# of the CTA reads after one barrier), in its one-block-per-warp and persistent kernels.
-for v in rsmma rsmma_persist; do
+# racecheck of the persistent kernel (x staged once, read by every warp of the CTA for all of its
+# row blocks after one barrier) and of the tensor-core chunk form's staging (x as {a0, a0, a2, a2}
+# vectors), in its one-block-per-warp and persistent kernels.
+for v in rspersist rsmma rsmma_persist; do
   [ -f "$carry/impl/$task/expert_$v.so" ] &&
     sanitize --impl "expert:$v" --exclude nvjet racecheck 12 $task-check-1x1x128,$task-check-1x64x28672
 done
