@@ -104,6 +104,9 @@
 //   %VARIANT% mchain2 -DW4A16_ROWSTREAM=0 -DW4A16_MMA_CHAINS=2
 //   %VARIANT% hmma_b1 -DW4A16_ROWSTREAM=0
 //   %VARIANT% rowstream3 -DW4A16_RS_ROWS=2 -DW4A16_RS_CTAS_PER_SM=3
+//   %VARIANT% rspersist -DW4A16_RS_PERSIST=1
+//   %VARIANT% rsmma -DW4A16_RS_MMA=1
+//   %VARIANT% rsmma_persist -DW4A16_RS_MMA=1 -DW4A16_RS_PERSIST=1
 // s256: the tensor-core path with .L2::256B on the weight loads. mchain2: the tensor-core path
 // with two accumulators per tile and group (even and odd mma steps), summed in fp32 before the
 // scale: chains of 4 instead of 8. Measured on the H200 (2026-12-03, against the tensor-core
@@ -113,6 +116,16 @@
 // hmma_b1: the tensor-core path at every B (the default before 2026-12-03).
 // rowstream3: the row stream with 2 rows per warp and registers budgeted for 3 CTAs per SM (80
 // registers: 24 warps per SM where x fits three times, K <= 16384; 16 at K = 28672).
+// Built for the next sweep (issue #15; not yet measured; docs/results/w4a16_gemv.md, "Variants for
+// the next run (2026-12-04)"), each against the row-stream default's fixed costs or issue load:
+// rspersist: persistent CTAs (as many as are resident), x staged once per CTA, each warp walking
+// row blocks gw, gw + W, ... with the register ring running on across them: one ramp and one tail
+// per launch instead of one per wave (1 x 28672 x 8192 has 3.39 waves). rsmma: the row stream's
+// chunks as diagonal mma.sync steps (w4a16_rowstream_mma.cuh): each lane's 32 weights of a row meet
+// x of the same k on the tensor cores, the diagonal D[g][g] being lane group g's (= one
+// quantisation group's) partial: 2.10 SASS instructions per weight instead of 3.56 (the default
+// needs every issue slot at 1 x 8192 x 8192). rsmma_persist: both. ptxas: 128 registers each, no
+// local memory.
 // The row-stream sweep (H200, 2026-12-03, eighth session; vs the tensor-core path of that build,
 // which hmma_b1 now is): the default's row stream (4 rows per warp, a ring of 3 chunks, 2 CTAs
 // per SM; measured as variant rowstream) 1.05 / 1.03 / 1.17x; rowstream3 0.99 / 1.05 / 1.06x

@@ -2,7 +2,9 @@
 // (W4A16_ROWSTREAM=1, measured on the H200 1.05 / 1.03 / 1.17x the tensor-core path at 1x8192x8192,
 // 1x28672x8192, 1x8192x28672); every other B, and K beyond what fits in shared memory, keeps the
 // tensor-core path of expert.cu. Variant rowstream3 is this kernel with 2 rows per warp and
-// registers budgeted for 3 CTAs per SM (W4A16_RS_ROWS, W4A16_RS_CTAS_PER_SM).
+// registers budgeted for 3 CTAs per SM (W4A16_RS_ROWS, W4A16_RS_CTAS_PER_SM); rspersist its
+// persistent form (W4A16_RS_PERSIST: a second kernel body below, the same phases), rsmma its chunks
+// on the tensor cores (W4A16_RS_MMA, w4a16_rowstream_mma.cuh), rsmma_persist both.
 //
 // Dataflow: a warp owns kRows consecutive weight rows and all of K. One warp load instruction
 // reads 512 contiguous bytes of one row (lane l: bytes 16l..16l+15 of chunk c, i.e. the words
@@ -29,6 +31,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -46,6 +49,21 @@
 // thread at 8 warps; 3 gives 85 (24 warps per SM where x fits three times: K <= 16384).
 #ifndef W4A16_RS_CTAS_PER_SM
 #define W4A16_RS_CTAS_PER_SM 2
+#endif
+// 1: the chunk arithmetic on the tensor cores (w4a16_rowstream_mma.cuh, diagonal mma.sync: ~1.9
+// lane instructions per weight instead of ~3.4); 0: the magic-number FFMA form below.
+#ifndef W4A16_RS_MMA
+#define W4A16_RS_MMA 0
+#endif
+// 1: persistent CTAs (as many as fit at once): x staged once per CTA for all of its rows, each
+// warp walks row blocks gw, gw + W_grid, ... with the register ring running on across them (the
+// next block's first chunks load during the current block's last), so a multi-wave N pays one
+// ramp and one tail instead of one per wave; 0: one row block per warp, one CTA per 32 rows.
+#ifndef W4A16_RS_PERSIST
+#define W4A16_RS_PERSIST 0
+#endif
+#if W4A16_RS_MMA
+#include "w4a16_rowstream_mma.cuh"
 #endif
 
 namespace rowstream {
@@ -188,11 +206,62 @@ __device__ __forceinline__ void chunk_fma(float (&acc)[kRows], const Stage& st, 
   for (int r = 0; r < kRows; ++r) acc[r] = fmaf(__uint_as_float(st.s[r] << 16), p[r], acc[r]);
 }
 
+// ---- the variants' dispatch (the default: the FFMA form) ---------------------------------------
+#if W4A16_RS_MMA
+constexpr int kXVecPerChunk = kMmaXVecPerChunk;  // 16-byte x vectors per chunk in shared memory
+using XVec = uint4;
+#else
+constexpr int kXVecPerChunk = 8 * 32;
+using XVec = float4;
+#endif
+
+/// Phase 1 of the build's form: x to shared memory, kXVecPerChunk vectors per chunk.
+__device__ __forceinline__ void stage_x_any(XVec* xs, const __nv_bfloat16* __restrict__ x, int K, int chunks) {
+#if W4A16_RS_MMA
+  stage_x_pairs(xs, x, K, chunks);
+#else
+  stage_x(xs, x, K, chunks);
+#endif
+}
+
+/// Phase 2 of the build's form for one chunk; xc is the chunk's x for this lane.
+__device__ __forceinline__ void chunk_any(float (&acc)[kRows], const Stage& st, const XVec* xc, uint32_t magic,
+                                          bool odd_group) {
+#if W4A16_RS_MMA
+  (void)magic;
+  const uint32_t bf16_magic = 0x43004300u;  // 128.0 as a bf16 pair: a register operand of the LOP3s
+  chunk_mma<kRows>(acc, st, xc, odd_group, bf16_magic);
+#else
+  (void)odd_group;
+  chunk_fma(acc, st, xc, magic);
+#endif
+}
+
+/// Phase 3: each row's lane partials by xor-butterfly (every lane ends with the sum), then lane r
+/// writes row r: one bf16 rounding. The tensor-core form first zeroes the lanes off the diagonal
+/// (their accumulators hold other groups' cross terms), so the butterfly adds the 8 diagonal lanes.
+__device__ __forceinline__ void write_rows(float (&acc)[kRows], __nv_bfloat16* __restrict__ y, int row0, int N,
+                                           int lane) {
+#if W4A16_RS_MMA
+  const bool diagonal = (lane & 3) == (lane >> 3);  // lane (g, t) with t = g >> 1
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) acc[r] = diagonal ? acc[r] : 0.f;
+#endif
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int o = 16; o >= 1; o >>= 1) acc[r] += __shfl_xor_sync(0xFFFFFFFFu, acc[r], o);
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+    if (lane == r && row0 + r < N) y[row0 + r] = __float2bfloat16_rn(acc[r]);
+}
+
 // ---- the kernel ------------------------------------------------------------------------------
+#if !W4A16_RS_PERSIST
 __global__ void __launch_bounds__(kWarps * 32, W4A16_RS_CTAS_PER_SM)
     w4a16_rowstream(const __nv_bfloat16* __restrict__ x, const uint32_t* __restrict__ qweight,
                     const __nv_bfloat16* __restrict__ scales, __nv_bfloat16* __restrict__ y, int N, int K) {
-  extern __shared__ __align__(16) float4 xs[];  // [chunks · 256] float4, x_index order
+  extern __shared__ __align__(16) XVec xs[];  // [chunks · kXVecPerChunk], x_index order (FFMA form)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int G = K / kGroup, words_per_row = K / 8;
   const int chunks = (G + kGroupsPerChunk - 1) / kGroupsPerChunk;
@@ -231,7 +300,7 @@ __global__ void __launch_bounds__(kWarps * 32, W4A16_RS_CTAS_PER_SM)
     for (int r = 0; r < kRows; ++r) ring[s].w[r] = make_uint4(0, 0, 0, 0), ring[s].s[r] = 0u;
     issue(ring[s], 0, s);
   }
-  stage_x(xs, x, K, chunks);
+  stage_x_any(xs, x, K, chunks);
   __syncthreads();
 
   // Phase 2: the register ring; slot s holds chunk c0 + s and is refilled with chunk c0 + s + kDepth
@@ -240,12 +309,13 @@ __global__ void __launch_bounds__(kWarps * 32, W4A16_RS_CTAS_PER_SM)
 #pragma unroll
   for (int r = 0; r < kRows; ++r) acc[r] = 0.f;
   const uint32_t magic = kMagic;  // one register, the LOP3s' third operand
-  const float4* xc = xs + x_index(0, 0, 0, lane);
+  const bool odd_group = lane_group & 1;
+  const XVec* xc = xs + lane;
   for (int c0 = 0; c0 < chunks; c0 += kDepth) {
 #pragma unroll
     for (int s = 0; s < kDepth; ++s) {
       if (c0 + s >= chunks) break;
-      chunk_fma(acc, ring[s], xc + x_index(s, 0, 0, 0), magic);
+      chunk_any(acc, ring[s], xc + s * kXVecPerChunk, magic, odd_group);
       issue(ring[s], c0, s + kDepth);
     }
 #pragma unroll
@@ -253,26 +323,113 @@ __global__ void __launch_bounds__(kWarps * 32, W4A16_RS_CTAS_PER_SM)
       wrow[r] += kDepth * (kChunkK / 32);
       srow[r] += kDepth * kGroupsPerChunk;
     }
-    xc += x_index(kDepth, 0, 0, 0);
+    xc += kDepth * kXVecPerChunk;
   }
 
-  // Phase 3: the 32 lanes' partials of each row by xor-butterfly (every lane ends with the sum),
-  // then lane r writes row r: one bf16 rounding.
-#pragma unroll
-  for (int r = 0; r < kRows; ++r)
-#pragma unroll
-    for (int o = 16; o >= 1; o >>= 1) acc[r] += __shfl_xor_sync(0xFFFFFFFFu, acc[r], o);
-#pragma unroll
-  for (int r = 0; r < kRows; ++r)
-    if (lane == r && row0 + r < N) y[row0 + r] = __float2bfloat16_rn(acc[r]);
+  // Phase 3: one bf16 rounding per row.
+  write_rows(acc, y, row0, N, lane);
 }
+#else  // W4A16_RS_PERSIST
+/// The persistent form: gridDim.x CTAs (as many as fit at once), warp gw = warp · gridDim.x +
+/// blockIdx.x (warp-major, so the last round of row blocks spreads over every SM) takes row blocks
+/// gw, gw + W, gw + 2W, ... (W warps in the grid). Two cursors walk the warp's sequence of (block,
+/// chunk) steps: the issue cursor kDepth steps ahead of the compute cursor, both crossing block
+/// boundaries, so the ring never drains between blocks. Ring slot s holds steps s, s + kDepth, ...
+__global__ void __launch_bounds__(kWarps * 32, W4A16_RS_CTAS_PER_SM)
+    w4a16_rowstream(const __nv_bfloat16* __restrict__ x, const uint32_t* __restrict__ qweight,
+                    const __nv_bfloat16* __restrict__ scales, __nv_bfloat16* __restrict__ y, int N, int K) {
+  extern __shared__ __align__(16) XVec xs[];  // [chunks · kXVecPerChunk]
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int G = K / kGroup, words_per_row = K / 8;
+  const int chunks = (G + kGroupsPerChunk - 1) / kGroupsPerChunk;
+  const int blocks = (N + kRows - 1) / kRows;       // row blocks of kRows rows
+  const int stride = static_cast<int>(gridDim.x) * kWarps;
+  const int first = warp * static_cast<int>(gridDim.x) + static_cast<int>(blockIdx.x);
+  const int lane_group = lane >> 2;
+  const int live_groups = G - lane_group;  // the lane's group of chunk c is live iff 8c < live_groups
+
+  // The issue cursor: block ib, chunk ic; its weight row pointers at (ib, ic), clamped to N - 1;
+  // one scale pointer (row ib·kRows), the block's other rows at multiples of G from it (one
+  // pointer instead of kRows keeps the form within 128 registers): a row past N loads no scale
+  // (its registers keep finite old values; its result is dropped).
+  int ib = first, ic = 0, rows_left = 0;
+  const uint4* wrow[kRows];
+  const unsigned short* srow;
+  auto aim = [&](int b) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const int n = min(b * kRows + r, N - 1);
+      wrow[r] = reinterpret_cast<const uint4*>(qweight + static_cast<size_t>(n) * words_per_row) + lane;
+    }
+    srow = reinterpret_cast<const unsigned short*>(scales) + static_cast<size_t>(min(b * kRows, N - 1)) * G +
+           lane_group;
+    rows_left = N - b * kRows;
+  };
+  // One step's loads into a slot, then the cursor moves on (to the next block after its last
+  // chunk). Past the warp's last block, or a lane's group past K, nothing is loaded: those
+  // registers keep finite old values that are never used, or meet x = 0.
+  auto issue = [&](Stage& st) {
+    const bool live = ib < blocks && ic * kGroupsPerChunk < live_groups;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      load_chunk(st.w[r], wrow[r], live);
+      load_scale(st.s[r], srow + static_cast<size_t>(r) * G, live && r < rows_left);
+      wrow[r] += kChunkK / 32;
+    }
+    srow += kGroupsPerChunk;
+    if (++ic == chunks) {
+      ic = 0;
+      ib += stride;
+      aim(ib);
+    }
+  };
+
+  aim(ib);
+  Stage ring[kDepth];
+#pragma unroll
+  for (int s = 0; s < kDepth; ++s) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) ring[s].w[r] = make_uint4(0, 0, 0, 0), ring[s].s[r] = 0u;
+    issue(ring[s]);
+  }
+  stage_x_any(xs, x, K, chunks);
+  __syncthreads();
+
+  // Phase 2: the compute cursor (block cb, chunk cc), one ring slot per step; a block's rows are
+  // written after its last chunk.
+  float acc[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) acc[r] = 0.f;
+  const uint32_t magic = kMagic;
+  const bool odd_group = lane_group & 1;
+  int cb = first, cc = 0;
+  const XVec* xc = xs + lane;
+  while (cb < blocks) {
+#pragma unroll
+    for (int s = 0; s < kDepth; ++s) {
+      chunk_any(acc, ring[s], xc, magic, odd_group);
+      issue(ring[s]);
+      xc += kXVecPerChunk;
+      if (++cc == chunks) {  // Phase 3 for block cb
+        write_rows(acc, y, cb * kRows, N, lane);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) acc[r] = 0.f;
+        cc = 0;
+        cb += stride;
+        xc = xs + lane;
+        if (cb >= blocks) break;
+      }
+    }
+  }
+}
+#endif  // W4A16_RS_PERSIST
 
 // ---- host side -------------------------------------------------------------------------------
 
 inline void launch(const __nv_bfloat16* x, const uint32_t* qw, const __nv_bfloat16* sc, __nv_bfloat16* y, int N,
                    int K, cudaStream_t st) {
   const int chunks = (K / kGroup + kGroupsPerChunk - 1) / kGroupsPerChunk;
-  const int smem = chunks * kChunkK * static_cast<int>(sizeof(float));
+  const int smem = chunks * kXVecPerChunk * 16;
   // Two CTAs per SM need up to 2 x 113 KB: ask for the largest shared-memory carveout (L1 only
   // holds x's staging reads and the scales; the weights bypass it).
   cudaError_t e = cudaFuncSetAttribute(w4a16_rowstream, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
@@ -280,7 +437,28 @@ inline void launch(const __nv_bfloat16* x, const uint32_t* qw, const __nv_bfloat
     e = cudaFuncSetAttribute(w4a16_rowstream, cudaFuncAttributePreferredSharedMemoryCarveout,
                              static_cast<int>(cudaSharedmemCarveoutMaxShared));
   if (e != cudaSuccess) throw d2k::abi_error(std::string("expert: rowstream shared memory: ") + cudaGetErrorString(e));
-  const unsigned ctas = static_cast<unsigned>((N + kCtaRows - 1) / kCtaRows);
+  unsigned ctas = static_cast<unsigned>((N + kCtaRows - 1) / kCtaRows);
+#if W4A16_RS_PERSIST
+  // As many CTAs as are resident at once (never more than one row block per warp). The occupancy
+  // query runs once per device and shared-memory size (the first, eager call; graph replays and
+  // later calls reuse it).
+  struct Resident {
+    int dev = -1, smem = -1;
+    unsigned ctas = 0;
+  };
+  static thread_local Resident resident;
+  int dev = 0;
+  if (e = cudaGetDevice(&dev); e == cudaSuccess && (dev != resident.dev || smem != resident.smem)) {
+    int sms = 0, per_sm = 0;
+    e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess)
+      e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, w4a16_rowstream, kWarps * 32,
+                                                        static_cast<size_t>(smem));
+    if (e == cudaSuccess) resident = {dev, smem, static_cast<unsigned>(std::max(1, sms * per_sm))};
+  }
+  if (e != cudaSuccess) throw d2k::abi_error(std::string("expert: rowstream occupancy: ") + cudaGetErrorString(e));
+  ctas = std::min(ctas, resident.ctas);
+#endif
   w4a16_rowstream<<<ctas, kWarps * 32, smem, st>>>(x, qw, sc, y, N, K);
   if (e = cudaGetLastError(); e != cudaSuccess)
     throw d2k::abi_error(std::string("expert: rowstream launch failed: ") + cudaGetErrorString(e));

@@ -6,7 +6,8 @@
 //         codes, fp32 partial per group of 128 in steps of 16 as mma.sync accumulates, fp32 FMA
 //         with the scale, groups split over warps and the warps' sums added in order); its
 //         row-stream path's (the default at B = 1: magic-number fp32 codes, one fp32 partial per
-//         lane and 1024-weight chunk, scale per group, a butterfly over the lanes);
+//         lane and 1024-weight chunk, scale per group, a butterfly over the lanes); its tensor-core
+//         chunk form's (rsmma: diagonal mma steps, an fp32 partial per group);
 //         the naive's (each weight rounded to bf16 as the dequantise kernel
 //         stores it, then one fp32 running sum over K, the least accurate fp32 order);
 //   fail: a bf16 running sum; bf16 sums within each group of 128 (fp32 across groups); AWQ's
@@ -325,6 +326,134 @@ HostTensor emulate_rowstream(const WorkloadPlan& p, const std::vector<HostTensor
   return y;
 }
 
+// ---- the row stream's tensor-core chunk arithmetic (W4A16_RS_MMA: rsmma, rsmma_persist) ----------
+// w4a16_rowstream_mma.cuh: the row stream's lanes and chunks, each chunk of a row as 8 mma.sync
+// m16n8k16 steps (u = 0..3, h = 0..1) whose diagonal D[g][g] sums lane group g's own products: in
+// the step's k order kk = 2t, 2t + 1 (t = 0..3; b0 / a0: nibbles 2h, 2h + 4 of word u of lane 4g + t)
+// then kk = 2t + 8, 2t + 9 (b1 / a2: nibbles 2h + 1, 2h + 5), summed in fp32 as the tensor-core path's
+// emulation sums a step; per chunk the 8 steps into a partial from zero, one FMA with the group's
+// scale into the accumulator of lane (g, g >> 1); the other lanes zeroed; the xor-butterfly. The
+// persistent builds (rspersist, rsmma_persist) compute every row in the order of their form.
+HostTensor emulate_rowstream_mma(const WorkloadPlan& p, const std::vector<HostTensor>& in) {
+  const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K"), G = K / kGroup;
+  const std::int64_t chunks = (G + 7) / 8, words_per_row = K / 8;
+  const auto* x = in.at(0).as<std::uint16_t>();
+  const auto* q = in.at(1).as<std::uint32_t>();
+  const auto* sc = in.at(2).as<std::uint16_t>();
+  HostTensor y("y", DType::bf16, {B, N});
+  auto* yp = y.as<std::uint16_t>();
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t n = 0; n < N; ++n) {
+      float acc[32] = {};
+      for (std::int64_t c = 0; c < chunks; ++c)
+        for (int g = 0; g < 8; ++g) {
+          const std::int64_t grp = c * 8 + g;
+          if (grp >= G) continue;  // x is zero there: the kernel adds scale · 0
+          float part = 0.f;
+          for (int u = 0; u < 4; ++u)
+            for (int h = 0; h < 2; ++h) {
+              float step = 0.f;
+              for (int kk = 0; kk < 16; ++kk) {
+                const int t = (kk & 7) >> 1, which = kk & 1;
+                const int j = 2 * h + (kk >= 8 ? 1 : 0) + 4 * which;  // nibble of word u
+                const std::int64_t lane = 4 * g + t;
+                const std::uint32_t word = q[n * words_per_row + c * 128 + lane * 4 + u];
+                const std::int64_t k = c * 1024 + 32 * lane + 8 * u + j;
+                const float codev = static_cast<float>(static_cast<int>((word >> (4 * j)) & 15u) - 8);
+                step += bf16_bits_to_float(x[b * K + k]) * codev;
+              }
+              part += step;
+            }
+          float& a = acc[4 * g + (g >> 1)];
+          a = std::fmaf(bf16_bits_to_float(sc[n * G + grp]), part, a);
+        }
+      for (int o = 16; o >= 1; o >>= 1) {
+        float next[32];
+        for (int lane = 0; lane < 32; ++lane) next[lane] = acc[lane] + acc[lane ^ o];
+        std::copy(next, next + 32, acc);
+      }
+      yp[b * N + n] = float_to_bf16_bits(acc[0]);
+    }
+  return y;
+}
+
+/// rsmma register by register: each lane's registers built with the kernel's expressions
+/// (stage_x_pairs' byte_perm selectors and {a0, a0, a2, a2} vectors, mma_code_pair's nibble pairs,
+/// the FSEL of c0 / c1 by the group's parity, write_rows' diagonal mask), placed in A, B and D by
+/// the PTX fragment layout of mma.m16n8k16 (.bf16), each step an fp32 sum over its 16 k in order.
+/// A wrong selector, pair, register or lane mask gives gross errors, not bit-equality with
+/// emulate_rowstream_mma.
+HostTensor emulate_rowstream_mma_registers(const WorkloadPlan& p, const std::vector<HostTensor>& in) {
+  const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K"), G = K / kGroup;
+  const std::int64_t chunks = (G + 7) / 8, words_per_row = K / 8;
+  const auto* x = in.at(0).as<std::uint16_t>();
+  const auto* q = in.at(1).as<std::uint32_t>();
+  const auto* sc = in.at(2).as<std::uint16_t>();
+  HostTensor y("y", DType::bf16, {B, N});
+  auto* yp = y.as<std::uint16_t>();
+  for (std::int64_t b = 0; b < B; ++b) {
+    // stage_x_pairs: per chunk, word u, step h, lane l: {a0, a0, a2, a2}
+    std::vector<std::uint32_t> xs(static_cast<std::size_t>(chunks * 256 * 4), 0u);
+    for (std::int64_t i = 0; i < chunks * 128; ++i) {
+      const std::int64_t k0 = (i >> 7) * 1024 + 32 * (i & 31) + 8 * ((i >> 5) & 3);
+      std::uint32_t v[4] = {0, 0, 0, 0};
+      if (k0 < K)
+        for (int e = 0; e < 4; ++e)
+          v[e] = x[b * K + k0 + 2 * e] | (static_cast<std::uint32_t>(x[b * K + k0 + 2 * e + 1]) << 16);
+      const std::uint32_t a00 = byte_perm(v[0], v[2], 0x5410), a20 = byte_perm(v[0], v[2], 0x7632);
+      const std::uint32_t a01 = byte_perm(v[1], v[3], 0x5410), a21 = byte_perm(v[1], v[3], 0x7632);
+      const std::int64_t l = i & 31, cu = i >> 5;
+      const std::uint32_t h0[4] = {a00, a00, a20, a20}, h1[4] = {a01, a01, a21, a21};
+      std::copy(h0, h0 + 4, &xs[static_cast<std::size_t>(((cu * 2 + 0) * 32 + l) * 4)]);
+      std::copy(h1, h1 + 4, &xs[static_cast<std::size_t>(((cu * 2 + 1) * 32 + l) * 4)]);
+    }
+    for (std::int64_t n = 0; n < N; ++n) {
+      float acc[32] = {};
+      for (std::int64_t c = 0; c < chunks; ++c) {
+        float D[16][8] = {};  // the chunk's partial from zero
+        for (int u = 0; u < 4; ++u)
+          for (int h = 0; h < 2; ++h) {
+            float Am[16][16], Bm[16][8];
+            for (int lane = 0; lane < 32; ++lane) {
+              const int g = lane >> 2, t = lane & 3;
+              const bool live = c * 8 + g < G;  // a dead lane's words meet x = 0 (zero words here)
+              const std::uint32_t w = live ? q[n * words_per_row + c * 128 + lane * 4 + u] : 0u;
+              const std::uint32_t* a = &xs[static_cast<std::size_t>((((c * 4 + u) * 2 + h) * 32 + lane) * 4)];
+              const std::uint32_t b0 = code_pair(w, 2 * h), b1 = code_pair(w, 2 * h + 1);
+              Am[g][2 * t] = lo_bf16(a[0]), Am[g][2 * t + 1] = hi_bf16(a[0]);
+              Am[g + 8][2 * t] = lo_bf16(a[1]), Am[g + 8][2 * t + 1] = hi_bf16(a[1]);
+              Am[g][2 * t + 8] = lo_bf16(a[2]), Am[g][2 * t + 9] = hi_bf16(a[2]);
+              Am[g + 8][2 * t + 8] = lo_bf16(a[3]), Am[g + 8][2 * t + 9] = hi_bf16(a[3]);
+              Bm[2 * t][g] = lo_bf16(b0), Bm[2 * t + 1][g] = hi_bf16(b0);
+              Bm[2 * t + 8][g] = lo_bf16(b1), Bm[2 * t + 9][g] = hi_bf16(b1);
+            }
+            for (int m = 0; m < 16; ++m)
+              for (int col = 0; col < 8; ++col) {
+                float d = 0.f;
+                for (int k = 0; k < 16; ++k) d += Am[m][k] * Bm[k][col];
+                D[m][col] += d;
+              }
+          }
+        for (int lane = 0; lane < 32; ++lane) {
+          const int g = lane >> 2, t = lane & 3;
+          const float c0 = D[g][2 * t], c1 = D[g][2 * t + 1];
+          const bool live = c * 8 + g < G;
+          const float s = live ? bf16_bits_to_float(sc[n * G + c * 8 + g]) : 0.f;
+          acc[lane] = std::fmaf(s, (g & 1) ? c1 : c0, acc[lane]);
+        }
+      }
+      for (int lane = 0; lane < 32; ++lane) acc[lane] = (lane & 3) == (lane >> 3) ? acc[lane] : 0.f;
+      for (int o = 16; o >= 1; o >>= 1) {
+        float next[32];
+        for (int lane = 0; lane < 32; ++lane) next[lane] = acc[lane] + acc[lane ^ o];
+        std::copy(next, next + 32, acc);
+      }
+      yp[b * N + n] = float_to_bf16_bits(acc[0]);
+    }
+  }
+  return y;
+}
+
 CompareResult judge(Variant v, const Case& c) {
   return compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate(v, c.plan, c.inputs));
 }
@@ -389,6 +518,113 @@ TEST_F(W4A16Tolerance, RowstreamLaneEmulationPasses) {
     EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " rowstream: " << r.message;
     EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid;
   }
+}
+
+TEST_F(W4A16Tolerance, RowstreamMmaLaneEmulationPasses) {
+  // The row stream with its chunks on the tensor cores (rsmma, rsmma_persist: diagonal mma steps,
+  // fp32 partial per group, the diagonal lanes' butterfly) against the golden, with the same
+  // margin as the FFMA form: exact products and fp32 sums.
+  for (const Case& c : *cases_) {
+    const CompareResult r =
+        compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream_mma(c.plan, c.inputs));
+    report("rowstream mma", c, r);
+    EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " rowstream mma: " << r.message;
+    EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid;
+  }
+}
+
+TEST_F(W4A16Tolerance, RowstreamMmaRegistersMatchItsOrder) {
+  // The register-level replay of rsmma (the kernel's expressions in the PTX fragment layout)
+  // gives bit-for-bit the outputs of the order emulated above, on every check workload.
+  for (const Case& c : *cases_) {
+    const HostTensor regs = emulate_rowstream_mma_registers(c.plan, c.inputs);
+    const HostTensor order = emulate_rowstream_mma(c.plan, c.inputs);
+    const auto* a = regs.as<std::uint16_t>();
+    const auto* b = order.as<std::uint16_t>();
+    const std::int64_t count = axis(c.plan, "B") * axis(c.plan, "N");
+    std::int64_t differ = 0;
+    for (std::int64_t i = 0; i < count; ++i) differ += a[i] != b[i];
+    EXPECT_EQ(differ, 0) << c.plan.workload.uuid;
+    const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), regs);
+    report("rsmma regs", c, r);
+    EXPECT_TRUE(r.passed) << c.plan.workload.uuid << ": " << r.message;
+  }
+}
+
+TEST(W4A16Rowstream, MmaDiagonalCoversEveryWeightOnce) {
+  // The diagonal's (lane group g, step (u, h), kk) -> (lane, word, nibble) map of
+  // emulate_rowstream_mma, as the kernel's registers realise it: each of a chunk's 1024 weights of a
+  // row is paired with its own x exactly once, and group g's products are lane group g's words.
+  std::vector<int> seen(1024, 0);
+  for (int g = 0; g < 8; ++g)
+    for (int u = 0; u < 4; ++u)
+      for (int h = 0; h < 2; ++h)
+        for (int kk = 0; kk < 16; ++kk) {
+          const int t = (kk & 7) >> 1, which = kk & 1;
+          const int j = 2 * h + (kk >= 8 ? 1 : 0) + 4 * which;
+          const int lane = 4 * g + t, k = 32 * lane + 8 * u + j;
+          ASSERT_EQ(k / 128, g);
+          ++seen[static_cast<std::size_t>(k)];
+        }
+  for (int k = 0; k < 1024; ++k) EXPECT_EQ(seen[static_cast<std::size_t>(k)], 1) << "k " << k;
+  // The diagonal lane (g, g >> 1) is what the kernel's write_rows keeps: (lane & 3) == (lane >> 3).
+  int kept = 0;
+  for (int lane = 0; lane < 32; ++lane)
+    if ((lane & 3) == (lane >> 3)) {
+      ++kept;
+      EXPECT_EQ(lane, 4 * (lane >> 2) + ((lane >> 2) >> 1));
+    }
+  EXPECT_EQ(kept, 8);
+}
+
+TEST(W4A16Rowstream, PersistentRingComputesEveryStepItRequested) {
+  // The persistent form's two cursors (w4a16_rowstream.cuh, W4A16_RS_PERSIST: rspersist,
+  // rsmma_persist), replayed statement by statement: warp gw = warp · grid + cta takes row blocks
+  // gw, gw + W, ...; the issue cursor runs kDepth steps ahead of the compute cursor across block
+  // boundaries; ring slot s holds steps s, s + kDepth, ... For row-block counts around the grid's
+  // warp count and 1..11 chunks per row (K not a multiple of kDepth chunks included): every step
+  // computes the slot loaded for it, every (block, chunk) is computed once in chunk order by its
+  // warp, every block is written once after its last chunk, and nothing is loaded past the warp's
+  // last block.
+  constexpr int kWarps = 8, kDepth = 3;
+  struct Slot {
+    int block = -1, chunk = -1;
+  };
+  for (int grid : {1, 3, 264})
+    for (int blocks : {1, 7, 8 * grid - 1, 8 * grid, 8 * grid + 5, 3 * 8 * grid + 17})
+      for (int chunks = 1; chunks <= 11; ++chunks) {
+        const int stride = grid * kWarps;
+        std::vector<int> computed(static_cast<std::size_t>(blocks) * chunks, 0), written(blocks, 0);
+        for (int cta = 0; cta < grid; ++cta)
+          for (int warp = 0; warp < kWarps; ++warp) {
+            const int first = warp * grid + cta;
+            int ib = first, ic = 0;
+            Slot ring[kDepth];
+            auto issue = [&](Slot& st) {
+              if (ib < blocks) st = {ib, ic};  // `live`: else the slot keeps its old registers
+              if (++ic == chunks) ic = 0, ib += stride;
+            };
+            for (auto& st : ring) issue(st);
+            int cb = first, cc = 0;
+            while (cb < blocks) {
+              for (int s = 0; s < kDepth; ++s) {
+                ASSERT_EQ(ring[s].block, cb) << "grid " << grid << " blocks " << blocks << " chunks " << chunks;
+                ASSERT_EQ(ring[s].chunk, cc) << "grid " << grid << " blocks " << blocks << " chunks " << chunks;
+                ++computed[static_cast<std::size_t>(cb) * chunks + cc];
+                issue(ring[s]);
+                if (++cc == chunks) {
+                  for (int c = 0; c < chunks; ++c) ASSERT_EQ(computed[static_cast<std::size_t>(cb) * chunks + c], 1);
+                  ++written[cb];
+                  cc = 0;
+                  cb += stride;
+                  if (cb >= blocks) break;
+                }
+              }
+            }
+          }
+        for (int v : computed) ASSERT_EQ(v, 1) << "grid " << grid << " blocks " << blocks << " chunks " << chunks;
+        for (int v : written) ASSERT_EQ(v, 1) << "grid " << grid << " blocks " << blocks << " chunks " << chunks;
+      }
 }
 
 TEST(W4A16Rowstream, MagicNumberCodesAreExact) {
@@ -479,5 +715,9 @@ TEST(W4A16Hidden, ExpertAndNaivePassHiddenDraws) {
     const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream(c.plan, c.inputs));
     report("rowstream", c, r);
     EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " rowstream: " << r.message;
+    const CompareResult rm =
+        compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream_mma(c.plan, c.inputs));
+    report("rowstream mma", c, rm);
+    EXPECT_TRUE(rm.passed) << c.plan.workload.uuid << " rowstream mma: " << rm.message;
   }
 }
