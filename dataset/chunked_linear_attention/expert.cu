@@ -167,10 +167,11 @@ __device__ __forceinline__ void scan_decays(const Head& hd, int c0, float* cum) 
   cum[2 * lane + 1] = incl;
 }
 
-/// Stages the chunk: Qs, Ks (row-major), KwT = k * 2^(cum_last - cum_j) transposed, VT (the CTA's
-/// value columns, transposed). 16-byte global loads; steps past S read as zeros.
-template <int D, int DV>
-__device__ __forceinline__ void stage_chunk(const Head& hd, int c0, int dv0, const Smem<D, DV>& sm) {
+/// Stages the chunk: Qs, Ks (row-major; kWithQK: the output passes, not chunkpar's pass 1), KwT =
+/// k * 2^(cum_last - cum_j) transposed, VT (the CTA's value columns, transposed). 16-byte global
+/// loads; steps past S read as zeros.
+template <int D, int DV, bool kWithQK, class Sm>
+__device__ __forceinline__ void stage_chunk(const Head& hd, int c0, int dv0, const Sm& sm) {
   constexpr int kVecRow = D / 8;
   const float last = sm.cum[kC - 1];
 #pragma unroll 4
@@ -179,11 +180,13 @@ __device__ __forceinline__ void stage_chunk(const Head& hd, int c0, int dv0, con
     uint4 qv = make_uint4(0, 0, 0, 0), kv = qv;
     if (c0 + step < hd.S) {
       const int64_t off = int64_t(c0 + step) * hd.row + col;
-      qv = __ldg(reinterpret_cast<const uint4*>(hd.q + off));
+      if constexpr (kWithQK) qv = __ldg(reinterpret_cast<const uint4*>(hd.q + off));
       kv = __ldg(reinterpret_cast<const uint4*>(hd.k + off));
     }
-    *reinterpret_cast<uint4*>(sm.qs + qk_at(D, step, col)) = qv;
-    *reinterpret_cast<uint4*>(sm.ks + qk_at(D, step, col)) = kv;
+    if constexpr (kWithQK) {
+      *reinterpret_cast<uint4*>(sm.qs + qk_at(D, step, col)) = qv;
+      *reinterpret_cast<uint4*>(sm.ks + qk_at(D, step, col)) = kv;
+    }
     const float w = exp2f(last - sm.cum[step]);
     const __nv_bfloat16* kb = reinterpret_cast<const __nv_bfloat16*>(&kv);
 #pragma unroll
@@ -456,7 +459,7 @@ __global__ void __launch_bounds__(kThreads) chunked_linear_attention(
 #elif CLA_PAIR_STAGING
     stage_pairs<D, DV, true>(hd, c0, dv0, sm);
 #else
-    stage_chunk<D, DV>(hd, c0, dv0, sm);
+    stage_chunk<D, DV, true>(hd, c0, dv0, sm);
 #endif
     __syncthreads();  // the chunk and bf16(S) staged
     chunk_output<D, DV>(hd, c0, dv0, sm);
@@ -500,33 +503,6 @@ struct SmemLocal {
     cum = reinterpret_cast<float*>(vt + smem_elems_v(DV));
   }
 };
-
-/// Pass 1's staging: KwT and VT exactly as stage_chunk builds them, without Q and K.
-template <int D, int DV>
-__device__ __forceinline__ void stage_kv(const Head& hd, int c0, int dv0, const SmemLocal<D, DV>& sm) {
-  constexpr int kVecRow = D / 8;
-  const float last = sm.cum[kC - 1];
-#pragma unroll 4
-  for (int e = threadIdx.x; e < kC * kVecRow; e += kThreads) {
-    const int step = e / kVecRow, col = 8 * (e % kVecRow);
-    uint4 kv = make_uint4(0, 0, 0, 0);
-    if (c0 + step < hd.S) kv = __ldg(reinterpret_cast<const uint4*>(hd.k + int64_t(c0 + step) * hd.row + col));
-    const float w = exp2f(last - sm.cum[step]);
-    const __nv_bfloat16* kb = reinterpret_cast<const __nv_bfloat16*>(&kv);
-#pragma unroll
-    for (int x = 0; x < 8; ++x) sm.kwt[kwt_at(col + x, step)] = __float2bfloat16_rn(__bfloat162float(kb[x]) * w);
-  }
-  constexpr int kVecV = DV / 8;
-#pragma unroll 2
-  for (int e = threadIdx.x; e < kC * kVecV; e += kThreads) {
-    const int step = e / kVecV, col = 8 * (e % kVecV);
-    uint4 vv = make_uint4(0, 0, 0, 0);
-    if (c0 + step < hd.S) vv = __ldg(reinterpret_cast<const uint4*>(hd.v + int64_t(c0 + step) * hd.row + dv0 + col));
-    const __nv_bfloat16* vb = reinterpret_cast<const __nv_bfloat16*>(&vv);
-#pragma unroll
-    for (int x = 0; x < 8; ++x) sm.vt[vt_at(col + x, step)] = vb[x];
-  }
-}
 
 /// The CTA's D x DV block (columns dv0..) of a [D][D] fp32 state at `head`, from the accumulator
 /// fragments (warp w: rows w*D/4..), as the sequential kernel writes the final state.
@@ -589,7 +565,7 @@ __global__ void __launch_bounds__(kThreads) segment_local_states(
 #if CLA_PAIR_STAGING
     stage_pairs<D, DV, false>(hd, c0, dv0, sm);
 #else
-    stage_kv<D, DV>(hd, c0, dv0, sm);
+    stage_chunk<D, DV, false>(hd, c0, dv0, sm);  // KwT and VT only
 #endif
     __syncthreads();  // KwT and VT staged
     log2_decay += sm.cum[kC - 1];
@@ -666,7 +642,7 @@ __global__ void __launch_bounds__(kThreads) segment_outputs(
 #if CLA_PAIR_STAGING
     stage_pairs<D, DV, true>(hd, c0, dv0, sm);
 #else
-    stage_chunk<D, DV>(hd, c0, dv0, sm);
+    stage_chunk<D, DV, true>(hd, c0, dv0, sm);
 #endif
     __syncthreads();  // the chunk and bf16(S) staged
     chunk_output<D, DV>(hd, c0, dv0, sm);

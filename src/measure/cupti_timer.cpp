@@ -310,10 +310,7 @@ WindowActivity analyze_window(std::span<const ActivityRecord> records, std::uint
   bool first = true;
   for (const ActivityRecord* r : in) {
     if (first || r->start_ns < w.first_start_ns) w.first_start_ns = r->start_ns;
-    if (first || r->end_ns > w.last_end_ns) {
-      w.last_end_ns = r->end_ns;
-      w.last_end_name = r->name;
-    }
+    if (first || r->end_ns > w.last_end_ns) w.last_end_ns = r->end_ns;
     auto [on_stream, fresh] = w.last_end_by_stream.try_emplace(r->stream_id, r->end_ns, r->name);
     if (!fresh && r->end_ns > on_stream->second.first) on_stream->second = {r->end_ns, r->name};
     first = false;

@@ -30,7 +30,6 @@ struct ActivityRecord {
 struct WindowActivity {
   double span_s = 0;              ///< last end - first start over every counted activity; 0 if none
   std::uint64_t first_start_ns = 0, last_end_ns = 0;
-  std::string last_end_name;      ///< the counted activity that ended last (empty if none)
   /// Per CUPTI stream id: the latest end of a counted activity on it, and that activity's name.
   std::map<std::uint32_t, std::pair<std::uint64_t, std::string>> last_end_by_stream;
   std::vector<std::string> names; ///< counted activities' names in start order

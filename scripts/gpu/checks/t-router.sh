@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # moe_topk_router on the H200 (issue #18): validation; d2k bench of naive, expert, the expert's
-# variants (nofilter, unfused) and torch_eager (where torch is installed) with the CUDA-graph
+# variants (nofilter, fused) and torch_eager (where torch is installed) with the CUDA-graph
 # column (T = 512 is launch-bound and judged by it); the speed-up table against the 10x target;
 # the starter's verdict (must be INCORRECT_*); the golden cross-check against PyTorch float64 on
 # `d2k check --dump` inputs; the expert under compute-sanitizer memcheck and racecheck on small
@@ -28,7 +28,7 @@ detect_torch
 validate_step 5
 # The variants ride in the bench step (the bench workloads are what they are compared on).
 targets=naive,expert
-for v in nofilter unfused; do
+for v in nofilter fused; do
   [ -f "$carry/impl/$task/expert_$v.so" ] && targets+=,expert:$v
 done
 targets+=$torch
@@ -43,11 +43,12 @@ if [ -f "$out/bench.jsonl" ]; then
   grep -q "^PASS" "$out/speedup.log" && pass "expert >= 10x torch_eager on every bench row"
 fi
 
-# The fused tail's variants (tailbatch, tailwide, twokernel; docs/results "Variants for the next
-# run"): only when D2K_CHECK_STEPS names their steps (tail, memcheck_NAME, racecheck_NAME), so the
-# full run's budget is unchanged. `tail` times the expert, its three-launch variant and the tail
-# variants on the 512 x 256 row and one large row (the variants change only the fused plans, the
-# large row shows that the rest is unchanged); ROUTER_TAIL_S (default 90) and ROUTER_TAIL_ARGS
+# The fused tail's variants (tailbatch, tailwide, twokernel, each on top of the fused plan;
+# moe_topk_router.md "Eighth session"): only when D2K_CHECK_STEPS names their steps (tail,
+# memcheck_NAME, racecheck_NAME), so the full run's budget is unchanged. `tail` times the expert
+# (three launches at every T), the fused plan and the tail variants on the 512 x 256 row and one
+# large row (the variants change only the fused plans, the large row shows that the rest is
+# unchanged); ROUTER_TAIL_S (default 90) and ROUTER_TAIL_ARGS
 # (default one round, 0.3 s per timing) set its length. Each variant under memcheck on the fused
 # check workloads (tailwide also fuses 513 x 60) and racecheck (shared memory across warps: the
 # mask ORs, the offsets, twokernel's bases) on the two smallest.
@@ -57,7 +58,7 @@ for v in tailbatch tailwide twokernel; do
 done
 if [ -n "${D2K_CHECK_STEPS:-}" ] && [ -n "$tail_variants" ]; then
   tail_targets=expert
-  [ -f "$carry/impl/$task/expert_unfused.so" ] && tail_targets+=,expert:unfused
+  [ -f "$carry/impl/$task/expert_fused.so" ] && tail_targets+=,expert:fused
   for v in $tail_variants; do tail_targets+=,expert:$v; done
   # shellcheck disable=SC2086  # ROUTER_TAIL_ARGS is a list of arguments
   bench_step --show 16 tail "${ROUTER_TAIL_S:-90}" "$tail_targets" \

@@ -47,15 +47,7 @@ validate_step
 bench_step --files "bench_$task" --pass "bench: every target PASSED (check workloads, the 1e6 and the 2.5e8 bench workloads)" \
   --show 12 bench 60 "naive,expert,library$torch" "$checks,$small"
 if [ "$sweep" = 1 ]; then
-  variants=$(built_variants)
-  if [ -z "$variants" ]; then
-    selected variants && fail "no expert variants built under $carry/impl/$task"
-  else
-    sweep_targets=expert,library
-    for v in $variants; do sweep_targets+=,expert:$v; done
-    bench_step --pass "variants: every variant PASSED" --show 14 variants 60 "$sweep_targets" "$variant_rows" \
-      --max-time 0.3 --bench-rounds 1
-  fi
+  variants_step --with library --show 14 60 "$variant_rows" --max-time 0.3 --bench-rounds 1
 else
   variants_step --show 12 18 "$variant_rows" --max-time 0.2 --bench-rounds 1
 fi

@@ -170,7 +170,7 @@ TEST(Activity, JoinCheckFlagsWorkEndingAfterTheHarnessJoin) {
       kernel("_Z4sidev", 1050, 9000, 9),  // side stream still running when the harness stream is done
   };
   const WindowActivity w = analyze_window(recs, 500, 10000, {});
-  EXPECT_EQ(w.last_end_name, "side()");
+  EXPECT_EQ(w.last_end_by_stream.at(9).second, "side()");
   // The harness stream's synchronisation returned at 1200: the side kernel ended 7.8 us later.
   const JoinCheck late = check_join(w, 1200, 2000);
   EXPECT_TRUE(late.unjoined);
