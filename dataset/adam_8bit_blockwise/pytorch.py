@@ -25,6 +25,10 @@ def _dynamic_map(signed):
     return sorted(data)
 
 
+# Outside torch.compile's graph: read inside it, the cache's contents become a guard, so the
+# first call's graph (cache empty) recompiled at the first timed call (cache filled), after the
+# worker's lockdown had closed Inductor's cache folder (H200, 2026-12-03).
+@torch.compiler.disable
 def _code_maps(device):
     hit = _maps.get(device)
     if hit is None:

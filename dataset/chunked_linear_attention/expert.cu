@@ -58,10 +58,17 @@
 //   c. wgmma (m64nNk16) for Q K^T and the state update: a warpgroup per 64-step chunk; the mma.sync
 //      form is the minimum step, wgmma the next one if the tensor pipe turns out to be the limit.
 //
-//   %VARIANT% prefetch -DCLA_PREFETCH=1
+//   Measured on the H200 (2026-12-03, ninth session; docs/results/chunked_linear_attention.md,
+//   "Round two measured"), against the form before (a with stage_chunk) at 2x16x8192x128 /
+//   8x32x2048x64 / 1x64x32768x128: pairs (stage_pairs) 1.07 / 0.96 / 1.21x, chunkpar 1.08 / 0.69 /
+//   0.80x, chunkpar_pairs 1.39 / 0.76 / 1.03x. The default since takes each where it won, by rules
+//   from the shape (SASS of every kernel identical to the timed variant's): b with stage_pairs
+//   where a's grid has fewer CTAs than SMs (use_chunk_parallel), a otherwise; stage_pairs at
+//   D = 128, stage_chunk at D = 64 (kPairStaging).
+//   %VARIANT% prefetch -DCLA_PREFETCH=1 -DCLA_CHUNK_PARALLEL=0 -DCLA_PAIR_STAGING=0
+//   %VARIANT% one_walk -DCLA_CHUNK_PARALLEL=0
 //   %VARIANT% chunkpar -DCLA_CHUNK_PARALLEL=1
-//   %VARIANT% pairs -DCLA_PAIR_STAGING=1
-//   %VARIANT% chunkpar_pairs -DCLA_CHUNK_PARALLEL=1 -DCLA_PAIR_STAGING=1
+//   %VARIANT% prev -DCLA_CHUNK_PARALLEL=0 -DCLA_PAIR_STAGING=0
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -81,13 +88,17 @@
 #define CLA_PREFETCH 0  // 1: the next chunk's q and k by cp.async into a second buffer during this chunk
 #endif
 #ifndef CLA_CHUNK_PARALLEL
-#define CLA_CHUNK_PARALLEL 0  // 1: the three-pass segment form (design b) instead of one walk per head
+// 0: one walk per head (design a); 1: the three-pass segment form (design b); 2: b where a's grid
+// has fewer CTAs than the GPU has SMs (use_chunk_parallel), else a
+#define CLA_CHUNK_PARALLEL 2
 #endif
 #ifndef CLA_SEG_CHUNKS
 #define CLA_SEG_CHUNKS 0  // chunk-parallel: chunks per segment; 0: cla_segments.h's plan from the shape
 #endif
 #ifndef CLA_PAIR_STAGING
-#define CLA_PAIR_STAGING 0  // 1: stage_pairs (conflict-free transposed stores) instead of stage_chunk
+// 0: stage_chunk; 1: stage_pairs (conflict-free transposed stores); 2: stage_pairs at D = 128, where
+// stage_chunk's KwT stores conflict 16 ways, stage_chunk at D = 64 (kPairStaging)
+#define CLA_PAIR_STAGING 2
 #endif
 #if CLA_PREFETCH && (CLA_CHUNK_PARALLEL || CLA_PAIR_STAGING)
 #error "CLA_PREFETCH is a variant of its own: not with CLA_CHUNK_PARALLEL or CLA_PAIR_STAGING"
@@ -97,6 +108,9 @@ namespace {
 
 using namespace cla_layout;
 constexpr int kThreads = 32 * kWarps;
+/// Whether head dimension D stages by step pairs (CLA_PAIR_STAGING).
+template <int D>
+constexpr bool kPairStaging = CLA_PAIR_STAGING == 1 || (CLA_PAIR_STAGING == 2 && D == 128);
 constexpr float kLog2e = 1.4426950408889634f;
 
 __device__ __forceinline__ uint32_t ld32(const __nv_bfloat16* p) { return *reinterpret_cast<const uint32_t*>(p); }
@@ -204,7 +218,7 @@ __device__ __forceinline__ void stage_chunk(const Head& hd, int c0, int dv0, con
   }
 }
 
-#if CLA_PAIR_STAGING
+
 /// Staging by step pairs (variant pairs; chunkpar_pairs): item e loads steps 2p and 2p+1 (p =
 /// pair_of(e)) of the 8 columns from pair_col(e) and writes the transposed KwT and VT as 32-bit
 /// words holding both steps. The 32 lanes of a warp take the 32 pairs of one column vector, so each
@@ -264,7 +278,7 @@ __device__ __forceinline__ void stage_pairs(const Head& hd, int c0, int dv0, con
     }
   }
 }
-#endif  // CLA_PAIR_STAGING
+
 
 #if CLA_PREFETCH
 /// 16-byte cp.async, zero-filled when `valid` is false (steps past S).
@@ -456,10 +470,11 @@ __global__ void __launch_bounds__(kThreads) chunked_linear_attention(
       issue_qk<D>(hd, c0 + kC, next, next + smem_elems_q(D));
     }
     stage_from_buffers<D, DV>(hd, c0, dv0, sm);
-#elif CLA_PAIR_STAGING
-    stage_pairs<D, DV, true>(hd, c0, dv0, sm);
 #else
-    stage_chunk<D, DV, true>(hd, c0, dv0, sm);
+    if constexpr (kPairStaging<D>)
+      stage_pairs<D, DV, true>(hd, c0, dv0, sm);
+    else
+      stage_chunk<D, DV, true>(hd, c0, dv0, sm);
 #endif
     __syncthreads();  // the chunk and bf16(S) staged
     chunk_output<D, DV>(hd, c0, dv0, sm);
@@ -478,7 +493,7 @@ __global__ void __launch_bounds__(kThreads) chunked_linear_attention(
     }
 }
 
-#if CLA_CHUNK_PARALLEL
+
 // ---- Chunk-parallel variant (design b): three kernels over segments of seg_chunks chunks ----
 //   pass 1 segment_local_states  one CTA per (b, h, segment but the last, 64 value columns): the
 //                                segment's local state L_s = sum_j 2^(A_end - A_j) k_j^T v_j from
@@ -562,11 +577,11 @@ __global__ void __launch_bounds__(kThreads) segment_local_states(
     __syncthreads();  // the previous chunk's reads of KwT, VT and cum are done
     if (threadIdx.x < 32) scan_decays(hd, c0, sm.cum);
     __syncthreads();  // cum ready for the K~ weights
-#if CLA_PAIR_STAGING
-    stage_pairs<D, DV, false>(hd, c0, dv0, sm);
-#else
-    stage_chunk<D, DV, false>(hd, c0, dv0, sm);  // KwT and VT only
-#endif
+    if constexpr (kPairStaging<D>)
+      stage_pairs<D, DV, false>(hd, c0, dv0, sm);
+    else
+      stage_chunk<D, DV, false>(hd, c0, dv0, sm);  // KwT and VT only
+
     __syncthreads();  // KwT and VT staged
     log2_decay += sm.cum[kC - 1];
     update_state<D, DV>(st, sm);
@@ -639,11 +654,11 @@ __global__ void __launch_bounds__(kThreads) segment_outputs(
     publish_state<D, DV>(st, sm);
     if (threadIdx.x < 32) scan_decays(hd, c0, sm.cum);
     __syncthreads();  // cum ready for the K~ weights
-#if CLA_PAIR_STAGING
-    stage_pairs<D, DV, true>(hd, c0, dv0, sm);
-#else
-    stage_chunk<D, DV, true>(hd, c0, dv0, sm);
-#endif
+    if constexpr (kPairStaging<D>)
+      stage_pairs<D, DV, true>(hd, c0, dv0, sm);
+    else
+      stage_chunk<D, DV, true>(hd, c0, dv0, sm);
+
     __syncthreads();  // the chunk and bf16(S) staged
     chunk_output<D, DV>(hd, c0, dv0, sm);
     // The state leaving a segment other than the last is pass 2's; only the last one's is needed.
@@ -651,14 +666,27 @@ __global__ void __launch_bounds__(kThreads) segment_outputs(
   }
   if (last_seg) store_state<D, DV>(st, state + int64_t(bh) * D * D, dv0);
 }
-#endif  // CLA_CHUNK_PARALLEL
 
-#if CLA_CHUNK_PARALLEL
+
+
 /// Value columns per CTA for head dimension D (CLA_DV, at most D).
 constexpr int dv_of(int64_t D) { return CLA_DV < D ? CLA_DV : int(D); }
 
 cla_segments::Plan segment_plan(const cla::Dims& d) {
   return cla_segments::plan(d.B * d.H, d.S, d.D, d.D / dv_of(d.D), CLA_SEG_CHUNKS);
+}
+
+/// Whether the call takes the chunk-parallel form (CLA_CHUNK_PARALLEL). Automatic (2): where one
+/// walk per head gives fewer CTAs (B*H*D/DV) than the GPU has SMs, some SMs idle for the whole
+/// call, which costs more than the segments' extra traffic (1.5-1.8x the compulsory bytes).
+/// H200, 2026-12-03, with stage_pairs: the segment form 1.30x the one walk at 2x16x8192x128 (128
+/// CTAs on 132 SMs), 0.79x at 8x32x2048x64 (512 CTAs) and 0.85x at 1x64x32768x128 (256).
+bool use_chunk_parallel(const cla::Dims& d) {
+  if (CLA_CHUNK_PARALLEL != 2) return CLA_CHUNK_PARALLEL == 1;
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    throw std::runtime_error("expert: cannot read the SM count");
+  return d.B * d.H * (d.D / dv_of(d.D)) < int64_t(sms);
 }
 
 /// The workspace: the materialised segment states, then their log2 decays.
@@ -710,7 +738,7 @@ void launch_chunk_parallel(const cla::Tensors& t, const SegmentBuffers& buf, con
                                                           buf.states, int(t.d.S), int(t.d.H), seg_steps, nseg);
   check_launch("outputs launch");
 }
-#endif  // CLA_CHUNK_PARALLEL
+
 
 template <int D>
 void launch(const cla::Tensors& t, cudaStream_t st) {
@@ -736,20 +764,19 @@ void run(const d2k_args* args) {
       throw d2k::abi_error("expert: q, k, v and o must be 16-byte aligned (16-byte vector accesses)");
   if (reinterpret_cast<uintptr_t>(t.state) % 8 != 0) throw d2k::abi_error("expert: final_state must be 8-byte aligned");
   cudaStream_t st = static_cast<cudaStream_t>(args->stream);
-#if CLA_CHUNK_PARALLEL
-  const cla_segments::Plan p = segment_plan(t.d);
-  d2k::Workspace ws(args);
-  const SegmentBuffers buf = carve(ws, t.d, p);
-  if (t.d.D == 64)
-    launch_chunk_parallel<64>(t, buf, p, st);
-  else
-    launch_chunk_parallel<128>(t, buf, p, st);
-#else
-  if (t.d.D == 64)
+  if (use_chunk_parallel(t.d)) {
+    const cla_segments::Plan p = segment_plan(t.d);
+    d2k::Workspace ws(args);
+    const SegmentBuffers buf = carve(ws, t.d, p);
+    if (t.d.D == 64)
+      launch_chunk_parallel<64>(t, buf, p, st);
+    else
+      launch_chunk_parallel<128>(t, buf, p, st);
+  } else if (t.d.D == 64) {
     launch<64>(t, st);
-  else
+  } else {
     launch<128>(t, st);
-#endif
+  }
 }
 
 }  // namespace
@@ -758,15 +785,10 @@ extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
 
 extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
   D2K_ENTRY(args, {
-#if CLA_CHUNK_PARALLEL
     const cla::Dims d = cla::parse_dims(args, "expert");
     d2k::Workspace ws;
-    carve(ws, d, segment_plan(d));
+    if (use_chunk_parallel(d)) carve(ws, d, segment_plan(d));
     *bytes = ws.bytes();
-#else
-    cla::parse_dims(args, "expert");
-    *bytes = 0;
-#endif
     return D2K_OK;
   });
 }

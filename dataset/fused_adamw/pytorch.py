@@ -9,6 +9,9 @@ import torch
 _cache = {}
 
 
+# Python bookkeeping kept out of torch.compile's graph: its cache would become a guard (a
+# recompile per set of buffers, after the worker's lockdown).
+@torch.compiler.disable
 def _setup(param_out, m_out, v_out, offsets):
     bounds = tuple(offsets.tolist())
     key = (param_out.data_ptr(), m_out.data_ptr(), v_out.data_ptr(), param_out.numel(), bounds)

@@ -201,11 +201,14 @@
 //   ring3_512 (ring3, one 512-thread CTA per SM): 0.95-1.04x ring2. Code removed; the results page has the design.
 // dynamic: the balance's price (not a default: timing-dependent dgamma order; variant k above).
 //   %VARIANT% dynamic -DLNB_DYNAMIC=1 -DLNB_LEAN=0 -DLNB_STRIDED=0
-// The sixth round (variants o, p, q above): the end of the call, each result bit-identical to the default's
-// (the lead's GPU step: docs/results/layernorm_backward.md, "Variants for the next run (2026-12-04)").
-//   %VARIANT% team_slices -DLNB_TEAM_SLICES=1
+// The sixth round (variants o, p, q above), timed on the H200 on 2026-12-03 (ninth session; the
+// results page, "Round two measured"): team_slices 1.04 / 1.00 / 1.07 / 1.17x the form before on
+// the four bench rows (never slower), the default since (LNB_TEAM_SLICES=1; its SASS identical to
+// the timed variant's); flags on the form before 1.04 / 0.85 / 1.19 / 1.02x, slices_flags (now
+// `flags`, on the new default) 1.09 / 0.86 / 1.10 / 1.03x: the ready flags win at H = 1024 and
+// lose at H = 8192, a per-H choice left open. The form before is `shared_partials`.
+//   %VARIANT% shared_partials -DLNB_TEAM_SLICES=0
 //   %VARIANT% flags -DLNB_FLAGS=1
-//   %VARIANT% slices_flags -DLNB_TEAM_SLICES=1 -DLNB_FLAGS=1
 // LNB_MIN_BLOCKS: the __launch_bounds__ minimum CTAs per SM of stage 1 (2 caps registers at 128,
 //   keeping 16 warps per SM to hide DRAM latency; 1 gives the compiler 255 and halves residency).
 // LNB_STREAMING: evict-first loads and stores (ld.global.cs / st.global.cs) for the single-use
@@ -250,7 +253,7 @@
 #define LNB_DYNAMIC 0
 #endif
 #ifndef LNB_TEAM_SLICES
-#define LNB_TEAM_SLICES 0
+#define LNB_TEAM_SLICES 1
 #endif
 #ifndef LNB_FLAGS
 #define LNB_FLAGS 0

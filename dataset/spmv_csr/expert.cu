@@ -68,8 +68,8 @@
 //      H200 (2026-12-03, one call): merge_v16 1.09x / 0.93x / 1.04x / 1.15x D on powerlaw /
 //      denserows / road-usa / banded (0.84x / 0.86x / 0.99x / 0.91x cuSPARSE); merge_v16_i9 0.66x /
 //      0.83x / 0.76x / 1.18x D. memcheck clean (the array's last partial chunk by plain loads).
-//   F. E with one change each (not yet measured; docs/results/spmv_csr.md, "Variants for the next
-//      run (2026-12-04)"). The working explanation of merge_i9's loss: an L1 miss holds an L1 line
+//   F. E with one change each (docs/results/spmv_csr.md, "Variants for the next run (2026-12-04)";
+//      measured below). The working explanation of merge_i9's loss: an L1 miss holds an L1 line
 //      until its sector returns, so the L1's size, not the tile, bounds the x gathers in flight
 //      where they miss to DRAM (60 KB: 480 lines per SM).
 //        merge_v16_i5    kItems 5 (-DSPMV_MERGE_ITEMS=5 -DSPMV_MERGE_VEC=1): 16,480 B shared per
@@ -82,6 +82,12 @@
 //        merge_v16_auto  the 16-byte kernel when NNZ < 64 N, D's otherwise (a choice per call from
 //                        the shapes alone; E lost to D only on denserows, 200 entries per row).
 //                        31 registers (E's kernel), D's kernel as in the default.
+//      H200 (2026-12-03, ninth session, one call; docs/results/spmv_csr.md "Round two measured"):
+//      merge_v16_auto 1.08x / 1.00x / 1.03x / 1.15x D (0.84x / 0.92x / 1.03x / 0.91x cuSPARSE),
+//      never below D: the default since (SPMV_MERGE_VEC=2, SASS identical to the timed variant's);
+//      merge_v16_i5 1.15x / 0.94x / 1.04x / 0.94x D (the larger L1 helps powerlaw's far gathers and
+//      costs banded its tile); merge_v16_xfar 0.74x / 0.90x / 0.80x / 1.09x D: its no-allocate
+//      gathers lost every row but banded, code removed. The form before (D alone) is merge_d.
 //
 // Arithmetic: fp32 products and fp32 sums in a tree order (a per-step segmented scan and a
 // sequential sum of steps; strided partial sums and a shuffle tree; chunk sums added by atomics
@@ -89,12 +95,9 @@
 // and atomics). The honest error is bounded per row by (log2-ish terms)·2^-24·sum|a·x|: spec.md.
 //
 // %VARIANT% binned -DSPMV_MERGE_ITEMS=0
-// %VARIANT% merge_i9 -DSPMV_MERGE_ITEMS=9
+// %VARIANT% merge_d -DSPMV_MERGE_VEC=0
 // %VARIANT% merge_v16 -DSPMV_MERGE_VEC=1
-// %VARIANT% merge_v16_i9 -DSPMV_MERGE_ITEMS=9 -DSPMV_MERGE_VEC=1
 // %VARIANT% merge_v16_i5 -DSPMV_MERGE_ITEMS=5 -DSPMV_MERGE_VEC=1
-// %VARIANT% merge_v16_xfar -DSPMV_MERGE_VEC=1 -DSPMV_X_FAR=1
-// %VARIANT% merge_v16_auto -DSPMV_MERGE_VEC=2
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -112,13 +115,10 @@
 #define SPMV_MERGE_ITEMS 7
 #endif
 #ifndef SPMV_MERGE_VEC  // 1: the merge tile stages its columns, values and row ends with 16-byte L1-bypassing copies;
-#define SPMV_MERGE_VEC 0  // 2: the 16-byte staging when the average row is short (SPMV_VEC_MAX_AVG), else the 4-byte one
+#define SPMV_MERGE_VEC 2  // 2: the 16-byte staging when the average row is short (SPMV_VEC_MAX_AVG), else the 4-byte one
 #endif
 #ifndef SPMV_VEC_MAX_AVG  // SPMV_MERGE_VEC 2: the 16-byte staging when NNZ < SPMV_VEC_MAX_AVG * N
 #define SPMV_VEC_MAX_AVG 64
-#endif
-#ifndef SPMV_X_FAR  // 1: the 16-byte tile gathers x outside its diagonal block without allocating in L1
-#define SPMV_X_FAR 0
 #endif
 
 namespace {
@@ -545,32 +545,6 @@ __device__ __forceinline__ void copy_async16(void* smem, const void* gmem, int b
                : "memory");
 }
 
-#if SPMV_X_FAR
-/// Columns this far outside the tile's rows still count as its diagonal block: most matrices'
-/// columns near the diagonal land within a few dozen words of it, and their x lines are reused
-/// by the tile's neighbouring entries and rows.
-constexpr int kNearMargin = 128;
-/// x of a column outside the diagonal block, read-only and without allocating a line in L1: such
-/// a gather is rarely reused by the SM, and its miss would hold an L1 line until the sector
-/// returns from L2 or DRAM (the L1's lines bound the misses in flight; merge_i9's 28 KB of L1
-/// ran at 0.56x merge's 60 KB on powerlaw, whose far gathers miss to DRAM).
-__device__ __forceinline__ float load_x_far(const float* x, int32_t c) {
-  float v;
-  asm("ld.global.nc.L1::no_allocate.f32 %0, [%1];\n" : "=f"(v) : "l"(x + c));
-  return v;
-}
-#endif
-/// x of tile entry column c: through L1 inside the tile's diagonal block [near_lo, near_lo + near_span]
-/// (unsigned: a column below near_lo wraps past near_span), beside it without L1 under SPMV_X_FAR.
-__device__ __forceinline__ float load_x_tile(const float* x, int32_t c, uint32_t near_lo, uint32_t near_span) {
-#if SPMV_X_FAR
-  if (static_cast<uint32_t>(c) - near_lo > near_span) return load_x_far(x, c);
-#else
-  (void)near_lo;
-  (void)near_span;
-#endif
-  return load_x(x, c);
-}
 /// Words [b, e) of src (an array of `limit` words) into s_raw, word g at s_raw[g - (b & ~3)];
 /// chunk q of the range is copied by thread q mod kThreads.
 template <typename T>
@@ -623,14 +597,6 @@ spmv_merge_tile_v16(const int32_t* __restrict__ row_ptr, const int32_t* __restri
   // This thread's chunks' entries of the tile (not the words before j0 or after the last entry):
   // up to 4 kChunkIters gathers of x back to back, then the products in place.
   const int chunks = nzs > 0 ? (off + nzs + 3) >> 2 : 0;
-  // The tile's diagonal block, rows [i0, i1] widened by kNearMargin (SPMV_X_FAR; unused otherwise):
-  // near_lo may wrap below 0, which the unsigned distance in load_x_tile absorbs.
-#if SPMV_X_FAR
-  const uint32_t near_lo = static_cast<uint32_t>(i0) - kNearMargin;
-  const uint32_t near_span = static_cast<uint32_t>(rows) + 2 * kNearMargin;
-#else
-  const uint32_t near_lo = 0, near_span = 0;
-#endif
   float xv[kChunkIters][4];
 #pragma unroll
   for (int u = 0; u < kChunkIters; ++u) {
@@ -638,10 +604,10 @@ spmv_merge_tile_v16(const int32_t* __restrict__ row_ptr, const int32_t* __restri
     int4 c = make_int4(0, 0, 0, 0);
     if (q < chunks) c = *reinterpret_cast<const int4*>(s_col_raw + 4 * q);
     const int k = 4 * q - off;  // tile entry of the chunk's first word
-    xv[u][0] = q < chunks && k >= 0 && k < nzs ? load_x_tile(x, c.x, near_lo, near_span) : 0.f;
-    xv[u][1] = q < chunks && k + 1 >= 0 && k + 1 < nzs ? load_x_tile(x, c.y, near_lo, near_span) : 0.f;
-    xv[u][2] = q < chunks && k + 2 >= 0 && k + 2 < nzs ? load_x_tile(x, c.z, near_lo, near_span) : 0.f;
-    xv[u][3] = q < chunks && k + 3 < nzs ? load_x_tile(x, c.w, near_lo, near_span) : 0.f;
+    xv[u][0] = q < chunks && k >= 0 && k < nzs ? load_x(x, c.x) : 0.f;
+    xv[u][1] = q < chunks && k + 1 >= 0 && k + 1 < nzs ? load_x(x, c.y) : 0.f;
+    xv[u][2] = q < chunks && k + 2 >= 0 && k + 2 < nzs ? load_x(x, c.z) : 0.f;
+    xv[u][3] = q < chunks && k + 3 < nzs ? load_x(x, c.w) : 0.f;
   }
 #pragma unroll
   for (int u = 0; u < kChunkIters; ++u) {

@@ -103,10 +103,15 @@
 //   %VARIANT% s256 -DW4A16_ROWSTREAM=0 -DW4A16_L2_256B=1
 //   %VARIANT% mchain2 -DW4A16_ROWSTREAM=0 -DW4A16_MMA_CHAINS=2
 //   %VARIANT% hmma_b1 -DW4A16_ROWSTREAM=0
-//   %VARIANT% rowstream3 -DW4A16_RS_ROWS=2 -DW4A16_RS_CTAS_PER_SM=3
-//   %VARIANT% rspersist -DW4A16_RS_PERSIST=1
-//   %VARIANT% rsmma -DW4A16_RS_MMA=1
-//   %VARIANT% rsmma_persist -DW4A16_RS_MMA=1 -DW4A16_RS_PERSIST=1
+//   %VARIANT% rs_ffma -DW4A16_RS_MMA=0
+//   %VARIANT% persist -DW4A16_RS_PERSIST=1
+// The row stream's round two, timed on the H200 on 2026-12-03 (ninth session; results page,
+// "Round two measured"), against the FFMA row stream (now rs_ffma) on 8192 x 8192 / 28672 x 8192
+// / 8192 x 28672: rsmma (the chunk arithmetic on the tensor cores) 1.00 / 1.08 / 1.04x, never
+// slower: the default since (W4A16_RS_MMA=1, SASS identical to the timed variant's), 51.2 / 61.8 /
+// 68.0% of SOL; rsmma with persistent CTAs (now persist) 0.96 / 1.16 / 0.99x; rspersist (FFMA,
+// persistent) 0.95 / 1.12 / 0.94x and rowstream3 (2 rows per warp, 3 CTAs per SM) 0.94 / 1.02 /
+// 0.91x, their lines removed.
 // s256: the tensor-core path with .L2::256B on the weight loads. mchain2: the tensor-core path
 // with two accumulators per tile and group (even and odd mma steps), summed in fp32 before the
 // scale: chains of 4 instead of 8. Measured on the H200 (2026-12-03, against the tensor-core

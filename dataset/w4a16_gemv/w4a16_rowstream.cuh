@@ -53,7 +53,7 @@
 // 1: the chunk arithmetic on the tensor cores (w4a16_rowstream_mma.cuh, diagonal mma.sync: ~1.9
 // lane instructions per weight instead of ~3.4); 0: the magic-number FFMA form below.
 #ifndef W4A16_RS_MMA
-#define W4A16_RS_MMA 0
+#define W4A16_RS_MMA 1
 #endif
 // 1: persistent CTAs (as many as fit at once): x staged once per CTA for all of its rows, each
 // warp walks row blocks gw, gw + W_grid, ... with the register ring running on across them (the

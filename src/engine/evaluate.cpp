@@ -223,7 +223,10 @@ class CudaEvaluation {
     if (ts.given_up) return nullptr;
     if (!ts.runner) {
       WorkerOptions wo = opt_.worker;
-      if (find_track(ts.target.track).prepares()) wo.shapes = all_shapes_;
+      if (const Track& track = find_track(ts.target.track); track.prepares()) {
+        wo.shapes = all_shapes_;
+        wo.start_timeout_s += track.prepare_seconds_per_shape() * static_cast<double>(all_shapes_.size());
+      }
       ts.runner = opt_.isolate ? make_worker_runner(ts.target, wo) : make_in_process_runner(ts.target);
     }
     return ts.runner.get();

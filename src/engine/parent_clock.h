@@ -55,6 +55,22 @@ inline constexpr std::size_t kProbeWords = 1024;
 inline constexpr std::size_t kProbeSlack = 256;
 ProbeLayout probe_layout(std::size_t bytes);
 
+/// Whether the probe reads output `out` as written only once its watched words are naive's: an
+/// integer output compared exactly, whose honest final words are naive's bit for bit. A call may
+/// use such an output as scratch before its last pass (radix_sort_pairs' ping-pong writes keys
+/// and values into the outputs at digit pass 2 of 4): read as "not the poison", its slot passed
+/// the probe at half the last call, and the whole-slab counts that followed, time-sliced against
+/// the worker's kernels, made the honest 1e9-key sort read 1.36x its median on the parent's clock
+/// (a false timer_cross_check on the H200, 2026-12-03). Float outputs keep the poison test (an
+/// exact float compare passes -0.0 for 0.0, which differ in bits).
+bool probe_final_words(const TensorPlan& out);
+
+/// Watched words of one output's probe not yet written: `seen` and `naive` as read_probe_words
+/// reads them, `watched` per word; with `final_words`, a word other than naive's, else a word
+/// that is still the poison (pure: unit-tested).
+std::size_t probe_pending_words(const std::vector<unsigned short>& seen, const std::vector<unsigned short>& naive,
+                                const std::vector<char>& watched, bool final_words);
+
 /// How many calls (at the worker's median `median_s`) and how the outputs are laid out. The worker's
 /// median only sizes the batch: a forged one makes the batch longer or shorter, never the bound looser.
 BatchShape batch_shape(const WorkloadPlan& plan, double median_s);

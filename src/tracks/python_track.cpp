@@ -124,6 +124,17 @@ void PythonTrack::prepare(const std::filesystem::path& artifact, const std::vect
   if (!errors.empty()) std::fprintf(stderr, "d2k: %s prepare: %s\n", py::mode_name(mode_), errors.c_str());
 }
 
+double PythonTrack::prepare_seconds_per_shape() const {
+  // Measured on the H200 (2026-12-03): the start's 60 s ran out during torch_compile's prepare of
+  // moe_topk_router's five shapes and fused_adamw's three; Triton compiles a kernel in seconds.
+  switch (mode_) {
+    case py::PyMode::torch_compile: return 180;
+    case py::PyMode::triton: return 60;
+    case py::PyMode::torch_eager: return 10;
+  }
+  return 0;
+}
+
 LoadedImpl PythonTrack::open(const std::filesystem::path& artifact) const {
   py::Bridge* b = bridge_for(artifact, mode_);
   if (!b) throw ExecError(load_failure().status, load_failure().message);

@@ -24,6 +24,9 @@ class PythonTrack : public Track {
   /// Starts the interpreter, imports the file and calls it once per shape. A failed import is
   /// kept and reported by open() (after the lockdown, as a load failure).
   void prepare(const std::filesystem::path& artifact, const std::vector<WorkloadShape>& shapes) const override;
+  /// torch_compile: Inductor compiles each shape on one thread (tens of seconds for moe_topk_router's
+  /// program, minutes for fused_adamw's hundreds of tensors); triton: a JIT and its autotuning.
+  double prepare_seconds_per_shape() const override;
   LoadedImpl open(const std::filesystem::path& artifact) const override;
 
  private:

@@ -73,6 +73,10 @@ class Track {
   /// Worker side, before the lockdown filter: whatever the artifact needs done per shape while
   /// exec and the file system are still open (a JIT compile). cuda and cutlass need nothing.
   virtual void prepare(const std::filesystem::path& artifact, const std::vector<WorkloadShape>& shapes) const;
+  /// Seconds the worker's start may take per shape handed to `prepare`, on top of the start's own
+  /// deadline (WorkerOptions::start_timeout_s): a JIT that compiles every shape before the lockdown
+  /// takes that long per shape, and the start's deadline alone killed honest workers mid-compile.
+  virtual double prepare_seconds_per_shape() const { return 0; }
   /// Parent side, before a worker for this track starts: what the sandbox must add (a Python
   /// track exposes the machine's interpreter read-only and passes where it is).
   virtual void configure_worker(SandboxOptions&) const {}

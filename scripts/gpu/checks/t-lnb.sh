@@ -12,18 +12,15 @@
 # Helpers: scripts/gpu/checks/t-lnb/{bench_table.py,golden_check.py,aten_bars.py}.
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-lnb.sh CARRY OUT [aten] [compile]
-# The variant sweep alone (sixth round: the default, team_slices, flags and slices_flags x 4 bench
-# rows in at most 70 s, about 58 s by the seventh session's 14.6 s a target; memcheck of
-# team_slices on four check workloads and of flags on four in at most 10 s each, racecheck of
-# team_slices on two in at most 8 s; then the default and flags on a bench row and a check
-# workload with the same seed, whose dx, dgamma and dbeta must be equal bit for bit, in at most
-# 2 x 10 s; the budget cuts the last steps first: at most 118 s, about 100 s):
-#   LNB_BUDGET_S=120 D2K_CHECK_STEPS=variants,memcheck_team_slices,racecheck_team_slices,memcheck_flags,same_flags \
-#     scripts/gpu/checks/t-lnb.sh CARRY OUT
-# (By name also: memcheck_slices_flags, same_team_slices, same_slices_flags, and dynamic's
-# memcheck_dynamic, racecheck_dynamic with LNB_SWEEP naming it.)
+# The variant sweep alone (the default, shared_partials and flags x 4 bench rows; memcheck of
+# flags on four check workloads in at most 10 s; then the default and flags on a bench row and a
+# check workload with the same seed, whose dx, dgamma and dbeta must be equal bit for bit, in at
+# most 2 x 10 s; the sixth round's sweep of 2026-12-03 took 80 s with one variant more):
+#   LNB_BUDGET_S=120 D2K_CHECK_STEPS=variants,memcheck_flags,same_flags scripts/gpu/checks/t-lnb.sh CARRY OUT
+# (By name also: same_shared_partials, and dynamic's memcheck_dynamic, racecheck_dynamic with
+# LNB_SWEEP naming it.)
 # LNB_SWEEP (space-separated variant names) limits the sweep to those variants where the carry holds
-# more (default: team_slices flags slices_flags; "all" takes every built one).
+# more (default: shared_partials flags; "all" takes every built one).
 # Exit status: the number of FAIL lines.
 set -uo pipefail
 carry=$(cd "$1" && pwd); out=$2
@@ -37,7 +34,7 @@ budget=${LNB_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
 detect_torch
 # Only the variants of this sweep, even where the carry holds older ones: the budget is per target.
-sweep=${LNB_SWEEP:-team_slices flags slices_flags}
+sweep=${LNB_SWEEP:-shared_partials flags}
 if [ "$sweep" != all ]; then
   eval "$(declare -f built_variants | sed '1s/built_variants/built_variants_all/')"
   built_variants() { built_variants_all | grep -xF -f <(tr ' ' '\n' <<< "$sweep"); }
@@ -71,17 +68,9 @@ for v in $(built_variants | grep '^dynamic'); do
   sanitize --impl "expert:$v" racecheck 12 "$task-check-7x1000,$task-check-64x4104"
 done
 # The sixth round's variants change the end of the call and nothing of its arithmetic or order:
-# each must give the default's dx, dgamma and dbeta bit for bit.
-# team_slices / slices_flags (write_partials of a CTA of several teams through per-team slices of
-# the ring, one barrier): memcheck where a CTA has several teams (7x1000 and 300x768: 8 one-warp
-# teams, 2053x64: 8 teams and 257 partial rows, 16x2048: 4 two-warp teams); racecheck of the
-# slices, stored by each team's threads and read by any thread of the CTA after the barrier.
-for v in $(built_variants | grep -x -E 'team_slices|slices_flags'); do
-  sanitize --impl "expert:$v" memcheck 10 "$task-check-7x1000,$task-check-300x768,$task-check-2053x64,$task-check-16x2048-shifted"
-done
-for v in $(built_variants | grep -x team_slices); do
-  sanitize --impl "expert:$v" racecheck 8 "$task-check-300x768,$task-check-16x2048-shifted"
-done
+# each must give the default's dx, dgamma and dbeta bit for bit. (team_slices, the default since
+# 2026-12-03, was memchecked on 7x1000, 300x768, 2053x64 and 16x2048 and racechecked on 300x768
+# and 16x2048 as a variant; the default's memcheck and racecheck steps cover it now.)
 # flags (stage 2 loads each partial row once its CTA's flag shows the call's epoch, instead of
 # after griddepcontrol.wait): one CTA and one partial row (1x8), fewer rows than teams (7x1000),
 # one 256-thread team with a 513-vector row (64x4104), 257 partial rows, 33 per stage-2 slice
@@ -112,7 +101,7 @@ same_check() {
     || fail "$v against the default (n_same=$n_same of $n_want, see same_${v}*.log)"
   rm -rf "$out/same_default" "$out/same_variant"  # inputs of a bench row: nothing to bring back
 }
-for v in $(built_variants | grep -x -E 'team_slices|flags|slices_flags'); do
+for v in $(built_variants | grep -x -E 'shared_partials|flags'); do
   same_check "$v" "$task-bench-16384x4096-opt6.7b,$task-check-2053x64"
 done
 
@@ -145,7 +134,7 @@ fi
 sass_counts "(LDG|STG|LDS|STS)\.E?\.?[0-9A-Z.]*128[A-Z.]*|SHFL\.BFLY|F2FP\.BF16[A-Z0-9.]*|ATOM[A-Z.]*|RED\.[A-Z.]*|BAR\.SYNC[A-Z.]*"
 # The variants' ring kernels: cp.async into shared memory, 16-byte reads back, no local memory
 # (spills).
-for v in $(built_variants | grep -x -E 'dynamic|team_slices|flags|slices_flags'); do
+for v in $(built_variants | grep -x -E 'dynamic|shared_partials|flags'); do
   sass_counts --so "expert_$v" "LDGSTS[A-Z0-9.]*|LDS\.128|DEPBAR[A-Z.]*|STG\.E[A-Z.]*128" "LDGSTS" "LDL|STL"
 done
 echo "t-lnb: $fails failure(s)"

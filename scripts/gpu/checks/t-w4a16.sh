@@ -3,11 +3,11 @@
 # expert, library) and, where the machine's Python has torch, torch_eager of
 # dataset/w4a16_gemv/pytorch.py, with the table; the expert's variants (every `// %VARIANT%` line
 # of expert.cu) checked and timed at B = 1; the starter's verdict (must be INCORRECT_*);
-# compute-sanitizer memcheck of the expert on the check workloads (its B = 1 path is the CUDA-core
-# row stream, every other B the tensor-core path) and racecheck of its row stream; memcheck of
-# variant rowstream3 (the row stream with 2 rows per warp and 3 CTAs per SM) and of the row-stream
-# variants rspersist, rsmma, rsmma_persist (persistent CTAs; the chunks on the tensor cores), with
-# racecheck of the three and memcheck of the persistent ones on a multi-wave bench row;
+# compute-sanitizer memcheck of the expert on the check workloads (its B = 1 path is the row
+# stream, its chunks on the tensor cores since 2026-12-03; every other B the tensor-core path) and
+# racecheck of its row stream; memcheck of the row-stream variants rs_ffma (the FFMA chunk form
+# before) and persist (persistent CTAs), with racecheck of both and memcheck of persist on a
+# multi-wave bench row;
 # the golden cross-check against PyTorch float64 on `d2k check --dump` inputs
 # (t-w4a16/golden_check.py);
 # the expert's SASS counts. Each step gets what is left of a 140 s budget (the 150 s of
@@ -15,9 +15,9 @@
 # What it must show: every line PASS; in bench.md, expert >= 75% of SOL at B = 1 on the three
 # shapes and faster than library (dequantise + cuBLAS) and naive at every B; in
 # variants_w4a16_gemv.md, which variant is fastest on each B = 1 row: the sweep for issue #15
-# (expert, library, s256, mchain2, hmma_b1 = the tensor-core path at B = 1, rowstream3, rspersist,
-# rsmma, rsmma_persist; docs/results/w4a16_gemv.md, "Variants for the next run (2026-12-04)"):
-#   D2K_CHECK_STEPS=variants,memcheck_rspersist,memcheck_rsmma,memcheck_rsmma_persist,memcheck_rspersist_bench,memcheck_rsmma_persist_bench,racecheck_rspersist,racecheck_rsmma,racecheck_rsmma_persist \
+# (expert, library, s256, mchain2, hmma_b1 = the tensor-core path at B = 1, rs_ffma, persist; the
+# round two of 2026-12-03 that chose the default: docs/results/w4a16_gemv.md):
+#   D2K_CHECK_STEPS=variants,memcheck_persist,memcheck_persist_bench,racecheck_persist \
 #     W4A16_BUDGET_S=115 scripts/gpu/checks/t-w4a16.sh CARRY OUT
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-w4a16.sh CARRY OUT [compile]
@@ -71,27 +71,24 @@ sanitize memcheck 20 $task-check-1x1x128,$task-check-1x64x28672,$task-check-3x37
 # in the same process) are left out: their split-K GEMM draws hazards that say nothing about the
 # expert.
 sanitize --exclude nvjet racecheck 12 $task-check-1x1x128,$task-check-1x64x28672
-# rowstream3: the same kernel with 2 rows per warp and 80 registers, under memcheck on the two
-# B = 1 shapes above (K = 28672: 16 rows per CTA, four CTAs) and B = 3 (the tensor-core path the
-# build keeps), each judged against the golden. Its staging and reads of x are the default's code,
-# which the racecheck above covers.
-# The same for the row-stream variants of issue #15's next sweep: rspersist (persistent CTAs, the
-# FFMA form), rsmma (the chunks as diagonal mma.sync steps, x as A registers in shared memory) and
-# rsmma_persist (both). On these check workloads each warp gets at most one row block; the
-# persistent cursors crossing blocks (mid-turn of the ring: 8 chunks per row) run on the bench row
-# 1x28672x8192 (7168 row blocks on 2112 warps), under memcheck once each and judged against naive.
-for v in rowstream3 rspersist rsmma rsmma_persist; do
+# The row-stream variants: rs_ffma (the FFMA chunk form, the default until 2026-12-03) and persist
+# (persistent CTAs), under memcheck on the two B = 1 shapes above (K = 28672: 16 rows per CTA, four
+# CTAs) and B = 3 (the tensor-core path), each judged against the golden. On these check workloads
+# each warp gets at most one row block; the persistent cursors crossing blocks (mid-turn of the
+# ring: 8 chunks per row) run on the bench row 1x28672x8192 (7168 row blocks on 2112 warps), under
+# memcheck once and judged against naive.
+for v in rs_ffma persist; do
   [ -f "$carry/impl/$task/expert_$v.so" ] &&
     sanitize --impl "expert:$v" memcheck 12 $task-check-1x1x128,$task-check-1x64x28672,$task-check-3x37x384
 done
-for v in rspersist rsmma_persist; do
+for v in persist; do
   [ -f "$carry/impl/$task/expert_$v.so" ] &&
     sanitize --impl "expert:$v" --name "memcheck_${v}_bench" memcheck 20 $task-bench-1x28672x8192
 done
 # racecheck of the persistent kernel (x staged once, read by every warp of the CTA for all of its
-# row blocks after one barrier) and of the tensor-core chunk form's staging (x as {a0, a0, a2, a2}
-# vectors), in its one-block-per-warp and persistent kernels.
-for v in rspersist rsmma rsmma_persist; do
+# row blocks after one barrier) and of the FFMA form's staging (the default's tensor-core staging,
+# x as {a0, a0, a2, a2} vectors, is the racecheck above).
+for v in rs_ffma persist; do
   [ -f "$carry/impl/$task/expert_$v.so" ] &&
     sanitize --impl "expert:$v" --exclude nvjet racecheck 12 $task-check-1x1x128,$task-check-1x64x28672
 done

@@ -215,3 +215,38 @@ TEST(BatchEnd, ACountThatReachesNaivesAfterALaterLookGetsNoDiscount) {
 
 }  // namespace
 }  // namespace d2k
+
+// An integer output compared exactly reads as written only with naive's words: radix_sort_pairs'
+// ping-pong leaves other, non-poison words in its outputs after digit pass 2 of 4, which the
+// poison test took for the call's end (a false timer_cross_check at 1e9 keys on the H200).
+TEST(ProbeWords, ExactIntegerOutputsWaitForNaivesWords) {
+  TensorPlan keys;
+  keys.dtype = DType::u32;
+  keys.cmp.rule = "exact";
+  EXPECT_TRUE(probe_final_words(keys));
+  const std::vector<unsigned short> naive = {1, 2, 3, 4};
+  const std::vector<char> watched = {1, 1, 1, 1};
+  const std::vector<unsigned short> scratch = {9, 8, 7, 6};  // an earlier pass: written, not final
+  EXPECT_EQ(probe_pending_words(scratch, naive, watched, true), 4u);
+  EXPECT_EQ(probe_pending_words(scratch, naive, watched, false), 0u) << "the poison test alone passes it";
+  EXPECT_EQ(probe_pending_words(naive, naive, watched, true), 0u);
+  const std::vector<unsigned short> half = {1, 2, 0xFFFF, 0xFFFF};
+  EXPECT_EQ(probe_pending_words(half, naive, watched, true), 2u);
+  EXPECT_EQ(probe_pending_words(half, naive, watched, false), 2u);
+  EXPECT_EQ(probe_pending_words(scratch, naive, {1, 0, 0, 1}, true), 2u) << "unwatched words never count";
+}
+
+// Float outputs, and tolerance rules, keep the poison test: an honest float output is not naive's
+// bit for bit (an exact float compare passes -0.0 for 0.0).
+TEST(ProbeWords, FloatAndToleranceOutputsKeepThePoisonTest) {
+  TensorPlan price;
+  price.dtype = DType::f32;
+  price.cmp.rule = "exact";
+  EXPECT_FALSE(probe_final_words(price));
+  TensorPlan y;
+  y.dtype = DType::i32;
+  y.cmp.rule = "multiset";
+  EXPECT_FALSE(probe_final_words(y));
+  y.cmp.rule = "allclose";
+  EXPECT_FALSE(probe_final_words(y));
+}

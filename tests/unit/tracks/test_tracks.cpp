@@ -25,6 +25,18 @@ TEST(TrackRegistry, KnowsCudaAndCutlassAndRefusesOthersWithTheList) {
   }
 }
 
+// A JIT track's worker compiles every workload shape before the lockdown, inside the start's
+// deadline: the deadline grows per shape there (torch_compile's prepare of moe_topk_router's five
+// shapes outlasted 60 s on the H200), and stays as it is for the tracks compiled ahead of time.
+TEST(TrackRegistry, JitTracksGetStartTimePerPreparedShape) {
+  EXPECT_EQ(find_track("cuda").prepare_seconds_per_shape(), 0.0);
+  EXPECT_EQ(find_track("cutlass").prepare_seconds_per_shape(), 0.0);
+  EXPECT_GE(find_track("torch_compile").prepare_seconds_per_shape(), 120.0);
+  EXPECT_GT(find_track("triton").prepare_seconds_per_shape(), 0.0);
+  EXPECT_LT(find_track("torch_eager").prepare_seconds_per_shape(),
+            find_track("torch_compile").prepare_seconds_per_shape());
+}
+
 TEST(TrackRegistry, StarterLivesUnderTheTrackName) {
   EXPECT_EQ(find_track("cutlass").starter_dir("/d/task"), fs::path("/d/task/starter/cutlass"));
 }
