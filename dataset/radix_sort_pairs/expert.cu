@@ -91,18 +91,14 @@
 //   - 16, 12 or 32 pairs per thread (RS_ITEMS): with the values loaded early they spilled (36-124
 //     B) at the CTAs per SM they aimed for; not measured. With this kernel (values late) 28 and 32
 //     still spill at 80 registers (36 and 148 B of spill stores: the keys and their ranks live
-//     through the ranking), so a larger tile needs the keys out of registers then (async32);
-//   - async (RS_ASYNC, built 2026-12-03, not yet measured): keys and values copied global ->
-//     shared by 4-byte cp.async at the tile's start (each lane its own words at their input slots,
-//     evict-first), so a tile's 48 KB of reads are in flight together from its start and the
-//     values' round trip hides behind the ranking; the ranking reads the keys from shared memory,
-//     keys and values are then permuted in place (one barrier more). 78 registers, 58 KB, 3 CTAs
-//     per SM. (With one 64-bit address per item ptxas spilled; the items' offsets are immediates);
-//   - async32 (RS_ASYNC, RS_ITEMS=32; not yet measured): the same with 8192-pair tiles (CUB's
-//     8832 on Hopper): 80 registers, 74 KB (3 x 75 KB within the SM's 228 KB), 3 CTAs per SM;
-//   - early (RS_EARLY_COUNTS; not yet measured): the tile's digit counts taken from the keys
-//     (count_digit, as in rs_histogram) and published before the ranking, as CUB does: one
-//     barrier and one shared atomic per pair more; 80 registers, 59 KB.
+//     through the ranking), so a larger tile needs the keys out of registers then (async32 below);
+//   - async, async32, early: measured on the H200 on 2026-12-03 on n2.5e8-uniform (this kernel
+//     9612.93 us, CUB 6855.37 us: 0.71x CUB), all slower than this kernel, code removed. async
+//     (keys and values copied global -> shared by cp.async at the tile's start, ranked from shared
+//     memory, permuted in place): 10957.81 us, 0.88x, the extra barrier and shared traffic;
+//     async32 (the same with 32 pairs per thread, 8192-pair tiles): 11001.75 us, 0.87x; early
+//     (the tile's digit counts taken from the keys and published before the ranking, as CUB does):
+//     10851.90 us, 0.89x, one barrier and one shared atomic per pair more;
 //   - 11-bit digits (3 passes, 52 B per pair instead of 68): 2048 buckets per tile make the
 //     per-digit steps 8 digits per thread and the per-warp histograms 64 KB per CTA; not built
 //     (CUB also keeps 8 bits for 32-bit keys on Hopper);
@@ -115,9 +111,6 @@
 //   - the textbook three kernels per digit (naive.cu): keys read twice per pass, a count array.
 //     H200: 188.1 / 45514.3 / 14748.2 us.
 // %VARIANT% prev24 -DRS_VALUES_LATE=0 -DRS_RANK16=0 -DRS_MIN_BLOCKS=2 -DRS_LOOKBACK_WINDOW=1
-// %VARIANT% async -DRS_ASYNC=1
-// %VARIANT% async32 -DRS_ASYNC=1 -DRS_ITEMS=32
-// %VARIANT% early -DRS_EARLY_COUNTS=1
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -137,25 +130,6 @@
 #ifndef RS_RANK16
 // 1: a thread's ranks are held two to a register (struct Ranks).
 #define RS_RANK16 1
-#endif
-
-#ifndef RS_ASYNC
-// 1: keys and values copied global -> shared by cp.async at the tile's start (each lane its own
-// words, at their input positions in the staging buffers), so both loads are in flight together
-// and take no registers; the ranking reads the keys from shared memory, and the keys and values are
-// then permuted in place into the tile's digit order. 0: keys loaded into registers (the default).
-#define RS_ASYNC 0
-#endif
-#if RS_ASYNC && !RS_VALUES_LATE
-#error "RS_ASYNC permutes the values after the keys are staged: it needs RS_VALUES_LATE=1"
-#endif
-
-#ifndef RS_EARLY_COUNTS
-// 1: the tile's digit counts taken from the keys in registers before the ranking (one shared
-// atomic per pair, 32 at once for a warp item of one digit) and published (AGGREGATE) at once, as
-// CUB's onesweep does: successors' look-backs meet this tile's word unpublished for one ranking
-// less. 0: published from the ranking's per-warp counts (the default).
-#define RS_EARLY_COUNTS 0
 #endif
 
 #ifndef RS_MIN_BLOCKS
@@ -184,40 +158,6 @@ __device__ __forceinline__ uint32_t load_status(uint32_t* w) {
 __device__ __forceinline__ void store_status(uint32_t* w, uint32_t v) {
   cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*w).store(v, cuda::std::memory_order_relaxed);
 }
-
-#if RS_ASYNC
-/// An L2 policy that marks the single-use input lines evict-first (what __ldcs does for loads).
-__device__ __forceinline__ uint64_t evict_first_policy() {
-  uint64_t policy;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  return policy;
-}
-/// A lane's items kItem.. of the tile, word 32 i of `gmem` to word 32 i of `smem` by 4-byte
-/// cp.async (no register holds the data; it lands at cp_async_wait), or `pad` stored where the
-/// item is past N (32 i >= left). The item's offset is an immediate of the instruction, so all
-/// items share one shared and one global address register (with an address computed per item,
-/// ptxas kept a 64-bit register pair per item alive and spilled at 80 registers).
-template <int kItem = 0>
-__device__ __forceinline__ void cp_async_items(uint32_t* smem, const uint32_t* gmem, int64_t left, uint32_t pad,
-                                               uint64_t policy) {
-  if (32 * kItem < left) {
-    asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0+%3], [%1+%3], 4, %2;" ::"r"(
-                     static_cast<unsigned>(__cvta_generic_to_shared(smem))),
-                 "l"(gmem), "l"(policy), "n"(128 * kItem)
-                 : "memory");
-  } else {
-    smem[32 * kItem] = pad;
-  }
-  if constexpr (kItem + 1 < kItems) cp_async_items<kItem + 1>(smem, gmem, left, pad, policy);
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-/// Waits until at most `kPending` of this thread's committed groups are still in flight; the words
-/// they wrote are then visible to this thread (to others only after a barrier).
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
-}
-#endif
 
 /// f. Decoupled look-back for digit d of tile `tile` (whose own count of it is `mine`, already
 /// published): the digit's count in tiles [0, tile), from the predecessors' words nearest first
@@ -339,8 +279,6 @@ struct Ranks {
 
 /// The onesweep CTA's shared memory: 2 x 4 x kTile bytes of staging (48 KB at 6144 pairs) plus
 /// 10 KB: over the 48 KB a static allocation may take, so it is dynamic (opted in at launch).
-/// With RS_ASYNC the staging buffers first hold the tile's keys and values at their input
-/// positions (slot = warp * kWarpSpan + 32 * item + lane), then, permuted in place, in digit order.
 struct OnesweepShared {
   uint32_t stage_keys[kTile];           ///< the tile's keys in digit order
   uint32_t stage_values[kTile];         ///< their values, at the same positions
@@ -348,9 +286,6 @@ struct OnesweepShared {
   uint32_t tile_start[kDigits];         ///< tile position of each digit's first pair
   int32_t out_shift[kDigits];           ///< output index of tile position j (digit d) = out_shift[d] + j
   uint32_t warp_totals[kWarps];
-#if RS_EARLY_COUNTS
-  uint32_t tile_count[kDigits];  ///< the tile's count of each digit (pads included), before the ranking
-#endif
   uint32_t tile;
 };
 
@@ -368,9 +303,6 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
   if (t == 0) s.tile = atomicAdd(tile_counter, 1u);
 #pragma unroll
   for (int w = 0; w < kWarps; ++w) s.warp_hist[w][t] = 0;
-#if RS_EARLY_COUNTS
-  s.tile_count[t] = 0;
-#endif
   __syncthreads();
   const int64_t tile = s.tile;
   const int64_t base = tile * kTile;
@@ -380,38 +312,9 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
   //    at first + 32 i (rs::item_index).
   const int64_t first = rs::item_index(base, warp, 0, lane);
   const int64_t left = n - first;  // items i with 32 i < left exist
-#if RS_ASYNC
-  //    Keys, then values, copied into the staging buffers at their input slots by this lane's own
-  //    cp.async (two groups); only the keys are waited for here. A lane reads back only the slots
-  //    it wrote itself, so the wait needs no barrier.
-  const int slot0 = rs::tile_slot(warp, 0, lane);  // item i: slot0 + 32 i
-  {
-    const uint64_t policy = evict_first_policy();
-    cp_async_items(&s.stage_keys[slot0], keys_in + first, left, rs::kPadKey, policy);
-    cp_async_commit();
-    cp_async_items(&s.stage_values[slot0], values_in + first, left, 0u, policy);
-    cp_async_commit();
-  }
-  cp_async_wait<1>();
-#define RS_KEY(i) s.stage_keys[slot0 + 32 * (i)]
-#else
   uint32_t key[kItems];
 #pragma unroll
   for (int i = 0; i < kItems; ++i) key[i] = 32 * i < left ? __ldcs(keys_in + first + 32 * i) : rs::kPadKey;
-#define RS_KEY(i) key[i]
-#endif
-
-#if RS_EARLY_COUNTS
-  // b2. The tile's digit counts, published before the ranking (thread t: digit t; the pads, all
-  //     of digit 255, counted and then excluded as in step d).
-#pragma unroll
-  for (int i = 0; i < kItems; ++i) count_digit(s.tile_count, rs::digit(RS_KEY(i), pass), true, lane);
-  __syncthreads();
-  {
-    const uint32_t early = s.tile_count[t] - (t == kDigits - 1 ? static_cast<uint32_t>(kTile - valid) : 0u);
-    store_status(status + tile * kDigits + t, (tile == 0 ? rs::kFlagInclusive : rs::kFlagAggregate) | early);
-  }
-#endif
 
   // c. Warp multisplit: rank[i] = pairs of the warp before item i (in input order) with its digit.
   const unsigned lower_lanes = (1u << lane) - 1u;
@@ -419,7 +322,7 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
   Ranks rank;
 #pragma unroll
   for (int i = 0; i < kItems; ++i) {
-    const unsigned d = rs::digit(RS_KEY(i), pass);
+    const unsigned d = rs::digit(key[i], pass);
     const unsigned peers = __match_any_sync(0xffffffffu, d);
     const uint32_t before = hist[d];
     __syncwarp();
@@ -446,17 +349,8 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
     count += c;
   }
   const uint32_t mine = count - (d == kDigits - 1 ? static_cast<uint32_t>(kTile - valid) : 0u);  // pads excluded
-#if !RS_EARLY_COUNTS
   store_status(status + tile * kDigits + d, (tile == 0 ? rs::kFlagInclusive : rs::kFlagAggregate) | mine);
-#endif  // (with RS_EARLY_COUNTS published in step b2: the same count, from the keys instead of the ranks)
   const uint32_t start = block_exclusive_scan(count, s.warp_totals);  // its barrier also publishes warp_hist
-#if RS_ASYNC
-  // The keys back into registers before the barrier: after it, step e overwrites their slots.
-  uint32_t key[kItems];
-#pragma unroll
-  for (int i = 0; i < kItems; ++i) key[i] = RS_KEY(i);
-#endif
-#undef RS_KEY
   s.tile_start[d] = start;
   __syncthreads();
 
@@ -466,13 +360,13 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
     const unsigned dk = rs::digit(key[i], pass);
     const uint32_t at = rank.get(i) + s.tile_start[dk] + hist[dk];
     s.stage_keys[at] = key[i];
-#if RS_VALUES_LATE || RS_ASYNC
+#if RS_VALUES_LATE
     rank.set(i, at);
 #else
     s.stage_values[at] = val[i];
 #endif
   }
-#if RS_VALUES_LATE && !RS_ASYNC
+#if RS_VALUES_LATE
   // The values, loaded once the keys are staged (their registers free): the look-back's round
   // trips overlap their latency.
   uint32_t val[kItems];
@@ -483,17 +377,7 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
   // f. Decoupled look-back for digit d: this tile's first output index of the digit.
   const uint32_t exclusive = look_back(status, tile, d, mine);
   s.out_shift[d] = static_cast<int32_t>(digit_offsets[d] + exclusive) - static_cast<int32_t>(s.tile_start[d]);
-#if RS_ASYNC
-  // The values, copied at the tile's start, from this lane's input slots into registers only now
-  // (not held across the look-back's window of words), then permuted in place once every lane
-  // has read its slots.
-  cp_async_wait<0>();
-  uint32_t val[kItems];
-#pragma unroll
-  for (int i = 0; i < kItems; ++i) val[i] = s.stage_values[slot0 + 32 * i];
-  __syncthreads();
-#endif
-#if RS_VALUES_LATE || RS_ASYNC
+#if RS_VALUES_LATE
 #pragma unroll
   for (int i = 0; i < kItems; ++i) s.stage_values[rank.get(i)] = val[i];
 #endif

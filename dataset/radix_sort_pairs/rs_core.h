@@ -29,14 +29,12 @@ constexpr int kWarpSpan = 32 * kItems;             ///< consecutive pairs a warp
 constexpr int kTile = kThreads * kItems;           ///< pairs per tile (one CTA)
 static_assert(kItems >= 1 && kItems <= 32, "RS_ITEMS: 1 .. 32 pairs per thread");
 
-/// Tile position (slot) and input index of item `item` of `lane` in warp `warp` of the tile starting
-/// at `base` (with RS_ASYNC the lane copies the item to staging word tile_slot first): a warp owns
+/// Input index of item `item` of `lane` in warp `warp` of the tile starting at `base`: a warp owns
 /// kWarpSpan consecutive pairs, read item by item across the lanes (each load instruction is 32
 /// consecutive words), so the order (warp, item, lane) is the input order: ranking in that order
 /// is stable.
-RS_HD int tile_slot(int warp, int item, int lane) { return warp * kWarpSpan + item * 32 + lane; }
 RS_HD int64_t item_index(int64_t base, int warp, int item, int lane) {
-  return base + static_cast<int64_t>(warp) * kWarpSpan + item * 32 + lane;  // base + tile_slot, in 64 bits
+  return base + static_cast<int64_t>(warp) * kWarpSpan + item * 32 + lane;
 }
 
 RS_HD unsigned digit(uint32_t key, int pass) { return (key >> (pass * kDigitBits)) & (kDigits - 1); }

@@ -145,10 +145,10 @@
 //   - lb128 (-DSC_LB_WORDS=4): a look-back round reads 128 predecessors, not 64: at 60 tiles
 //     started per us the nearest inclusive prefix lies about 60 x (look-back time) back, at the
 //     edge of 64 once a look-back takes 1 us. 40 registers, no spills.
-//   Built, not swept: SC_COUNT_IN_TILE=1 (the last tile's look-back writes the count, no count
-//   kernel: about 1-2 us, under the noise of one bench row); SC_GROUPS=2 SC_MIN_BLOCKS=8 (8 CTAs of
-//   2048 rows, 32 registers, 26,064 B, no spills: 16,384 rows per SM, about 16 us slower under
-//   reading (a) above).
+//   Not swept: the count written by the last tile's look-back, no count kernel (about 1-2 us,
+//   under the noise of one bench row; its flag SC_COUNT_IN_TILE went with eager_pdl, below);
+//   SC_GROUPS=2 SC_MIN_BLOCKS=8 (8 CTAs of 2048 rows, 32 registers, 26,064 B, no spills: 16,384
+//   rows per SM, about 16 us slower under reading (a) above).
 // Measured (H200, 2026-12-03, "Eighth session"): eager_async 534.30 us at 50% (78.3% of SOL,
 // 1.02x the default), 0.92x at 1%; eager_adapt and lb128 within noise of the default on every row.
 // eager_adapt's choice is right in arithmetic (tile - 1024's word is inclusive once that CTA is
@@ -156,35 +156,20 @@
 // on the LD.E.64.STRONG.GPU, an L2 round trip that under this load is about as long as the
 // predicate column's DRAM round trip, so the copies go out about when the late ones would. Its
 // line is gone (SC_LATE=2 still builds it), and so is lb128's.
-// Variants for the next run (2026-12-04, second set; not measured yet), each on top of the one before:
-//   - eager_sampled (-DSC_LATE=3): the eager choice per call, not per tile, from no status word: a
-//     kernel (sc_prepare) replaces the memset, zeroes the status words and samples 4096 rows
-//     evenly (one DRAM round trip, CTA 0); every CTA reads its verdict (one word, an L1 hit after an
-//     SM's first CTA) after issuing its l_shipdate loads, and copies every group eagerly where a
-//     quarter or more of the sample is kept, else late. 40 registers, no spills. Expected at
-//     eager_async's time at 50% and 99%, at the default's at 1%: the deployable eager form;
-//   - eager_pdl (+ -DSC_PDL=1 -DSC_COUNT_IN_TILE=1): the launches. sc_prepare triggers the tile
-//     kernel's launch at once (programmatic dependent launch: griddepcontrol.launch_dependents),
-//     so the first wave's loads go out while it runs; each CTA waits for its end
-//     (griddepcontrol.wait) only before the verdict and its first status word; the last tile
-//     writes the count, so no kernel follows the tiles. Two launch gaps fewer: a few us on every row;
-//   - eager_overlap (+ -DSC_LB_OVERLAP=1): the look-back off the chain. In the eager form the
-//     payload lands with the predicate column, so the look-back's L2 round trip (after the ranks'
-//     barrier) is no longer hidden by the late copies' wait: every CTA holds its slot through it
-//     with nothing in flight. Here warp 0 publishes the count and issues the first round's status
-//     loads, every warp compacts the tile in place at its rank (rank(i) <= i, as safe as the
-//     shifted form), warp 0 then finishes the look-back from the landed words, and the stores read
-//     the staging shifted by (first output row mod 32) as four 4-byte words per aligned 16-byte
-//     store. 40 registers, no spills. Up to one loaded L2 round trip less per CTA (~1 us of ~13):
-//     the candidate for the 80% bar at 50% (<= 523.7 us).
+// Second set, measured (H200, 2026-12-03, 1e8 rows at 1% / 50% / 99% kept; this kernel 338.32 /
+// 544.70 / 706.69 us, 32.7 / 77.1 / 79.0% of SOL), code removed:
+//   - eager_sampled (the eager choice per call from a sample of 4096 rows taken by a kernel that
+//     replaced the memset): 358.35 / 557.79 / 720.90 us, 0.94 / 0.98 / 0.98x this kernel;
+//   - eager_pdl (the same plus programmatic dependent launch and the count written by the last
+//     tile: two launch gaps fewer) and eager_overlap (the same plus the look-back's first round
+//     in flight through an in-place compaction at the tile rank): both died with an illegal
+//     instruction in copy_group_async, called from sc_select_tiles, under compute-sanitizer
+//     memcheck and in the bench (cudaErrorIllegalInstruction); the defect was never diagnosed.
 // %VARIANT% tile3k_regs -DSC_ASYNC_PAYLOAD=0 -DSC_MIN_BLOCKS=4
 // %VARIANT% tile2k_prev -DSC_ASYNC_PAYLOAD=0 -DSC_GROUPS=2 -DSC_MIN_BLOCKS=5 -DSC_VEC_STORE=0 -DSC_CLAIM=1 -DSC_LB_WORDS=1
 // %VARIANT% async4k -DSC_GROUPS=4 -DSC_MIN_BLOCKS=4
 // %VARIANT% async6k -DSC_GROUPS=6 -DSC_MIN_BLOCKS=3
 // %VARIANT% eager_async -DSC_LATE=0
-// %VARIANT% eager_sampled -DSC_LATE=3
-// %VARIANT% eager_pdl -DSC_LATE=3 -DSC_PDL=1 -DSC_COUNT_IN_TILE=1
-// %VARIANT% eager_overlap -DSC_LATE=3 -DSC_PDL=1 -DSC_COUNT_IN_TILE=1 -DSC_LB_OVERLAP=1
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -198,21 +183,8 @@
 #endif
 #ifndef SC_LATE
 // 1: payload columns loaded only for groups with a kept row; 0: always; 2 (SC_ASYNC_PAYLOAD only):
-// per tile, always where the kept fraction of the rows so far is a quarter or more, else as 1;
-// 3 (SC_ASYNC_PAYLOAD only): per call, always where a quarter or more of a sample of the rows is
-// kept (sc_prepare takes the sample before the tiles), else as 1.
+// per tile, always where the kept fraction of the rows so far is a quarter or more, else as 1.
 #define SC_LATE 1
-#endif
-#ifndef SC_PDL
-// 1: the status words are zeroed by a kernel (sc_prepare) that lets the tile kernel launch at once
-// (programmatic dependent launch): the tiles issue their first loads while it runs, and wait for
-// it (griddepcontrol.wait) before their first status word or the sample's verdict; 0: stream order.
-#define SC_PDL 0
-#endif
-/// A kernel zeroes the status words (and takes the sample of SC_LATE=3) instead of a memset.
-#define SC_PREPARE (SC_PDL || SC_LATE == 3)
-#if SC_PREPARE && SC_PIPE
-#error "sc_prepare serves the one-tile kernel; the persistent kernel zeroes its status words by a memset"
 #endif
 #ifndef SC_PIPE
 // 1: persistent CTAs, each looping over tiles with the next tile's l_shipdate and this tile's
@@ -242,21 +214,6 @@
 // fits 40 registers (6 CTAs per SM at 3072-row tiles) where the register form needs 64 (4 CTAs).
 // 0: the payload loaded into registers (int4) with l_shipdate.
 #define SC_ASYNC_PAYLOAD 1
-#endif
-#ifndef SC_LB_OVERLAP
-// 1 (SC_ASYNC_PAYLOAD only): the look-back's first round of status words is issued before the
-// in-place compaction and read after it, and the tile is compacted at its rank (no offset) before
-// its first output row is known; the stores read the staging shifted by (first output row mod 32).
-// The look-back's L2 round trip then overlaps the compaction instead of preceding it, which matters
-// where the payload arrives with the predicate column (SC_LATE=0 or 3) and nothing else hides it.
-// 0: the look-back returns before the compaction, which stages at rank + (first output row mod 32).
-#define SC_LB_OVERLAP 0
-#endif
-#ifndef SC_COUNT_IN_TILE
-// 1: the last tile's look-back writes the count (its exclusive prefix plus its own count), so the
-// call is one memset and one kernel; 0: a one-thread kernel after the tiles reads the last tile's
-// status word. Either is correct: the count is read only once the call's stream work is done.
-#define SC_COUNT_IN_TILE 0
 #endif
 #ifndef SC_MIN_BLOCKS
 // Resident CTAs per SM the register budget is cut for: at SC_GROUPS=3, 4 (64 registers, no
@@ -348,64 +305,6 @@ __device__ int64_t look_back_published(StatusWord* status, int64_t tile, int til
   if (lane == 0) store_status(status + tile, kInclusive | static_cast<StatusWord>(exclusive + tile_count));
   return exclusive;
 }
-
-#if SC_LB_OVERLAP
-// SC_LB_OVERLAP: look_back_published split in two, so that the first round's status words are in
-// flight while the tile is compacted (look_back_load early, look_back_rounds late); the same
-// rounds, sums and stop rule.
-/// One look-back round's status words: predecessor d = nearest - (32 k + lane) of the round
-/// (0: the nearest) as lane d % 32's word k; before tile 0, an inclusive prefix of 0.
-__device__ __forceinline__ void look_back_load(StatusWord* status, int64_t nearest, int lane, StatusWord (&s)[kLbWords]) {
-#pragma unroll
-  for (int k = 0; k < kLbWords; ++k) {
-    const int64_t idx = nearest - lane - 32 * k;  // lane 0, word 0 reads the nearest predecessor
-    s[k] = idx >= 0 ? load_status(status + idx) : kInclusive;  // before tile 0: a prefix of 0
-  }
-}
-
-/// Kept rows before `tile` (> 0), whose count publish_count has published, from the first round's
-/// words `s` (look_back_load(tile - 1), in flight or landed; all lanes of one warp call it; every
-/// lane returns the value). A round waits until all 32 x kLbWords predecessors have published
-/// something, sums them back to the nearest inclusive prefix (or all of them, and reads the next
-/// round, if none is inclusive). Publishes the tile's inclusive prefix last.
-__device__ __forceinline__ int64_t look_back_rounds(StatusWord* status, int64_t tile, int tile_count, int lane,
-                                                    StatusWord (&s)[kLbWords]) {
-  int64_t exclusive = 0;
-  for (int64_t nearest = tile - 1;; nearest -= 32 * kLbWords) {
-    if (nearest != tile - 1) look_back_load(status, nearest, lane, s);
-    for (;;) {  // wait until every predecessor of the round has published something
-      bool pending = false;
-#pragma unroll
-      for (int k = 0; k < kLbWords; ++k) pending |= (s[k] >> 62) == 0;
-      if (!__any_sync(0xffffffffu, pending)) break;
-#pragma unroll
-      for (int k = 0; k < kLbWords; ++k)
-        if ((s[k] >> 62) == 0) s[k] = load_status(status + (nearest - lane - 32 * k));
-    }
-    // The nearest inclusive prefix: the lowest word index k holding one, its lowest lane.
-    int stop = 32 * kLbWords - 1;
-    bool found = false;
-#pragma unroll
-    for (int k = kLbWords - 1; k >= 0; --k) {
-      const unsigned inclusive_lanes = __ballot_sync(0xffffffffu, (s[k] >> 62) == 2);
-      if (inclusive_lanes) {
-        stop = 32 * k + __ffs(inclusive_lanes) - 1;
-        found = true;
-      }
-    }
-    int64_t v = 0;
-#pragma unroll
-    for (int k = 0; k < kLbWords; ++k)
-      if (32 * k + lane <= stop) v += static_cast<int64_t>(s[k] & kValueMask);
-#pragma unroll
-    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    exclusive += v;
-    if (found) break;
-  }
-  if (lane == 0) store_status(status + tile, kInclusive | static_cast<StatusWord>(exclusive + tile_count));
-  return exclusive;
-}
-#endif  // SC_LB_OVERLAP
 
 #if !SC_PIPE
 /// Kept rows before `tile` (all lanes of warp 0 call it; every lane returns the value). Publishes
@@ -597,40 +496,6 @@ __device__ __forceinline__ void store_staged_vec(const Staging& st, int shift, i
 }
 #endif  // SC_VEC_STORE
 
-#if SC_LB_OVERLAP
-/// SC_LB_OVERLAP: as store_staged_vec, with the tile's kept rows staged at their rank, [0,
-/// tile_count), not at rank + shift: output row line0 + j (j in [shift, shift + tile_count)) is
-/// staging row j - shift. Whole quads are read as four 4-byte words (consecutive threads read
-/// consecutive words: no bank conflict) and written as one aligned 16-byte evict-first store.
-__device__ __forceinline__ void store_shifted_vec(const Staging& st, int shift, int tile_count, int64_t line0,
-                                                  int32_t* __restrict__ out_shipdate, float* __restrict__ out_price,
-                                                  int32_t* __restrict__ out_partkey, int t) {
-  const int end = shift + tile_count;  // output rows [line0 + shift, line0 + end) are the tile's
-  const int quads = (end + 3) >> 2;
-  for (int q = t; q < quads; q += kThreads) {
-    const int j = q * 4;
-    const int64_t row = line0 + j;
-    const int i = j - shift;  // the staging row of output row line0 + j
-    if (j >= shift && j + 4 <= end) {
-      __stcs(reinterpret_cast<int4*>(out_shipdate + row),
-             make_int4(st.shipdate[i], st.shipdate[i + 1], st.shipdate[i + 2], st.shipdate[i + 3]));
-      __stcs(reinterpret_cast<int4*>(out_price + row),
-             make_int4(st.price[i], st.price[i + 1], st.price[i + 2], st.price[i + 3]));
-      __stcs(reinterpret_cast<int4*>(out_partkey + row),
-             make_int4(st.partkey[i], st.partkey[i + 1], st.partkey[i + 2], st.partkey[i + 3]));
-    } else {
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        if (j + e >= shift && j + e < end) {
-          __stcs(out_shipdate + row + e, st.shipdate[i + e]);
-          __stcs(out_price + row + e, __int_as_float(st.price[i + e]));
-          __stcs(out_partkey + row + e, st.partkey[i + e]);
-        }
-    }
-  }
-}
-#endif  // SC_LB_OVERLAP
-
 #if !SC_PIPE
 #ifndef SC_DYN_STAGE
 // 1: the staging in dynamic shared memory (past the 48 KB of static shared memory: 4096-row tiles
@@ -651,16 +516,6 @@ static_assert(!SC_ASYNC_PAYLOAD || kStageRows >= kAsyncPad + kTile, "the copied 
 constexpr size_t kTileDynBytes = SC_DYN_STAGE ? size_t{3} * kStageRows * sizeof(int32_t) : 0;
 
 static_assert(SC_LATE != 2 || SC_ASYNC_PAYLOAD, "the per-tile eager choice (SC_LATE=2) is in the cp.async form");
-static_assert(!SC_COUNT_IN_TILE || !SC_PIPE, "the persistent kernel's count comes from sc_write_count");
-#if SC_COUNT_IN_TILE
-/// Lane 0 of the last tile's look-back warp writes the row count: every tile before it has its
-/// inclusive prefix behind `exclusive`, so exclusive + tile_count is the call's count.
-#define WRITE_COUNT_IN_TILE() \
-  if (lane == 0 && tile == static_cast<int64_t>(gridDim.x) - 1) *count = exclusive + tile_count
-#else
-#define WRITE_COUNT_IN_TILE() (void)0
-#endif
-
 #if SC_ASYNC_PAYLOAD && SC_LATE == 2
 /// SC_LATE=2: tiles this far back have published their inclusive prefix long before (more than
 /// one wave of 792 resident CTAs earlier, about 17 us at 1e8 rows and 50% kept).
@@ -679,71 +534,6 @@ __device__ __forceinline__ bool eager_copies_pay(StatusWord* status, int64_t til
 }
 #endif
 
-static_assert(SC_LATE != 3 || SC_ASYNC_PAYLOAD, "the per-call eager choice (SC_LATE=3) is in the cp.async form");
-static_assert(!SC_LB_OVERLAP || SC_ASYNC_PAYLOAD, "the overlapped look-back is in the cp.async form's compaction");
-static_assert(!SC_PDL || SC_COUNT_IN_TILE, "SC_PDL writes the count in the last tile: no kernel after the tiles");
-
-#if SC_PREPARE
-constexpr int kPrepareThreads = 256;
-#if SC_LATE == 3
-/// Rows the per-call eager choice samples (SC_LATE=3), evenly spaced over the call: 16 loads in
-/// flight per thread of sc_prepare's CTA 0, one DRAM round trip. At 4096 rows the threshold (1024
-/// kept) lies 32 standard deviations below 50% (2048 +- 32) and far above 1% (41 +- 6).
-constexpr int kSample = 16 * kPrepareThreads;
-
-/// Row of sample i of `samples` (samples = min(n, kSample)): floor(i x n / samples), strictly
-/// increasing and below n (i x n < 2^42 at n < 2^31).
-__device__ __forceinline__ int64_t sample_row(int64_t i, int64_t n, int64_t samples) { return i * n / samples; }
-#endif
-
-/// Zeroes the status words `words` (the tiles' and the counter) and, for SC_LATE=3, sets
-/// `*eager_flag` to 1 where at least a quarter of the sampled rows pass the predicate (then nearly
-/// every group of 4 holds a kept row, and copying every group's payload with the predicate column
-/// costs no bytes the late copies would not read), else 0. Either value writes the same rows.
-/// SC_PDL: it lets the tile kernel launch at once; the tiles wait for its end before reading either.
-__global__ void __launch_bounds__(kPrepareThreads)
-    sc_prepare(StatusWord* __restrict__ status, int64_t words, const int32_t* __restrict__ shipdate, int64_t n,
-               int32_t date_lt, int32_t* __restrict__ eager_flag) {
-#if SC_PDL
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-#if SC_LATE == 3
-  __shared__ int kept_total;
-  int kept = 0;
-  const int64_t samples = n < kSample ? n : kSample;
-  if (blockIdx.x == 0) {
-    if (threadIdx.x == 0) kept_total = 0;
-#pragma unroll
-    for (int k = 0; k < kSample / kPrepareThreads; ++k) {  // the loads first, all in flight at once
-      const int64_t i = static_cast<int64_t>(k) * kPrepareThreads + threadIdx.x;
-      if (i < samples) kept += __ldcs(shipdate + sample_row(i, n, samples)) < date_lt;
-    }
-  }
-#else
-  (void)shipdate, (void)n, (void)date_lt, (void)eager_flag;
-#endif
-  for (int64_t w = static_cast<int64_t>(blockIdx.x) * kPrepareThreads + threadIdx.x; w < words;
-       w += static_cast<int64_t>(gridDim.x) * kPrepareThreads)
-    status[w] = 0;
-#if SC_LATE == 3
-  if (blockIdx.x == 0) {  // the same for every thread of the CTA
-    __syncthreads();      // kept_total's zero before the adds
-    if (kept) atomicAdd(&kept_total, kept);
-    __syncthreads();
-    if (threadIdx.x == 0) *eager_flag = static_cast<int64_t>(kept_total) * 4 >= samples ? 1 : 0;
-  }
-#endif
-}
-#endif  // SC_PREPARE
-
-/// SC_PDL: waits until sc_prepare has ended and its writes are visible (griddepcontrol.wait); a
-/// no-op once it has. Without SC_PDL the tile kernel starts after it in stream order.
-__device__ __forceinline__ void wait_prepare() {
-#if SC_PDL
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
 struct Shared {
 #if SC_STAGE && !SC_DYN_STAGE
   alignas(16) int32_t shipdate[kStageRows];
@@ -760,12 +550,6 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
                     const int32_t* __restrict__ partkey, int64_t n, int32_t date_lt, int32_t* __restrict__ out_shipdate,
                     float* __restrict__ out_price, int32_t* __restrict__ out_partkey,
                     StatusWord* __restrict__ status, unsigned long long* __restrict__ tile_counter
-#if SC_COUNT_IN_TILE
-                    , int64_t* __restrict__ count
-#endif
-#if SC_LATE == 3
-                    , const int32_t* __restrict__ eager_flag
-#endif
 ) {
   __shared__ Shared s;
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
@@ -823,13 +607,6 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   //      where the kept fraction so far is high (eager_copies_pay), else as the late form.
 #if SC_LATE == 2
   const bool eager = eager_copies_pay(status, tile);
-#elif SC_LATE == 3
-  // The sample's verdict: one word every CTA reads (an L1 hit after an SM's first CTA), not a
-  // status word, so the copies do not wait on an L2 round trip as SC_LATE=2's per-tile choice does.
-  // A weak load cached in L1 (ld.global.ca), not the read-only path: under SC_PDL sc_prepare writes
-  // the word while this kernel runs; griddepcontrol.wait makes that write visible to weak loads.
-  wait_prepare();
-  const bool eager = __ldca(eager_flag) != 0;
 #else
   constexpr bool eager = true;
 #endif
@@ -862,61 +639,10 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   int before[kGroups];
   const int tile_count = tile_ranks(keep, before, s.warp_totals, lane, warp);
 
-#if SC_LB_OVERLAP
-  // 5'''. Warp 0 publishes the tile's count and issues the look-back's first round; the status
-  //      words come back while every warp compacts the tile (6'') and are read after it (7'').
-  StatusWord lb_words[kLbWords];
+  // 5. The tile's first output row (the copies land meanwhile).
   if (warp == 0) {
-    wait_prepare();
-    if (lane == 0) publish_count(status, tile, tile_count);
-    if (tile > 0) look_back_load(status, tile - 1, lane, lb_words);
-  }
-
-  // 6''. In-place compaction at the tile rank, group by group, as 6' below with no offset: a kept
-  //      tile row i goes to staging row rank(i) <= i < kAsyncPad + i, below its own input slot.
-  wait_async_copies();
-#pragma unroll
-  for (int g = 0; g < kGroups; ++g) {
-    int4 pa = make_int4(0, 0, 0, 0), pb = pa, pc = pa;
-    if (keep[g]) {
-      const int slot = kAsyncPad + (g * kThreads + t) * 4;
-      pa = *reinterpret_cast<const int4*>(st.shipdate + slot);
-      pb = *reinterpret_cast<const int4*>(st.price + slot);
-      pc = *reinterpret_cast<const int4*>(st.partkey + slot);
-    }
-    __syncthreads();  // every thread's copies landed (g = 0) and group g read back before any write
-    int r = before[g];
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      if (keep[g] >> e & 1u) {
-        st.shipdate[r] = lane_of(pa, e);
-        st.price[r] = lane_of(pb, e);
-        st.partkey[r] = lane_of(pc, e);
-        ++r;
-      }
-  }
-
-  // 7''. The look-back finished from its first round's words (more rounds if none is inclusive),
-  //      then the staged rows out, read shifted by (first output row mod 32).
-  if (warp == 0) {
-    const int64_t exclusive = tile > 0 ? look_back_rounds(status, tile, tile_count, lane, lb_words) : 0;
-    if (lane == 0) s.exclusive = exclusive;
-    WRITE_COUNT_IN_TILE();
-  }
-  __syncthreads();
-  {
-    const int64_t exclusive = s.exclusive;
-    const int shift = static_cast<int>(exclusive & 31);
-    store_shifted_vec(st, shift, tile_count, exclusive - shift, out_shipdate, out_price, out_partkey, t);
-  }
-#else   // !SC_LB_OVERLAP
-  // 5. The tile's first output row (the copies land meanwhile), once sc_prepare's zeroed status
-  //    words are visible (SC_PDL).
-  if (warp == 0) {
-    wait_prepare();
     const int64_t exclusive = look_back(status, tile, tile_count, lane);
     if (lane == 0) s.exclusive = exclusive;
-    WRITE_COUNT_IN_TILE();
   }
 
   // 6'. In-place compaction, group by group. A kept tile row i goes to staging row shift + rank(i)
@@ -957,7 +683,6 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   }
   __syncthreads();
   store_staged_vec(st, shift, tile_count, exclusive - shift, out_shipdate, out_price, out_partkey, t);
-#endif  // SC_LB_OVERLAP
 #else   // !SC_ASYNC_PAYLOAD
   // 2-3. Predicate column, masks, payload columns.
   int4 va[kGroups], vb[kGroups], vc[kGroups];
@@ -973,10 +698,8 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
 
   // 5. The tile's first output row.
   if (warp == 0) {
-    wait_prepare();
     const int64_t exclusive = look_back(status, tile, tile_count, lane);
     if (lane == 0) s.exclusive = exclusive;
-    WRITE_COUNT_IN_TILE();
   }
 
 #if SC_STAGE
@@ -1154,7 +877,6 @@ __global__ void sc_write_count(const StatusWord* __restrict__ last_status, int64
 
 struct Buffers {
   StatusWord* status;  ///< [num_tiles + 1]: the tiles' status words, then the tile counter
-  int32_t* eager_flag;  ///< SC_LATE=3: the sample's verdict (its own 256-byte slice); else null
   int64_t num_tiles;
 };
 
@@ -1162,7 +884,6 @@ Buffers carve(d2k::Workspace& ws, const sc::Params& p) {
   Buffers b{};
   b.num_tiles = (p.n + kTile - 1) / kTile;
   b.status = ws.take<StatusWord>(static_cast<uint64_t>(b.num_tiles) + 1);
-  if (SC_LATE == 3) b.eager_flag = ws.take<int32_t>(1);
   return b;
 }
 
@@ -1199,18 +920,6 @@ extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t*
   });
 }
 
-// The tile kernel's optional last arguments, from d2k_run's columns `c` and buffers `b`.
-#if SC_COUNT_IN_TILE
-#define SC_COUNT_ARG , c.count
-#else
-#define SC_COUNT_ARG
-#endif
-#if SC_LATE == 3
-#define SC_FLAG_ARG , static_cast<const int32_t*>(b.eager_flag)
-#else
-#define SC_FLAG_ARG
-#endif
-
 extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
   D2K_ENTRY(args, {
     const sc::Params p = sc::read_params(args);
@@ -1222,16 +931,7 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     d2k::Workspace ws(args);
     const Buffers b = carve(ws, p);
     cudaStream_t st = static_cast<cudaStream_t>(args->stream);
-    const int64_t words = b.num_tiles + 1;
-#if SC_PREPARE
-    {
-      const int64_t blocks = (words + kPrepareThreads - 1) / kPrepareThreads;
-      sc_prepare<<<static_cast<unsigned>(blocks < 512 ? blocks : 512), kPrepareThreads, 0, st>>>(
-          b.status, words, c.shipdate, p.n, p.date_lt, b.eager_flag);
-    }
-#else
-    D2K_CUDA_TRY(args, cudaMemsetAsync(b.status, 0, static_cast<size_t>(words) * sizeof(StatusWord), st));
-#endif
+    D2K_CUDA_TRY(args, cudaMemsetAsync(b.status, 0, (static_cast<size_t>(b.num_tiles) + 1) * sizeof(StatusWord), st));
 #if SC_PIPE
     unsigned grid = 0;
     if (const int32_t rc = persistent_grid(args, b.num_tiles, &grid); rc != D2K_OK) return rc;
@@ -1248,29 +948,11 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     D2K_CUDA_TRY(args, cudaFuncSetAttribute(sc_select_tiles, cudaFuncAttributePreferredSharedMemoryCarveout,
                                             static_cast<int>(cudaSharedmemCarveoutMaxShared)));
 #endif
-#if SC_PDL
-    // Programmatic dependent launch: the tiles may start once sc_prepare has started (it triggers
-    // at once) and wait for its end only before their first status word (wait_prepare).
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(static_cast<unsigned>(b.num_tiles));
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = kTileDynBytes;
-    cfg.stream = st;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    D2K_CUDA_TRY(args, cudaLaunchKernelEx(&cfg, sc_select_tiles, c.shipdate, c.price, c.partkey, p.n, p.date_lt,
-                                          c.out_shipdate, c.out_price, c.out_partkey, b.status,
-                                          b.status + b.num_tiles SC_COUNT_ARG SC_FLAG_ARG));
-#else
     sc_select_tiles<<<static_cast<unsigned>(b.num_tiles), kThreads, kTileDynBytes, st>>>(
         c.shipdate, c.price, c.partkey, p.n, p.date_lt, c.out_shipdate, c.out_price, c.out_partkey, b.status,
-        b.status + b.num_tiles SC_COUNT_ARG SC_FLAG_ARG);
+        b.status + b.num_tiles);
 #endif
-#endif
-    if (!SC_COUNT_IN_TILE || SC_PIPE) sc_write_count<<<1, 1, 0, st>>>(b.status + b.num_tiles - 1, c.count);
+    sc_write_count<<<1, 1, 0, st>>>(b.status + b.num_tiles - 1, c.count);
     D2K_CUDA_TRY(args, cudaGetLastError());
     return D2K_OK;
   });

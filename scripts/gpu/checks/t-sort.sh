@@ -15,8 +15,9 @@
 # one-tile one (steps memcheck_NAME, racecheck_NAME; and its SASS without local memory):
 #   D2K_CHECK_STEPS=variants,memcheck_prev24,racecheck_prev24 SORT_BUDGET_S=120 \
 #     scripts/gpu/checks/t-sort.sh CARRY OUT
-# (the sweep of 2026-12-03 that chose the default: expert.cu's header; the variants for the next
-# run, async / async32 / early, and their commands: docs/results/radix_sort_pairs.md).
+# (the sweep of 2026-12-03 that chose the default: expert.cu's header; the second sweep of that
+# day, async / async32 / early, all slower, code removed: docs/results/radix_sort_pairs.md "Round
+# two measured").
 # Extra after OUT (not run by run_checks.sh): `big` benches the 1e9 row (naive, expert, library,
 # and torch_eager where torch is installed; 8 GB in and 8 GB out per set, 8 GB more of workspace),
 # with its own allowance of 400 s.
@@ -59,7 +60,7 @@ if [ "$sweep" = 1 ]; then
   for v in $(built_variants); do
     sanitize --impl "expert:$v" memcheck 12 "$variant_checks"
     sanitize --impl "expert:$v" racecheck 12 "$race_rows"
-    sass_counts --so "expert_$v" "MATCH\.ANY|LDGSTS[A-Z.]*|LD\.E\.STRONG\.GPU|ST\.E\.STRONG\.GPU|BAR\.SYNC[A-Z.]*" "MATCH.ANY" "LDL|STL"
+    sass_counts --so "expert_$v" "MATCH\.ANY|LD\.E\.STRONG\.GPU|ST\.E\.STRONG\.GPU|BAR\.SYNC[A-Z.]*" "MATCH.ANY" "LDL|STL"
   done
 fi
 sass_counts "MATCH\.ANY[A-Z0-9.]*|POPC|VOTE\.[A-Z]+|LDG\.E\.EF\.128|LDG\.E\.128[A-Z.]*|LDG\.E\.EF|LDG\.E\.STRONG\.GPU|ATOMS\.[A-Z0-9.]*|ATOMG[A-Z0-9.]*|RED[A-Z0-9.]*"

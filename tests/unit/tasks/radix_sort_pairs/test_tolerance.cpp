@@ -9,15 +9,11 @@
 //     AGGREGATE, the pads of the last tile, the staged scatter, the ping-pong buffers) passes, and
 //     so does the naive's (tile counts digit-major, their exclusive sum, ballot ranks per round),
 //     with the default 16-word look-back window (rs::lookback_round, some words still unpublished
-//     on a first poll), with 8 words, and with the one-word walk of variant prev24; and the
-//     in-place staging of variants async / async32 (RS_ASYNC: input slots = tile positions, the
-//     ranks a permutation of the tile), and the counts of variant early (RS_EARLY_COUNTS: taken
-//     from the keys before the ranking, published, equal to the ranking's); the file is also built
-//     with RS_ITEMS=32 (async32's tile);
+//     on a first poll), with 8 words, and with the one-word walk of variant prev24; the file is
+//     also built with RS_ITEMS=32 (32 pairs per thread: a larger tile's geometry);
 //   - an unstable warp multisplit (peers ranked from the highest lane), tiles of one digit placed
 //     in reverse tile order (arrival-order slots), values left in input order, a sort of the low
-//     24 bits only, a windowed look-back that steps over an unpublished word, and the in-place
-//     staging without its barrier (slots read after other lanes overwrote them) all fail, each on
+//     24 bits only, and a windowed look-back that steps over an unpublished word all fail, each on
 //     a public check workload and on every workload where its outputs differ from the golden's.
 #include <gtest/gtest.h>
 
@@ -41,18 +37,12 @@ enum class Variant {
   kExpert,           ///< expert.cu's onesweep arithmetic with the one-word look-back (variant prev24)
   kExpertWindow8,    ///< the same with the windowed look-back, 8 words per round
   kExpertWindow16,   ///< 16 words per round: expert.cu's default (rs_core.h kLookbackWindow)
-  kExpertAsync,      ///< variants async / async32 (RS_ASYNC): the tile copied to its input slots of the
-                     ///< staging buffers, ranked from there, permuted in place; the 16-word window
-  kExpertEarly,      ///< variant early (RS_EARLY_COUNTS): the tile's counts taken from the keys (32 at once
-                     ///< for a warp item of one digit) and published before the ranking; the 16-word window
   kNaive,            ///< naive.cu's count / scan / scatter arithmetic
   kUnstableRank,     ///< warp multisplit ranks counted from the highest peer lane
   kTilesReversed,    ///< a digit's tiles placed in reverse tile order (slots claimed in arrival order)
   kValuesInPlace,    ///< keys sorted, values left in input order
   kLow24Bits,        ///< three passes: the top digit never sorted
   kWindowSkipsGaps,  ///< a windowed look-back that steps over an unpublished word instead of polling it
-  kInPlaceUnread,    ///< RS_ASYNC's in-place staging without the barrier: each pair read from the buffer
-                     ///< when its lane writes it, after other lanes may have overwritten its slot
 };
 
 /// Words per look-back round of a variant (1: the one-word walk of variant prev24).
@@ -63,9 +53,6 @@ int lookback_window_of(Variant v) {
     case Variant::kWindowSkipsGaps:
       return 8;
     case Variant::kExpertWindow16:
-    case Variant::kExpertAsync:
-    case Variant::kInPlaceUnread:
-    case Variant::kExpertEarly:
       return 16;
     default:
       return 1;
@@ -183,22 +170,7 @@ void onesweep_pass(Variant v, int pass, const uint32_t* starts, const Pairs& src
             for (int m = 0; m < 32; ++m) hist[w * rs::kDigits + d] += rs::digit(key[slot(w, i, m)], pass) == d;
         }
       }
-    // b2 (RS_EARLY_COUNTS): the tile's counts from the keys, count_digit's rule per (warp, item):
-    //    32 added once when the 32 lanes share a digit, else 1 per lane; pads included.
-    std::vector<uint32_t> early(rs::kDigits, 0);
-    if (v == Variant::kExpertEarly)
-      for (int w = 0; w < rs::kWarps; ++w)
-        for (int i = 0; i < rs::kItems; ++i) {
-          const unsigned d0 = rs::digit(key[slot(w, i, 0)], pass);
-          bool uniform = true;
-          for (int l = 1; l < 32; ++l) uniform = uniform && rs::digit(key[slot(w, i, l)], pass) == d0;
-          if (uniform)
-            early[d0] += 32;
-          else
-            for (int l = 0; l < 32; ++l) ++early[rs::digit(key[slot(w, i, l)], pass)];
-        }
-    // d: warps' first ranks, the tile's counts (published; RS_EARLY_COUNTS: published in b2, and
-    //    the ranking's count, which the look-back's INCLUSIVE word adds, must equal it).
+    // d: warps' first ranks, the tile's counts (published), the tile's digit starts.
     std::vector<uint32_t> count(rs::kDigits, 0), mine(rs::kDigits), tile_start(rs::kDigits);
     for (int d = 0; d < rs::kDigits; ++d) {
       for (int w = 0; w < rs::kWarps; ++w) {
@@ -206,53 +178,23 @@ void onesweep_pass(Variant v, int pass, const uint32_t* starts, const Pairs& src
         hist[w * rs::kDigits + d] = count[d];
         count[d] += c;
       }
-      const uint32_t pads = d == rs::kDigits - 1 ? static_cast<uint32_t>(rs::kTile - valid) : 0u;
-      mine[d] = count[d] - pads;
-      const uint32_t published = v == Variant::kExpertEarly ? early[d] - pads : mine[d];
-      if (v == Variant::kExpertEarly) {
-        EXPECT_EQ(early[d], count[d]) << "tile " << tile << " digit " << d;
-      }
-      status[tile * rs::kDigits + d] = (tile == 0 ? rs::kFlagInclusive : rs::kFlagAggregate) | published;
+      mine[d] = count[d] - (d == rs::kDigits - 1 ? static_cast<uint32_t>(rs::kTile - valid) : 0u);
+      status[tile * rs::kDigits + d] = (tile == 0 ? rs::kFlagInclusive : rs::kFlagAggregate) | mine[d];
     }
     for (int d = 0, acc = 0; d < rs::kDigits; ++d) {
       tile_start[d] = static_cast<uint32_t>(acc);
       acc += static_cast<int>(count[d]);
     }
-    // e: keys staged at their tile positions. RS_ASYNC: the staging buffers first hold the tile at
-    //    the lanes' input slots (rs::tile_slot, the word each lane's cp.async writes), every lane
-    //    reads its slots back, then writes them at their tile positions in the same buffers; that
-    //    loses nothing only if the slots are the tile positions in input order and the positions
-    //    are a permutation of [0, kTile): both checked here.
-    const bool in_place = v == Variant::kExpertAsync || v == Variant::kInPlaceUnread;
-    std::vector<int> written(rs::kTile, 0);
-    if (in_place) {
-      for (int w = 0; w < rs::kWarps; ++w)
-        for (int i = 0; i < rs::kItems; ++i)
-          for (int l = 0; l < 32; ++l) {
-            const int s = rs::tile_slot(w, i, l);
-            ASSERT_EQ(s, slot(w, i, l));      // the input order, independently of rs_core.h
-            stage_k[s] = key[slot(w, i, l)];  // the cp.async copies (pads stored by the lane)
-            stage_v[s] = val[slot(w, i, l)];
-          }
-      key.assign(stage_k.begin(), stage_k.end());  // read back by each lane from its own slots
-      val.assign(stage_v.begin(), stage_v.end());
-    }
-    const bool unread = v == Variant::kInPlaceUnread;  // reads the live buffer, not the copy read back
+    // e: keys staged at their tile positions.
     for (int w = 0; w < rs::kWarps; ++w)
       for (int i = 0; i < rs::kItems; ++i)
         for (int l = 0; l < 32; ++l) {
-          const int s = slot(w, i, l), held = in_place ? rs::tile_slot(w, i, l) : s;  // the lane's copy
-          const unsigned d = rs::digit(key[held], pass);
+          const int s = slot(w, i, l);
+          const unsigned d = rs::digit(key[s], pass);
           rank[s] += tile_start[d] + hist[w * rs::kDigits + d];
-          const uint32_t k = unread ? stage_k[held] : key[held], x = unread ? stage_v[held] : val[held];
-          stage_k[rank[s]] = k;
-          stage_v[rank[s]] = x;
-          ++written[rank[s]];
+          stage_k[rank[s]] = key[s];
+          stage_v[rank[s]] = val[s];
         }
-    if (in_place) {
-      ASSERT_TRUE(std::all_of(written.begin(), written.end(), [](int c) { return c == 1; }))
-          << "tile " << tile << ": the tile positions are not a permutation";
-    }
     // f: look-back per digit over the published words.
     std::vector<int64_t> out_shift(rs::kDigits);
     std::vector<uint32_t> inclusive(rs::kDigits);
@@ -436,8 +378,7 @@ TEST_F(RadixSortPairsTolerance, ExpertAndNaiveArithmeticPass) {
   g_aggregates_summed = 0;
   g_unpublished_polls = 0;
   for (const Case& c : *cases_)
-    for (Variant v : {Variant::kExpert, Variant::kExpertWindow8, Variant::kExpertWindow16, Variant::kExpertAsync,
-                      Variant::kExpertEarly, Variant::kNaive}) {
+    for (Variant v : {Variant::kExpert, Variant::kExpertWindow8, Variant::kExpertWindow16, Variant::kNaive}) {
       const OutputsVerdict verdict = judge(c, emulate(v, c));
       EXPECT_EQ(verdict.status, Status::PASSED)
           << c.plan.workload.uuid << " variant " << static_cast<int>(v) << ": " << verdict.message;
@@ -450,7 +391,7 @@ TEST_F(RadixSortPairsTolerance, UnstableOrWrongVariantsFail) {
   // Each variant must fail on every workload where its outputs differ from the golden's, and on
   // at least one public check workload.
   for (Variant v : {Variant::kUnstableRank, Variant::kTilesReversed, Variant::kValuesInPlace, Variant::kLow24Bits,
-                    Variant::kWindowSkipsGaps, Variant::kInPlaceUnread}) {
+                    Variant::kWindowSkipsGaps}) {
     int differs = 0, failed = 0, public_failed = 0;
     for (const Case& c : *cases_) {
       const std::vector<HostTensor> run = emulate(v, c);

@@ -17,10 +17,7 @@
 //     caught;
 //   - the cp.async form's in-place compaction at 2048- to 6144-row tiles (SC_GROUPS=2 to async6k),
 //     with the eager copies of every group (eager_async, SC_LATE=0; eager_adapt, SC_LATE=2, per
-//     tile; eager_sampled and eager_pdl, SC_LATE=3, per call from a sample of the rows, whose
-//     positions and verdict are mirrored), and the last tile's prefix plus its count as the count
-//     (SC_COUNT_IN_TILE=1, in eager_pdl and eager_overlap); the compaction at the tile rank with
-//     the stores reading the staging shifted by the prefix mod 32 (SC_LB_OVERLAP, eager_overlap);
+//     tile);
 //   - a predicate off by one (<=), a vector path that drops the last N mod 4 rows, tiles written in
 //     another order than their row order (atomically claimed output slots), rows reversed inside a
 //     warp, the float column through float16, and the last kept row dropped all fail.
@@ -197,33 +194,29 @@ std::vector<std::int64_t> in_place_staging(const Columns& k, int groups, std::in
 /// row. Every row of the tile must be written exactly once. `in_place`: the staging built by the
 /// SC_ASYNC_PAYLOAD variants' in-place compaction (in_place_staging; `eager`: 1, its SC_LATE=0 copies
 /// in every tile; 2, in every other tile, as SC_LATE=2 chooses per tile; 0, the late copies).
-/// `rank_staged` (SC_LB_OVERLAP, the variant eager_overlap): the tile is compacted at its rank,
-/// before its prefix is known, and the stores read staging row j - shift for output row line0 + j.
 std::vector<std::int64_t> vec_store_order(const Columns& k, int groups, bool in_place = false, int pad = kAsyncPad,
-                                          int* breaches = nullptr, int eager = 0, bool rank_staged = false) {
+                                          int* breaches = nullptr, int eager = 0) {
   std::vector<std::int64_t> out(static_cast<std::size_t>(k.n), -1);
   const int stage_rows = static_cast<int>(tile_rows(groups)) + 32;
   std::int64_t running = 0;
   for (std::int64_t tile = 0; tile < num_tiles(k, groups); ++tile) {
     const std::vector<std::int64_t> rows = tile_order(k, groups, tile);
     const int count = static_cast<int>(rows.size()), shift = static_cast<int>(running & 31);
-    const int stage_at = rank_staged ? 0 : shift;  // the staging offset of rank 0 at compaction time
     std::vector<std::int64_t> stage(static_cast<std::size_t>(stage_rows), -1);
-    for (int r = 0; r < count; ++r) stage.at(static_cast<std::size_t>(stage_at + r)) = rows[static_cast<std::size_t>(r)];
+    for (int r = 0; r < count; ++r) stage.at(static_cast<std::size_t>(shift + r)) = rows[static_cast<std::size_t>(r)];
     if (in_place) {
       int local_breaches = 0;
-      const std::vector<std::int64_t> built = in_place_staging(k, groups, tile, stage_at, rows, pad, &local_breaches,
+      const std::vector<std::int64_t> built = in_place_staging(k, groups, tile, shift, rows, pad, &local_breaches,
                                                                    eager == 1 || (eager == 2 && tile % 2 == 1));
       if (breaches != nullptr) {
         *breaches += local_breaches;
       } else {
         EXPECT_EQ(local_breaches, 0) << "tile " << tile;
-        for (int j = stage_at; j < stage_at + count; ++j)
+        for (int j = shift; j < shift + count; ++j)
           EXPECT_EQ(built.at(static_cast<std::size_t>(j)), stage[static_cast<std::size_t>(j)]) << "tile " << tile;
       }
       stage = built;
     }
-    const int read_back = shift - stage_at;  // output row line0 + j from staging row j - read_back
     const std::int64_t line0 = running - shift;
     EXPECT_EQ(line0 % 32, 0);
     const int end = shift + count, quads = (end + 3) >> 2;
@@ -231,9 +224,7 @@ std::vector<std::int64_t> vec_store_order(const Columns& k, int groups, bool in_
     const auto put = [&](std::int64_t row, int j) {
       ASSERT_GE(row, running);
       ASSERT_LT(row, running + count);
-      ASSERT_GE(j - read_back, 0);
-      ASSERT_LT(j - read_back, stage_at + count);
-      out.at(static_cast<std::size_t>(row)) = stage.at(static_cast<std::size_t>(j - read_back));
+      out.at(static_cast<std::size_t>(row)) = stage.at(static_cast<std::size_t>(j));
       ++times[static_cast<std::size_t>(row - running)];
     };
     for (int t = 0; t < kThreads; ++t)
@@ -539,19 +530,6 @@ TEST_F(StreamCompactionTolerance, InPlaceCompactionPassesWithTheCapacityPoisoned
     }
 }
 
-// SC_COUNT_IN_TILE=1 (built, not swept) writes the count from the last tile's look-back, as its
-// exclusive prefix plus its own count: that is the golden count on every workload, at every tile
-// size (one tile when n <= the tile: its prefix is 0).
-TEST_F(StreamCompactionTolerance, LastTilePrefixPlusItsCountIsTheCount) {
-  for (const Case& c : *cases_)
-    for (int groups : {2, 3, 4, 6}) {
-      const std::vector<int> counts = tile_counts(columns(c), groups);
-      ASSERT_FALSE(counts.empty());
-      const std::int64_t last_exclusive = exclusive_sums(counts).back();
-      EXPECT_EQ(last_exclusive + counts.back(), count(c)) << c.plan.workload.uuid << " groups " << groups;
-    }
-}
-
 // The eager copies (eager_async, SC_LATE=0: every group's payload below n copied with the predicate
 // column's loads) fill the slots of groups without a kept row too; the compaction reads back only
 // kept groups, so the rows come out as in the late form; so do tiles that choose one or the other
@@ -560,63 +538,6 @@ TEST_F(StreamCompactionTolerance, EagerCopiesCompactInPlaceAsTheLateForm) {
   for (const Case& c : *cases_)
     for (int eager : {1, 2}) {
       const std::vector<std::int64_t> rows = vec_store_order(columns(c), 3, true, kAsyncPad, nullptr, eager);
-      ASSERT_EQ(rows, expert_order(columns(c), 3)) << c.plan.workload.uuid << " eager " << eager;
-      const OutputsVerdict v = judge_outputs(c.plan, c.expected, write_rows(Variant::kExpert, c, kPoisonA, rows),
-                                             write_rows(Variant::kExpert, c, kPoisonB, rows));
-      EXPECT_EQ(v.status, Status::PASSED) << c.plan.workload.uuid << " eager " << eager << ": " << v.message;
-    }
-}
-
-/// expert.cu's per-call eager choice (SC_LATE=3, sc_prepare): min(n, 4096) rows sampled at
-/// floor(i x n / samples); eager where a quarter or more of them pass the predicate.
-constexpr std::int64_t kSample = 4096;
-std::int64_t sample_row(std::int64_t i, std::int64_t n, std::int64_t samples) { return i * n / samples; }
-bool sampled_eager(const Columns& k) {
-  const std::int64_t samples = std::min(k.n, kSample);
-  std::int64_t kept = 0;
-  for (std::int64_t i = 0; i < samples; ++i) kept += k.ship[sample_row(i, k.n, samples)] < k.date_lt;
-  return kept * 4 >= samples;
-}
-
-// The per-call choice (eager_sampled, eager_pdl: SC_LATE=3): the sampled rows are distinct rows
-// below n, in increasing order, at every n up to the axis maximum (i x n / samples in 64 bits);
-// the verdict is eager on the half, 99% and all-kept workloads and late on the 1%, none and
-// first-weeks ones; and either verdict, taken for the whole call, writes the stable order and
-// passes (the copies differ, the compaction reads back only kept groups).
-TEST_F(StreamCompactionTolerance, SampledEagerChoiceCompactsAsTheLateForm) {
-  for (const std::int64_t n : {std::int64_t{1}, std::int64_t{3}, std::int64_t{4095}, std::int64_t{4096},
-                               std::int64_t{4097}, std::int64_t{100000000}, std::int64_t{1073741824}}) {
-    const std::int64_t samples = std::min(n, kSample);
-    for (std::int64_t i = 0; i < samples; ++i) {
-      const std::int64_t r = sample_row(i, n, samples);
-      ASSERT_LT(r, n) << "n " << n << " sample " << i;
-      if (i > 0) ASSERT_GT(r, sample_row(i - 1, n, samples)) << "n " << n << " sample " << i;
-    }
-  }
-  EXPECT_TRUE(sampled_eager(columns(by_suffix("check-n4099-half"))));
-  EXPECT_TRUE(sampled_eager(columns(by_suffix("check-n200009-99pct"))));
-  EXPECT_TRUE(sampled_eager(columns(by_suffix("check-n65537-all"))));
-  EXPECT_FALSE(sampled_eager(columns(by_suffix("check-n100003-1pct"))));
-  EXPECT_FALSE(sampled_eager(columns(by_suffix("check-n65521-none"))));
-  EXPECT_FALSE(sampled_eager(columns(by_suffix("check-n30011-first-weeks"))));
-  for (const Case& c : *cases_) {
-    const int eager = sampled_eager(columns(c)) ? 1 : 0;
-    const std::vector<std::int64_t> rows = vec_store_order(columns(c), 3, true, kAsyncPad, nullptr, eager);
-    ASSERT_EQ(rows, expert_order(columns(c), 3)) << c.plan.workload.uuid << " eager " << eager;
-    const OutputsVerdict v = judge_outputs(c.plan, c.expected, write_rows(Variant::kExpert, c, kPoisonA, rows),
-                                           write_rows(Variant::kExpert, c, kPoisonB, rows));
-    EXPECT_EQ(v.status, Status::PASSED) << c.plan.workload.uuid << " eager " << eager << ": " << v.message;
-  }
-}
-
-// The overlapped look-back (eager_overlap, SC_LB_OVERLAP=1): the tile compacted in place at its
-// rank before its prefix is known (every write below its own slot, every read-back its own row),
-// the stores reading staging row j - (prefix mod 32) for the aligned output quad at j: every kept
-// row written once, in the stable order, with the late, eager and sampled copies alike.
-TEST_F(StreamCompactionTolerance, RankStagedCompactionStoresShiftedReads) {
-  for (const Case& c : *cases_)
-    for (int eager : {0, 1, sampled_eager(columns(c)) ? 1 : 0}) {
-      const std::vector<std::int64_t> rows = vec_store_order(columns(c), 3, true, kAsyncPad, nullptr, eager, true);
       ASSERT_EQ(rows, expert_order(columns(c), 3)) << c.plan.workload.uuid << " eager " << eager;
       const OutputsVerdict v = judge_outputs(c.plan, c.expected, write_rows(Variant::kExpert, c, kPoisonA, rows),
                                              write_rows(Variant::kExpert, c, kPoisonB, rows));
