@@ -129,6 +129,7 @@ class Worker {
       // A captured batch may point into them: it goes first.
       batch_.reset();
       for (const json& id : msg.at("ids")) mem_.erase(id.get<std::uint64_t>());
+      impl_.release_cached();
       return {{"type", wire::reply::unmapped}};
     }
     if (cmd == wire::cmd::plan) {

@@ -15,7 +15,8 @@ LoadedImpl::LoadedImpl(LoadedImpl&& o) noexcept
       path_(std::move(o.path_)),
       abi_version_(o.abi_version_),
       workspace_size_(std::exchange(o.workspace_size_, nullptr)),
-      run_(std::exchange(o.run_, nullptr)) {}
+      run_(std::exchange(o.run_, nullptr)),
+      release_(std::exchange(o.release_, nullptr)) {}
 
 LoadedImpl& LoadedImpl::operator=(LoadedImpl&& o) noexcept {
   if (this != &o) {
@@ -25,6 +26,7 @@ LoadedImpl& LoadedImpl::operator=(LoadedImpl&& o) noexcept {
     abi_version_ = o.abi_version_;
     workspace_size_ = std::exchange(o.workspace_size_, nullptr);
     run_ = std::exchange(o.run_, nullptr);
+    release_ = std::exchange(o.release_, nullptr);
   }
   return *this;
 }

@@ -24,6 +24,7 @@ class LoadedImpl {
   using AbiVersionFn = uint32_t (*)();
   using WorkspaceSizeFn = int32_t (*)(const d2k_args*, uint64_t*);
   using RunFn = int32_t (*)(const d2k_args*);
+  using ReleaseFn = void (*)();
 
   LoadedImpl() = default;
   LoadedImpl(LoadedImpl&& o) noexcept;
@@ -39,16 +40,24 @@ class LoadedImpl {
   /// Calls d2k_run.
   int32_t run(const d2k_args* args) const { return run_(args); }
   const std::filesystem::path& path() const { return path_; }
+  /// Returns what the implementation's runtime caches of device memory (a Python track's
+  /// framework allocator) once the engine has freed the buffers of a workload; nothing for a
+  /// shared library, which owns no allocator of its own.
+  void release_cached() const {
+    if (release_) release_();
+  }
   bool loaded() const { return handle_ != nullptr || run_ != nullptr; }
 
   /// Entry points that are not a shared library's (a Python track's bridge into its
   /// interpreter): nothing is dlopened or closed.
-  static LoadedImpl from_entry_points(std::filesystem::path path, WorkspaceSizeFn workspace_size, RunFn run) {
+  static LoadedImpl from_entry_points(std::filesystem::path path, WorkspaceSizeFn workspace_size, RunFn run,
+                                      ReleaseFn release = nullptr) {
     LoadedImpl impl;
     impl.path_ = std::move(path);
     impl.abi_version_ = D2K_ABI_VERSION;
     impl.workspace_size_ = workspace_size;
     impl.run_ = run;
+    impl.release_ = release;
     return impl;
   }
 
@@ -59,6 +68,7 @@ class LoadedImpl {
   uint32_t abi_version_ = 0;
   WorkspaceSizeFn workspace_size_ = nullptr;
   RunFn run_ = nullptr;
+  ReleaseFn release_ = nullptr;
 };
 
 /// Opens `so` and resolves d2k_abi_version, d2k_workspace_size and d2k_run, then checks that

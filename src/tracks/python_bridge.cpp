@@ -130,6 +130,10 @@ int32_t entry_run(const d2k_args* args) {
   return g_bridge->run(args);
 }
 
+void entry_release() {
+  if (g_bridge) g_bridge->release_cached();
+}
+
 void write_error(const d2k_args* a, const std::string& msg) {
   if (!a->error || a->error_capacity == 0) return;
   const std::size_t n = std::min<std::size_t>(msg.size(), a->error_capacity - 1);
@@ -276,6 +280,16 @@ std::string Bridge::prepare(const std::string& shapes_json) {
   return r.get() == api_.Py_None ? "" : text(r.get());
 }
 
+void Bridge::release_cached() {
+  if (!loaded_) return;
+  Gil gil(api_);
+  // Best effort: a failure here only leaves the memory cached, and the next sizing says so.
+  try {
+    Ref r(api_, call_shim("release_cached", api_.PyTuple_New(0)));
+  } catch (const std::exception&) {
+  }
+}
+
 int32_t Bridge::run(const d2k_args* a) {
   if (!loaded_) {
     write_error(a, "no Python solution is loaded");
@@ -314,7 +328,7 @@ int32_t Bridge::run(const d2k_args* a) {
 }
 
 LoadedImpl Bridge::entry_points(const std::filesystem::path& file) const {
-  return LoadedImpl::from_entry_points(file, entry_workspace_size, entry_run);
+  return LoadedImpl::from_entry_points(file, entry_workspace_size, entry_run, entry_release);
 }
 
 }  // namespace d2k::py

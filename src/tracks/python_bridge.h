@@ -45,6 +45,10 @@ class Bridge {
   /// One call with the ABI's arguments (the entry point the timer calls). D2K_OK, or
   /// D2K_ERR_INTERNAL with Python's traceback in args->error.
   int32_t run(const d2k_args* args);
+  /// d2k_shim.release_cached: the framework's cached device memory back to the driver (after the
+  /// engine freed a workload's buffers; PyTorch's caching allocator otherwise keeps the last
+  /// row's intermediates, and the next row's rotation sets did not fit: fused_adamw at 1e9).
+  void release_cached();
 
   /// The loaded file as an implementation (entry points into this bridge).
   LoadedImpl entry_points(const std::filesystem::path& file) const;

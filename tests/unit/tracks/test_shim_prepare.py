@@ -1,4 +1,4 @@
-"""prepare()'s stand-in tensors (src/tracks/python/d2k_shim.py), with a stand-in torch that records
+"""prepare()'s stand-in tensors and release_cached()'s cache release (src/tracks/python/d2k_shim.py), with a stand-in torch that records
 how each tensor was made (no torch on CI). Integer inputs must be zeros: random ones (an unsorted
 offsets array) tripped a device-side assert in torch._grouped_mm that broke the worker's context."""
 import json
@@ -59,6 +59,31 @@ def main():
     assert seen["ignore_index"] == 1 and isinstance(seen["ignore_index"], int), seen["ignore_index"]
     assert seen["grad_scale"] == 0.25, seen["grad_scale"]
     print("prepare: floats from randn, integers zero, the workload's scalars")
+    release_cached()
+
+
+def release_cached():
+    """release_cached() empties PyTorch's caching allocator once CUDA is up, and does nothing where
+    torch was never imported or never touched the GPU (a Triton solution without torch)."""
+    calls = []
+    t = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        is_initialized=lambda: True, synchronize=lambda: calls.append("sync"), empty_cache=lambda: calls.append("empty")))
+    saved = sys.modules.get("torch")
+    try:
+        sys.modules["torch"] = t
+        d2k_shim.release_cached()
+        assert calls == ["sync", "empty"], calls
+        calls.clear()
+        t.cuda.is_initialized = lambda: False
+        d2k_shim.release_cached()
+        assert calls == [], calls
+        del sys.modules["torch"]
+        d2k_shim.release_cached()  # no torch: nothing to release, no import
+        assert "torch" not in sys.modules
+    finally:
+        if saved is not None:
+            sys.modules["torch"] = saved
+    print("release_cached: empty_cache after a synchronize, only where torch's CUDA is up")
 
 
 if __name__ == "__main__":
