@@ -213,8 +213,6 @@ TEST(BatchEnd, ACountThatReachesNaivesAfterALaterLookGetsNoDiscount) {
   EXPECT_DOUBLE_EQ(end.end_s(), 0.070);
 }
 
-}  // namespace
-}  // namespace d2k
 
 // An integer output compared exactly reads as written only with naive's words: radix_sort_pairs'
 // ping-pong leaves other, non-poison words in its outputs after digit pass 2 of 4, which the
@@ -250,3 +248,6 @@ TEST(ProbeWords, FloatAndToleranceOutputsKeepThePoisonTest) {
   y.cmp.rule = "allclose";
   EXPECT_FALSE(probe_final_words(y));
 }
+
+}  // namespace
+}  // namespace d2k
