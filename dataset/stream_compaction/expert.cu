@@ -52,7 +52,7 @@
 //     at 1e8 rows, 2.8-7.5x slower, 10-14% noise): one CTA per resident slot looping over tiles
 //     claimed one ahead. A claimed tile's count is published only after its holder has finished
 //     the tile before (look-back, stores), so every later tile's look-back waits on it: a convoy
-//     through all resident CTAs. No longer swept; SC_PIPE still builds them;
+//     through all resident CTAs. Code removed (2026-12-03);
 // The variants measured on 2026-12-02 (fifth session) kept tile2k_prev's one-tile-per-CTA chain and
 // shortened it or widened it; each was tile2k_prev's flags plus the ones named (their %VARIANT%
 // lines are gone: the default holds all three):
@@ -139,7 +139,7 @@
 //     predicate column's loads in flight (one round trip per tile); the rest as the default.
 //     40 registers, no spills. Reads the payload in full: the cost model's bytes at 50% and 99%
 //     (99.6% of the sectors hold a kept row), about 13x the payload bytes at 1%;
-//   - eager_adapt (-DSC_LATE=2): the same, chosen per tile where the inclusive prefix of tile - 1024
+//   - eager_adapt (SC_LATE=2, code removed): the same, chosen per tile where the inclusive prefix of tile - 1024
 //     shows a quarter or more of the rows so far kept (eager_copies_pay), else the late copies;
 //     the first 1024 tiles late. 40 registers, no spills. Keeps the default's 1% row;
 //   - lb128 (-DSC_LB_WORDS=4): a look-back round reads 128 predecessors, not 64: at 60 tiles
@@ -155,7 +155,7 @@
 // done, a wave before), but its copies wait on that word: in its SASS the LDGSTS sit behind a branch
 // on the LD.E.64.STRONG.GPU, an L2 round trip that under this load is about as long as the
 // predicate column's DRAM round trip, so the copies go out about when the late ones would. Its
-// line is gone (SC_LATE=2 still builds it), and so is lb128's.
+// line and its code are gone (2026-12-03), and so is lb128's.
 // Second set, measured (H200, 2026-12-03, 1e8 rows at 1% / 50% / 99% kept; this kernel 338.32 /
 // 544.70 / 706.69 us, 32.7 / 77.1 / 79.0% of SOL), code removed:
 //   - eager_sampled (the eager choice per call from a sample of 4096 rows taken by a kernel that
@@ -182,16 +182,10 @@
 #define SC_STAGE 1  // 1: kept rows staged in shared memory, written coalesced; 0: written from registers
 #endif
 #ifndef SC_LATE
-// 1: payload columns loaded only for groups with a kept row; 0: always; 2 (SC_ASYNC_PAYLOAD only):
-// per tile, always where the kept fraction of the rows so far is a quarter or more, else as 1.
+// 1: payload columns loaded only for groups with a kept row; 0: always.
 #define SC_LATE 1
 #endif
-#ifndef SC_PIPE
-// 1: persistent CTAs, each looping over tiles with the next tile's l_shipdate and this tile's
-// payload loads in flight during the look-back and the stores (sc_select_persistent); 0: one tile
-// per CTA (sc_select_tiles).
-#define SC_PIPE 0
-#endif
+static_assert(SC_LATE == 0 || SC_LATE == 1, "SC_LATE: 1 (late payload) or 0 (eager payload)");
 #ifndef SC_GROUPS
 #define SC_GROUPS 3  // groups of 4 consecutive rows per thread: the tile is 256 x 4 x SC_GROUPS rows
 #endif
@@ -306,14 +300,12 @@ __device__ int64_t look_back_published(StatusWord* status, int64_t tile, int til
   return exclusive;
 }
 
-#if !SC_PIPE
 /// Kept rows before `tile` (all lanes of warp 0 call it; every lane returns the value). Publishes
 /// the tile's aggregate first and its inclusive prefix last.
 __device__ __forceinline__ int64_t look_back(StatusWord* status, int64_t tile, int tile_count, int lane) {
   if (lane == 0) publish_count(status, tile, tile_count);
   return look_back_published(status, tile, tile_count, lane);
 }
-#endif
 
 /// Four consecutive rows of a column from row `row0`: one 16-byte load when all four exist, else
 /// the rows below n one by one.
@@ -496,7 +488,6 @@ __device__ __forceinline__ void store_staged_vec(const Staging& st, int shift, i
 }
 #endif  // SC_VEC_STORE
 
-#if !SC_PIPE
 #ifndef SC_DYN_STAGE
 // 1: the staging in dynamic shared memory (past the 48 KB of static shared memory: 4096-row tiles
 // stage 48 KB, 49.5 KB with the SC_VEC_STORE offset); 0: static.
@@ -506,7 +497,7 @@ static_assert(SC_DYN_STAGE || kStageRows * 12 + 1024 <= 48 * 1024,
               "static staging fits 48 KB up to SC_GROUPS = 3; 4 stages in dynamic shared memory");
 static_assert(!SC_VEC_STORE || SC_STAGE, "the vector stores read the staging");
 static_assert(!SC_DYN_STAGE || SC_STAGE, "dynamic staging needs staging");
-static_assert(!SC_ASYNC_PAYLOAD || (SC_VEC_STORE && !SC_PIPE),
+static_assert(!SC_ASYNC_PAYLOAD || SC_VEC_STORE,
               "the in-place compaction stages at rank + shift and stores with store_staged_vec");
 /// SC_ASYNC_PAYLOAD: tile row i's payload is copied to staging row kAsyncPad + i, above the
 /// largest staging row a kept row i goes to (shift + rank <= 31 + i).
@@ -514,25 +505,6 @@ constexpr int kAsyncPad = 32;
 static_assert(!SC_ASYNC_PAYLOAD || kStageRows >= kAsyncPad + kTile, "the copied payload fits the staging");
 /// Dynamic shared memory of the one-tile kernel: the three staging columns, or none.
 constexpr size_t kTileDynBytes = SC_DYN_STAGE ? size_t{3} * kStageRows * sizeof(int32_t) : 0;
-
-static_assert(SC_LATE != 2 || SC_ASYNC_PAYLOAD, "the per-tile eager choice (SC_LATE=2) is in the cp.async form");
-#if SC_ASYNC_PAYLOAD && SC_LATE == 2
-/// SC_LATE=2: tiles this far back have published their inclusive prefix long before (more than
-/// one wave of 792 resident CTAs earlier, about 17 us at 1e8 rows and 50% kept).
-constexpr int64_t kAdaptLag = 1024;
-/// Whether a tile copies its payload eagerly: the inclusive prefix of tile - kAdaptLag (one relaxed
-/// L2 load by every thread of the CTA, issued with the predicate column's loads) shows at least a
-/// quarter of the rows so far kept, where the late form would copy 68% or more of the groups and
-/// wait a second DRAM round trip for them. False for the first kAdaptLag tiles and while that word
-/// holds no inclusive prefix. Either choice writes the same rows, and threads of a CTA that read the
-/// word on either side of its update may choose differently: each copies, waits for and reads
-/// back only its own groups.
-__device__ __forceinline__ bool eager_copies_pay(StatusWord* status, int64_t tile) {
-  if (tile < kAdaptLag) return false;
-  const StatusWord w = load_status(status + (tile - kAdaptLag));
-  return (w >> 62) == 2 && static_cast<int64_t>(w & kValueMask) * 4 >= (tile - kAdaptLag + 1) * kTile;
-}
-#endif
 
 struct Shared {
 #if SC_STAGE && !SC_DYN_STAGE
@@ -598,20 +570,14 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
         *reinterpret_cast<int4*>(st.shipdate + slot) = va[g];
       }
   }
-#else   // SC_LATE == 0 or 2
+#else   // SC_LATE == 0
   // 3''. Eager payload: every group's payload below n copied at once, while the predicate
   //      column's loads are in flight, so a tile waits on one DRAM round trip instead of two (the
   //      predicate, then the payload of its kept groups). Reads the payload in full: at 50% and
   //      99% kept that is the cost model's bytes (1 - (1 - s)^8 of the sectors hold a kept row);
-  //      at 1% about 13x the payload bytes the late form reads. SC_LATE=2 copies eagerly only
-  //      where the kept fraction so far is high (eager_copies_pay), else as the late form.
-#if SC_LATE == 2
-  const bool eager = eager_copies_pay(status, tile);
-#else
-  constexpr bool eager = true;
-#endif
-  const unsigned long long policy = evict_first_policy();
-  if (eager) {
+  //      at 1% about 13x the payload bytes the late form reads.
+  {
+    const unsigned long long policy = evict_first_policy();
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) {
       const int slot = kAsyncPad + (g * kThreads + t) * 4;
@@ -625,14 +591,7 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   keep_masks(va, base, n, date_lt, keep, t);
 #pragma unroll
   for (int g = 0; g < kGroups; ++g)
-    if (keep[g]) {
-      const int slot = kAsyncPad + (g * kThreads + t) * 4;
-      if (!eager) {  // a kept row is below n, so row0 < n
-        copy_group_async(st.price + slot, price, base + slot - kAsyncPad, n, policy);
-        copy_group_async(st.partkey + slot, partkey, base + slot - kAsyncPad, n, policy);
-      }
-      *reinterpret_cast<int4*>(st.shipdate + slot) = va[g];
-    }
+    if (keep[g]) *reinterpret_cast<int4*>(st.shipdate + kAsyncPad + (g * kThreads + t) * 4) = va[g];
 #endif  // SC_LATE
 
   // 4. Ranks inside the tile.
@@ -744,131 +703,6 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
 #endif
 #endif  // SC_ASYNC_PAYLOAD
 }
-#else   // SC_PIPE
-#ifndef SC_PIPE_MIN_BLOCKS
-#define SC_PIPE_MIN_BLOCKS 4  // resident CTAs per SM the persistent kernel's registers are cut for (64 at SC_GROUPS=2)
-#endif
-static_assert(SC_STAGE, "the persistent kernel stages its stores");
-
-/// Staging bytes of the persistent kernel (dynamic shared memory: 48 KB at SC_GROUPS=4).
-constexpr size_t kPipeStagingBytes = size_t{3} * kTile * sizeof(int32_t);
-
-/// One group of the CTA's next tile (zeros past the last tile): its l_shipdate and, in the eager
-/// form (SC_LATE=0), its payload too, a whole tile before they are used.
-__device__ __forceinline__ void load_next(const int32_t* __restrict__ shipdate, const float* __restrict__ price,
-                                          const int32_t* __restrict__ partkey, int64_t next, int64_t num_tiles,
-                                          int64_t off, int64_t n, int4& va
-#if !SC_LATE
-                                          , int4& vb, int4& vc
-#endif
-) {
-  const bool real = next < num_tiles;
-  va = real ? load_group(shipdate, next * kTile + off, n) : make_int4(0, 0, 0, 0);
-#if !SC_LATE
-  vb = real ? load_group(price, next * kTile + off, n) : make_int4(0, 0, 0, 0);
-  vc = real ? load_group(partkey, next * kTile + off, n) : make_int4(0, 0, 0, 0);
-#endif
-}
-#if SC_LATE
-#define PIPE_NEXT_PAYLOAD(g)
-#else
-#define PIPE_NEXT_PAYLOAD(g) , vbnext[g], vcnext[g]
-#endif
-
-struct PipeShared {
-  int warp_totals[kGroups][kWarps];
-  int64_t exclusive;
-  unsigned long long first[2];  ///< the CTA's first two tile ids
-  unsigned long long grabbed;   ///< the tile after `next`, claimed during the current tile
-};
-
-/// Persistent CTAs over tiles claimed in order of arrival, one tile ahead: while tile `cur` is
-/// looked back, staged and stored, its payload loads (issued a tile earlier, after its predicate)
-/// and the l_shipdate loads of the CTA's next tile are in flight, so each SM keeps loads in flight
-/// through the look-back's L2 round trips and the stores. A tile's count is published as soon as
-/// its predicate is known, a tile before its look-back, so a successor's look-back rarely waits.
-/// Deadlock-free: every claimed tile is held by a running CTA, a CTA processes its tiles in
-/// increasing order, and a look-back waits only on lower tiles (the lowest unfinished tile is its
-/// holder's current one, or the next of a holder whose current tile is lower and finished).
-__global__ void __launch_bounds__(kThreads, SC_PIPE_MIN_BLOCKS)
-    sc_select_persistent(const int32_t* __restrict__ shipdate, const float* __restrict__ price,
-                         const int32_t* __restrict__ partkey, int64_t n, int32_t date_lt,
-                         int32_t* __restrict__ out_shipdate, float* __restrict__ out_price,
-                         int32_t* __restrict__ out_partkey, StatusWord* __restrict__ status,
-                         unsigned long long* __restrict__ tile_counter, int64_t num_tiles) {
-  extern __shared__ int4 staging_words[];
-  __shared__ PipeShared s;
-  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
-  int32_t* const staging = reinterpret_cast<int32_t*>(staging_words);
-  const Staging st{staging, staging + kTile, staging + 2 * kTile};
-
-  // Prologue: the first two tiles claimed, the first one's predicate, payload loads and count.
-  if (t == 0) {
-    s.first[0] = atomicAdd(tile_counter, 1ull);
-    s.first[1] = atomicAdd(tile_counter, 1ull);
-  }
-  __syncthreads();
-  // Tile ids in 32 bits (num_tiles < 2^21): a claim past the last tile reads as num_tiles.
-  const auto clamp_tile = [num_tiles](unsigned long long id) {
-    return static_cast<int>(id < static_cast<unsigned long long>(num_tiles) ? id : num_tiles);
-  };
-  int cur = clamp_tile(s.first[0]), next = clamp_tile(s.first[1]);
-  if (cur >= num_tiles) return;  // the same for every thread of the CTA
-  int4 va[kGroups], vnext[kGroups], vb[kGroups], vc[kGroups];
-#if !SC_LATE
-  int4 vbnext[kGroups], vcnext[kGroups];  // the next tile's payload, loaded with its l_shipdate
-#endif
-  unsigned keep[kGroups];
-  int before[kGroups];
-#pragma unroll
-  for (int g = 0; g < kGroups; ++g) {
-    const int64_t off = (static_cast<int64_t>(g) * kThreads + t) * 4;
-    va[g] = load_group(shipdate, int64_t{cur} * kTile + off, n);
-    load_next(shipdate, price, partkey, next, num_tiles, off, n, vnext[g] PIPE_NEXT_PAYLOAD(g));
-  }
-  keep_masks(va, int64_t{cur} * kTile, n, date_lt, keep, t);
-  load_payload(price, partkey, int64_t{cur} * kTile, n, keep, vb, vc, t);
-  int tile_count = tile_ranks(keep, before, s.warp_totals, lane, warp);
-  if (t == 0) publish_count(status, cur, tile_count);
-
-  for (;;) {
-    // a. Claim the tile after `next` (warp 1, so that warp 0's look-back does not wait on it);
-    //    b. warp 0 looks back for `cur`; c. every warp stages `cur`'s kept rows (the payload
-    //    loads land meanwhile).
-    if (t == 32) s.grabbed = atomicAdd(tile_counter, 1ull);
-    if (warp == 0) {
-      const int64_t exclusive = look_back_published(status, cur, tile_count, lane);
-      if (lane == 0) s.exclusive = exclusive;
-    }
-    stage_kept(st, keep, before, va, vb, vc);
-    __syncthreads();
-    // d. `cur`'s rows out, coalesced.
-    store_staged<true>(st, tile_count, s.exclusive, out_shipdate, out_price, out_partkey, t);
-    if (next >= num_tiles) break;  // the same for every thread of the CTA
-    // e. Advance: `next` becomes current, the claimed tile's l_shipdate loads go out, then the
-    //    new current tile's predicate, payload loads, ranks (whose barrier also orders the
-    //    staging's reuse behind every thread's stores) and its count published.
-    cur = next;
-    next = clamp_tile(s.grabbed);
-#pragma unroll
-    for (int g = 0; g < kGroups; ++g) {
-      va[g] = vnext[g];
-#if !SC_LATE
-      vb[g] = vbnext[g];
-      vc[g] = vcnext[g];
-#endif
-      const int64_t off = (static_cast<int64_t>(g) * kThreads + t) * 4;
-      load_next(shipdate, price, partkey, next, num_tiles, off, n, vnext[g] PIPE_NEXT_PAYLOAD(g));
-    }
-    keep_masks(va, int64_t{cur} * kTile, n, date_lt, keep, t);
-#if SC_LATE
-    load_payload(price, partkey, int64_t{cur} * kTile, n, keep, vb, vc, t);
-#endif
-    tile_count = tile_ranks(keep, before, s.warp_totals, lane, warp);
-    if (t == 0) publish_count(status, cur, tile_count);
-  }
-}
-#endif  // SC_PIPE
 
 /// 7. The count: the last tile's inclusive prefix, written after every row (stream order).
 __global__ void sc_write_count(const StatusWord* __restrict__ last_status, int64_t* __restrict__ count) {
@@ -889,23 +723,6 @@ Buffers carve(d2k::Workspace& ws, const sc::Params& p) {
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-#if SC_PIPE
-/// The persistent kernel's grid: as many CTAs as fit on the device at once (more would only wait
-/// for a slot), at most one per tile. Raises the kernel's dynamic shared-memory limit first (48 KB
-/// of staging at SC_GROUPS=4).
-int32_t persistent_grid(const d2k_args* args, int64_t num_tiles, unsigned* grid) {
-  int device = 0, sms = 0, per_sm = 0;
-  D2K_CUDA_TRY(args, cudaGetDevice(&device));
-  D2K_CUDA_TRY(args, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  D2K_CUDA_TRY(args, cudaFuncSetAttribute(sc_select_persistent, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(kPipeStagingBytes)));
-  D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sc_select_persistent, kThreads,
-                                                                    kPipeStagingBytes));
-  const int64_t resident = static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
-  *grid = static_cast<unsigned>(num_tiles < resident ? num_tiles : resident);
-  return D2K_OK;
-}
-#endif
 
 }  // namespace
 
@@ -932,13 +749,6 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     const Buffers b = carve(ws, p);
     cudaStream_t st = static_cast<cudaStream_t>(args->stream);
     D2K_CUDA_TRY(args, cudaMemsetAsync(b.status, 0, (static_cast<size_t>(b.num_tiles) + 1) * sizeof(StatusWord), st));
-#if SC_PIPE
-    unsigned grid = 0;
-    if (const int32_t rc = persistent_grid(args, b.num_tiles, &grid); rc != D2K_OK) return rc;
-    sc_select_persistent<<<grid, kThreads, kPipeStagingBytes, st>>>(c.shipdate, c.price, c.partkey, p.n, p.date_lt,
-                                                                    c.out_shipdate, c.out_price, c.out_partkey,
-                                                                    b.status, b.status + b.num_tiles, b.num_tiles);
-#else
     if (kTileDynBytes > 0)
       D2K_CUDA_TRY(args, cudaFuncSetAttribute(sc_select_tiles, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               static_cast<int>(kTileDynBytes)));
@@ -951,7 +761,6 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     sc_select_tiles<<<static_cast<unsigned>(b.num_tiles), kThreads, kTileDynBytes, st>>>(
         c.shipdate, c.price, c.partkey, p.n, p.date_lt, c.out_shipdate, c.out_price, c.out_partkey, b.status,
         b.status + b.num_tiles);
-#endif
     sc_write_count<<<1, 1, 0, st>>>(b.status + b.num_tiles - 1, c.count);
     D2K_CUDA_TRY(args, cudaGetLastError());
     return D2K_OK;

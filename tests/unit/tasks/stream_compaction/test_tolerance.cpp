@@ -8,7 +8,9 @@
 //     count left poisoned, through the default's vector-store path (SC_VEC_STORE: staging shifted
 //     by the prefix mod 32, aligned quads), which writes each kept row exactly once, and through
 //     tile2k_prev's 4-byte stores;
-//   - the persistent variants' schedule (expert.cu, SC_PIPE): CTAs claiming tiles two ahead,
+//   - the persistent schedule (the SC_PIPE variants, measured 2.8-7.5x slower and removed from
+//     expert.cu; kept here as the harshest schedule for look_back_published, which the one-tile
+//     kernel still uses): CTAs claiming tiles two ahead,
 //     publishing a tile's count a tile before its look-back, the decoupled look-back over the
 //     status words 32, 64 or 128 predecessors a round (SC_LB_WORDS=1, 2, 4; the same function
 //     serves the one-tile kernel), simulated step by step under seeded random interleavings of the CTAs'
@@ -16,8 +18,8 @@
 //     written at those prefixes pass; a look-back that stops at the first published count is
 //     caught;
 //   - the cp.async form's in-place compaction at 2048- to 6144-row tiles (SC_GROUPS=2 to async6k),
-//     with the eager copies of every group (eager_async, SC_LATE=0; eager_adapt, SC_LATE=2, per
-//     tile);
+//     with the eager copies of every group (eager_async, SC_LATE=0) and, mixed per tile, of the
+//     late and eager forms (the removed eager_adapt's choice: the staging must not care);
 //   - a predicate off by one (<=), a vector path that drops the last N mod 4 rows, tiles written in
 //     another order than their row order (atomically claimed output slots), rows reversed inside a
 //     warp, the float column through float16, and the last kept row dropped all fail.
@@ -288,7 +290,7 @@ std::vector<HostTensor> emulate(Variant v, const Case& c, std::uint8_t poison) {
   return write_rows(v, c, poison, order(v, columns(c)));
 }
 
-// ---- The persistent variants' schedule (expert.cu, SC_PIPE) ----
+// ---- The persistent schedule (the removed SC_PIPE variants; the look-back it drives is the one-tile kernel's) ----
 
 enum class LookBack {
   kExact,        ///< expert.cu's look_back_published: sum back to the nearest inclusive prefix
