@@ -56,14 +56,37 @@
 //   Build variants (expert_<name>.so; `d2k bench --task hash_join --targets expert,expert:<name>`):
 //   %VARIANT% rows8_1cta -DHJ_ITEMS=8 -DHJ_MIN_BLOCKS=1
 //     (run 2's first line: better on the shared-memory path, worse on the hash path)
-//   Not done, would pay most: radix-partition both sides at 64M so that build scatter and probe
-//   gathers hit L2-sized pieces (all other terms there are DRAM-random); per-path tuning (the
-//   shared-memory path measured 377 us with 8 rows/thread and 1 CTA/SM).
+//   %VARIANT% partitioned -DHJ_PARTITIONED=1
+//     Radix-partitioned build/probe (Balkesen et al. 2013; Sioulas et al., ICDE 2019) for build
+//     sides that do not fit L2: R >= 2^22 rows and a key range max-min+1 <= 2^30 (hj_part.h; the
+//     range is known only after hj_build_minmax, so every kernel re-derives the plan and the
+//     global-table kernels return early, or the hj_part_* kernels do when the range is wider).
+//     Both sides are partitioned by (key - min) >> 15 (32K keys of domain per partition: 2^13
+//     partitions at range 2^28; out-of-range probe rows are dropped), two passes per side: a
+//     per-chunk histogram, a scan, a scatter of 8-byte (key, payload) pairs ranked by
+//     shared-memory atomics. Then persistent CTAs join one partition at a time: its build pairs
+//     into a shared-memory direct table (128 KB of payloads plus a 4 KB presence bitmap: no empty
+//     marker, so (key -1, payload -1) needs no special case), its probe pairs streamed against it,
+//     the output warp-staged as in probe_tiles. Traffic model at r64m-s256m-range4x (GB, every
+//     access a stream or an L2-combined scatter): min/max 0.27; build histogram 0.27, scatter 0.54
+//     read + 0.54 written; probe histogram 1.07, scatter 2.15 + 2.15; join 0.54 + 2.15 read, 1.07
+//     of output; chunk counts ~0.07; ~10.8 GB in all, i.e. ~3.1-3.6 ms at 3-3.5 TB/s plus launch
+//     and partition overheads, against the BITMAP path's 12048 us (DRAM-random 4-byte stores and
+//     gathers: a 32-byte sector per 4-byte access). Not yet measured on a GPU. The risk in that
+//     model is the scatter (comment above the hj_part_* kernels). Still open: per-path tuning (the
+//     shared-memory path measured 377 us with 8 rows/thread and 1 CTA/SM).
+//   %VARIANT% partitioned_all -DHJ_PARTITIONED=1 -DHJ_PART_MIN_ROWS=1
+//     (the same join from R = 1 on, wherever the range allows and the build side is too big for the
+//     per-CTA shared-memory path: it puts the partitioned kernels under compute-sanitizer on the
+//     small range2x / range4x check workloads, which the 2^22-row threshold keeps off that path)
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "d2k/solution.h"
+#if HJ_PARTITIONED
+#include "hj_part.h"
+#endif
 
 #ifndef HJ_ITEMS
 #define HJ_ITEMS 4  // probe rows per thread per tile (multiple of 4)
@@ -79,6 +102,15 @@
 #endif
 #ifndef HJ_HASH_BATCH
 #define HJ_HASH_BATCH 4  // hash-bucket loads in flight per thread at once
+#endif
+#ifndef HJ_PARTITIONED
+#define HJ_PARTITIONED 0  // 1: radix-partitioned join for large build sides (header: Variants)
+#endif
+#ifndef HJ_JOIN_ITEMS
+#define HJ_JOIN_ITEMS 8  // partitioned join: probe pairs per thread per tile
+#endif
+#ifndef HJ_JOIN_STAGE
+#define HJ_JOIN_STAGE 256  // partitioned join: staged pairs per warp (beside a 132 KB table)
 #endif
 #ifndef HJ_MIN_BLOCKS
 #define HJ_MIN_BLOCKS 2  // __launch_bounds__ minimum resident blocks of the probe kernels
@@ -103,6 +135,9 @@ static_assert(kItems % kHashBatch == 0, "HJ_HASH_BATCH must divide HJ_ITEMS");
 static_assert(kStage >= 32 * kItems, "HJ_STAGE must hold one warp tile of matches");
 
 enum Mode : int { kModeExact = 0, kModeDirect = 1, kModeBitmap = 2, kModeHash = 3 };
+#if HJ_PARTITIONED
+constexpr int kModePartitioned = 4;  ///< the global-table kernels do nothing, hj_part_* join
+#endif
 
 /// Workspace header: min/max of the build keys (order-preserving unsigned flips, both reduced
 /// with atomicMax from a zeroed header) and the flag for the (key -1, payload -1) build tuple.
@@ -138,6 +173,9 @@ __device__ __forceinline__ Plan make_plan(const Header* h, int64_t r, uint64_t c
     p.mode = kModeBitmap;
   else
     p.mode = kModeHash;
+#if HJ_PARTITIONED
+  if (hjp::use_partitioned(hjp::part_plan(mn, mx), r)) p.mode = kModePartitioned;
+#endif
   return p;
 }
 
@@ -575,6 +613,9 @@ __global__ void __launch_bounds__(kBuildThreads) hj_build_insert(
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kBuildThreads;
   int64_t i = static_cast<int64_t>(blockIdx.x) * kBuildThreads + threadIdx.x;
   int32_t* pay = reinterpret_cast<int32_t*>(table);
+#if HJ_PARTITIONED
+  if (p.mode == kModePartitioned) return;
+#endif
   if (p.mode == kModeExact) {
     for (; i < r; i += stride) pay[static_cast<uint32_t>(__ldcs(bk + i)) - p.lo] = __ldcs(bpay + i);
   } else if (p.mode == kModeDirect) {
@@ -619,6 +660,9 @@ __global__ void __launch_bounds__(kProbeThreads, HJ_MIN_BLOCKS) hj_probe_global(
   ProbeSmem& sm = *reinterpret_cast<ProbeSmem*>(smem_table);
   const Plan p = make_plan(h, r, cap, direct_max);
   const int32_t* pay = reinterpret_cast<const int32_t*>(table);
+#if HJ_PARTITIONED
+  if (p.mode == kModePartitioned) return;
+#endif
   if (p.mode == kModeExact) {
     probe_tiles(a, DirectLookup<false>{pay, bitmap, p.lo, p.range}, sm);
   } else if (p.mode == kModeDirect) {
@@ -634,6 +678,236 @@ __global__ void __launch_bounds__(kProbeThreads, HJ_MIN_BLOCKS) hj_probe_global(
                 sm);
   }
 }
+
+#if HJ_PARTITIONED
+// ---------------------------------------------------------------------------------------------
+// Radix-partitioned join (variant `partitioned`; Balkesen et al., ICDE 2013; Sioulas et al.,
+// "Hardware-conscious hash-joins on GPUs", ICDE 2019). Both sides are partitioned by the top bits
+// of key - min (hj_part.h: kSlots keys of domain per partition), so that each partition's build
+// side becomes a direct-indexed shared-memory table; the random accesses of the build and the
+// probe then hit shared memory, and every global access is a stream or a scatter store.
+// Per side: hj_part_hist (per-chunk partition counts, chunk-major), hj_part_scan_chunks (each
+// partition's running offset across chunks, and its total), hj_part_scan_parts (exclusive scan
+// of the totals: partition bases), hj_part_scatter (each chunk's rows to base + chunk offset +
+// a shared-memory atomic rank; the order inside a partition is free: the output is a multiset).
+// Then hj_part_join: persistent CTAs, one partition at a time.
+// The scatter writes each pair with its own 8-byte store: a shared-memory staging tile (a few
+// thousand rows) holds < 1 row per partition at P = 2^13, too few to form coalesced runs. The L2
+// combines the stores instead (L2 write-combining): a chunk's rows of one partition go to one
+// contiguous run (32 build / 128 probe pairs at the bench row), so each resident scatter CTA keeps
+// one partly written 32-byte sector per partition open, 132 CTAs x 2^13 x 32 B = 35 MB, within the
+// H200's 60 MB L2. That is why a partition spans 2^15 keys (2^14 would double it past the L2) and
+// why the scatter's 128 KB of cursors keep it at one CTA per SM. Sectors evicted half written
+// would cost DRAM traffic beyond the model: the first thing to check with ncu on a GPU.
+
+constexpr int kPartThreads = 1024;
+constexpr int kPartScanThreads = 256;
+constexpr int kJoinThreads = 512;
+constexpr int kJoinWarps = kJoinThreads / 32;
+constexpr int kJoinItems = HJ_JOIN_ITEMS;
+constexpr int kJoinTile = 32 * kJoinItems;
+constexpr int kJoinStage = HJ_JOIN_STAGE;
+static_assert(kJoinStage >= kJoinTile, "HJ_JOIN_STAGE must hold one join tile of matches");
+static_assert(hjp::kMaxParts % kPartThreads == 0, "the partition scan gives each thread a segment");
+
+/// The partition plan from the min/max header (the same in every kernel).
+__device__ __forceinline__ hjp::PartPlan part_plan_of(const Header* h) {
+  return hjp::part_plan(static_cast<int>((~h->negmin_flip) ^ 0x80000000u),
+                        static_cast<int>(h->max_flip ^ 0x80000000u));
+}
+
+/// Chunk blockIdx.x of a side: its partition counts into counts[chunk * parts + part].
+__global__ void __launch_bounds__(kPartThreads) hj_part_hist(const int32_t* __restrict__ keys,
+                                                             int64_t n, int64_t chunk,
+                                                             const Header* h, int64_t r,
+                                                             uint32_t* counts) {
+  const hjp::PartPlan pl = part_plan_of(h);
+  if (!hjp::use_partitioned(pl, r)) return;
+  uint32_t* hist = reinterpret_cast<uint32_t*>(smem_table);
+  for (uint32_t p = threadIdx.x; p < pl.parts; p += kPartThreads) hist[p] = 0;
+  __syncthreads();
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * chunk;
+  const int64_t c1 = c0 + chunk < n ? c0 + chunk : n;
+  constexpr int kU = 4;  // loads in flight per thread before their shared-memory atomics
+  for (int64_t i = c0 + threadIdx.x; i < c1; i += kU * kPartThreads) {
+    int k[kU];
+    bool v[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int64_t j = i + u * kPartThreads;
+      v[u] = j < c1;
+      k[u] = v[u] ? keys[j] : 0;
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      uint32_t d;
+      if (v[u] && hjp::key_offset(pl, k[u], d)) atomicAdd(hist + hjp::part_of(d), 1u);
+    }
+  }
+  __syncthreads();
+  uint32_t* out = counts + static_cast<uint64_t>(blockIdx.x) * pl.parts;
+  for (uint32_t p = threadIdx.x; p < pl.parts; p += kPartThreads) out[p] = hist[p];
+}
+
+/// Thread per partition: counts[c][p] becomes the exclusive running sum over chunks c (the
+/// chunk's offset inside the partition), totals[p] the partition's rows. Coalesced: the threads
+/// of a warp read consecutive partitions of one chunk row.
+__global__ void __launch_bounds__(kPartScanThreads) hj_part_scan_chunks(const Header* h, int64_t r,
+                                                                        uint32_t* counts,
+                                                                        int64_t chunks,
+                                                                        uint32_t* totals) {
+  const hjp::PartPlan pl = part_plan_of(h);
+  if (!hjp::use_partitioned(pl, r)) return;
+  const uint32_t p = blockIdx.x * kPartScanThreads + threadIdx.x;
+  if (p >= pl.parts) return;
+  uint32_t run = 0;
+  for (int64_t c = 0; c < chunks; ++c) {
+    uint32_t* e = counts + static_cast<uint64_t>(c) * pl.parts + p;
+    const uint32_t v = *e;
+    *e = run;
+    run += v;
+  }
+  totals[p] = run;
+}
+
+/// One CTA: base[p] = exclusive scan of totals (base[parts] = all rows kept). Each thread scans a
+/// segment of kMaxParts / kPartThreads partitions; the segment sums are scanned across the block.
+__global__ void __launch_bounds__(kPartThreads) hj_part_scan_parts(const Header* h, int64_t r,
+                                                                   const uint32_t* totals,
+                                                                   uint32_t* base) {
+  const hjp::PartPlan pl = part_plan_of(h);
+  if (!hjp::use_partitioned(pl, r)) return;
+  constexpr uint32_t kSeg = hjp::kMaxParts / kPartThreads;
+  __shared__ uint32_t warp_sum[kPartThreads / 32];
+  const uint32_t p0 = threadIdx.x * kSeg;
+  uint32_t sum = 0;
+#pragma unroll 1
+  for (uint32_t i = 0; i < kSeg; ++i)
+    if (p0 + i < pl.parts) sum += totals[p0 + i];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const uint32_t incl = static_cast<uint32_t>(warp_inclusive_scan(static_cast<int>(sum), lane));
+  if (lane == 31) warp_sum[warp] = incl;
+  __syncthreads();
+  if (warp == 0) {
+    const uint32_t w = warp_sum[lane];
+    const uint32_t wi = static_cast<uint32_t>(warp_inclusive_scan(static_cast<int>(w), lane));
+    warp_sum[lane] = wi - w;
+  }
+  __syncthreads();
+  uint32_t run = warp_sum[warp] + incl - sum;
+#pragma unroll 1
+  for (uint32_t i = 0; i < kSeg; ++i) {
+    if (p0 + i < pl.parts) {
+      base[p0 + i] = run;
+      run += totals[p0 + i];
+    }
+  }
+  if (threadIdx.x == kPartThreads - 1) base[pl.parts] = run;  // the last segment's end
+}
+
+/// Chunk blockIdx.x of a side: every in-range row to pairs[base[p] + chunk offset + rank].
+__global__ void __launch_bounds__(kPartThreads) hj_part_scatter(
+    const int32_t* __restrict__ keys, const int32_t* __restrict__ pays, int64_t n, int64_t chunk,
+    const Header* h, int64_t r, const uint32_t* counts, const uint32_t* base, int2* pairs) {
+  const hjp::PartPlan pl = part_plan_of(h);
+  if (!hjp::use_partitioned(pl, r)) return;
+  uint32_t* cursor = reinterpret_cast<uint32_t*>(smem_table);
+  const uint32_t* off = counts + static_cast<uint64_t>(blockIdx.x) * pl.parts;
+  for (uint32_t p = threadIdx.x; p < pl.parts; p += kPartThreads) cursor[p] = base[p] + off[p];
+  __syncthreads();
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * chunk;
+  const int64_t c1 = c0 + chunk < n ? c0 + chunk : n;
+  constexpr int kU = 4;
+  for (int64_t i = c0 + threadIdx.x; i < c1; i += kU * kPartThreads) {
+    int k[kU], v[kU];
+    bool ok[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int64_t j = i + u * kPartThreads;
+      ok[u] = j < c1;
+      k[u] = ok[u] ? __ldcs(keys + j) : 0;
+      v[u] = ok[u] ? __ldcs(pays + j) : 0;
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      uint32_t d;
+      if (ok[u] && hjp::key_offset(pl, k[u], d)) {
+        const uint32_t pos = atomicAdd(cursor + hjp::part_of(d), 1u);
+        pairs[pos] = make_int2(k[u], v[u]);
+      }
+    }
+  }
+}
+
+/// Shared memory of hj_part_join: the partition's presence bitmap and payload table, and one
+/// output staging buffer per warp.
+struct JoinSmem {
+  uint32_t bits[hjp::kBitmapWords];
+  int32_t tab[hjp::kSlots];
+  int2 stage[kJoinWarps][kJoinStage];
+};
+
+/// Persistent CTAs, one partition at a time: the partition's build pairs into the shared-memory
+/// direct table (distinct keys: no collisions), then its probe pairs against it, the matches
+/// ranked inside the warp and staged exactly as in probe_tiles (one atomicAdd per flush).
+__global__ void __launch_bounds__(kJoinThreads) hj_part_join(const Header* h, int64_t r,
+                                                             const int2* __restrict__ bpairs,
+                                                             const uint32_t* __restrict__ bbase,
+                                                             const int2* __restrict__ ppairs,
+                                                             const uint32_t* __restrict__ pbase,
+                                                             ProbeArgs a) {
+  const hjp::PartPlan pl = part_plan_of(h);
+  if (!hjp::use_partitioned(pl, r)) return;
+  JoinSmem& sm = *reinterpret_cast<JoinSmem*>(smem_table);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int2* stage = sm.stage[warp];
+  int staged = 0;
+  for (uint32_t part = blockIdx.x; part < pl.parts; part += gridDim.x) {
+    for (uint32_t i = threadIdx.x; i < hjp::kBitmapWords; i += kJoinThreads) sm.bits[i] = 0;
+    __syncthreads();
+    const uint32_t b1 = bbase[part + 1];
+    for (uint32_t i = bbase[part] + threadIdx.x; i < b1; i += kJoinThreads) {
+      const int2 kv = __ldcs(bpairs + i);
+      const uint32_t s = hjp::slot_of(static_cast<uint32_t>(kv.x) - pl.lo);
+      sm.tab[s] = kv.y;
+      atomicOr(sm.bits + (s >> 5), 1u << (s & 31));
+    }
+    __syncthreads();
+    const uint32_t p1 = pbase[part + 1];
+    for (uint32_t t0 = pbase[part] + warp * kJoinTile; t0 < p1; t0 += kJoinWarps * kJoinTile) {
+      int2 kv[kJoinItems];
+#pragma unroll
+      for (int j = 0; j < kJoinItems; ++j) {
+        const uint32_t idx = t0 + j * 32 + lane;
+        kv[j] = idx < p1 ? __ldcs(ppairs + idx) : make_int2(0, 0);
+      }
+      bool hit[kJoinItems];
+      int bp[kJoinItems];
+      int n = 0;
+#pragma unroll
+      for (int j = 0; j < kJoinItems; ++j) {
+        const uint32_t s = hjp::slot_of(static_cast<uint32_t>(kv[j].x) - pl.lo);
+        hit[j] = t0 + j * 32 + lane < p1 && ((sm.bits[s >> 5] >> (s & 31)) & 1u);
+        bp[j] = hit[j] ? sm.tab[s] : 0;
+        n += hit[j] ? 1 : 0;
+      }
+      const int incl = warp_inclusive_scan(n, lane);
+      const int total = __shfl_sync(0xffffffffu, incl, 31);
+      if (staged + total > kJoinStage) {
+        flush_stage(a, stage, staged, lane);
+        staged = 0;
+      }
+      int pos = staged + incl - n;
+#pragma unroll
+      for (int j = 0; j < kJoinItems; ++j)
+        if (hit[j]) stage[pos++] = make_int2(bp[j], kv[j].y);
+      staged += total;
+    }
+    __syncthreads();  // every warp is done with this partition's table before it is cleared
+  }
+  if (staged > 0) flush_stage(a, stage, staged, lane);
+}
+#endif  // HJ_PARTITIONED
 
 // ---------------------------------------------------------------------------------------------
 // Host side.
@@ -686,6 +960,35 @@ GlobalTable carve_global_table(d2k::Workspace& ws, const Shapes& sh) {
   return g;
 }
 
+#if HJ_PARTITIONED
+/// The partitioned join's pieces, carved after the global table (which stays: whether the key
+/// range is narrow enough to partition is known only on the device, and the global-table paths
+/// are the fallback). None below hjp::kMinRows build rows.
+struct PartBufs {
+  int2* bpairs = nullptr;    ///< R build (key, payload) pairs, partition-major
+  int2* ppairs = nullptr;    ///< up to S in-range probe pairs, partition-major
+  uint32_t* bcounts = nullptr;  ///< per build chunk and partition: count, then chunk offset
+  uint32_t* pcounts = nullptr;
+  uint32_t* btotals = nullptr;  ///< per partition: rows
+  uint32_t* ptotals = nullptr;
+  uint32_t* bbase = nullptr;    ///< per partition + 1: first row
+  uint32_t* pbase = nullptr;
+};
+PartBufs carve_partitions(d2k::Workspace& ws, const Shapes& sh) {
+  PartBufs b;
+  if (sh.r < hjp::kMinRows) return b;
+  b.bpairs = ws.take<int2>(static_cast<uint64_t>(sh.r));
+  b.ppairs = ws.take<int2>(static_cast<uint64_t>(sh.s));
+  b.bcounts = ws.take<uint32_t>(static_cast<uint64_t>(hjp::num_chunks(sh.r)) * hjp::kMaxParts);
+  b.pcounts = ws.take<uint32_t>(static_cast<uint64_t>(hjp::num_chunks(sh.s)) * hjp::kMaxParts);
+  b.btotals = ws.take<uint32_t>(hjp::kMaxParts);
+  b.ptotals = ws.take<uint32_t>(hjp::kMaxParts);
+  b.bbase = ws.take<uint32_t>(hjp::kMaxParts + 1);
+  b.pbase = ws.take<uint32_t>(hjp::kMaxParts + 1);
+  return b;
+}
+#endif
+
 }  // namespace
 
 extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
@@ -693,7 +996,11 @@ extern "C" D2K_EXPORT uint32_t d2k_abi_version(void) { return D2K_ABI_VERSION; }
 extern "C" D2K_EXPORT int32_t d2k_workspace_size(const d2k_args* args, uint64_t* bytes) {
   D2K_ENTRY(args, {
     d2k::Workspace ws;
-    carve_global_table(ws, read_shapes(args));
+    const Shapes sh = read_shapes(args);
+    carve_global_table(ws, sh);
+#if HJ_PARTITIONED
+    carve_partitions(ws, sh);
+#endif
     *bytes = ws.bytes();
     return D2K_OK;
   });
@@ -718,6 +1025,9 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
 
     d2k::Workspace ws(args);
     const GlobalTable g = carve_global_table(ws, sh);
+#if HJ_PARTITIONED
+    const PartBufs pb = carve_partitions(ws, sh);
+#endif
 
     D2K_CUDA_TRY(args, cudaMemsetAsync(pa.count, 0, sizeof(unsigned long long), stream));
     if (sh.r == 0 || sh.s == 0) return D2K_OK;
@@ -764,6 +1074,47 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     };
     hj_build_minmax<<<blocks_for(static_cast<uint64_t>(sh.r)), kBuildThreads, 0, stream>>>(bk, sh.r, hdr);
     D2K_CUDA_TRY(args, cudaGetLastError());
+#if HJ_PARTITIONED
+    if (sh.r >= hjp::kMinRows) {
+      // Every hj_part_* kernel checks the plan itself and returns when the key range is too wide
+      // to partition; the global-table kernels below return when it is not.
+      const size_t hist_smem = hjp::kMaxParts * sizeof(uint32_t);
+      D2K_CUDA_TRY(args, cudaFuncSetAttribute(hj_part_hist, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              static_cast<int>(hist_smem)));
+      D2K_CUDA_TRY(args, cudaFuncSetAttribute(hj_part_scatter, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              static_cast<int>(hist_smem)));
+      auto partition_side = [&](const int32_t* keys, const int32_t* pays, int64_t n, int2* pairs,
+                                uint32_t* counts, uint32_t* totals, uint32_t* base) -> int32_t {
+        const int64_t chunk = hjp::chunk_rows(n), chunks = hjp::num_chunks(n);
+        hj_part_hist<<<static_cast<unsigned>(chunks), kPartThreads, hist_smem, stream>>>(
+            keys, n, chunk, hdr, sh.r, counts);
+        D2K_CUDA_TRY(args, cudaGetLastError());
+        hj_part_scan_chunks<<<hjp::kMaxParts / kPartScanThreads, kPartScanThreads, 0, stream>>>(
+            hdr, sh.r, counts, chunks, totals);
+        D2K_CUDA_TRY(args, cudaGetLastError());
+        hj_part_scan_parts<<<1, kPartThreads, 0, stream>>>(hdr, sh.r, totals, base);
+        D2K_CUDA_TRY(args, cudaGetLastError());
+        hj_part_scatter<<<static_cast<unsigned>(chunks), kPartThreads, hist_smem, stream>>>(
+            keys, pays, n, chunk, hdr, sh.r, counts, base, pairs);
+        D2K_CUDA_TRY(args, cudaGetLastError());
+        return D2K_OK;
+      };
+      int32_t st = partition_side(bk, bpay, sh.r, pb.bpairs, pb.bcounts, pb.btotals, pb.bbase);
+      if (st != D2K_OK) return st;
+      st = partition_side(pa.pk, pa.pp, sh.s, pb.ppairs, pb.pcounts, pb.ptotals, pb.pbase);
+      if (st != D2K_OK) return st;
+      const size_t join_smem = sizeof(JoinSmem);
+      D2K_CUDA_TRY(args, cudaFuncSetAttribute(hj_part_join, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              static_cast<int>(join_smem)));
+      int join_per_sm = 0;
+      D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&join_per_sm, hj_part_join,
+                                                                       kJoinThreads, join_smem));
+      if (join_per_sm < 1) join_per_sm = 1;
+      hj_part_join<<<static_cast<unsigned>(join_per_sm * sms), kJoinThreads, join_smem, stream>>>(
+          hdr, sh.r, pb.bpairs, pb.bbase, pb.ppairs, pb.pbase, pa);
+      D2K_CUDA_TRY(args, cudaGetLastError());
+    }
+#endif
     hj_build_clear<<<blocks_for(cap / 2), kBuildThreads, 0, stream>>>(
         hdr, sh.r, cap, direct_max, reinterpret_cast<ulonglong2*>(table),
         reinterpret_cast<uint4*>(bitmap));

@@ -1,0 +1,101 @@
+// hash_join — the partition plan of the expert's radix-partitioned join (the `partitioned`
+// variant, HJ_PARTITIONED=1), shared with the host emulation in tests/unit/tasks/hash_join/ so
+// the CPU tests run this exact arithmetic: how many partitions a key range gets, which partition
+// and table slot a key falls in, the per-CTA shared-memory table a partition needs, and how the
+// rows of one side are cut into chunks for the histogram / scatter passes.
+// Plain C++ with __host__ __device__ under nvcc.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define HJP_HD __host__ __device__ __forceinline__
+#else
+#define HJP_HD inline
+#endif
+
+#ifndef HJ_PART_BITS
+#define HJ_PART_BITS 15  ///< log2 of the keys of domain per partition (its direct table's slots)
+#endif
+#ifndef HJ_PART_MAX_LOG2
+#define HJ_PART_MAX_LOG2 15  ///< log2 of the most partitions (the histogram's shared memory)
+#endif
+#ifndef HJ_PART_MIN_ROWS
+#define HJ_PART_MIN_ROWS (1 << 22)  ///< fewest build rows that take the partitioned path
+#endif
+#ifndef HJ_PART_TABLE_MAX
+#define HJ_PART_TABLE_MAX (160 * 1024)  ///< bytes of shared memory a partition's table may take
+#endif
+
+namespace hjp {
+
+constexpr uint32_t kPartBits = HJ_PART_BITS;
+constexpr uint32_t kSlots = 1u << kPartBits;     ///< direct-table slots (domain keys) per partition
+constexpr uint32_t kBitmapWords = kSlots / 32;   ///< presence bitmap words per partition
+constexpr uint32_t kMaxPartsLog2 = HJ_PART_MAX_LOG2;
+constexpr uint32_t kMaxParts = 1u << kMaxPartsLog2;
+/// The widest key range the plan partitions (2^30 with the defaults); wider ranges keep the
+/// existing global-table paths.
+constexpr uint64_t kMaxRange = static_cast<uint64_t>(kMaxParts) << kPartBits;
+/// A partition's shared-memory table: 4-byte payloads indexed by slot plus a presence bitmap
+/// (the bitmap, not an all-ones "empty" payload, says a slot is taken, so the tuple
+/// (key -1, payload -1) needs no special case).
+constexpr uint64_t kTableBytes = static_cast<uint64_t>(kSlots) * 4 + kBitmapWords * 4;
+constexpr uint64_t kTableBudget = HJ_PART_TABLE_MAX;
+/// Build sides from this many rows take the partitioned path (below it the build side's table is
+/// small enough for L2 and today's paths are cheaper than two extra passes over the probe side).
+constexpr int64_t kMinRows = HJ_PART_MIN_ROWS;
+constexpr int64_t kChunkMin = int64_t{1} << 16;  ///< fewest rows per histogram / scatter chunk
+constexpr int64_t kChunksTarget = 256;           ///< about this many chunks per side
+constexpr int64_t kChunkAlign = 4096;
+static_assert(kPartBits >= 5 && kPartBits <= 16, "HJ_PART_BITS out of range");
+static_assert(kMaxPartsLog2 + kPartBits <= 31, "partitions x slots must stay within 2^31");
+static_assert(kTableBytes <= kTableBudget, "a partition's table exceeds HJ_PART_TABLE_MAX");
+
+struct PartPlan {
+  uint32_t lo;     ///< min build key, as uint32
+  uint64_t range;  ///< max - min + 1 (1 .. 2^32)
+  uint32_t parts;  ///< partitions covering [0, range) in slices of kSlots keys (when ok)
+  bool ok;         ///< the range is narrow enough for at most kMaxParts partitions
+};
+
+/// The plan from the min and max build key (the on-device min/max reduction's result).
+HJP_HD PartPlan part_plan(int32_t mn, int32_t mx) {
+  PartPlan p;
+  p.lo = static_cast<uint32_t>(mn);
+  p.range = static_cast<uint64_t>(static_cast<int64_t>(mx) - mn + 1);
+  const uint64_t parts = (p.range + kSlots - 1) >> kPartBits;
+  p.ok = p.range <= kMaxRange;
+  p.parts = p.ok ? static_cast<uint32_t>(parts) : 0u;
+  return p;
+}
+
+/// Whether a call takes the partitioned path: a large build side and a narrow enough range.
+HJP_HD bool use_partitioned(const PartPlan& p, int64_t r) { return r >= kMinRows && p.ok; }
+
+/// Offset of a key in the range; false when the key is outside it (such a probe row cannot match
+/// and is dropped while partitioning).
+HJP_HD bool key_offset(const PartPlan& p, int32_t key, uint32_t& d) {
+  d = static_cast<uint32_t>(key) - p.lo;  // mod 2^32: keys below lo wrap far above range
+  return d < p.range;
+}
+HJP_HD uint32_t part_of(uint32_t d) { return d >> kPartBits; }
+HJP_HD uint32_t slot_of(uint32_t d) { return d & (kSlots - 1); }
+/// The key held by slot 0 of partition `part` (as uint32): partition `part` covers the keys
+/// [part_base, part_base + kSlots) of the range.
+HJP_HD uint32_t part_base(const PartPlan& p, uint32_t part) { return p.lo + (part << kPartBits); }
+
+/// Rows per histogram / scatter chunk of a side of n rows (one CTA per chunk): about
+/// kChunksTarget chunks, at least kChunkMin rows each, so the per-chunk partition counts stay a
+/// few MB while every SM gets chunks.
+HJP_HD int64_t chunk_rows(int64_t n) {
+  int64_t c = (n + kChunksTarget - 1) / kChunksTarget;
+  c = (c + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
+  return c < kChunkMin ? kChunkMin : c;
+}
+HJP_HD int64_t num_chunks(int64_t n) {
+  const int64_t c = chunk_rows(n);
+  return n <= 0 ? 0 : (n + c - 1) / c;
+}
+
+}  // namespace hjp
