@@ -30,19 +30,23 @@
 //   prefetch: the next chunk's q, k by cp.async into a       | 843.64 (1.06x)| n/m          | n/m
 //   second buffer (K~ built shared to shared); 101.6 KB:     | once INCORRECT on the one-step check
 //   2 CTAs per SM                                            | (o 0.00526): not explained yet
-//   chunkpar: design b below, segments of cla_segments.h's   | n/m           | n/m          | n/m
+//   (2026-12-03, another H200: the DV = 32 default of then   | 893.22        | 246.85       | 4888.87
+//   beside the three below, one run)                         |               |              |
+//   chunkpar: design b below, segments of cla_segments.h's   | 823.68        | 357.78       | 6116.23
 //   plan, stage_chunk's staging                              |               |              |
-//   pairs: the default with stage_pairs (conflict-free       | n/m           | n/m          | n/m
-//   transposed stores: 672 wavefronts a chunk, not 4608)     |               |              |
-//   chunkpar_pairs: chunkpar with stage_pairs                | n/m           | n/m          | n/m
+//   pairs: a with stage_pairs (conflict-free transposed      | 830.98        | 256.61       | 4039.75
+//   stores: 672 wavefronts a chunk, not 4608)                |               |              |
+//   chunkpar_pairs: chunkpar with stage_pairs                | 641.20        | 325.41       | 4762.60
 // Designs considered:
-//   a. (built, default) one CTA per (b, h, DV slice) walking the chunks in order: the state is
+//   a. (the default where its grid fills the GPU; variant one_walk always) one CTA per (b, h, DV
+//      slice) walking the chunks in order: the state is
 //      carried in registers, nothing goes through global memory but the compulsory traffic.
 //      Parallelism: B*H heads (32 at (2,16), 64 at (1,64)) times D/DV slices; each slice recomputes
 //      Q K^T (the intra-chunk scores do not depend on v), which costs 2*kC*D per step per slice on
 //      the tensor cores, cheap next to the memory time. Measured: a CTA takes about 7 us a chunk
 //      (892 us / 128 chunks at 2x16x8192x128, one CTA per SM): 128 CTAs cannot fill 132 SMs x 3.
-//   b. (variant chunkpar) the chunk-state scan of Mamba-2's SSD and fla's chunk_fwd_h + chunk_fwd_o,
+//   b. (the default where a's grid is below the SM count; variant chunkpar always) the chunk-state
+//      scan of Mamba-2's SSD and fla's chunk_fwd_h + chunk_fwd_o,
 //      over segments of seg_chunks chunks (cla_segments.h): pass 1 each segment's local state
 //      K~^T V (all but the last segment, in parallel), pass 2 an fp32 scan over segments, pass 3
 //      each segment's outputs from the state entering it (the loop of a, over one segment). Traffic
@@ -72,6 +76,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -218,8 +223,7 @@ __device__ __forceinline__ void stage_chunk(const Head& hd, int c0, int dv0, con
   }
 }
 
-
-/// Staging by step pairs (variant pairs; chunkpar_pairs): item e loads steps 2p and 2p+1 (p =
+/// Staging by step pairs (kPairStaging: the default at D = 128): item e loads steps 2p and 2p+1 (p =
 /// pair_of(e)) of the 8 columns from pair_col(e) and writes the transposed KwT and VT as 32-bit
 /// words holding both steps. The 32 lanes of a warp take the 32 pairs of one column vector, so each
 /// word store of a warp covers 32 consecutive words (one shared-memory wavefront); stage_chunk's
@@ -278,7 +282,6 @@ __device__ __forceinline__ void stage_pairs(const Head& hd, int c0, int dv0, con
     }
   }
 }
-
 
 #if CLA_PREFETCH
 /// 16-byte cp.async, zero-filled when `valid` is false (steps past S).
@@ -434,6 +437,36 @@ __device__ __forceinline__ void publish_state(const float (&st)[D / 64][DV / 8][
       }
 }
 
+/// The CTA's D x DV block (columns dv0..) of a [D][D] fp32 state at `head`, from the accumulator
+/// fragments (warp w: rows w*D/4..), the final state of the walk, and the segment form's states.
+template <int D, int DV>
+__device__ __forceinline__ void store_state(const float (&st)[D / 64][DV / 8][4], float* head, int dv0) {
+  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int m = 0; m < D / 64; ++m)
+#pragma unroll
+    for (int n = 0; n < DV / 8; ++n) {
+      const int dk = w * (D / 4) + 16 * m + acc_row(lane, 0), dv = dv0 + 8 * n + acc_col(lane, 0);
+      *reinterpret_cast<float2*>(head + int64_t(dk) * D + dv) = make_float2(st[m][n][0], st[m][n][1]);
+      *reinterpret_cast<float2*>(head + int64_t(dk + 8) * D + dv) = make_float2(st[m][n][2], st[m][n][3]);
+    }
+}
+
+/// The inverse of store_state: the fragments from the CTA's block of a [D][D] fp32 state.
+template <int D, int DV>
+__device__ __forceinline__ void load_state(float (&st)[D / 64][DV / 8][4], const float* head, int dv0) {
+  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int m = 0; m < D / 64; ++m)
+#pragma unroll
+    for (int n = 0; n < DV / 8; ++n) {
+      const int dk = w * (D / 4) + 16 * m + acc_row(lane, 0), dv = dv0 + 8 * n + acc_col(lane, 0);
+      const float2 lo = *reinterpret_cast<const float2*>(head + int64_t(dk) * D + dv);
+      const float2 hi = *reinterpret_cast<const float2*>(head + int64_t(dk + 8) * D + dv);
+      st[m][n][0] = lo.x, st[m][n][1] = lo.y, st[m][n][2] = hi.x, st[m][n][3] = hi.y;
+    }
+}
+
 template <int D, int DV>
 __global__ void __launch_bounds__(kThreads) chunked_linear_attention(
     const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k, const __nv_bfloat16* __restrict__ v,
@@ -481,18 +514,8 @@ __global__ void __launch_bounds__(kThreads) chunked_linear_attention(
     update_state<D, DV>(st, sm);
   }
 
-  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
-  float* out = state + int64_t(bh) * D * D;
-#pragma unroll
-  for (int m = 0; m < D / 64; ++m)
-#pragma unroll
-    for (int n = 0; n < DV / 8; ++n) {
-      const int dk = w * (D / 4) + 16 * m + acc_row(lane, 0), dv = dv0 + 8 * n + acc_col(lane, 0);
-      *reinterpret_cast<float2*>(out + int64_t(dk) * D + dv) = make_float2(st[m][n][0], st[m][n][1]);
-      *reinterpret_cast<float2*>(out + int64_t(dk + 8) * D + dv) = make_float2(st[m][n][2], st[m][n][3]);
-    }
+  store_state<D, DV>(st, state + int64_t(bh) * D * D, dv0);
 }
-
 
 // ---- Chunk-parallel variant (design b): three kernels over segments of seg_chunks chunks ----
 //   pass 1 segment_local_states  one CTA per (b, h, segment but the last, 64 value columns): the
@@ -518,36 +541,6 @@ struct SmemLocal {
     cum = reinterpret_cast<float*>(vt + smem_elems_v(DV));
   }
 };
-
-/// The CTA's D x DV block (columns dv0..) of a [D][D] fp32 state at `head`, from the accumulator
-/// fragments (warp w: rows w*D/4..), as the sequential kernel writes the final state.
-template <int D, int DV>
-__device__ __forceinline__ void store_state(const float (&st)[D / 64][DV / 8][4], float* head, int dv0) {
-  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
-#pragma unroll
-  for (int m = 0; m < D / 64; ++m)
-#pragma unroll
-    for (int n = 0; n < DV / 8; ++n) {
-      const int dk = w * (D / 4) + 16 * m + acc_row(lane, 0), dv = dv0 + 8 * n + acc_col(lane, 0);
-      *reinterpret_cast<float2*>(head + int64_t(dk) * D + dv) = make_float2(st[m][n][0], st[m][n][1]);
-      *reinterpret_cast<float2*>(head + int64_t(dk + 8) * D + dv) = make_float2(st[m][n][2], st[m][n][3]);
-    }
-}
-
-/// The inverse of store_state: the fragments from the CTA's block of a [D][D] fp32 state.
-template <int D, int DV>
-__device__ __forceinline__ void load_state(float (&st)[D / 64][DV / 8][4], const float* head, int dv0) {
-  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
-#pragma unroll
-  for (int m = 0; m < D / 64; ++m)
-#pragma unroll
-    for (int n = 0; n < DV / 8; ++n) {
-      const int dk = w * (D / 4) + 16 * m + acc_row(lane, 0), dv = dv0 + 8 * n + acc_col(lane, 0);
-      const float2 lo = *reinterpret_cast<const float2*>(head + int64_t(dk) * D + dv);
-      const float2 hi = *reinterpret_cast<const float2*>(head + int64_t(dk + 8) * D + dv);
-      st[m][n][0] = lo.x, st[m][n][1] = lo.y, st[m][n][2] = hi.x, st[m][n][3] = hi.y;
-    }
-}
 
 /// Pass 1. Every segment here is full (the last one, which may be partial, has no pass 1), so
 /// the steps past S the staging guards against never occur; the guard stays for safety.
@@ -667,13 +660,27 @@ __global__ void __launch_bounds__(kThreads) segment_outputs(
   if (last_seg) store_state<D, DV>(st, state + int64_t(bh) * D * D, dv0);
 }
 
-
-
 /// Value columns per CTA for head dimension D (CLA_DV, at most D).
 constexpr int dv_of(int64_t D) { return CLA_DV < D ? CLA_DV : int(D); }
 
 cla_segments::Plan segment_plan(const cla::Dims& d) {
   return cla_segments::plan(d.B * d.H, d.S, d.D, d.D / dv_of(d.D), CLA_SEG_CHUNKS);
+}
+
+/// The current device's SM count, queried once per device: d2k_run runs inside the timed window,
+/// where an attribute query per call would add host time before the first launch.
+int sm_count() {
+  constexpr int kDevices = 64;
+  static std::atomic<int> cache[kDevices];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) throw std::runtime_error("expert: cannot read the current device");
+  if (dev >= 0 && dev < kDevices)
+    if (const int c = cache[dev].load(std::memory_order_relaxed); c > 0) return c;
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)
+    throw std::runtime_error("expert: cannot read the SM count");
+  if (dev >= 0 && dev < kDevices) cache[dev].store(sms, std::memory_order_relaxed);
+  return sms;
 }
 
 /// Whether the call takes the chunk-parallel form (CLA_CHUNK_PARALLEL). Automatic (2): where one
@@ -683,10 +690,7 @@ cla_segments::Plan segment_plan(const cla::Dims& d) {
 /// CTAs on 132 SMs), 0.79x at 8x32x2048x64 (512 CTAs) and 0.85x at 1x64x32768x128 (256).
 bool use_chunk_parallel(const cla::Dims& d) {
   if (CLA_CHUNK_PARALLEL != 2) return CLA_CHUNK_PARALLEL == 1;
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-    throw std::runtime_error("expert: cannot read the SM count");
-  return d.B * d.H * (d.D / dv_of(d.D)) < int64_t(sms);
+  return d.B * d.H * (d.D / dv_of(d.D)) < int64_t(sm_count());
 }
 
 /// The workspace: the materialised segment states, then their log2 decays.
@@ -738,7 +742,6 @@ void launch_chunk_parallel(const cla::Tensors& t, const SegmentBuffers& buf, con
                                                           buf.states, int(t.d.S), int(t.d.H), seg_steps, nseg);
   check_launch("outputs launch");
 }
-
 
 template <int D>
 void launch(const cla::Tensors& t, cudaStream_t st) {

@@ -1,10 +1,10 @@
-// w4a16_gemv — the CUDA-core row-stream path at B = 1: the default expert's B = 1 kernel
-// (W4A16_ROWSTREAM=1, measured on the H200 1.05 / 1.03 / 1.17x the tensor-core path at 1x8192x8192,
-// 1x28672x8192, 1x8192x28672); every other B, and K beyond what fits in shared memory, keeps the
-// tensor-core path of expert.cu. Variant rowstream3 is this kernel with 2 rows per warp and
-// registers budgeted for 3 CTAs per SM (W4A16_RS_ROWS, W4A16_RS_CTAS_PER_SM); rspersist its
-// persistent form (W4A16_RS_PERSIST: a second kernel body below, the same phases), rsmma its chunks
-// on the tensor cores (W4A16_RS_MMA, w4a16_rowstream_mma.cuh), rsmma_persist both.
+// w4a16_gemv — the row-stream path at B = 1: the default expert's B = 1 kernel
+// (W4A16_ROWSTREAM=1; its FFMA form measured on the H200 1.05 / 1.03 / 1.17x the tensor-core path
+// at 1x8192x8192, 1x28672x8192, 1x8192x28672, and its chunks on the tensor cores, W4A16_RS_MMA and
+// w4a16_rowstream_mma.cuh, the default since 2026-12-03, 1.00 / 1.08 / 1.04x the FFMA form); every
+// other B, and K beyond what fits in shared memory, keeps the tensor-core path of expert.cu.
+// Variant rs_ffma is the FFMA form (W4A16_RS_MMA=0); persist the persistent form (W4A16_RS_PERSIST:
+// a second kernel body below, the same phases).
 //
 // Dataflow: a warp owns kRows consecutive weight rows and all of K. One warp load instruction
 // reads 512 contiguous bytes of one row (lane l: bytes 16l..16l+15 of chunk c, i.e. the words

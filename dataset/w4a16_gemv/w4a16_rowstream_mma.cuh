@@ -1,5 +1,5 @@
-// w4a16_gemv — the row stream's chunk arithmetic on the tensor cores (W4A16_RS_MMA=1, variants
-// rsmma and rsmma_persist): the same loads, ring and lanes as w4a16_rowstream.cuh, ~1.9 lane
+// w4a16_gemv — the row stream's chunk arithmetic on the tensor cores (W4A16_RS_MMA=1: the default
+// and variant persist): the same loads, ring and lanes as w4a16_rowstream.cuh, ~1.9 lane
 // instructions per weight instead of ~3.4 (the FFMA form is near the issue rate at 8192 x 8192).
 //
 // Diagonal mma: every lane of the warp holds 32 weights of ONE row (the row stream's 512-byte

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "hj_part.h"
+#include "unit/tasks/hash_join/join_outputs.h"
 #include "unit/tasks/task_harness.h"
 
 namespace d2k::tolerance_test {
@@ -337,15 +338,7 @@ TEST(HashJoinPartitionEmulation, PassesTheJudgeOnEveryCheckWorkload) {
     for (std::int64_t i = 0; i < R; ++i) mn = std::min(mn, bk[i]), mx = std::max(mx, bk[i]);
     if (!hjp::part_plan(mn, mx).ok) continue;  // a wide key domain keeps the global-table paths
     const std::vector<Pair> rows = partitioned_join(bk, bp, R, pk, pp, S);
-    std::vector<HostTensor> outs = c.outputs();
-    auto* ob = static_cast<std::int32_t*>(outs[c.out_index("out_build_payload")].data());
-    auto* op = static_cast<std::int32_t*>(outs[c.out_index("out_probe_payload")].data());
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      ob[i] = rows[i].first;
-      op[i] = rows[i].second;
-    }
-    *static_cast<std::int64_t*>(outs[c.out_index("count")].data()) = static_cast<std::int64_t>(rows.size());
-    const OutputsVerdict verdict = judge(c, outs);
+    const OutputsVerdict verdict = judge(c, join_outputs(c, rows));
     EXPECT_EQ(verdict.status, Status::PASSED) << w.uuid << ": " << verdict.message;
     ++judged;
   }

@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "unit/tasks/hash_join/join_outputs.h"
 #include "unit/tasks/task_harness.h"
 
 namespace d2k::tolerance_test {
@@ -43,15 +44,7 @@ std::vector<HostTensor> run_variant(const Case& c, Join kind) {
     for (std::size_t i = 0; i + 1 < rows.size(); ++i) rows[i].second = rows[i + 1].second;
     rows.back().second = first;
   }
-  std::vector<HostTensor> outs = c.outputs();
-  auto* ob = static_cast<std::int32_t*>(outs[c.out_index("out_build_payload")].data());
-  auto* op = static_cast<std::int32_t*>(outs[c.out_index("out_probe_payload")].data());
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    ob[i] = rows[i].first;
-    op[i] = rows[i].second;
-  }
-  *static_cast<std::int64_t*>(outs[c.out_index("count")].data()) = static_cast<std::int64_t>(rows.size());
-  return outs;
+  return join_outputs(c, rows);
 }
 
 TEST(ToleranceHashJoin, CheaperJoinsFailOnEveryCheckWorkloadAndAnyRowOrderPasses) {

@@ -5,9 +5,9 @@
 //   pass: the expert's tensor-core path's order (B > 1, and hmma_b1 at B = 1: exact (q - 8)
 //         codes, fp32 partial per group of 128 in steps of 16 as mma.sync accumulates, fp32 FMA
 //         with the scale, groups split over warps and the warps' sums added in order); its
-//         row-stream path's (the default at B = 1: magic-number fp32 codes, one fp32 partial per
+//         row-stream path's FFMA form (rs_ffma: magic-number fp32 codes, one fp32 partial per
 //         lane and 1024-weight chunk, scale per group, a butterfly over the lanes); its tensor-core
-//         chunk form's (rsmma: diagonal mma steps, an fp32 partial per group);
+//         chunk form's (the default at B = 1: diagonal mma steps, an fp32 partial per group);
 //         the naive's (each weight rounded to bf16 as the dequantise kernel
 //         stores it, then one fp32 running sum over K, the least accurate fp32 order);
 //   fail: a bf16 running sum; bf16 sums within each group of 128 (fp32 across groups); AWQ's
@@ -259,7 +259,7 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
 }
 
 // ---- the row-stream build's arithmetic, lane by lane ----------------------------------------------
-// w4a16_rowstream.cuh (the default expert's B = 1 path, and variant rowstream3; the kernel
+// w4a16_rowstream.cuh with W4A16_RS_MMA=0 (variant rs_ffma, the B = 1 default until 2026-12-03; the kernel
 // serves B = 1, the arithmetic is the same for every batch row, so it is emulated for all of
 // them): lane l of a warp reads words 4l..4l+3 of each 1024-weight chunk c of a row (group
 // 8c + l/4); nibble e of a word (and of the word shifted right by 16) becomes the fp32
@@ -267,7 +267,7 @@ HostTensor emulate_expert_lanes(const WorkloadPlan& p, const std::vector<HostTen
 // lane and chunk one fp32 partial (word by word, nibbles 0..3 then 4..7, the first product
 // unrounded), one FMA with the scale into the lane's accumulator; lanes past K add zeros (x is
 // zero there); an xor-butterfly over the lanes; one bf16 rounding. The rows per warp and the
-// register budget (rowstream3) change no arithmetic.
+// register budget change no arithmetic.
 
 float bits_float(std::uint32_t b) {
   float f;
@@ -281,7 +281,18 @@ float rowstream_code(std::uint32_t v, int e) {
   return magic - (8388608.f + 8.f * static_cast<float>(1u << (4 * e)));
 }
 
-/// The row-stream builds (the default's B = 1 path, rowstream3): one warp sums all chunks of a row.
+/// The row stream's __shfl_xor_sync butterfly over a warp's 32 accumulators: both partners of
+/// each step get the same sum, so every lane ends with the warp's; returns lane 0's.
+float lane_butterfly(float (&acc)[32]) {
+  for (int o = 16; o >= 1; o >>= 1) {
+    float next[32];
+    for (int lane = 0; lane < 32; ++lane) next[lane] = acc[lane] + acc[lane ^ o];
+    std::copy(next, next + 32, acc);
+  }
+  return acc[0];
+}
+
+/// The row-stream builds (rs_ffma, the FFMA form of the B = 1 path): one warp sums all chunks of a row.
 HostTensor emulate_rowstream(const WorkloadPlan& p, const std::vector<HostTensor>& in) {
   const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K"), G = K / kGroup;
   const std::int64_t chunks = (G + 7) / 8, words_per_row = K / 8;
@@ -315,25 +326,20 @@ HostTensor emulate_rowstream(const WorkloadPlan& p, const std::vector<HostTensor
           acc[lane] = std::fmaf(bf16_bits_to_float(sc[n * G + g]), part, acc[lane]);
         }
       }
-      for (int o = 16; o >= 1; o >>= 1) {  // __shfl_xor_sync butterfly: both partners get the same sum
-        float next[32];
-        for (int lane = 0; lane < 32; ++lane) next[lane] = acc[lane] + acc[lane ^ o];
-        std::copy(next, next + 32, acc);
-      }
-      yp[b * N + n] = float_to_bf16_bits(acc[0]);
+      yp[b * N + n] = float_to_bf16_bits(lane_butterfly(acc));
     }
   }
   return y;
 }
 
-// ---- the row stream's tensor-core chunk arithmetic (W4A16_RS_MMA: rsmma, rsmma_persist) ----------
+// ---- the row stream's tensor-core chunk arithmetic (W4A16_RS_MMA: the default, persist) ----------
 // w4a16_rowstream_mma.cuh: the row stream's lanes and chunks, each chunk of a row as 8 mma.sync
 // m16n8k16 steps (u = 0..3, h = 0..1) whose diagonal D[g][g] sums lane group g's own products: in
 // the step's k order kk = 2t, 2t + 1 (t = 0..3; b0 / a0: nibbles 2h, 2h + 4 of word u of lane 4g + t)
 // then kk = 2t + 8, 2t + 9 (b1 / a2: nibbles 2h + 1, 2h + 5), summed in fp32 as the tensor-core path's
 // emulation sums a step; per chunk the 8 steps into a partial from zero, one FMA with the group's
 // scale into the accumulator of lane (g, g >> 1); the other lanes zeroed; the xor-butterfly. The
-// persistent builds (rspersist, rsmma_persist) compute every row in the order of their form.
+// persistent builds (persist; W4A16_RS_PERSIST) compute every row in the order of their form.
 HostTensor emulate_rowstream_mma(const WorkloadPlan& p, const std::vector<HostTensor>& in) {
   const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K"), G = K / kGroup;
   const std::int64_t chunks = (G + 7) / 8, words_per_row = K / 8;
@@ -367,17 +373,12 @@ HostTensor emulate_rowstream_mma(const WorkloadPlan& p, const std::vector<HostTe
           float& a = acc[4 * g + (g >> 1)];
           a = std::fmaf(bf16_bits_to_float(sc[n * G + grp]), part, a);
         }
-      for (int o = 16; o >= 1; o >>= 1) {
-        float next[32];
-        for (int lane = 0; lane < 32; ++lane) next[lane] = acc[lane] + acc[lane ^ o];
-        std::copy(next, next + 32, acc);
-      }
-      yp[b * N + n] = float_to_bf16_bits(acc[0]);
+      yp[b * N + n] = float_to_bf16_bits(lane_butterfly(acc));
     }
   return y;
 }
 
-/// rsmma register by register: each lane's registers built with the kernel's expressions
+/// The default's row stream register by register: each lane's registers built with the kernel's expressions
 /// (stage_x_pairs' byte_perm selectors and {a0, a0, a2, a2} vectors, mma_code_pair's nibble pairs,
 /// the FSEL of c0 / c1 by the group's parity, write_rows' diagonal mask), placed in A, B and D by
 /// the PTX fragment layout of mma.m16n8k16 (.bf16), each step an fp32 sum over its 16 k in order.
@@ -443,12 +444,7 @@ HostTensor emulate_rowstream_mma_registers(const WorkloadPlan& p, const std::vec
         }
       }
       for (int lane = 0; lane < 32; ++lane) acc[lane] = (lane & 3) == (lane >> 3) ? acc[lane] : 0.f;
-      for (int o = 16; o >= 1; o >>= 1) {
-        float next[32];
-        for (int lane = 0; lane < 32; ++lane) next[lane] = acc[lane] + acc[lane ^ o];
-        std::copy(next, next + 32, acc);
-      }
-      yp[b * N + n] = float_to_bf16_bits(acc[0]);
+      yp[b * N + n] = float_to_bf16_bits(lane_butterfly(acc));
     }
   }
   return y;
@@ -521,7 +517,7 @@ TEST_F(W4A16Tolerance, RowstreamLaneEmulationPasses) {
 }
 
 TEST_F(W4A16Tolerance, RowstreamMmaLaneEmulationPasses) {
-  // The row stream with its chunks on the tensor cores (rsmma, rsmma_persist: diagonal mma steps,
+  // The row stream with its chunks on the tensor cores (the default and persist: diagonal mma steps,
   // fp32 partial per group, the diagonal lanes' butterfly) against the golden, with the same
   // margin as the FFMA form: exact products and fp32 sums.
   for (const Case& c : *cases_) {
@@ -534,7 +530,7 @@ TEST_F(W4A16Tolerance, RowstreamMmaLaneEmulationPasses) {
 }
 
 TEST_F(W4A16Tolerance, RowstreamMmaRegistersMatchItsOrder) {
-  // The register-level replay of rsmma (the kernel's expressions in the PTX fragment layout)
+  // The register-level replay of the default's row stream (the kernel's expressions in the PTX fragment layout)
   // gives bit-for-bit the outputs of the order emulated above, on every check workload.
   for (const Case& c : *cases_) {
     const HostTensor regs = emulate_rowstream_mma_registers(c.plan, c.inputs);
@@ -546,7 +542,7 @@ TEST_F(W4A16Tolerance, RowstreamMmaRegistersMatchItsOrder) {
     for (std::int64_t i = 0; i < count; ++i) differ += a[i] != b[i];
     EXPECT_EQ(differ, 0) << c.plan.workload.uuid;
     const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), regs);
-    report("rsmma regs", c, r);
+    report("rowstream mma regs", c, r);
     EXPECT_TRUE(r.passed) << c.plan.workload.uuid << ": " << r.message;
   }
 }
@@ -578,8 +574,8 @@ TEST(W4A16Rowstream, MmaDiagonalCoversEveryWeightOnce) {
 }
 
 TEST(W4A16Rowstream, PersistentRingComputesEveryStepItRequested) {
-  // The persistent form's two cursors (w4a16_rowstream.cuh, W4A16_RS_PERSIST: rspersist,
-  // rsmma_persist), replayed statement by statement: warp gw = warp · grid + cta takes row blocks
+  // The persistent form's two cursors (w4a16_rowstream.cuh, W4A16_RS_PERSIST: variant
+  // persist), replayed statement by statement: warp gw = warp · grid + cta takes row blocks
   // gw, gw + W, ...; the issue cursor runs kDepth steps ahead of the compute cursor across block
   // boundaries; ring slot s holds steps s, s + kDepth, ... For row-block counts around the grid's
   // warp count and 1..11 chunks per row (K not a multiple of kDepth chunks included): every step
