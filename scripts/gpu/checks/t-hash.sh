@@ -14,6 +14,8 @@
 # The partitioned join alone (the next session's first run of it):
 #   D2K_CHECK_STEPS=memcheck_partitioned_all,racecheck_partitioned_all,memcheck_partitioned,variants \
 #     HASH_BUDGET_S=140 scripts/gpu/checks/t-hash.sh CARRY OUT
+# Where the time goes, per kernel (Nsight Compute; only by name):
+#   D2K_CHECK_STEPS=ncu,ncu_partitioned HASH_BUDGET_S=130 scripts/gpu/checks/t-hash.sh CARRY OUT
 # Exit status: the number of FAIL lines.
 set -uo pipefail
 carry=$(cd "$1" && pwd); out=$2
@@ -43,5 +45,10 @@ sass_counts "$insns" "" "LDL|STL"
 for v in partitioned; do
   [ -f "$carry/impl/$task/expert_$v.so" ] && sass_counts --so "expert_$v" "$insns" "ATOMS" "LDL|STL"
 done
+# Where the partitioned join's time goes (its kernels' durations and DRAM bytes on the 64M row),
+# beside today's path: only where D2K_CHECK_STEPS names ncu / ncu_partitioned.
+big_row=$(workload_uuids bench "r64m-")
+ncu_kernels 60 "hj_(build|probe|part|join)" "$big_row"
+[ -f "$carry/impl/$task/expert_partitioned.so" ] && ncu_kernels --impl expert:partitioned 60 "hj_(build|probe|part|join)" "$big_row"
 echo "t-hash: $fails failure(s)"
 exit "$fails"

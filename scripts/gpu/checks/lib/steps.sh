@@ -273,3 +273,48 @@ sass_counts() {
     pass "$so SASS has ${required// /, }${forbidden:+, no $forbidden}"
   fi
 }
+
+# ncu_kernels [--impl IMPL] [--name NAME] SECONDS KERNEL_REGEX WORKLOAD: Nsight Compute's
+# counters of each kernel of one `d2k check` call of IMPL on one workload (in d2k's process:
+# --isolation none), without changing the clocks and with caches flushed before each kernel:
+# duration, DRAM bytes read and written, L2 write sectors. A step of its own that runs only where
+# D2K_CHECK_STEPS names it (default name ncu, ncu_VARIANT for expert:VARIANT): where the time of
+# a call of several kernels goes, which d2k's timer (one time per call) does not say. The
+# counters are the result, not the verdict under the profiler: a row of the regex is a PASS.
+ncu_kernels() {
+  local impl=expert step_name=""
+  while [[ ${1:-} == --impl || ${1:-} == --name ]]; do
+    case $1 in
+      --impl) impl=$2 ;;
+      --name) step_name=$2 ;;
+    esac
+    shift 2
+  done
+  local secs=$1 regex=$2 workload=$3 name=ncu ncu
+  [ "$impl" != expert ] && name=ncu_${impl#expert:}
+  [ -n "$step_name" ] && name=$step_name
+  [ -n "${D2K_CHECK_STEPS:-}" ] && selected "$name" || { echo "== $name not selected (D2K_CHECK_STEPS)"; return 125; }
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2> /dev/null | head -1)
+  if [ -z "$ncu" ]; then fail "$name: no ncu"; return 1; fi
+  step "$name" "$secs" "$ncu" --clock-control none --cache-control all --kernel-name "regex:$regex" \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_write.sum \
+    --csv --page raw --print-units base --log-file "$out/$name.csv" \
+    "$d2k" check --task "$task" --impl "$impl" --isolation none --rounds 1 --bench-rounds 1 \
+    --workloads "$workload" --quiet
+  local rc=$?
+  python3 - "$out/$name.csv" "$regex" << 'PY' 2> /dev/null
+import csv, re, sys
+rows = list(csv.reader(open(sys.argv[1])))
+head = next((r for r in rows if "Kernel Name" in r), None)
+cols = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_op_write.sum"]
+for r in rows if head else []:
+    if len(r) == len(head) and r is not head and r[0].isdigit():
+        k = re.search(sys.argv[2] + r"\w*", r[head.index("Kernel Name")])
+        print("ncu", k.group(0) if k else "?", " ".join(f"{c.split('.')[0]}={r[head.index(c)]}" for c in cols if c in head))
+PY
+  if grep -qE "$regex" "$out/$name.csv" 2> /dev/null; then
+    pass "$name: counters of $impl on $workload (d2k rc=$rc; see $name.csv)"
+  else
+    fail "$name rc=$rc (see $name.log, $name.csv)"
+  fi
+}
