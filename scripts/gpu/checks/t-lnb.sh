@@ -12,15 +12,19 @@
 # Helpers: scripts/gpu/checks/t-lnb/{bench_table.py,golden_check.py,aten_bars.py}.
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-lnb.sh CARRY OUT [aten] [compile]
-# The variant sweep alone (the default, shared_partials and flags x 4 bench rows; memcheck of
-# flags on four check workloads in at most 10 s; then the default and flags on a bench row and a
-# check workload with the same seed, whose dx, dgamma and dbeta must be equal bit for bit, in at
-# most 2 x 10 s; the sixth round's sweep of 2026-12-03 took 80 s with one variant more):
-#   LNB_BUDGET_S=120 D2K_CHECK_STEPS=variants,memcheck_flags,same_flags scripts/gpu/checks/t-lnb.sh CARRY OUT
-# (By name also: same_shared_partials, and dynamic's memcheck_dynamic, racecheck_dynamic with
-# LNB_SWEEP naming it.)
+# The variant sweep alone (the default, evict_first, evict_first_flags and control x 4 bench rows
+# in at most 75 s: the seventh session's five targets took 73 s; memcheck of evict_first_flags on
+# four check workloads in at most 10 s; the default and evict_first_flags on a bench row and a check
+# workload with the same seed, whose dx, dgamma and dbeta must be equal bit for bit, in at most
+# 2 x 10 s; Nsight Compute's DRAM counters of the default and of evict_first on 16384x4096, at most
+# 15 s each):
+#   LNB_BUDGET_S=140 LNB_VARIANTS_S=75 \
+#   D2K_CHECK_STEPS=variants,memcheck_evict_first_flags,same_evict_first_flags,ncu,ncu_evict_first \
+#     scripts/gpu/checks/t-lnb.sh CARRY OUT
+# (By name also: memcheck_flags, memcheck_evict_first, same_flags, same_evict_first, same_control,
+# same_shared_partials, and dynamic's memcheck_dynamic, racecheck_dynamic with LNB_SWEEP naming it.)
 # LNB_SWEEP (space-separated variant names) limits the sweep to those variants where the carry holds
-# more (default: shared_partials flags; "all" takes every built one).
+# more (default: evict_first evict_first_flags control; "all" takes every built one).
 # Exit status: the number of FAIL lines.
 set -uo pipefail
 carry=$(cd "$1" && pwd); out=$2
@@ -34,7 +38,7 @@ budget=${LNB_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
 detect_torch
 # Only the variants of this sweep, even where the carry holds older ones: the budget is per target.
-sweep=${LNB_SWEEP:-shared_partials flags}
+sweep=${LNB_SWEEP:-evict_first evict_first_flags control}
 if [ "$sweep" != all ]; then
   eval "$(declare -f built_variants | sed '1s/built_variants/built_variants_all/')"
   built_variants() { built_variants_all | grep -xF -f <(tr ' ' '\n' <<< "$sweep"); }
@@ -75,7 +79,10 @@ done
 # after griddepcontrol.wait): one CTA and one partial row (1x8), fewer rows than teams (7x1000),
 # one 256-thread team with a 513-vector row (64x4104), 257 partial rows, 33 per stage-2 slice
 # (2053x64: the most rows the flagged stage 2 holds per thread at this SM count).
-for v in $(built_variants | grep -x flags); do
+# evict_first (dy and x copied under an L2 evict-first cache policy) and evict_first_flags: the
+# hinted copies on the same workloads (a team of one warp, a 256-thread team with a partial last
+# vector, a one-row grid).
+for v in $(built_variants | grep -x -E 'flags|evict_first|evict_first_flags'); do
   sanitize --impl "expert:$v" memcheck 10 "$task-check-1x8,$task-check-7x1000,$task-check-64x4104,$task-check-2053x64"
 done
 # same_check VARIANT WORKLOADS (step same_VARIANT): `d2k check --dump` of the default and of
@@ -101,9 +108,49 @@ same_check() {
     || fail "$v against the default (n_same=$n_same of $n_want, see same_${v}*.log)"
   rm -rf "$out/same_default" "$out/same_variant"  # inputs of a bench row: nothing to bring back
 }
-for v in $(built_variants | grep -x -E 'shared_partials|flags'); do
+# evict_first changes cache hints only and control nothing (the default built again): both must
+# give the default's bits like the others.
+for v in $(built_variants | grep -x -E 'shared_partials|flags|evict_first|evict_first_flags|control'); do
   same_check "$v" "$task-bench-16384x4096-opt6.7b,$task-check-2053x64"
 done
+
+# ncu_counters IMPL (step ncu for the default, ncu_VARIANT for expert:VARIANT): Nsight Compute's
+# DRAM and L2 counters of the first call's kernels on 16384x4096 (`d2k check`, one round; every
+# cache flushed before each kernel, clocks left alone): the bytes stage 1 reads from and writes to
+# DRAM inside its span (268 MB and 134 MB less the dx lines still in the L2 at its end; evict_first
+# is to leave more there) and each kernel's duration, stage 2's alone. At most 15 s each.
+ncu_counters() {
+  local impl=$1 name=ncu ncu
+  [ "$impl" != expert ] && name=ncu_${impl#expert:}
+  # Only where D2K_CHECK_STEPS names it: a full run's budget is for the checks.
+  [ -n "${D2K_CHECK_STEPS:-}" ] && selected "$name" || { echo "== $name not selected (D2K_CHECK_STEPS)"; return 125; }
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2> /dev/null | head -1)
+  if [ -z "$ncu" ]; then echo "SKIP $name: no ncu"; return 0; fi
+  step "$name" 15 "$ncu" --clock-control none --cache-control all --kernel-name regex:ln_bwd --launch-count 2 \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_write.sum \
+    --csv --page raw --print-units base --log-file "$out/$name.csv" \
+    "$d2k" check --task "$task" --impl "$impl" --isolation none --rounds 1 --bench-rounds 1 \
+    --workloads "$task-bench-16384x4096-opt6.7b" --quiet
+  local rc=$?
+  # Kernel name, duration (ns), DRAM bytes read, written, L2 write sectors: the columns by header.
+  python3 - "$out/$name.csv" << 'PY' 2> /dev/null
+import csv, re, sys
+rows = list(csv.reader(open(sys.argv[1])))
+head = next((r for r in rows if "Kernel Name" in r), None)
+if head:
+    cols = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_op_write.sum"]
+    for r in rows:
+        if len(r) == len(head) and r is not head and r[0].isdigit():
+            k = re.search(r"ln_bwd_\w+", r[head.index("Kernel Name")])
+            print("ncu", k.group(0) if k else "?", " ".join(f"{c.split('.')[0]}={r[head.index(c)]}" for c in cols if c in head))
+PY
+  # The counters are the point, not d2k's verdict under the profiler (its own CUPTI collector may
+  # step aside there): a row of stage 1 is a PASS whatever d2k's exit status.
+  grep -q 'ln_bwd_rows_ring' "$out/$name.csv" 2> /dev/null \
+    && pass "$name: counters of $impl on 16384x4096 (d2k rc=$rc; see $name.csv)" || fail "$name rc=$rc (see $name.log, $name.csv)"
+}
+ncu_counters expert
+for v in $(built_variants | grep -x evict_first); do ncu_counters "expert:$v"; done
 
 if selected bench; then
   python3 $helpers/bench_table.py "$out/bench.jsonl" > "$out/bench_table.md" 2>&1 \
@@ -134,7 +181,7 @@ fi
 sass_counts "(LDG|STG|LDS|STS)\.E?\.?[0-9A-Z.]*128[A-Z.]*|SHFL\.BFLY|F2FP\.BF16[A-Z0-9.]*|ATOM[A-Z.]*|RED\.[A-Z.]*|BAR\.SYNC[A-Z.]*"
 # The variants' ring kernels: cp.async into shared memory, 16-byte reads back, no local memory
 # (spills).
-for v in $(built_variants | grep -x -E 'dynamic|shared_partials|flags'); do
+for v in $(built_variants | grep -x -E 'dynamic|shared_partials|flags|evict_first|evict_first_flags|control'); do
   sass_counts --so "expert_$v" "LDGSTS[A-Z0-9.]*|LDS\.128|DEPBAR[A-Z.]*|STG\.E[A-Z.]*128" "LDGSTS" "LDL|STL"
 done
 echo "t-lnb: $fails failure(s)"
