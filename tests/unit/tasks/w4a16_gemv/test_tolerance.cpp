@@ -8,6 +8,8 @@
 //         row-stream path's FFMA form (rs_ffma: magic-number fp32 codes, one fp32 partial per
 //         lane and 1024-weight chunk, scale per group, a butterfly over the lanes); its tensor-core
 //         chunk form's (the default at B = 1: diagonal mma steps, an fp32 partial per group);
+//         its variants rsoff, rsrot, rsrot_off (codes 128 + q with the group's -136 · sum(x) as
+//         the partial's start, and/or each warp's chunks in a rotated order);
 //         the naive's (each weight rounded to bf16 as the dequantise kernel
 //         stores it, then one fp32 running sum over K, the least accurate fp32 order);
 //   fail: a bf16 running sum; bf16 sums within each group of 128 (fp32 across groups); AWQ's
