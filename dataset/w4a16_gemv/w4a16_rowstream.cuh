@@ -69,10 +69,10 @@
 #define W4A16_RS_OFFSET 0
 #endif
 // 1 (variants rsrot, rsrot_off; issue #15, not yet measured): warp gw walks its rows' chunks from
-// chunk gw mod chunks, wrapping around, instead of from chunk 0: at K = 8192 the row stride is
-// 4 KB and every warp of a wave sits at the same 512-byte window of its rows (all of the GPU's
-// requests at one offset mod 4 KB); rotated, a CTA's 8 warps cover 8 different windows and the
-// GPU's requests every offset. 0: chunks in order from 0.
+// chunk chunks - 3j (j = gw mod ceil(chunks / 3); j = 0: chunk 0), wrapping around, instead of
+// from chunk 0: at K = 8192 the row stride is 4 KB and in order every warp of a wave sits at the
+// same 1.5 KB window of its rows (all of the GPU's requests at one offset mod 4 KB); rotated, the
+// warps' windows start at chunks 0, 5 and 2 and cover every offset. 0: chunks in order from 0.
 #ifndef W4A16_RS_ROTATE
 #define W4A16_RS_ROTATE 0
 #endif
