@@ -7,7 +7,7 @@
 # stream, its chunks on the tensor cores since 2026-12-03; every other B the tensor-core path) and
 # racecheck of its row stream; memcheck of the row-stream variants rs_ffma (the FFMA chunk form
 # before) and persist (persistent CTAs), with racecheck of both and memcheck of persist on a
-# multi-wave bench row; memcheck of rsoff, rsrot, rsrot_off (2026-12-04), racecheck of rsrot_off
+# multi-wave bench row; memcheck of rsoff, rsrot, rsrot_off (the tenth session), racecheck of rsrot_off
 # and its memcheck on a bench row;
 # the golden cross-check against PyTorch float64 on `d2k check --dump` inputs
 # (t-w4a16/golden_check.py);
@@ -17,7 +17,7 @@
 # shapes and faster than library (dequantise + cuBLAS) and naive at every B; in
 # variants_w4a16_gemv.md, which variant is fastest on each B = 1 row: the sweep for issue #15
 # (expert, library and the variants packed in the carry; the round two of 2026-12-03 chose the
-# default; the sweep of 2026-12-04, rsoff / rsrot / rsrot_off: docs/results/w4a16_gemv.md):
+# default; the tenth session's sweep, rsoff / rsrot / rsrot_off: docs/results/w4a16_gemv.md):
 #   D2K_CHECK_STEPS=variants,memcheck_rsoff,memcheck_rsrot,memcheck_rsrot_off,memcheck_rsrot_off_bench,racecheck_rsrot_off \
 #     W4A16_BUDGET_S=135 scripts/gpu/checks/t-w4a16.sh CARRY OUT
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
@@ -93,7 +93,7 @@ for v in rs_ffma persist; do
   [ -f "$carry/impl/$task/expert_$v.so" ] &&
     sanitize --impl "expert:$v" --exclude nvjet racecheck 12 $task-check-1x1x128,$task-check-1x64x28672
 done
-# The variants of 2026-12-04 (issue #15): rsoff (offset codes, each group's -136 · sum(x) staged
+# The tenth session's variants (issue #15): rsoff (offset codes, each group's -136 · sum(x) staged
 # after x in shared memory: 896 more bytes per CTA at K = 28672, where two CTAs just fit an SM),
 # rsrot (each warp's chunks from chunk `first`, wrapping: check-1x64x28672 has 16 warps on 10
 # phases, so wraps at 28 chunks) and rsrot_off (both), under memcheck on the B = 1 check shapes and
