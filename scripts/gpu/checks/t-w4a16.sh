@@ -7,8 +7,8 @@
 # stream, its chunks on the tensor cores since 2026-12-03; every other B the tensor-core path) and
 # racecheck of its row stream; memcheck of the row-stream variants rs_ffma (the FFMA chunk form
 # before) and persist (persistent CTAs), with racecheck of both and memcheck of persist on a
-# multi-wave bench row; memcheck of rsoff, rsrot, rsrot_off (the tenth session), racecheck of rsrot_off
-# and its memcheck on a bench row;
+# multi-wave bench row; memcheck of rsoff, rsrot, rsrot_off (the tenth session), racecheck of
+# rsrot_off and its memcheck on a bench row;
 # the golden cross-check against PyTorch float64 on `d2k check --dump` inputs
 # (t-w4a16/golden_check.py);
 # the expert's SASS counts. Each step gets what is left of a 140 s budget (the 150 s of
