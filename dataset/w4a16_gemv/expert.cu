@@ -105,6 +105,9 @@
 //   %VARIANT% hmma_b1 -DW4A16_ROWSTREAM=0
 //   %VARIANT% rs_ffma -DW4A16_RS_MMA=0
 //   %VARIANT% persist -DW4A16_RS_PERSIST=1
+//   %VARIANT% rsoff -DW4A16_RS_OFFSET=1
+//   %VARIANT% rsrot -DW4A16_RS_ROTATE=1
+//   %VARIANT% rsrot_off -DW4A16_RS_ROTATE=1 -DW4A16_RS_OFFSET=1
 // The row stream's round two, timed on the H200 on 2026-12-03 (ninth session; results page,
 // "Round two measured"), against the FFMA row stream (now rs_ffma) on 8192 x 8192 / 28672 x 8192
 // / 8192 x 28672: rsmma (the chunk arithmetic on the tensor cores) 1.00 / 1.08 / 1.04x, never
@@ -112,6 +115,40 @@
 // 68.0% of SOL; rsmma with persistent CTAs (now persist) 0.96 / 1.16 / 0.99x; rspersist (FFMA,
 // persistent) 0.95 / 1.12 / 0.94x and rowstream3 (2 rows per warp, 3 CTAs per SM) 0.94 / 1.02 /
 // 0.91x, their lines removed.
+// Built for the tenth session's sweep (issue #15; not yet measured; docs/results/w4a16_gemv.md,
+// "Variants for the next run (tenth session)"): rsoff, rsrot, rsrot_off. Where the rsmma default's
+// time goes at B = 1 (arithmetic from the ninth session's medians and the SASS; not profiled):
+//   - a line through the two one-wave rows (14.98 us at 1x8192x8192, 39.49 us at 1x8192x28672,
+//     19.14 us of floor apart) gives a marginal stream rate of 78% of SOL plus ~5.2 us fixed. The
+//     bar needs 1.46 / 1.21 / 1.10x on 8192 x 8192 / 28672 x 8192 / 8192 x 28672; at 8192 x 8192
+//     even a stream at 100% would leave 7.7 + 5.2 us, so the fixed part must shrink there.
+//   - bytes in flight are not short: 4-6 KB per warp, 64-96 KB per SM, 8-13 MB on the GPU, 2-3 us
+//     of DRAM time queued (3-4x an unloaded latency; more depth, cpa5, lost). No split-K (a warp
+//     owns all of K); scales are 1/64 of the bytes, one sector per row and chunk; one wave at
+//     N = 8192 (256 CTAs on 264 slots), 3.39 at N = 28672, where persist's one ramp gave 1.08x.
+//   - issue: the main loop is 748 SASS per ring turn (384 weights per lane, 1.95 per weight: 192
+//     LOP3, 192 HFMA2, 144 SHF, 96 HMMA); at 8192 x 8192 ~4.0 us of one scheduler's issue against a
+//     7.7 us floor, and a slot's refill waits for its chunk's 2 x 8-HMMA chain and conversion.
+//   - the stripe: with a 4 KB row stride (K = 8192) the warps of a wave start at chunk 0 together
+//     and step together, so the GPU's requests sit at one 1.5 KB window of every 4 KB row: a
+//     4 KB-periodic address set that only the DRAM hash's higher bits spread over channels. The
+//     one-wave rows differ in exactly that: 51.2% at the 4 KB stride, 68.0% at 14 KB (rows 2 KB
+//     apart mod 4 KB); the 4 KB-stride multi-wave row (CTAs desynchronised by the waves) 61.8%.
+//     (8192 x 8192 also has 8 chunks per row against 28: the three points cannot split stripe from
+//     ramp.)
+// rsoff (W4A16_RS_OFFSET): B holds 128 + q (one SHF and one LOP3 per pair, no HFMA2), the group's
+// -136 · sum(x), made once per CTA while x is staged (896 B more shared memory at K = 28672: two
+// CTAs still fit), is the first mma step's C: 584 SASS per turn (1.52 per weight, -22%). Expected:
+// up to ~half of rsmma's gain over rs_ffma (which cut 45% of the instructions for 1.00 / 1.08 /
+// 1.04x): ~1.00 / 1.03 / 1.02x; more only if the refill delay is what holds the stream.
+// rsrot (W4A16_RS_ROTATE): warp gw starts at chunk chunks - 3j (j = gw mod ceil(chunks / 3)) and
+// wraps; the wrap falls between two ring turns, so the loads stay pointer + immediate (757 per
+// turn, +1%). At K = 8192 the three phases (chunks 0, 5, 2) put a CTA's warps' 1.5 KB windows over
+// all of a 4 KB row. Expected if the stripe costs: >= 1.05x on 8192 x 8192 and 28672 x 8192 (4 KB
+// stride), within 3% on 8192 x 28672 (already spread); within 3% everywhere refutes it.
+// rsrot_off: both (592 per turn), the candidate for the default if both confirm. ptxas: 127 / 128 /
+// 128 registers, no local memory; the SASS of the default and of the earlier variants unchanged
+// (md5 of cuobjdump -sass with the addresses and the anonymous namespace's hash stripped).
 // s256: the tensor-core path with .L2::256B on the weight loads. mchain2: the tensor-core path
 // with two accumulators per tile and group (even and odd mma steps), summed in fp32 before the
 // scale: chains of 4 instead of 8. Measured on the H200 (2026-12-03, against the tensor-core

@@ -62,6 +62,26 @@
 #ifndef W4A16_RS_PERSIST
 #define W4A16_RS_PERSIST 0
 #endif
+// 1 (variants rsoff, rsrot_off; issue #15, not yet measured): the tensor-core chunks with the codes
+// 128 + q and the group's -136 · sum(x) as the first mma step's C (w4a16_rowstream_mma.cuh: no
+// HFMA2, ~22% fewer instructions per chunk), the sums made while x is staged. 0: codes q - 8.
+#ifndef W4A16_RS_OFFSET
+#define W4A16_RS_OFFSET 0
+#endif
+// 1 (variants rsrot, rsrot_off; issue #15, not yet measured): warp gw walks its rows' chunks from
+// chunk chunks - 3j (j = gw mod ceil(chunks / 3); j = 0: chunk 0), wrapping around, instead of
+// from chunk 0: at K = 8192 the row stride is 4 KB and in order every warp of a wave sits at the
+// same 1.5 KB window of its rows (all of the GPU's requests at one offset mod 4 KB); rotated, the
+// warps' windows start at chunks 0, 5 and 2 and cover every offset. 0: chunks in order from 0.
+#ifndef W4A16_RS_ROTATE
+#define W4A16_RS_ROTATE 0
+#endif
+#if (W4A16_RS_OFFSET || W4A16_RS_ROTATE) && W4A16_RS_PERSIST
+#error "W4A16_RS_OFFSET and W4A16_RS_ROTATE are built for the one-block-per-warp kernel only"
+#endif
+#if W4A16_RS_OFFSET && !W4A16_RS_MMA
+#error "W4A16_RS_OFFSET needs the tensor-core chunks (W4A16_RS_MMA=1)"
+#endif
 #if W4A16_RS_MMA
 #include "w4a16_rowstream_mma.cuh"
 #endif
@@ -216,6 +236,11 @@ using XVec = float4;
 #endif
 
 /// Phase 1 of the build's form: x to shared memory, kXVecPerChunk vectors per chunk.
+#if W4A16_RS_OFFSET
+__device__ __forceinline__ void stage_x_any(XVec* xs, const __nv_bfloat16* __restrict__ x, int K, int chunks) {
+  stage_x_pairs_sums(xs, reinterpret_cast<float*>(xs + chunks * kXVecPerChunk), x, K, chunks);
+}
+#else
 __device__ __forceinline__ void stage_x_any(XVec* xs, const __nv_bfloat16* __restrict__ x, int K, int chunks) {
 #if W4A16_RS_MMA
   stage_x_pairs(xs, x, K, chunks);
@@ -223,8 +248,17 @@ __device__ __forceinline__ void stage_x_any(XVec* xs, const __nv_bfloat16* __res
   stage_x(xs, x, K, chunks);
 #endif
 }
+#endif
 
 /// Phase 2 of the build's form for one chunk; xc is the chunk's x for this lane.
+#if W4A16_RS_OFFSET
+/// (The offset form: xsum_c is the chunk's -136 · sum(x) of the lane's group.)
+__device__ __forceinline__ void chunk_any(float (&acc)[kRows], const Stage& st, const XVec* xc, float xsum_c,
+                                          bool odd_group) {
+  const uint32_t bf16_magic = 0x43004300u;  // 128.0 as a bf16 pair: a register operand of the LOP3s
+  chunk_mma_offset<kRows>(acc, st, xc, xsum_c, odd_group, bf16_magic);
+}
+#else
 __device__ __forceinline__ void chunk_any(float (&acc)[kRows], const Stage& st, const XVec* xc, uint32_t magic,
                                           bool odd_group) {
 #if W4A16_RS_MMA
@@ -236,6 +270,7 @@ __device__ __forceinline__ void chunk_any(float (&acc)[kRows], const Stage& st, 
   chunk_fma(acc, st, xc, magic);
 #endif
 }
+#endif
 
 /// Phase 3: each row's lane partials by xor-butterfly (every lane ends with the sum), then lane r
 /// writes row r: one bf16 rounding. The tensor-core form first zeroes the lanes off the diagonal
@@ -282,6 +317,37 @@ __global__ void __launch_bounds__(kWarps * 32, W4A16_RS_CTAS_PER_SM)
   // Chunk c0 + s of the current turn: a lane whose group is past K loads nothing and keeps its
   // registers (x is zero there, so they add exact zeros).
   const int live_groups = G - lane_group;  // the lane's group of chunk c is live iff 8c < live_groups
+#if W4A16_RS_ROTATE
+  // The warp's c-th chunk is chunk (c + first) mod chunks of its rows. first is chunks - 3j (j =
+  // gw mod phases; j = 0: first = 0), so the wrap from the row's last chunk to its chunk 0 falls
+  // between two turns of the ring: within a turn the loads stay pointer + immediate, and the
+  // pointers (here at the NEXT turn's first chunk, which the turn's refills load) move by kDepth
+  // chunks per turn, or back to chunk 0 at the wrap: the default's instructions plus a select.
+  // Phases: ceil(chunks / 3), 3 at K = 8192 (first chunk 0, 5 or 2: the warps' in-flight windows
+  // of 3 chunks cover all 8 positions of a 4 KB row), 10 at K = 28672.
+  const int phases = (chunks + kDepth - 1) / kDepth;
+  const int phase = (static_cast<int>(blockIdx.x) * kWarps + warp) % phases;
+  const int first = phase == 0 ? 0 : chunks - kDepth * phase;
+  int at = first;  // the chunk of the row that the pointers (and the next refills) are at
+  auto turn_on = [&]() {  // the pointers to the turn after: kDepth chunks on, or the row's chunk 0
+    const int step = at + kDepth == chunks ? kDepth - chunks : kDepth;
+    at += step;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      wrow[r] += step * (kChunkK / 32);
+      srow[r] += step * kGroupsPerChunk;
+    }
+  };
+  // Slot s of the turn whose first logical chunk is c0 (the pointers at its first chunk).
+  auto issue = [&](Stage& st, int c0, int s) {
+    const bool live = c0 + s < chunks && (at + s) * kGroupsPerChunk < live_groups;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      load_chunk(st.w[r], wrow[r] + s * (kChunkK / 32), live);
+      load_scale(st.s[r], srow[r] + s * kGroupsPerChunk, live);
+    }
+  };
+#else
   auto issue = [&](Stage& st, int c0, int s) {
     const bool live = (c0 + s) * kGroupsPerChunk < live_groups;
 #pragma unroll
@@ -290,16 +356,28 @@ __global__ void __launch_bounds__(kWarps * 32, W4A16_RS_CTAS_PER_SM)
       load_scale(st.s[r], srow[r] + s * kGroupsPerChunk, live);
     }
   };
+#endif
 
   // The first kDepth chunks are requested before x is staged: the stream starts at once.
   // Registers a dead lane never loads must still hold finite values: zero words and scales.
   Stage ring[kDepth];
+#if W4A16_RS_ROTATE
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {  // the first turn's chunk
+    wrow[r] += first * (kChunkK / 32);
+    srow[r] += first * kGroupsPerChunk;
+  }
+#endif
 #pragma unroll
   for (int s = 0; s < kDepth; ++s) {
 #pragma unroll
     for (int r = 0; r < kRows; ++r) ring[s].w[r] = make_uint4(0, 0, 0, 0), ring[s].s[r] = 0u;
     issue(ring[s], 0, s);
   }
+#if W4A16_RS_ROTATE
+  int xat = at;  // the chunk of x the current turn computes
+  turn_on();
+#endif
   stage_x_any(xs, x, K, chunks);
   __syncthreads();
 
@@ -310,6 +388,44 @@ __global__ void __launch_bounds__(kWarps * 32, W4A16_RS_CTAS_PER_SM)
   for (int r = 0; r < kRows; ++r) acc[r] = 0.f;
   const uint32_t magic = kMagic;  // one register, the LOP3s' third operand
   const bool odd_group = lane_group & 1;
+#if W4A16_RS_OFFSET || W4A16_RS_ROTATE
+#if W4A16_RS_OFFSET
+  const float* xsum = reinterpret_cast<const float*>(xs + chunks * kXVecPerChunk) + lane_group;
+  (void)magic;
+#endif
+  for (int c0 = 0; c0 < chunks; c0 += kDepth) {
+#if W4A16_RS_ROTATE
+    const int e0 = xat;  // this turn's first chunk of the row; the pointers are at the next turn's
+    xat = at;
+#else
+    const int e0 = c0;
+#endif
+#pragma unroll
+    for (int s = 0; s < kDepth; ++s) {
+      if (c0 + s >= chunks) break;
+      const int e = e0 + s;
+#if W4A16_RS_OFFSET
+      chunk_any(acc, ring[s], xs + lane + e * kXVecPerChunk, xsum[e * kXSumsPerChunk], odd_group);
+#else
+      chunk_any(acc, ring[s], xs + lane + e * kXVecPerChunk, magic, odd_group);
+#endif
+#if W4A16_RS_ROTATE
+      issue(ring[s], c0 + kDepth, s);
+#else
+      issue(ring[s], c0, s + kDepth);
+#endif
+    }
+#if W4A16_RS_ROTATE
+    turn_on();
+#else
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      wrow[r] += kDepth * (kChunkK / 32);
+      srow[r] += kDepth * kGroupsPerChunk;
+    }
+#endif
+  }
+#else
   const XVec* xc = xs + lane;
   for (int c0 = 0; c0 < chunks; c0 += kDepth) {
 #pragma unroll
@@ -325,6 +441,7 @@ __global__ void __launch_bounds__(kWarps * 32, W4A16_RS_CTAS_PER_SM)
     }
     xc += kDepth * kXVecPerChunk;
   }
+#endif
 
   // Phase 3: one bf16 rounding per row.
   write_rows(acc, y, row0, N, lane);
@@ -429,7 +546,11 @@ __global__ void __launch_bounds__(kWarps * 32, W4A16_RS_CTAS_PER_SM)
 inline void launch(const __nv_bfloat16* x, const uint32_t* qw, const __nv_bfloat16* sc, __nv_bfloat16* y, int N,
                    int K, cudaStream_t st) {
   const int chunks = (K / kGroup + kGroupsPerChunk - 1) / kGroupsPerChunk;
+#if W4A16_RS_OFFSET
+  const int smem = chunks * (kXVecPerChunk * 16 + kXSumsPerChunk * 4);  // x vectors, then the group sums
+#else
   const int smem = chunks * kXVecPerChunk * 16;
+#endif
   // Two CTAs per SM need up to 2 x 113 KB: ask for the largest shared-memory carveout (L1 only
   // holds x's staging reads and the scales; the weights bypass it).
   cudaError_t e = cudaFuncSetAttribute(w4a16_rowstream, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);

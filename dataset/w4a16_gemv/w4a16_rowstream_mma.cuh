@@ -106,4 +106,105 @@ __device__ __forceinline__ void chunk_mma(float (&acc)[R], const StageT& st, con
     acc[r] = fmaf(__uint_as_float(st.s[r] << 16), odd_group ? d[r][1] : d[r][0], acc[r]);
 }
 
+#if W4A16_RS_OFFSET
+// ---- the offset form (W4A16_RS_OFFSET: variants rsoff, rsrot_off) ------------------------------
+// B holds the codes 128 + q (0x4300 | q as a bf16 pair: one SHF and one LOP3 per pair, no HFMA2),
+// and the group's correction -136 · sum(x) enters as the first step's C: D = -136 · sum(x) +
+// sum x · (128 + q) = sum x · (q - 8). The products stay exact (128 + q <= 143 has 8 significant
+// bits); the partial carries terms ~17x larger than the plain form's, so its fp32 rounding is
+// ~17x coarser (relative 1e-5 of a group's partial: far inside the rule's atol of 0.02 sigma_y).
+// Removes the 64 HFMA2 of a 4-row chunk (of ~269 instructions). The group sums are made once per
+// CTA while x is staged (x is shared by all of the CTA's rows): kXSumsPerChunk floats per chunk
+// after the x vectors (896 bytes at K = 28672: two CTAs still fit one SM's shared memory).
+constexpr int kXSumsPerChunk = 8;
+
+/// Phase 1 of the offset form: the {a0, a0, a2, a2} vectors of stage_x_pairs, and per group of 128
+/// the fp32 -136 · sum(x). Thread p takes lane l = p & 31 of chunk c = p >> 5 (its 32 k, the four
+/// words u = 0..3): its loads are 64 contiguous bytes, its stores (per u and step) the lanes'
+/// consecutive vectors as in stage_x_pairs; it sums its 32 values in k order, the 4 lanes of a
+/// group add theirs by xor-butterfly (offsets 1, 2), and the group's first lane stores the
+/// correction. A warp's 32 threads are one chunk (units and the stride are multiples of 32), so
+/// the shuffles run on whole warps.
+__device__ __forceinline__ void stage_x_pairs_sums(uint4* xs, float* xsum, const __nv_bfloat16* __restrict__ x, int K,
+                                                   int chunks) {
+  constexpr int kBatch = 2;  // units per batch: 8 loads of 16 bytes, the FFMA form's batch
+  const int units = chunks * 32;
+  for (int p0 = threadIdx.x; p0 < units; p0 += kBatch * blockDim.x) {
+    uint4 v[kBatch][4];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int p = p0 + b * blockDim.x;
+      const int k0 = (p >> 5) * 1024 + 32 * (p & 31);  // the lane's 32 k lie in one group: all in or all out
+      const bool in = p < units && k0 < K;
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        v[b][u] = in ? __ldg(reinterpret_cast<const uint4*>(x + k0) + u) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int p = p0 + b * blockDim.x;
+      if (p >= units) break;  // warp-uniform
+      const int l = p & 31, c = p >> 5;
+      float sum = 0.f;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const uint4 w = v[b][u];
+        const uint32_t a00 = __byte_perm(w.x, w.z, 0x5410), a20 = __byte_perm(w.x, w.z, 0x7632);
+        const uint32_t a01 = __byte_perm(w.y, w.w, 0x5410), a21 = __byte_perm(w.y, w.w, 0x7632);
+        xs[((c * 4 + u) * 2 + 0) * 32 + l] = make_uint4(a00, a00, a20, a20);
+        xs[((c * 4 + u) * 2 + 1) * 32 + l] = make_uint4(a01, a01, a21, a21);
+        const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {  // k order: x_{8u+2e}, x_{8u+2e+1}
+          sum += __uint_as_float(words[e] << 16);
+          sum += __uint_as_float(words[e] & 0xFFFF0000u);
+        }
+      }
+      sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
+      sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
+      if ((l & 3) == 0) xsum[c * kXSumsPerChunk + (l >> 2)] = -136.f * sum;
+    }
+  }
+}
+
+/// The bf16 pair (128 + q_j, 128 + q_{j+4}) of word w: mask and magic in one LOP3.
+__device__ __forceinline__ uint32_t mma_code_pair_offset(uint32_t w, int j, uint32_t magic) {
+  uint32_t v;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(v) : "r"(w >> (4 * j)), "n"(0x000F000Fu), "r"(magic));  // (a & b) | c
+  return v;
+}
+
+/// d = A·B + c (c the same in all four accumulators: only the lane's diagonal entry is kept).
+__device__ __forceinline__ void mma_diag_from(float (&d)[4], const uint4& a, uint32_t b0, uint32_t b1, float c) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%10, %10, %10, %10};"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1), "f"(c));
+}
+
+/// Phase 2 of the offset form (per chunk): as chunk_mma, with 128 + q codes and the lane group's
+/// -136 · sum(x) (xsum_c: this chunk's entry for the lane's group) as the first step's C.
+template <int R, class StageT>
+__device__ __forceinline__ void chunk_mma_offset(float (&acc)[R], const StageT& st, const uint4* xc, float xsum_c,
+                                                 bool odd_group, uint32_t magic) {
+  float d[R][4];
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+    const uint4 xa0 = xc[(u * 2 + 0) * 32], xa1 = xc[(u * 2 + 1) * 32];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const uint32_t w = u == 0 ? st.w[r].x : u == 1 ? st.w[r].y : u == 2 ? st.w[r].z : st.w[r].w;
+      if (u == 0)
+        mma_diag_from(d[r], xa0, mma_code_pair_offset(w, 0, magic), mma_code_pair_offset(w, 1, magic), xsum_c);
+      else
+        mma_diag(d[r], xa0, mma_code_pair_offset(w, 0, magic), mma_code_pair_offset(w, 1, magic));
+      mma_diag(d[r], xa1, mma_code_pair_offset(w, 2, magic), mma_code_pair_offset(w, 3, magic));
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+    acc[r] = fmaf(__uint_as_float(st.s[r] << 16), odd_group ? d[r][1] : d[r][0], acc[r]);
+}
+#endif  // W4A16_RS_OFFSET
+
 }  // namespace rowstream

@@ -8,6 +8,8 @@
 //         row-stream path's FFMA form (rs_ffma: magic-number fp32 codes, one fp32 partial per
 //         lane and 1024-weight chunk, scale per group, a butterfly over the lanes); its tensor-core
 //         chunk form's (the default at B = 1: diagonal mma steps, an fp32 partial per group);
+//         its variants rsoff, rsrot, rsrot_off (codes 128 + q with the group's -136 · sum(x) as
+//         the partial's start, and/or each warp's chunks in a rotated order);
 //         the naive's (each weight rounded to bf16 as the dequantise kernel
 //         stores it, then one fp32 running sum over K, the least accurate fp32 order);
 //   fail: a bf16 running sum; bf16 sums within each group of 128 (fp32 across groups); AWQ's
@@ -143,6 +145,9 @@ std::uint32_t code_pair(std::uint32_t w, int j) {
   const float lo = lo_bf16(v) - 136.f, hi = hi_bf16(v) - 136.f;
   return float_to_bf16_bits(lo) | (static_cast<std::uint32_t>(float_to_bf16_bits(hi)) << 16);
 }
+/// mma_code_pair_offset (W4A16_RS_OFFSET): ((w >> 4j) & 0x000F000F) | 0x43004300, the bf16 pair
+/// (128 + q_j, 128 + q_{j+4}), with no subtraction.
+std::uint32_t code_pair_offset(std::uint32_t w, int j) { return ((w >> (4 * j)) & 0x000F000Fu) | 0x43004300u; }
 
 /// How the emulated build orders and sums the groups.
 struct LaneOrder {
@@ -333,6 +338,52 @@ HostTensor emulate_rowstream(const WorkloadPlan& p, const std::vector<HostTensor
 }
 
 // ---- the row stream's tensor-core chunk arithmetic (W4A16_RS_MMA: the default, persist) ----------
+/// The forms of the tensor-core row stream (w4a16_rowstream.cuh's flags): offset (W4A16_RS_OFFSET,
+/// variants rsoff and rsrot_off) feeds the codes 128 + q and starts each chunk's group partial at
+/// -136 · sum(x) of the group; rotate (W4A16_RS_ROTATE, variants rsrot and rsrot_off) walks a
+/// warp's chunks from chunk `first` of its rows, wrapping around.
+struct RsForm {
+  bool offset = false, rotate = false;
+  bool drop_correction = false;  ///< a mutation for the tests: the offset codes without -136 · sum(x)
+  const char* name = "rowstream mma";
+};
+constexpr RsForm kRsForms[] = {{false, false, false, "rowstream mma"},
+                               {true, false, false, "rsoff"},
+                               {false, true, false, "rsrot"},
+                               {true, true, false, "rsrot_off"}};
+
+/// The chunk order of row n (warp gw = n / 4 of the 4-row, 8-warp row stream) under W4A16_RS_ROTATE:
+/// first = chunks - 3j for j = gw mod ceil(chunks / 3) (j = 0: first = 0), then every chunk once,
+/// wrapping from the last to chunk 0. Without rotation: 0, 1, ..., chunks - 1.
+std::vector<std::int64_t> rs_chunk_order(std::int64_t n, std::int64_t chunks, bool rotate) {
+  constexpr std::int64_t kRows = 4, kDepth = 3;
+  const std::int64_t phases = (chunks + kDepth - 1) / kDepth, phase = (n / kRows) % phases;
+  const std::int64_t first = rotate && phase != 0 ? chunks - kDepth * phase : 0;
+  std::vector<std::int64_t> order;
+  for (std::int64_t c = 0; c < chunks; ++c) order.push_back((first + c) % chunks);
+  return order;
+}
+
+/// stage_x_pairs_sums' group corrections of batch row xr: lane l of chunk c sums its 32 x (k =
+/// 1024c + 32l ..) in k order from zero, the four lanes of group g add by xor-butterfly (offsets 1,
+/// 2: (s0 + s1) + (s2 + s3)), and the correction is the fp32 product -136 · sum; zero past K.
+std::vector<float> rs_offset_sums(const std::uint16_t* xr, std::int64_t K, std::int64_t chunks) {
+  std::vector<float> sums(static_cast<std::size_t>(chunks * 8), 0.f);
+  for (std::int64_t c = 0; c < chunks; ++c)
+    for (int g = 0; g < 8; ++g) {
+      float lane_sum[4];
+      for (int t = 0; t < 4; ++t) {
+        const std::int64_t k0 = c * 1024 + 32 * (4 * g + t);
+        float s = 0.f;
+        for (int i = 0; i < 32; ++i) s += k0 < K ? bf16_bits_to_float(xr[k0 + i]) : 0.f;
+        lane_sum[t] = s;
+      }
+      const float s01 = lane_sum[0] + lane_sum[1], s23 = lane_sum[2] + lane_sum[3];
+      sums[static_cast<std::size_t>(c * 8 + g)] = -136.f * (s01 + s23);
+    }
+  return sums;
+}
+
 // w4a16_rowstream_mma.cuh: the row stream's lanes and chunks, each chunk of a row as 8 mma.sync
 // m16n8k16 steps (u = 0..3, h = 0..1) whose diagonal D[g][g] sums lane group g's own products: in
 // the step's k order kk = 2t, 2t + 1 (t = 0..3; b0 / a0: nibbles 2h, 2h + 4 of word u of lane 4g + t)
@@ -340,7 +391,7 @@ HostTensor emulate_rowstream(const WorkloadPlan& p, const std::vector<HostTensor
 // emulation sums a step; per chunk the 8 steps into a partial from zero, one FMA with the group's
 // scale into the accumulator of lane (g, g >> 1); the other lanes zeroed; the xor-butterfly. The
 // persistent builds (persist; W4A16_RS_PERSIST) compute every row in the order of their form.
-HostTensor emulate_rowstream_mma(const WorkloadPlan& p, const std::vector<HostTensor>& in) {
+HostTensor emulate_rowstream_mma(const WorkloadPlan& p, const std::vector<HostTensor>& in, RsForm form = {}) {
   const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K"), G = K / kGroup;
   const std::int64_t chunks = (G + 7) / 8, words_per_row = K / 8;
   const auto* x = in.at(0).as<std::uint16_t>();
@@ -348,14 +399,15 @@ HostTensor emulate_rowstream_mma(const WorkloadPlan& p, const std::vector<HostTe
   const auto* sc = in.at(2).as<std::uint16_t>();
   HostTensor y("y", DType::bf16, {B, N});
   auto* yp = y.as<std::uint16_t>();
-  for (std::int64_t b = 0; b < B; ++b)
+  for (std::int64_t b = 0; b < B; ++b) {
+    const std::vector<float> sums = rs_offset_sums(x + b * K, K, chunks);
     for (std::int64_t n = 0; n < N; ++n) {
       float acc[32] = {};
-      for (std::int64_t c = 0; c < chunks; ++c)
+      for (const std::int64_t c : rs_chunk_order(n, chunks, form.rotate))
         for (int g = 0; g < 8; ++g) {
           const std::int64_t grp = c * 8 + g;
           if (grp >= G) continue;  // x is zero there: the kernel adds scale · 0
-          float part = 0.f;
+          float part = form.offset && !form.drop_correction ? sums[static_cast<std::size_t>(grp)] : 0.f;
           for (int u = 0; u < 4; ++u)
             for (int h = 0; h < 2; ++h) {
               float step = 0.f;
@@ -365,7 +417,8 @@ HostTensor emulate_rowstream_mma(const WorkloadPlan& p, const std::vector<HostTe
                 const std::int64_t lane = 4 * g + t;
                 const std::uint32_t word = q[n * words_per_row + c * 128 + lane * 4 + u];
                 const std::int64_t k = c * 1024 + 32 * lane + 8 * u + j;
-                const float codev = static_cast<float>(static_cast<int>((word >> (4 * j)) & 15u) - 8);
+                const int qv = static_cast<int>((word >> (4 * j)) & 15u);
+                const float codev = static_cast<float>(form.offset ? 128 + qv : qv - 8);
                 step += bf16_bits_to_float(x[b * K + k]) * codev;
               }
               part += step;
@@ -375,6 +428,7 @@ HostTensor emulate_rowstream_mma(const WorkloadPlan& p, const std::vector<HostTe
         }
       yp[b * N + n] = float_to_bf16_bits(lane_butterfly(acc));
     }
+  }
   return y;
 }
 
@@ -384,7 +438,7 @@ HostTensor emulate_rowstream_mma(const WorkloadPlan& p, const std::vector<HostTe
 /// the PTX fragment layout of mma.m16n8k16 (.bf16), each step an fp32 sum over its 16 k in order.
 /// A wrong selector, pair, register or lane mask gives gross errors, not bit-equality with
 /// emulate_rowstream_mma.
-HostTensor emulate_rowstream_mma_registers(const WorkloadPlan& p, const std::vector<HostTensor>& in) {
+HostTensor emulate_rowstream_mma_registers(const WorkloadPlan& p, const std::vector<HostTensor>& in, RsForm form = {}) {
   const std::int64_t B = axis(p, "B"), N = axis(p, "N"), K = axis(p, "K"), G = K / kGroup;
   const std::int64_t chunks = (G + 7) / 8, words_per_row = K / 8;
   const auto* x = in.at(0).as<std::uint16_t>();
@@ -408,10 +462,42 @@ HostTensor emulate_rowstream_mma_registers(const WorkloadPlan& p, const std::vec
       std::copy(h0, h0 + 4, &xs[static_cast<std::size_t>(((cu * 2 + 0) * 32 + l) * 4)]);
       std::copy(h1, h1 + 4, &xs[static_cast<std::size_t>(((cu * 2 + 1) * 32 + l) * 4)]);
     }
+    // stage_x_pairs_sums (offset form): per chunk (one warp), lane l sums its 32 x as the kernel's
+    // registers hold them (word e of vector u: the low half x_{8u+2e}, then the high half), the
+    // butterfly over lanes xor 1, xor 2, and lane 4g stores -136 · sum of group g.
+    std::vector<float> xsum(static_cast<std::size_t>(chunks * 8), 0.f);
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      float lane_sum[32];
+      for (int l = 0; l < 32; ++l) {
+        const std::int64_t k0 = c * 1024 + 32 * l;
+        float s = 0.f;
+        for (int u = 0; u < 4; ++u)
+          for (int e = 0; e < 4; ++e) {
+            const std::int64_t k = k0 + 8 * u + 2 * e;
+            const std::uint32_t word =
+                k0 < K ? x[b * K + k] | (static_cast<std::uint32_t>(x[b * K + k + 1]) << 16) : 0u;
+            s += bits_float(word << 16);
+            s += bits_float(word & 0xFFFF0000u);
+          }
+        lane_sum[l] = s;
+      }
+      for (int o = 1; o <= 2; o <<= 1) {
+        float next[32];
+        for (int l = 0; l < 32; ++l) next[l] = lane_sum[l] + lane_sum[l ^ o];
+        std::copy(next, next + 32, lane_sum);
+      }
+      for (int g = 0; g < 8; ++g) xsum[static_cast<std::size_t>(c * 8 + g)] = -136.f * lane_sum[4 * g];
+    }
     for (std::int64_t n = 0; n < N; ++n) {
       float acc[32] = {};
-      for (std::int64_t c = 0; c < chunks; ++c) {
-        float D[16][8] = {};  // the chunk's partial from zero
+      for (const std::int64_t c : rs_chunk_order(n, chunks, form.rotate)) {
+        float D[16][8] = {};  // the chunk's partial from zero, or (offset form) from each lane's C
+        if (form.offset)
+          for (int lane = 0; lane < 32; ++lane) {  // C = {v, v, v, v}: D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1]
+            const int g = lane >> 2, t = lane & 3;
+            const float v = xsum[static_cast<std::size_t>(c * 8 + g)];
+            D[g][2 * t] = D[g][2 * t + 1] = D[g + 8][2 * t] = D[g + 8][2 * t + 1] = v;
+          }
         for (int u = 0; u < 4; ++u)
           for (int h = 0; h < 2; ++h) {
             float Am[16][16], Bm[16][8];
@@ -420,7 +506,8 @@ HostTensor emulate_rowstream_mma_registers(const WorkloadPlan& p, const std::vec
               const bool live = c * 8 + g < G;  // a dead lane's words meet x = 0 (zero words here)
               const std::uint32_t w = live ? q[n * words_per_row + c * 128 + lane * 4 + u] : 0u;
               const std::uint32_t* a = &xs[static_cast<std::size_t>((((c * 4 + u) * 2 + h) * 32 + lane) * 4)];
-              const std::uint32_t b0 = code_pair(w, 2 * h), b1 = code_pair(w, 2 * h + 1);
+              const std::uint32_t b0 = form.offset ? code_pair_offset(w, 2 * h) : code_pair(w, 2 * h);
+              const std::uint32_t b1 = form.offset ? code_pair_offset(w, 2 * h + 1) : code_pair(w, 2 * h + 1);
               Am[g][2 * t] = lo_bf16(a[0]), Am[g][2 * t + 1] = hi_bf16(a[0]);
               Am[g + 8][2 * t] = lo_bf16(a[1]), Am[g + 8][2 * t + 1] = hi_bf16(a[1]);
               Am[g][2 * t + 8] = lo_bf16(a[2]), Am[g][2 * t + 9] = hi_bf16(a[2]);
@@ -516,35 +603,75 @@ TEST_F(W4A16Tolerance, RowstreamLaneEmulationPasses) {
   }
 }
 
+/// Outputs of `got` more than one bf16 rounding step (the spacing of bf16 at |expected|) from the
+/// golden: an fp32 sum a few fp32 ulps off can round to the neighbouring bf16, never further.
+std::int64_t beyond_one_bf16_step(const HostTensor& expected, const HostTensor& got) {
+  std::int64_t beyond = 0;
+  for (std::int64_t i = 0; i < expected.numel(); ++i) {
+    const double e = expected.at(i), step = e == 0 ? 0x1p-126 : std::ldexp(1.0, std::ilogb(e) - 7);
+    beyond += std::fabs(got.at(i) - e) > step;
+  }
+  return beyond;
+}
+
 TEST_F(W4A16Tolerance, RowstreamMmaLaneEmulationPasses) {
   // The row stream with its chunks on the tensor cores (the default and persist: diagonal mma steps,
   // fp32 partial per group, the diagonal lanes' butterfly) against the golden, with the same
-  // margin as the FFMA form: exact products and fp32 sums.
+  // margin as the FFMA form: exact products and fp32 sums. Also its offset form (rsoff: codes
+  // 128 + q, each group's partial started at -136 · sum(x): sums of ~17x larger terms), its rotated
+  // chunk order (rsrot) and both (rsrot_off). The plain forms keep the FFMA form's margin (max
+  // |err| <= atol / 4); the offset forms' coarser partials flip a few outputs to the neighbouring
+  // bf16 (on check-16x100x1152 that step, 2^-7 at |y| in [1, 2), is above atol / 4): for them
+  // every output within one bf16 step of the golden and rel_l2 <= 1e-3 (the rule's rtol is 2^-7).
+  for (const Case& c : *cases_)
+    for (const RsForm& form : kRsForms) {
+      const HostTensor y = emulate_rowstream_mma(c.plan, c.inputs, form);
+      const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), y);
+      report(form.name, c, r);
+      EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " " << form.name << ": " << r.message;
+      if (form.offset) {
+        EXPECT_EQ(beyond_one_bf16_step(c.expected.at(0), y), 0) << c.plan.workload.uuid << " " << form.name;
+        EXPECT_LE(r.rel_l2, 1e-3) << c.plan.workload.uuid << " " << form.name;
+      } else {
+        EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid << " " << form.name;
+      }
+    }
+}
+
+TEST_F(W4A16Tolerance, RowstreamOffsetWithoutItsCorrectionFails) {
+  // The offset form's codes 128 + q without the group's -136 · sum(x): every output is off by
+  // 136 · sum(s · x), which the rule rejects on every check workload but the all-zero-x edge.
+  RsForm broken = kRsForms[1];
+  broken.drop_correction = true;
+  int rejected = 0;
   for (const Case& c : *cases_) {
     const CompareResult r =
-        compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream_mma(c.plan, c.inputs));
-    report("rowstream mma", c, r);
-    EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " rowstream mma: " << r.message;
-    EXPECT_LE(r.max_abs_error, c.plan.outputs.at(0).cmp.atol / 4) << c.plan.workload.uuid;
+        compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream_mma(c.plan, c.inputs, broken));
+    report("rsoff broken", c, r);
+    rejected += !r.passed;
   }
+  EXPECT_GE(rejected, 6);
 }
 
 TEST_F(W4A16Tolerance, RowstreamMmaRegistersMatchItsOrder) {
   // The register-level replay of the default's row stream (the kernel's expressions in the PTX fragment layout)
   // gives bit-for-bit the outputs of the order emulated above, on every check workload.
-  for (const Case& c : *cases_) {
-    const HostTensor regs = emulate_rowstream_mma_registers(c.plan, c.inputs);
-    const HostTensor order = emulate_rowstream_mma(c.plan, c.inputs);
-    const auto* a = regs.as<std::uint16_t>();
-    const auto* b = order.as<std::uint16_t>();
-    const std::int64_t count = axis(c.plan, "B") * axis(c.plan, "N");
-    std::int64_t differ = 0;
-    for (std::int64_t i = 0; i < count; ++i) differ += a[i] != b[i];
-    EXPECT_EQ(differ, 0) << c.plan.workload.uuid;
-    const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), regs);
-    report("rowstream mma regs", c, r);
-    EXPECT_TRUE(r.passed) << c.plan.workload.uuid << ": " << r.message;
-  }
+  // The offset and rotated forms likewise (their C operand from stage_x_pairs_sums' lane sums and
+  // butterfly, their codes without the HFMA2, their chunk order).
+  for (const Case& c : *cases_)
+    for (const RsForm& form : kRsForms) {
+      const HostTensor regs = emulate_rowstream_mma_registers(c.plan, c.inputs, form);
+      const HostTensor order = emulate_rowstream_mma(c.plan, c.inputs, form);
+      const auto* a = regs.as<std::uint16_t>();
+      const auto* b = order.as<std::uint16_t>();
+      const std::int64_t count = axis(c.plan, "B") * axis(c.plan, "N");
+      std::int64_t differ = 0;
+      for (std::int64_t i = 0; i < count; ++i) differ += a[i] != b[i];
+      EXPECT_EQ(differ, 0) << c.plan.workload.uuid << " " << form.name;
+      const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), regs);
+      report(form.name, c, r);
+      EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " " << form.name << ": " << r.message;
+    }
 }
 
 TEST(W4A16Rowstream, MmaDiagonalCoversEveryWeightOnce) {
@@ -621,6 +748,53 @@ TEST(W4A16Rowstream, PersistentRingComputesEveryStepItRequested) {
         for (int v : computed) ASSERT_EQ(v, 1) << "grid " << grid << " blocks " << blocks << " chunks " << chunks;
         for (int v : written) ASSERT_EQ(v, 1) << "grid " << grid << " blocks " << blocks << " chunks " << chunks;
       }
+}
+
+TEST(W4A16Rowstream, RotatedRingComputesEveryChunkOnce) {
+  // The rotated ring (w4a16_rowstream.cuh, W4A16_RS_ROTATE: variants rsrot, rsrot_off) replayed
+  // statement by statement: `first` from the warp's phase, the pointers at the next turn's chunk
+  // (`at`, moved by turn_on: kDepth on, or back to chunk 0 when the turn ended on the row's last
+  // chunk), each turn's x at the chunk the pointers were at before (`xat`), the refills `live` only
+  // for logical chunks < chunks. For 1..40 chunks and every phase: each computed slot holds the
+  // chunk loaded for it and the chunk whose x it meets, every chunk is computed once, in
+  // rs_chunk_order's order, and no live load leaves the row.
+  constexpr int kWarps = 8, kDepth = 3, kRows = 4;
+  for (int chunks = 1; chunks <= 40; ++chunks) {
+    const int phases = (chunks + kDepth - 1) / kDepth;
+    for (int gw = 0; gw < 2 * phases + kWarps; ++gw) {
+      const int phase = gw % phases;
+      const int first = phase == 0 ? 0 : chunks - kDepth * phase;
+      ASSERT_GE(first, 0);
+      ASSERT_LT(first, chunks);
+      int at = first;
+      auto turn_on = [&]() { at += at + kDepth == chunks ? kDepth - chunks : kDepth; };
+      int ring[kDepth] = {-1, -1, -1};
+      auto issue = [&](int c0, int s) {
+        if (c0 + s < chunks) {  // `live` (the lane's group past K aside)
+          ASSERT_GE(at + s, 0);
+          ASSERT_LT(at + s, chunks) << "chunks " << chunks << " first " << first;
+          ring[s] = at + s;
+        }
+      };
+      for (int s = 0; s < kDepth; ++s) issue(0, s);
+      int xat = at;
+      turn_on();
+      std::vector<std::int64_t> computed;
+      for (int c0 = 0; c0 < chunks; c0 += kDepth) {
+        const int e0 = xat;
+        xat = at;
+        for (int s = 0; s < kDepth; ++s) {
+          if (c0 + s >= chunks) break;
+          ASSERT_EQ(ring[s], e0 + s) << "chunks " << chunks << " first " << first << " c0 " << c0;
+          computed.push_back(e0 + s);
+          issue(c0 + kDepth, s);
+        }
+        turn_on();
+      }
+      EXPECT_EQ(computed, rs_chunk_order(static_cast<std::int64_t>(gw) * kRows, chunks, true))
+          << "chunks " << chunks << " gw " << gw;
+    }
+  }
 }
 
 TEST(W4A16Rowstream, MagicNumberCodesAreExact) {
@@ -711,9 +885,11 @@ TEST(W4A16Hidden, ExpertAndNaivePassHiddenDraws) {
     const CompareResult r = compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream(c.plan, c.inputs));
     report("rowstream", c, r);
     EXPECT_TRUE(r.passed) << c.plan.workload.uuid << " rowstream: " << r.message;
-    const CompareResult rm =
-        compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream_mma(c.plan, c.inputs));
-    report("rowstream mma", c, rm);
-    EXPECT_TRUE(rm.passed) << c.plan.workload.uuid << " rowstream mma: " << rm.message;
+    for (const RsForm& form : kRsForms) {
+      const CompareResult rm =
+          compare(c.plan.outputs.at(0).cmp, c.expected.at(0), emulate_rowstream_mma(c.plan, c.inputs, form));
+      report(form.name, c, rm);
+      EXPECT_TRUE(rm.passed) << c.plan.workload.uuid << " " << form.name << ": " << rm.message;
+    }
   }
 }
