@@ -114,43 +114,12 @@ for v in $(built_variants | grep -x -E 'shared_partials|flags|evict_first|evict_
   same_check "$v" "$task-bench-16384x4096-opt6.7b,$task-check-2053x64"
 done
 
-# ncu_counters IMPL (step ncu for the default, ncu_VARIANT for expert:VARIANT): Nsight Compute's
-# DRAM and L2 counters of the first call's kernels on 16384x4096 (`d2k check`, one round; every
-# cache flushed before each kernel, clocks left alone): the bytes stage 1 reads from and writes to
-# DRAM inside its span (268 MB and 134 MB less the dx lines still in the L2 at its end; evict_first
-# is to leave more there) and each kernel's duration, stage 2's alone. At most 15 s each.
-ncu_counters() {
-  local impl=$1 name=ncu ncu
-  [ "$impl" != expert ] && name=ncu_${impl#expert:}
-  # Only where D2K_CHECK_STEPS names it: a full run's budget is for the checks.
-  [ -n "${D2K_CHECK_STEPS:-}" ] && selected "$name" || { echo "== $name not selected (D2K_CHECK_STEPS)"; return 125; }
-  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2> /dev/null | head -1)
-  if [ -z "$ncu" ]; then echo "SKIP $name: no ncu"; return 0; fi
-  step "$name" 15 "$ncu" --clock-control none --cache-control all --kernel-name regex:ln_bwd --launch-count 2 \
-    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_write.sum \
-    --csv --page raw --print-units base --log-file "$out/$name.csv" \
-    "$d2k" check --task "$task" --impl "$impl" --isolation none --rounds 1 --bench-rounds 1 \
-    --workloads "$task-bench-16384x4096-opt6.7b" --quiet
-  local rc=$?
-  # Kernel name, duration (ns), DRAM bytes read, written, L2 write sectors: the columns by header.
-  python3 - "$out/$name.csv" << 'PY' 2> /dev/null
-import csv, re, sys
-rows = list(csv.reader(open(sys.argv[1])))
-head = next((r for r in rows if "Kernel Name" in r), None)
-if head:
-    cols = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_op_write.sum"]
-    for r in rows:
-        if len(r) == len(head) and r is not head and r[0].isdigit():
-            k = re.search(r"ln_bwd_\w+", r[head.index("Kernel Name")])
-            print("ncu", k.group(0) if k else "?", " ".join(f"{c.split('.')[0]}={r[head.index(c)]}" for c in cols if c in head))
-PY
-  # The counters are the point, not d2k's verdict under the profiler (its own CUPTI collector may
-  # step aside there): a row of stage 1 is a PASS whatever d2k's exit status.
-  grep -q 'ln_bwd_rows_ring' "$out/$name.csv" 2> /dev/null \
-    && pass "$name: counters of $impl on 16384x4096 (d2k rc=$rc; see $name.csv)" || fail "$name rc=$rc (see $name.log, $name.csv)"
-}
-ncu_counters expert
-for v in $(built_variants | grep -x evict_first); do ncu_counters "expert:$v"; done
+# Nsight Compute's counters of stage 1 and 2 (duration, DRAM bytes read and written, L2 write
+# sectors) on 16384x4096, for the default (step ncu) and evict_first (ncu_evict_first): whether the
+# evict-first hint keeps dx's dirty lines in L2 past the call (tens of MB fewer DRAM writes).
+lnb_ncu_row="$task-bench-16384x4096-opt6.7b"
+ncu_kernels 15 "ln_bwd" "$lnb_ncu_row"
+for v in $(built_variants | grep -x evict_first); do ncu_kernels --impl "expert:$v" 15 "ln_bwd" "$lnb_ncu_row"; done
 
 if selected bench; then
   python3 $helpers/bench_table.py "$out/bench.jsonl" > "$out/bench_table.md" 2>&1 \

@@ -278,7 +278,8 @@ sass_counts() {
 # counters of each kernel of one `d2k check` call of IMPL on one workload (in d2k's process:
 # --isolation none), without changing the clocks and with caches flushed before each kernel:
 # duration, DRAM bytes read and written, L2 write sectors. A step of its own that runs only where
-# D2K_CHECK_STEPS names it (default name ncu, ncu_VARIANT for expert:VARIANT): where the time of
+# D2K_CHECK_STEPS names it (default name ncu, ncu_VARIANT for expert:VARIANT; the first 20 launches
+# of the regex: one call of every task so far): where the time of
 # a call of several kernels goes, which d2k's timer (one time per call) does not say. The
 # counters are the result, not the verdict under the profiler: a row of the regex is a PASS.
 ncu_kernels() {
@@ -296,7 +297,7 @@ ncu_kernels() {
   [ -n "${D2K_CHECK_STEPS:-}" ] && selected "$name" || { echo "== $name not selected (D2K_CHECK_STEPS)"; return 125; }
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2> /dev/null | head -1)
   if [ -z "$ncu" ]; then fail "$name: no ncu"; return 1; fi
-  step "$name" "$secs" "$ncu" --clock-control none --cache-control all --kernel-name "regex:$regex" \
+  step "$name" "$secs" "$ncu" --clock-control none --cache-control all --kernel-name "regex:$regex" --launch-count 20 \
     --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_write.sum \
     --csv --page raw --print-units base --log-file "$out/$name.csv" \
     "$d2k" check --task "$task" --impl "$impl" --isolation none --rounds 1 --bench-rounds 1 \
