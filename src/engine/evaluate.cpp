@@ -713,6 +713,9 @@ class CudaEvaluation {
 std::vector<Trace> evaluate_cuda(const Task& task, const std::vector<ImplTarget>& targets, const ImplTarget& reference,
                                  const std::optional<ImplTarget>& naive, const EvalOptions& opt,
                                  const Progress& progress, const RecordDone& done) {
+  // A malformed measurement knob is the operator's error, named before any target runs (not a
+  // candidate's RUNTIME_ERROR in the middle of its batch).
+  parse_look_schedule(std::getenv(kParentLooksEnv));
   CudaEvaluation ev(task, opt, progress, done);
   auto traces = ev.run(targets, reference, naive);
   nlohmann::json env = environment_json();
@@ -813,6 +816,7 @@ nlohmann::json environment_json() {
   nlohmann::json knobs = nlohmann::json::array();
   for (const char* k : {kAllowProtectionChangesEnv, kSkipGotCheckEnv})
     if (const char* v = std::getenv(k); v && std::string_view(v) == "1") knobs.push_back(k);
+  if (const char* v = std::getenv(kParentLooksEnv); v && *v) knobs.push_back(fmt::format("{}={}", kParentLooksEnv, v));
   if (!knobs.empty()) {
     env["test_knobs"] = knobs;
     fmt::print(stderr, "warning: test knobs {} are on: the checks they name are weakened; not a verdict\n", knobs.dump());

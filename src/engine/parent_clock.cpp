@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <chrono>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "core/cuda_util.h"
@@ -141,8 +143,9 @@ double watch_slab(const DevMem& slab, const BatchShape& b, const SlotProbe& prob
   // GPU time-slices against the worker's kernels, so looks are few and late. A late look only
   // lengthens the parent's figure; a batch done before the first look gets a figure of
   // kFirstLook x the worker's median, below which the worker's median is trusted anyway.
-  std::this_thread::sleep_until(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kFirstLook * expect_s)));
-  const auto every = std::chrono::duration<double>(std::clamp(expect_s / 1000, 20e-6, 1e-3));
+  static const LookSchedule looks = parse_look_schedule(std::getenv(kParentLooksEnv));
+  std::this_thread::sleep_until(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(looks.first * expect_s)));
+  const auto every = std::chrono::duration<double>(std::clamp(expect_s / looks.per_expect, 20e-6, 1e-3));
   const std::size_t last = b.calls - 1;
   const char* last_slot = static_cast<const char*>(slab.get()) + last * b.stride;
   std::optional<std::uint64_t> last_slot_count;
@@ -191,6 +194,29 @@ std::vector<std::size_t> wrong_calls(const WorkloadPlan& plan, const BatchShape&
 }
 
 }  // namespace
+
+LookSchedule parse_look_schedule(const char* value) {
+  LookSchedule l;
+  if (value == nullptr || *value == 0) return l;
+  const std::string v(value);
+  const auto bad = [&] {
+    return std::invalid_argument(fmt::format("{}='{}': expected 'first,per_expect' with first in [0.5, 4] and "
+                                             "per_expect in [10, 10000] (e.g. '0.9,1000', the default)",
+                                             kParentLooksEnv, v));
+  };
+  const std::size_t comma = v.find(',');
+  if (comma == std::string::npos) throw bad();
+  try {
+    std::size_t used_first = 0, used_per = 0;
+    l.first = std::stod(v.substr(0, comma), &used_first);
+    l.per_expect = std::stod(v.substr(comma + 1), &used_per);
+    if (used_first != comma || used_per != v.size() - comma - 1) throw bad();
+  } catch (const std::logic_error&) {
+    throw bad();
+  }
+  if (!(l.first >= 0.5 && l.first <= 4) || !(l.per_expect >= 10 && l.per_expect <= 10000)) throw bad();
+  return l;
+}
 
 BatchShape batch_shape(const WorkloadPlan& plan, double median_s) {
   BatchShape b;

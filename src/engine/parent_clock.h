@@ -40,6 +40,22 @@ inline constexpr double kConfirmSlack = 1.2;
 /// The parent's first look at the batch, as a share of the expected time (the worker's median x
 /// calls); looks follow every 1/1000 of it.
 inline constexpr double kFirstLook = 0.9;
+/// Looks after the first: every expected time / kLooksPerExpect (clamped to 20 us .. 1 ms).
+inline constexpr double kLooksPerExpect = 1000;
+
+/// When the parent looks: the first look at `first` x the expected time, then every expected
+/// time / `per_expect`. A measurement knob, not a setting: each look is a copy from another
+/// context that the GPU time-slices against the worker's kernels, and how much the looks slow a
+/// batch is measured by moving them (D2K_PARENT_LOOKS="first,per_expect"); a trace made with it
+/// lists it under environment.test_knobs and is not a verdict.
+struct LookSchedule {
+  double first = kFirstLook;
+  double per_expect = kLooksPerExpect;
+};
+inline constexpr const char* kParentLooksEnv = "D2K_PARENT_LOOKS";
+/// Parses "first,per_expect" (first in [0.5, 4], per_expect in [10, 10000]); null or empty: the
+/// defaults. Anything else throws std::invalid_argument naming D2K_PARENT_LOOKS (pure: unit-tested).
+LookSchedule parse_look_schedule(const char* value);
 
 /// Where the parent looks to see that a call wrote one output of `bytes` bytes: `count` 16-bit
 /// words `step` bytes apart from the first, and the last word at `last` (pure: unit-tested).

@@ -251,3 +251,29 @@ TEST(ProbeWords, FloatAndToleranceOutputsKeepThePoisonTest) {
 
 }  // namespace
 }  // namespace d2k
+
+namespace d2k {
+
+TEST(LookSchedule, DefaultsWithoutTheKnobAndParsesFirstAndRate) {
+  for (const char* none : {static_cast<const char*>(nullptr), ""}) {
+    const LookSchedule d = parse_look_schedule(none);
+    EXPECT_DOUBLE_EQ(d.first, kFirstLook);
+    EXPECT_DOUBLE_EQ(d.per_expect, kLooksPerExpect);
+  }
+  const LookSchedule l = parse_look_schedule("1.0,100");
+  EXPECT_DOUBLE_EQ(l.first, 1.0);
+  EXPECT_DOUBLE_EQ(l.per_expect, 100);
+}
+
+TEST(LookSchedule, MalformedOrOutOfRangeNamesTheKnob) {
+  for (const char* bad : {"1.0", "1.0,", ",100", "x,100", "1.0,100x", "0.1,100", "5,100", "1.0,5", "1.0,20000", "1.0;100"}) {
+    try {
+      parse_look_schedule(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("D2K_PARENT_LOOKS"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace d2k
