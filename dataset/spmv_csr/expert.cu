@@ -566,7 +566,7 @@ spmv_merge_tile(const int32_t* __restrict__ row_ptr, const int32_t* __restrict__
 }
 
 #if SPMV_MERGE_VEC
-// ---- the 16-byte staging of the tile (variants merge_v16, merge_v16_i5) ----
+// ---- the 16-byte staging of the tile (variants merge_v16, merge_v16_i5, and design G: coal, cp, cppf) ----
 // A tile's columns and values start at any entry j0, so they are copied as the 16-byte-aligned
 // chunks that cover [j0, j0 + nzs): word g of the array lands in shared word g - (j0 & ~3), and
 // the tile's entry k at (j0 & 3) + k. The same for the row ends. 16-byte cp.async has the .cg
