@@ -88,6 +88,33 @@
 //      merge_v16_i5 1.15x / 0.94x / 1.04x / 0.94x D (the larger L1 helps powerlaw's far gathers and
 //      costs banded its tile); merge_v16_xfar 0.74x / 0.90x / 0.80x / 1.09x D: its no-allocate
 //      gathers lost every row but banded, code removed. The form before (D alone) is merge_d.
+//   G. Three steps from merge_v16, each adding one change to the one before (docs/results/spmv_csr.md,
+//      "Variants for the next run (2026-12-03, round three)"; not yet measured). Where the
+//      default still loses to cuSPARSE (0.84x / 0.92x / 1.03x / 0.91x, 25.0% of SOL on powerlaw):
+//      powerlaw and denserows lose in the x gathers, banded in the tile's bursts (x from L1 there).
+//      The generator's rows are sorted runs: a near-diagonal window and columns spread over the
+//      matrix (powerlaw 8 + 8 of 16 on average, denserows up to 65 in the window of ~180, plus
+//      20 rows of every column; banded 27 consecutive columns). merge_v16's gathers follow the
+//      chunk owners: one warp load takes word i of 32 consecutive 4-word chunks, spread over 128
+//      entries, so on runs of near columns it touches up to 4x the L1 lines of a load of 32
+//      consecutive entries (a dense row: 4 lines per load instead of 1); that is the one thing
+//      merge_v16 changed in how denserows' x is read, where it lost 7% to D.
+//        merge_v16_coal  (SPMV_GATHER_COALESCED=1) a barrier after the copies, then D's order:
+//                        entry tid + 256 u, kItems gathers back to back; 31 registers, 22,624 B.
+//        merge_v16_cp    and the tile packed (SPMV_MERGE_PACK=1, merge_pack.h): rows + nzs <= kTile,
+//                        so row ends follow the columns and row sums the products in two arrays
+//                        of kTile + 7 and kTile + 12 words, 8 B per item instead of 12: 15,440 B
+//                        per CTA, 8 CTAs in the 132 KB carveout step, 124 KB of L1 for x (i5's L1)
+//                        at the kItems 7 tile (i5 gained 1.06x on powerlaw over merge_v16 and lost
+//                        banded with its smaller tile). 32 registers.
+//        merge_v16_cppf  and a persistent grid (SPMV_MERGE_PREFETCH=1): CTA b takes tiles b, b + G,
+//                        ... (G resident CTAs, queried once), and its thread 0 issues, after its
+//                        own copies, three cp.async.bulk.prefetch.L2 (UBLKPF.L2, evict-first) of
+//                        the next tile's columns, values and row ends: that tile's copies hit L2,
+//                        and HBM streams while the SM's CTAs gather and merge. 32 registers, one
+//                        barrier more per tile (the restaging of shared memory).
+//      All three: no local memory; the summation order of merge_v16 (kItems 7); the default and
+//      merge_v16 compile to the same SASS as before this round.
 //
 // Arithmetic: fp32 products and fp32 sums in a tree order (a per-step segmented scan and a
 // sequential sum of steps; strided partial sums and a shuffle tree; chunk sums added by atomics
@@ -98,11 +125,15 @@
 // %VARIANT% merge_d -DSPMV_MERGE_VEC=0
 // %VARIANT% merge_v16 -DSPMV_MERGE_VEC=1
 // %VARIANT% merge_v16_i5 -DSPMV_MERGE_ITEMS=5 -DSPMV_MERGE_VEC=1
+// %VARIANT% merge_v16_coal -DSPMV_MERGE_VEC=1 -DSPMV_GATHER_COALESCED=1
+// %VARIANT% merge_v16_cp -DSPMV_MERGE_VEC=1 -DSPMV_GATHER_COALESCED=1 -DSPMV_MERGE_PACK=1
+// %VARIANT% merge_v16_cppf -DSPMV_MERGE_VEC=1 -DSPMV_GATHER_COALESCED=1 -DSPMV_MERGE_PACK=1 -DSPMV_MERGE_PREFETCH=1
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "d2k/solution.h"
+#include "merge_pack.h"
 #include "spmv_args.h"
 
 #ifndef SPMV_STREAM_MAX
@@ -119,6 +150,15 @@
 #endif
 #ifndef SPMV_VEC_MAX_AVG  // SPMV_MERGE_VEC 2: the 16-byte staging when NNZ < SPMV_VEC_MAX_AVG * N
 #define SPMV_VEC_MAX_AVG 64
+#endif
+#ifndef SPMV_GATHER_COALESCED  // 1: the 16-byte tile gathers x for entries tid + 256 u (a warp's 32 consecutive
+#define SPMV_GATHER_COALESCED 0  // entries per load) after a barrier; 0: for the 4 words of each chunk it copied
+#endif
+#ifndef SPMV_MERGE_PREFETCH  // 1: the 16-byte tile kernel on a persistent grid, each CTA prefetching its next tile's
+#define SPMV_MERGE_PREFETCH 0  // columns, values and row ends into L2 while it works on the current one
+#endif
+#ifndef SPMV_MERGE_PACK  // 1: the 16-byte tile in two arrays of 8 bytes per path item (merge_pack.h) instead of
+#define SPMV_MERGE_PACK 0  // three of 12: 8 CTAs in a 132 KB carveout, 124 KB of L1 left for the gathers of x
 #endif
 
 namespace {
@@ -526,7 +566,7 @@ spmv_merge_tile(const int32_t* __restrict__ row_ptr, const int32_t* __restrict__
 }
 
 #if SPMV_MERGE_VEC
-// ---- the 16-byte staging of the tile (variants merge_v16, merge_v16_i5) ----
+// ---- the 16-byte staging of the tile (variants merge_v16, merge_v16_i5, and design G: coal, cp, cppf) ----
 // A tile's columns and values start at any entry j0, so they are copied as the 16-byte-aligned
 // chunks that cover [j0, j0 + nzs): word g of the array lands in shared word g - (j0 & ~3), and
 // the tile's entry k at (j0 & 3) + k. The same for the row ends. 16-byte cp.async has the .cg
@@ -544,6 +584,22 @@ __device__ __forceinline__ void copy_async16(void* smem, const void* gmem, int b
                "l"(policy)
                : "memory");
 }
+
+#if SPMV_MERGE_PREFETCH
+/// Words [b, e) of src (an array of `limit` words) into L2 ahead of their copies: the whole 16-byte
+/// chunks of the range that lie inside the array, one bulk prefetch (TMA unit, sm_90), with the
+/// stream's evict-first policy. Nothing is read into the SM and nothing waits on it.
+template <typename T>
+__device__ __forceinline__ void prefetch_l2(const T* src, int64_t b, int64_t e, int64_t limit, uint64_t policy) {
+  const int64_t a = b & ~int64_t{3};
+  int64_t end = (e + 3) & ~int64_t{3};
+  if (end > (limit & ~int64_t{3})) end = limit & ~int64_t{3};
+  if (e <= b || end <= a) return;
+  const unsigned bytes = static_cast<unsigned>(4 * (end - a));
+  asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;\n" ::"l"(src + a), "r"(bytes), "l"(policy)
+               : "memory");
+}
+#endif
 
 /// Words [b, e) of src (an array of `limit` words) into s_raw, word g at s_raw[g - (b & ~3)];
 /// chunk q of the range is copied by thread q mod kThreads.
@@ -574,26 +630,84 @@ __device__ __forceinline__ void stage16(T* s_raw, const T* __restrict__ src, int
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
 spmv_merge_tile_v16(const int32_t* __restrict__ row_ptr, const int32_t* __restrict__ col_idx,
                     const float* __restrict__ values, const float* __restrict__ x, float* __restrict__ y,
-                    const Coord* __restrict__ coord, int64_t n, int64_t nnz) {
-  __shared__ __align__(16) int32_t s_end_raw[kVecWords];  // row ends from word (i0 + 1) & 3, then a sentinel
-  __shared__ __align__(16) float s_prod_raw[kVecWords];   // values, then products, from word j0 & 3
-  __shared__ __align__(16) float s_y[kVecWords];          // the columns (from word j0 & 3) until the first barrier
+                    const Coord* __restrict__ coord, int64_t n, int64_t nnz
+#if SPMV_MERGE_PREFETCH
+                    , unsigned tiles
+#endif
+) {
   const int tid = static_cast<int>(threadIdx.x);
-  const Coord c0 = coord[blockIdx.x], c1 = coord[blockIdx.x + 1];
+#if SPMV_MERGE_PREFETCH
+  // A persistent grid (every CTA resident): CTA b takes tiles b, b + G, b + 2G ..., so it knows
+  // its next tile and prefetches that tile's matrix bytes into L2 while this one waits on its
+  // gathers and merges: its next copies come from L2 instead of HBM, and HBM keeps streaming
+  // while the SM's CTAs are between load phases (the tile kernel's loads come in bursts).
+  for (unsigned tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+  if (tile != blockIdx.x) __syncthreads();  // the previous tile's last reads of s_y before its restaging
+#else
+  {
+  const unsigned tile = blockIdx.x;
+#endif
+  const Coord c0 = coord[tile], c1 = coord[tile + 1];
   const int32_t i0 = c0.row, j0 = c0.nz;
   const int rows = c1.row - c0.row, nzs = c1.nz - c0.nz;  // rows + nzs <= kTile
   const int off = j0 & 3, offr = (i0 + 1) & 3;
+#if SPMV_MERGE_PACK
+  // rows + nzs <= kTile: the row ends follow the columns and the row sums follow the products
+  // (merge_pack.h), 8 bytes per path item; the smaller footprint is L1 for the gathers of x.
+  __shared__ __align__(16) float s_a[spmv_pack::a_words(kTile)];    // values, then products, from word off
+  __shared__ __align__(16) int32_t s_b[spmv_pack::b_words(kTile)];  // columns from word off
+  const int base = spmv_pack::after(off, nzs);
+  float* s_prod_raw = s_a;
+  float* s_y = s_a + base;               // the row sums: written after merge_rows' first barrier
+  int32_t* s_col_raw = s_b;
+  int32_t* s_end_raw = s_b + base;       // row ends from word offr, then the sentinel
+#else
+  __shared__ __align__(16) int32_t s_end_raw[kVecWords];  // row ends from word (i0 + 1) & 3, then a sentinel
+  __shared__ __align__(16) float s_prod_raw[kVecWords];   // values, then products, from word j0 & 3
+  __shared__ __align__(16) float s_y[kVecWords];          // the columns (from word j0 & 3) until the first barrier
   int32_t* s_col_raw = reinterpret_cast<int32_t*>(s_y);
+#endif
   const uint64_t policy = evict_first_policy();
   stage16(s_col_raw, col_idx, j0, static_cast<int64_t>(j0) + nzs, nnz, policy, tid);
   stage16(s_prod_raw, values, j0, static_cast<int64_t>(j0) + nzs, nnz, policy, tid);
   stage16(s_end_raw, row_ptr, static_cast<int64_t>(i0) + 1, static_cast<int64_t>(i0) + 1 + rows, n + 1, policy, tid);
+#if SPMV_MERGE_PREFETCH
+  if (tid == 0 && tile + gridDim.x < tiles) {  // after this thread's own copies are issued
+    const Coord n0 = coord[tile + gridDim.x], n1 = coord[tile + gridDim.x + 1];
+    prefetch_l2(col_idx, n0.nz, n1.nz, nnz, policy);
+    prefetch_l2(values, n0.nz, n1.nz, nnz, policy);
+    prefetch_l2(row_ptr, static_cast<int64_t>(n0.row) + 1, static_cast<int64_t>(n1.row) + 1, n + 1, policy);
+  }
+#endif
   const bool first_shared = j0 > __ldg(row_ptr + i0);
   const bool last_shared = c1.nz > __ldg(row_ptr + c1.row);
   copy_async_wait();  // this thread's chunks: it gathers x for its own chunks before the barrier
   // The sentinel's word may lie in a copied chunk (the word after the last row end): written by
   // the thread that copies that chunk, after its wait, so the two writes are ordered.
   if (tid == ((offr + rows) >> 2) % kThreads) s_end_raw[offr + rows] = 0x7fffffff;
+#if SPMV_GATHER_COALESCED
+  // Entry k = tid + 256 u, as in D's kernel: a warp's load takes 32 consecutive entries, whose
+  // columns are one row's sorted run (a dense row's 32 columns: one 128-byte line) or a few rows'
+  // windows, so it touches as few L1 lines as the matrix allows; the chunk-owner order below
+  // spreads each load over 128 entries (up to 4x the lines per load on runs of near columns).
+  // The entries were copied by other threads: one barrier first.
+  __syncthreads();
+  {
+    const int32_t* s_col = s_col_raw + off;
+    float* s_prod = s_prod_raw + off;
+    float xv[kItems];
+#pragma unroll
+    for (int u = 0; u < kItems; ++u) {
+      const int k = tid + u * kThreads;
+      xv[u] = k < nzs ? load_x(x, s_col[k]) : 0.f;
+    }
+#pragma unroll
+    for (int u = 0; u < kItems; ++u) {
+      const int k = tid + u * kThreads;
+      if (k < nzs) s_prod[k] *= xv[u];
+    }
+  }
+#else
   // This thread's chunks' entries of the tile (not the words before j0 or after the last entry):
   // up to 4 kChunkIters gathers of x back to back, then the products in place.
   const int chunks = nzs > 0 ? (off + nzs + 3) >> 2 : 0;
@@ -622,7 +736,9 @@ spmv_merge_tile_v16(const int32_t* __restrict__ row_ptr, const int32_t* __restri
       *p = v;
     }
   }
+#endif
   merge_rows(s_end_raw + offr, s_prod_raw + off, s_y, y, i0, j0, rows, nzs, first_shared, last_shared, c1.row, tid);
+  }
 }
 
 /// The 16-byte chunks need 16-byte-aligned arrays (cudaMalloc's are; a view at an offset may not be).
@@ -651,21 +767,48 @@ constexpr int kCarveoutPercent =
     (kMinBlocks * kSmemPerCta * 100 + 228 * 1024 - 1) / (228 * 1024) < 100
         ? (kMinBlocks * kSmemPerCta * 100 + 228 * 1024 - 1) / (228 * 1024)
         : 100;
+#if SPMV_MERGE_VEC && SPMV_MERGE_PACK
+/// The packed 16-byte tile asks only for its own 8 CTAs' shared memory (merge_pack.h): kItems 7,
+/// 123.5 KB, rounded up by the hardware to its 132 KB step (124 KB of L1 for x); kItems 9, 156 KB
+/// (the 164 KB step, 92 KB of L1).
+constexpr int kCarveoutPercentV16 = spmv_pack::carveout_percent(kMinBlocks, spmv_pack::smem_per_cta(kTile));
+#else
+constexpr int kCarveoutPercentV16 = kCarveoutPercent;
+#endif
 template <typename Kernel>
-void prefer_shared(Kernel kernel) {
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, kCarveoutPercent) != cudaSuccess)
+void prefer_shared(Kernel kernel, int percent) {
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent) != cudaSuccess)
     (void)cudaGetLastError();
 }
 void prefer_shared() {
   static const bool once = [] {
-    prefer_shared(spmv_merge_tile);
+    prefer_shared(spmv_merge_tile, kCarveoutPercent);
 #if SPMV_MERGE_VEC
-    prefer_shared(spmv_merge_tile_v16);
+    prefer_shared(spmv_merge_tile_v16, kCarveoutPercentV16);
 #endif
     return true;
   }();
   (void)once;
 }
+
+#if SPMV_MERGE_VEC && SPMV_MERGE_PREFETCH
+/// The persistent grid: as many CTAs of the 16-byte tile kernel as are resident at once (after the
+/// carveout preference), queried once per process; a CTA that waited for a slot would leave its
+/// tiles to the end. kMinBlocks per SM if the query fails.
+unsigned resident_v16() {
+  static const unsigned grid = [] {
+    int dev = 0, sms = 132, per_sm = 0;
+    if (cudaGetDevice(&dev) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, spmv_merge_tile_v16, kThreads, 0) != cudaSuccess ||
+        per_sm < 1) {
+      (void)cudaGetLastError();
+      per_sm = kMinBlocks;
+    }
+    return static_cast<unsigned>(per_sm * sms);
+  }();
+  return grid;
+}
+#endif
 
 cudaError_t launch(const spmv::Params& p, const spmv::Tensors& t, const Buffers& b, cudaStream_t st) {
   prefer_shared();
@@ -680,8 +823,14 @@ cudaError_t launch(const spmv::Params& p, const spmv::Tensors& t, const Buffers&
   // and 27 entries per row), the 4-byte one where they are long (0.93x at 200).
   const bool short_rows = SPMV_MERGE_VEC == 1 || p.nnz < static_cast<int64_t>(SPMV_VEC_MAX_AVG) * p.n;
   if (short_rows && aligned16(t)) {
+#if SPMV_MERGE_PREFETCH
+    const unsigned grid = tiles < resident_v16() ? static_cast<unsigned>(tiles) : resident_v16();
+    spmv_merge_tile_v16<<<grid, kThreads, 0, st>>>(t.row_ptr, t.col_idx, t.values, t.x, t.y, b.coord, p.n, p.nnz,
+                                                   static_cast<unsigned>(tiles));
+#else
     spmv_merge_tile_v16<<<static_cast<unsigned>(tiles), kThreads, 0, st>>>(t.row_ptr, t.col_idx, t.values, t.x, t.y,
                                                                           b.coord, p.n, p.nnz);
+#endif
     return cudaGetLastError();
   }
 #endif

@@ -119,9 +119,10 @@ std::vector<float> expert_y(const Csr& a) {
   return y;
 }
 
-/// The merge-path expert (expert.cu, namespace merge: the default and the variants merge_v16,
-/// merge_v16_xfar and merge_v16_auto kItems 7; merge_i9 and merge_v16_i9 kItems 9; merge_v16_i5
-/// kItems 5; the v16 variants stage the tile and load x differently but sum like the others). The path of the N row ends and NNZ entries is cut into tiles of 256 kItems items;
+/// The merge-path expert (expert.cu, namespace merge: the default and the variants merge_d,
+/// merge_v16, merge_v16_coal, merge_v16_cp and merge_v16_cppf kItems 7; merge_v16_i5 kItems 5;
+/// the v16 variants stage the tile, order the gathers of x and schedule the tiles differently, but
+/// each thread sums its kItems path items like the others). The path of the N row ends and NNZ entries is cut into tiles of 256 kItems items;
 /// in a tile, thread t merges items [t kItems, (t + 1) kItems) sequentially: an entry adds its
 /// product to a running sum, a row end stores the sum as that row's share and restarts at 0. The
 /// threads' unfinished sums (keyed by their current row) join in a segmented shfl_down tree over
