@@ -633,7 +633,7 @@ class CudaEvaluation {
     }
     // The batch's figures go with every time (the evidence of the band, docs/isolation.md).
     perf.timer_note += (perf.timer_note.empty() ? "" : "; ") + summary;
-    if (v.source == "parent") {
+    if (v.source != "worker") {
       perf.median_us = v.time_s * 1e6;
       perf.timer = "parent_clock";
     }

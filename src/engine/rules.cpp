@@ -127,13 +127,25 @@ TimeVerdict bound_time(double worker_median_s, const ParentTiming& p, bool host_
     v.source = "worker";
     return v;
   }
+  // Below the band. A host-paced target scores the parent's figure: back to back it pays its
+  // interpreter, which is its time. A compiled target scores the band's edge, the least time a
+  // worker is trusted with anyway (a forger gains nothing here that reporting the edge itself
+  // would not give it); the parent's whole figure once scored here, and honest write-heavy calls
+  // whose back-to-back ratio fell just past the edge (layernorm_backward 0.853-0.861, the same
+  // kernel 0.875-0.894 one shape over) scored 14-17 % above their cold median, a step no kernel
+  // change made (docs/isolation.md, "The band"). Below the cheat band it is REWARD_HACK.
   v.time_s = parent_s;
   v.source = "parent";
-  if (!host_paced && worker_median_s < parent_s * (1 - kCheatBand) - kBandAbs_s)
+  if (host_paced) return v;
+  if (worker_median_s < parent_s * (1 - kCheatBand) - kBandAbs_s) {
     v.violation = violation("timer_cross_check", fmt::format("median {:.2f} us, but {} back-to-back calls took {:.2f} us each on the parent's clock "
                                                              "(below by {:.0f} %, honest runs stay within {:.0f} %)",
                                                              worker_median_s * 1e6, p.calls, parent_s * 1e6,
                                                              100 * (1 - worker_median_s / parent_s), 100 * kCheatBand));
+    return v;
+  }
+  v.time_s = parent_s * (1 - kTrustBand) - kBandAbs_s;
+  v.source = "parent_band";
   return v;
 }
 

@@ -117,7 +117,8 @@ std::optional<Violation> check_vendor_kernels(const TimerReport& r, bool vendor_
 /// boundary").
 inline constexpr double kTrustBand = 0.12;
 /// Below the parent's figure by more than this share, no honest run has been seen: REWARD_HACK.
-/// Between kTrustBand and this the parent's figure scores, so a forgery there gains nothing.
+/// Between kTrustBand and this a compiled target scores the band's edge (bound_time), so a forgery
+/// there gains nothing beyond what reporting the edge itself gives.
 /// Honest experts once read 0.44-0.60 of the parent's figure (fused_adamw at 1e7 and 1e9
 /// parameters, adam_8bit_blockwise at 1e9): the parent charged a whole-slab count to every batch
 /// whose outputs are not bitwise naive's. With BatchEnd's held-count fix the same rows read
@@ -142,11 +143,13 @@ struct ParentTiming {
 /// The time that scores, and why.
 struct TimeVerdict {
   double time_s = 0;
-  std::string source;  ///< "worker" (within the band) or "parent"
+  std::string source;  ///< "worker" (within the band), "parent_band" (the band's edge) or "parent"
   std::optional<Violation> violation;  ///< timer_cross_check
 };
 
-/// timer_cross_check: the worker's median against the parent's per-call figure. With
+/// timer_cross_check: the worker's median against the parent's per-call figure. Within the band the
+/// worker's median scores; below it a compiled target scores the band's edge, (1 - kTrustBand) x
+/// the figure less kBandAbs_s; below kCheatBand it is REWARD_HACK. With
 /// `host_paced` (a target whose calls run an interpreter: Track::host_paced()), a gap beyond
 /// kCheatBand reports the parent's figure instead of REWARD_HACK: back to back, such a call pays
 /// its host work, which honest programs have (fused_adamw's PyTorch program, 300 tensor views a

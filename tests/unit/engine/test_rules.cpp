@@ -182,19 +182,26 @@ TEST(Rules, BoundTimeTakesTheWorkerOnlyWithinTheBand) {
   EXPECT_DOUBLE_EQ(honest.time_s, 22.85e-6);
   EXPECT_FALSE(honest.violation);
   EXPECT_EQ(bound_time(18.0e-6, p).source, "worker");  // 10 % below: within the band and its 2 us
-  TimeVerdict slight = bound_time(14.5e-6, p);  // 27.5 % below: the parent's figure scores
-  EXPECT_EQ(slight.source, "parent");
-  EXPECT_DOUBLE_EQ(slight.time_s, 20e-6);
+  // Just below the band's edge (0.88 x 20 - 2 = 15.6 us): the edge scores, not the whole figure,
+  // so an honest ratio that crosses the edge moves the score continuously (layernorm_backward's
+  // 0.855 on the H200 once scored 17 % above its cold median).
+  TimeVerdict slight = bound_time(15.5e-6, p);
+  EXPECT_EQ(slight.source, "parent_band");
+  EXPECT_NEAR(slight.time_s, 15.6e-6, 1e-12);
   EXPECT_FALSE(slight.violation);
+  EXPECT_GT(slight.time_s, 15.5e-6);  // never below the worker's own median
   TimeVerdict launch_bound = bound_time(1.7e-6, ParentTiming{0.0045, 0.0, 1000});  // 4.5 us per call in the graph
-  EXPECT_EQ(launch_bound.source, "parent");  // 1.7 us is within the per-call allowance of REWARD_HACK
+  EXPECT_EQ(launch_bound.source, "parent_band");  // 1.7 us is within the per-call allowance of REWARD_HACK
+  EXPECT_NEAR(launch_bound.time_s, 0.88 * 4.5e-6 - 2e-6, 1e-12);
   EXPECT_FALSE(launch_bound.violation);
-  // x0.70: between the bands (0.88 and 0.78 of the figure, each less 2 us): the parent's figure scores, a
-  // forgery this shallow gains nothing, and it is not a verdict of cheating.
+  // x0.70: between the bands (0.88 and 0.78 of the figure, each less 2 us): the band's edge
+  // scores, the least time a worker is trusted with anyway, so a forgery this shallow gains
+  // nothing that reporting the edge would not, and it is not a verdict of cheating.
   TimeVerdict deep = bound_time(14.0e-6, p);
-  EXPECT_EQ(deep.source, "parent");
-  EXPECT_DOUBLE_EQ(deep.time_s, 20e-6);
+  EXPECT_EQ(deep.source, "parent_band");
+  EXPECT_NEAR(deep.time_s, 15.6e-6, 1e-12);
   EXPECT_FALSE(deep.violation);
+  EXPECT_NEAR(bound_time(15.6e-6, p).time_s, deep.time_s, 1e-12);  // the same as reporting the edge
   // x0.5: the corpus's halving forgery, beyond any honest run once the parent's count was
   // discounted (the deepest honest ratio on the H200 is 0.884).
   TimeVerdict halved = bound_time(10.0e-6, p);
