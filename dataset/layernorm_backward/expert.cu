@@ -181,47 +181,6 @@
 // rows: about 1 us less stage-2 reading at 8192 columns, 8.6 of 17.3 MB, against a cluster barrier
 // and DSMEM reads after the last CTA's rows); gamma staged by cp.async ahead of the first rows (its
 // L2 round trips are hidden behind the first rows' DRAM latency, which all CTAs meet at once).
-// Seventh round (variants for the next run; not yet measured). Where the time goes, from the timed
-// numbers (no counters read yet):
-//   - The spread between two targets of one call is larger than the gains sought. In the ninth
-//     session's call the default then (shared_partials) and team_slices run the same code path at
-//     16384 x 6144 (one team per CTA: both store the partials from registers) and read 187.4 and
-//     160.7 us; the sixth session's default read 132.0 us at 65536 x 1024 where three other calls
-//     read 113.4-116.3. Medians of a (target, row) sit at the fast figure or 1.13-1.17x above it,
-//     at 0.5-1.2% noise each: the 69.9 / 74.1% of team_slices at 4096 / 1024 columns are of that
-//     kind (the row loop is lean_strided's, which read 78.6 / 80.2% in the seventh session).
-//   - In the fast figures the rows stream at the card's rate and lose a per-call term: 16384 rows
-//     of 4096 and of 6144 columns (403 and 604 MB) took 116.2 and 160.1 us in one call, 4.58 TB/s
-//     at the margin and about 28 us of intercept. One part of that term is the write-back inside
-//     the call. SOL credits the write-back a copy defers past its window (the dirty lines still
-//     in the L2 at its end, D(W) of the memory floor). With LRU the L2 (60 MB on the H200) ends
-//     holding the last lines of traffic; a copy's are half output lines, this kernel's (two reads
-//     a write) a third: about 20 MB of dx deferred against the copy's 30, some 10 MB (2.3 us)
-//     charged that the model lets the copy defer.
-//   r. evict_first (LNB_EVICT_FIRST): dy and x copied by cp.async under an L2 evict-first cache
-//      policy (createpolicy.fractional.L2::evict_first, 1.0; made once per thread, it sits in a
-//      uniform register: 128 registers, no stack). The L2's victims become these consumed input
-//      lines, then the clean lines the timer's flush left, then the oldest dx lines: the call ends
-//      with the L2 mostly dx (about 50 MB deferred instead of 20), some 30 MB less DRAM writing
-//      inside the call at every shape (the L2 does not scale with T x H), about 7 us at 4.35 TB/s:
-//      expected 83-85% of SOL at 4096, 8192 and 1024 columns and 90% at 6144 on a card in the fast
-//      figures, if the L2 honours the class for cp.async.cg fills. Values, order and bits are
-//      the default's (a cache hint only). The evidence against it: fused_add_rmsnorm's sweep of
-//      2026-11-29 timed L2 evict-first cache-policy loads (its hint4) 2.5-3.6% slower than plain
-//      ones at its large shapes (another protocol: a 256 MB memset before each sample, which
-//      leaves the L2 full of dirty lines, and CUDA events); here the old
-//      `registers` kernel (.cs loads and .cs dx stores: dx evict-first too, which defers nothing)
-//      timed the same as plain accesses. Nsight Compute's DRAM write bytes of stage 1 (t-lnb.sh's
-//      ncu steps, the default's and evict_first's) say whether the deferral moves at all.
-//   s. evict_first_flags: r with the ready flags (LNB_FLAGS, variant p; 82.3% at 1024 columns in
-//      its one call): the candidate default if both hold.
-//   t. control: the default built again under another name (cuobjdump -sass equal). Its ratio to
-//      `expert` in the same call is the spread between two targets running the same code; a
-//      variant's gain counts where it exceeds that spread.
-// Not built this round: more bytes in flight for the wide teams (ring3 and ring4 did not help at
-// 4096 and 8192 columns); the part-filled last round (lean_tail: within noise); dx stores under an
-// evict-last policy (the class of the persisting lines, which the timer resets before every
-// sample; r tests the deferral alone).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -250,12 +209,6 @@
 // lose at H = 8192, a per-H choice left open. The form before is `shared_partials`.
 //   %VARIANT% shared_partials -DLNB_TEAM_SLICES=0
 //   %VARIANT% flags -DLNB_FLAGS=1
-// The seventh round (variants r, s, t above; not yet measured): dy and x copied with an L2
-// evict-first policy, alone and with the ready flags; and the default under a second name, the
-// control that sizes the spread between two targets of one run.
-//   %VARIANT% evict_first -DLNB_EVICT_FIRST=1
-//   %VARIANT% evict_first_flags -DLNB_EVICT_FIRST=1 -DLNB_FLAGS=1
-//   %VARIANT% control -DLNB_CONTROL=1
 // LNB_MIN_BLOCKS: the __launch_bounds__ minimum CTAs per SM of stage 1 (2 caps registers at 128,
 //   keeping 16 warps per SM to hide DRAM latency; 1 gives the compiler 255 and halves residency).
 // LNB_STREAMING: evict-first loads and stores (ld.global.cs / st.global.cs) for the single-use
@@ -275,9 +228,6 @@
 //   (write_partials_slices: conflict-free stores, one barrier, team-ordered float4 sums; variant o).
 // LNB_FLAGS: stage 2 reads each partial row once its CTA's ready flag shows the call's epoch
 //   (publish_partials, ln_bwd_reduce_flagged) instead of after griddepcontrol.wait (variant p).
-// LNB_EVICT_FIRST: the ring kernel's cp.async of dy and x under an L2 evict-first cache policy
-//   (cp_async16_hint), so that the dirty dx lines outlast them in the L2 (variant r).
-// LNB_CONTROL: read by nothing; the `control` line builds the default under a second name (variant t).
 // LNB_STRIDED: the ring kernel's CTA c takes rows (it * G + c) * teams + team instead of a band
 //   (G = the resident CTAs): at any time the grid reads one window of G x teams x stages rows,
 //   not 3 G sequential streams spread over the tensors. Still a fixed row set per CTA and team.
@@ -308,13 +258,9 @@
 #ifndef LNB_FLAGS
 #define LNB_FLAGS 0
 #endif
-#ifndef LNB_EVICT_FIRST
-#define LNB_EVICT_FIRST 0
-#endif
 static_assert(!(LNB_STRIDED && !LNB_RING), "LNB_STRIDED: the ring kernel's row order");
 static_assert(!(LNB_TEAM_SLICES && LNB_RING < 2), "LNB_TEAM_SLICES: the ring (two stages or more) holds the slices");
 static_assert(!LNB_FLAGS || (LNB_RING && !LNB_DYNAMIC), "LNB_FLAGS: the ring kernel's partial rows");
-static_assert(!LNB_EVICT_FIRST || (LNB_RING && !LNB_DYNAMIC), "LNB_EVICT_FIRST: the ring kernel's copies");
 
 namespace lnb {
 
@@ -649,22 +595,6 @@ static_assert(kCta / 64 < 16, "a named barrier per team of several warps: ids 1.
 __device__ __forceinline__ void cp_async16(unsigned s, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
 }
-#if LNB_EVICT_FIRST
-/// LNB_EVICT_FIRST: an L2 cache policy that marks the lines a copy brings in as evict-first. dy and x
-/// are read once: the L2's victims are then these lines, already consumed, and not the dirty dx
-/// lines, which stay in the L2 past the call instead of being written back inside it. The policy is
-/// the same 64-bit value in every thread: made once per thread, it lives in a uniform register (SASS),
-/// not beside the 64 column partials.
-__device__ __forceinline__ uint64_t l2_evict_first_policy() {
-  uint64_t pol;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-  return pol;
-}
-/// cp_async16 under an L2 cache policy (l2_evict_first_policy).
-__device__ __forceinline__ void cp_async16_hint(unsigned s, const void* gmem, uint64_t pol) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "l"(pol) : "memory");
-}
-#endif
 __device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(gmem) : "memory");
@@ -763,9 +693,6 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   const int row_end = static_cast<int>(min(T, row0 + rows_per_cta));
 #endif
   const int iters = row_end > row0 ? (row_end - row0 + rows_step - 1) / rows_step : 0;
-#if LNB_EVICT_FIRST
-  const uint64_t l2_policy = l2_evict_first_policy();
-#endif
   // One commit per call, empty past the band: the wait below counts groups.
   auto prefetch = [&](int it, int s) {
     const int row = row0 + it * rows_step + team;
@@ -776,13 +703,8 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
 #pragma unroll
       for (int k = 0; k < kMaxVec; ++k) {
         if (tl + k * team_width < nvec) {
-#if LNB_EVICT_FIRST
-          cp_async16_hint(slot(s, 0, k), src_dy, l2_policy);
-          cp_async16_hint(slot(s, 1, k), src_x, l2_policy);
-#else
           cp_async16(slot(s, 0, k), src_dy);
           cp_async16(slot(s, 1, k), src_x);
-#endif
         }
         src_dy += team_width;  // running pointers: one 64-bit add per vector and tensor
         src_x += team_width;

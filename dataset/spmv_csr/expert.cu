@@ -113,8 +113,19 @@
 //                        the next tile's columns, values and row ends: that tile's copies hit L2,
 //                        and HBM streams while the SM's CTAs gather and merge. 32 registers, one
 //                        barrier more per tile (the restaging of shared memory).
-//      All three: no local memory; the summation order of merge_v16 (kItems 7); the default and
-//      merge_v16 compile to the same SASS as before this round.
+//      All three: no local memory; the summation order of merge_v16 (kItems 7).
+//      Measured (H200, 2026-12-03, one call beside cuSPARSE, noise 0.1-2.1%; docs/results/spmv_csr.md):
+//      vs the expert of that call (merge_v16 on powerlaw, road-usa, banded; D on denserows)
+//        variant          powerlaw  denserows  road-usa  banded
+//        merge_v16_coal   0.98x     0.93x      0.97x     1.03x
+//        merge_v16_cp     1.08x     0.97x      1.03x     1.02x
+//        merge_v16_cppf   0.89x     0.84x      0.82x     0.86x
+//      So the default since is merge_v16_cp's kernel where rows are short (SPMV_MERGE_VEC 2 with
+//      SPMV_GATHER_COALESCED 1 and SPMV_MERGE_PACK 1: per function the SASS of merge_v16_cp on the
+//      16-byte path and of the previous default on D's path, so it was timed as those two) and D
+//      where they are long: 0.90 / 0.92 / 1.04 / 0.93x cuSPARSE in that call. The previous default
+//      is the variant `prev`; coal, cp and cppf are retired from the sweep (their flags build them:
+//      -DSPMV_MERGE_VEC=1 with SPMV_GATHER_COALESCED / SPMV_MERGE_PACK / SPMV_MERGE_PREFETCH).
 //
 // Arithmetic: fp32 products and fp32 sums in a tree order (a per-step segmented scan and a
 // sequential sum of steps; strided partial sums and a shuffle tree; chunk sums added by atomics
@@ -123,11 +134,7 @@
 //
 // %VARIANT% binned -DSPMV_MERGE_ITEMS=0
 // %VARIANT% merge_d -DSPMV_MERGE_VEC=0
-// %VARIANT% merge_v16 -DSPMV_MERGE_VEC=1
-// %VARIANT% merge_v16_i5 -DSPMV_MERGE_ITEMS=5 -DSPMV_MERGE_VEC=1
-// %VARIANT% merge_v16_coal -DSPMV_MERGE_VEC=1 -DSPMV_GATHER_COALESCED=1
-// %VARIANT% merge_v16_cp -DSPMV_MERGE_VEC=1 -DSPMV_GATHER_COALESCED=1 -DSPMV_MERGE_PACK=1
-// %VARIANT% merge_v16_cppf -DSPMV_MERGE_VEC=1 -DSPMV_GATHER_COALESCED=1 -DSPMV_MERGE_PACK=1 -DSPMV_MERGE_PREFETCH=1
+// %VARIANT% prev -DSPMV_GATHER_COALESCED=0 -DSPMV_MERGE_PACK=0
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -152,13 +159,13 @@
 #define SPMV_VEC_MAX_AVG 64
 #endif
 #ifndef SPMV_GATHER_COALESCED  // 1: the 16-byte tile gathers x for entries tid + 256 u (a warp's 32 consecutive
-#define SPMV_GATHER_COALESCED 0  // entries per load) after a barrier; 0: for the 4 words of each chunk it copied
+#define SPMV_GATHER_COALESCED 1  // entries per load) after a barrier; 0: for the 4 words of each chunk it copied
 #endif
 #ifndef SPMV_MERGE_PREFETCH  // 1: the 16-byte tile kernel on a persistent grid, each CTA prefetching its next tile's
 #define SPMV_MERGE_PREFETCH 0  // columns, values and row ends into L2 while it works on the current one
 #endif
 #ifndef SPMV_MERGE_PACK  // 1: the 16-byte tile in two arrays of 8 bytes per path item (merge_pack.h) instead of
-#define SPMV_MERGE_PACK 0  // three of 12: 8 CTAs in a 132 KB carveout, 124 KB of L1 left for the gathers of x
+#define SPMV_MERGE_PACK 1  // three of 12: 8 CTAs in a 132 KB carveout, 124 KB of L1 left for the gathers of x
 #endif
 
 namespace {

@@ -105,9 +105,7 @@
 //   %VARIANT% hmma_b1 -DW4A16_ROWSTREAM=0
 //   %VARIANT% rs_ffma -DW4A16_RS_MMA=0
 //   %VARIANT% persist -DW4A16_RS_PERSIST=1
-//   %VARIANT% rsoff -DW4A16_RS_OFFSET=1
-//   %VARIANT% rsrot -DW4A16_RS_ROTATE=1
-//   %VARIANT% rsrot_off -DW4A16_RS_ROTATE=1 -DW4A16_RS_OFFSET=1
+//   %VARIANT% prev -DW4A16_RS_OFFSET=0
 // The row stream's round two, timed on the H200 on 2026-12-03 (ninth session; results page,
 // "Round two measured"), against the FFMA row stream (now rs_ffma) on 8192 x 8192 / 28672 x 8192
 // / 8192 x 28672: rsmma (the chunk arithmetic on the tensor cores) 1.00 / 1.08 / 1.04x, never

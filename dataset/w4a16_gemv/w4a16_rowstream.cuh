@@ -62,11 +62,13 @@
 #ifndef W4A16_RS_PERSIST
 #define W4A16_RS_PERSIST 0
 #endif
-// 1 (variants rsoff, rsrot_off; issue #15, not yet measured): the tensor-core chunks with the codes
-// 128 + q and the group's -136 · sum(x) as the first mma step's C (w4a16_rowstream_mma.cuh: no
-// HFMA2, ~22% fewer instructions per chunk), the sums made while x is staged. 0: codes q - 8.
+// 1 (the default since 2026-12-03; issue #15): the tensor-core chunks with the codes 128 + q and
+// the group's -136 · sum(x) as the first mma step's C (w4a16_rowstream_mma.cuh: no HFMA2, ~22%
+// fewer instructions per chunk), the sums made while x is staged: 1.06 / 1.06 / 1.04x the q - 8
+// form on the three B = 1 rows of the H200 sweep (docs/results/w4a16_gemv.md). 0: codes q - 8
+// (variant `prev`).
 #ifndef W4A16_RS_OFFSET
-#define W4A16_RS_OFFSET 0
+#define W4A16_RS_OFFSET 1
 #endif
 // 1 (variants rsrot, rsrot_off; issue #15, not yet measured): warp gw walks its rows' chunks from
 // chunk chunks - 3j (j = gw mod ceil(chunks / 3); j = 0: chunk 0), wrapping around, instead of

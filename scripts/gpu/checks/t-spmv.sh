@@ -2,11 +2,8 @@
 # spmv_csr on the H200 (issue #18): validation; d2k bench of every built-in target (naive scalar
 # CSR, expert, library = cuSPARSE SpMV) and PyTorch eager on the check workloads and the four bench
 # matrices (power-law, dense rows, road_usa, banded), with the table; the expert's variants
-# (`// %VARIANT%` lines of expert.cu; by default this round's steps from merge_v16, the 16-byte
-# L1-bypassing staging of the merge tile: merge_v16_coal (x gathered for a warp's 32 consecutive
-# entries), merge_v16_cp (and the tile packed in 8 bytes per item: 124 KB of L1 for x) and
-# merge_v16_cppf (and a persistent grid prefetching each CTA's next tile into L2); the earlier
-# ones, binned, merge_d, merge_v16 and merge_v16_i5, when named in SPMV_VARIANTS)
+# (`// %VARIANT%` lines of expert.cu; by default `prev`, the default before the packed coalesced
+# 16-byte tile of 2026-12-03; binned and merge_d when named in SPMV_VARIANTS)
 # under compute-sanitizer memcheck on the check workloads (steps memcheck_<variant>), then timed
 # beside the expert (merge path since 2026-12-02), cuSPARSE (library) and naive (unless
 # SPMV_VARIANTS_NAIVE=0: every row is still judged against naive's outputs) on the four bench
@@ -50,7 +47,7 @@ bench_step --files "bench_$task" --pass "bench: every target PASSED (check workl
 # earlier round is not timed): memcheck each on the check workloads first, then one d2k bench of
 # library, the variants and the expert on the four bench matrices.
 variants=""
-for v in ${SPMV_VARIANTS:-merge_v16_coal merge_v16_cp merge_v16_cppf}; do
+for v in ${SPMV_VARIANTS:-prev}; do
   [ -f "$carry/impl/$task/expert_$v.so" ] && variants+=" $v"
 done
 if [ -z "$variants" ]; then
@@ -84,7 +81,7 @@ sass_counts "LDGSTS[A-Z0-9.]*|LDG\.E\.CONSTANT[A-Z0-9.]*|STG\.E\.EF|SHFL\.[A-Z]*
 # next tile (cp.async.bulk.prefetch.L2: UBLKPF.L2)
 for v in $variants; do
   req=""
-  [[ $v == merge_v16* ]] && req="LDGSTS\.E\.BYPASS\.128"
+  [[ $v == merge_v16* || $v == prev ]] && req="LDGSTS\.E\.BYPASS\.128"
   [[ $v == merge_v16*pf ]] && req+=" UBLKPF\.L2"
   sass_counts --so "expert_$v" "LDG\.E\.EF[A-Z0-9.]*|LDGSTS[A-Z0-9.]*|LDG\.E\.CONSTANT[A-Z0-9.]*|UBLKPF[A-Z0-9.]*|STG\.E\.EF|SHFL\.[A-Z]*|RED[A-Z0-9.]*|ATOMS[A-Z0-9.]*|BAR\.SYNC" \
     "$req" "LDL|STL"

@@ -7,8 +7,7 @@
 # stream, its chunks on the tensor cores since 2026-12-03; every other B the tensor-core path) and
 # racecheck of its row stream; memcheck of the row-stream variants rs_ffma (the FFMA chunk form
 # before) and persist (persistent CTAs), with racecheck of both and memcheck of persist on a
-# multi-wave bench row; memcheck of rsoff, rsrot, rsrot_off (the tenth session), racecheck of
-# rsrot_off and its memcheck on a bench row;
+# multi-wave bench row; memcheck of prev (the q - 8 codes before the tenth session);
 # the golden cross-check against PyTorch float64 on `d2k check --dump` inputs
 # (t-w4a16/golden_check.py);
 # the expert's SASS counts. Each step gets what is left of a 140 s budget (the 150 s of
@@ -17,9 +16,8 @@
 # shapes and faster than library (dequantise + cuBLAS) and naive at every B; in
 # variants_w4a16_gemv.md, which variant is fastest on each B = 1 row: the sweep for issue #15
 # (expert, library and the variants packed in the carry; the round two of 2026-12-03 chose the
-# default; the tenth session's sweep, rsoff / rsrot / rsrot_off: docs/results/w4a16_gemv.md):
-#   D2K_CHECK_STEPS=variants,memcheck_rsoff,memcheck_rsrot,memcheck_rsrot_off,memcheck_rsrot_off_bench,racecheck_rsrot_off \
-#     W4A16_BUDGET_S=135 scripts/gpu/checks/t-w4a16.sh CARRY OUT
+# default; the tenth session's sweep made the offset codes the default: docs/results/w4a16_gemv.md):
+#   D2K_CHECK_STEPS=variants,memcheck,racecheck,memcheck_prev W4A16_BUDGET_S=135 scripts/gpu/checks/t-w4a16.sh CARRY OUT
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-w4a16.sh CARRY OUT [compile]
 # `compile` adds the torch_compile target (its own 90 s allowance beyond the budget).
@@ -93,21 +91,10 @@ for v in rs_ffma persist; do
   [ -f "$carry/impl/$task/expert_$v.so" ] &&
     sanitize --impl "expert:$v" --exclude nvjet racecheck 12 $task-check-1x1x128,$task-check-1x64x28672
 done
-# The tenth session's variants (issue #15): rsoff (offset codes, each group's -136 · sum(x) staged
-# after x in shared memory: 896 more bytes per CTA at K = 28672, where two CTAs just fit an SM),
-# rsrot (each warp's chunks from chunk `first`, wrapping: check-1x64x28672 has 16 warps on 10
-# phases, so wraps at 28 chunks) and rsrot_off (both), under memcheck on the B = 1 check shapes and
-# B = 3; rsrot_off also on the bench row 1x8192x8192 (8 chunks per row, the three phases and their
-# wraps on 2048 warps), judged against naive; racecheck of the offset staging (the group sums
-# stored by one lane of four, read by every warp after the barrier) with the rotated reads.
-for v in rsoff rsrot rsrot_off; do
-  [ -f "$carry/impl/$task/expert_$v.so" ] &&
-    sanitize --impl "expert:$v" memcheck 12 $task-check-1x1x128,$task-check-1x64x28672,$task-check-3x37x384
-done
-if [ -f "$carry/impl/$task/expert_rsrot_off.so" ]; then
-  sanitize --impl "expert:rsrot_off" --name memcheck_rsrot_off_bench memcheck 15 $task-bench-1x8192x8192
-  sanitize --impl "expert:rsrot_off" --exclude nvjet racecheck 12 $task-check-1x1x128,$task-check-1x64x28672
-fi
+# The previous default's row stream (`prev`, codes q - 8; the offset form is the default since the
+# tenth session's sweep) under memcheck on the B = 1 check shapes and B = 3.
+[ -f "$carry/impl/$task/expert_prev.so" ] &&
+  sanitize --impl "expert:prev" memcheck 12 $task-check-1x1x128,$task-check-1x64x28672,$task-check-3x37x384
 
 golden_step --dump-s 15 --show 9 15 "$(workload_uuids check)" $helpers/golden_check.py --dataset dataset
 
