@@ -33,23 +33,68 @@
 //   cuBLASLt fp8 BLK128x128 / VEC128 (library.cu)  | 205.1  78.3%   | 270.2  76.4%    |   45.2 68.1%
 //   128x128x128 tile, cooperative, persistent      | 208.1  77.2%   | 271.3  76.1%    |   55.1 55.9%
 //     (this file, default build)                   |                |                 |
-//   same, stream-K scheduler (`streamk` variant)   | not yet measured on the H200 (not in that build;
-//     for M = 128: 56 output tiles fill 56 of 132  | `scripts/gpu/checks/t-fp8.sh` with
-//     SMs; stream-K splits K over idle SMs)        | D2K_CHECK_STEPS=variants measures it)
+//   same, stream-K scheduler (-DFP8_STREAMK=1)     | 225.8 (2026-12-03, 0.93x the default's 210.2 in the
+//     for M = 128: 56 output tiles fill 56 of 132  | same run); the M = 128 row it was meant for not
+//     SMs; stream-K splits K over idle SMs)        | reached. Retired from the sweep (the flag builds it)
 //   128x256 tile                                   | rejected: 64x256 fp32 per warpgroup twice
 //                                                  | (accumulator + promotion tile) = 256 registers
 //                                                  | per thread, the budget of the whole thread
-//   64x128 pingpong (two tiles per SM in flight)   | not built: the promotion's FFMAs already overlap
-//                                                  | the next k-tile's wgmmas in the cooperative form
+//   64x128 pingpong (two tiles per SM in flight)   | not built: one warpgroup at a time in the main
+//                                                  | loop leaves its promotion FFMAs (below) with no
+//                                                  | other warpgroup's wgmmas to hide under
 //   hand-written wgmma/TMA kernel (no CUTLASS)     | not built in this round (no H200 time to debug)
 // Measured: the default ties cuBLASLt on the large shapes (0.99x, 1.00x) and is 0.82x of it at
-// M = 128, where `streamk` is meant to help.
+// M = 128. Against issue #16's bar (>= 1.5x bf16 cuBLAS on the same shape), 2026-12-03: 1.47x at
+// 8192x7168x2048 (210.3 us; 1.5x needs <= 205.7, 2.2% less time) and 1.48x at 4096x24576x1536
+// (274.05 us; needs <= 269.7, 1.6% less).
+//
+// Why the large rows fall short (read from the times above and the bf16 sibling's; no profile yet):
+//   - L2 read-out. Every 128x128x128 k-block reads a 16 KB A tile and a 16 KB B tile out of L2 for
+//     2^21 multiply-adds: 16 KB per 2^20. At 210.3 / 274.05 us that is 8.9 / 8.8 TB/s (computed).
+//     In the bf16 GEMM of gemm_bias_gelu (2026-12-02), the 1x1-cluster kernel (24 KB per 2^20,
+//     ~8.0 TB/s; stream-K scheduler) took 1.10x / 1.11x the time of the 2x1 multicast kernel
+//     without swizzle (16 KB per 2^20, ~5.8 TB/s), and its results credit the cluster with 1.14x /
+//     1.19x: about 8 TB/s is where that kernel stopped scaling. This one reads the sibling's 16 KB
+//     per 2^20 at twice its multiply-add rate, so it runs at that level: the one limit a
+//     configuration change can move.
+//   - Tail: 3584 tiles on 132 SMs are 27.15 waves, 28 rounds (3.1%) at 8192x7168x2048; 6144
+//     tiles are 46.55 waves, 47 rounds (1.0%) at 4096x24576x1536. Stream-K's fix-up cost more.
+//   - Promotion: CUTLASS's mainloop waits for a k-block's four wgmmas (warpgroup_wait<0>) before
+//     its 64 FFMAs a thread, so each warpgroup's tensor work pauses for its promotion and only the
+//     other consumer warpgroup's wgmmas fill it.
+//   - Epilogue: both consumer warpgroups convert and store the tile (bf16 through shared memory,
+//     TMA) with no wgmma in flight; at 16 / 12 k-blocks a tile (K = 2048 / 1536) that is a larger
+//     share of the tile's time than in the bf16 sibling (64-128 k-blocks of 64).
+// Variants for the next run (not yet measured; docs/results/fp8_blockwise_gemm.md, "Variants for
+// the next run"): the same 128x128x128 tile, cooperative kernel and persistent scheduler, a TMA
+// multicast cluster (CUTLASS's builder picks the multicast copy for a cluster extent > 1; the A
+// scales still come by plain TMA and the B scale by cp.async into each CTA).
+//   c2x1       2x1 cluster: the two CTAs (neighbours along M) receive one B tile by multicast:
+//              12 KB of L2 read-out per 2^20 multiply-adds (0.75x). Same rounds (1792 cluster tiles
+//              on 66 clusters: 28; 3072: 47); 66 pairs fill the 132 SMs. Expected 1.02-1.08x if the
+//              L2 read-out is the limit (then the promotion and the epilogue cap it), 1.00x if not;
+//              the bar needs 1.022x and 1.016x.
+//   c2x2       2x2 cluster: A multicast along N too, 8 KB per 2^20 (0.5x), four CTAs per stage
+//              release. Grid: the clusters of 4 the GPCs hold (cudaOccupancyMaxActiveClusters;
+//              CUTLASS's 18-SM-GPC estimate would launch 29). 33 keep 28 / 47 rounds; 32 keep 28 at
+//              8192x7168x2048 (896 = 28 x 32) but take 48 at 4096x24576x1536 (2.1%). Expected: above
+//              c2x1 only if c2x1 is still L2-bound; the bf16 sibling's ping-pong kernel took 1.016x
+//              / 1.028x the time on a 2x2 cluster that it took on a 2x1.
+//   c2x1_swz8  c2x1 with the persistent scheduler's raster swizzle up to 8 (host-side): a wave of
+//              66 clusters covers 16 M tiles by ~8 N tiles instead of a whole row of 56 N tiles
+//              and part of the next (8192x7168x2048). Both operands fit the 50 MB L2 (31.5 / 44.0
+//              MB), so DRAM reads are near once per operand already: expected within 1% of c2x1
+//              (the bf16 sibling's 1.04x / 1.07x came from 128 MB operands).
 //
 // SASS of this build (sm_90a, cuobjdump): the GEMM kernel has QGMMA.64x128x32.F32.E4M3.E4M3 x12,
 // UTMALDG.3D x3 (A, B, A scales), LDGSTS x1 (the B scale), UTMASTG.3D x4, no local memory, no
-// call; CUTLASS picks 6 pipeline stages of 32 KB.
+// call; CUTLASS picks 6 pipeline stages of 32 KB. The cluster variants: the B load (c2x1,
+// c2x1_swz8) or the A and B loads (c2x2) become UTMALDG.3D.MULTICAST, the rest as above (168
+// registers, no local memory, as the default).
 //
-// %VARIANT% streamk -DFP8_STREAMK=1
+// %VARIANT% c2x1 -DFP8_CLUSTER_M=2
+// %VARIANT% c2x2 -DFP8_CLUSTER_M=2 -DFP8_CLUSTER_N=2
+// %VARIANT% c2x1_swz8 -DFP8_CLUSTER_M=2 -DFP8_SWIZZLE=8
 //
 // CuTe/CUTLASS device code carries assert()s; each is a call, and ptxas serialises the wgmma
 // pipeline across calls (warning C7510). Whatever the build type, the expert is compiled without.
@@ -79,6 +124,19 @@
 #ifndef FP8_STREAMK
 #define FP8_STREAMK 0
 #endif
+// Cluster of CTAs that share operand tiles by TMA multicast: FP8_CLUSTER_M CTAs along M receive
+// one B tile, FP8_CLUSTER_N CTAs along N one A tile (1 x 1: no multicast, the default).
+#ifndef FP8_CLUSTER_M
+#define FP8_CLUSTER_M 1
+#endif
+#ifndef FP8_CLUSTER_N
+#define FP8_CLUSTER_N 1
+#endif
+// Largest raster swizzle the persistent scheduler may use (CUTLASS picks 1/2/4/8 up to it); 1 is
+// the scheduler's own default, the raster of the default build.
+#ifndef FP8_SWIZZLE
+#define FP8_SWIZZLE 1
+#endif
 
 #define FP8_CUTLASS_CHECK(call)                                                                  \
   do {                                                                                           \
@@ -93,7 +151,7 @@ using namespace cute;
 using E4M3 = cutlass::float_e4m3_t;
 using BF16 = cutlass::bfloat16_t;
 using TileShape = Shape<_128, _128, _128>;  // K tile = the scale block: one promotion per k-tile
-using ClusterShape = Shape<_1, _1, _1>;
+using ClusterShape = Shape<Int<FP8_CLUSTER_M>, Int<FP8_CLUSTER_N>, _1>;  // the builder picks multicast TMA for > 1
 // Scale granularity (M, N, K) = (1, 128, 128); A's scales M-major (so TMA loads a tile's 128 in one
 // box), B's K-major (the task's layout; one scale per tile, loaded by cp.async either way).
 using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, 128, 128, cute::GMMA::Major::MN,
@@ -150,12 +208,48 @@ Buffers carve(d2k::Workspace& ws, int64_t M, int64_t K) {
   return b;
 }
 
-/// Device id and SM count, read once per process (the persistent grid is one CTA per SM).
+constexpr int kClusterSize = FP8_CLUSTER_M * FP8_CLUSTER_N;
+
+/// Clusters of the GEMM kernel that the device holds at once, with the kernel's shared memory and
+/// block (cudaOccupancyMaxActiveClusters); 0 if the query fails, which leaves CUTLASS's estimate.
+/// Only asked for clusters of more than two CTAs: CUTLASS's estimate assumes 18-SM GPCs and would
+/// launch 29 clusters of 4 (116 CTAs) on the H200's 132 SMs, while pairs fill every SM.
+int resident_clusters() {
+  const void* fn = reinterpret_cast<const void*>(&cutlass::device_kernel<Kernel>);
+  constexpr int smem = Kernel::SharedStorageSize;
+  // The query counts clusters at the shared memory the launch will ask for, which needs the opt-in
+  // above 48 KB first (the adapter sets the same attribute again before the launch).
+  if (cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem) != cudaSuccess) {
+    (void)cudaGetLastError();  // not an error of the call: CUTLASS's estimate stands
+    return 0;
+  }
+  cudaLaunchAttribute dims{};
+  dims.id = cudaLaunchAttributeClusterDimension;
+  dims.val.clusterDim.x = FP8_CLUSTER_M;
+  dims.val.clusterDim.y = FP8_CLUSTER_N;
+  dims.val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(FP8_CLUSTER_M, FP8_CLUSTER_N, 1);
+  cfg.blockDim = dim3(Kernel::MaxThreadsPerBlock, 1, 1);
+  cfg.dynamicSmemBytes = smem;
+  cfg.attrs = &dims;
+  cfg.numAttrs = 1;
+  int clusters = 0;
+  if (cudaOccupancyMaxActiveClusters(&clusters, fn, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();  // as above
+    return 0;
+  }
+  return clusters;
+}
+
+/// Device id and SM count, read once per process (the persistent grid is one CTA per SM), and for
+/// clusters of more than two CTAs how many of them the device holds at once.
 cutlass::KernelHardwareInfo hardware() {
   static const cutlass::KernelHardwareInfo hw = [] {
     cutlass::KernelHardwareInfo h;
     cudaGetDevice(&h.device_id);
     h.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(h.device_id);
+    if constexpr (kClusterSize > 2) h.max_active_clusters = resident_clusters();
     return h;
   }();
   return hw;
@@ -182,6 +276,7 @@ void run_gemm(const fp8gemm::Operands& o, const Buffers& b, cudaStream_t st) {
   args.epilogue.ptr_D = d2k::data<BF16>(*o.c);
   args.epilogue.dD = {int64_t{N}, _1{}, int64_t{M} * N};  // (M, N, L) strides of row-major C
   args.hw_info = hardware();
+  if constexpr (FP8_SWIZZLE != 1) args.scheduler.max_swizzle_size = FP8_SWIZZLE;
 
   Gemm gemm;
   if (Gemm::get_workspace_size(args) > kCutlassWorkspace)

@@ -5,10 +5,12 @@ timed call, as d2k's cold-L2 timing does), median of 30 calls. A bf16 GEMM is no
 implementation of the task (it ignores the fp8 operands and scales), so it is measured here and
 not as a d2k target.
 
-With --bench BENCH.jsonl (d2k bench --json of the expert and naive targets) it also prints, per
-bench workload, expert vs bf16 cuBLAS and expert vs naive with the issue's targets (>= 1.5x bf16
-cuBLAS on the two large shapes, >= 3x naive on all three).
-Usage: python3 bf16_gemm.py [--bench BENCH.jsonl] [--dataset dataset] [--json OUT.jsonl]
+With --bench BENCH.jsonl (d2k bench --json; repeatable, one file per d2k run, e.g. the bench step's
+and the variants step's) it also prints, per bench workload, every target of every run (naive
+aside) against bf16 cuBLAS, and against naive where naive is in the same run, with the issue's
+targets (>= 1.5x bf16 cuBLAS on the two large shapes, >= 3x naive on all three). A file that does
+not exist (a step not selected) is skipped.
+Usage: python3 bf16_gemm.py [--bench BENCH.jsonl]... [--dataset dataset] [--json OUT.jsonl]
 """
 import argparse
 import json
@@ -64,32 +66,52 @@ def medians(path):
     return med
 
 
+def target_order(target):
+    """The expert first, then the library, then the variants (expert:NAME) by name."""
+    return (0 if target == "expert" else 1 if target == "library" else 2, target)
+
+
+def verdict(ratio, bar):
+    return "met" if ratio >= bar else "SHORT"
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bench")
+    ap.add_argument("--bench", action="append", default=[])
     ap.add_argument("--dataset", default="dataset")
     ap.add_argument("--json")
     a = ap.parse_args()
-    med = medians(a.bench)
+    # One run per file: ratios against naive stay within the run that timed both.
+    runs = [(os.path.splitext(os.path.basename(p))[0], medians(p)) for p in a.bench if os.path.exists(p)]
     rows = []
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
     for uuid, M, N, K in bench_shapes(a.dataset):
         t = time_bf16(M, N, K)
         tflops = 2.0 * M * N * K / (t * 1e-6) / 1e12
-        row = {"workload": uuid, "M": M, "N": N, "K": K, "bf16_cublas_median_us": t, "bf16_tflops": tflops}
-        line = f"{uuid}: bf16 cuBLAS {t:.1f} us ({tflops:.0f} TFLOP/s)"
-        exp, naive = med.get(("expert", uuid)), med.get(("naive", uuid))
-        if exp:
-            row["expert_median_us"] = exp
-            ratio = t / exp
-            row["expert_vs_bf16"] = ratio
-            line += f"; expert {exp:.1f} us, expert vs bf16 cuBLAS {ratio:.2f}x"
-            if (M, N, K) in LARGE:
-                line += " (target >= 1.5: " + ("met" if ratio >= 1.5 else "SHORT") + ")"
-            if naive:
-                row["expert_vs_naive"] = naive / exp
-                line += f", expert vs naive {naive / exp:.2f}x (target >= 3: " + ("met" if naive / exp >= 3 else "SHORT") + ")"
-        print(line)
+        row = {"workload": uuid, "M": M, "N": N, "K": K, "bf16_cublas_median_us": t, "bf16_tflops": tflops,
+               "targets": {}}
+        print(f"{uuid}: bf16 cuBLAS {t:.1f} us ({tflops:.0f} TFLOP/s)")
+        for run, med in runs:
+            naive = med.get(("naive", uuid))
+            targets = sorted({tg for (tg, u) in med if u == uuid and tg != "naive"}, key=target_order)
+            for tg in targets:
+                us = med[(tg, uuid)]
+                ratio = t / us
+                entry = {"median_us": us, "vs_bf16": ratio}
+                line = f"  {run}: {tg} {us:.1f} us, vs bf16 cuBLAS {ratio:.3f}x"
+                if (M, N, K) in LARGE:
+                    line += f" (target >= 1.5: {verdict(ratio, 1.5)})"
+                if naive:
+                    entry["vs_naive"] = naive / us
+                    line += f", vs naive {naive / us:.3f}x (target >= 3: {verdict(naive / us, 3)})"
+                row["targets"].setdefault(run, {})[tg] = entry
+                # The first run's expert keeps the fields earlier results were read from.
+                if tg == "expert" and "expert_median_us" not in row:
+                    row["expert_median_us"] = us
+                    row["expert_vs_bf16"] = ratio
+                    if naive:
+                        row["expert_vs_naive"] = naive / us
+                print(line)
         rows.append(row)
     if a.json:
         with open(a.json, "w") as f:
