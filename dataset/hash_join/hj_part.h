@@ -2,7 +2,8 @@
 // variant, HJ_PARTITIONED=1), shared with the host emulation in tests/unit/tasks/hash_join/ so
 // the CPU tests run this exact arithmetic: how many partitions a key range gets, which partition
 // and table slot a key falls in, the per-CTA shared-memory table a partition needs, and how the
-// rows of one side are cut into chunks for the histogram / scatter passes.
+// rows of one side are cut into chunks for the histogram / scatter passes, and how the partition
+// id is split between the two scatter passes (first-level bins, then sub-bins).
 // Plain C++ with __host__ __device__ under nvcc.
 #pragma once
 
@@ -97,5 +98,33 @@ HJP_HD int64_t num_chunks(int64_t n) {
   const int64_t c = chunk_rows(n);
   return n <= 0 ? 0 : (n + c - 1) / c;
 }
+
+/// Two-pass scatter (hj_part_pass1 / hj_part_pass2). A one-pass scatter to 2^13 partitions with
+/// one 8-byte store per row leaves partly written sectors that the L2 evicts and the DRAM
+/// read-modify-writes (measured: 3.6x the compulsory bytes both ways). Two passes of fan-out
+/// ~sqrt(parts) each give runs of tile / fan-out rows per bin, whole sectors: pass 1 bins rows by
+/// the high bits of the partition id (part >> sub_bits), pass 2 each first-level bin's rows by the
+/// low sub_bits bits. The final partitions, their order (first-level bin major, sub-bin minor is
+/// the partition id itself) and the bases are those of the one-pass scatter.
+constexpr uint32_t kMaxSubBits = kMaxPartsLog2 / 2;
+constexpr uint32_t kMaxSubBins = 1u << kMaxSubBits;                      ///< pass 2's fan-out
+constexpr uint32_t kMaxFirstBins = 1u << (kMaxPartsLog2 - kMaxSubBits);  ///< pass 1's fan-out
+/// Rows one CTA ranks and stages per tile in both passes (the staging tile's pairs).
+constexpr uint32_t kPassTile = 4096;
+
+HJP_HD uint32_t ceil_log2_parts(uint32_t parts) {
+  uint32_t l = 0;
+  while ((1u << l) < parts) ++l;
+  return l;
+}
+/// Bits of the partition id that pass 2 sorts by: the lower half (6 of 13 at 2^13 partitions).
+HJP_HD uint32_t sub_bits(uint32_t parts) { return ceil_log2_parts(parts) / 2; }
+/// First-level bins: partitions [b << sub_bits, (b + 1) << sub_bits) form bin b (128 at 2^13).
+HJP_HD uint32_t first_bins(uint32_t parts) {
+  const uint32_t sb = sub_bits(parts);
+  return (parts + (1u << sb) - 1) >> sb;
+}
+HJP_HD uint32_t first_bin_of(uint32_t part, uint32_t sb) { return part >> sb; }
+HJP_HD uint32_t sub_bin_of(uint32_t part, uint32_t sb) { return part & ((1u << sb) - 1); }
 
 }  // namespace hjp
