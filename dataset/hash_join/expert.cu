@@ -65,7 +65,8 @@
 //     partitions at range 2^28; out-of-range probe rows are dropped): a per-chunk histogram, a
 //     scan, then a two-pass scatter of 8-byte (key, payload) pairs (pass 1 into 2^7 first-level
 //     bins, pass 2 into the 2^6 partitions of each bin; tiles of 4096 rows ranked and staged
-//     bin-major in shared memory, each bin's run stored contiguously). Then persistent CTAs join
+//     bin-major in shared memory, each bin's run stored contiguously; pass 2's tiles span two
+//     slices so that they are full). Then persistent CTAs join
 //     one partition at a time: its build pairs into a shared-memory direct table (128 KB of
 //     payloads plus a 4 KB presence bitmap: no empty marker, so (key -1, payload -1) needs no
 //     special case), its probe pairs streamed against it, the output warp-staged as in
@@ -83,6 +84,9 @@
 //     hj_part_scan_chunks with 8 loads in flight (0.25 ms measured, latency-bound); hj_part_hist
 //     with 8 loads per thread (4 before). Expected 4.8-6.0 ms on the 64M row against the 2x bar
 //     (<= ~6250 us); docs/results/hash_join-devbench.md has the model.
+//   %VARIANT% partitioned_1slice -DHJ_PARTITIONED=1 -DHJ_PASS2_SPAN=0
+//     (pass 2 one slice per tile, its last tile partial: the simpler walk, timed beside the
+//     default's tiles across two slices, hjp::pass2_tile)
 //   %VARIANT% partitioned_j16 -DHJ_PARTITIONED=1 -DHJ_JOIN_ITEMS=16 -DHJ_JOIN_STAGE=512
 //     (the same with 16 probe pairs per thread per join tile: 64 KB of loads in flight per SM
 //     instead of 32 KB, the staging buffers grown to hold a tile: 196 KB of shared memory)
@@ -116,6 +120,9 @@
 #endif
 #ifndef HJ_PARTITIONED
 #define HJ_PARTITIONED 0  // 1: radix-partitioned join for large build sides (header: Variants)
+#endif
+#ifndef HJ_PASS2_SPAN
+#define HJ_PASS2_SPAN 1  // partitioned: pass 2's tiles span two slices (0: one slice per tile)
 #endif
 #ifndef HJ_JOIN_ITEMS
 #define HJ_JOIN_ITEMS 8  // partitioned join: probe pairs per thread per tile
@@ -851,8 +858,8 @@ __global__ void __launch_bounds__(kPartThreads) hj_part_scan_parts(const Header*
 constexpr int kPassThreads = 512;
 constexpr int kPassRows = static_cast<int>(hjp::kPassTile) / kPassThreads;  // rows per thread
 static_assert(kPassRows * kPassThreads == static_cast<int>(hjp::kPassTile), "tile of whole rows");
-static_assert(hjp::kMaxFirstBins % 32 == 0 && hjp::kMaxFirstBins >= hjp::kMaxSubBins,
-              "warp 0 scans the bins, kMaxFirstBins / 32 per lane");
+static_assert(hjp::kMaxFirstBins % 32 == 0 && hjp::kMaxFirstBins >= 2 * hjp::kMaxSubBins,
+              "warp 0 scans the bins, kMaxFirstBins / 32 per lane; pass 2 ranks two slices' sub-bins");
 
 struct PassSmem {
   uint32_t hist[hjp::kMaxFirstBins];      ///< tile rows per bin (zeroed by the scan)
@@ -1010,12 +1017,67 @@ __global__ void __launch_bounds__(kPassThreads, 2)
   for (uint32_t b = threadIdx.x; b < hjp::kMaxFirstBins; b += kPassThreads) sm.hist[b] = 0;
   __syncthreads();
   const uint32_t* off = counts + static_cast<uint64_t>(c) * pl.parts;
-  // (bin, t) walks the tiles of the non-empty slices in bin order; bin == nb: done.
+  const uint32_t subs = 1u << sb;
+  // Cursors of slice bin's sub-bins into cursor[half * subs ..]: base[q] + off[c][q]. Warp 0 reads
+  // them after rank_and_stage's first barrier; the slice that used that half before was finished
+  // by the previous tile, whose last read of the cursors came before its second barrier.
+  auto init_cursors = [&](uint32_t bin, uint32_t half) {
+    const uint32_t q = (bin << sb) + threadIdx.x;
+    if (threadIdx.x < subs && q < pl.parts) sm.cursor[half * subs + threadIdx.x] = base[q] + off[q];
+  };
+  int2 kv[kPassRows];
+#if HJ_PASS2_SPAN
+  // hjp::pass2_tile walks full tiles across slices: a tile's rows of slice a rank into bin half
+  // ha, those of the next slice b into the other half; the halves alternate per slice (k).
+  auto load = [&](const hjp::Pass2Tile& s) {
+    const uint32_t lo_a = sm.slice_lo[s.a] + s.ta, lo_b = s.nbr > 0 ? sm.slice_lo[s.b] : 0u;
+#pragma unroll
+    for (int u = 0; u < kPassRows; ++u) {
+      const uint32_t j = u * kPassThreads + threadIdx.x;
+      kv[u] =
+          j < s.na ? __ldcs(tmp + lo_a + j) : (j < s.na + s.nbr ? __ldcs(tmp + lo_b + (j - s.na)) : make_int2(0, 0));
+    }
+  };
+  const uint32_t a0 = hjp::next_nonempty(sm.slice_len, nb, 0);
+  if (a0 >= nb) return;  // uniform: no rows in this chunk
+  hjp::Pass2Tile s = hjp::pass2_tile(sm.slice_len, nb, a0, 0);
+  load(s);
+  for (uint32_t k = 0;;) {
+    const uint32_t ha = k & 1u, hb = ha ^ 1u;
+    if (s.ta == 0) init_cursors(s.a, ha);
+    if (s.nbr > 0) init_cursors(s.b, hb);
+    int bin[kPassRows];
+#pragma unroll
+    for (int u = 0; u < kPassRows; ++u) {
+      const uint32_t j = u * kPassThreads + threadIdx.x;
+      const uint32_t sub = hjp::sub_bin_of(hjp::part_of(static_cast<uint32_t>(kv[u].x) - pl.lo), sb);
+      bin[u] =
+          j < s.na ? static_cast<int>(ha * subs + sub) : (j < s.na + s.nbr ? static_cast<int>(hb * subs + sub) : -1);
+    }
+    rank_and_stage(sm, kv, bin, 2u * subs);
+    const hjp::Pass2Tile cur = s;
+    k += cur.steps;
+    const bool more = cur.next_a < nb;
+    if (more) {
+      s = hjp::pass2_tile(sm.slice_len, nb, cur.next_a, cur.next_t);
+      load(s);
+    }
+    write_tile(
+        sm,
+        [&](int key) {
+          const uint32_t part = hjp::part_of(static_cast<uint32_t>(key) - pl.lo);
+          return (hjp::first_bin_of(part, sb) == cur.a ? ha : hb) * subs + hjp::sub_bin_of(part, sb);
+        },
+        pairs);
+    if (!more) break;
+  }
+#else
+  // One slice at a time: (b, t) walks the tiles of the non-empty slices in bin order (b == nb:
+  // done); a slice's last tile is partial.
   auto next_slice = [&](uint32_t b) {
     while (b < nb && sm.slice_len[b] == 0) ++b;
     return b;
   };
-  int2 kv[kPassRows];
   auto load = [&](uint32_t b, uint32_t t) {
     const uint32_t lo = sm.slice_lo[b] + t, len = sm.slice_len[b] - t;
 #pragma unroll
@@ -1028,19 +1090,14 @@ __global__ void __launch_bounds__(kPassThreads, 2)
   if (b < nb) load(b, 0);
   while (b < nb) {
     const uint32_t len = sm.slice_len[b];
-    if (t == 0) {
-      // The bin's sub-bin cursors; warp 0 reads them after rank_and_stage's first barrier, and
-      // the previous slice's last use of them ended before its last tile's second barrier.
-      const uint32_t q = (b << sb) + threadIdx.x;
-      if (threadIdx.x < (1u << sb) && q < pl.parts) sm.cursor[threadIdx.x] = base[q] + off[q];
-    }
+    if (t == 0) init_cursors(b, 0);
     int bin[kPassRows];
 #pragma unroll
     for (int u = 0; u < kPassRows; ++u) {
       const uint32_t part = hjp::part_of(static_cast<uint32_t>(kv[u].x) - pl.lo);
       bin[u] = t + u * kPassThreads + threadIdx.x < len ? static_cast<int>(hjp::sub_bin_of(part, sb)) : -1;
     }
-    rank_and_stage(sm, kv, bin, 1u << sb);
+    rank_and_stage(sm, kv, bin, subs);
     uint32_t nb2 = b, nt = t + hjp::kPassTile;
     if (nt >= len) {
       nb2 = next_slice(b + 1);
@@ -1052,6 +1109,7 @@ __global__ void __launch_bounds__(kPassThreads, 2)
     b = nb2;
     t = nt;
   }
+#endif
 }
 
 /// Shared memory of hj_part_join: the partition's presence bitmap and payload table, and one

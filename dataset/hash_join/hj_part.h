@@ -127,4 +127,52 @@ HJP_HD uint32_t first_bins(uint32_t parts) {
 HJP_HD uint32_t first_bin_of(uint32_t part, uint32_t sb) { return part >> sb; }
 HJP_HD uint32_t sub_bin_of(uint32_t part, uint32_t sb) { return part & ((1u << sb) - 1); }
 
+/// Pass 2's walk over one chunk's slices (their lengths len[0 .. nbins), in bin order): a tile
+/// takes up to kPassTile rows, the rest of slice a from row ta and, when slice a ends inside the
+/// tile, the first rows of the next non-empty slice b. A tile is full unless it ends the chunk or
+/// holds the whole of slice b (two slices at most). One slice per tile left tiles part-empty at
+/// the bench row: a probe slice of ~8K rows took two full tiles and often a nearly empty third, a
+/// build slice of ~2K rows half a tile. The rows of a and b are ranked in two halves of the bins,
+/// 2 x 2^sub_bits <= kMaxFirstBins.
+struct Pass2Tile {
+  uint32_t a, ta, na;       ///< slice a's rows [ta, ta + na)
+  uint32_t b, nbr;          ///< slice b's rows [0, nbr) (nbr == 0: none, b unused)
+  uint32_t next_a, next_t;  ///< the next tile's start (next_a == nbins: done)
+  uint32_t steps;           ///< slices from a to next_a (0, 1 or 2): the bin halves alternate per slice
+};
+HJP_HD uint32_t next_nonempty(const uint32_t* len, uint32_t nbins, uint32_t i) {
+  while (i < nbins && len[i] == 0) ++i;
+  return i;
+}
+/// The tile starting at row ta of slice a (a < nbins, ta < len[a]).
+HJP_HD Pass2Tile pass2_tile(const uint32_t* len, uint32_t nbins, uint32_t a, uint32_t ta) {
+  Pass2Tile s;
+  s.a = a;
+  s.ta = ta;
+  const uint32_t rest = len[a] - ta;
+  s.na = rest < kPassTile ? rest : kPassTile;
+  s.b = nbins;
+  s.nbr = 0;
+  s.next_a = a;
+  s.next_t = ta + s.na;
+  s.steps = 0;
+  if (s.na == rest) {  // slice a ends in this tile
+    const uint32_t b = next_nonempty(len, nbins, a + 1);
+    s.next_a = b;
+    s.next_t = 0;
+    s.steps = 1;
+    if (b < nbins && s.na < kPassTile) {  // the tile's rest from the start of slice b
+      s.b = b;
+      s.nbr = len[b] < kPassTile - s.na ? len[b] : kPassTile - s.na;
+      if (s.nbr == len[b]) {
+        s.next_a = next_nonempty(len, nbins, b + 1);
+        s.steps = 2;
+      } else {
+        s.next_t = s.nbr;
+      }
+    }
+  }
+  return s;
+}
+
 }  // namespace hjp

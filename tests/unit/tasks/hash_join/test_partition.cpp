@@ -10,7 +10,9 @@
 //   - the emulated pipeline (per-chunk histograms chunk-major, the running offsets across chunks,
 //     the exclusive scan of the partition totals, pass 1 into each chunk's slice of every
 //     first-level bin and pass 2 from those slices into the final partitions, both tile by tile as
-//     the kernels stage them, with bounds, fill and written-once checks on both buffers, then the
+//     the kernels stage them (pass 2 both ways: one slice per tile, and hj_part.h's pass2_tile
+//     walk across two slices with alternating cursor halves), with bounds, fill and written-once
+//     checks on both buffers, then the
 //     per-partition join over a payload table and presence bitmap) gives the multiset of pairs
 //     and the count of
 //     a plain hash join: with build key -1 and payload -1, keys at the range's ends, empty
@@ -44,8 +46,10 @@ struct Side {
   std::vector<std::uint32_t> base;
 };
 
-Side partition_side(const hjp::PartPlan& pl, const std::int32_t* keys, const std::int32_t* pays,
-                    std::int64_t n) {
+/// span: pass 2 as the default build walks it (hjp::pass2_tile: full tiles spanning two slices);
+/// false: one slice per tile (variant partitioned_1slice, HJ_PASS2_SPAN=0).
+Side partition_side(const hjp::PartPlan& pl, const std::int32_t* keys, const std::int32_t* pays, std::int64_t n,
+                    bool span) {
   const std::int64_t chunk = hjp::chunk_rows(n), chunks = hjp::num_chunks(n);
   EXPECT_GE(chunk * chunks, n);
   EXPECT_LT((chunks - 1) * chunk, n);
@@ -152,7 +156,75 @@ Side partition_side(const hjp::PartPlan& pl, const std::int32_t* keys, const std
   }
   EXPECT_TRUE(std::all_of(tmp_written.begin(), tmp_written.end(), [](bool w) { return w; }));
   std::vector<bool> written(run, false);
-  for (std::int64_t c = 0; c < chunks; ++c) {  // hj_part_pass2
+  // A final row's write: inside its partition and its chunk's run there, once.
+  auto put_final = [&](std::int64_t c, std::uint32_t q, std::uint32_t pos, std::uint32_t end, const Pair& kv) {
+    EXPECT_LT(pos, end) << "chunk " << c << " overruns partition " << q;
+    EXPECT_TRUE(pos >= s.base[q] && pos < s.base[q + 1]) << "row outside partition " << q;
+    if (pos >= run) return;
+    EXPECT_FALSE(written[pos]) << "row " << pos << " written twice";
+    written[pos] = true;
+    s.pairs[pos] = kv;
+  };
+  for (std::int64_t c = 0; c < chunks && span; ++c) {  // hj_part_pass2, HJ_PASS2_SPAN=1
+    slices(c, lo, len);
+    std::vector<std::uint32_t> cursor(2 * subs, 0), end(2 * subs, 0), half_bin(2, nb), consumed(nb, 0);
+    std::vector<std::uint32_t> wrote(P, 0);
+    auto init_cursors = [&](std::uint32_t b, std::uint32_t half) {
+      for (std::uint32_t t = 0; t < subs && (b << sb) + t < P; ++t) {
+        cursor[half * subs + t] = s.base[(b << sb) + t] + off_of(c, (b << sb) + t);
+        end[half * subs + t] = cursor[half * subs + t] + cnt_of(c, (b << sb) + t);
+      }
+      half_bin[half] = b;
+    };
+    const std::uint32_t a0 = hjp::next_nonempty(len.data(), nb, 0);
+    if (a0 >= nb) continue;
+    hjp::Pass2Tile t = hjp::pass2_tile(len.data(), nb, a0, 0);
+    for (std::uint32_t k = 0;;) {
+      EXPECT_GE(t.na, 1u);
+      EXPECT_LE(t.na + t.nbr, hjp::kPassTile);
+      // Short only at the chunk's end or when slice b ends in the tile too (two slices at most).
+      if (t.next_a < nb && t.na + t.nbr < hjp::kPassTile) {
+        EXPECT_TRUE(t.nbr > 0 && t.nbr == len[t.b] && t.steps == 2) << "a tile short for no reason";
+      }
+      EXPECT_EQ(consumed[t.a], t.ta) << "slice " << t.a << " not walked in order";
+      consumed[t.a] += t.na;
+      if (t.nbr > 0) {
+        EXPECT_EQ(consumed[t.b], 0u);
+        EXPECT_GT(t.b, t.a);
+        consumed[t.b] += t.nbr;
+      }
+      const std::uint32_t ha = k & 1u, hb = ha ^ 1u;
+      if (t.ta == 0) init_cursors(t.a, ha);
+      if (t.nbr > 0) init_cursors(t.b, hb);
+      std::vector<std::pair<int, Pair>> tile;
+      auto take = [&](std::uint32_t b, std::uint32_t from, std::uint32_t rows, std::uint32_t half) {
+        for (std::uint32_t i = lo[b] + from; i < lo[b] + from + rows; ++i) {
+          const std::uint32_t part = hjp::part_of(static_cast<std::uint32_t>(tmp[i].first) - pl.lo);
+          EXPECT_EQ(hjp::first_bin_of(part, sb), b) << "a slice holds a row of another bin";
+          tile.push_back({static_cast<int>(half * subs + hjp::sub_bin_of(part, sb)), tmp[i]});
+        }
+      };
+      take(t.a, t.ta, t.na, ha);
+      if (t.nbr > 0) take(t.b, 0, t.nbr, hb);
+      place_tile(tile, cursor, [&](int bin, std::uint32_t pos, const Pair& kv) {
+        const std::uint32_t half = static_cast<std::uint32_t>(bin) / subs, sub = static_cast<std::uint32_t>(bin) % subs;
+        const std::uint32_t part = hjp::part_of(static_cast<std::uint32_t>(kv.first) - pl.lo);
+        // write_tile's bin from the key: the half of the slice the row's first-level bin is
+        EXPECT_EQ((hjp::first_bin_of(part, sb) == t.a ? ha : hb) * subs + hjp::sub_bin_of(part, sb),
+                  static_cast<std::uint32_t>(bin));
+        const std::uint32_t q = (half_bin[half] << sb) + sub;
+        EXPECT_EQ(q, part) << "a row sent to another partition";
+        if (q < P) ++wrote[q];
+        put_final(c, q, pos, end[static_cast<std::size_t>(bin)], kv);
+      });
+      k += t.steps;
+      if (t.next_a >= nb) break;
+      t = hjp::pass2_tile(len.data(), nb, t.next_a, t.next_t);
+    }
+    for (std::uint32_t b = 0; b < nb; ++b) EXPECT_EQ(consumed[b], len[b]) << "slice " << b << " not walked whole";
+    for (std::uint32_t q = 0; q < P; ++q) EXPECT_EQ(wrote[q], cnt_of(c, q)) << "pass 2 fill of partition " << q;
+  }
+  for (std::int64_t c = 0; c < chunks && !span; ++c) {  // hj_part_pass2, HJ_PASS2_SPAN=0
     slices(c, lo, len);
     for (std::uint32_t b = 0; b < nb; ++b) {
       std::vector<std::uint32_t> cursor(subs, 0), end(subs, 0);
@@ -168,13 +240,7 @@ Side partition_side(const hjp::PartPlan& pl, const std::int32_t* keys, const std
           tile.push_back({static_cast<int>(hjp::sub_bin_of(part, sb)), tmp[i]});
         }
         place_tile(tile, cursor, [&](int t, std::uint32_t pos, const Pair& kv) {
-          const std::uint32_t q = (b << sb) + static_cast<std::uint32_t>(t);
-          EXPECT_LT(pos, end[t]) << "chunk " << c << " overruns partition " << q;
-          EXPECT_TRUE(pos >= s.base[q] && pos < s.base[q + 1]) << "row outside partition " << q;
-          if (pos >= run) return;
-          EXPECT_FALSE(written[pos]) << "row " << pos << " written twice";
-          written[pos] = true;
-          s.pairs[pos] = kv;
+          put_final(c, (b << sb) + static_cast<std::uint32_t>(t), pos, end[t], kv);
         });
       }
       for (std::uint32_t t = 0; t < subs && (b << sb) + t < P; ++t)
@@ -187,13 +253,13 @@ Side partition_side(const hjp::PartPlan& pl, const std::int32_t* keys, const std
 
 /// The whole partitioned join (hj_part_join: per partition a payload table and presence bitmap).
 std::vector<Pair> partitioned_join(const std::int32_t* bk, const std::int32_t* bp, std::int64_t R,
-                                   const std::int32_t* pk, const std::int32_t* pp, std::int64_t S) {
+                                   const std::int32_t* pk, const std::int32_t* pp, std::int64_t S, bool span) {
   std::int32_t mn = INT_MAX, mx = INT_MIN;
   for (std::int64_t i = 0; i < R; ++i) mn = std::min(mn, bk[i]), mx = std::max(mx, bk[i]);
   const hjp::PartPlan pl = hjp::part_plan(mn, mx);
   EXPECT_TRUE(pl.ok);
   if (!pl.ok) return {};
-  const Side b = partition_side(pl, bk, bp, R), p = partition_side(pl, pk, pp, S);
+  const Side b = partition_side(pl, bk, bp, R, span), p = partition_side(pl, pk, pp, S, span);
   EXPECT_EQ(b.base[pl.parts], static_cast<std::uint32_t>(R)) << "a build row was dropped";
   std::vector<Pair> out;
   std::vector<std::int32_t> tab(hjp::kSlots);
@@ -358,12 +424,14 @@ void make_probes(std::mt19937_64& rng, Sets& s, std::int64_t lo, std::int64_t do
 
 void expect_same_join(const Sets& s) {
   const auto R = static_cast<std::int64_t>(s.bk.size()), S = static_cast<std::int64_t>(s.pk.size());
-  std::vector<Pair> got = partitioned_join(s.bk.data(), s.bp.data(), R, s.pk.data(), s.pp.data(), S);
   std::vector<Pair> want = plain_join(s.bk.data(), s.bp.data(), R, s.pk.data(), s.pp.data(), S);
-  EXPECT_EQ(got.size(), want.size()) << "count";
-  std::sort(got.begin(), got.end());
   std::sort(want.begin(), want.end());
-  EXPECT_TRUE(got == want) << "the multisets of pairs differ";
+  for (const bool span : {true, false}) {
+    std::vector<Pair> got = partitioned_join(s.bk.data(), s.bp.data(), R, s.pk.data(), s.pp.data(), S, span);
+    EXPECT_EQ(got.size(), want.size()) << "count, span " << span;
+    std::sort(got.begin(), got.end());
+    EXPECT_TRUE(got == want) << "the multisets of pairs differ, span " << span;
+  }
 }
 
 TEST(HashJoinPartitionEmulation, MatchesAPlainJoinWithEdgeKeysAndPayloads) {
@@ -460,9 +528,11 @@ TEST(HashJoinPartitionEmulation, PassesTheJudgeOnEveryCheckWorkload) {
     std::int32_t mn = INT_MAX, mx = INT_MIN;
     for (std::int64_t i = 0; i < R; ++i) mn = std::min(mn, bk[i]), mx = std::max(mx, bk[i]);
     if (!hjp::part_plan(mn, mx).ok) continue;  // a wide key domain keeps the global-table paths
-    const std::vector<Pair> rows = partitioned_join(bk, bp, R, pk, pp, S);
-    const OutputsVerdict verdict = judge(c, join_outputs(c, rows));
-    EXPECT_EQ(verdict.status, Status::PASSED) << w.uuid << ": " << verdict.message;
+    for (const bool span : {true, false}) {
+      const std::vector<Pair> rows = partitioned_join(bk, bp, R, pk, pp, S, span);
+      const OutputsVerdict verdict = judge(c, join_outputs(c, rows));
+      EXPECT_EQ(verdict.status, Status::PASSED) << w.uuid << " span " << span << ": " << verdict.message;
+    }
     ++judged;
   }
   EXPECT_GE(judged, 2) << "the range2x and range4x check workloads are partitionable";
