@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # hash_join on the H200 (issue #17's open pilot item): validation; d2k bench of naive and expert on
 # the check workloads and the four bench rows, with the table; the expert's variants beside it on
-# the 64M-build row (the radix-partitioned join with its two-pass scatter, `partitioned`, and the
-# same with 16-pair join tiles, `partitioned_j16`, against today's BITMAP path: the bar is 2x,
-# <= ~6250 us) and on the 1M range2x row (where both must fall back to today's path: a tie); the
-# starter's verdict (must be INCORRECT_*); compute-sanitizer memcheck of the expert, of
+# the 64M-build row (the radix-partitioned join with its two-pass scatter, `partitioned`, beside
+# `partitioned_1slice` (pass 2 one slice per tile) and `partitioned_j16` (16-pair join tiles),
+# against today's BITMAP path: the bar is 2x, <= ~6250 us) and on the 1M range2x row (where they
+# must fall back to today's path: a tie); the starter's verdict (must be INCORRECT_*);
+# compute-sanitizer memcheck of the expert, of
 # `partitioned_all` (the partitioned path forced on every build size: the check workloads are
 # below its 2^22-row threshold) and of `partitioned` on the check workloads, and racecheck of
 # `partitioned_all` on the range4x and range2x ones (its shared-memory tables, tile histograms and
@@ -34,7 +35,7 @@ race_rows=$(workload_uuids check "range")
 validate_step
 bench_step --files "bench_$task" --pass "bench: every target PASSED (check workloads and the four bench rows)" \
   bench 50 "naive,expert" "$checks,$bench"
-variants_step --show 10 35 "$variant_rows" --max-time 0.5 --bench-rounds 1
+variants_step --show 12 50 "$variant_rows" --max-time 0.5 --bench-rounds 1
 starter_verdict 8 --workloads "$checks"
 sanitize memcheck 10 "$checks"
 for v in partitioned_all partitioned; do
@@ -43,7 +44,7 @@ done
 [ -f "$carry/impl/$task/expert_partitioned_all.so" ] && sanitize --impl "expert:partitioned_all" racecheck 25 "$race_rows"
 insns="LDG\.E\.EF\.128|LDG\.E[A-Z0-9.]*|ATOMS\.[A-Z0-9.]*|ATOMG[A-Z0-9.]*|RED[A-Z0-9.]*|SHFL\.[A-Z]*"
 sass_counts "$insns" "" "LDL|STL"
-for v in partitioned partitioned_j16; do
+for v in partitioned partitioned_1slice partitioned_j16; do
   [ -f "$carry/impl/$task/expert_$v.so" ] && sass_counts --so "expert_$v" "$insns" "ATOMS" "LDL|STL"
 done
 # Where the partitioned join's time goes (its kernels' durations and DRAM bytes on the 64M row),
