@@ -62,19 +62,34 @@
 //     range is known only after hj_build_minmax, so every kernel re-derives the plan and the
 //     global-table kernels return early, or the hj_part_* kernels do when the range is wider).
 //     Both sides are partitioned by (key - min) >> 15 (32K keys of domain per partition: 2^13
-//     partitions at range 2^28; out-of-range probe rows are dropped), two passes per side: a
-//     per-chunk histogram, a scan, a scatter of 8-byte (key, payload) pairs ranked by
-//     shared-memory atomics. Then persistent CTAs join one partition at a time: its build pairs
-//     into a shared-memory direct table (128 KB of payloads plus a 4 KB presence bitmap: no empty
-//     marker, so (key -1, payload -1) needs no special case), its probe pairs streamed against it,
-//     the output warp-staged as in probe_tiles. Traffic model at r64m-s256m-range4x (GB, every
-//     access a stream or an L2-combined scatter): min/max 0.27; build histogram 0.27, scatter 0.54
-//     read + 0.54 written; probe histogram 1.07, scatter 2.15 + 2.15; join 0.54 + 2.15 read, 1.07
-//     of output; chunk counts ~0.07; ~10.8 GB in all, i.e. ~3.1-3.6 ms at 3-3.5 TB/s plus launch
-//     and partition overheads, against the BITMAP path's 12048 us (DRAM-random 4-byte stores and
-//     gathers: a 32-byte sector per 4-byte access). Not yet measured on a GPU. The risk in that
-//     model is the scatter (comment above the hj_part_* kernels). Still open: per-path tuning (the
-//     shared-memory path measured 377 us with 8 rows/thread and 1 CTA/SM).
+//     partitions at range 2^28; out-of-range probe rows are dropped): a per-chunk histogram, a
+//     scan, then a two-pass scatter of 8-byte (key, payload) pairs (pass 1 into 2^7 first-level
+//     bins, pass 2 into the 2^6 partitions of each bin; tiles of 4096 rows ranked and staged
+//     bin-major in shared memory, each bin's run stored contiguously; pass 2's tiles span two
+//     slices so that they are full). Then persistent CTAs join
+//     one partition at a time: its build pairs into a shared-memory direct table (128 KB of
+//     payloads plus a 4 KB presence bitmap: no empty marker, so (key -1, payload -1) needs no
+//     special case), its probe pairs streamed against it, the output warp-staged as in
+//     probe_tiles.
+//     Measured (H200, tenth session, suite-ten-2026-12-03.md) with a ONE-pass scatter (each row
+//     its own 8-byte store to one of 2^13 partitions): 64M row 20988 us, 0.60x today's expert
+//     (12499 us); 1M row 890 us (falls back, 1.00x). ncu per kernel: the probe scatter 14.67 ms,
+//     DRAM 7.69 GB read + 7.29 GB written for 2 GB of pairs, the build scatter 3.63 ms (1.94 +
+//     1.82 GB for 0.5 GB): partly written sectors evicted and read-modify-written; the join 1.72
+//     ms, hist + scans 0.92 ms, min/max 0.11 ms.
+//     This version (not yet measured): the two-pass scatter above (model: 10.75 GB over both
+//     sides' passes, all whole-sector streams, 2.7-3.3 ms at 3.3-4.0 TB/s, against 18.3 ms
+//     measured for the one-pass scatters); the join's build phase with 8 loads in flight per
+//     thread (one per loop iteration before: ~16 dependent DRAM latencies per partition);
+//     hj_part_scan_chunks with 8 loads in flight (0.25 ms measured, latency-bound); hj_part_hist
+//     with 8 loads per thread (4 before). Expected 4.8-6.0 ms on the 64M row against the 2x bar
+//     (<= ~6250 us); docs/results/hash_join-devbench.md has the model.
+//   %VARIANT% partitioned_1slice -DHJ_PARTITIONED=1 -DHJ_PASS2_SPAN=0
+//     (pass 2 one slice per tile, its last tile partial: the simpler walk, timed beside the
+//     default's tiles across two slices, hjp::pass2_tile)
+//   %VARIANT% partitioned_j16 -DHJ_PARTITIONED=1 -DHJ_JOIN_ITEMS=16 -DHJ_JOIN_STAGE=512
+//     (the same with 16 probe pairs per thread per join tile: 64 KB of loads in flight per SM
+//     instead of 32 KB, the staging buffers grown to hold a tile: 196 KB of shared memory)
 //   %VARIANT% partitioned_all -DHJ_PARTITIONED=1 -DHJ_PART_MIN_ROWS=1
 //     (the same join from R = 1 on, wherever the range allows and the build side is too big for the
 //     per-CTA shared-memory path: it puts the partitioned kernels under compute-sanitizer on the
@@ -105,6 +120,9 @@
 #endif
 #ifndef HJ_PARTITIONED
 #define HJ_PARTITIONED 0  // 1: radix-partitioned join for large build sides (header: Variants)
+#endif
+#ifndef HJ_PASS2_SPAN
+#define HJ_PASS2_SPAN 1  // partitioned: pass 2's tiles span two slices (0: one slice per tile)
 #endif
 #ifndef HJ_JOIN_ITEMS
 #define HJ_JOIN_ITEMS 8  // partitioned join: probe pairs per thread per tile
@@ -688,17 +706,19 @@ __global__ void __launch_bounds__(kProbeThreads, HJ_MIN_BLOCKS) hj_probe_global(
 // probe then hit shared memory, and every global access is a stream or a scatter store.
 // Per side: hj_part_hist (per-chunk partition counts, chunk-major), hj_part_scan_chunks (each
 // partition's running offset across chunks, and its total), hj_part_scan_parts (exclusive scan
-// of the totals: partition bases), hj_part_scatter (each chunk's rows to base + chunk offset +
-// a shared-memory atomic rank; the order inside a partition is free: the output is a multiset).
-// Then hj_part_join: persistent CTAs, one partition at a time.
-// The scatter writes each pair with its own 8-byte store: a shared-memory staging tile (a few
-// thousand rows) holds < 1 row per partition at P = 2^13, too few to form coalesced runs. The L2
-// combines the stores instead (L2 write-combining): a chunk's rows of one partition go to one
-// contiguous run (32 build / 128 probe pairs at the bench row), so each resident scatter CTA keeps
-// one partly written 32-byte sector per partition open, 132 CTAs x 2^13 x 32 B = 35 MB, within the
-// H200's 60 MB L2. That is why a partition spans 2^15 keys (2^14 would double it past the L2) and
-// why the scatter's 128 KB of cursors keep it at one CTA per SM. Sectors evicted half written
-// would cost DRAM traffic beyond the model: the first thing to check with ncu on a GPU.
+// of the totals: partition bases), then a two-pass scatter from those counts: hj_part_pass1
+// (each chunk's rows into its slice of each of ~2^7 first-level bins of a temporary buffer),
+// hj_part_pass2 (each slice into the ~2^6 final partitions of its bin, at base + chunk offset).
+// The order inside a partition is free: the output is a multiset. Then hj_part_join: persistent
+// CTAs, one partition at a time.
+// Why two passes: the first version scattered each row straight to its final partition with its
+// own 8-byte store (2^13 partitions: a staging tile of a few thousand rows holds < 1 row per
+// partition), relying on the L2 to combine a chunk's stores to one partition into whole sectors.
+// Measured on the H200 (ncu, bench row): the probe scatter moved 7.69 GB read + 7.29 GB written
+// for 2 GB of pairs in 14.67 ms; partly written sectors were evicted and read-modify-written in
+// DRAM. With ~sqrt(2^13) bins per pass, a 4096-row tile has ~32-64 rows per bin, staged
+// bin-major in shared memory and stored as 256-512 B runs: whole sectors, at the price of one
+// more read and write of the pairs (traffic model: docs/results/hash_join-devbench.md).
 
 constexpr int kPartThreads = 1024;
 constexpr int kPartScanThreads = 256;
@@ -707,6 +727,7 @@ constexpr int kJoinWarps = kJoinThreads / 32;
 constexpr int kJoinItems = HJ_JOIN_ITEMS;
 constexpr int kJoinTile = 32 * kJoinItems;
 constexpr int kJoinStage = HJ_JOIN_STAGE;
+constexpr int kJoinBuildItems = 8;  ///< partitioned join: build pairs per thread per batch
 static_assert(kJoinStage >= kJoinTile, "HJ_JOIN_STAGE must hold one join tile of matches");
 static_assert(hjp::kMaxParts % kPartThreads == 0, "the partition scan gives each thread a segment");
 
@@ -728,7 +749,10 @@ __global__ void __launch_bounds__(kPartThreads) hj_part_hist(const int32_t* __re
   __syncthreads();
   const int64_t c0 = static_cast<int64_t>(blockIdx.x) * chunk;
   const int64_t c1 = c0 + chunk < n ? c0 + chunk : n;
-  constexpr int kU = 4;  // loads in flight per thread before their shared-memory atomics
+  // Loads in flight per thread before their shared-memory atomics: the 128 KB histogram allows
+  // one 1024-thread CTA per SM, so 8 per thread (32 KB per SM) cover the DRAM latency (4 gave
+  // 2.7 TB/s on the probe side).
+  constexpr int kU = 8;
   for (int64_t i = c0 + threadIdx.x; i < c1; i += kU * kPartThreads) {
     int k[kU];
     bool v[kU];
@@ -760,8 +784,22 @@ __global__ void __launch_bounds__(kPartScanThreads) hj_part_scan_chunks(const He
   if (!hjp::use_partitioned(pl, r)) return;
   const uint32_t p = blockIdx.x * kPartScanThreads + threadIdx.x;
   if (p >= pl.parts) return;
+  // Batches of kB loads before their stores: one load at a time made the walk over 256 chunks
+  // latency-bound (0.25 ms measured at 2^13 partitions for 0.016 GB of counts).
+  constexpr int kB = 8;
   uint32_t run = 0;
-  for (int64_t c = 0; c < chunks; ++c) {
+  int64_t c = 0;
+  for (; c + kB <= chunks; c += kB) {
+    uint32_t v[kB];
+#pragma unroll
+    for (int j = 0; j < kB; ++j) v[j] = counts[static_cast<uint64_t>(c + j) * pl.parts + p];
+#pragma unroll
+    for (int j = 0; j < kB; ++j) {
+      counts[static_cast<uint64_t>(c + j) * pl.parts + p] = run;
+      run += v[j];
+    }
+  }
+  for (; c < chunks; ++c) {
     uint32_t* e = counts + static_cast<uint64_t>(c) * pl.parts + p;
     const uint32_t v = *e;
     *e = run;
@@ -805,38 +843,273 @@ __global__ void __launch_bounds__(kPartThreads) hj_part_scan_parts(const Header*
   if (threadIdx.x == kPartThreads - 1) base[pl.parts] = run;  // the last segment's end
 }
 
-/// Chunk blockIdx.x of a side: every in-range row to pairs[base[p] + chunk offset + rank].
-__global__ void __launch_bounds__(kPartThreads) hj_part_scatter(
-    const int32_t* __restrict__ keys, const int32_t* __restrict__ pays, int64_t n, int64_t chunk,
-    const Header* h, int64_t r, const uint32_t* counts, const uint32_t* base, int2* pairs) {
-  const hjp::PartPlan pl = part_plan_of(h);
-  if (!hjp::use_partitioned(pl, r)) return;
-  uint32_t* cursor = reinterpret_cast<uint32_t*>(smem_table);
-  const uint32_t* off = counts + static_cast<uint64_t>(blockIdx.x) * pl.parts;
-  for (uint32_t p = threadIdx.x; p < pl.parts; p += kPartThreads) cursor[p] = base[p] + off[p];
-  __syncthreads();
-  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * chunk;
-  const int64_t c1 = c0 + chunk < n ? c0 + chunk : n;
-  constexpr int kU = 4;
-  for (int64_t i = c0 + threadIdx.x; i < c1; i += kU * kPartThreads) {
-    int k[kU], v[kU];
-    bool ok[kU];
+// ---- Two-pass scatter (hj_part.h: first-level bins, then sub-bins) --------------------------
+// Positions come from the same per-chunk histogram of the final partitions (counts, scanned over
+// chunks by hj_part_scan_chunks) as the one-pass scatter: chunk c's rows of final partition q go to
+// [base[q] + off[c][q], + cnt[c][q]), exactly as before. Pass 1 writes chunk c's rows of first-level
+// bin b to one slice of the temporary buffer, [base[b << sb] + sum_s off[c][(b << sb) + s], + sum_s
+// cnt[c][...]): the slices of bin b tile b's range (which equals the union of its partitions'
+// ranges), chunk after chunk, so no slice spans two bins. Pass 2 reads chunk c's slices and sends
+// each row to its final partition's cursor base[q] + off[c][q]: no histogram over the temporary
+// buffer is needed. Both passes rank a tile of kPassTile rows by bin in shared memory (tile
+// histogram, scan over the bins, stage the tile bin-major) and write each bin's run of the tile
+// contiguously at the bin's global cursor: ~32 rows (256 B) per bin per tile at 2^7 / 2^6 bins.
+
+constexpr int kPassThreads = 512;
+constexpr int kPassRows = static_cast<int>(hjp::kPassTile) / kPassThreads;  // rows per thread
+static_assert(kPassRows * kPassThreads == static_cast<int>(hjp::kPassTile), "tile of whole rows");
+static_assert(hjp::kMaxFirstBins % 32 == 0 && hjp::kMaxFirstBins >= 2 * hjp::kMaxSubBins,
+              "warp 0 scans the bins, kMaxFirstBins / 32 per lane; pass 2 ranks two slices' sub-bins");
+
+struct PassSmem {
+  uint32_t hist[hjp::kMaxFirstBins];      ///< tile rows per bin (zeroed by the scan)
+  uint32_t toff[hjp::kMaxFirstBins];      ///< the bin's first row in the staged tile
+  uint32_t gdst[hjp::kMaxFirstBins];      ///< global position of staged row 0 of the bin (mod 2^32)
+  uint32_t cursor[hjp::kMaxFirstBins];    ///< the bin's next global position
+  uint32_t slice_lo[hjp::kMaxFirstBins];  ///< this chunk's slice of each first-level bin
+  uint32_t slice_len[hjp::kMaxFirstBins];
+  uint32_t kept;  ///< rows staged in this tile
+  int2 stage[hjp::kPassTile];
+};
+
+__device__ __forceinline__ uint32_t warp_sum(uint32_t x) {
 #pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const int64_t j = i + u * kPartThreads;
-      ok[u] = j < c1;
-      k[u] = ok[u] ? __ldcs(keys + j) : 0;
-      v[u] = ok[u] ? __ldcs(pays + j) : 0;
-    }
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      uint32_t d;
-      if (ok[u] && hjp::key_offset(pl, k[u], d)) {
-        const uint32_t pos = atomicAdd(cursor + hjp::part_of(d), 1u);
-        pairs[pos] = make_int2(k[u], v[u]);
+  for (int d = 16; d > 0; d >>= 1) x += __shfl_xor_sync(0xffffffffu, x, d);
+  return x;
+}
+
+/// Chunk c's slice of every first-level bin in the temporary buffer (see above), a warp per bin.
+/// Read by the caller after a barrier.
+__device__ __forceinline__ void first_level_slices(const hjp::PartPlan& pl, uint32_t sb, uint32_t nb,
+                                                   const uint32_t* counts, const uint32_t* totals, int64_t chunks,
+                                                   uint32_t c, const uint32_t* base, PassSmem& sm) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const uint32_t* off = counts + static_cast<uint64_t>(c) * pl.parts;
+  const uint32_t* next = c + 1 < chunks ? off + pl.parts : totals;  // off[c + 1], or the totals
+  for (uint32_t b = warp; b < nb; b += kPassThreads / 32) {
+    uint32_t o = 0, n = 0;
+    for (uint32_t s = lane; s < (1u << sb); s += 32) {
+      const uint32_t q = (b << sb) + s;
+      if (q < pl.parts) {
+        o += off[q];
+        n += next[q] - off[q];
       }
     }
+    o = warp_sum(o);
+    n = warp_sum(n);
+    if (lane == 0) {
+      sm.slice_lo[b] = base[b << sb] + o;
+      sm.slice_len[b] = n;
+    }
   }
+}
+
+/// Tile step 1: rank the rows by bin (shared-memory atomics on the tile histogram), scan the nb
+/// bins (warp 0; advances the cursors), stage the tile bin-major. Rows with bin < 0 are dropped.
+/// Ends with a barrier: sm.stage, sm.gdst and sm.kept are ready for write_tile.
+__device__ __forceinline__ void rank_and_stage(PassSmem& sm, const int2 (&kv)[kPassRows], const int (&bin)[kPassRows],
+                                               uint32_t nb) {
+  uint32_t rank[kPassRows];
+#pragma unroll
+  for (int u = 0; u < kPassRows; ++u) rank[u] = bin[u] >= 0 ? atomicAdd(sm.hist + bin[u], 1u) : 0u;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    constexpr int kPer = hjp::kMaxFirstBins / 32;
+    const int lane = threadIdx.x;
+    uint32_t v[kPer], sum = 0;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const uint32_t b = lane * kPer + i;
+      v[i] = b < nb ? sm.hist[b] : 0u;
+      sum += v[i];
+    }
+    const uint32_t incl = static_cast<uint32_t>(warp_inclusive_scan(static_cast<int>(sum), lane));
+    uint32_t run = incl - sum;
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const uint32_t b = lane * kPer + i;
+      if (b < nb) {
+        sm.toff[b] = run;
+        sm.gdst[b] = sm.cursor[b] - run;  // staged row s of bin b goes to gdst[b] + s
+        sm.cursor[b] += v[i];
+        sm.hist[b] = 0;  // the next tile's atomics come after two more barriers
+      }
+      run += v[i];
+    }
+    if (lane == 31) sm.kept = incl;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int u = 0; u < kPassRows; ++u)
+    if (bin[u] >= 0) sm.stage[sm.toff[bin[u]] + rank[u]] = kv[u];
+  __syncthreads();
+}
+
+/// Tile step 2: consecutive threads store consecutive staged rows, i.e. each bin's run of the tile
+/// to consecutive global addresses. No barrier after it: the next tile touches sm.stage, sm.gdst
+/// and sm.kept only after the two barriers of its rank_and_stage.
+template <class BinOf>
+__device__ __forceinline__ void write_tile(const PassSmem& sm, BinOf bin_of, int2* out) {
+  const uint32_t kept = sm.kept;
+  for (uint32_t s = threadIdx.x; s < kept; s += kPassThreads) {
+    const int2 kv = sm.stage[s];
+    out[sm.gdst[bin_of(kv.x)] + s] = kv;
+  }
+}
+
+/// Pass 1, chunk blockIdx.x of a side: its in-range rows as (key, payload) pairs into its slice of
+/// each first-level bin of tmp. The next tile's loads are issued before the current tile's stores.
+__global__ void __launch_bounds__(kPassThreads, 2)
+    hj_part_pass1(const int32_t* __restrict__ keys, const int32_t* __restrict__ pays, int64_t n, int64_t chunk,
+                  const Header* h, int64_t r, const uint32_t* counts, const uint32_t* totals, int64_t chunks,
+                  const uint32_t* base, int2* tmp) {
+  const hjp::PartPlan pl = part_plan_of(h);
+  if (!hjp::use_partitioned(pl, r)) return;
+  __shared__ PassSmem sm;
+  const uint32_t sb = hjp::sub_bits(pl.parts), nb = hjp::first_bins(pl.parts);
+  first_level_slices(pl, sb, nb, counts, totals, chunks, blockIdx.x, base, sm);
+  for (uint32_t b = threadIdx.x; b < hjp::kMaxFirstBins; b += kPassThreads) sm.hist[b] = 0;
+  __syncthreads();
+  for (uint32_t b = threadIdx.x; b < nb; b += kPassThreads) sm.cursor[b] = sm.slice_lo[b];
+  // (cursor is first read by warp 0 after rank_and_stage's first barrier)
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * chunk;
+  const int64_t c1 = c0 + chunk < n ? c0 + chunk : n;
+  int k[kPassRows], v[kPassRows];
+  auto load = [&](int64_t t0) {
+#pragma unroll
+    for (int u = 0; u < kPassRows; ++u) {
+      const int64_t j = t0 + u * kPassThreads + threadIdx.x;
+      k[u] = j < c1 ? __ldcs(keys + j) : 0;
+      v[u] = j < c1 ? __ldcs(pays + j) : 0;
+    }
+  };
+  load(c0);
+  for (int64_t t0 = c0; t0 < c1; t0 += hjp::kPassTile) {
+    int2 kv[kPassRows];
+    int bin[kPassRows];
+#pragma unroll
+    for (int u = 0; u < kPassRows; ++u) {
+      uint32_t d;
+      const bool in = t0 + u * kPassThreads + threadIdx.x < c1 && hjp::key_offset(pl, k[u], d);
+      bin[u] = in ? static_cast<int>(hjp::first_bin_of(hjp::part_of(d), sb)) : -1;
+      kv[u] = make_int2(k[u], v[u]);
+    }
+    rank_and_stage(sm, kv, bin, nb);
+    if (t0 + hjp::kPassTile < c1) load(t0 + hjp::kPassTile);
+    write_tile(
+        sm, [&](int key) { return hjp::first_bin_of(hjp::part_of(static_cast<uint32_t>(key) - pl.lo), sb); }, tmp);
+  }
+}
+
+/// Pass 2, chunk blockIdx.x of a side: its slice of every first-level bin, read from tmp, into the
+/// final partitions of pairs (cursors base[q] + off[c][q] for the bin's 2^sb sub-bins). The tiles
+/// of all the chunk's slices form one sequence, so the next tile's loads (possibly the next
+/// slice's) are issued before the current tile's stores.
+__global__ void __launch_bounds__(kPassThreads, 2)
+    hj_part_pass2(const int2* __restrict__ tmp, const Header* h, int64_t r, const uint32_t* counts,
+                  const uint32_t* totals, int64_t chunks, const uint32_t* base, int2* pairs) {
+  const hjp::PartPlan pl = part_plan_of(h);
+  if (!hjp::use_partitioned(pl, r)) return;
+  __shared__ PassSmem sm;
+  const uint32_t sb = hjp::sub_bits(pl.parts), nb = hjp::first_bins(pl.parts);
+  const uint32_t c = blockIdx.x;
+  first_level_slices(pl, sb, nb, counts, totals, chunks, c, base, sm);
+  for (uint32_t b = threadIdx.x; b < hjp::kMaxFirstBins; b += kPassThreads) sm.hist[b] = 0;
+  __syncthreads();
+  const uint32_t* off = counts + static_cast<uint64_t>(c) * pl.parts;
+  const uint32_t subs = 1u << sb;
+  // Cursors of slice bin's sub-bins into cursor[half * subs ..]: base[q] + off[c][q]. Warp 0 reads
+  // them after rank_and_stage's first barrier; the slice that used that half before was finished
+  // by the previous tile, whose last read of the cursors came before its second barrier.
+  auto init_cursors = [&](uint32_t bin, uint32_t half) {
+    const uint32_t q = (bin << sb) + threadIdx.x;
+    if (threadIdx.x < subs && q < pl.parts) sm.cursor[half * subs + threadIdx.x] = base[q] + off[q];
+  };
+  int2 kv[kPassRows];
+#if HJ_PASS2_SPAN
+  // hjp::pass2_tile walks full tiles across slices: a tile's rows of slice a rank into bin half
+  // ha, those of the next slice b into the other half; the halves alternate per slice (k).
+  auto load = [&](const hjp::Pass2Tile& s) {
+    const uint32_t lo_a = sm.slice_lo[s.a] + s.ta, lo_b = s.nbr > 0 ? sm.slice_lo[s.b] : 0u;
+#pragma unroll
+    for (int u = 0; u < kPassRows; ++u) {
+      const uint32_t j = u * kPassThreads + threadIdx.x;
+      kv[u] =
+          j < s.na ? __ldcs(tmp + lo_a + j) : (j < s.na + s.nbr ? __ldcs(tmp + lo_b + (j - s.na)) : make_int2(0, 0));
+    }
+  };
+  const uint32_t a0 = hjp::next_nonempty(sm.slice_len, nb, 0);
+  if (a0 >= nb) return;  // uniform: no rows in this chunk
+  hjp::Pass2Tile s = hjp::pass2_tile(sm.slice_len, nb, a0, 0);
+  load(s);
+  for (uint32_t k = 0;;) {
+    const uint32_t ha = k & 1u, hb = ha ^ 1u;
+    if (s.ta == 0) init_cursors(s.a, ha);
+    if (s.nbr > 0) init_cursors(s.b, hb);
+    int bin[kPassRows];
+#pragma unroll
+    for (int u = 0; u < kPassRows; ++u) {
+      const uint32_t j = u * kPassThreads + threadIdx.x;
+      const uint32_t sub = hjp::sub_bin_of(hjp::part_of(static_cast<uint32_t>(kv[u].x) - pl.lo), sb);
+      bin[u] =
+          j < s.na ? static_cast<int>(ha * subs + sub) : (j < s.na + s.nbr ? static_cast<int>(hb * subs + sub) : -1);
+    }
+    rank_and_stage(sm, kv, bin, 2u * subs);
+    const hjp::Pass2Tile cur = s;
+    k += cur.steps;
+    const bool more = cur.next_a < nb;
+    if (more) {
+      s = hjp::pass2_tile(sm.slice_len, nb, cur.next_a, cur.next_t);
+      load(s);
+    }
+    write_tile(
+        sm,
+        [&](int key) {
+          const uint32_t part = hjp::part_of(static_cast<uint32_t>(key) - pl.lo);
+          return (hjp::first_bin_of(part, sb) == cur.a ? ha : hb) * subs + hjp::sub_bin_of(part, sb);
+        },
+        pairs);
+    if (!more) break;
+  }
+#else
+  // One slice at a time: (b, t) walks the tiles of the non-empty slices in bin order (b == nb:
+  // done); a slice's last tile is partial.
+  auto next_slice = [&](uint32_t b) {
+    while (b < nb && sm.slice_len[b] == 0) ++b;
+    return b;
+  };
+  auto load = [&](uint32_t b, uint32_t t) {
+    const uint32_t lo = sm.slice_lo[b] + t, len = sm.slice_len[b] - t;
+#pragma unroll
+    for (int u = 0; u < kPassRows; ++u) {
+      const uint32_t j = u * kPassThreads + threadIdx.x;
+      kv[u] = j < len ? __ldcs(tmp + lo + j) : make_int2(0, 0);
+    }
+  };
+  uint32_t b = next_slice(0), t = 0;
+  if (b < nb) load(b, 0);
+  while (b < nb) {
+    const uint32_t len = sm.slice_len[b];
+    if (t == 0) init_cursors(b, 0);
+    int bin[kPassRows];
+#pragma unroll
+    for (int u = 0; u < kPassRows; ++u) {
+      const uint32_t part = hjp::part_of(static_cast<uint32_t>(kv[u].x) - pl.lo);
+      bin[u] = t + u * kPassThreads + threadIdx.x < len ? static_cast<int>(hjp::sub_bin_of(part, sb)) : -1;
+    }
+    rank_and_stage(sm, kv, bin, subs);
+    uint32_t nb2 = b, nt = t + hjp::kPassTile;
+    if (nt >= len) {
+      nb2 = next_slice(b + 1);
+      nt = 0;
+    }
+    if (nb2 < nb) load(nb2, nt);
+    write_tile(
+        sm, [&](int key) { return hjp::sub_bin_of(hjp::part_of(static_cast<uint32_t>(key) - pl.lo), sb); }, pairs);
+    b = nb2;
+    t = nt;
+  }
+#endif
 }
 
 /// Shared memory of hj_part_join: the partition's presence bitmap and payload table, and one
@@ -846,6 +1119,8 @@ struct JoinSmem {
   int32_t tab[hjp::kSlots];
   int2 stage[kJoinWarps][kJoinStage];
 };
+// sm_90's opt-in dynamic shared memory per block is 227 KB (the 16-item variant uses 196 KB).
+static_assert(sizeof(JoinSmem) <= 227 * 1024, "hj_part_join's shared memory exceeds the SM's");
 
 /// Persistent CTAs, one partition at a time: the partition's build pairs into the shared-memory
 /// direct table (distinct keys: no collisions), then its probe pairs against it, the matches
@@ -865,12 +1140,25 @@ __global__ void __launch_bounds__(kJoinThreads) hj_part_join(const Header* h, in
   for (uint32_t part = blockIdx.x; part < pl.parts; part += gridDim.x) {
     for (uint32_t i = threadIdx.x; i < hjp::kBitmapWords; i += kJoinThreads) sm.bits[i] = 0;
     __syncthreads();
+    // kJoinBuildItems loads per thread before their table writes: with one load per iteration
+    // each partition's ~8K build pairs (bench row) cost ~16 dependent DRAM latencies per thread,
+    // 62 partitions per CTA in a row.
     const uint32_t b1 = bbase[part + 1];
-    for (uint32_t i = bbase[part] + threadIdx.x; i < b1; i += kJoinThreads) {
-      const int2 kv = __ldcs(bpairs + i);
-      const uint32_t s = hjp::slot_of(static_cast<uint32_t>(kv.x) - pl.lo);
-      sm.tab[s] = kv.y;
-      atomicOr(sm.bits + (s >> 5), 1u << (s & 31));
+    for (uint32_t i0 = bbase[part]; i0 < b1; i0 += kJoinBuildItems * kJoinThreads) {
+      int2 kv[kJoinBuildItems];
+#pragma unroll
+      for (int j = 0; j < kJoinBuildItems; ++j) {
+        const uint32_t i = i0 + j * kJoinThreads + threadIdx.x;
+        kv[j] = i < b1 ? __ldcs(bpairs + i) : make_int2(0, 0);
+      }
+#pragma unroll
+      for (int j = 0; j < kJoinBuildItems; ++j) {
+        if (i0 + j * kJoinThreads + threadIdx.x < b1) {
+          const uint32_t s = hjp::slot_of(static_cast<uint32_t>(kv[j].x) - pl.lo);
+          sm.tab[s] = kv[j].y;
+          atomicOr(sm.bits + (s >> 5), 1u << (s & 31));
+        }
+      }
     }
     __syncthreads();
     const uint32_t p1 = pbase[part + 1];
@@ -967,6 +1255,8 @@ GlobalTable carve_global_table(d2k::Workspace& ws, const Shapes& sh) {
 struct PartBufs {
   int2* bpairs = nullptr;    ///< R build (key, payload) pairs, partition-major
   int2* ppairs = nullptr;    ///< up to S in-range probe pairs, partition-major
+  int2* tmp = nullptr;       ///< max(R, S) pairs: pass 1's output, first-level-bin major (the
+                             ///< build side's, then the probe side's: stream-ordered reuse)
   uint32_t* bcounts = nullptr;  ///< per build chunk and partition: count, then chunk offset
   uint32_t* pcounts = nullptr;
   uint32_t* btotals = nullptr;  ///< per partition: rows
@@ -979,6 +1269,7 @@ PartBufs carve_partitions(d2k::Workspace& ws, const Shapes& sh) {
   if (sh.r < hjp::kMinRows) return b;
   b.bpairs = ws.take<int2>(static_cast<uint64_t>(sh.r));
   b.ppairs = ws.take<int2>(static_cast<uint64_t>(sh.s));
+  b.tmp = ws.take<int2>(static_cast<uint64_t>(sh.r > sh.s ? sh.r : sh.s));
   b.bcounts = ws.take<uint32_t>(static_cast<uint64_t>(hjp::num_chunks(sh.r)) * hjp::kMaxParts);
   b.pcounts = ws.take<uint32_t>(static_cast<uint64_t>(hjp::num_chunks(sh.s)) * hjp::kMaxParts);
   b.btotals = ws.take<uint32_t>(hjp::kMaxParts);
@@ -1081,8 +1372,6 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
       const size_t hist_smem = hjp::kMaxParts * sizeof(uint32_t);
       D2K_CUDA_TRY(args, cudaFuncSetAttribute(hj_part_hist, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               static_cast<int>(hist_smem)));
-      D2K_CUDA_TRY(args, cudaFuncSetAttribute(hj_part_scatter, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              static_cast<int>(hist_smem)));
       auto partition_side = [&](const int32_t* keys, const int32_t* pays, int64_t n, int2* pairs,
                                 uint32_t* counts, uint32_t* totals, uint32_t* base) -> int32_t {
         const int64_t chunk = hjp::chunk_rows(n), chunks = hjp::num_chunks(n);
@@ -1094,8 +1383,11 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
         D2K_CUDA_TRY(args, cudaGetLastError());
         hj_part_scan_parts<<<1, kPartThreads, 0, stream>>>(hdr, sh.r, totals, base);
         D2K_CUDA_TRY(args, cudaGetLastError());
-        hj_part_scatter<<<static_cast<unsigned>(chunks), kPartThreads, hist_smem, stream>>>(
-            keys, pays, n, chunk, hdr, sh.r, counts, base, pairs);
+        hj_part_pass1<<<static_cast<unsigned>(chunks), kPassThreads, 0, stream>>>(keys, pays, n, chunk, hdr, sh.r,
+                                                                                  counts, totals, chunks, base, pb.tmp);
+        D2K_CUDA_TRY(args, cudaGetLastError());
+        hj_part_pass2<<<static_cast<unsigned>(chunks), kPassThreads, 0, stream>>>(pb.tmp, hdr, sh.r, counts, totals,
+                                                                                  chunks, base, pairs);
         D2K_CUDA_TRY(args, cudaGetLastError());
         return D2K_OK;
       };

@@ -2,7 +2,8 @@
 // variant, HJ_PARTITIONED=1), shared with the host emulation in tests/unit/tasks/hash_join/ so
 // the CPU tests run this exact arithmetic: how many partitions a key range gets, which partition
 // and table slot a key falls in, the per-CTA shared-memory table a partition needs, and how the
-// rows of one side are cut into chunks for the histogram / scatter passes.
+// rows of one side are cut into chunks for the histogram / scatter passes, and how the partition
+// id is split between the two scatter passes (first-level bins, then sub-bins).
 // Plain C++ with __host__ __device__ under nvcc.
 #pragma once
 
@@ -96,6 +97,82 @@ HJP_HD int64_t chunk_rows(int64_t n) {
 HJP_HD int64_t num_chunks(int64_t n) {
   const int64_t c = chunk_rows(n);
   return n <= 0 ? 0 : (n + c - 1) / c;
+}
+
+/// Two-pass scatter (hj_part_pass1 / hj_part_pass2). A one-pass scatter to 2^13 partitions with
+/// one 8-byte store per row leaves partly written sectors that the L2 evicts and the DRAM
+/// read-modify-writes (measured: 3.6x the compulsory bytes both ways). Two passes of fan-out
+/// ~sqrt(parts) each give runs of tile / fan-out rows per bin, whole sectors: pass 1 bins rows by
+/// the high bits of the partition id (part >> sub_bits), pass 2 each first-level bin's rows by the
+/// low sub_bits bits. The final partitions, their order (first-level bin major, sub-bin minor is
+/// the partition id itself) and the bases are those of the one-pass scatter.
+constexpr uint32_t kMaxSubBits = kMaxPartsLog2 / 2;
+constexpr uint32_t kMaxSubBins = 1u << kMaxSubBits;                      ///< pass 2's fan-out
+constexpr uint32_t kMaxFirstBins = 1u << (kMaxPartsLog2 - kMaxSubBits);  ///< pass 1's fan-out
+/// Rows one CTA ranks and stages per tile in both passes (the staging tile's pairs).
+constexpr uint32_t kPassTile = 4096;
+
+HJP_HD uint32_t ceil_log2_parts(uint32_t parts) {
+  uint32_t l = 0;
+  while ((1u << l) < parts) ++l;
+  return l;
+}
+/// Bits of the partition id that pass 2 sorts by: the lower half (6 of 13 at 2^13 partitions).
+HJP_HD uint32_t sub_bits(uint32_t parts) { return ceil_log2_parts(parts) / 2; }
+/// First-level bins: partitions [b << sub_bits, (b + 1) << sub_bits) form bin b (128 at 2^13).
+HJP_HD uint32_t first_bins(uint32_t parts) {
+  const uint32_t sb = sub_bits(parts);
+  return (parts + (1u << sb) - 1) >> sb;
+}
+HJP_HD uint32_t first_bin_of(uint32_t part, uint32_t sb) { return part >> sb; }
+HJP_HD uint32_t sub_bin_of(uint32_t part, uint32_t sb) { return part & ((1u << sb) - 1); }
+
+/// Pass 2's walk over one chunk's slices (their lengths len[0 .. nbins), in bin order): a tile
+/// takes up to kPassTile rows, the rest of slice a from row ta and, when slice a ends inside the
+/// tile, the first rows of the next non-empty slice b. A tile is full unless it ends the chunk or
+/// holds the whole of slice b (two slices at most). One slice per tile left tiles part-empty at
+/// the bench row: a probe slice of ~8K rows took two full tiles and often a nearly empty third, a
+/// build slice of ~2K rows half a tile. The rows of a and b are ranked in two halves of the bins,
+/// 2 x 2^sub_bits <= kMaxFirstBins.
+struct Pass2Tile {
+  uint32_t a, ta, na;       ///< slice a's rows [ta, ta + na)
+  uint32_t b, nbr;          ///< slice b's rows [0, nbr) (nbr == 0: none, b unused)
+  uint32_t next_a, next_t;  ///< the next tile's start (next_a == nbins: done)
+  uint32_t steps;           ///< slices from a to next_a (0, 1 or 2): the bin halves alternate per slice
+};
+HJP_HD uint32_t next_nonempty(const uint32_t* len, uint32_t nbins, uint32_t i) {
+  while (i < nbins && len[i] == 0) ++i;
+  return i;
+}
+/// The tile starting at row ta of slice a (a < nbins, ta < len[a]).
+HJP_HD Pass2Tile pass2_tile(const uint32_t* len, uint32_t nbins, uint32_t a, uint32_t ta) {
+  Pass2Tile s;
+  s.a = a;
+  s.ta = ta;
+  const uint32_t rest = len[a] - ta;
+  s.na = rest < kPassTile ? rest : kPassTile;
+  s.b = nbins;
+  s.nbr = 0;
+  s.next_a = a;
+  s.next_t = ta + s.na;
+  s.steps = 0;
+  if (s.na == rest) {  // slice a ends in this tile
+    const uint32_t b = next_nonempty(len, nbins, a + 1);
+    s.next_a = b;
+    s.next_t = 0;
+    s.steps = 1;
+    if (b < nbins && s.na < kPassTile) {  // the tile's rest from the start of slice b
+      s.b = b;
+      s.nbr = len[b] < kPassTile - s.na ? len[b] : kPassTile - s.na;
+      if (s.nbr == len[b]) {
+        s.next_a = next_nonempty(len, nbins, b + 1);
+        s.steps = 2;
+      } else {
+        s.next_t = s.nbr;
+      }
+    }
+  }
+  return s;
 }
 
 }  // namespace hjp

@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # hash_join on the H200 (issue #17's open pilot item): validation; d2k bench of naive and expert on
 # the check workloads and the four bench rows, with the table; the expert's variants beside it on
-# the 64M-build row (the radix-partitioned join, `partitioned`, against today's BITMAP path: the
-# bar is 2x, <= ~6000 us) and on the 1M range2x row (where `partitioned` must fall back to today's
-# path: a tie); the starter's verdict (must be INCORRECT_*); compute-sanitizer memcheck of the
-# expert, of `partitioned_all` (the partitioned path forced on every build size: the check
-# workloads are below its 2^22-row threshold) and of `partitioned` on the check workloads, and
-# racecheck of `partitioned_all` on the range4x one (its shared-memory tables are filled and read
-# across warps); the SASS of the expert and the partitioned build without local memory. Each step
+# the 64M-build row (the radix-partitioned join with its two-pass scatter, `partitioned`, beside
+# `partitioned_1slice` (pass 2 one slice per tile) and `partitioned_j16` (16-pair join tiles),
+# against today's BITMAP path: the bar is 2x, <= ~6250 us) and on the 1M range2x row (where they
+# must fall back to today's path: a tie); the starter's verdict (must be INCORRECT_*);
+# compute-sanitizer memcheck of the expert, of
+# `partitioned_all` (the partitioned path forced on every build size: the check workloads are
+# below its 2^22-row threshold) and of `partitioned` on the check workloads, and racecheck of
+# `partitioned_all` on the range4x and range2x ones (its shared-memory tables, tile histograms and
+# staging tiles are filled and read across warps; range2x gives the scatter passes several bins
+# and slices); the SASS of the expert and the partitioned builds without local memory. Each step
 # gets what is left of a 140 s budget (HASH_BUDGET_S).
 # Usage (repository root, build packed by scripts/gpu/pack.sh with -DD2K_EXPERT_VARIANTS=ON):
 #   scripts/gpu/checks/t-hash.sh CARRY OUT
-# The partitioned join alone (the next session's first run of it):
-#   D2K_CHECK_STEPS=memcheck_partitioned_all,racecheck_partitioned_all,memcheck_partitioned,variants \
-#     HASH_BUDGET_S=140 scripts/gpu/checks/t-hash.sh CARRY OUT
-# Where the time goes, per kernel (Nsight Compute; only by name):
-#   D2K_CHECK_STEPS=ncu,ncu_partitioned HASH_BUDGET_S=130 scripts/gpu/checks/t-hash.sh CARRY OUT
+# The partitioned join alone, with where its time goes per kernel (Nsight Compute; only by name):
+#   D2K_CHECK_STEPS=memcheck_partitioned_all,racecheck_partitioned_all,memcheck_partitioned,variants,ncu_partitioned \
+#     HASH_BUDGET_S=150 scripts/gpu/checks/t-hash.sh CARRY OUT
+# Today's path per kernel: D2K_CHECK_STEPS=ncu.
 # Exit status: the number of FAIL lines.
 set -uo pipefail
 carry=$(cd "$1" && pwd); out=$2
@@ -28,21 +30,21 @@ source "$(dirname "$0")/lib/steps.sh"
 checks=$(workload_uuids check)
 bench=$(workload_uuids bench)
 variant_rows=$(workload_uuids bench "r64m-\|r1m-s100m-range2x")
-race_rows=$(workload_uuids check "range4x")
+race_rows=$(workload_uuids check "range")
 
 validate_step
 bench_step --files "bench_$task" --pass "bench: every target PASSED (check workloads and the four bench rows)" \
   bench 50 "naive,expert" "$checks,$bench"
-variants_step --show 10 35 "$variant_rows" --max-time 0.5 --bench-rounds 1
+variants_step --show 12 50 "$variant_rows" --max-time 0.5 --bench-rounds 1
 starter_verdict 8 --workloads "$checks"
 sanitize memcheck 10 "$checks"
 for v in partitioned_all partitioned; do
   [ -f "$carry/impl/$task/expert_$v.so" ] && sanitize --impl "expert:$v" memcheck 12 "$checks"
 done
-[ -f "$carry/impl/$task/expert_partitioned_all.so" ] && sanitize --impl "expert:partitioned_all" racecheck 15 "$race_rows"
+[ -f "$carry/impl/$task/expert_partitioned_all.so" ] && sanitize --impl "expert:partitioned_all" racecheck 25 "$race_rows"
 insns="LDG\.E\.EF\.128|LDG\.E[A-Z0-9.]*|ATOMS\.[A-Z0-9.]*|ATOMG[A-Z0-9.]*|RED[A-Z0-9.]*|SHFL\.[A-Z]*"
 sass_counts "$insns" "" "LDL|STL"
-for v in partitioned; do
+for v in partitioned partitioned_1slice partitioned_j16; do
   [ -f "$carry/impl/$task/expert_$v.so" ] && sass_counts --so "expert_$v" "$insns" "ATOMS" "LDL|STL"
 done
 # Where the partitioned join's time goes (its kernels' durations and DRAM bytes on the 64M row),
