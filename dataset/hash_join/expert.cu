@@ -54,9 +54,11 @@
 //     build phase alone: 31 / 59 / 6511 us: at 64M half the time is the build (64M random 4-byte
 //     stores into a 1 GB payload array plus 64M bitmap atomics).
 //   Build variants (expert_<name>.so; `d2k bench --task hash_join --targets expert,expert:<name>`):
-//   %VARIANT% rows8_1cta -DHJ_ITEMS=8 -DHJ_MIN_BLOCKS=1
+//   %VARIANT% rows8_1cta -DHJ_ITEMS=8 -DHJ_MIN_BLOCKS=1 -DHJ_PARTITIONED=0
 //     (run 2's first line: better on the shared-memory path, worse on the hash path)
-//   %VARIANT% partitioned -DHJ_PARTITIONED=1
+//   %VARIANT% prev -DHJ_PARTITIONED=0
+//     (the global-table path on every build size: the default until the tenth session)
+//   HJ_PARTITIONED=1, the default since the tenth session:
 //     Radix-partitioned build/probe (Balkesen et al. 2013; Sioulas et al., ICDE 2019) for build
 //     sides that do not fit L2: R >= 2^22 rows and a key range max-min+1 <= 2^30 (hj_part.h; the
 //     range is known only after hj_build_minmax, so every kernel re-derives the plan and the
@@ -77,13 +79,14 @@
 //     DRAM 7.69 GB read + 7.29 GB written for 2 GB of pairs, the build scatter 3.63 ms (1.94 +
 //     1.82 GB for 0.5 GB): partly written sectors evicted and read-modify-written; the join 1.72
 //     ms, hist + scans 0.92 ms, min/max 0.11 ms.
-//     This version (not yet measured): the two-pass scatter above (model: 10.75 GB over both
-//     sides' passes, all whole-sector streams, 2.7-3.3 ms at 3.3-4.0 TB/s, against 18.3 ms
-//     measured for the one-pass scatters); the join's build phase with 8 loads in flight per
-//     thread (one per loop iteration before: ~16 dependent DRAM latencies per partition);
-//     hj_part_scan_chunks with 8 loads in flight (0.25 ms measured, latency-bound); hj_part_hist
-//     with 8 loads per thread (4 before). Expected 4.8-6.0 ms on the 64M row against the 2x bar
-//     (<= ~6250 us); docs/results/hash_join-devbench.md has the model.
+//     This version: the two-pass scatter above (model: 10.75 GB over both sides' passes, all
+//     whole-sector streams); the join's build phase with 8 loads in flight per thread;
+//     hj_part_scan_chunks and hj_part_hist with 8 loads in flight. Measured (H200, tenth session,
+//     one call, the expert then the global-table path): 64M row 6443.95 us (1.12%) against
+//     12525.48 us, 1.94x; 1M row 889.69 us (falls back, 1.00x). ncu: the passes 0.45 + 0.44 ms
+//     (build side) and 1.77 + 1.74 ms (probe side, 2.24 GB read + 2.19 GB written each: whole
+//     sectors), the join 1.45 ms, histograms and scans 0.5 ms. memcheck and racecheck clean. The
+//     default since (SASS equal to the timed variant's); the 2x bar (<= 6263 us) MISSED by 2.9%.
 //   %VARIANT% partitioned_1slice -DHJ_PARTITIONED=1 -DHJ_PASS2_SPAN=0
 //     (pass 2 one slice per tile, its last tile partial: the simpler walk, timed beside the
 //     default's tiles across two slices, hjp::pass2_tile)
@@ -99,9 +102,6 @@
 #include <cstdint>
 
 #include "d2k/solution.h"
-#if HJ_PARTITIONED
-#include "hj_part.h"
-#endif
 
 #ifndef HJ_ITEMS
 #define HJ_ITEMS 4  // probe rows per thread per tile (multiple of 4)
@@ -119,7 +119,10 @@
 #define HJ_HASH_BATCH 4  // hash-bucket loads in flight per thread at once
 #endif
 #ifndef HJ_PARTITIONED
-#define HJ_PARTITIONED 0  // 1: radix-partitioned join for large build sides (header: Variants)
+#define HJ_PARTITIONED 1  // 1: radix-partitioned join for large build sides (header: Variants); 0: `prev`
+#endif
+#if HJ_PARTITIONED
+#include "hj_part.h"
 #endif
 #ifndef HJ_PASS2_SPAN
 #define HJ_PASS2_SPAN 1  // partitioned: pass 2's tiles span two slices (0: one slice per tile)

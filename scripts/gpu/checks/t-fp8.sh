@@ -17,9 +17,9 @@
 # design.json's "recognise" fields), and in a sweep each variant's (QGMMA and the multicast TMA
 # load required, local memory forbidden).
 # Each step gets what is left of a 140 s budget (FP8_BUDGET_S), inside run_checks.sh's 150 s.
-# The variant sweep for issue #16 (<= 150 s: variants 55 s, bf16 15 s, each memcheck 20 s):
-#   FP8_BUDGET_S=150 D2K_CHECK_STEPS=variants,bf16,memcheck_c2x1,memcheck_c2x2,memcheck_c2x1_swz8 \
-#     scripts/gpu/checks/t-fp8.sh CARRY OUT
+# The variant sweep for issue #16 (<= 150 s: variants 55 s, bf16 15 s, each memcheck 20 s; the
+# tenth session's run of the cluster variants, since retired, was this with their memchecks):
+#   FP8_BUDGET_S=150 D2K_CHECK_STEPS=variants,bf16,memcheck_<variant>... scripts/gpu/checks/t-fp8.sh CARRY OUT
 # What it must show: every line PASS; the ratio lines "vs bf16 cuBLAS" >= 1.5 on the two large
 # shapes (8192x7168x2048, 4096x24576x1536) and "vs naive" >= 3 on all three.
 # If the library target fails with "cuBLASLt has no fp8 algorithm with 128x128 / 1x128 block

@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
 # hash_join on the H200 (issue #17's open pilot item): validation; d2k bench of naive and expert on
 # the check workloads and the four bench rows, with the table; the expert's variants beside it on
-# the 64M-build row (the radix-partitioned join with its two-pass scatter, `partitioned`, beside
-# `partitioned_1slice` (pass 2 one slice per tile) and `partitioned_j16` (16-pair join tiles),
-# against today's BITMAP path: the bar is 2x, <= ~6250 us) and on the 1M range2x row (where they
-# must fall back to today's path: a tie); the starter's verdict (must be INCORRECT_*);
-# compute-sanitizer memcheck of the expert, of
-# `partitioned_all` (the partitioned path forced on every build size: the check workloads are
-# below its 2^22-row threshold) and of `partitioned` on the check workloads, and racecheck of
-# `partitioned_all` on the range4x and range2x ones (its shared-memory tables, tile histograms and
-# staging tiles are filled and read across warps; range2x gives the scatter passes several bins
-# and slices); the SASS of the expert and the partitioned builds without local memory. Each step
-# gets what is left of a 140 s budget (HASH_BUDGET_S).
+# the 64M-build row and on the 1M range2x row: `prev` (the global-table path on every size, the
+# default until the tenth session; the bar is 2x prev on the 64M row), `partitioned_1slice` (pass
+# 2 one slice per tile) and `partitioned_j16` (16-pair join tiles), which must tie the expert on
+# the 1M row where every form falls back to the global-table path; the starter's verdict (must be
+# INCORRECT_*); compute-sanitizer memcheck of the expert and `prev` on the check workloads and of
+# `partitioned_all` (the partitioned path forced on every build size: the check workloads are below
+# its 2^22-row threshold), racecheck of `partitioned_all` on the range4x and range2x ones (its
+# shared-memory tables, tile histograms and staging tiles are filled and read across warps;
+# range2x gives the scatter passes several bins and slices); the SASS of the expert and the
+# partitioned builds without local memory. Each step gets what is left of a 140 s budget
+# (HASH_BUDGET_S).
 # Usage (repository root, build packed by scripts/gpu/pack.sh with -DD2K_EXPERT_VARIANTS=ON):
 #   scripts/gpu/checks/t-hash.sh CARRY OUT
-# The partitioned join alone, with where its time goes per kernel (Nsight Compute; only by name):
-#   D2K_CHECK_STEPS=memcheck_partitioned_all,racecheck_partitioned_all,memcheck_partitioned,variants,ncu_partitioned \
+# The partitioned join's checks and where its time goes per kernel (Nsight Compute; only by name),
+# beside the global-table path's (ncu_prev):
+#   D2K_CHECK_STEPS=memcheck_partitioned_all,racecheck_partitioned_all,memcheck_prev,variants,ncu,ncu_prev \
 #     HASH_BUDGET_S=150 scripts/gpu/checks/t-hash.sh CARRY OUT
-# Today's path per kernel: D2K_CHECK_STEPS=ncu.
 # Exit status: the number of FAIL lines.
 set -uo pipefail
 carry=$(cd "$1" && pwd); out=$2
@@ -38,19 +38,19 @@ bench_step --files "bench_$task" --pass "bench: every target PASSED (check workl
 variants_step --show 12 50 "$variant_rows" --max-time 0.5 --bench-rounds 1
 starter_verdict 8 --workloads "$checks"
 sanitize memcheck 10 "$checks"
-for v in partitioned_all partitioned; do
+for v in partitioned_all prev; do
   [ -f "$carry/impl/$task/expert_$v.so" ] && sanitize --impl "expert:$v" memcheck 12 "$checks"
 done
 [ -f "$carry/impl/$task/expert_partitioned_all.so" ] && sanitize --impl "expert:partitioned_all" racecheck 25 "$race_rows"
 insns="LDG\.E\.EF\.128|LDG\.E[A-Z0-9.]*|ATOMS\.[A-Z0-9.]*|ATOMG[A-Z0-9.]*|RED[A-Z0-9.]*|SHFL\.[A-Z]*"
-sass_counts "$insns" "" "LDL|STL"
-for v in partitioned partitioned_1slice partitioned_j16; do
+sass_counts "$insns" "ATOMS" "LDL|STL"
+for v in partitioned_1slice partitioned_j16; do
   [ -f "$carry/impl/$task/expert_$v.so" ] && sass_counts --so "expert_$v" "$insns" "ATOMS" "LDL|STL"
 done
 # Where the partitioned join's time goes (its kernels' durations and DRAM bytes on the 64M row),
-# beside today's path: only where D2K_CHECK_STEPS names ncu / ncu_partitioned.
+# beside the global-table path's: only where D2K_CHECK_STEPS names ncu / ncu_prev.
 big_row=$(workload_uuids bench "r64m-")
 ncu_kernels 60 "hj_(build|probe|part|join)" "$big_row"
-[ -f "$carry/impl/$task/expert_partitioned.so" ] && ncu_kernels --impl expert:partitioned 60 "hj_(build|probe|part|join)" "$big_row"
+[ -f "$carry/impl/$task/expert_prev.so" ] && ncu_kernels --impl expert:prev 60 "hj_(build|probe|part|join)" "$big_row"
 echo "t-hash: $fails failure(s)"
 exit "$fails"
