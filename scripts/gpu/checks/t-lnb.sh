@@ -91,7 +91,7 @@ equal_check() {
   selected "$name" || { echo "== $name not selected (D2K_CHECK_STEPS)"; return 125; }
   local a="$out/${name}_a" b="$out/${name}_b"
   # a dump's files are named after the target: expert.dx.npy, or expert?NAME.dx.npy for a variant
-  glob() { [ "$1" = expert ] && echo "expert.$2.npy" || echo "expert?*.$2.npy"; }
+  lnb_dump_glob() { [ "$1" = expert ] && echo "expert.$2.npy" || echo "expert?*.$2.npy"; }
   rm -rf "$a" "$b"
   step "$name" 10 "$d2k" check --task "$task" --impl "$ref" --isolation none --seed 7 --rounds 1 \
     --bench-rounds 1 --workloads "$wl" --quiet --dump "$a" || ok=0
@@ -100,9 +100,9 @@ equal_check() {
     --bench-rounds 1 --workloads "$wl" --quiet --dump "$b" || ok=0
   n_want=$(($(wc -w <<< "$tensors") * $(echo "$wl" | tr ',' '\n' | wc -l)))
   for t in $tensors; do
-    for f in $(cd "$a" 2> /dev/null && find . -name "$(glob "$ref" "$t")"); do
+    for f in $(cd "$a" 2> /dev/null && find . -name "$(lnb_dump_glob "$ref" "$t")"); do
       d=$(dirname "$f")
-      g=$(cd "$b" 2> /dev/null && ls "$d"/$(glob "$impl" "$t") 2> /dev/null | head -1)
+      g=$(cd "$b" 2> /dev/null && ls "$d"/$(lnb_dump_glob "$impl" "$t") 2> /dev/null | head -1)
       if [ -n "$g" ] && cmp -s "$a/$f" "$b/$g"; then n_same=$((n_same + 1)); else ok=0; echo "differs: $f"; fi
     done
   done
