@@ -204,15 +204,15 @@
 //      columns, counted by an mbarrier; relaxed cluster barriers, so no MEMBAR waits for the last
 //      dx stores). 132 partial rows instead of 264 at 8192 columns: 8.65 MB written to L2 and read
 //      by stage 2 instead of 17.3 MB, 17 rows per stage-2 thread instead of 33. Why the partial
-//      rows: at equal bytes (402.8 MB) the default read 104.96 / 112.02 / 115.78 us at 65536 x
-//      1024 / 16384 x 4096 / 8192 x 8192 (tenth session) with 2.2 / 8.65 / 17.3 MB of partial
+//      rows: at equal bytes (402.8 MB) the default's worker medians were 104.96 / 112.02 / 115.78 us
+//      at 65536 x 1024 / 16384 x 4096 / 8192 x 8192 (tenth session) with 2.2 / 8.65 / 17.3 MB of partial
 //      rows: 3.76 us more for 8.65 MB more from 4096 to 8192 columns (the team's width, 4 then 8
 //      warps at a named barrier, and stage 2's grid, 128 then 256 CTAs, change too). Not their
 //      DRAM write-back (discard, 0.99x) nor stage 2's dependent round trips (lean_tail's one-trip
 //      stage 2 was within noise): what is left is their L2 write burst after the last rows and
 //      stage 2's reading, both halved. If the slope is the partial rows, up to 3.8 us (3.2%) at
 //      8192 x 8192, less the exchange (64 KB in and out per SM, once, over the SM-to-SM network:
-//      its rate is what the run measures); 16384 x 6144 (12.96 MB of partial rows) is the
+//      its rate is what the run measures); 16384 x 6144 (13.0 MB of partial rows) is the
 //      second witness; 4096 and 1024 columns run the default's code (the control).
 //   t. pairs_whole: r and s (256 CTAs, 128 pair rows at 8192 columns; 262 CTAs at 6144): the
 //      candidate for the one row, if r and s each hold.
