@@ -177,16 +177,52 @@
 //      leave the critical path: what follows the last CTA's flag is one poll, one load round trip,
 //      the sums and the tree.
 //   q. slices_flags: o and p together, the candidate default if both gain.
-// Not built: a cluster of two stage-1 CTAs summing their partial rows over DSMEM (half the partial
-// rows: about 1 us less stage-2 reading at 8192 columns, 8.6 of 17.3 MB, against a cluster barrier
-// and DSMEM reads after the last CTA's rows); gamma staged by cp.async ahead of the first rows (its
-// L2 round trips are hidden behind the first rows' DRAM latency, which all CTAs meet at once).
+// Not built then: a cluster of two stage-1 CTAs summing their partial rows over DSMEM (built in the
+// eighth round as s below); gamma staged by cp.async ahead of the first rows (its L2 round trips
+// are hidden behind the first rows' DRAM latency, which all CTAs meet at once).
+// Measured (tenth session, 2026-12-03): the default (team_slices) at 80.6 / 79.1 / 84.9 / 86.0% of
+// SOL; 8192 x 8192 reads 115.78 us where 80% allows 114.5 us (1.3 us short). Its launch: 264 CTAs
+// (the strided grid takes every resident slot) of one 256-thread team, two per SM, 4 vectors per
+// thread, 96 KB of gamma and ring; 8192 rows are 31 rounds of 264 and 8 rows; 264 partial rows of
+// 64 KB (17.3 MB written at stage 1's end, read once by stage 2: 33 rows per thread and array).
+// Eighth round, aimed at that row (the others must not lose; each form deterministic, dx the
+// default's bit for bit):
+//   r. whole_rounds (LNB_WHOLE_ROUNDS): the strided grid has the fewest CTAs that keep its rounds,
+//      G = ceil(T / (teams x rounds)): 256 at 8192 x 8192 (32 whole rounds), 256 at 16384 x 4096
+//      and 65536 x 1024, 261 at 16384 x 6144. With 264, CTAs 0-7 take a 32nd row (16 and 64 rows
+//      on 8 CTAs at 4096 and 1024 columns) after the other 256 have finished: its bytes are in
+//      their rings by then (copied two rows ahead), what is left is its arithmetic, about 8 warps x
+//      815 warp-instructions over 4 schedulers (1,630 issue cycles) plus the team barrier and the
+//      dx stores, about 1 us at 1.98 GHz, then their partial rows. 8 SMs hold one CTA instead of
+//      two: the DRAM stream, not the slots, sets the rate (ring3_512, twice the bytes in flight
+//      per SM, was no faster at 8192 columns on 2026-12-02). 3% fewer partial rows. Expected up to
+//      about 1 us (0.9%) alone: the control of t, and a part-filled round less at 4096 and 1024.
+//   s. cluster_pairs (LNB_CLUSTER_PAIRS): one-team grids (H > 4096: 8192 and 6144 columns) are
+//      launched as clusters of two (G from cudaOccupancyMaxActiveClusters: 264 on the H200 if
+//      every GPC pairs its slots); the pair's partial rows become one (pair_partials: each CTA
+//      st.asyncs the half of its partials the other sums into the other's ring, 32 KB at 8192
+//      columns, counted by an mbarrier; relaxed cluster barriers, so no MEMBAR waits for the last
+//      dx stores). 132 partial rows instead of 264 at 8192 columns: 8.65 MB written to L2 and read
+//      by stage 2 instead of 17.3 MB, 17 rows per stage-2 thread instead of 33. Why the partial
+//      rows: at equal bytes (402.8 MB) the default's worker medians were 104.96 / 112.02 / 115.78 us
+//      at 65536 x 1024 / 16384 x 4096 / 8192 x 8192 (tenth session) with 2.2 / 8.65 / 17.3 MB of partial
+//      rows: 3.76 us more for 8.65 MB more from 4096 to 8192 columns (the team's width, 4 then 8
+//      warps at a named barrier, and stage 2's grid, 128 then 256 CTAs, change too). Not their
+//      DRAM write-back (discard, 0.99x) nor stage 2's dependent round trips (lean_tail's one-trip
+//      stage 2 was within noise): what is left is their L2 write burst after the last rows and
+//      stage 2's reading, both halved. If the slope is the partial rows, up to 3.8 us (3.2%) at
+//      8192 x 8192, less the exchange (64 KB in and out per SM, once, over the SM-to-SM network:
+//      its rate is what the run measures); 16384 x 6144 (13.0 MB of partial rows) is the
+//      second witness; 4096 and 1024 columns run the default's code (the control).
+//   t. pairs_whole: r and s (256 CTAs, 128 pair rows at 8192 columns; 262 CTAs at 6144): the
+//      candidate for the one row, if r and s each hold.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 
 #include "d2k/solution.h"
 
@@ -209,6 +245,10 @@
 // lose at H = 8192, a per-H choice left open. The form before is `shared_partials`.
 //   %VARIANT% shared_partials -DLNB_TEAM_SLICES=0
 //   %VARIANT% flags -DLNB_FLAGS=1
+// The eighth round (variants r, s, t above; aimed at 8192 x 8192, the one bench row under 80%):
+//   %VARIANT% whole_rounds -DLNB_WHOLE_ROUNDS=1
+//   %VARIANT% cluster_pairs -DLNB_CLUSTER_PAIRS=1
+//   %VARIANT% pairs_whole -DLNB_CLUSTER_PAIRS=1 -DLNB_WHOLE_ROUNDS=1
 // LNB_MIN_BLOCKS: the __launch_bounds__ minimum CTAs per SM of stage 1 (2 caps registers at 128,
 //   keeping 16 warps per SM to hide DRAM latency; 1 gives the compiler 255 and halves residency).
 // LNB_STREAMING: evict-first loads and stores (ld.global.cs / st.global.cs) for the single-use
@@ -231,6 +271,12 @@
 // LNB_STRIDED: the ring kernel's CTA c takes rows (it * G + c) * teams + team instead of a band
 //   (G = the resident CTAs): at any time the grid reads one window of G x teams x stages rows,
 //   not 3 G sequential streams spread over the tensors. Still a fixed row set per CTA and team.
+// LNB_WHOLE_ROUNDS: the strided grid has the fewest CTAs that keep its number of rounds, G =
+//   ceil(T / (teams x rounds)), so that no round is left to a few CTAs while the others have
+//   finished (variant r: 256 CTAs instead of 264 at 8192 x 8192).
+// LNB_CLUSTER_PAIRS: a grid of one-team CTAs (H > 4096) is launched in clusters of two whose
+//   partial rows are summed over distributed shared memory into one partial row per pair
+//   (pair_partials): half the partial rows written to L2 and read by stage 2 (variant s).
 #ifndef LNB_PDL
 #define LNB_PDL 1
 #endif
@@ -258,9 +304,17 @@
 #ifndef LNB_FLAGS
 #define LNB_FLAGS 0
 #endif
+#ifndef LNB_WHOLE_ROUNDS
+#define LNB_WHOLE_ROUNDS 0
+#endif
+#ifndef LNB_CLUSTER_PAIRS
+#define LNB_CLUSTER_PAIRS 0
+#endif
 static_assert(!(LNB_STRIDED && !LNB_RING), "LNB_STRIDED: the ring kernel's row order");
 static_assert(!(LNB_TEAM_SLICES && LNB_RING < 2), "LNB_TEAM_SLICES: the ring (two stages or more) holds the slices");
 static_assert(!LNB_FLAGS || (LNB_RING && !LNB_DYNAMIC), "LNB_FLAGS: the ring kernel's partial rows");
+static_assert(!LNB_WHOLE_ROUNDS || LNB_STRIDED, "LNB_WHOLE_ROUNDS: the strided grid's rounds");
+static_assert(!LNB_CLUSTER_PAIRS || (LNB_STRIDED && !LNB_FLAGS), "LNB_CLUSTER_PAIRS: the strided ring kernel, stage 2 after griddepcontrol.wait");
 
 namespace lnb {
 
@@ -613,6 +667,88 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+#if LNB_CLUSTER_PAIRS
+/// This CTA's rank in its cluster of two, and a shared-memory address of this CTA mapped to the
+/// same offset in the shared memory of the CTA of rank r (a shared::cluster address).
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ unsigned map_to_rank(unsigned s, unsigned r) {
+  unsigned d;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(d) : "r"(s), "r"(r));
+  return d;
+}
+/// Both CTAs of the cluster reach it before either passes. Relaxed arrive: it orders no memory
+/// access of its own (a release arrive compiles to MEMBAR.ALL.GPU, which would wait for this CTA's
+/// last dx stores to reach L2); the wait's acquire publishes the mbarrier's initialisation
+/// (fence.mbarrier_init before it).
+__device__ __forceinline__ void cluster_barrier_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
+}
+/// The mbarrier that counts the bytes the other CTA stores into this one: one arrival (thread 0's
+/// expect_tx) and the bytes of the st.async below complete its phase 0.
+__device__ __forceinline__ void pair_mbar_init(unsigned mbar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n\tfence.mbarrier_init.release.cluster;" ::"r"(mbar) : "memory");
+}
+/// 16 bytes into the other CTA's shared memory; their arrival counted by its mbarrier.
+__device__ __forceinline__ void st_async4(unsigned dst, float a, float b, float c, float d, unsigned mbar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];"
+               ::"r"(dst), "f"(a), "f"(b), "f"(c), "f"(d), "r"(mbar) : "memory");
+}
+
+/// LNB_CLUSTER_PAIRS: the partial rows of a cluster of two one-team CTAs (CTAs 2k and 2k + 1 of
+/// the strided grid) as one partial row k, p_2k + p_2k+1 in fp32 (one addition: the same bits
+/// whichever CTA adds it). Rank 0 forms the dgamma row, rank 1 the dbeta row. Once both CTAs are
+/// done with their rings (a relaxed cluster barrier), each thread stores the half of its partials
+/// that the other CTA sums into the other CTA's ring (st.async, 16 bytes each, at the slots of the
+/// same thread there), the other CTA's mbarrier counting the bytes; each CTA waits for the 4H
+/// bytes it receives, adds them to its registers and stores its row to L2 with the default's
+/// 16-byte stores. No global store is fenced: the last row's dx stores drain as in the default.
+/// A second relaxed barrier keeps each CTA resident until the other has received its bytes.
+/// 4H bytes <= the ring's 64 x vpt x kCta bytes for one team per CTA (H <= 8 x vpt x kCta).
+__device__ __forceinline__ void pair_partials(const float (&acc_g)[kMaxVec][8], const float (&acc_b)[kMaxVec][8],
+                                              float4* s_rows, unsigned mbar, float* __restrict__ part_g,
+                                              float* __restrict__ part_b, int H) {
+  const int nvec = H / 8;
+  const unsigned r = cluster_rank();  // 0: sums dgamma, 1: sums dbeta
+  const unsigned mine = static_cast<unsigned>(__cvta_generic_to_shared(s_rows + 2 * threadIdx.x));
+  cluster_barrier_relaxed();  // the other CTA's ring is free, its mbarrier initialised
+  const unsigned peer = map_to_rank(mine, r ^ 1u), peer_mbar = map_to_rank(mbar, r ^ 1u);
+  if (threadIdx.x == 0)
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mbar), "r"(nvec * 32) : "memory");
+#pragma unroll
+  for (int k = 0; k < kMaxVec; ++k) {
+    if (static_cast<int>(threadIdx.x) + k * kCta >= nvec) continue;
+    float o[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) o[j] = r == 0 ? acc_b[k][j] : acc_g[k][j];  // what the other CTA sums
+    const unsigned at = peer + static_cast<unsigned>(k * kCta * 2 * sizeof(float4));
+    st_async4(at, o[0], o[1], o[2], o[3], peer_mbar);
+    st_async4(at + sizeof(float4), o[4], o[5], o[6], o[7], peer_mbar);
+  }
+  asm volatile(
+      "{\n\t.reg .pred p;\n"
+      "WAIT_%=:\n\t"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], 0;\n\t"
+      "@!p bra WAIT_%=;\n\t}" ::"r"(mbar) : "memory");
+  float* dst = (r == 0 ? part_g : part_b) + static_cast<int64_t>(blockIdx.x / 2) * H;
+#pragma unroll
+  for (int k = 0; k < kMaxVec; ++k) {
+    const int v = threadIdx.x + k * kCta;
+    if (v >= nvec) continue;
+    float m[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) m[j] = r == 0 ? acc_g[k][j] : acc_b[k][j];
+    const float4 lo = s_rows[2 * v], hi = s_rows[2 * v + 1];  // the other CTA's, from st.async
+    reinterpret_cast<float4*>(dst)[2 * v] = make_float4(m[0] + lo.x, m[1] + lo.y, m[2] + lo.z, m[3] + lo.w);
+    reinterpret_cast<float4*>(dst)[2 * v + 1] = make_float4(m[4] + hi.x, m[5] + hi.y, m[6] + hi.z, m[7] + hi.w);
+  }
+  cluster_barrier_relaxed();
+}
+#endif
+
 #if LNB_FLAGS
 /// LNB_FLAGS, stage 1's side: this CTA's partial rows are in L2 for stage 2. Every thread fences
 /// its own stores of write_partials (fence.sc at GPU scope), the barrier orders them before thread
@@ -650,6 +786,9 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
 #if LNB_FLAGS
                      , unsigned* __restrict__ flags, unsigned epoch
 #endif
+#if LNB_CLUSTER_PAIRS
+                     , int pairs  // launched in clusters of two one-team CTAs: pair_partials
+#endif
                      ) {
   extern __shared__ float4 smem_v[];
   __shared__ float2 red[2][kCtaWarps];
@@ -671,6 +810,11 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   auto slot = [&](int s, int q, int k) {
     return my_ring + static_cast<unsigned>(s * 2 + q) * tensor_bytes + static_cast<unsigned>(k * kCta * sizeof(uint4));
   };
+#if LNB_CLUSTER_PAIRS
+  __shared__ alignas(8) unsigned long long s_pair_mbar;
+  const unsigned pair_mbar = static_cast<unsigned>(__cvta_generic_to_shared(&s_pair_mbar));
+  if (pairs && threadIdx.x == 0) pair_mbar_init(pair_mbar);  // published by pair_partials' first barrier
+#endif
 #if LNB_FLAGS
   if (threadIdx.x == 0) {  // this call's flag cleared before stage 2 can launch (see publish_partials)
     flags[blockIdx.x] = 0u;
@@ -795,6 +939,11 @@ __global__ void __launch_bounds__(kCta, LNB_MIN_BLOCKS)
   }
   cp_async_wait<0>();
   __syncthreads();  // every thread done with the ring: write_partials reuses it for the team sums
+#if LNB_CLUSTER_PAIRS
+  if (pairs)  // uniform over the grid (host: teams == 1, an even grid)
+    pair_partials(acc_g, acc_b, reinterpret_cast<float4*>(ring), pair_mbar, part_g, part_b, H);
+  else
+#endif
   write_partials<LNB_TEAM_SLICES != 0>(acc_g, acc_b, reinterpret_cast<float*>(ring), part_g, part_b, H, team_width);
 #if LNB_FLAGS
   publish_partials(flags, epoch);
@@ -1128,7 +1277,10 @@ size_t vec_smem_bytes(int64_t H, int team_width) {
 }
 
 /// Bands for stage 1: G = min(resident CTAs, kMaxParts, rows / teams), B = ceil(T / G).
-Plan plan_vec(int64_t T, int64_t H, int resident) {
+/// unit (LNB_CLUSTER_PAIRS): CTAs per cluster; G is a multiple of it, or 1 where the rows do not
+/// fill two CTAs.
+Plan plan_vec(int64_t T, int64_t H, int resident, int unit = 1) {
+  (void)unit;  // strided builds with LNB_WHOLE_ROUNDS or LNB_CLUSTER_PAIRS only
   Plan p;
   p.team_width = team_width_for(H / 8);
   const int64_t teams = kCta / p.team_width;
@@ -1136,8 +1288,21 @@ Plan plan_vec(int64_t T, int64_t H, int resident) {
   p.rows_per_cta = (T + want - 1) / want;
 #if LNB_STRIDED || LNB_DYNAMIC
   p.rows_per_cta = 0;  // no bands: rows (it * G + c) * teams + team (ln_bwd_rows_ring), or a row queue
+#if LNB_WHOLE_ROUNDS || LNB_CLUSTER_PAIRS
+  const int64_t u = want >= unit ? unit : 1;
+  int64_t g = want / u * u;
+#if LNB_WHOLE_ROUNDS
+  // The fewest CTAs (a multiple of u) that take the rows in as many rounds as g CTAs: at most
+  // g, at least T / (teams x rounds), so the rounds do not change.
+  const int64_t rounds = (T + g * teams - 1) / (g * teams);
+  g = (T + rounds * teams * u - 1) / (rounds * teams * u) * u;
+#endif
+  p.ctas = g;
+  return p;
+#else
   p.ctas = want;
   return p;
+#endif
 #endif
   p.ctas = (T + p.rows_per_cta - 1) / p.rows_per_cta;
   return p;
@@ -1226,13 +1391,61 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
       D2K_CUDA_TRY(args, cudaGetDevice(&dev));
       D2K_CUDA_TRY(args, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
       D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, rows_kernel, kCta, smem));
+#if LNB_CLUSTER_PAIRS
+      // One-team CTAs (H > 4096) in clusters of two: as many CTAs as clusters of two are resident
+      // at once (a GPC's slots pair up, so on the H200 the same 264); the plain grid otherwise.
+      cudaLaunchConfig_t ccfg = {};
+      cudaLaunchAttribute cattr[1];
+      cattr[0].id = cudaLaunchAttributeClusterDimension;
+      cattr[0].val.clusterDim.x = 2;
+      cattr[0].val.clusterDim.y = 1;
+      cattr[0].val.clusterDim.z = 1;
+      ccfg.attrs = cattr;
+      ccfg.numAttrs = 1;
+      ccfg.gridDim = dim3(static_cast<unsigned>(2 * std::max(1, sms)));
+      ccfg.blockDim = dim3(kCta);
+      ccfg.dynamicSmemBytes = smem;
+      ccfg.stream = stream;
+      int clusters = 0;
+      if (tw == kCta) {
+        // Queried once per device and shared-memory size (a GPC-level count: host time that the
+        // timed call would otherwise pay on every call).
+        static std::mutex m;
+        static int known_dev = -1, known_clusters = 0;
+        static size_t known_smem = 0;
+        std::lock_guard<std::mutex> lock(m);
+        if (known_dev != dev || known_smem != smem) {
+          D2K_CUDA_TRY(args, cudaOccupancyMaxActiveClusters(&known_clusters, rows_kernel, &ccfg));
+          known_dev = dev;
+          known_smem = smem;
+        }
+        clusters = known_clusters;
+      }
+      const Plan p = plan_vec(T, H, clusters > 0 ? 2 * clusters : std::max(1, sms * per_sm), clusters > 0 ? 2 : 1);
+      const int pairs = clusters > 0 && p.ctas % 2 == 0 ? 1 : 0;
+#else
       const Plan p = plan_vec(T, H, std::max(1, sms * per_sm));
+#endif
 #if LNB_DYNAMIC
       D2K_CUDA_TRY(args, cudaMemsetAsync(buf.queue, 0, sizeof(unsigned), stream));
       rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
           reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
           reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width, buf.queue);
       parts = p.ctas;
+#elif LNB_CLUSTER_PAIRS
+      if (pairs) {
+        ccfg.gridDim = dim3(static_cast<unsigned>(p.ctas));
+        D2K_CUDA_TRY(args, cudaLaunchKernelEx(&ccfg, rows_kernel, reinterpret_cast<const uint4*>(dyp),
+                                              reinterpret_cast<const uint4*>(xp), mp, rp, gp,
+                                              reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T,
+                                              static_cast<int>(H), p.team_width, p.rows_per_cta, pairs));
+      } else {
+        rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
+            reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,
+            reinterpret_cast<uint4*>(dxp), buf.part_g, buf.part_b, T, static_cast<int>(H), p.team_width,
+            p.rows_per_cta, pairs);
+      }
+      parts = pairs ? p.ctas / 2 : p.ctas;  // one partial row per pair
 #else
       rows_kernel<<<static_cast<unsigned>(p.ctas), kCta, smem, stream>>>(
           reinterpret_cast<const uint4*>(dyp), reinterpret_cast<const uint4*>(xp), mp, rp, gp,

@@ -12,15 +12,19 @@
 # Helpers: scripts/gpu/checks/t-lnb/{bench_table.py,golden_check.py,aten_bars.py}.
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-lnb.sh CARRY OUT [aten] [compile]
-# The variant sweep alone (the default, shared_partials and flags x 4 bench rows; memcheck of
-# flags on four check workloads in at most 10 s; then the default and flags on a bench row and a
-# check workload with the same seed, whose dx, dgamma and dbeta must be equal bit for bit, in at
-# most 2 x 10 s; the sixth round's sweep of 2026-12-03 took 80 s with one variant more):
-#   LNB_BUDGET_S=120 D2K_CHECK_STEPS=variants,memcheck_flags,same_flags scripts/gpu/checks/t-lnb.sh CARRY OUT
-# (By name also: same_shared_partials, dynamic's memcheck_dynamic, racecheck_dynamic with
-# LNB_SWEEP naming it, and ncu: Nsight Compute's counters of stage 1 and 2 on 16384x4096.)
+# The eighth round's sweep (the default, whole_rounds, cluster_pairs and pairs_whole x 4 bench
+# rows, at most 75 s; memcheck of cluster_pairs on the one-team check shape and 8192x8192 in at
+# most 20 s; pairs_whole's dx against the default's and its dx, dgamma and dbeta over two runs,
+# each on 8192x8192 and 64x4104 with the same seed, in at most 2 x 2 x 10 s):
+#   LNB_BUDGET_S=140 LNB_VARIANTS_S=75 \
+#     D2K_CHECK_STEPS=variants,memcheck_cluster_pairs,same_pairs_whole,repro_pairs_whole \
+#     scripts/gpu/checks/t-lnb.sh CARRY OUT
+# (By name also: memcheck_pairs_whole, same_/repro_ of whole_rounds and cluster_pairs,
+# racecheck_cluster_pairs; the sixth round's memcheck_flags, same_flags, same_shared_partials;
+# dynamic's memcheck_dynamic, racecheck_dynamic with LNB_SWEEP naming it; and ncu: Nsight Compute's
+# counters of stage 1 and 2 on 16384x4096.)
 # LNB_SWEEP (space-separated variant names) limits the sweep to those variants where the carry holds
-# more (default: shared_partials flags; "all" takes every built one).
+# more (default: whole_rounds cluster_pairs pairs_whole; "all" takes every built one).
 # Exit status: the number of FAIL lines.
 set -uo pipefail
 carry=$(cd "$1" && pwd); out=$2
@@ -34,7 +38,7 @@ budget=${LNB_BUDGET_S:-140}
 source "$(dirname "$0")/lib/steps.sh"
 detect_torch
 # Only the variants of this sweep, even where the carry holds older ones: the budget is per target.
-sweep=${LNB_SWEEP:-shared_partials flags}
+sweep=${LNB_SWEEP:-whole_rounds cluster_pairs pairs_whole}
 if [ "$sweep" != all ]; then
   eval "$(declare -f built_variants | sed '1s/built_variants/built_variants_all/')"
   built_variants() { built_variants_all | grep -xF -f <(tr ' ' '\n' <<< "$sweep"); }
@@ -78,31 +82,53 @@ done
 for v in $(built_variants | grep -x flags); do
   sanitize --impl "expert:$v" memcheck 10 "$task-check-1x8,$task-check-7x1000,$task-check-64x4104,$task-check-2053x64"
 done
-# same_check VARIANT WORKLOADS (step same_VARIANT): `d2k check --dump` of the default and of
-# expert:VARIANT with the same seed; every workload's dx, dgamma and dbeta files must be equal bit
-# for bit. On a bench row the stage-1 CTAs finish at different times while stage 2 runs (flags).
-same_check() {
-  local v=$1 wl=$2 ok=1 n_same=0 n_want d f g t
-  selected "same_$v" || { echo "== same_$v not selected (D2K_CHECK_STEPS)"; return 125; }
-  rm -rf "$out/same_default" "$out/same_variant"
-  step "same_$v" 10 "$d2k" check --task "$task" --impl expert --isolation none --seed 7 --rounds 1 \
-    --bench-rounds 1 --workloads "$wl" --quiet --dump "$out/same_default" || ok=0
-  cp "$out/same_$v.log" "$out/same_${v}_default.log" 2> /dev/null
-  step "same_$v" 10 "$d2k" check --task "$task" --impl "expert:$v" --isolation none --seed 7 --rounds 1 \
-    --bench-rounds 1 --workloads "$wl" --quiet --dump "$out/same_variant" || ok=0
-  n_want=$((3 * $(echo "$wl" | tr ',' '\n' | wc -l)))
-  for f in $(cd "$out/same_default" 2> /dev/null && find . -name 'expert.dx.npy' -o -name 'expert.dgamma.npy' -o -name 'expert.dbeta.npy'); do
-    d=$(dirname "$f"); t=${f##*/expert.}
-    g=$(cd "$out/same_variant" 2> /dev/null && ls "$d"/expert?*."$t" 2> /dev/null | head -1)
-    if [ -n "$g" ] && cmp -s "$out/same_default/$f" "$out/same_variant/$g"; then n_same=$((n_same + 1)); else ok=0; echo "differs: $f"; fi
+# equal_check STEP REF IMPL WORKLOADS TENSORS: `d2k check --dump` of REF and of IMPL (expert or
+# expert:VARIANT) with the same seed; every workload's files of TENSORS (of dx, dgamma, dbeta) must
+# be equal bit for bit. same_VARIANT: the default against the variant; repro_VARIANT: the variant
+# against itself (an order that does not depend on timing).
+equal_check() {
+  local name=$1 ref=$2 impl=$3 wl=$4 tensors=$5 ok=1 n_same=0 n_want d f g t
+  selected "$name" || { echo "== $name not selected (D2K_CHECK_STEPS)"; return 125; }
+  local a="$out/${name}_a" b="$out/${name}_b"
+  # a dump's files are named after the target: expert.dx.npy, or expert?NAME.dx.npy for a variant
+  lnb_dump_glob() { [ "$1" = expert ] && echo "expert.$2.npy" || echo "expert?*.$2.npy"; }
+  rm -rf "$a" "$b"
+  step "$name" 10 "$d2k" check --task "$task" --impl "$ref" --isolation none --seed 7 --rounds 1 \
+    --bench-rounds 1 --workloads "$wl" --quiet --dump "$a" || ok=0
+  cp "$out/$name.log" "$out/${name}_a.log" 2> /dev/null
+  step "$name" 10 "$d2k" check --task "$task" --impl "$impl" --isolation none --seed 7 --rounds 1 \
+    --bench-rounds 1 --workloads "$wl" --quiet --dump "$b" || ok=0
+  n_want=$(($(wc -w <<< "$tensors") * $(echo "$wl" | tr ',' '\n' | wc -l)))
+  for t in $tensors; do
+    for f in $(cd "$a" 2> /dev/null && find . -name "$(lnb_dump_glob "$ref" "$t")"); do
+      d=$(dirname "$f")
+      g=$(cd "$b" 2> /dev/null && ls "$d"/$(lnb_dump_glob "$impl" "$t") 2> /dev/null | head -1)
+      if [ -n "$g" ] && cmp -s "$a/$f" "$b/$g"; then n_same=$((n_same + 1)); else ok=0; echo "differs: $f"; fi
+    done
   done
   [ "$ok" = 1 ] && [ "$n_same" -eq "$n_want" ] \
-    && pass "$v: dx, dgamma and dbeta bit-identical to the default's ($n_same files)" \
-    || fail "$v against the default (n_same=$n_same of $n_want, see same_${v}*.log)"
-  rm -rf "$out/same_default" "$out/same_variant"  # inputs of a bench row: nothing to bring back
+    && pass "$name: $tensors of $impl bit-identical to $ref's ($n_same files)" \
+    || fail "$name: $impl against $ref (n_same=$n_same of $n_want, see ${name}*.log)"
+  rm -rf "$a" "$b"  # inputs of a bench row: nothing to bring back
 }
+same_check() { equal_check "same_$1" expert "expert:$1" "$2" "dx dgamma dbeta"; }
+# On a bench row the stage-1 CTAs finish at different times while stage 2 runs (flags).
 for v in $(built_variants | grep -x -E 'shared_partials|flags'); do
   same_check "$v" "$task-bench-16384x4096-opt6.7b,$task-check-2053x64"
+done
+# The eighth round (aimed at 8192x8192): whole rounds change the grid (256 CTAs there instead of
+# 264), pairs the partial rows (one per cluster of two CTAs, summed over distributed shared
+# memory): dgamma and dbeta take another fixed order, dx is the default's bit for bit. pair_partials
+# exchanges 32 KB per CTA with st.async under an mbarrier at 8192 columns; 64x4104 is the one-team
+# check shape (64 CTAs, 32 pairs, a 513-vector row: the last vector in one thread of 256).
+lnb_pairs_wl="$task-bench-8192x8192-falcon40b,$task-check-64x4104"
+for v in $(built_variants | grep -x -E 'cluster_pairs|pairs_whole'); do
+  sanitize --impl "expert:$v" memcheck 20 "$task-check-64x4104,$task-bench-8192x8192-falcon40b"
+  sanitize --impl "expert:$v" racecheck 20 "$task-check-64x4104"
+done
+for v in $(built_variants | grep -x -E 'whole_rounds|cluster_pairs|pairs_whole'); do
+  equal_check "same_$v" expert "expert:$v" "$lnb_pairs_wl" "dx"
+  equal_check "repro_$v" "expert:$v" "expert:$v" "$lnb_pairs_wl" "dx dgamma dbeta"
 done
 
 # Nsight Compute's counters of stage 1 and 2 (duration, DRAM bytes read and written, L2 write
@@ -140,8 +166,13 @@ fi
 sass_counts "(LDG|STG|LDS|STS)\.E?\.?[0-9A-Z.]*128[A-Z.]*|SHFL\.BFLY|F2FP\.BF16[A-Z0-9.]*|ATOM[A-Z.]*|RED\.[A-Z.]*|BAR\.SYNC[A-Z.]*"
 # The variants' ring kernels: cp.async into shared memory, 16-byte reads back, no local memory
 # (spills).
-for v in $(built_variants | grep -x -E 'dynamic|shared_partials|flags'); do
+for v in $(built_variants | grep -x -E 'dynamic|shared_partials|flags|whole_rounds|cluster_pairs|pairs_whole'); do
   sass_counts --so "expert_$v" "LDGSTS[A-Z0-9.]*|LDS\.128|DEPBAR[A-Z.]*|STG\.E[A-Z.]*128" "LDGSTS" "LDL|STL"
+done
+# pair_partials: st.async into the other CTA (STAS), its mbarrier (SYNCS), relaxed cluster barriers
+# (UCGABAR) and no MEMBAR (a release barrier would wait for the last dx stores).
+for v in $(built_variants | grep -x -E 'cluster_pairs|pairs_whole'); do
+  sass_counts --so "expert_$v" "STAS[A-Z0-9.]*|SYNCS[A-Z0-9.]*|UCGABAR_[A-Z]*|MEMBAR[A-Z.]*" "STAS UCGABAR_ARV" "LDL|STL|MEMBAR"
 done
 echo "t-lnb: $fails failure(s)"
 exit "$fails"

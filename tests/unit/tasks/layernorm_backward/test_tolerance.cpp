@@ -75,7 +75,27 @@ struct Knobs {
   /// LNB_DYNAMIC: rows taken from a queue, so which team sums a row depends on timing; emulated as
   /// a pseudo-random owner per row (seeded; 0: off), each team summing its rows in row order.
   std::uint32_t dynamic_seed = 0;
+  /// LNB_WHOLE_ROUNDS (strided): the fewest CTAs that take the rows in as many rounds.
+  bool whole_rounds = false;
+  /// LNB_CLUSTER_PAIRS (strided, one team per CTA): an even grid, CTAs 2k and 2k + 1 summed into
+  /// partial row k (p_2k + p_2k+1) before stage 2.
+  bool pairs = false;
 };
+
+/// Stage 1's CTAs of the strided grid (expert.cu's plan_vec): want = min(resident, kMaxParts,
+/// ceil(T / teams)); a multiple of unit (CTAs per cluster) where want holds one, else 1; with
+/// whole_rounds the fewest such CTAs whose rounds of teams rows are as many as want's.
+std::int64_t strided_ctas(std::int64_t T, std::int64_t teams, std::int64_t resident, bool whole_rounds,
+                          std::int64_t unit) {
+  const std::int64_t want = std::max<std::int64_t>(1, std::min<std::int64_t>({resident, kMaxParts, (T + teams - 1) / teams}));
+  const std::int64_t u = want >= unit ? unit : 1;
+  std::int64_t g = want / u * u;
+  if (whole_rounds) {
+    const std::int64_t rounds = (T + g * teams - 1) / (g * teams);
+    g = (T + rounds * teams * u - 1) / (rounds * teams * u) * u;
+  }
+  return g;
+}
 
 struct Emulator {
   Variant v;
@@ -190,9 +210,12 @@ struct Emulator {
     constexpr int slices = 8;  // stage 2's partial slices per column
     if (vector_path()) {
       const std::int64_t teams = kThreads / team_width();
-      const std::int64_t want =
+      std::int64_t want =
           std::max<std::int64_t>(1, std::min<std::int64_t>({knobs.resident, kMaxParts, (T + teams - 1) / teams}));
       const std::int64_t rows = (T + want - 1) / want;
+      const bool pairs = knobs.strided && knobs.pairs && teams == 1 && want >= 2;
+      if (knobs.strided && (knobs.whole_rounds || knobs.pairs))
+        want = strided_ctas(T, teams, knobs.resident, knobs.whole_rounds, pairs ? 2 : 1);
       if (knobs.dynamic_seed != 0) {  // one partial row per CTA; row t summed by team owner(t)
         const std::int64_t owners = want * teams;
         auto owner = [&](std::int64_t t) {
@@ -225,6 +248,14 @@ struct Emulator {
           pg.push_back(sg);
           pb.push_back(sb);
         }
+      if (pairs) {  // pair_partials: one addition per pair, rank 0's row first
+        for (std::size_t k = 0; 2 * k < pg.size(); ++k) {
+          pg[k] = pg[2 * k] + pg[2 * k + 1];
+          pb[k] = pb[2 * k] + pb[2 * k + 1];
+        }
+        pg.resize(pg.size() / 2);
+        pb.resize(pb.size() / 2);
+      }
       for (std::int64_t r0 = 0; r0 < T && !knobs.strided && knobs.dynamic_seed == 0; r0 += rows) {
         float sg = 0.f, sb = 0.f;
         for (std::int64_t team = 0; team < teams; ++team) {  // each team's registers, then summed in team order
@@ -360,6 +391,14 @@ const std::vector<std::pair<const char*, Knobs>>& variant_knobs() {
       {"dynamic (order 1)", Knobs{kResident, false, false, 1}},
       {"dynamic (order 2)", Knobs{kResident, false, false, 2}},
       {"dynamic (order 3)", Knobs{kResident, false, false, 3}},
+      // The eighth round: on the check shapes at 264 resident CTAs whole rounds are the default's
+      // grid (one round each) and pairs act on 64x4104 only (the one-team shape); at 4 resident
+      // CTAs every vector-path check shape has several rounds.
+      {"whole_rounds", Knobs{kResident, true, true, 0, true, false}},
+      {"cluster_pairs", Knobs{kResident, true, true, 0, false, true}},
+      {"pairs_whole", Knobs{kResident, true, true, 0, true, true}},
+      {"pairs_whole at 4 resident CTAs", Knobs{4, true, true, 0, true, true}},
+      {"whole_rounds at 4 resident CTAs", Knobs{4, true, true, 0, true, false}},
   };
   return v;
 }
@@ -410,6 +449,49 @@ TEST_F(LayerNormBackwardTolerance, LeanKnobsAreOtherRoundings) {
   EXPECT_GT(columns_differ(bands, queued), 0) << "queued rows summed every column of 2053x64 as bands";
   const Verdict r = judge_variant(Variant::kExpert, many, Knobs{100, true, true});
   EXPECT_TRUE(r.dx.passed && r.dgamma.passed && r.dbeta.passed) << "2053x64 at 100 resident CTAs";
+
+  // Whole rounds at 100 resident CTAs: 2053 rows of 8 teams in 3 rounds take 86 CTAs, not 100.
+  const Emulator whole{Variant::kExpert, inputs(many), Knobs{100, false, true, 0, true, false}};
+  EXPECT_GT(columns_differ(strided, whole), 0) << "whole rounds summed every column of 2053x64 as 100 CTAs";
+  // Pairs on the one-team check shape (64x4104: 64 CTAs, 32 pair rows into stage 2's 8 slices).
+  const Case& wide = by_suffix("check-64x4104");
+  const Emulator wide_strided{Variant::kExpert, inputs(wide), Knobs{kResident, true, true}};
+  const Emulator wide_pairs{Variant::kExpert, inputs(wide), Knobs{kResident, true, true, 0, false, true}};
+  EXPECT_GT(columns_differ(wide_strided, wide_pairs), 0) << "pair rows summed every column of 64x4104 as CTA rows";
+  // and nowhere else: several teams per CTA take no clusters.
+  const Emulator many_pairs{Variant::kExpert, inputs(many), Knobs{100, false, true, 0, false, true}};
+  EXPECT_EQ(columns_differ(strided, many_pairs), 0) << "pairs acted on 2053x64 (8 teams per CTA)";
+}
+
+/// plan_vec's grid with LNB_WHOLE_ROUNDS and LNB_CLUSTER_PAIRS (mirrored by strided_ctas): the
+/// same number of rounds as the resident grid, with the fewest CTAs (a multiple of the cluster),
+/// and the bench rows' grids the variant notes of expert.cu and the results page quote.
+TEST(LayerNormBackwardVariants, WholeRoundsKeepTheRoundsWithFewestCtas) {
+  auto rounds = [](std::int64_t T, std::int64_t teams, std::int64_t g) { return (T + g * teams - 1) / (g * teams); };
+  for (std::int64_t resident : {1, 2, 4, 100, 132, 263, 264})
+    for (std::int64_t teams : {1, 2, 4, 8})
+      for (std::int64_t unit : {1, 2})
+        for (std::int64_t T = 1; T <= 3000; T += (T < 300 ? 1 : 37)) {
+          const std::int64_t plain = strided_ctas(T, teams, resident, false, unit);
+          const std::int64_t g = strided_ctas(T, teams, resident, true, unit);
+          const std::int64_t u = plain % unit == 0 ? unit : 1;
+          ASSERT_LE(g, plain) << T << " " << teams << " " << resident;
+          ASSERT_EQ(g % u, 0) << T << " " << teams << " " << resident;
+          ASSERT_EQ(rounds(T, teams, g), rounds(T, teams, plain)) << T << " " << teams << " " << resident;
+          if (g > u) ASSERT_GT(rounds(T, teams, g - u), rounds(T, teams, g)) << "not the fewest: " << T << " " << teams;
+          if (unit == 2 && plain >= 2) ASSERT_EQ(plain % 2, 0) << T << " " << teams << " " << resident;
+        }
+  // The bench rows at 264 resident CTAs (teams 2, 1, 8, 1): 264 CTAs each in the default grid.
+  EXPECT_EQ(strided_ctas(16384, 2, kResident, false, 1), 264);
+  EXPECT_EQ(strided_ctas(8192, 1, kResident, false, 1), 264);
+  EXPECT_EQ(rounds(8192, 1, 264), 32);  // 31 whole rounds and 8 rows: a 32nd round of 8 CTAs
+  EXPECT_EQ(strided_ctas(16384, 2, kResident, true, 1), 256);
+  EXPECT_EQ(strided_ctas(8192, 1, kResident, true, 1), 256);
+  EXPECT_EQ(strided_ctas(65536, 8, kResident, true, 1), 256);
+  EXPECT_EQ(strided_ctas(16384, 1, kResident, true, 1), 261);
+  EXPECT_EQ(strided_ctas(8192, 1, kResident, false, 2), 264);  // cluster_pairs: 132 partial rows
+  EXPECT_EQ(strided_ctas(8192, 1, kResident, true, 2), 256);   // pairs_whole: 128
+  EXPECT_EQ(strided_ctas(16384, 1, kResident, true, 2), 262);  // 131 pairs of 63 rounds
 }
 
 /// Cheaper dx arithmetic is rejected on every workload large enough to show it (H = 1 and H = 8
