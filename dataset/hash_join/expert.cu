@@ -97,6 +97,33 @@
 //     (the same join from R = 1 on, wherever the range allows and the build side is too big for the
 //     per-CTA shared-memory path: it puts the partitioned kernels under compute-sanitizer on the
 //     small range2x / range4x check workloads, which the 2^22-row threshold keeps off that path)
+//   Variants for the eleventh session (not yet timed; the bar needs -181 us from the default, -110
+//   from partitioned_1slice). Arithmetic from the tenth session's ncu of the default on the 64M row:
+//   the probe passes move 2.24 GB read + 2.19 GB written in 1.77 ms, i.e. ~1.27 TB/s each way,
+//   2.5 TB/s together: ~58% of a copy's ~4.3 TB/s (read + write), so they are not at the DRAM
+//   roof; the join's 2.68 + 1.06 GB in 1.45 ms is 2.6 TB/s, also ~60%.
+//   %VARIANT% partitioned_async -DHJ_PARTITIONED=1 -DHJ_PASS_ASYNC=1
+//     (the passes' input tiles copied with cp.async into a 2-slot shared-memory ring two tiles
+//     ahead, instead of the register prefetch issued after the ranking: each CTA keeps 32-64 KB in
+//     flight through its ranking barriers, the one-warp bin scan and its stores; two CTAs per SM
+//     still, 103 KB of shared memory each. The four passes move 11.1 GB (8.9 on the probe side) in
+//     4.40 ms, 2.5 TB/s; at 3.0 TB/s they take 3.7 ms, -0.7 ms against the bar's -0.18)
+//   %VARIANT% partitioned_p14 -DHJ_PARTITIONED=1 -DHJ_PART_BITS=14
+//     (2^14 keys of domain per partition: the join's table is 64 + 2 KB, its shared memory 98 KB,
+//     so two join CTAs share an SM and one's build phase (a dependent DRAM round trip and two
+//     barriers with no probe loads in flight) overlaps the other's probe stream; partitions double
+//     to 2^14 at the bench row: pass 2's fan-out 2^7 (runs of ~32 rows, as pass 1's today), the
+//     count matrices 16 MB per side. If the join reaches ~3.3 TB/s: 1.45 -> ~1.15 ms. Ranges up
+//     to 2^29 are partitioned (the histogram's 2^15 bins), wider ones take the global-table paths)
+//   %VARIANT% partitioned_p14_async -DHJ_PARTITIONED=1 -DHJ_PART_BITS=14 -DHJ_PASS_ASYNC=1
+//     (both: the two terms are in different kernels and add)
+//   %VARIANT% partitioned_all_p14_async -DHJ_PARTITIONED=1 -DHJ_PART_MIN_ROWS=1 -DHJ_PART_BITS=14 -DHJ_PASS_ASYNC=1
+//     (both, from R = 1 on, as partitioned_all: the ring passes and the 98 KB join under
+//     compute-sanitizer on the small check workloads)
+//   Not prepared: fusing pass 2 into the join. A first-level bin spans 2^6 partitions, 2^21 keys of
+//   domain; joining its probe rows unsorted needs the bin's whole table, 8 MB of payloads (the
+//   bin's 512K build rows are 4 MB even as pairs): 40x an SM's shared memory, so the join cannot
+//   take pass 1's slices without a sub-partitioning step that writes them somewhere.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -126,6 +153,9 @@
 #endif
 #ifndef HJ_PASS2_SPAN
 #define HJ_PASS2_SPAN 1  // partitioned: pass 2's tiles span two slices (0: one slice per tile)
+#endif
+#ifndef HJ_PASS_ASYNC
+#define HJ_PASS_ASYNC 0  // partitioned: 1 = the passes' input tiles through a cp.async ring (header: Variants)
 #endif
 #ifndef HJ_JOIN_ITEMS
 #define HJ_JOIN_ITEMS 8  // partitioned join: probe pairs per thread per tile
@@ -733,6 +763,9 @@ constexpr int kJoinStage = HJ_JOIN_STAGE;
 constexpr int kJoinBuildItems = 8;  ///< partitioned join: build pairs per thread per batch
 static_assert(kJoinStage >= kJoinTile, "HJ_JOIN_STAGE must hold one join tile of matches");
 static_assert(hjp::kMaxParts % kPartThreads == 0, "the partition scan gives each thread a segment");
+#if HJ_PASS_ASYNC && !HJ_PASS2_SPAN
+#error "HJ_PASS_ASYNC is written for pass 2's spanning walk (HJ_PASS2_SPAN=1)"
+#endif
 
 /// The partition plan from the min/max header (the same in every kernel).
 __device__ __forceinline__ hjp::PartPlan part_plan_of(const Header* h) {
@@ -960,6 +993,38 @@ __device__ __forceinline__ void write_tile(const PassSmem& sm, BinOf bin_of, int
   }
 }
 
+#if HJ_PASS_ASYNC
+// ---- Input ring of the passes (variant `partitioned_async`) ----------------------------------
+// The default passes prefetch the next tile into registers after the tile's ranking, so a CTA has
+// loads in flight only while it writes its staged tile (the measured passes: ~1.25 TB/s read +
+// ~1.25 TB/s written, ~58% of a copy's rate). Here each tile's rows are copied into a 2-slot
+// shared-memory ring with cp.async two tiles ahead: tile i + 2's copies are issued right after
+// tile i's ranking into the slot tile i was read from, so each CTA keeps one to two tiles (32-64
+// KB) in flight through its ranking, its barriers and its stores, and no registers hold them.
+// Each thread copies exactly the ring elements it later reads (row u * kPassThreads + tid of the
+// tile), so its own cp.async.wait_group orders copy and read: no barrier guards the ring, and a
+// slot is refilled by the same thread after it read that element into registers.
+constexpr uint32_t kRingSlots = 2;
+
+/// An L2 policy that makes the ring's copies evict-first, as the default passes' __ldcs loads.
+__device__ __forceinline__ uint64_t evict_first_policy() {
+  uint64_t pol;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  return pol;
+}
+template <int kBytes>
+__device__ __forceinline__ void cp_async(void* dst, const void* src, uint64_t pol) {
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], %2, %3;" ::"r"(d), "l"(src), "n"(kBytes),
+               "l"(pol)
+               : "memory");
+}
+/// One commit group per tile (empty past the chunk's end), so wait_group 1 always means "every
+/// group but the newest landed": the tile about to be read.
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all_but_newest() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+#endif
+
 /// Pass 1, chunk blockIdx.x of a side: its in-range rows as (key, payload) pairs into its slice of
 /// each first-level bin of tmp. The next tile's loads are issued before the current tile's stores.
 __global__ void __launch_bounds__(kPassThreads, 2)
@@ -977,6 +1042,45 @@ __global__ void __launch_bounds__(kPassThreads, 2)
   // (cursor is first read by warp 0 after rank_and_stage's first barrier)
   const int64_t c0 = static_cast<int64_t>(blockIdx.x) * chunk;
   const int64_t c1 = c0 + chunk < n ? c0 + chunk : n;
+  auto bin1_of = [&](int key) { return hjp::first_bin_of(hjp::part_of(static_cast<uint32_t>(key) - pl.lo), sb); };
+#if HJ_PASS_ASYNC
+  // Ring slot: the tile's keys, then its payloads (kPassTile each).
+  int32_t* ring = reinterpret_cast<int32_t*>(smem_table);
+  const uint64_t pol = evict_first_policy();
+  auto issue = [&](int64_t t0, uint32_t slot) {
+    int32_t* rk = ring + slot * 2 * hjp::kPassTile;
+#pragma unroll
+    for (int u = 0; u < kPassRows; ++u) {
+      const uint32_t e = u * kPassThreads + threadIdx.x;
+      if (t0 + e < c1) {
+        cp_async<4>(rk + e, keys + t0 + e, pol);
+        cp_async<4>(rk + hjp::kPassTile + e, pays + t0 + e, pol);
+      }
+    }
+    cp_async_commit();
+  };
+  issue(c0, 0);
+  issue(c0 + hjp::kPassTile, 1);
+  uint32_t slot = 0;
+  for (int64_t t0 = c0; t0 < c1; t0 += hjp::kPassTile, slot ^= 1u) {
+    cp_async_wait_all_but_newest();  // this thread's copies of tile t0
+    const int32_t* rk = ring + slot * 2 * hjp::kPassTile;
+    int2 kv[kPassRows];
+    int bin[kPassRows];
+#pragma unroll
+    for (int u = 0; u < kPassRows; ++u) {
+      const uint32_t e = u * kPassThreads + threadIdx.x;
+      const bool row = t0 + e < c1;
+      kv[u] = row ? make_int2(rk[e], rk[hjp::kPassTile + e]) : make_int2(0, 0);
+      uint32_t d;
+      const bool in = row && hjp::key_offset(pl, kv[u].x, d);
+      bin[u] = in ? static_cast<int>(hjp::first_bin_of(hjp::part_of(d), sb)) : -1;
+    }
+    rank_and_stage(sm, kv, bin, nb);
+    issue(t0 + 2 * static_cast<int64_t>(hjp::kPassTile), slot);  // into the slot just read
+    write_tile(sm, bin1_of, tmp);
+  }
+#else
   int k[kPassRows], v[kPassRows];
   auto load = [&](int64_t t0) {
 #pragma unroll
@@ -999,9 +1103,9 @@ __global__ void __launch_bounds__(kPassThreads, 2)
     }
     rank_and_stage(sm, kv, bin, nb);
     if (t0 + hjp::kPassTile < c1) load(t0 + hjp::kPassTile);
-    write_tile(
-        sm, [&](int key) { return hjp::first_bin_of(hjp::part_of(static_cast<uint32_t>(key) - pl.lo), sb); }, tmp);
+    write_tile(sm, bin1_of, tmp);
   }
+#endif
 }
 
 /// Pass 2, chunk blockIdx.x of a side: its slice of every first-level bin, read from tmp, into the
@@ -1029,7 +1133,65 @@ __global__ void __launch_bounds__(kPassThreads, 2)
     if (threadIdx.x < subs && q < pl.parts) sm.cursor[half * subs + threadIdx.x] = base[q] + off[q];
   };
   int2 kv[kPassRows];
-#if HJ_PASS2_SPAN
+#if HJ_PASS_ASYNC
+  // The spanning walk below with its tiles' rows copied into the ring (see above): `cur` is being
+  // ranked (ring slot `slot`), the tile starting at `nx` is in flight in the other slot; after
+  // cur's ranking its slot is refilled with the tile after nx. Only nx's start is kept (the
+  // descriptors are recomputed from it: three of them live at once spilled at 64 registers).
+  int2* ring = reinterpret_cast<int2*>(smem_table);
+  const uint64_t pol = evict_first_policy();
+  auto issue = [&](const hjp::Pass2Next& at, uint32_t slot) {
+    if (at.has) {
+      const hjp::Pass2Tile s = hjp::pass2_tile(sm.slice_len, nb, at.a, at.t);
+      const uint32_t lo_a = sm.slice_lo[s.a] + s.ta, lo_b = s.nbr > 0 ? sm.slice_lo[s.b] : 0u;
+#pragma unroll
+      for (int u = 0; u < kPassRows; ++u) {
+        const uint32_t j = u * kPassThreads + threadIdx.x;
+        if (j < s.na) cp_async<8>(ring + slot * hjp::kPassTile + j, tmp + lo_a + j, pol);
+        else if (j < s.na + s.nbr) cp_async<8>(ring + slot * hjp::kPassTile + j, tmp + lo_b + (j - s.na), pol);
+      }
+    }
+    cp_async_commit();
+  };
+  const uint32_t a0 = hjp::next_nonempty(sm.slice_len, nb, 0);
+  if (a0 >= nb) return;  // uniform: no rows in this chunk
+  hjp::Pass2Tile cur = hjp::pass2_tile(sm.slice_len, nb, a0, 0);
+  hjp::Pass2Next nx = hjp::pass2_after(cur, nb);
+  issue(hjp::Pass2Next{a0, 0, true}, 0);
+  issue(nx, 1);
+  uint32_t slot = 0;
+  for (uint32_t k = 0;; slot ^= 1u) {
+    cp_async_wait_all_but_newest();  // this thread's copies of tile cur
+    const uint32_t ha = k & 1u, hb = ha ^ 1u;
+    if (cur.ta == 0) init_cursors(cur.a, ha);
+    if (cur.nbr > 0) init_cursors(cur.b, hb);
+    int bin[kPassRows];
+#pragma unroll
+    for (int u = 0; u < kPassRows; ++u) {
+      const uint32_t j = u * kPassThreads + threadIdx.x;
+      kv[u] = j < cur.na + cur.nbr ? ring[slot * hjp::kPassTile + j] : make_int2(0, 0);
+      const uint32_t sub = hjp::sub_bin_of(hjp::part_of(static_cast<uint32_t>(kv[u].x) - pl.lo), sb);
+      bin[u] = j < cur.na ? static_cast<int>(ha * subs + sub)
+                          : (j < cur.na + cur.nbr ? static_cast<int>(hb * subs + sub) : -1);
+    }
+    rank_and_stage(sm, kv, bin, 2u * subs);
+    k += cur.steps;
+    const hjp::Pass2Next after =
+        nx.has ? hjp::pass2_after(hjp::pass2_tile(sm.slice_len, nb, nx.a, nx.t), nb) : hjp::Pass2Next{nb, 0, false};
+    issue(after, slot);  // into the slot just read
+    const uint32_t cur_a = cur.a;
+    write_tile(
+        sm,
+        [&](int key) {
+          const uint32_t part = hjp::part_of(static_cast<uint32_t>(key) - pl.lo);
+          return (hjp::first_bin_of(part, sb) == cur_a ? ha : hb) * subs + hjp::sub_bin_of(part, sb);
+        },
+        pairs);
+    if (!nx.has) break;
+    cur = hjp::pass2_tile(sm.slice_len, nb, nx.a, nx.t);
+    nx = after;
+  }
+#elif HJ_PASS2_SPAN
   // hjp::pass2_tile walks full tiles across slices: a tile's rows of slice a rank into bin half
   // ha, those of the next slice b into the other half; the halves alternate per slice (k).
   auto load = [&](const hjp::Pass2Tile& s) {
@@ -1375,6 +1537,17 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
       const size_t hist_smem = hjp::kMaxParts * sizeof(uint32_t);
       D2K_CUDA_TRY(args, cudaFuncSetAttribute(hj_part_hist, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               static_cast<int>(hist_smem)));
+#if HJ_PASS_ASYNC
+      // The passes' input ring (2 slots of a tile of 8-byte rows: 64 KB) beside their 39 KB of
+      // static shared memory: 103 KB per CTA, still two CTAs per SM.
+      const size_t pass_smem = kRingSlots * hjp::kPassTile * sizeof(int2);
+      D2K_CUDA_TRY(args, cudaFuncSetAttribute(hj_part_pass1, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              static_cast<int>(pass_smem)));
+      D2K_CUDA_TRY(args, cudaFuncSetAttribute(hj_part_pass2, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              static_cast<int>(pass_smem)));
+#else
+      const size_t pass_smem = 0;
+#endif
       auto partition_side = [&](const int32_t* keys, const int32_t* pays, int64_t n, int2* pairs,
                                 uint32_t* counts, uint32_t* totals, uint32_t* base) -> int32_t {
         const int64_t chunk = hjp::chunk_rows(n), chunks = hjp::num_chunks(n);
@@ -1386,10 +1559,10 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
         D2K_CUDA_TRY(args, cudaGetLastError());
         hj_part_scan_parts<<<1, kPartThreads, 0, stream>>>(hdr, sh.r, totals, base);
         D2K_CUDA_TRY(args, cudaGetLastError());
-        hj_part_pass1<<<static_cast<unsigned>(chunks), kPassThreads, 0, stream>>>(keys, pays, n, chunk, hdr, sh.r,
+        hj_part_pass1<<<static_cast<unsigned>(chunks), kPassThreads, pass_smem, stream>>>(keys, pays, n, chunk, hdr, sh.r,
                                                                                   counts, totals, chunks, base, pb.tmp);
         D2K_CUDA_TRY(args, cudaGetLastError());
-        hj_part_pass2<<<static_cast<unsigned>(chunks), kPassThreads, 0, stream>>>(pb.tmp, hdr, sh.r, counts, totals,
+        hj_part_pass2<<<static_cast<unsigned>(chunks), kPassThreads, pass_smem, stream>>>(pb.tmp, hdr, sh.r, counts, totals,
                                                                                   chunks, base, pairs);
         D2K_CUDA_TRY(args, cudaGetLastError());
         return D2K_OK;

@@ -175,4 +175,14 @@ HJP_HD Pass2Tile pass2_tile(const uint32_t* len, uint32_t nbins, uint32_t a, uin
   return s;
 }
 
+/// Where pass 2's next tile starts (has: there is one). Variant `partitioned_async` keeps only
+/// this for the tile in flight and recomputes its Pass2Tile when it needs it.
+struct Pass2Next {
+  uint32_t a, t;
+  bool has;
+};
+HJP_HD Pass2Next pass2_after(const Pass2Tile& s, uint32_t nbins) {
+  return Pass2Next{s.next_a, s.next_t, s.next_a < nbins};
+}
+
 }  // namespace hjp

@@ -7,11 +7,15 @@
 //     positions stay within the workspace's uint32 offsets;
 //   - the two-pass split of the partition id (first-level bins x sub-bins) covers every partition
 //     count up to kMaxParts within the passes' shared-memory bins;
+//   (built twice: as the default, 2^15 keys per partition, and with HJ_PART_BITS=14 as the
+//   partitioned_p14 variants;)
 //   - the emulated pipeline (per-chunk histograms chunk-major, the running offsets across chunks,
 //     the exclusive scan of the partition totals, pass 1 into each chunk's slice of every
 //     first-level bin and pass 2 from those slices into the final partitions, both tile by tile as
 //     the kernels stage them (pass 2 both ways: one slice per tile, and hj_part.h's pass2_tile
-//     walk across two slices with alternating cursor halves), with bounds, fill and written-once
+//     walk across two slices with alternating cursor halves, and that walk with both passes' tiles
+//     read from the 2-slot cp.async ring of variant partitioned_async, whose emulation tags every
+//     element with the copy group that wrote it), with bounds, fill and written-once
 //     checks on both buffers, then the
 //     per-partition join over a payload table and presence bitmap) gives the multiset of pairs
 //     and the count of
@@ -46,10 +50,40 @@ struct Side {
   std::vector<std::uint32_t> base;
 };
 
-/// span: pass 2 as the default build walks it (hjp::pass2_tile: full tiles spanning two slices);
-/// false: one slice per tile (variant partitioned_1slice, HJ_PASS2_SPAN=0).
+/// How the passes walk their tiles: kSpan as the default build (pass 2 by hjp::pass2_tile: full
+/// tiles spanning two slices); kOneSlice one slice per pass-2 tile (variant partitioned_1slice,
+/// HJ_PASS2_SPAN=0); kRing the spanning walk with both passes' tiles read from a 2-slot ring filled
+/// two tiles ahead (variant partitioned_async, HJ_PASS_ASYNC=1): the emulated ring tags every
+/// element with the copy group that wrote it, and a tile must read only its own group's elements.
+enum class Walk { kSpan, kOneSlice, kRing };
+constexpr Walk kWalks[] = {Walk::kSpan, Walk::kOneSlice, Walk::kRing};
+const char* walk_name(Walk w) { return w == Walk::kSpan ? "span" : w == Walk::kOneSlice ? "one slice" : "ring"; }
+
+/// The passes' input ring (HJ_PASS_ASYNC): kRingSlots tiles of rows, each element tagged with the
+/// commit group (one per issue call, as the kernels commit one per tile, empty ones included)
+/// whose copy wrote it. Reading tile i (the i-th group) after "wait_group 1" with i + 2 groups
+/// committed is only right if every element it reads carries tag i.
+struct Ring {
+  static constexpr std::uint32_t kSlots = 2;
+  std::vector<Pair> rows = std::vector<Pair>(kSlots * hjp::kPassTile, Pair{0, 0});
+  std::vector<std::int64_t> tag = std::vector<std::int64_t>(kSlots * hjp::kPassTile, -1);
+  std::int64_t groups = 0;  ///< commit groups issued
+  void put(std::uint32_t slot, std::uint32_t e, const Pair& kv) {
+    rows[slot * hjp::kPassTile + e] = kv;
+    tag[slot * hjp::kPassTile + e] = groups;
+  }
+  void commit() { ++groups; }
+  /// Element e of slot for the tile of group g (the kernel's wait_group 1: all but the newest).
+  Pair get(std::uint32_t slot, std::uint32_t e, std::int64_t g) const {
+    EXPECT_EQ(groups, g + 2) << "tile " << g << " read with " << groups << " groups committed";
+    EXPECT_EQ(tag[slot * hjp::kPassTile + e], g) << "ring slot " << slot << " element " << e;
+    return rows[slot * hjp::kPassTile + e];
+  }
+};
+
 Side partition_side(const hjp::PartPlan& pl, const std::int32_t* keys, const std::int32_t* pays, std::int64_t n,
-                    bool span) {
+                    Walk walk) {
+  const bool span = walk != Walk::kOneSlice;
   const std::int64_t chunk = hjp::chunk_rows(n), chunks = hjp::num_chunks(n);
   EXPECT_GE(chunk * chunks, n);
   EXPECT_LT((chunks - 1) * chunk, n);
@@ -134,13 +168,29 @@ Side partition_side(const hjp::PartPlan& pl, const std::int32_t* keys, const std
     }
     std::vector<std::uint32_t> cursor = lo;
     const std::int64_t c1 = std::min(n, (c + 1) * chunk);
-    for (std::int64_t t0 = c * chunk; t0 < c1; t0 += hjp::kPassTile) {
+    // HJ_PASS_ASYNC: tile t0's rows into `slot`, one group per call (hj_part_pass1's issue).
+    Ring ring;
+    auto issue = [&](std::int64_t t0, std::uint32_t slot) {
+      for (std::uint32_t e = 0; e < hjp::kPassTile; ++e)
+        if (t0 + e < c1) ring.put(slot, e, Pair{keys[t0 + e], pays[t0 + e]});
+      ring.commit();
+    };
+    if (walk == Walk::kRing) {
+      issue(c * chunk, 0);
+      issue(c * chunk + hjp::kPassTile, 1);
+    }
+    std::uint32_t slot = 0;
+    std::int64_t g = 0;
+    for (std::int64_t t0 = c * chunk; t0 < c1; t0 += hjp::kPassTile, slot ^= 1u, ++g) {
       std::vector<std::pair<int, Pair>> tile;
       for (std::int64_t i = t0; i < std::min(c1, t0 + std::int64_t{hjp::kPassTile}); ++i) {
+        const Pair kv = walk == Walk::kRing ? ring.get(slot, static_cast<std::uint32_t>(i - t0), g)
+                                            : Pair{keys[i], pays[i]};
         std::uint32_t d;
-        if (hjp::key_offset(pl, keys[i], d))
-          tile.push_back({static_cast<int>(hjp::first_bin_of(hjp::part_of(d), sb)), {keys[i], pays[i]}});
+        if (hjp::key_offset(pl, kv.first, d))
+          tile.push_back({static_cast<int>(hjp::first_bin_of(hjp::part_of(d), sb)), kv});
       }
+      if (walk == Walk::kRing) issue(t0 + 2 * std::int64_t{hjp::kPassTile}, slot);  // after the ranking
       place_tile(tile, cursor, [&](int b, std::uint32_t pos, const Pair& kv) {
         // write_tile finds a staged row's bin from its key
         EXPECT_EQ(hjp::first_bin_of(hjp::part_of(static_cast<std::uint32_t>(kv.first) - pl.lo), sb),
@@ -178,8 +228,8 @@ Side partition_side(const hjp::PartPlan& pl, const std::int32_t* keys, const std
     };
     const std::uint32_t a0 = hjp::next_nonempty(len.data(), nb, 0);
     if (a0 >= nb) continue;
-    hjp::Pass2Tile t = hjp::pass2_tile(len.data(), nb, a0, 0);
-    for (std::uint32_t k = 0;;) {
+    // One tile of the walk, its rows (slice a's, then slice b's) as the kernel loaded them.
+    auto run_tile = [&](const hjp::Pass2Tile& t, std::uint32_t k, const std::function<Pair(std::uint32_t)>& row) {
       EXPECT_GE(t.na, 1u);
       EXPECT_LE(t.na + t.nbr, hjp::kPassTile);
       // Short only at the chunk's end or when slice b ends in the tile too (two slices at most).
@@ -197,15 +247,16 @@ Side partition_side(const hjp::PartPlan& pl, const std::int32_t* keys, const std
       if (t.ta == 0) init_cursors(t.a, ha);
       if (t.nbr > 0) init_cursors(t.b, hb);
       std::vector<std::pair<int, Pair>> tile;
-      auto take = [&](std::uint32_t b, std::uint32_t from, std::uint32_t rows, std::uint32_t half) {
-        for (std::uint32_t i = lo[b] + from; i < lo[b] + from + rows; ++i) {
-          const std::uint32_t part = hjp::part_of(static_cast<std::uint32_t>(tmp[i].first) - pl.lo);
+      auto take = [&](std::uint32_t b, std::uint32_t j0, std::uint32_t rows, std::uint32_t half) {
+        for (std::uint32_t j = j0; j < j0 + rows; ++j) {
+          const Pair kv = row(j);
+          const std::uint32_t part = hjp::part_of(static_cast<std::uint32_t>(kv.first) - pl.lo);
           EXPECT_EQ(hjp::first_bin_of(part, sb), b) << "a slice holds a row of another bin";
-          tile.push_back({static_cast<int>(half * subs + hjp::sub_bin_of(part, sb)), tmp[i]});
+          tile.push_back({static_cast<int>(half * subs + hjp::sub_bin_of(part, sb)), kv});
         }
       };
-      take(t.a, t.ta, t.na, ha);
-      if (t.nbr > 0) take(t.b, 0, t.nbr, hb);
+      take(t.a, 0, t.na, ha);
+      if (t.nbr > 0) take(t.b, t.na, t.nbr, hb);
       place_tile(tile, cursor, [&](int bin, std::uint32_t pos, const Pair& kv) {
         const std::uint32_t half = static_cast<std::uint32_t>(bin) / subs, sub = static_cast<std::uint32_t>(bin) % subs;
         const std::uint32_t part = hjp::part_of(static_cast<std::uint32_t>(kv.first) - pl.lo);
@@ -217,9 +268,43 @@ Side partition_side(const hjp::PartPlan& pl, const std::int32_t* keys, const std
         if (q < P) ++wrote[q];
         put_final(c, q, pos, end[static_cast<std::size_t>(bin)], kv);
       });
-      k += t.steps;
-      if (t.next_a >= nb) break;
-      t = hjp::pass2_tile(len.data(), nb, t.next_a, t.next_t);
+    };
+    // Row j of tile t in the temporary buffer (hj_part_pass2's load / issue).
+    auto src = [&](const hjp::Pass2Tile& t, std::uint32_t j) {
+      return j < t.na ? tmp[lo[t.a] + t.ta + j] : tmp[lo[t.b] + (j - t.na)];
+    };
+    if (walk == Walk::kSpan) {
+      hjp::Pass2Tile t = hjp::pass2_tile(len.data(), nb, a0, 0);
+      for (std::uint32_t k = 0;;) {
+        run_tile(t, k, [&](std::uint32_t j) { return src(t, j); });
+        k += t.steps;
+        if (t.next_a >= nb) break;
+        t = hjp::pass2_tile(len.data(), nb, t.next_a, t.next_t);
+      }
+    } else {  // Walk::kRing: hj_part_pass2 with HJ_PASS_ASYNC, step for step
+      Ring ring;
+      auto issue = [&](const hjp::Pass2Next& at, std::uint32_t slot) {
+        if (at.has) {
+          const hjp::Pass2Tile t = hjp::pass2_tile(len.data(), nb, at.a, at.t);
+          for (std::uint32_t j = 0; j < t.na + t.nbr; ++j) ring.put(slot, j, src(t, j));
+        }
+        ring.commit();
+      };
+      hjp::Pass2Tile cur = hjp::pass2_tile(len.data(), nb, a0, 0);
+      hjp::Pass2Next nx = hjp::pass2_after(cur, nb);
+      issue(hjp::Pass2Next{a0, 0, true}, 0);
+      issue(nx, 1);
+      std::uint32_t slot = 0;
+      for (std::uint32_t k = 0, g = 0;; slot ^= 1u, ++g) {
+        run_tile(cur, k, [&](std::uint32_t j) { return ring.get(slot, j, g); });
+        k += cur.steps;
+        const hjp::Pass2Next after = nx.has ? hjp::pass2_after(hjp::pass2_tile(len.data(), nb, nx.a, nx.t), nb)
+                                            : hjp::Pass2Next{nb, 0, false};
+        issue(after, slot);
+        if (!nx.has) break;
+        cur = hjp::pass2_tile(len.data(), nb, nx.a, nx.t);
+        nx = after;
+      }
     }
     for (std::uint32_t b = 0; b < nb; ++b) EXPECT_EQ(consumed[b], len[b]) << "slice " << b << " not walked whole";
     for (std::uint32_t q = 0; q < P; ++q) EXPECT_EQ(wrote[q], cnt_of(c, q)) << "pass 2 fill of partition " << q;
@@ -253,13 +338,13 @@ Side partition_side(const hjp::PartPlan& pl, const std::int32_t* keys, const std
 
 /// The whole partitioned join (hj_part_join: per partition a payload table and presence bitmap).
 std::vector<Pair> partitioned_join(const std::int32_t* bk, const std::int32_t* bp, std::int64_t R,
-                                   const std::int32_t* pk, const std::int32_t* pp, std::int64_t S, bool span) {
+                                   const std::int32_t* pk, const std::int32_t* pp, std::int64_t S, Walk walk) {
   std::int32_t mn = INT_MAX, mx = INT_MIN;
   for (std::int64_t i = 0; i < R; ++i) mn = std::min(mn, bk[i]), mx = std::max(mx, bk[i]);
   const hjp::PartPlan pl = hjp::part_plan(mn, mx);
   EXPECT_TRUE(pl.ok);
   if (!pl.ok) return {};
-  const Side b = partition_side(pl, bk, bp, R, span), p = partition_side(pl, pk, pp, S, span);
+  const Side b = partition_side(pl, bk, bp, R, walk), p = partition_side(pl, pk, pp, S, walk);
   EXPECT_EQ(b.base[pl.parts], static_cast<std::uint32_t>(R)) << "a build row was dropped";
   std::vector<Pair> out;
   std::vector<std::int32_t> tab(hjp::kSlots);
@@ -325,6 +410,10 @@ TEST(HashJoinPartitionPlan, EveryKeyOfTheRangeLandsInExactlyOnePartitionSlot) {
 
 TEST(HashJoinPartitionPlan, TablesFitSharedMemoryForEveryRangeUpTo2To31) {
   constexpr std::uint64_t kSmemPerBlock = 227 * 1024;  // sm_90's opt-in shared memory per block
+  // Ranges up to 2^30 are partitioned; 2^29 with 2^14-key partitions (variants partitioned_p14*:
+  // the histogram's 2^15 bins cap the partitions), which still covers the bench row's 2^28.
+  constexpr std::uint64_t kPartitionedUpTo = std::uint64_t{1} << (hjp::kPartBits >= 15 ? 30 : 15 + hjp::kPartBits);
+  static_assert(hjp::kMaxRange >= (std::uint64_t{1} << 28), "the 64M-build row's range4x keys (2^28) partitioned");
   EXPECT_LE(hjp::kTableBytes, hjp::kTableBudget);
   EXPECT_LE(hjp::kMaxParts * sizeof(std::uint32_t), kSmemPerBlock);  // histogram / scatter cursors
   std::vector<std::uint64_t> ranges;
@@ -339,7 +428,7 @@ TEST(HashJoinPartitionPlan, TablesFitSharedMemoryForEveryRangeUpTo2To31) {
     const hjp::PartPlan pl = hjp::part_plan(mn, mx);
     ASSERT_EQ(pl.range, range);
     EXPECT_EQ(pl.ok, range <= hjp::kMaxRange) << range;
-    if (range <= (std::uint64_t{1} << 30)) { EXPECT_TRUE(pl.ok) << "range " << range << " not partitioned"; }
+    if (range <= kPartitionedUpTo) { EXPECT_TRUE(pl.ok) << "range " << range << " not partitioned"; }
     if (!pl.ok) {
       EXPECT_FALSE(hjp::use_partitioned(pl, std::int64_t{1} << 30));
       continue;
@@ -426,11 +515,11 @@ void expect_same_join(const Sets& s) {
   const auto R = static_cast<std::int64_t>(s.bk.size()), S = static_cast<std::int64_t>(s.pk.size());
   std::vector<Pair> want = plain_join(s.bk.data(), s.bp.data(), R, s.pk.data(), s.pp.data(), S);
   std::sort(want.begin(), want.end());
-  for (const bool span : {true, false}) {
-    std::vector<Pair> got = partitioned_join(s.bk.data(), s.bp.data(), R, s.pk.data(), s.pp.data(), S, span);
-    EXPECT_EQ(got.size(), want.size()) << "count, span " << span;
+  for (const Walk walk : kWalks) {
+    std::vector<Pair> got = partitioned_join(s.bk.data(), s.bp.data(), R, s.pk.data(), s.pp.data(), S, walk);
+    EXPECT_EQ(got.size(), want.size()) << "count, " << walk_name(walk);
     std::sort(got.begin(), got.end());
-    EXPECT_TRUE(got == want) << "the multisets of pairs differ, span " << span;
+    EXPECT_TRUE(got == want) << "the multisets of pairs differ, " << walk_name(walk);
   }
 }
 
@@ -528,10 +617,10 @@ TEST(HashJoinPartitionEmulation, PassesTheJudgeOnEveryCheckWorkload) {
     std::int32_t mn = INT_MAX, mx = INT_MIN;
     for (std::int64_t i = 0; i < R; ++i) mn = std::min(mn, bk[i]), mx = std::max(mx, bk[i]);
     if (!hjp::part_plan(mn, mx).ok) continue;  // a wide key domain keeps the global-table paths
-    for (const bool span : {true, false}) {
-      const std::vector<Pair> rows = partitioned_join(bk, bp, R, pk, pp, S, span);
+    for (const Walk walk : kWalks) {
+      const std::vector<Pair> rows = partitioned_join(bk, bp, R, pk, pp, S, walk);
       const OutputsVerdict verdict = judge(c, join_outputs(c, rows));
-      EXPECT_EQ(verdict.status, Status::PASSED) << w.uuid << " span " << span << ": " << verdict.message;
+      EXPECT_EQ(verdict.status, Status::PASSED) << w.uuid << " " << walk_name(walk) << ": " << verdict.message;
     }
     ++judged;
   }
