@@ -1006,18 +1006,14 @@ __device__ __forceinline__ void write_tile(const PassSmem& sm, BinOf bin_of, int
 // slot is refilled by the same thread after it read that element into registers.
 constexpr uint32_t kRingSlots = 2;
 
-/// An L2 policy that makes the ring's copies evict-first, as the default passes' __ldcs loads.
-__device__ __forceinline__ uint64_t evict_first_policy() {
-  uint64_t pol;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-  return pol;
-}
+/// A cp.async of kBytes into the ring. No L2 cache policy: ptxas miscompiles fractional policies
+/// on cp.async in some kernels (layernorm_backward's evict-first copies died with an illegal
+/// instruction on the H200, docs/results/layernorm_backward.md, while spmv_csr's run), so a
+/// variant not yet run on a GPU keeps the default eviction class for its fills.
 template <int kBytes>
-__device__ __forceinline__ void cp_async(void* dst, const void* src, uint64_t pol) {
+__device__ __forceinline__ void cp_async(void* dst, const void* src) {
   const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], %2, %3;" ::"r"(d), "l"(src), "n"(kBytes),
-               "l"(pol)
-               : "memory");
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(d), "l"(src), "n"(kBytes) : "memory");
 }
 /// One commit group per tile (empty past the chunk's end), so wait_group 1 always means "every
 /// group but the newest landed": the tile about to be read.
@@ -1046,15 +1042,14 @@ __global__ void __launch_bounds__(kPassThreads, 2)
 #if HJ_PASS_ASYNC
   // Ring slot: the tile's keys, then its payloads (kPassTile each).
   int32_t* ring = reinterpret_cast<int32_t*>(smem_table);
-  const uint64_t pol = evict_first_policy();
   auto issue = [&](int64_t t0, uint32_t slot) {
     int32_t* rk = ring + slot * 2 * hjp::kPassTile;
 #pragma unroll
     for (int u = 0; u < kPassRows; ++u) {
       const uint32_t e = u * kPassThreads + threadIdx.x;
       if (t0 + e < c1) {
-        cp_async<4>(rk + e, keys + t0 + e, pol);
-        cp_async<4>(rk + hjp::kPassTile + e, pays + t0 + e, pol);
+        cp_async<4>(rk + e, keys + t0 + e);
+        cp_async<4>(rk + hjp::kPassTile + e, pays + t0 + e);
       }
     }
     cp_async_commit();
@@ -1133,13 +1128,25 @@ __global__ void __launch_bounds__(kPassThreads, 2)
     if (threadIdx.x < subs && q < pl.parts) sm.cursor[half * subs + threadIdx.x] = base[q] + off[q];
   };
   int2 kv[kPassRows];
+#if HJ_PASS_ASYNC || HJ_PASS2_SPAN
+  // The bins of a spanning tile's rows (in kv): slice t.a's rows into cursor half ha, slice t.b's
+  // into hb, padding rows -1.
+  auto span_bins = [&](const hjp::Pass2Tile& t, uint32_t ha, uint32_t hb, int (&bin)[kPassRows]) {
+#pragma unroll
+    for (int u = 0; u < kPassRows; ++u) {
+      const uint32_t j = u * kPassThreads + threadIdx.x;
+      const uint32_t sub = hjp::sub_bin_of(hjp::part_of(static_cast<uint32_t>(kv[u].x) - pl.lo), sb);
+      bin[u] =
+          j < t.na ? static_cast<int>(ha * subs + sub) : (j < t.na + t.nbr ? static_cast<int>(hb * subs + sub) : -1);
+    }
+  };
+#endif
 #if HJ_PASS_ASYNC
   // The spanning walk below with its tiles' rows copied into the ring (see above): `cur` is being
   // ranked (ring slot `slot`), the tile starting at `nx` is in flight in the other slot; after
   // cur's ranking its slot is refilled with the tile after nx. Only nx's start is kept (the
   // descriptors are recomputed from it: three of them live at once spilled at 64 registers).
   int2* ring = reinterpret_cast<int2*>(smem_table);
-  const uint64_t pol = evict_first_policy();
   auto issue = [&](const hjp::Pass2Next& at, uint32_t slot) {
     if (at.has) {
       const hjp::Pass2Tile s = hjp::pass2_tile(sm.slice_len, nb, at.a, at.t);
@@ -1147,8 +1154,8 @@ __global__ void __launch_bounds__(kPassThreads, 2)
 #pragma unroll
       for (int u = 0; u < kPassRows; ++u) {
         const uint32_t j = u * kPassThreads + threadIdx.x;
-        if (j < s.na) cp_async<8>(ring + slot * hjp::kPassTile + j, tmp + lo_a + j, pol);
-        else if (j < s.na + s.nbr) cp_async<8>(ring + slot * hjp::kPassTile + j, tmp + lo_b + (j - s.na), pol);
+        if (j < s.na) cp_async<8>(ring + slot * hjp::kPassTile + j, tmp + lo_a + j);
+        else if (j < s.na + s.nbr) cp_async<8>(ring + slot * hjp::kPassTile + j, tmp + lo_b + (j - s.na));
       }
     }
     cp_async_commit();
@@ -1165,15 +1172,13 @@ __global__ void __launch_bounds__(kPassThreads, 2)
     const uint32_t ha = k & 1u, hb = ha ^ 1u;
     if (cur.ta == 0) init_cursors(cur.a, ha);
     if (cur.nbr > 0) init_cursors(cur.b, hb);
-    int bin[kPassRows];
 #pragma unroll
     for (int u = 0; u < kPassRows; ++u) {
       const uint32_t j = u * kPassThreads + threadIdx.x;
       kv[u] = j < cur.na + cur.nbr ? ring[slot * hjp::kPassTile + j] : make_int2(0, 0);
-      const uint32_t sub = hjp::sub_bin_of(hjp::part_of(static_cast<uint32_t>(kv[u].x) - pl.lo), sb);
-      bin[u] = j < cur.na ? static_cast<int>(ha * subs + sub)
-                          : (j < cur.na + cur.nbr ? static_cast<int>(hb * subs + sub) : -1);
     }
+    int bin[kPassRows];
+    span_bins(cur, ha, hb, bin);
     rank_and_stage(sm, kv, bin, 2u * subs);
     k += cur.steps;
     const hjp::Pass2Next after =
@@ -1212,13 +1217,7 @@ __global__ void __launch_bounds__(kPassThreads, 2)
     if (s.ta == 0) init_cursors(s.a, ha);
     if (s.nbr > 0) init_cursors(s.b, hb);
     int bin[kPassRows];
-#pragma unroll
-    for (int u = 0; u < kPassRows; ++u) {
-      const uint32_t j = u * kPassThreads + threadIdx.x;
-      const uint32_t sub = hjp::sub_bin_of(hjp::part_of(static_cast<uint32_t>(kv[u].x) - pl.lo), sb);
-      bin[u] =
-          j < s.na ? static_cast<int>(ha * subs + sub) : (j < s.na + s.nbr ? static_cast<int>(hb * subs + sub) : -1);
-    }
+    span_bins(s, ha, hb, bin);
     rank_and_stage(sm, kv, bin, 2u * subs);
     const hjp::Pass2Tile cur = s;
     k += cur.steps;

@@ -521,6 +521,23 @@ __device__ __forceinline__ void merge_rows(const int32_t* s_end, const float* s_
   if (tid == 0 && last_shared) atomicAdd(y + i1, s_y[rows]);
 }
 
+/// The tile's products in place: entry k = tid + kThreads u (a warp's load takes 32 consecutive
+/// entries), kItems gathers of x back to back, then s_prod[k] *= x[s_col[k]].
+__device__ __forceinline__ void gather_products(const int32_t* s_col, float* s_prod, int nzs, const float* x,
+                                                int tid) {
+  float xv[kItems];
+#pragma unroll
+  for (int u = 0; u < kItems; ++u) {
+    const int k = tid + u * kThreads;
+    xv[u] = k < nzs ? load_x(x, s_col[k]) : 0.f;
+  }
+#pragma unroll
+  for (int u = 0; u < kItems; ++u) {
+    const int k = tid + u * kThreads;
+    if (k < nzs) s_prod[k] *= xv[u];
+  }
+}
+
 /// One tile of the path. Rows completed in the tile are summed in s_y and written coalesced; the
 /// tile's first row, when it began in an earlier tile, and its last, unfinished row are added to y
 /// with one atomic each (the search kernel zeroed them).
@@ -557,17 +574,7 @@ spmv_merge_tile(const int32_t* __restrict__ row_ptr, const int32_t* __restrict__
   const bool first_shared = j0 > __ldg(row_ptr + i0);      // row i0 began in an earlier tile
   const bool last_shared = c1.nz > __ldg(row_ptr + c1.row);  // row i1 continues in a later tile
   copy_async_wait();  // this thread's copies: it reads back its own entries before the barrier
-  float xv[kItems];
-#pragma unroll
-  for (int u = 0; u < kItems; ++u) {
-    const int k = tid + u * kThreads;
-    xv[u] = k < nzs ? load_x(x, s_col[k]) : 0.f;
-  }
-#pragma unroll
-  for (int u = 0; u < kItems; ++u) {
-    const int k = tid + u * kThreads;
-    if (k < nzs) s_prod[k] *= xv[u];
-  }
+  gather_products(s_col, s_prod, nzs, x, tid);
   if (tid == 0) s_end[rows] = 0x7fffffff;  // past the last row end: only entries remain
   merge_rows(s_end, s_prod, s_y, y, i0, j0, rows, nzs, first_shared, last_shared, c1.row, tid);
 }
@@ -699,21 +706,7 @@ spmv_merge_tile_v16(const int32_t* __restrict__ row_ptr, const int32_t* __restri
   // spreads each load over 128 entries (up to 4x the lines per load on runs of near columns).
   // The entries were copied by other threads: one barrier first.
   __syncthreads();
-  {
-    const int32_t* s_col = s_col_raw + off;
-    float* s_prod = s_prod_raw + off;
-    float xv[kItems];
-#pragma unroll
-    for (int u = 0; u < kItems; ++u) {
-      const int k = tid + u * kThreads;
-      xv[u] = k < nzs ? load_x(x, s_col[k]) : 0.f;
-    }
-#pragma unroll
-    for (int u = 0; u < kItems; ++u) {
-      const int k = tid + u * kThreads;
-      if (k < nzs) s_prod[k] *= xv[u];
-    }
-  }
+  gather_products(s_col_raw + off, s_prod_raw + off, nzs, x, tid);
 #else
   // This thread's chunks' entries of the tile (not the words before j0 or after the last entry):
   // up to 4 kChunkIters gathers of x back to back, then the products in place.
@@ -779,7 +772,7 @@ constexpr int kCarveoutPercent =
 /// 123.5 KB, rounded up by the hardware to its 132 KB step (124 KB of L1 for x); kItems 9, 156 KB
 /// (the 164 KB step, 92 KB of L1).
 constexpr int kCarveoutPercentV16 = spmv_pack::carveout_percent(kMinBlocks, spmv_pack::smem_per_cta(kTile));
-#else
+#elif SPMV_MERGE_VEC
 constexpr int kCarveoutPercentV16 = kCarveoutPercent;
 #endif
 template <typename Kernel>

@@ -103,8 +103,8 @@
 //   %VARIANT% s256 -DW4A16_ROWSTREAM=0 -DW4A16_L2_256B=1
 //   %VARIANT% mchain2 -DW4A16_ROWSTREAM=0 -DW4A16_MMA_CHAINS=2
 //   %VARIANT% hmma_b1 -DW4A16_ROWSTREAM=0
-//   %VARIANT% rs_ffma -DW4A16_RS_MMA=0
-//   %VARIANT% persist -DW4A16_RS_PERSIST=1
+//   %VARIANT% rs_ffma -DW4A16_RS_MMA=0 -DW4A16_RS_OFFSET=0
+//   %VARIANT% persist -DW4A16_RS_PERSIST=1 -DW4A16_RS_OFFSET=0
 //   %VARIANT% prev -DW4A16_RS_OFFSET=0
 // The row stream's round two, timed on the H200 on 2026-12-03 (ninth session; results page,
 // "Round two measured"), against the FFMA row stream (now rs_ffma) on 8192 x 8192 / 28672 x 8192
@@ -113,8 +113,9 @@
 // 68.0% of SOL; rsmma with persistent CTAs (now persist) 0.96 / 1.16 / 0.99x; rspersist (FFMA,
 // persistent) 0.95 / 1.12 / 0.94x and rowstream3 (2 rows per warp, 3 CTAs per SM) 0.94 / 1.02 /
 // 0.91x, their lines removed.
-// Built for the tenth session's sweep (issue #15; not yet measured; docs/results/w4a16_gemv.md,
-// "Variants for the next run (tenth session)"): rsoff, rsrot, rsrot_off. Where the rsmma default's
+// The tenth session's sweep (issue #15; docs/results/w4a16_gemv.md, "Tenth session"): rsoff 1.06 /
+// 1.06 / 1.04x the rsmma default, the default since (prev is rsmma); rsrot 1.02 / 0.97 / 0.99x and
+// rsrot_off (local memory) retired, W4A16_RS_ROTATE still builds them. Where the rsmma default's
 // time goes at B = 1 (arithmetic from the ninth session's medians and the SASS; not profiled):
 //   - a line through the two one-wave rows (14.98 us at 1x8192x8192, 39.49 us at 1x8192x28672,
 //     19.14 us of floor apart) gives a marginal stream rate of 78% of SOL plus ~5.2 us fixed. The

@@ -70,7 +70,7 @@
 #ifndef W4A16_RS_OFFSET
 #define W4A16_RS_OFFSET 1
 #endif
-// 1 (variants rsrot, rsrot_off; issue #15, not yet measured): warp gw walks its rows' chunks from
+// 1 (rsrot: 1.02 / 0.97 / 0.99x the q - 8 default on the H200, retired; issue #15): warp gw walks its rows' chunks from
 // chunk chunks - 3j (j = gw mod ceil(chunks / 3); j = 0: chunk 0), wrapping around, instead of
 // from chunk 0: at K = 8192 the row stride is 4 KB and in order every warp of a wave sits at the
 // same 1.5 KB window of its rows (all of the GPU's requests at one offset mod 4 KB); rotated, the
@@ -258,7 +258,7 @@ __device__ __forceinline__ void stage_x_any(XVec* xs, const __nv_bfloat16* __res
 __device__ __forceinline__ void chunk_any(float (&acc)[kRows], const Stage& st, const XVec* xc, float xsum_c,
                                           bool odd_group) {
   const uint32_t bf16_magic = 0x43004300u;  // 128.0 as a bf16 pair: a register operand of the LOP3s
-  chunk_mma_offset<kRows>(acc, st, xc, xsum_c, odd_group, bf16_magic);
+  chunk_mma<true, kRows>(acc, st, xc, xsum_c, odd_group, bf16_magic);
 }
 #else
 __device__ __forceinline__ void chunk_any(float (&acc)[kRows], const Stage& st, const XVec* xc, uint32_t magic,
@@ -266,7 +266,7 @@ __device__ __forceinline__ void chunk_any(float (&acc)[kRows], const Stage& st, 
 #if W4A16_RS_MMA
   (void)magic;
   const uint32_t bf16_magic = 0x43004300u;  // 128.0 as a bf16 pair: a register operand of the LOP3s
-  chunk_mma<kRows>(acc, st, xc, odd_group, bf16_magic);
+  chunk_mma<false, kRows>(acc, st, xc, 0.f, odd_group, bf16_magic);
 #else
   (void)odd_group;
   chunk_fma(acc, st, xc, magic);

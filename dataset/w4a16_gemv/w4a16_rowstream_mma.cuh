@@ -46,6 +46,21 @@ __device__ __forceinline__ uint32_t mma_code_pair(uint32_t w, int j, uint32_t ma
   return d;
 }
 
+/// The offset form's bf16 pair (128 + q_j, 128 + q_{j+4}) of word w: mask and magic in one LOP3.
+__device__ __forceinline__ uint32_t mma_code_pair_offset(uint32_t w, int j, uint32_t magic) {
+  uint32_t v;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(v) : "r"(w >> (4 * j)), "n"(0x000F000Fu), "r"(magic));  // (a & b) | c
+  return v;
+}
+
+/// d = A·B + c (c the same in all four accumulators: only the lane's diagonal entry is kept).
+__device__ __forceinline__ void mma_diag_from(float (&d)[4], const uint4& a, uint32_t b0, uint32_t b1, float c) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%10, %10, %10, %10};"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1), "f"(c));
+}
+
 /// d = A·B + d, A 16x16 from one uint4 {a0, a1, a2, a3}, B 16x8, bf16 in, fp32 accumulate.
 __device__ __forceinline__ void mma_diag(float (&d)[4], const uint4& a, uint32_t b0, uint32_t b1) {
   asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
@@ -83,22 +98,32 @@ __device__ __forceinline__ void stage_x_pairs(uint4* xs, const __nv_bfloat16* __
 }
 
 /// Phase 2 (tensor-core form, per chunk): for each of the warp's R rows, 8 diagonal mma steps into
-/// an fp32 partial from zero, then the lane's diagonal entry times its group's scale into acc.
-/// xc points at the chunk's A registers for this lane (chunk base + lane); magic is 0x43004300.
-template <int R, class StageT>
-__device__ __forceinline__ void chunk_mma(float (&acc)[R], const StageT& st, const uint4* xc, bool odd_group,
-                                          uint32_t magic) {
+/// an fp32 partial, then the lane's diagonal entry times its group's scale into acc. xc points at
+/// the chunk's A registers for this lane (chunk base + lane); magic is 0x43004300. kOffset: the
+/// codes 128 + q with the lane group's -136 · sum(x) (xsum_c) as the first step's C (the offset
+/// form, below); else the codes q - 8 from a zero partial (xsum_c unused).
+template <bool kOffset, int R, class StageT>
+__device__ __forceinline__ void chunk_mma(float (&acc)[R], const StageT& st, const uint4* xc, float xsum_c,
+                                          bool odd_group, uint32_t magic) {
+  const auto pair = [magic](uint32_t w, int j) {
+    return kOffset ? mma_code_pair_offset(w, j, magic) : mma_code_pair(w, j, magic);
+  };
   float d[R][4];
+  if constexpr (!kOffset) {
 #pragma unroll
-  for (int r = 0; r < R; ++r) d[r][0] = d[r][1] = d[r][2] = d[r][3] = 0.f;
+    for (int r = 0; r < R; ++r) d[r][0] = d[r][1] = d[r][2] = d[r][3] = 0.f;
+  }
 #pragma unroll
   for (int u = 0; u < 4; ++u) {
     const uint4 xa0 = xc[(u * 2 + 0) * 32], xa1 = xc[(u * 2 + 1) * 32];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const uint32_t w = u == 0 ? st.w[r].x : u == 1 ? st.w[r].y : u == 2 ? st.w[r].z : st.w[r].w;
-      mma_diag(d[r], xa0, mma_code_pair(w, 0, magic), mma_code_pair(w, 1, magic));  // step h = 0
-      mma_diag(d[r], xa1, mma_code_pair(w, 2, magic), mma_code_pair(w, 3, magic));  // step h = 1
+      if (kOffset && u == 0)
+        mma_diag_from(d[r], xa0, pair(w, 0), pair(w, 1), xsum_c);  // step h = 0
+      else
+        mma_diag(d[r], xa0, pair(w, 0), pair(w, 1));  // step h = 0
+      mma_diag(d[r], xa1, pair(w, 2), pair(w, 3));    // step h = 1
     }
   }
 #pragma unroll
@@ -107,7 +132,7 @@ __device__ __forceinline__ void chunk_mma(float (&acc)[R], const StageT& st, con
 }
 
 #if W4A16_RS_OFFSET
-// ---- the offset form (W4A16_RS_OFFSET: variants rsoff, rsrot_off) ------------------------------
+// ---- the offset form (W4A16_RS_OFFSET, the default since 2026-12-03; `prev` is the q - 8 form) --
 // B holds the codes 128 + q (0x4300 | q as a bf16 pair: one SHF and one LOP3 per pair, no HFMA2),
 // and the group's correction -136 · sum(x) enters as the first step's C: D = -136 · sum(x) +
 // sum x · (128 + q) = sum x · (q - 8). The products stay exact (128 + q <= 143 has 8 significant
@@ -167,44 +192,6 @@ __device__ __forceinline__ void stage_x_pairs_sums(uint4* xs, float* xsum, const
   }
 }
 
-/// The bf16 pair (128 + q_j, 128 + q_{j+4}) of word w: mask and magic in one LOP3.
-__device__ __forceinline__ uint32_t mma_code_pair_offset(uint32_t w, int j, uint32_t magic) {
-  uint32_t v;
-  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(v) : "r"(w >> (4 * j)), "n"(0x000F000Fu), "r"(magic));  // (a & b) | c
-  return v;
-}
-
-/// d = A·B + c (c the same in all four accumulators: only the lane's diagonal entry is kept).
-__device__ __forceinline__ void mma_diag_from(float (&d)[4], const uint4& a, uint32_t b0, uint32_t b1, float c) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%10, %10, %10, %10};"
-      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1), "f"(c));
-}
-
-/// Phase 2 of the offset form (per chunk): as chunk_mma, with 128 + q codes and the lane group's
-/// -136 · sum(x) (xsum_c: this chunk's entry for the lane's group) as the first step's C.
-template <int R, class StageT>
-__device__ __forceinline__ void chunk_mma_offset(float (&acc)[R], const StageT& st, const uint4* xc, float xsum_c,
-                                                 bool odd_group, uint32_t magic) {
-  float d[R][4];
-#pragma unroll
-  for (int u = 0; u < 4; ++u) {
-    const uint4 xa0 = xc[(u * 2 + 0) * 32], xa1 = xc[(u * 2 + 1) * 32];
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const uint32_t w = u == 0 ? st.w[r].x : u == 1 ? st.w[r].y : u == 2 ? st.w[r].z : st.w[r].w;
-      if (u == 0)
-        mma_diag_from(d[r], xa0, mma_code_pair_offset(w, 0, magic), mma_code_pair_offset(w, 1, magic), xsum_c);
-      else
-        mma_diag(d[r], xa0, mma_code_pair_offset(w, 0, magic), mma_code_pair_offset(w, 1, magic));
-      mma_diag(d[r], xa1, mma_code_pair_offset(w, 2, magic), mma_code_pair_offset(w, 3, magic));
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-    acc[r] = fmaf(__uint_as_float(st.s[r] << 16), odd_group ? d[r][1] : d[r][0], acc[r]);
-}
 #endif  // W4A16_RS_OFFSET
 
 }  // namespace rowstream
