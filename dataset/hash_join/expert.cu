@@ -86,40 +86,40 @@
 //     12525.48 us, 1.94x; 1M row 889.69 us (falls back, 1.00x). ncu: the passes 0.45 + 0.44 ms
 //     (build side) and 1.77 + 1.74 ms (probe side, 2.24 GB read + 2.19 GB written each: whole
 //     sectors), the join 1.45 ms, histograms and scans 0.5 ms. memcheck and racecheck clean. The
-//     default since (SASS equal to the timed variant's); the 2x bar (<= 6263 us) MISSED by 2.9%.
-//   %VARIANT% partitioned_1slice -DHJ_PARTITIONED=1 -DHJ_PASS2_SPAN=0
-//     (pass 2 one slice per tile, its last tile partial: the simpler walk, timed beside the
-//     default's tiles across two slices, hjp::pass2_tile)
-//   %VARIANT% partitioned_j16 -DHJ_PARTITIONED=1 -DHJ_JOIN_ITEMS=16 -DHJ_JOIN_STAGE=512
-//     (the same with 16 probe pairs per thread per join tile: 64 KB of loads in flight per SM
-//     instead of 32 KB, the staging buffers grown to hold a tile: 196 KB of shared memory)
+//     default of the tenth session; the 2x bar (<= 6263 us) MISSED by 2.9%.
+//   Variants of the partitioned join (flags; `%VARIANT%` lines are the ones in the sweep):
+//   -DHJ_PASS2_SPAN=0 -DHJ_PASS_ASYNC=0 (retired: `partitioned_1slice`): pass 2 one slice per
+//     tile, its last tile partial (hjp::pass2_tile); tenth session 6373.31 us, 1.01x that
+//     session's default.
+//   -DHJ_JOIN_ITEMS=16 -DHJ_JOIN_STAGE=512 -DHJ_PASS_ASYNC=0 (retired: `partitioned_j16`): 16 probe
+//     pairs per thread per join tile, 64 KB of loads in flight per SM, 196 KB of shared memory;
+//     tenth session 6381.14 us, 1.01x.
 //   %VARIANT% partitioned_all -DHJ_PARTITIONED=1 -DHJ_PART_MIN_ROWS=1
 //     (the same join from R = 1 on, wherever the range allows and the build side is too big for the
 //     per-CTA shared-memory path: it puts the partitioned kernels under compute-sanitizer on the
 //     small range2x / range4x check workloads, which the 2^22-row threshold keeps off that path)
-//   Variants for the eleventh session (not yet timed; the bar needs -181 us from the default, -110
-//   from partitioned_1slice). Arithmetic from the tenth session's ncu of the default on the 64M row:
-//   the probe passes move 2.24 GB read + 2.19 GB written in 1.77 ms, i.e. ~1.27 TB/s each way,
-//   2.5 TB/s together: ~58% of a copy's ~4.3 TB/s (read + write), so they are not at the DRAM
-//   roof; the join's 2.68 + 1.06 GB in 1.45 ms is 2.6 TB/s, also ~60%.
-//   %VARIANT% partitioned_async -DHJ_PARTITIONED=1 -DHJ_PASS_ASYNC=1
-//     (the passes' input tiles copied with cp.async into a 2-slot shared-memory ring two tiles
-//     ahead, instead of the register prefetch issued after the ranking: each CTA keeps 32-64 KB in
-//     flight through its ranking barriers, the one-warp bin scan and its stores; two CTAs per SM
-//     still, 103 KB of shared memory each. The four passes move 11.1 GB (8.9 on the probe side) in
-//     4.40 ms, 2.5 TB/s; at 3.0 TB/s they take 3.7 ms, -0.7 ms against the bar's -0.18)
-//   %VARIANT% partitioned_p14 -DHJ_PARTITIONED=1 -DHJ_PART_BITS=14
-//     (2^14 keys of domain per partition: the join's table is 64 + 2 KB, its shared memory 98 KB,
-//     so two join CTAs share an SM and one's build phase (a dependent DRAM round trip and two
-//     barriers with no probe loads in flight) overlaps the other's probe stream; partitions double
-//     to 2^14 at the bench row: pass 2's fan-out 2^7 (runs of ~32 rows, as pass 1's today), the
-//     count matrices 16 MB per side. If the join reaches ~3.3 TB/s: 1.45 -> ~1.15 ms. Ranges up
-//     to 2^29 are partitioned (the histogram's 2^15 bins), wider ones take the global-table paths)
-//   %VARIANT% partitioned_p14_async -DHJ_PARTITIONED=1 -DHJ_PART_BITS=14 -DHJ_PASS_ASYNC=1
-//     (both: the two terms are in different kernels and add)
-//   %VARIANT% partitioned_all_p14_async -DHJ_PARTITIONED=1 -DHJ_PART_MIN_ROWS=1 -DHJ_PART_BITS=14 -DHJ_PASS_ASYNC=1
-//     (both, from R = 1 on, as partitioned_all: the ring passes and the 98 KB join under
-//     compute-sanitizer on the small check workloads)
+//   HJ_PASS_ASYNC=1, the default since the eleventh session: the passes' input tiles copied with
+//     cp.async into a 2-slot shared-memory ring two tiles ahead, instead of the register prefetch
+//     issued after the ranking: each CTA keeps 32-64 KB in flight through its ranking barriers, the
+//     one-warp bin scan and its stores; two CTAs per SM still, 103 KB of shared memory each. The
+//     tenth session's ncu had the four passes at 2.5 TB/s read and written together (11.1 GB in
+//     4.40 ms), ~58% of a copy's.
+//     Measured (H200, eleventh session, suite-eleven-2026-12-03.md; one d2k bench, 0.5 s per
+//     target and row): 64M row 6294.34 us (0.87%) against `prev` 12571.18 us (0.05%), 1.997x;
+//     the register-prefetch form (`sync`) 6530.57 us (1.29%), 1.925x; 1M row 875.96 us (falls
+//     back: 1.00x). memcheck and racecheck clean on the check workloads with the same ring at
+//     2^14-key partitions (partitioned_all_p14_async). The default since (SASS equal to the timed
+//     variant's); the 2x bar (<= 6285.6 us in that call) MISSED by 0.14%, inside the noise.
+//   %VARIANT% sync -DHJ_PASS_ASYNC=0
+//     (the passes' register prefetch: the default of the tenth session)
+//   %VARIANT% async_j16 -DHJ_JOIN_ITEMS=16 -DHJ_JOIN_STAGE=512
+//     (the ring passes with partitioned_j16's join: the two are in different kernels, so the
+//     tenth session's 1.01x of j16 should add: expected ~6230 us, 2.02x `prev`)
+//   Retired (their flags still build them): -DHJ_PART_BITS=14, 2^14 keys of domain per partition
+//     (98 KB join: two join CTAs per SM): 7233.85 us with the register prefetch, 6917.36 us with
+//     the ring, 0.90x / 0.94x the ring default at 2^13 in the same call: the doubled partition
+//     count costs pass 2 more (fan-out 2^7) and the count matrices 16 MB per side than two join CTAs
+//     win; with -DHJ_PART_MIN_ROWS=1 as well, memcheck and racecheck clean (above).
 //   Not prepared: fusing pass 2 into the join. A first-level bin spans 2^6 partitions, 2^21 keys of
 //   domain; joining its probe rows unsorted needs the bin's whole table, 8 MB of payloads (the
 //   bin's 512K build rows are 4 MB even as pairs): 40x an SM's shared memory, so the join cannot
@@ -155,7 +155,7 @@
 #define HJ_PASS2_SPAN 1  // partitioned: pass 2's tiles span two slices (0: one slice per tile)
 #endif
 #ifndef HJ_PASS_ASYNC
-#define HJ_PASS_ASYNC 0  // partitioned: 1 = the passes' input tiles through a cp.async ring (header: Variants)
+#define HJ_PASS_ASYNC 1  // partitioned: the passes' input tiles through a cp.async ring (0: `sync`; header: Variants)
 #endif
 #ifndef HJ_JOIN_ITEMS
 #define HJ_JOIN_ITEMS 8  // partitioned join: probe pairs per thread per tile
