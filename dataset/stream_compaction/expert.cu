@@ -165,6 +165,38 @@
 //     in flight through an in-place compaction at the tile rank): both died with an illegal
 //     instruction in copy_group_async, called from sc_select_tiles, under compute-sanitizer
 //     memcheck and in the bench (cudaErrorIllegalInstruction); the defect was never diagnosed.
+// Variants for the next run (eleventh session, 2026-12-03; not measured yet), for the 2.9 points
+// still missing at 50% (544.70 us, 77.1%, against <= 523.7). At 50% a CTA is resident 13.2 us
+// (544.70 us x 792 slots / 32,553 tiles). In the eager form (eager_async, 534.30 us) the payload
+// lands with the predicate column, so after the ranks' barrier warp 0's look-back (one loaded L2
+// round trip of 64 status words, ~0.7-1 us, longer when a predecessor has not yet published) runs
+// with nothing else of the CTA in flight, then the compaction (3 barriers, ~90 KB of shared-memory
+// reads and writes per tile: ~700 cycles of the SM's 128 B/clock, ~0.4 us) follows it. Each
+// variant is 40 registers or fewer, 38,384 B of shared memory, no spills, 5 barriers:
+//   - eager_nopol (-DSC_LATE=0 -DSC_ASYNC_POLICY=0): eager_async with plain cp.async.cg, without
+//     the createpolicy.fractional evict-first policy (SC_ASYNC_POLICY), which ptxas miscompiles
+//     in some kernels (layernorm_backward's copies, and likely the ninth session's eager_pdl and
+//     eager_overlap, died with an illegal instruction in copy_group_async). The control for the
+//     two below: expected within noise of eager_async (534 us at 50%, ~368 us at 1%);
+//   - ovl_eager (-DSC_LATE=0 -DSC_ASYNC_POLICY=0 -DSC_LB_OVERLAP=1): eager_overlap's idea without
+//     its sampled choice, programmatic launch and in-tile count: warp 0 publishes the count and
+//     issues the look-back's first round, every warp compacts the tile in place at its rank (no
+//     offset, so it needs no prefix), and warp 0 reads the words after the compaction; the stores
+//     read the staging shifted by (first output row mod 32) through aligned 16-byte reads and a
+//     funnel of b = (-shift) mod 4 words (staged_quad_at: 2 LDS.128 per column where b > 0, no
+//     bank conflict). Saves min(look-back, compaction) ~0.4-0.7 us of the 13.2 us per CTA:
+//     expected 3-5% under eager_nopol at 50%, 507-518 us (79.4-83% of SOL): the candidate for the
+//     bar; at 1% eager_async's ~0.92x the default (the payload read in full), still ~2.3x CUB;
+//   - ovl_eager_wb (ovl_eager plus -DSC_STORE_EF=0): the kept rows' 16-byte stores without the
+//     evict-first hint (STG.E.128): the written lines leave L2 under its normal replacement, not
+//     first, which may group DRAM writes into longer runs between reads (the read/write turnaround
+//     at 50%, where a third of the traffic is writes). Expected within +-1% of ovl_eager; a gain
+//     beyond that says the write side costs;
+//   - ovl_late (-DSC_ASYNC_POLICY=0 -DSC_LB_OVERLAP=1): the overlap in the late form, which keeps
+//     the default's 1% row: there the look-back already overlaps the payload copies, so expected
+//     within noise at 50% and 99%; at 1%, where a tile copies ~4% of its groups and the look-back
+//     (plus waits on predecessors) can outlast them, up to the compaction's ~0.3 us of the ~8.2 us
+//     per CTA (338.32 us x 792 / 32,553): up to 3% (~328 us).
 // %VARIANT% tile3k_regs -DSC_ASYNC_PAYLOAD=0 -DSC_MIN_BLOCKS=4
 // %VARIANT% tile2k_prev -DSC_ASYNC_PAYLOAD=0 -DSC_GROUPS=2 -DSC_MIN_BLOCKS=5 -DSC_VEC_STORE=0 -DSC_CLAIM=1 -DSC_LB_WORDS=1
 // %VARIANT% async4k -DSC_GROUPS=4 -DSC_MIN_BLOCKS=4
