@@ -165,11 +165,47 @@
 //     in flight through an in-place compaction at the tile rank): both died with an illegal
 //     instruction in copy_group_async, called from sc_select_tiles, under compute-sanitizer
 //     memcheck and in the bench (cudaErrorIllegalInstruction); the defect was never diagnosed.
+// Variants for the next run (eleventh session, 2026-12-03; not measured yet), for the 2.9 points
+// still missing at 50% (544.70 us, 77.1%, against <= 523.7). At 50% a CTA is resident 13.2 us
+// (544.70 us x 792 slots / 32,553 tiles). In the eager form (eager_async, 534.30 us) the payload
+// lands with the predicate column, so after the ranks' barrier warp 0's look-back (one loaded L2
+// round trip of 64 status words, ~0.7-1 us, longer when a predecessor has not yet published) runs
+// with nothing else of the CTA in flight, then the compaction (3 barriers, ~90 KB of shared-memory
+// reads and writes per tile: ~700 cycles of the SM's 128 B/clock, ~0.4 us) follows it. Each
+// variant is 40 registers or fewer, 38,384 B of shared memory, no spills, 5 barriers:
+//   - eager_nopol (-DSC_LATE=0 -DSC_ASYNC_POLICY=0): eager_async with plain cp.async.cg, without
+//     the createpolicy.fractional evict-first policy (SC_ASYNC_POLICY), which ptxas miscompiles
+//     in some kernels (layernorm_backward's copies, and likely the ninth session's eager_pdl and
+//     eager_overlap, died with an illegal instruction in copy_group_async). The control for the
+//     two below: expected within noise of eager_async (534 us at 50%, ~368 us at 1%);
+//   - ovl_eager (-DSC_LATE=0 -DSC_ASYNC_POLICY=0 -DSC_LB_OVERLAP=1): eager_overlap's idea without
+//     its sampled choice, programmatic launch and in-tile count: warp 0 publishes the count and
+//     issues the look-back's first round, every warp compacts the tile in place at its rank (no
+//     offset, so it needs no prefix), and warp 0 reads the words after the compaction; the stores
+//     read the staging shifted by (first output row mod 32) through aligned 16-byte reads and a
+//     funnel of b = (-shift) mod 4 words (staged_quad_at: 2 LDS.128 per column where b > 0, no
+//     bank conflict). Saves min(look-back, compaction) ~0.4-0.7 us of the 13.2 us per CTA:
+//     expected 3-5% under eager_nopol at 50%, 507-518 us (79.4-83% of SOL): the candidate for the
+//     bar; at 1% eager_async's ~0.92x the default (the payload read in full), still ~2.3x CUB;
+//   - ovl_eager_wb (ovl_eager plus -DSC_STORE_EF=0): the kept rows' 16-byte stores without the
+//     evict-first hint (STG.E.128): the written lines leave L2 under its normal replacement, not
+//     first, which may group DRAM writes into longer runs between reads (the read/write turnaround
+//     at 50%, where a third of the traffic is writes). Expected within +-1% of ovl_eager; a gain
+//     beyond that says the write side costs;
+//   - ovl_late (-DSC_ASYNC_POLICY=0 -DSC_LB_OVERLAP=1): the overlap in the late form, which keeps
+//     the default's 1% row: there the look-back already overlaps the payload copies, so expected
+//     within noise at 50% and 99%; at 1%, where a tile copies ~4% of its groups and the look-back
+//     (plus waits on predecessors) can outlast them, up to the compaction's ~0.3 us of the ~8.2 us
+//     per CTA (338.32 us x 792 / 32,553): up to 3% (~328 us).
 // %VARIANT% tile3k_regs -DSC_ASYNC_PAYLOAD=0 -DSC_MIN_BLOCKS=4
 // %VARIANT% tile2k_prev -DSC_ASYNC_PAYLOAD=0 -DSC_GROUPS=2 -DSC_MIN_BLOCKS=5 -DSC_VEC_STORE=0 -DSC_CLAIM=1 -DSC_LB_WORDS=1
 // %VARIANT% async4k -DSC_GROUPS=4 -DSC_MIN_BLOCKS=4
 // %VARIANT% async6k -DSC_GROUPS=6 -DSC_MIN_BLOCKS=3
 // %VARIANT% eager_async -DSC_LATE=0
+// %VARIANT% eager_nopol -DSC_LATE=0 -DSC_ASYNC_POLICY=0
+// %VARIANT% ovl_eager -DSC_LATE=0 -DSC_ASYNC_POLICY=0 -DSC_LB_OVERLAP=1
+// %VARIANT% ovl_eager_wb -DSC_LATE=0 -DSC_ASYNC_POLICY=0 -DSC_LB_OVERLAP=1 -DSC_STORE_EF=0
+// %VARIANT% ovl_late -DSC_ASYNC_POLICY=0 -DSC_LB_OVERLAP=1
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -208,6 +244,30 @@ static_assert(SC_LATE == 0 || SC_LATE == 1, "SC_LATE: 1 (late payload) or 0 (eag
 // fits 40 registers (6 CTAs per SM at 3072-row tiles) where the register form needs 64 (4 CTAs).
 // 0: the payload loaded into registers (int4) with l_shipdate.
 #define SC_ASYNC_PAYLOAD 1
+#endif
+#ifndef SC_ASYNC_POLICY
+// 1: the cp.async payload copies carry an evict-first L2 cache policy (createpolicy.fractional,
+// then cp.async ... L2::cache_hint), as the register form's `ld.global.cs`; 0: plain
+// `cp.async.cg` with no cache hint. ptxas miscompiles fractional cache policies on cp.async in some
+// kernels (layernorm_backward's evict-first copies died with an illegal instruction; the ninth
+// session's eager_pdl and eager_overlap died with one inside copy_group_async): the variants that
+// restructure the kernel around the copies use 0.
+#define SC_ASYNC_POLICY 1
+#endif
+#ifndef SC_LB_OVERLAP
+// 1 (SC_ASYNC_PAYLOAD only): the look-back's first round of status words is issued before the
+// in-place compaction and read after it, and the tile is compacted at its rank (no offset) before
+// its first output row is known; the stores read the staging shifted by (first output row mod 32).
+// The look-back's L2 round trip then overlaps the compaction instead of preceding it, which matters
+// where the payload arrives with the predicate column (SC_LATE=0) and nothing else hides it.
+// 0: the look-back returns before the compaction, which stages at rank + (first output row mod 32).
+#define SC_LB_OVERLAP 0
+#endif
+#ifndef SC_STORE_EF
+// 1: the kept rows' stores carry the evict-first hint (st.global.cs: STG.E.EF); 0: plain
+// write-back stores (STG.E), so the written lines age out of L2 under its normal replacement
+// instead of being picked first, which may batch DRAM writes into longer runs between reads.
+#define SC_STORE_EF 1
 #endif
 #ifndef SC_MIN_BLOCKS
 // Resident CTAs per SM the register budget is cut for: at SC_GROUPS=3, 4 (64 registers, no
@@ -252,6 +312,7 @@ __device__ __forceinline__ void publish_count(StatusWord* status, int64_t tile, 
 #endif
 constexpr int kLbWords = SC_LB_WORDS;
 
+#if !SC_LB_OVERLAP  // look_back_load and look_back_rounds under SC_LB_OVERLAP
 /// Kept rows before `tile`, whose count publish_count has published (all lanes of one warp call
 /// it; every lane returns the value). Publishes the tile's inclusive prefix last. A round reads
 /// the 32 x kLbWords nearest predecessors not yet summed, predecessor d (0: the nearest) by lane
@@ -306,6 +367,66 @@ __device__ __forceinline__ int64_t look_back(StatusWord* status, int64_t tile, i
   if (lane == 0) publish_count(status, tile, tile_count);
   return look_back_published(status, tile, tile_count, lane);
 }
+#endif
+
+#if SC_LB_OVERLAP
+// SC_LB_OVERLAP: look_back_published split in two, so that the first round's status words are in
+// flight while the tile is compacted (look_back_load early, look_back_rounds late); the same
+// rounds, sums and stop rule.
+/// One look-back round's status words: predecessor d = nearest - (32 k + lane) of the round
+/// (0: the nearest) as lane d % 32's word k; before tile 0, an inclusive prefix of 0.
+__device__ __forceinline__ void look_back_load(StatusWord* status, int64_t nearest, int lane,
+                                               StatusWord (&s)[kLbWords]) {
+#pragma unroll
+  for (int k = 0; k < kLbWords; ++k) {
+    const int64_t idx = nearest - lane - 32 * k;  // lane 0, word 0 reads the nearest predecessor
+    s[k] = idx >= 0 ? load_status(status + idx) : kInclusive;  // before tile 0: a prefix of 0
+  }
+}
+
+/// Kept rows before `tile` (> 0), whose count publish_count has published, from the first round's
+/// words `s` (look_back_load(tile - 1), in flight or landed; all lanes of one warp call it; every
+/// lane returns the value). A round waits until all 32 x kLbWords predecessors have published
+/// something, sums them back to the nearest inclusive prefix (or all of them, and reads the next
+/// round, if none is inclusive). Publishes the tile's inclusive prefix last.
+__device__ __forceinline__ int64_t look_back_rounds(StatusWord* status, int64_t tile, int tile_count, int lane,
+                                                    StatusWord (&s)[kLbWords]) {
+  int64_t exclusive = 0;
+  for (int64_t nearest = tile - 1;; nearest -= 32 * kLbWords) {
+    if (nearest != tile - 1) look_back_load(status, nearest, lane, s);
+    for (;;) {  // wait until every predecessor of the round has published something
+      bool pending = false;
+#pragma unroll
+      for (int k = 0; k < kLbWords; ++k) pending |= (s[k] >> 62) == 0;
+      if (!__any_sync(0xffffffffu, pending)) break;
+#pragma unroll
+      for (int k = 0; k < kLbWords; ++k)
+        if ((s[k] >> 62) == 0) s[k] = load_status(status + (nearest - lane - 32 * k));
+    }
+    // The nearest inclusive prefix: the lowest word index k holding one, its lowest lane.
+    int stop = 32 * kLbWords - 1;
+    bool found = false;
+#pragma unroll
+    for (int k = kLbWords - 1; k >= 0; --k) {
+      const unsigned inclusive_lanes = __ballot_sync(0xffffffffu, (s[k] >> 62) == 2);
+      if (inclusive_lanes) {
+        stop = 32 * k + __ffs(inclusive_lanes) - 1;
+        found = true;
+      }
+    }
+    int64_t v = 0;
+#pragma unroll
+    for (int k = 0; k < kLbWords; ++k)
+      if (32 * k + lane <= stop) v += static_cast<int64_t>(s[k] & kValueMask);
+#pragma unroll
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    exclusive += v;
+    if (found) break;
+  }
+  if (lane == 0) store_status(status + tile, kInclusive | static_cast<StatusWord>(exclusive + tile_count));
+  return exclusive;
+}
+#endif  // SC_LB_OVERLAP
 
 /// Four consecutive rows of a column from row `row0`: one 16-byte load when all four exist, else
 /// the rows below n one by one.
@@ -361,6 +482,7 @@ __device__ __forceinline__ void keep_masks(const int4 (&va)[kGroups], int64_t ba
   }
 }
 
+#if !SC_ASYNC_PAYLOAD  // the register form's payload
 /// The payload columns of this thread's groups: late materialisation loads only the groups that
 /// keep a row (SC_LATE), so at low selectivity most payload sectors are never fetched.
 __device__ __forceinline__ void load_payload(const float* __restrict__ price, const int32_t* __restrict__ partkey,
@@ -376,14 +498,20 @@ __device__ __forceinline__ void load_payload(const float* __restrict__ price, co
     }
   }
 }
+#endif
 
 #if SC_ASYNC_PAYLOAD
 /// An L2 policy that marks the copied payload lines evict-first, like the register form's
 /// `ld.global.cs` (the rows are read once).
+/// SC_ASYNC_POLICY=0: no policy (0, unused by the copies).
 __device__ __forceinline__ unsigned long long evict_first_policy() {
+#if SC_ASYNC_POLICY
   unsigned long long policy;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
   return policy;
+#else
+  return 0;
+#endif
 }
 
 /// Four consecutive rows of a column from `row0` into shared memory at `dst` (16-byte aligned) by
@@ -403,8 +531,13 @@ __device__ __forceinline__ void copy_group_async(int32_t* dst, const void* col, 
     return;
   }
   const unsigned dst_addr = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+#if SC_ASYNC_POLICY
   asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, 16, %2;" ::"r"(dst_addr), "l"(src), "l"(policy)
                : "memory");
+#else
+  (void)policy;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, 16;" ::"r"(dst_addr), "l"(src) : "memory");
+#endif
 }
 
 /// Waits for this thread's cp.async copies: they are then visible to this thread (each thread reads
@@ -419,6 +552,7 @@ struct Staging {
   int32_t* partkey;
 };
 
+#if !SC_ASYNC_PAYLOAD  // the register form's staging
 /// Kept values into the staging at their tile rank (the caller's barrier follows).
 __device__ __forceinline__ void stage_kept(const Staging& st, const unsigned (&keep)[kGroups],
                                            const int (&before)[kGroups], const int4 (&va)[kGroups],
@@ -436,6 +570,7 @@ __device__ __forceinline__ void stage_kept(const Staging& st, const unsigned (&k
       }
   }
 }
+#endif
 
 /// The staged rows out in row order by consecutive threads: 128 contiguous bytes per warp store,
 /// whatever the selection pattern. kAligned starts the threads (exclusive mod 32) rows early, so
@@ -454,7 +589,27 @@ __device__ __forceinline__ void store_staged(const Staging& st, int tile_count, 
   }
 }
 
+/// One store of the kept rows' output: evict-first (st.global.cs) or, under SC_STORE_EF=0, a plain
+/// st.global (no cache hint).
+template <class T>
+__device__ __forceinline__ void store_out(T* p, const T& v) {
+#if SC_STORE_EF
+  __stcs(p, v);
+#else
+  *p = v;
+#endif
+}
+#if !SC_STORE_EF
+/// The 16-byte form of the plain store: as a struct copy the int4 store is split into four 4-byte
+/// stores (and __stwb prints as STG.E.128.STRONG.SM), so one st.global.v4 is written out.
+template <>
+__device__ __forceinline__ void store_out<int4>(int4* p, const int4& v) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+#endif
+
 #if SC_VEC_STORE
+#if !SC_LB_OVERLAP  // store_shifted_vec under SC_LB_OVERLAP
 /// SC_VEC_STORE: the staged rows out as aligned 16-byte stores. The caller staged the tile's rows
 /// at staging rows [shift, shift + tile_count), where shift = (first output row) mod 32, so staging
 /// row j goes to output row line0 + j with line0 a multiple of 32 rows (128 bytes; the outputs are
@@ -472,21 +627,69 @@ __device__ __forceinline__ void store_staged_vec(const Staging& st, int shift, i
     const int j = q * 4;
     const int64_t row = line0 + j;
     if (j >= shift && j + 4 <= end) {
-      __stcs(reinterpret_cast<int4*>(out_shipdate + row), *reinterpret_cast<const int4*>(st.shipdate + j));
-      __stcs(reinterpret_cast<int4*>(out_price + row), *reinterpret_cast<const int4*>(st.price + j));
-      __stcs(reinterpret_cast<int4*>(out_partkey + row), *reinterpret_cast<const int4*>(st.partkey + j));
+      store_out(reinterpret_cast<int4*>(out_shipdate + row), *reinterpret_cast<const int4*>(st.shipdate + j));
+      store_out(reinterpret_cast<int4*>(out_price + row), *reinterpret_cast<const int4*>(st.price + j));
+      store_out(reinterpret_cast<int4*>(out_partkey + row), *reinterpret_cast<const int4*>(st.partkey + j));
     } else {
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         if (j + e >= shift && j + e < end) {
-          __stcs(out_shipdate + row + e, st.shipdate[j + e]);
-          __stcs(out_price + row + e, __int_as_float(st.price[j + e]));
-          __stcs(out_partkey + row + e, st.partkey[j + e]);
+          store_out(out_shipdate + row + e, st.shipdate[j + e]);
+          store_out(out_price + row + e, __int_as_float(st.price[j + e]));
+          store_out(out_partkey + row + e, st.partkey[j + e]);
         }
     }
   }
 }
+#endif
 #endif  // SC_VEC_STORE
+
+#if SC_LB_OVERLAP
+/// SC_LB_OVERLAP: four consecutive staging rows [i, i + 4) of a column, i >= 0, where b = i mod 4
+/// is the same for every quad of the tile (i = j - shift with j a multiple of 4): one aligned
+/// 16-byte read where b = 0, else two (the aligned quads holding the four) and a funnel shift by
+/// b words. Consecutive lanes read consecutive 16-byte quads, so a warp's read is 4 shared-memory
+/// wavefronts per 16-byte read (no bank conflict), where four 4-byte reads at a stride of 4 words
+/// would each take 4 (a 4-way conflict). Reads at most staging row i + 6 < kStageRows.
+__device__ __forceinline__ int4 staged_quad_at(const int32_t* col, int i, int b) {
+  const int4 lo = *reinterpret_cast<const int4*>(col + (i - b));
+  if (b == 0) return lo;
+  const int4 hi = *reinterpret_cast<const int4*>(col + (i - b) + 4);
+  if (b == 1) return make_int4(lo.y, lo.z, lo.w, hi.x);
+  if (b == 2) return make_int4(lo.z, lo.w, hi.x, hi.y);
+  return make_int4(lo.w, hi.x, hi.y, hi.z);
+}
+
+/// SC_LB_OVERLAP: as store_staged_vec, with the tile's kept rows staged at their rank, [0,
+/// tile_count), not at rank + shift: output row line0 + j (j in [shift, shift + tile_count)) is
+/// staging row j - shift. Whole quads are read by staged_quad_at and written as one aligned 16-byte
+/// store; the two end quads row by row.
+__device__ __forceinline__ void store_shifted_vec(const Staging& st, int shift, int tile_count, int64_t line0,
+                                                  int32_t* __restrict__ out_shipdate, float* __restrict__ out_price,
+                                                  int32_t* __restrict__ out_partkey, int t) {
+  const int end = shift + tile_count;  // output rows [line0 + shift, line0 + end) are the tile's
+  const int quads = (end + 3) >> 2;
+  const int b = (4 - (shift & 3)) & 3;  // (j - shift) mod 4 for every j that is a multiple of 4
+  for (int q = t; q < quads; q += kThreads) {
+    const int j = q * 4;
+    const int64_t row = line0 + j;
+    const int i = j - shift;  // the staging row of output row line0 + j
+    if (j >= shift && j + 4 <= end) {
+      store_out(reinterpret_cast<int4*>(out_shipdate + row), staged_quad_at(st.shipdate, i, b));
+      store_out(reinterpret_cast<int4*>(out_price + row), staged_quad_at(st.price, i, b));
+      store_out(reinterpret_cast<int4*>(out_partkey + row), staged_quad_at(st.partkey, i, b));
+    } else {
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (j + e >= shift && j + e < end) {
+          store_out(out_shipdate + row + e, st.shipdate[i + e]);
+          store_out(out_price + row + e, __int_as_float(st.price[i + e]));
+          store_out(out_partkey + row + e, st.partkey[i + e]);
+        }
+    }
+  }
+}
+#endif  // SC_LB_OVERLAP
 
 #ifndef SC_DYN_STAGE
 // 1: the staging in dynamic shared memory (past the 48 KB of static shared memory: 4096-row tiles
@@ -497,6 +700,7 @@ static_assert(SC_DYN_STAGE || kStageRows * 12 + 1024 <= 48 * 1024,
               "static staging fits 48 KB up to SC_GROUPS = 3; 4 stages in dynamic shared memory");
 static_assert(!SC_VEC_STORE || SC_STAGE, "the vector stores read the staging");
 static_assert(!SC_DYN_STAGE || SC_STAGE, "dynamic staging needs staging");
+static_assert(!SC_LB_OVERLAP || SC_ASYNC_PAYLOAD, "the overlapped look-back is in the cp.async form's compaction");
 static_assert(!SC_ASYNC_PAYLOAD || SC_VEC_STORE,
               "the in-place compaction stages at rank + shift and stores with store_staged_vec");
 /// SC_ASYNC_PAYLOAD: tile row i's payload is copied to staging row kAsyncPad + i, above the
@@ -598,6 +802,54 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   int before[kGroups];
   const int tile_count = tile_ranks(keep, before, s.warp_totals, lane, warp);
 
+#if SC_LB_OVERLAP
+  // 5''. Warp 0 publishes the tile's count and issues the look-back's first round; the status
+  //      words come back while every warp compacts the tile (6'') and are read after it (7'').
+  StatusWord lb_words[kLbWords];
+  if (warp == 0) {
+    if (lane == 0) publish_count(status, tile, tile_count);
+    if (tile > 0) look_back_load(status, tile - 1, lane, lb_words);
+  }
+
+  // 6''. In-place compaction at the tile rank, group by group, as 6' below with no offset: a kept
+  //      tile row i goes to staging row rank(i) <= i < kAsyncPad + i, below its own input slot and
+  //      above none of a later group's. Every thread waits for its own copies before the first
+  //      barrier, so no copy lands after a write.
+  wait_async_copies();
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g) {
+    int4 pa = make_int4(0, 0, 0, 0), pb = pa, pc = pa;
+    if (keep[g]) {
+      const int slot = kAsyncPad + (g * kThreads + t) * 4;
+      pa = *reinterpret_cast<const int4*>(st.shipdate + slot);
+      pb = *reinterpret_cast<const int4*>(st.price + slot);
+      pc = *reinterpret_cast<const int4*>(st.partkey + slot);
+    }
+    __syncthreads();  // every thread's copies landed (g = 0) and group g read back before any write
+    int r = before[g];
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (keep[g] >> e & 1u) {
+        st.shipdate[r] = lane_of(pa, e);
+        st.price[r] = lane_of(pb, e);
+        st.partkey[r] = lane_of(pc, e);
+        ++r;
+      }
+  }
+
+  // 7''. The look-back finished from its first round's words (more rounds if none is inclusive),
+  //      then the staged rows out, read shifted by (first output row mod 32).
+  if (warp == 0) {
+    const int64_t exclusive = tile > 0 ? look_back_rounds(status, tile, tile_count, lane, lb_words) : 0;
+    if (lane == 0) s.exclusive = exclusive;
+  }
+  __syncthreads();  // the look-back's result; every warp's compaction writes done
+  {
+    const int64_t exclusive = s.exclusive;
+    const int shift = static_cast<int>(exclusive & 31);
+    store_shifted_vec(st, shift, tile_count, exclusive - shift, out_shipdate, out_price, out_partkey, t);
+  }
+#else   // !SC_LB_OVERLAP
   // 5. The tile's first output row (the copies land meanwhile).
   if (warp == 0) {
     const int64_t exclusive = look_back(status, tile, tile_count, lane);
@@ -642,6 +894,7 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   }
   __syncthreads();
   store_staged_vec(st, shift, tile_count, exclusive - shift, out_shipdate, out_price, out_partkey, t);
+#endif  // SC_LB_OVERLAP
 #else   // !SC_ASYNC_PAYLOAD
   // 2-3. Predicate column, masks, payload columns.
   int4 va[kGroups], vb[kGroups], vc[kGroups];

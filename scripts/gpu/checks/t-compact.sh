@@ -31,6 +31,12 @@
 # n1e8-1pct, n1e8-50pct and n1e8-99pct about 1.14x / 1.15x / 1.18x tile2k_prev's from the same
 # call (the fifth session's tile3k_all against the old default), and faster than the library on
 # every row (the bar: >= 80% of SOL at 50%, and >= the library; docs/results/stream_compaction.md).
+# The eleventh session's sweep (2026-12-03; <= 120 s; a carry without the measured variants
+# tile3k_regs, tile2k_prev, async4k, async6k and eager_async):
+#   COMPACT_BUDGET_S=120 D2K_CHECK_STEPS=variants,memcheck_eager_nopol,memcheck_ovl_eager,memcheck_ovl_eager_wb,memcheck_ovl_late,racecheck_ovl_eager,racecheck_ovl_late \
+#     scripts/gpu/checks/t-compact.sh CARRY OUT
+# (the bar: expert:ovl_* at n1e8-50pct <= 523.7 us and above the library on every row;
+# docs/results/stream_compaction.md, "Variants for the next run (eleventh session)").
 # Extra after OUT (not run by run_checks.sh): `big` benches the two 1e9-row workloads (naive,
 # expert, library; 12 GB of input and 12 GB of output capacity per set; PyTorch eager would need
 # ~20 GB more beside d2k's sets), with its own allowance of 400 s.
@@ -101,7 +107,11 @@ for v in $variants; do
   case $v in *vec* | tile3k_all) need+=" STG.E.EF.128" ;; esac
   # The cp.async variants copy the payload into shared memory (LDGSTS; the last partial group by
   # plain loads).
-  case $v in async* | eager_* | lb128) need+=" STG.E.EF.128 LDGSTS.E.BYPASS.128" ;; esac
+  # ovl_eager_wb's stores are plain (SC_STORE_EF=0): STG.E.128, no evict-first hint.
+  case $v in
+    async* | eager_* | lb128 | ovl_eager | ovl_late) need+=" STG.E.EF.128 LDGSTS.E.BYPASS.128" ;;
+    ovl_*_wb) need+=" STG.E.128 LDGSTS.E.BYPASS.128" ;;
+  esac
   sass_counts --so "expert_$v" "LDG\.E(\.EF)?\.128|STG\.E(\.EF)?\.128|LDGSTS[A-Z0-9.]*|(LD|ST)G?\.E\.64\.STRONG\.GPU|ATOMG[A-Z0-9.]*|BAR\.SYNC[A-Z.]*|LDL[A-Z0-9.]*|STL[A-Z0-9.]*" "$need" "LDL|STL"
 done
 

@@ -19,7 +19,10 @@
 //     caught;
 //   - the cp.async form's in-place compaction at 2048- to 6144-row tiles (SC_GROUPS=2 to async6k),
 //     with the eager copies of every group (eager_async, SC_LATE=0) and, mixed per tile, of the
-//     late and eager forms (the removed eager_adapt's choice: the staging must not care);
+//     late and eager forms (the removed eager_adapt's choice: the staging must not care); and the
+//     compaction at the tile rank with the stores reading the staging shifted by the prefix mod 32
+//     through aligned 16-byte quads (SC_LB_OVERLAP: ovl_eager, ovl_eager_wb, ovl_late), late and
+//     eager copies;
 //   - a predicate off by one (<=), a vector path that drops the last N mod 4 rows, tiles written in
 //     another order than their row order (atomically claimed output slots), rows reversed inside a
 //     warp, the float column through float16, and the last kept row dropped all fail.
@@ -196,8 +199,12 @@ std::vector<std::int64_t> in_place_staging(const Columns& k, int groups, std::in
 /// row. Every row of the tile must be written exactly once. `in_place`: the staging built by the
 /// SC_ASYNC_PAYLOAD variants' in-place compaction (in_place_staging; `eager`: 1, its SC_LATE=0 copies
 /// in every tile; 2, in every other tile, as SC_LATE=2 chooses per tile; 0, the late copies).
+/// `rank_staged` (SC_LB_OVERLAP: ovl_eager, ovl_eager_wb, ovl_late): the tile is compacted at its
+/// rank, before its prefix is known, and a whole output quad at j is read from staging rows
+/// [j - shift, j - shift + 4) as expert.cu's staged_quad_at does (the aligned 16-byte quads at
+/// j - shift - b and, where b = (j - shift) mod 4 > 0, the next one; both inside the staging).
 std::vector<std::int64_t> vec_store_order(const Columns& k, int groups, bool in_place = false, int pad = kAsyncPad,
-                                          int* breaches = nullptr, int eager = 0) {
+                                          int* breaches = nullptr, int eager = 0, bool rank_staged = false) {
   std::vector<std::int64_t> out(static_cast<std::size_t>(k.n), -1);
   const int stage_rows = static_cast<int>(tile_rows(groups)) + 32;
   std::int64_t running = 0;
@@ -205,20 +212,22 @@ std::vector<std::int64_t> vec_store_order(const Columns& k, int groups, bool in_
     const std::vector<std::int64_t> rows = tile_order(k, groups, tile);
     const int count = static_cast<int>(rows.size()), shift = static_cast<int>(running & 31);
     std::vector<std::int64_t> stage(static_cast<std::size_t>(stage_rows), -1);
-    for (int r = 0; r < count; ++r) stage.at(static_cast<std::size_t>(shift + r)) = rows[static_cast<std::size_t>(r)];
+    const int stage_at = rank_staged ? 0 : shift;  // the staging offset of rank 0 at compaction time
+    for (int r = 0; r < count; ++r) stage.at(static_cast<std::size_t>(stage_at + r)) = rows[static_cast<std::size_t>(r)];
     if (in_place) {
       int local_breaches = 0;
-      const std::vector<std::int64_t> built = in_place_staging(k, groups, tile, shift, rows, pad, &local_breaches,
+      const std::vector<std::int64_t> built = in_place_staging(k, groups, tile, stage_at, rows, pad, &local_breaches,
                                                                    eager == 1 || (eager == 2 && tile % 2 == 1));
       if (breaches != nullptr) {
         *breaches += local_breaches;
       } else {
         EXPECT_EQ(local_breaches, 0) << "tile " << tile;
-        for (int j = shift; j < shift + count; ++j)
+        for (int j = stage_at; j < stage_at + count; ++j)
           EXPECT_EQ(built.at(static_cast<std::size_t>(j)), stage[static_cast<std::size_t>(j)]) << "tile " << tile;
       }
       stage = built;
     }
+    const int read_back = shift - stage_at;  // output row line0 + j from staging row j - read_back
     const std::int64_t line0 = running - shift;
     EXPECT_EQ(line0 % 32, 0);
     const int end = shift + count, quads = (end + 3) >> 2;
@@ -226,7 +235,9 @@ std::vector<std::int64_t> vec_store_order(const Columns& k, int groups, bool in_
     const auto put = [&](std::int64_t row, int j) {
       ASSERT_GE(row, running);
       ASSERT_LT(row, running + count);
-      out.at(static_cast<std::size_t>(row)) = stage.at(static_cast<std::size_t>(j));
+      ASSERT_GE(j - read_back, 0);
+      ASSERT_LT(j - read_back, stage_at + count);
+      out.at(static_cast<std::size_t>(row)) = stage.at(static_cast<std::size_t>(j - read_back));
       ++times[static_cast<std::size_t>(row - running)];
     };
     for (int t = 0; t < kThreads; ++t)
@@ -235,6 +246,13 @@ std::vector<std::int64_t> vec_store_order(const Columns& k, int groups, bool in_
         const std::int64_t row = line0 + j;
         if (j >= shift && j + 4 <= end) {
           EXPECT_EQ(row % 4, 0);
+          if (rank_staged) {  // staged_quad_at's aligned reads: in the staging, 16-byte aligned
+            const int i = j - read_back, b = (4 - (shift & 3)) & 3;
+            EXPECT_EQ(i % 4, b) << "tile " << tile;
+            EXPECT_EQ((i - b) % 4, 0);
+            EXPECT_GE(i - b, 0);
+            EXPECT_LE(i - b + (b > 0 ? 8 : 4), stage_rows) << "tile " << tile;
+          }
           for (int e = 0; e < 4; ++e) put(row + e, j + e);
         } else {
           for (int e = 0; e < 4; ++e)
@@ -540,6 +558,23 @@ TEST_F(StreamCompactionTolerance, EagerCopiesCompactInPlaceAsTheLateForm) {
   for (const Case& c : *cases_)
     for (int eager : {1, 2}) {
       const std::vector<std::int64_t> rows = vec_store_order(columns(c), 3, true, kAsyncPad, nullptr, eager);
+      ASSERT_EQ(rows, expert_order(columns(c), 3)) << c.plan.workload.uuid << " eager " << eager;
+      const OutputsVerdict v = judge_outputs(c.plan, c.expected, write_rows(Variant::kExpert, c, kPoisonA, rows),
+                                             write_rows(Variant::kExpert, c, kPoisonB, rows));
+      EXPECT_EQ(v.status, Status::PASSED) << c.plan.workload.uuid << " eager " << eager << ": " << v.message;
+    }
+}
+
+// The overlapped look-back (SC_LB_OVERLAP=1: ovl_eager, ovl_eager_wb, ovl_late): the tile compacted
+// in place at its rank before its prefix is known (every write below its own slot, every read-back
+// its own row), the stores reading staging rows from j - (prefix mod 32) for the aligned output
+// quad at j through aligned 16-byte quads inside the staging: every kept row written once, in the
+// stable order, with the late and the eager copies alike, and judged PASSED with the capacity
+// poisoned.
+TEST_F(StreamCompactionTolerance, RankStagedCompactionStoresShiftedReads) {
+  for (const Case& c : *cases_)
+    for (int eager : {0, 1}) {
+      const std::vector<std::int64_t> rows = vec_store_order(columns(c), 3, true, kAsyncPad, nullptr, eager, true);
       ASSERT_EQ(rows, expert_order(columns(c), 3)) << c.plan.workload.uuid << " eager " << eager;
       const OutputsVerdict v = judge_outputs(c.plan, c.expected, write_rows(Variant::kExpert, c, kPoisonA, rows),
                                              write_rows(Variant::kExpert, c, kPoisonB, rows));
