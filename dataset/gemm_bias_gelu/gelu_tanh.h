@@ -91,8 +91,9 @@ GBG_HD float rcp_newton_ge1(float d) {
 }
 
 /// The lean form with both special functions on the MUFU pipe: x / (1 + 2^t2), two MUFU and
-/// about nine instructions an element (gelu_tanh_f32: two MUFU and about fifteen). On the host
-/// exp2 and a true division stand in for ex2.approx and rcp.approx (each within 2 ulps of them).
+/// about ten instructions an element in the expert's epilogue (gelu_tanh_f32 in CUTLASS's
+/// LinCombPerColBiasEltAct: about sixteen). On the host exp2 and a true division stand in for
+/// ex2.approx and rcp.approx (each within 2 ulps of them).
 GBG_HD float gelu_tanh_lean_f32(float x) {
   const float t2 = gelu_t2(x);
 #if defined(__CUDA_ARCH__)
