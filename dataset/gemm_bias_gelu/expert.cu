@@ -67,8 +67,7 @@
 //   raster_m     host-side, raster along M: within noise (1.00x).
 //   Retired from the sweep (their flags still build them: -DGBG_TAIL_STREAMK=1,
 //   -DGBG_WHOLE_WAVES=1, -DGBG_RASTER_ALONG_M=1).
-// Variants for the next run (M > 128 only; the M <= 128 stream-K kernel is unchanged): the
-// ping-pong kernel (KernelTmaWarpSpecializedPingpong), which attacks the epilogue stall. Each
+// Variants measured on the H200 (2026-12-03, eighth session; M > 128 only): the ping-pong kernel (KernelTmaWarpSpecializedPingpong), which attacks the epilogue stall. Each
 // consumer warpgroup owns a whole tile and the two take turns on the main loop (an ordered
 // barrier): while one runs its tile's epilogue (the GELU's MUFU work, bf16, TMA store) the other
 // runs the next tile's wgmma, so the tensor cores do not wait ~2k cycles a 128x128 tile.
@@ -101,13 +100,56 @@
 //   SM's 128 at the full tensor rate (the 64x256 tile would keep 80; it loses on L2 instead).
 //   Each is one new instantiation that replaces the cooperative tiled one in its build (still two
 //   kernels).
+//   Measured: pingpong 0.95x / 1.01x the default (8192^3 / 16384 row), pingpong_c4 0.94x / 0.98x:
+//   the hidden epilogue gains at most 0.7% at K = 4096 and the extra L2 read-outs cost 5% at
+//   K = 8192. Retired from the sweep (their flags still build them: -DGBG_PINGPONG=1,
+//   -DGBG_PINGPONG_CLUSTER_N=2).
+// Variants for the next run (eleventh session; the tiled kernel's epilogue only, M > 128: the
+// M <= 128 stream-K kernel is compiled from the same types as before, its SASS unchanged). The
+// epilogue as compiled (cuobjdump -sass of the tiled kernel): ~16 instructions an element, 2 of
+// them MUFU (EX2, RCP); with 2 consumer warps per SM sub-partition and a MUFU rate of 4 lanes a
+// clock there (16 per SM), an element costs a warp 16 clocks of MUFU and ~16 of issue, so the
+// 128 elements a thread are ~4.1k clocks per tile either way: both limits must come down. Of the
+// 16, 6 are overhead: CUTLASS's LinCombPerColBias computes alpha * acc + beta * C + bias (two FFMA
+// where one FADD does: with no C the compiler cannot drop 0 * beta), __expf multiplies by log2(e)
+// and its non-ftz ex2 adds a range test and two predicated multiplies. Main loop per tile: 64
+// k-blocks of 1024 clocks at K = 4096 (~70k at the measured 93%), 128 at K = 8192.
+//   gelu_lean         the visitor tree gelu(acc + bias) without alpha and beta, log2(e) folded into
+//                     the two constants of -2u, ex2.approx.ftz and rcp.approx.ftz issued directly
+//                     (gelu_tanh.h gelu_tanh_lean_f32): ~10 instructions an element (the same two
+//                     MUFU). MUFU-bound at 16 clocks an element as before, so it gains only what
+//                     the co-issue of two saturated pipes costs today. Expected: 0-0.5%.
+//   gelu_newton       gelu_lean with the reciprocal of every odd element of a fragment on the FMA
+//                     pipe (rcp_newton_ge1: integer first guess, three Newton steps, six FFMA):
+//                     1.5 MUFU (12 clocks) and ~13.3 issue slots an element (SASS: 1700
+//                     instructions, 192 MUFU for 128 elements), ~17% off the epilogue's ~4.1k
+//                     clocks a tile. Expected: ~1.0% on the 16384 row (K = 4096), ~0.5% at 8192^3.
+//   gelu_newton_epi64 gelu_newton with a 128 x 64 epilogue tile instead of CUTLASS's 128 x 32: four
+//                     register -> shared -> TMA store rounds a tile instead of eight, so half the
+//                     named-barrier waits and pipeline drains between bursts of GELU work, and 32
+//                     independent elements a thread per burst instead of 16 to hide the MUFU
+//                     latency. Shared memory: 2 x 16 KB of D staging beside the main loop's 4
+//                     stages of 48 KB (a static_assert keeps the 4 stages; 5 never fit). At an
+//                     estimated 150-300 clocks a round: expected a further 0.9-1.7% at K = 4096,
+//                     0.5-0.9% at K = 8192.
+//   Together at most ~2.7% on the 16384 row (its gap to cuBLASLt: 2.7%) and ~1.4% at 8192^3 (gap
+//   2.2%); the 3.1% tail of 8192^3 (16 rounds for 15.52 waves) is untouched. One new instantiation
+//   each (the default's tiled kernel is not built in them).
 // Not built: tanh.approx in the GELU (one MUFU instead of two) halves the epilogue but gives up the
-// sigmoid form's accuracy below x = -3 (design.json L1.gelu_sigmoid_form). 128x128 tiles for
+// sigmoid form's accuracy below x = -3 (design.json L1.gelu_sigmoid_form). exp2 on the FMA pipe
+// (Cody-Waite reduction and a degree-5 polynomial, FlashAttention-3's trick) for part of the
+// elements: ~11 instructions for each MUFU.EX2 it saves, against ~7 for the Newton reciprocal,
+// so at the same balance of MUFU and issue it saves less. A 256x128 tile with a 1x2 cluster
+// (cuBLAS's other usual sm90 shape): the same 16 KB of L2 read-outs per 1M multiply-adds, the
+// same 16384 GELUs per consumer warpgroup, and 96 instead of 80 B/clock of shared-memory reads
+// (two m64n128k16 per k-step): nothing for it in the arithmetic. More main-loop stages: 4 x 48 KB
+// + 16 KB of epilogue staging is already at the 227 KB limit. 128x128 tiles for
 // M <= 128 (224 tiles at M = 128, 1.7 waves), split-K with a separate reduction (a second pass
 // over an fp32 M x N): as before, not built.
 //
-// %VARIANT% pingpong -DGBG_PINGPONG=1
-// %VARIANT% pingpong_c4 -DGBG_PINGPONG=1 -DGBG_PINGPONG_CLUSTER_N=2
+// %VARIANT% gelu_lean -DGBG_GELU_FORM=1
+// %VARIANT% gelu_newton -DGBG_GELU_FORM=2
+// %VARIANT% gelu_newton_epi64 -DGBG_GELU_FORM=2 -DGBG_EPI_TILE_N=64
 //
 // CuTe/CUTLASS device code carries assert()s; each is a call, and ptxas serialises the wgmma
 // pipeline across calls (warning C7510, about half the GEMM rate). Whatever the build type, the
@@ -164,6 +206,15 @@
 #ifndef GBG_PINGPONG_CLUSTER_N
 #define GBG_PINGPONG_CLUSTER_N 1  // the ping-pong kernel's cluster: 2 x this (2: A multicast along N too)
 #endif
+#ifndef GBG_GELU_FORM
+// M > 128: the tiled kernel's epilogue. 0: LinCombPerColBiasEltAct with gelu_tanh_f32;
+// 1: lean (acc + bias without alpha/beta, gelu_tanh_lean_f32); 2: lean, every odd element of a
+// fragment with the reciprocal on the FMA pipe (gelu_tanh_lean_newton_f32).
+#define GBG_GELU_FORM 0
+#endif
+#ifndef GBG_EPI_TILE_N
+#define GBG_EPI_TILE_N 0  // M > 128: the tiled kernel's epilogue tile 128 x this (0: CUTLASS's choice, 128 x 32)
+#endif
 
 #define GBG_CUDA_CHECK(call)                                                                \
   do {                                                                                      \
@@ -207,6 +258,50 @@ struct GeluTanh<cutlass::Array<float, N>> {
   }
 };
 
+/// The lean epilogue's GELU (GBG_GELU_FORM 1 and 2): Form 1 evaluates every element with two
+/// MUFU (ex2, rcp), Form 2 takes the reciprocal of every odd element of a fragment on the FMA
+/// pipe instead (gelu_tanh.h, rcp_newton_ge1), so that the MUFU pipe and the issue slots are
+/// about equally loaded: ~12 MUFU clocks and ~13 issue slots a warp per element, against 16 and
+/// ~16 for the default epilogue.
+template <int Form>
+struct GeluLean {
+  template <class T>
+  struct Fn {
+    static constexpr bool kIsHeavy = true;
+    CUTLASS_HOST_DEVICE float operator()(float x) const { return gbg::gelu_tanh_lean_f32(x); }
+  };
+  template <int N>
+  struct Fn<cutlass::Array<float, N>> {
+    static constexpr bool kIsHeavy = true;
+    CUTLASS_HOST_DEVICE cutlass::Array<float, N> operator()(cutlass::Array<float, N> const& v) const {
+      cutlass::Array<float, N> y;
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < N; ++i)
+        y[i] = (Form == 2 && (i & 1)) ? gbg::gelu_tanh_lean_newton_f32(v[i]) : gbg::gelu_tanh_lean_f32(v[i]);
+      return y;
+    }
+  };
+};
+
+/// The fusion of the epilogue: Form 0 is CUTLASS's LinCombPerColBiasEltAct (alpha * acc + beta * C
+/// + bias, then the activation: with no C operand, two FFMA an element where one FADD does);
+/// the lean forms are the visitor tree gelu(acc + bias) without the scalars.
+template <int Form, class TileShape, int Align>
+using LeanFusion = cutlass::epilogue::fusion::Sm90EVT<
+    cutlass::epilogue::fusion::Sm90Compute<GeluLean<Form>::template Fn, cutlass::bfloat16_t, float,
+                                           cutlass::FloatRoundStyle::round_to_nearest>,
+    cutlass::epilogue::fusion::Sm90EVT<
+        cutlass::epilogue::fusion::Sm90Compute<cutlass::plus, float, float, cutlass::FloatRoundStyle::round_to_nearest>,
+        cutlass::epilogue::fusion::Sm90AccFetch,
+        cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, cutlass::bfloat16_t, float,
+                                                    cute::Stride<cute::_0, cute::_1, int64_t>, Align>>>;
+template <int Form, class TileShape, int Align>
+using FusionOf = std::conditional_t<
+    Form == 0,
+    cutlass::epilogue::fusion::LinCombPerColBiasEltAct<GeluTanh, cutlass::bfloat16_t, float, cutlass::bfloat16_t,
+                                                       cutlass::bfloat16_t, float>,
+    LeanFusion<Form, TileShape, Align>>;
+
 /// bf16 A (M x K, row-major) x bf16 B (K x N, row-major) -> fp32 accumulators ->
 /// bf16 gelu(acc + bias[n]) (M x N, row-major). No C operand (ElementC = void): nothing but the
 /// bias is read by the epilogue. The warp-specialised schedule is a parameter: cooperative (both
@@ -221,18 +316,20 @@ struct Pingpong {
   using Epilogue = cutlass::epilogue::TmaWarpSpecialized;
 };
 
-template <class TileShape, class ClusterShape, class SchedulerTag, class Schedule = Cooperative>
+template <class TileShape, class ClusterShape, class SchedulerTag, class Schedule = Cooperative,
+          class EpilogueTile = cutlass::epilogue::collective::EpilogueTileAuto, int GeluForm = 0>
 struct FusedGemm {
+  static constexpr int kGeluForm = GeluForm;
   using Tile = TileShape;
   using Cluster = ClusterShape;
   using LayoutA = cutlass::layout::RowMajor;
   using LayoutB = cutlass::layout::RowMajor;
   using LayoutD = cutlass::layout::RowMajor;
   static constexpr int kAlign = 8;  // 16 bytes of bf16: what TMA needs (N % 8 == 0, K % 8 == 0)
-  using Fusion = cutlass::epilogue::fusion::LinCombPerColBiasEltAct<GeluTanh, bf16, float, bf16, bf16, float>;
+  using Fusion = FusionOf<GeluForm, TileShape, kAlign>;
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-      cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, LayoutD, kAlign, bf16, LayoutD,
+      EpilogueTile, float, float, void, LayoutD, kAlign, bf16, LayoutD,
       kAlign, typename Schedule::Epilogue, Fusion>::CollectiveOp;
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, bf16, LayoutA, kAlign, bf16, LayoutB, kAlign, float,
@@ -248,7 +345,14 @@ struct FusedGemm {
 // still two instantiations per build.
 using TiledScheduler =
     std::conditional_t<GBG_TAIL_STREAMK != 0, cutlass::gemm::StreamKScheduler, cutlass::gemm::PersistentScheduler>;
-using CooperativeTiledGemm = FusedGemm<Shape<_128, _256, _64>, Shape<_2, _1, _1>, TiledScheduler>;
+// The gelu_* variants change the tiled kernel's epilogue only (GBG_GELU_FORM, GBG_EPI_TILE_N).
+using TiledEpilogueTile = std::conditional_t<GBG_EPI_TILE_N == 0, cutlass::epilogue::collective::EpilogueTileAuto,
+                                             Shape<_128, Int<(GBG_EPI_TILE_N > 0 ? GBG_EPI_TILE_N : 32)>>>;
+using CooperativeTiledGemm =
+    FusedGemm<Shape<_128, _256, _64>, Shape<_2, _1, _1>, TiledScheduler, Cooperative, TiledEpilogueTile, GBG_GELU_FORM>;
+// A wider epilogue tile must leave the main loop its 4 stages of 48 KB (227 KB of shared memory).
+static_assert(GBG_EPI_TILE_N == 0 || CooperativeTiledGemm::Mainloop::DispatchPolicy::Stages >= 4,
+              "the epilogue tile takes a main-loop stage");
 // The pingpong variants swap the tiled kernel for CUTLASS's ping-pong kernel: a 128x128x64 tile
 // per consumer warpgroup (two m64n128k16 wgmma per k-step, 128 fp32 accumulators a thread, as the
 // cooperative kernel's half tile), the same fused epilogue, on a 2x1 (pingpong) or 2x2
@@ -348,9 +452,14 @@ typename G::Gemm::Arguments make_arguments(const gbg::Args& g, int sms) {
   args.epilogue.ptr_D = reinterpret_cast<bf16*>(g.out);
   args.epilogue.dD = typename Kernel::StrideD{int64_t(N), _1{}, int64_t(M) * N};
   auto& t = args.epilogue.thread;
-  t.alpha = 1.f;
-  t.beta = 0.f;
-  t.bias_ptr = reinterpret_cast<const bf16*>(g.bias);
+  if constexpr (G::kGeluForm == 0) {
+    t.alpha = 1.f;
+    t.beta = 0.f;
+    t.bias_ptr = reinterpret_cast<const bf16*>(g.bias);
+  } else {
+    // The lean visitor tree's arguments: op_0 = (op_0 acc, op_1 bias row, op_2 plus), op_1 = gelu.
+    t.op_0.op_1.ptr_row = reinterpret_cast<const bf16*>(g.bias);
+  }
   args.hw_info.device_id = 0;
   args.hw_info.sm_count = sms;
   using Decomposition = cutlass::gemm::kernel::detail::DecompositionMode;

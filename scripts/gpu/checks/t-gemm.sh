@@ -3,7 +3,7 @@
 # cuBLAS + bias/GELU kernel, library = cuBLASLt GELU_BIAS epilogue, expert = CUTLASS sm90 fused
 # epilogue) and PyTorch eager on the check and the three bench workloads, with the table (the
 # targets: expert >= library on every bench workload, >= 75% of SOL on the first two); the
-# expert's variants (`// %VARIANT%` lines of expert.cu: pingpong, pingpong_c4) beside the expert
+# expert's variants (`// %VARIANT%` lines of expert.cu: gelu_lean, gelu_newton, gelu_newton_epi64) beside the expert
 # and the library on the two large bench workloads (the M > 128 kernel they change; the bar is
 # read from that one run), each variant also under compute-sanitizer memcheck on two small check
 # workloads with M > 128 (131x200x72: two M tiles, tails in M, N and K; 257x392x1032: three M
@@ -13,9 +13,9 @@
 # check workloads (both kernels: stream-K for M <= 128, the clustered tiled kernel above); the
 # expert's SASS counts (design.json's "recognise" fields). Fits the 150 s deadline of
 # scripts/gpu/run_checks.sh: each step gets what is left of a 140 s budget (GEMM_BUDGET_S).
-# The variant sweep for issue #16 (<= 120 s: variants 80 s, each memcheck 15 s):
-#   D2K_CHECK_STEPS=variants,memcheck_pingpong,memcheck_pingpong_c4 \
-#     scripts/gpu/checks/t-gemm.sh CARRY OUT
+# The variant sweep for issue #16 (<= 120 s: variants 70 s, each memcheck 15 s):
+#   D2K_CHECK_STEPS=variants,memcheck_gelu_lean,memcheck_gelu_newton,memcheck_gelu_newton_epi64 \
+#     GEMM_BUDGET_S=120 scripts/gpu/checks/t-gemm.sh CARRY OUT
 # What it must show: PASS on every line; in variants.md, each variant's time on the 8192^3 and
 # 16384x14336x4096 rows against the expert's and the library's of the same run (vs_library).
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
@@ -46,7 +46,7 @@ sweep=0
 [ -n "${D2K_CHECK_STEPS:-}" ] && sweep=1
 # The variants beside the expert and the library (the bar of issue #16 is expert >= library, so
 # both are timed in the variants' run).
-variants_step --with library --show 12 $((sweep ? 80 : 30)) "$large" --max-time 0.3 --bench-rounds 1
+variants_step --with library --show 12 $((sweep ? 70 : 30)) "$large" --max-time 0.3 --bench-rounds 1
 starter_verdict 8 --workloads "$checks"
 golden_step --pass "vs PyTorch float64" 10 "$checks" $helpers/golden_check.py
 sanitize memcheck 25 "$sanitized"

@@ -272,3 +272,72 @@ TEST(GemmBiasGeluHidden, HonestEmulationsPassHiddenDraws) {
     }
   }
 }
+
+// The expert's lean GELU forms (expert.cu GBG_GELU_FORM 1 and 2, gelu_tanh.h) against the current
+// form and the golden, every fp32 x in [-9.75, 12] on a 2^-12 grid (88k points): the error in
+// ulps of the fp32 result. Host stand-ins: exp2 and a true division for ex2.approx and
+// rcp.approx (each within 2 ulps of them on the device), the Newton reciprocal as the device
+// runs it (fma by fma). Below x = -9.75 (t2 = -2u log2(e) > 118, |gelu| < 2^-114) both device
+// forms flush towards 0 as the current one does; there only the absolute error is bounded.
+static double ulps(double got, double want) {
+  const float w = static_cast<float>(want);
+  const double spacing = std::nextafter(std::fabs(w), INFINITY) - std::fabs(w);
+  return std::fabs(got - want) / spacing;
+}
+
+TEST(GemmBiasGeluForm, LeanFormsMatchTheCurrentForm) {
+  double worst_cur = 0, worst_lean = 0, worst_newton = 0, worst_vs_cur = 0, worst_core = 0, worst_core_cur = 0;
+  for (int i = static_cast<int>(-9.75 * 4096); i <= 12 * 4096; ++i) {
+    const float x = static_cast<float>(i) / 4096.f;
+    const double want = gbg::gelu_tanh_f64(x);
+    if (want == 0) continue;
+    const double cur = gbg::gelu_tanh_f32(x), lean = gbg::gelu_tanh_lean_f32(x);
+    const double newton = gbg::gelu_tanh_lean_newton_f32(x);
+    worst_cur = std::max(worst_cur, ulps(cur, want));
+    worst_lean = std::max(worst_lean, ulps(lean, want));
+    worst_newton = std::max(worst_newton, ulps(newton, want));
+    worst_vs_cur = std::max(worst_vs_cur, ulps(newton, cur));
+    if (x >= -3.f) {
+      worst_core = std::max(worst_core, std::max(ulps(lean, want), ulps(newton, want)));
+      worst_core_cur = std::max(worst_core_cur, ulps(cur, want));
+    }
+    // The existing bound of the current form (2^-16 relative: the rounding of t carried into exp).
+    EXPECT_LE(std::fabs(lean - want), std::ldexp(1.0, -16) * std::fabs(want)) << "x = " << x;
+    EXPECT_LE(std::fabs(newton - want), std::ldexp(1.0, -16) * std::fabs(want)) << "x = " << x;
+  }
+  std::printf("max ulps vs the golden over [-9.75, 12]: current %.1f, lean %.1f, lean+newton %.1f; "
+              "lean+newton vs current %.1f; over [-3, 12]: current %.1f, lean forms %.1f\n",
+              worst_cur, worst_lean, worst_newton, worst_vs_cur, worst_core_cur, worst_core);
+  // No worse than the current form, over the whole sweep and where |t| is small (both errors are
+  // mostly the fp32 rounding of t, carried into exp(t) times |t|: ~10 ulps at x = -3, t = 6.7).
+  EXPECT_LE(worst_lean, worst_cur + 2);
+  EXPECT_LE(worst_newton, worst_cur + 2);
+  EXPECT_LE(worst_core, worst_core_cur + 2);
+  for (float x : {-10.f, -12.f, -30.f, -1e4f, -3e38f}) {
+    EXPECT_LE(std::fabs(gbg::gelu_tanh_lean_newton_f32(x)), 1e-33f) << x;
+    EXPECT_LE(std::fabs(gbg::gelu_tanh_lean_f32(x)), 1e-33f) << x;
+  }
+  for (float x : {30.f, 100.f, 1e4f, 3e38f}) {
+    EXPECT_EQ(gbg::gelu_tanh_lean_f32(x), x);
+    EXPECT_EQ(gbg::gelu_tanh_lean_newton_f32(x), x);
+  }
+}
+
+// The Newton reciprocal over d in [1, 2^125): every 64th fp32 (2^23 / 64 a binade; above
+// 1.9 x 2^125 the first guess is a denormal and flushes to 0, as rcp.approx.ftz does from 2^126).
+// The first guess's relative error is under 1/8, three steps make it 2^-24 before the last
+// rounding. d >= 2^126 (and inf, clamped) give 0.
+TEST(GemmBiasGeluForm, NewtonReciprocalIsAccurate) {
+  double worst = 0;
+  for (int e = 0; e < 125; ++e)
+    for (uint32_t m = 0; m < (1u << 23); m += 64) {
+      const uint32_t bits = (static_cast<uint32_t>(127 + e) << 23) | m;
+      float d;
+      std::memcpy(&d, &bits, sizeof d);
+      worst = std::max(worst, ulps(gbg::rcp_newton_ge1(d), 1.0 / d));
+    }
+  std::printf("Newton reciprocal: max %.2f ulps over [1, 2^125)\n", worst);
+  EXPECT_LE(worst, 2.0);
+  EXPECT_EQ(gbg::rcp_newton_ge1(0x1p126f), 0.f);
+  EXPECT_EQ(gbg::rcp_newton_ge1(INFINITY), 0.f);
+}
