@@ -97,6 +97,25 @@
 //   c2x2 (-DFP8_CLUSTER_M=2 -DFP8_CLUSTER_N=2): 0.95x / 0.93x the default (H200, tenth session)
 //   c2x1_swz8 (-DFP8_CLUSTER_M=2 -DFP8_SWIZZLE=8): 0.98x / 0.98x
 //
+// Variants of the promotion and the kernel schedule (issue #16; the bar needs 1.023x / 1.017x of
+// the default's time): DbPromotion (below) replaces the consumer side of CUTLASS's mainloop with a
+// double-buffered one, k-block j's wgmmas issued before k-block j-1's FFMAs run (wait<1>).
+//   coop_db     the default's cooperative 128x128 kernel with DbPromotion: the promotion hidden,
+//               the epilogue still with both warpgroups and no wgmma in flight
+//   pp_db       ping-pong kernel, 64x128 tile per warpgroup, with DbPromotion: the epilogue of one
+//               warpgroup under the other's main loop; 64-row tiles also take 55 / 94 tiles per SM
+//               for 54.3 / 93.1 (1.3% / 1.0% tail against the default's 3.1% / 1.0%); 1.5x the L2
+//               read-out per multiply-add (24 KB per 2^20)
+//   pp_db_c2x1  pp_db on a 2x1 cluster, B by multicast: back to 16 KB per 2^20
+//   pp_dbe      pp_db on the kernel of fp8_pingpong_early.hpp: the other warpgroup's mainloop starts
+//               once this one's last k-block is issued (CUTLASS's waits until that k-block has
+//               completed and been promoted: ~150 cycles a tile with the tensor pipe empty, of the
+//               ~3000-4000 a 64x128 tile's 12-16 k-blocks take at the fp8 rate)
+// %VARIANT% coop_db -DFP8_DB=1
+// %VARIANT% pp_db -DFP8_PINGPONG=1 -DFP8_DB=1
+// %VARIANT% pp_db_c2x1 -DFP8_PINGPONG=1 -DFP8_DB=1 -DFP8_CLUSTER_M=2
+// %VARIANT% pp_dbe -DFP8_PINGPONG=1 -DFP8_DB=1 -DFP8_EARLY=1
+//
 // CuTe/CUTLASS device code carries assert()s; each is a call, and ptxas serialises the wgmma
 // pipeline across calls (warning C7510). Whatever the build type, the expert is compiled without.
 #ifndef NDEBUG
@@ -108,6 +127,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
@@ -121,6 +141,7 @@
 #include "cutlass/gemm/kernel/tile_scheduler.hpp"
 #include "d2k/solution.h"
 #include "fp8_args.h"
+#include "fp8_pingpong_early.hpp"
 
 #ifndef FP8_STREAMK
 #define FP8_STREAMK 0
@@ -138,6 +159,21 @@
 #ifndef FP8_SWIZZLE
 #define FP8_SWIZZLE 1
 #endif
+// Ping-pong kernel (FP8_PINGPONG=1): 64 x 128 tiles, the two consumer warpgroups on different tiles,
+// their main loops one after the other so that one's epilogue runs under the other's wgmmas.
+#ifndef FP8_PINGPONG
+#define FP8_PINGPONG 0
+#endif
+// Double-buffered promotion (FP8_DB=1): the mainloop of DbPromotion below, two register tiles for
+// the k-blocks' partial sums, so a k-block's promotion FFMAs run while the next k-block's wgmmas do.
+#ifndef FP8_DB
+#define FP8_DB 0
+#endif
+// With FP8_PINGPONG and FP8_DB: the ping-pong kernel of fp8_pingpong_early.hpp (FP8_EARLY=1), which
+// lets the other warpgroup start its mainloop once this one's last k-block is issued.
+#ifndef FP8_EARLY
+#define FP8_EARLY 0
+#endif
 
 #define FP8_CUTLASS_CHECK(call)                                                                  \
   do {                                                                                           \
@@ -151,7 +187,11 @@ using namespace cute;
 
 using E4M3 = cutlass::float_e4m3_t;
 using BF16 = cutlass::bfloat16_t;
+#if FP8_PINGPONG
+using TileShape = Shape<_64, _128, _128>;  // one warpgroup's tile; K tile = the scale block
+#else
 using TileShape = Shape<_128, _128, _128>;  // K tile = the scale block: one promotion per k-tile
+#endif
 using ClusterShape = Shape<Int<FP8_CLUSTER_M>, Int<FP8_CLUSTER_N>, _1>;  // the builder picks multicast TMA for > 1
 // Scale granularity (M, N, K) = (1, 128, 128); A's scales M-major (so TMA loads a tile's 128 in one
 // box), B's K-major (the task's layout; one scale per tile, loaded by cp.async either way).
@@ -168,19 +208,177 @@ constexpr int kAlignD = 8;    // 16 bytes of bf16
 using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
     cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, LayoutD, kAlignD, BF16, LayoutD, kAlignD,
-    cutlass::epilogue::TmaWarpSpecializedCooperative,
+    std::conditional_t<FP8_PINGPONG != 0, cutlass::epilogue::TmaWarpSpecialized,
+                       cutlass::epilogue::TmaWarpSpecializedCooperative>,
     cutlass::epilogue::fusion::LinearCombination<BF16, float, void, float>>::CollectiveOp;
 using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
     cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, E4M3, cute::tuple<LayoutA, LayoutSFA>, kAlignAB, E4M3,
     cute::tuple<LayoutB, LayoutSFB>, kAlignAB, float, TileShape, ClusterShape,
     cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
-    cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8BlockScaledAccum>::CollectiveOp;
+    std::conditional_t<FP8_PINGPONG != 0, cutlass::gemm::KernelTmaWarpSpecializedPingpongFP8BlockScaledAccum,
+                       cutlass::gemm::KernelTmaWarpSpecializedCooperativeFP8BlockScaledAccum>>::CollectiveOp;
+
+/// CUTLASS's blockwise mainloop (the base) with its consumer side replaced: CUTLASS waits for a
+/// k-block's four wgmmas (warpgroup_wait<0>) and only then runs the promotion FFMAs, so the
+/// warpgroup's tensor work stops for them. Here two register tiles take turns: k-block j's wgmmas
+/// are issued into one, then warpgroup_wait<1> waits for k-block j-1's only, whose tile is
+/// scaled and added while j's wgmmas run. Registers per consumer thread: the accumulator and two
+/// partial tiles, 3 x 64 fp32 for a 64 x 128 warpgroup tile (CUTLASS's: 2 x 64). The producer
+/// side (TMA loads, scale loads, pipeline) is the base's. A shared-memory stage is released once
+/// its wgmmas have completed (the base releases with one stage of lag as well); the last one here
+/// too, so mma_tail has nothing left to do. Only the scale granularity of this task: a scale per
+/// row of A (ScaleMsPerTile > 1) and one per tile of B (ScaleNsPerTile == 1).
+template <class Base>
+struct DbPromotion : Base {
+  using typename Base::MainloopPipeline;
+  using typename Base::PipelineState;
+  using typename Base::TensorStorage;
+  using typename Base::Params;
+  using typename Base::TiledMma;
+  using typename Base::TileShape;
+  using typename Base::SmemLayoutA;
+  using typename Base::SmemLayoutB;
+  using typename Base::SmemLayoutSFA;
+  using typename Base::SmemLayoutSFB;
+  using typename Base::ElementBlockScale;
+  static_assert(Base::ScaleMsPerTile > 1 && Base::ScaleNsPerTile == 1, "DbPromotion: per-row A, per-tile B scales");
+  static_assert(Base::ScalePromotionInterval == size<2>(TileShape{}) / tile_size<2>(TiledMma{}),
+                "DbPromotion: one promotion per k-tile");
+
+  struct Nothing {
+    CUTLASS_DEVICE void operator()() const {}
+  };
+  /// `last_issued` runs once the last k-block's wgmmas are issued, before they complete (the
+  /// early-arrive ping-pong kernel cues the other warpgroup's mainloop there).
+  template <class FrgTensorC, class LastIssued = Nothing>
+  CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum,
+                          int k_tile_count, int thread_idx, TensorStorage& shared_tensors, Params const&,
+                          LastIssued&& last_issued = Nothing{}) {
+    static_assert(is_rmem<FrgTensorC>::value, "C tensor must be rmem resident.");
+    // Shared-memory views and partitions as the base builds them.
+    Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
+    Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), SmemLayoutB{});  // (BLK_N,BLK_K,PIPE)
+    Tensor sSFA = make_tensor(
+        cute::make_smem_ptr(shared_tensors.smem_SFA.data()),
+        make_layout(make_shape(get<0>(shape(SmemLayoutSFA{})), get<1>(TileShape{}),
+                               make_shape(get<1>(shape(SmemLayoutSFA{})), get<2>(shape(SmemLayoutSFA{})))),
+                    make_stride(get<0>(stride(SmemLayoutSFA{})), _0{},
+                                make_stride(get<1>(stride(SmemLayoutSFA{})), get<2>(stride(SmemLayoutSFA{}))))));
+    Tensor sSFB = make_tensor(
+        cute::make_smem_ptr(shared_tensors.smem_SFB.data()),
+        make_layout(make_shape(get<0>(TileShape{}), get<0>(shape(SmemLayoutSFB{})),
+                               make_shape(get<1>(shape(SmemLayoutSFB{})), get<2>(shape(SmemLayoutSFB{})))),
+                    make_stride(_0{}, get<0>(stride(SmemLayoutSFB{})),
+                                make_stride(get<1>(stride(SmemLayoutSFB{})), get<2>(stride(SmemLayoutSFB{}))))));
+    constexpr int MmaWarpGroups = size(TiledMma{}) / cutlass::NumThreadsPerWarpGroup;
+    Layout warp_group_thread_layout = make_layout(Int<MmaWarpGroups>{}, Int<cutlass::NumThreadsPerWarpGroup>{});
+    int warp_group_idx = __shfl_sync(0xFFFFFFFF, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
+    TiledMma tiled_mma;
+    auto thread_mma = tiled_mma.get_slice(warp_group_thread_layout(warp_group_idx));
+    Tensor tCsSFA = tiled_mma.get_slice(thread_idx).partition_C(sSFA);  // (MMA,MMA_M,MMA_N,(MMA_K,PIPE))
+    Tensor tCsSFB = tiled_mma.get_slice(thread_idx).partition_C(sSFB);
+    Tensor tCsA = thread_mma.partition_A(sA);  // (MMA,MMA_M,MMA_K,PIPE)
+    Tensor tCsB = thread_mma.partition_B(sB);  // (MMA,MMA_N,MMA_K,PIPE)
+    Tensor tCrA = thread_mma.make_fragment_A(tCsA);
+    Tensor tCrB = thread_mma.make_fragment_B(tCsB);
+    CUTE_STATIC_ASSERT_V(size<1>(tCsA) == size<1>(accum));
+    CUTE_STATIC_ASSERT_V(size<1>(tCsB) == size<2>(accum));
+
+    // Two partial tiles and their scales (a_scale of the thread's rows times the tile's b_scale).
+    Tensor part0 = make_fragment_like(accum);
+    Tensor part1 = make_fragment_like(accum);
+    Tensor sc0 = make_tensor_like<ElementBlockScale>(tCsSFA(_, _, _, _0{}));
+    Tensor sc1 = make_tensor_like<ElementBlockScale>(tCsSFA(_, _, _, _0{}));
+    Tensor scb = make_tensor_like<ElementBlockScale>(tCsSFB(_, _, _, _0{}));
+
+    // Waits for the stage, reads its scales, issues its wgmmas into `part`.
+    auto issue = [&](auto& part, auto& sc, PipelineState const& st) {
+      pipeline.consumer_wait(st);
+      const int s = st.index();
+      copy(tCsSFA(_, _, _, make_coord(_0{}, s)), sc);
+      copy(tCsSFB(_, _, _, make_coord(_0{}, s)), scb);
+      tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
+      warpgroup_fence_operand(part);
+      warpgroup_arrive();
+      CUTLASS_PRAGMA_UNROLL
+      for (int k_block = 0; k_block < size<2>(tCrA); ++k_block) {
+        cute::gemm(tiled_mma, tCrA(_, _, k_block, s), tCrB(_, _, k_block, s), part);
+        tiled_mma.accumulate_ = GMMA::ScaleOut::One;
+      }
+      warpgroup_commit_batch();
+      warpgroup_fence_operand(part);
+      const ElementBlockScale b = scb(_0{});
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(filter_zeros(sc)); ++i) filter_zeros(sc)(i) = filter_zeros(sc)(i) * b;
+    };
+    // accum += part * scale, once part's wgmmas have completed.
+    auto promote = [&](auto& part, auto& sc) {
+      warpgroup_fence_operand(part);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(accum); ++i) accum(i) += part(i) * sc(i);
+      warpgroup_fence_operand(accum);
+    };
+
+    clear(accum);
+    warpgroup_fence_operand(accum);
+    PipelineState smem_pipe_release = smem_pipe_read;
+    issue(part0, sc0, smem_pipe_read);
+    ++smem_pipe_read;
+    int k = 1;
+    // Two k-blocks per trip, so that each partial tile has a fixed register home.
+    CUTLASS_PRAGMA_NO_UNROLL
+    for (; k + 1 < k_tile_count; k += 2) {
+      issue(part1, sc1, smem_pipe_read);
+      ++smem_pipe_read;
+      warpgroup_wait<1>();
+      pipeline.consumer_release(smem_pipe_release);
+      ++smem_pipe_release;
+      promote(part0, sc0);
+      issue(part0, sc0, smem_pipe_read);
+      ++smem_pipe_read;
+      warpgroup_wait<1>();
+      pipeline.consumer_release(smem_pipe_release);
+      ++smem_pipe_release;
+      promote(part1, sc1);
+    }
+    if (k < k_tile_count) {  // an even count: one more k-block, into part1
+      issue(part1, sc1, smem_pipe_read);
+      ++smem_pipe_read;
+      last_issued();
+      warpgroup_wait<1>();
+      pipeline.consumer_release(smem_pipe_release);
+      ++smem_pipe_release;
+      promote(part0, sc0);
+      warpgroup_wait<0>();
+      pipeline.consumer_release(smem_pipe_release);
+      promote(part1, sc1);
+    } else {  // an odd count: the last k-block (in part0) was issued in the loop or before it
+      last_issued();
+      warpgroup_wait<0>();
+      pipeline.consumer_release(smem_pipe_release);
+      promote(part0, sc0);
+    }
+  }
+
+  /// Every stage was released in mma().
+  CUTLASS_DEVICE void mma_tail(MainloopPipeline, PipelineState, int) {}
+};
+#if FP8_DB
+using MainloopUsed = DbPromotion<Mainloop>;
+#else
+using MainloopUsed = Mainloop;
+#endif
 #if FP8_STREAMK
 using Scheduler = cutlass::gemm::StreamKScheduler;
 #else
 using Scheduler = cutlass::gemm::PersistentScheduler;
 #endif
-using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, Mainloop, Epilogue, Scheduler>;
+#if FP8_EARLY
+static_assert(FP8_PINGPONG && FP8_DB, "FP8_EARLY is the ping-pong kernel with DbPromotion");
+using Kernel = cutlass::gemm::kernel::GemmPingpongEarlyArrive<Shape<int, int, int, int>, MainloopUsed, Epilogue, Scheduler>;
+#else
+using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, MainloopUsed, Epilogue, Scheduler>;
+#endif
 using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 
 constexpr int kThreads = 256;

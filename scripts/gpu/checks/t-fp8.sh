@@ -61,7 +61,7 @@ sweep=0
 [ -n "${D2K_CHECK_STEPS:-}" ] && sweep=1
 # The variants beside the expert, the library (which the expert ties) and naive (the >= 3x bar),
 # all in one d2k bench so that their ratios share a run.
-variants_step --with library,naive --files "variants_$task" --show 14 $((sweep ? 55 : 15)) "$large" \
+variants_step --with library,naive --files "variants_$task" --show 16 $((sweep ? 90 : 15)) "$large" \
   --max-time 0.3 --bench-rounds 1
 
 # The issue's comparison: a bf16 cuBLAS GEMM of each bench shape (separate measurement), and the
@@ -82,13 +82,61 @@ if [ "$sweep" = 1 ]; then
   for v in $variants; do sanitize --impl "expert:$v" memcheck 20 "$cluster_checks"; done
 fi
 sass_counts "QGMMA\.[0-9A-Zx.]*|HGMMA\.[0-9A-Zx.]*|UTMALDG[A-Z0-9.]*|UTMASTG[A-Z0-9.]*|LDGSTS[A-Z0-9.]*|LDL|STL"
-# The variants as carried: fp8 wgmma, the multicast load of the cluster, no local memory.
+# The variants as carried: fp8 wgmma, the multicast load where a cluster is in the name (c2x1...),
+# no local memory; the double-buffered promotion (*_db) waits for all but one wgmma batch
+# (WARPGROUP.DEPBAR.LE gsb0, 0x1).
 if [ "$sweep" = 1 ]; then
   for v in $variants; do
-    sass_counts --so "expert_$v" "QGMMA\.[0-9A-Zx.]*|UTMALDG[A-Z0-9.]*|UTMASTG[A-Z0-9.]*|LDL|STL" \
-      "QGMMA UTMALDG.3D.MULTICAST" "LDL|STL"
+    req="QGMMA"
+    [[ $v == *c2x* ]] && req+=" UTMALDG.3D.MULTICAST"
+    [[ $v == *_db* ]] && req+=" DEPBAR.LE.gsb0,.0x1"
+    sass_counts --so "expert_$v" "QGMMA\.[0-9A-Zx.]*|UTMALDG[A-Z0-9.]*|UTMASTG[A-Z0-9.]*|DEPBAR.LE gsb0, 0x[01]|LDL|STL" \
+      "$req" "LDL|STL"
     rm -f "$out/expert_$v.sass"
   done
 fi
+# Nsight Compute's sections (SpeedOfLight, ComputeWorkloadAnalysis, MemoryWorkloadAnalysis,
+# WarpStateStats, SchedulerStats) of the GEMM kernel (CUTLASS's device_kernel, not the A-scale
+# transpose) on the 4096x24576x1536 row, clocks left alone: steps ncu_gemm (the expert) and
+# ncu_gemm_VARIANT, run only where D2K_CHECK_STEPS names them; all counters in the step's .csv,
+# a few printed (SM clock, tensor pipe, L2 and DRAM throughput, the largest warp stalls).
+ncu_gemm() {  # ncu_gemm IMPL STEP WORKLOAD
+  local impl=$1 name=$2 wl=$3 ncu
+  [ -n "${D2K_CHECK_STEPS:-}" ] && selected "$name" || { echo "== $name not selected (D2K_CHECK_STEPS)"; return 125; }
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2> /dev/null | head -1)
+  if [ -z "$ncu" ]; then fail "$name: no ncu"; return 1; fi
+  step "$name" 60 "$ncu" --clock-control none --cache-control all --kernel-name regex:device_kernel --launch-count 1 \
+    --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+    --section WarpStateStats --section SchedulerStats --csv --page raw --print-units base \
+    --log-file "$out/$name.csv" \
+    "$d2k" check --task "$task" --impl "$impl" --isolation none --rounds 1 --bench-rounds 1 --workloads "$wl" --quiet
+  local rc=$?
+  python3 - "$out/$name.csv" << 'PY' 2> /dev/null | tee -a "$out/$name.log"
+import csv, re, sys
+rows = list(csv.reader(open(sys.argv[1])))
+head = next((r for r in rows if "Kernel Name" in r), None)
+row = next((r for r in rows if head and len(r) == len(head) and r is not head and r[0].isdigit()), None)
+want = re.compile(r"gpu__time_duration.sum$|sm__cycles_elapsed.avg.per_second$|gmma|tensor_op|"
+                  r"lts__t_sectors_srcunit_tex_op_read.sum$|lts__throughput.avg.pct|dram__throughput.avg.pct|"
+                  r"l1tex__data_pipe_lsu_wavefronts_mem_shared.sum$|sm__throughput.avg.pct|issue_active.avg.pct|"
+                  r"smsp__average_warp")
+if row:
+    vals = {h: v for h, v in zip(head, row)}
+    for h in head:
+        if want.search(h): print("ncu", h, vals[h])
+    stalls = sorted(((float(v), h) for h, v in vals.items()
+                     if h.startswith("smsp__average_warp_latency_issue_stalled") or h.startswith("smsp__pcsamp_warps_issue_stalled")
+                     if re.match(r"^[0-9.]+$", v or "")), reverse=True)[:8]
+    for v, h in stalls: print("ncu stall", h, v)
+PY
+  if [ -s "$out/$name.csv" ] && grep -q device_kernel "$out/$name.csv"; then
+    pass "$name: Nsight Compute sections of $impl's GEMM kernel (d2k rc=$rc; see $name.csv)"
+  else
+    fail "$name rc=$rc (see $name.log, $name.csv)"
+  fi
+}
+ncu_row=$(workload_uuids bench "4096x24576x1536")
+ncu_gemm expert ncu_gemm "$ncu_row"
+for v in ${variants:-$(built_variants)}; do ncu_gemm "expert:$v" "ncu_gemm_$v" "$ncu_row"; done
 echo "t-fp8: $fails failure(s)"
 exit "$fails"
