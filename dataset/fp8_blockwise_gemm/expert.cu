@@ -107,14 +107,13 @@
 //               for 54.3 / 93.1 (1.3% / 1.0% tail against the default's 3.1% / 1.0%); 1.5x the L2
 //               read-out per multiply-add (24 KB per 2^20)
 //   pp_db_c2x1  pp_db on a 2x1 cluster, B by multicast: back to 16 KB per 2^20
-//   pp_dbe      pp_db on the kernel of fp8_pingpong_early.hpp: the other warpgroup's mainloop starts
-//               once this one's last k-block is issued (CUTLASS's waits until that k-block has
-//               completed and been promoted: ~150 cycles a tile with the tensor pipe empty, of the
-//               ~3000-4000 a 64x128 tile's 12-16 k-blocks take at the fp8 rate)
+//   Not built: an early-arrive ping-pong (the other warpgroup's mainloop cued once this one's last
+//               k-block is issued rather than once it has completed and been promoted, ~150 cycles
+//               a tile with the tensor pipe empty of the ~3000-4000 a 64x128 tile takes). CUTLASS's
+//               ping-pong kernel makes that arrive itself; changing it means a kernel of our own.
 // %VARIANT% coop_db -DFP8_DB=1
 // %VARIANT% pp_db -DFP8_PINGPONG=1 -DFP8_DB=1
 // %VARIANT% pp_db_c2x1 -DFP8_PINGPONG=1 -DFP8_DB=1 -DFP8_CLUSTER_M=2
-// %VARIANT% pp_dbe -DFP8_PINGPONG=1 -DFP8_DB=1 -DFP8_EARLY=1
 //
 // CuTe/CUTLASS device code carries assert()s; each is a call, and ptxas serialises the wgmma
 // pipeline across calls (warning C7510). Whatever the build type, the expert is compiled without.
@@ -141,7 +140,6 @@
 #include "cutlass/gemm/kernel/tile_scheduler.hpp"
 #include "d2k/solution.h"
 #include "fp8_args.h"
-#include "fp8_pingpong_early.hpp"
 
 #ifndef FP8_STREAMK
 #define FP8_STREAMK 0
@@ -168,11 +166,6 @@
 // the k-blocks' partial sums, so a k-block's promotion FFMAs run while the next k-block's wgmmas do.
 #ifndef FP8_DB
 #define FP8_DB 0
-#endif
-// With FP8_PINGPONG and FP8_DB: the ping-pong kernel of fp8_pingpong_early.hpp (FP8_EARLY=1), which
-// lets the other warpgroup start its mainloop once this one's last k-block is issued.
-#ifndef FP8_EARLY
-#define FP8_EARLY 0
 #endif
 
 #define FP8_CUTLASS_CHECK(call)                                                                  \
@@ -245,15 +238,9 @@ struct DbPromotion : Base {
   static_assert(Base::ScalePromotionInterval == size<2>(TileShape{}) / tile_size<2>(TiledMma{}),
                 "DbPromotion: one promotion per k-tile");
 
-  struct Nothing {
-    CUTLASS_DEVICE void operator()() const {}
-  };
-  /// `last_issued` runs once the last k-block's wgmmas are issued, before they complete (the
-  /// early-arrive ping-pong kernel cues the other warpgroup's mainloop there).
-  template <class FrgTensorC, class LastIssued = Nothing>
+  template <class FrgTensorC>
   CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum,
-                          int k_tile_count, int thread_idx, TensorStorage& shared_tensors, Params const&,
-                          LastIssued&& last_issued = Nothing{}) {
+                          int k_tile_count, int thread_idx, TensorStorage& shared_tensors, Params const&) {
     static_assert(is_rmem<FrgTensorC>::value, "C tensor must be rmem resident.");
     // Shared-memory views and partitions as the base builds them.
     Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), SmemLayoutA{});  // (BLK_M,BLK_K,PIPE)
@@ -344,7 +331,6 @@ struct DbPromotion : Base {
     if (k < k_tile_count) {  // an even count: one more k-block, into part1
       issue(part1, sc1, smem_pipe_read);
       ++smem_pipe_read;
-      last_issued();
       warpgroup_wait<1>();
       pipeline.consumer_release(smem_pipe_release);
       ++smem_pipe_release;
@@ -353,7 +339,6 @@ struct DbPromotion : Base {
       pipeline.consumer_release(smem_pipe_release);
       promote(part1, sc1);
     } else {  // an odd count: the last k-block (in part0) was issued in the loop or before it
-      last_issued();
       warpgroup_wait<0>();
       pipeline.consumer_release(smem_pipe_release);
       promote(part0, sc0);
@@ -373,12 +358,7 @@ using Scheduler = cutlass::gemm::StreamKScheduler;
 #else
 using Scheduler = cutlass::gemm::PersistentScheduler;
 #endif
-#if FP8_EARLY
-static_assert(FP8_PINGPONG && FP8_DB, "FP8_EARLY is the ping-pong kernel with DbPromotion");
-using Kernel = cutlass::gemm::kernel::GemmPingpongEarlyArrive<Shape<int, int, int, int>, MainloopUsed, Epilogue, Scheduler>;
-#else
 using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, MainloopUsed, Epilogue, Scheduler>;
-#endif
 using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 
 constexpr int kThreads = 256;
