@@ -1,5 +1,6 @@
 // fp8_blockwise_gemm — expert: fp8 wgmma (e4m3 x e4m3 -> fp32) with DeepSeek-V3's fine-grained
-// scaling promoted per 128 of K, on CUTLASS 3's sm90 blockwise-scaled warp-specialised mainloop.
+// scaling promoted per 128 of K, on CUTLASS 3's sm90 blockwise-scaled warp-specialised mainloop
+// (its producer side; the consumer side is DbPromotion below, a double-buffered promotion).
 //
 // Design (design.json has the levels):
 //   - Operands stay in fp8 from DRAM to the tensor cores: wgmma.m64n128k32 e4m3 (SASS QGMMA) runs
@@ -9,6 +10,8 @@
 //     the running fp32 accumulator (FFMA per element). The tensor core's own accumulation, which
 //     keeps about 14 bits when it adds fp8 products (DeepSeek-V3 report, section 3.3.2), is thus
 //     never longer than 128 products, and every scale is applied to the block it belongs to.
+//     Two such register tiles take turns (DbPromotion): k-block j's wgmmas are issued before
+//     k-block j-1's FFMAs run, so the promotion overlaps the warpgroup's own tensor work.
 //   - Dataflow: a producer warp issues TMA loads of 128 x 128 tiles of A and B (UTMALDG) into a
 //     multi-stage shared-memory ring guarded by mbarriers; the k-tile's 128 A scales (one per row
 //     of the tile) ride the same stage by TMA from a transposed, M-major copy, and the one B scale
@@ -97,23 +100,30 @@
 //   c2x2 (-DFP8_CLUSTER_M=2 -DFP8_CLUSTER_N=2): 0.95x / 0.93x the default (H200, tenth session)
 //   c2x1_swz8 (-DFP8_CLUSTER_M=2 -DFP8_SWIZZLE=8): 0.98x / 0.98x
 //
-// Variants of the promotion and the kernel schedule (issue #16; the bar needs 1.023x / 1.017x of
-// the default's time): DbPromotion (below) replaces the consumer side of CUTLASS's mainloop with a
-// double-buffered one, k-block j's wgmmas issued before k-block j-1's FFMAs run (wait<1>).
-//   coop_db     the default's cooperative 128x128 kernel with DbPromotion: the promotion hidden,
-//               the epilogue still with both warpgroups and no wgmma in flight
-//   pp_db       ping-pong kernel, 64x128 tile per warpgroup, with DbPromotion: the epilogue of one
-//               warpgroup under the other's main loop; 64-row tiles also take 55 / 94 tiles per SM
-//               for 54.3 / 93.1 (1.3% / 1.0% tail against the default's 3.1% / 1.0%); 1.5x the L2
-//               read-out per multiply-add (24 KB per 2^20)
-//   pp_db_c2x1  pp_db on a 2x1 cluster, B by multicast: back to 16 KB per 2^20
-//   Not built: an early-arrive ping-pong (the other warpgroup's mainloop cued once this one's last
-//               k-block is issued rather than once it has completed and been promoted, ~150 cycles
-//               a tile with the tensor pipe empty of the ~3000-4000 a 64x128 tile takes). CUTLASS's
-//               ping-pong kernel makes that arrive itself; changing it means a kernel of our own.
-// %VARIANT% coop_db -DFP8_DB=1
-// %VARIANT% pp_db -DFP8_PINGPONG=1 -DFP8_DB=1
-// %VARIANT% pp_db_c2x1 -DFP8_PINGPONG=1 -DFP8_DB=1 -DFP8_CLUSTER_M=2
+// Promotion and kernel schedule (issue #16, eleventh session; H200 2026-12-03, one d2k bench of
+// every target, median us, vs the CUTLASS-mainloop build of the same call, vs bf16 cuBLAS of the
+// same call; docs/results/fp8_blockwise_gemm.md, "Eleventh session"). DbPromotion (below)
+// replaces the consumer side of CUTLASS's mainloop: k-block j's wgmmas are issued into one of two
+// register tiles before k-block j-1's FFMAs run (wait<1>), where CUTLASS waits for all of them
+// (wait<0>) and the warpgroup's tensor work stops for its own promotion.
+//   variant                                      | 8192x7168x2048        | 4096x24576x1536
+//   ---------------------------------------------+-----------------------+----------------------
+//   CUTLASS mainloop, cooperative 128x128        | 209.6, 1.476x bf16    | 274.5, 1.477x bf16
+//     (the default before; variant nodb)         |                       |
+//   cooperative 128x128 + DbPromotion            | 198.9, 1.054x, 1.555x | 260.7, 1.053x, 1.555x
+//     (measured as coop_db: the default now)     |                       |
+//   ping-pong, 64x128 per warpgroup, DbPromotion | 279.7, 0.75x          | 289.6, 0.95x
+//     (pp_db, -DFP8_PINGPONG=1: one warpgroup's  |                       |
+//     epilogue under the other's main loop)      |                       |
+//   pp_db on a 2x1 cluster, B by multicast       | 222.8, 0.94x          | 296.4, 0.93x
+//   pp_db with the other warpgroup cued once the | 281.1, 0.75x          | 286.7, 0.96x
+//     last k-block is issued (pp_dbe: a modified |                       |
+//     copy of CUTLASS's ping-pong kernel, 73e765b)|                      |
+// Nsight Compute, 4096x24576x1536, clocks left alone (the SM clock ran at 1.55-1.60 GHz of 1.98):
+// tensor pipe active 65.0% (CUTLASS mainloop) and 64.3% (pp_dbe) of the elapsed cycles, L2
+// throughput 66.7% and 81.9%: the 64-row tiles read 1.5x the operand bytes per multiply-add out of
+// L2 (24 KB per 2^20). The ping-pong variants are retired (-DFP8_PINGPONG=1 still builds pp_db).
+// %VARIANT% nodb -DFP8_DB=0
 //
 // CuTe/CUTLASS device code carries assert()s; each is a call, and ptxas serialises the wgmma
 // pipeline across calls (warning C7510). Whatever the build type, the expert is compiled without.
@@ -162,10 +172,11 @@
 #ifndef FP8_PINGPONG
 #define FP8_PINGPONG 0
 #endif
-// Double-buffered promotion (FP8_DB=1): the mainloop of DbPromotion below, two register tiles for
+// Double-buffered promotion (FP8_DB=1, the default; FP8_DB=0: CUTLASS's mainloop as it is, the
+// default before, variant nodb): the mainloop of DbPromotion below, two register tiles for
 // the k-blocks' partial sums, so a k-block's promotion FFMAs run while the next k-block's wgmmas do.
 #ifndef FP8_DB
-#define FP8_DB 0
+#define FP8_DB 1
 #endif
 
 #define FP8_CUTLASS_CHECK(call)                                                                  \
