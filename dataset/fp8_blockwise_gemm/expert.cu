@@ -89,11 +89,16 @@
 //              MB), so DRAM reads are near once per operand already: expected within 1% of c2x1
 //              (the bf16 sibling's 1.04x / 1.07x came from 128 MB operands).
 //
-// SASS of this build (sm_90a, cuobjdump): the GEMM kernel has QGMMA.64x128x32.F32.E4M3.E4M3 x12,
-// UTMALDG.3D x3 (A, B, A scales), LDGSTS x1 (the B scale), UTMASTG.3D x4, no local memory, no
-// call; CUTLASS picks 6 pipeline stages of 32 KB. The cluster variants: the B load (c2x1,
-// c2x1_swz8) or the A and B loads (c2x2) become UTMALDG.3D.MULTICAST, the rest as above (168
-// registers, no local memory, as the default).
+// SASS of the CUTLASS-mainloop build (now variant nodb; sm_90a, cuobjdump): the GEMM kernel has
+// QGMMA.64x128x32.F32.E4M3.E4M3 x12, UTMALDG.3D x3 (A, B, A scales), LDGSTS x1 (the B scale),
+// UTMASTG.3D x4, no local memory, no call; CUTLASS picks 6 pipeline stages of 32 KB. The cluster
+// variants: the B load (c2x1, c2x1_swz8) or the A and B loads (c2x2) become
+// UTMALDG.3D.MULTICAST, the rest as above (168 registers, no local memory, as the default).
+// The default now (DbPromotion): QGMMA x16 (four issue sites of four: the first k-block, the two
+// of the two-k-block loop, the even count's last), WARPGROUP.DEPBAR.LE gsb0, 0x1 x3 (wait<1>) and
+// 0x0 x2 (the last k-block), FFMA x320 (five promotion sites of 64), the loads and stores as
+// above; 168 registers at launch (the consumers' setmaxnreg 232 holds the accumulator and the
+// two partial tiles, 3 x 64 fp32), no local memory, no wgmma serialisation warning (C7510).
 //
 //   c2x1 (-DFP8_CLUSTER_M=2): 0.99x / 0.99x; retired from the sweep, the flags still build them
 //   (docs/results/fp8_blockwise_gemm.md, "Tenth session": the L2 read-out does not hold the kernel)
