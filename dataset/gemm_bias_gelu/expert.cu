@@ -7,11 +7,14 @@
 // (64 x 256, N-major: torch.addmm's [K,N] mat2 as stored, wgmma reads it transposed from shared
 // memory) tiles with TMA into a multi-stage shared-memory ring; two consumer warpgroups issue
 // wgmma (m64n256k16, fp32 accumulators) on their halves of the 128 x 256 tile. The epilogue
-// (LinCombPerColBiasEltAct) loads the tile's 256 bias values once, computes
-// gelu(acc + bias) in fp32 in registers, converts to bf16 and stores through shared memory with
-// TMA. GELU is evaluated as x * sigmoid(2u) (gelu_tanh.h): the same function as
-// 0.5 x (1 + tanh(u)), one ex2.approx and one fast division, accurate to a few fp32 ulps for
-// every x (0.5 (1 + tanh(u)) with tanh.approx loses all relative accuracy below x = -3).
+// loads the tile's 256 bias values once, computes gelu(acc + bias) in fp32 in registers,
+// converts to bf16 and stores through shared memory with TMA (128 x 64 epilogue tiles in the
+// tiled kernel). GELU is evaluated as x * sigmoid(2u) (gelu_tanh.h): the same function as
+// 0.5 x (1 + tanh(u)), one ex2.approx and one reciprocal, accurate to a few fp32 ulps for every
+// x (0.5 (1 + tanh(u)) with tanh.approx loses all relative accuracy below x = -3); in the tiled
+// kernel every other element's reciprocal runs on the FMA pipe (Newton steps) so that the
+// epilogue is not bound by the MUFU unit (the eleventh session's variants, below). The stream-K
+// kernel keeps CUTLASS's LinCombPerColBiasEltAct.
 //
 // Two instantiations (each is minutes of nvcc), picked per shape by choose_kernel():
 //   tiled    128x256x64 tile, 2x1x1 cluster (the two CTAs of a cluster share each B tile by TMA
@@ -104,7 +107,7 @@
 //   the hidden epilogue gains at most 0.7% at K = 4096 and the extra L2 read-outs cost 5% at
 //   K = 8192. Retired from the sweep (their flags still build them: -DGBG_PINGPONG=1,
 //   -DGBG_PINGPONG_CLUSTER_N=2).
-// Variants for the next run (eleventh session; the tiled kernel's epilogue only, M > 128: the
+// The eleventh session's variants (the tiled kernel's epilogue only, M > 128: the
 // M <= 128 stream-K kernel is compiled from the same types as before, its SASS unchanged). The
 // epilogue as compiled (cuobjdump -sass of the tiled kernel): ~16 instructions an element, 2 of
 // them MUFU (EX2, RCP); with 2 consumer warps per SM sub-partition and a MUFU rate of 4 lanes a
@@ -147,9 +150,19 @@
 // M <= 128 (224 tiles at M = 128, 1.7 waves), split-K with a separate reduction (a second pass
 // over an fp32 M x N): as before, not built.
 //
-// %VARIANT% gelu_lean -DGBG_GELU_FORM=1
-// %VARIANT% gelu_newton -DGBG_GELU_FORM=2
-// %VARIANT% gelu_newton_epi64 -DGBG_GELU_FORM=2 -DGBG_EPI_TILE_N=64
+// Measured (H200, eleventh session, suite-eleven-2026-12-03.md; one d2k bench with the library):
+//   8192^3 / 16384x14336x4096, us and vs the library of the run (1388.12 / 2480.59):
+//   default (form 0)   1424.28 0.97x | 2577.77 0.96x
+//   gelu_lean          1414.22 0.98x | 2545.46 0.97x   (1.01x / 1.01x the default)
+//   gelu_newton        1408.31 0.99x | 2524.47 0.98x   (1.01x / 1.02x)
+//   gelu_newton_epi64  1413.14 0.98x | 2516.98 0.99x   (1.01x / 1.02x)
+//   memcheck of the three clean on the two check workloads. The MUFU balance pays as expected on
+//   the K = 4096 row (2.1% with the wider epilogue tile, 1.0% expected + 0.9-1.7%) and less at
+//   8192^3 (0.8%, where gelu_newton alone reads 1.1%: the two are within the noise there).
+//   gelu_newton_epi64 is the default since (GBG_GELU_FORM=2, GBG_EPI_TILE_N=64; SASS equal to the
+//   timed variant's); the form before is `prev`, gelu_lean and gelu_newton retired (their flags
+//   still build them). expert >= library still MISSED by 1.8% / 1.5% in that run.
+// %VARIANT% prev -DGBG_GELU_FORM=0 -DGBG_EPI_TILE_N=0
 //
 // CuTe/CUTLASS device code carries assert()s; each is a call, and ptxas serialises the wgmma
 // pipeline across calls (warning C7510, about half the GEMM rate). Whatever the build type, the
@@ -209,11 +222,12 @@
 #ifndef GBG_GELU_FORM
 // M > 128: the tiled kernel's epilogue. 0: LinCombPerColBiasEltAct with gelu_tanh_f32;
 // 1: lean (acc + bias without alpha/beta, gelu_tanh_lean_f32); 2: lean, every odd element of a
-// fragment with the reciprocal on the FMA pipe (gelu_tanh_lean_newton_f32).
-#define GBG_GELU_FORM 0
+// fragment with the reciprocal on the FMA pipe (gelu_tanh_lean_newton_f32; the default since the
+// eleventh session).
+#define GBG_GELU_FORM 2
 #endif
 #ifndef GBG_EPI_TILE_N
-#define GBG_EPI_TILE_N 0  // M > 128: the tiled kernel's epilogue tile 128 x this (0: CUTLASS's choice, 128 x 32)
+#define GBG_EPI_TILE_N 64  // M > 128: the tiled kernel's epilogue tile 128 x this (0: CUTLASS's choice, 128 x 32)
 #endif
 
 #define GBG_CUDA_CHECK(call)                                                                \
