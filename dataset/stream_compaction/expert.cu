@@ -165,7 +165,7 @@
 //     in flight through an in-place compaction at the tile rank): both died with an illegal
 //     instruction in copy_group_async, called from sc_select_tiles, under compute-sanitizer
 //     memcheck and in the bench (cudaErrorIllegalInstruction); the defect was never diagnosed.
-// Variants for the next run (eleventh session, 2026-12-03; not measured yet), for the 2.9 points
+// The eleventh session's variants (2026-12-03; measured below), for the 2.9 points
 // still missing at 50% (544.70 us, 77.1%, against <= 523.7). At 50% a CTA is resident 13.2 us
 // (544.70 us x 792 slots / 32,553 tiles). In the eager form (eager_async, 534.30 us) the payload
 // lands with the predicate column, so after the ranks' barrier warp 0's look-back (one loaded L2
@@ -202,10 +202,12 @@
 // %VARIANT% async4k -DSC_GROUPS=4 -DSC_MIN_BLOCKS=4
 // %VARIANT% async6k -DSC_GROUPS=6 -DSC_MIN_BLOCKS=3
 // %VARIANT% eager_async -DSC_LATE=0
-// %VARIANT% eager_nopol -DSC_LATE=0 -DSC_ASYNC_POLICY=0
-// %VARIANT% ovl_eager -DSC_LATE=0 -DSC_ASYNC_POLICY=0 -DSC_LB_OVERLAP=1
-// %VARIANT% ovl_eager_wb -DSC_LATE=0 -DSC_ASYNC_POLICY=0 -DSC_LB_OVERLAP=1 -DSC_STORE_EF=0
-// %VARIANT% ovl_late -DSC_ASYNC_POLICY=0 -DSC_LB_OVERLAP=1
+// Measured (H200, eleventh session, suite-eleven-2026-12-03.md; one d2k bench beside the library),
+// n1e8 at 1% / 50% / 99%, us: default 305.71 / 544.86 (76.8%) / 706.36; eager_nopol 385.80 /
+// 536.67 / 701.87; ovl_eager 391.13 / 531.92 / 694.46; ovl_eager_wb 386.42 / 529.26 (79.1%) /
+// 690.44; ovl_late 307.73 / 541.47 / 699.90. memcheck and racecheck clean. The overlap gains 0.9%
+// at 50%, plain stores 0.5% more; the eager forms lose the 1% row by 1.26x. None reaches 80% at
+// 50%; the default stays. Retired from the sweep (their flags still build them).
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
