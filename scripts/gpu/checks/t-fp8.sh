@@ -17,8 +17,9 @@
 # design.json's "recognise" fields), and in a sweep each variant's (QGMMA and the multicast TMA
 # load required, local memory forbidden).
 # Each step gets what is left of a 140 s budget (FP8_BUDGET_S), inside run_checks.sh's 150 s.
-# The variant sweep for issue #16 (<= 150 s: variants 55 s, bf16 15 s, each memcheck 20 s; the
-# tenth session's run of the cluster variants, since retired, was this with their memchecks):
+# The variant sweep for issue #16 (<= 150 s: variants 90 s, bf16 15 s, each memcheck 20 s; the
+# eleventh session's runs, 60-75 s, added ncu_gemm and ncu_gemm_<variant>: Nsight Compute's
+# sections of the GEMM kernel, below):
 #   FP8_BUDGET_S=150 D2K_CHECK_STEPS=variants,bf16,memcheck_<variant>... scripts/gpu/checks/t-fp8.sh CARRY OUT
 # What it must show: every line PASS; the ratio lines "vs bf16 cuBLAS" >= 1.5 on the two large
 # shapes (8192x7168x2048, 4096x24576x1536) and "vs naive" >= 3 on all three.
