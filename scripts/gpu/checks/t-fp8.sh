@@ -96,48 +96,16 @@ if [ "$sweep" = 1 ]; then
     rm -f "$out/expert_$v.sass"
   done
 fi
-# Nsight Compute's sections (SpeedOfLight, ComputeWorkloadAnalysis, MemoryWorkloadAnalysis,
-# WarpStateStats, SchedulerStats) of the GEMM kernel (CUTLASS's device_kernel, not the A-scale
+# Nsight Compute's sections of the GEMM kernel (CUTLASS's device_kernel, not the A-scale
 # transpose) on the 4096x24576x1536 row, clocks left alone: steps ncu_gemm (the expert) and
 # ncu_gemm_VARIANT, run only where D2K_CHECK_STEPS names them; all counters in the step's .csv,
 # a few printed (SM clock, tensor pipe, L2 and DRAM throughput, the largest warp stalls).
-ncu_gemm() {  # ncu_gemm IMPL STEP WORKLOAD
-  local impl=$1 name=$2 wl=$3 ncu
-  [ -n "${D2K_CHECK_STEPS:-}" ] && selected "$name" || { echo "== $name not selected (D2K_CHECK_STEPS)"; return 125; }
-  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2> /dev/null | head -1)
-  if [ -z "$ncu" ]; then fail "$name: no ncu"; return 1; fi
-  step "$name" 60 "$ncu" --clock-control none --cache-control all --kernel-name regex:device_kernel --launch-count 1 \
-    --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
-    --section WarpStateStats --section SchedulerStats --csv --page raw --print-units base \
-    --log-file "$out/$name.csv" \
-    "$d2k" check --task "$task" --impl "$impl" --isolation none --rounds 1 --bench-rounds 1 --workloads "$wl" --quiet
-  local rc=$?
-  python3 - "$out/$name.csv" << 'PY' 2> /dev/null | tee -a "$out/$name.log"
-import csv, re, sys
-rows = list(csv.reader(open(sys.argv[1])))
-head = next((r for r in rows if "Kernel Name" in r), None)
-row = next((r for r in rows if head and len(r) == len(head) and r is not head and r[0].isdigit()), None)
-want = re.compile(r"gpu__time_duration.sum$|sm__cycles_elapsed.avg.per_second$|gmma|tensor_op|"
-                  r"lts__t_sectors_srcunit_tex_op_read.sum$|lts__throughput.avg.pct|dram__throughput.avg.pct|"
-                  r"l1tex__data_pipe_lsu_wavefronts_mem_shared.sum$|sm__throughput.avg.pct|issue_active.avg.pct|"
-                  r"smsp__average_warp")
-if row:
-    vals = {h: v for h, v in zip(head, row)}
-    for h in head:
-        if want.search(h): print("ncu", h, vals[h])
-    stalls = sorted(((float(v), h) for h, v in vals.items()
-                     if h.startswith("smsp__average_warp_latency_issue_stalled") or h.startswith("smsp__pcsamp_warps_issue_stalled")
-                     if re.match(r"^[0-9.]+$", v or "")), reverse=True)[:8]
-    for v, h in stalls: print("ncu stall", h, v)
-PY
-  if [ -s "$out/$name.csv" ] && grep -q device_kernel "$out/$name.csv"; then
-    pass "$name: Nsight Compute sections of $impl's GEMM kernel (d2k rc=$rc; see $name.csv)"
-  else
-    fail "$name rc=$rc (see $name.log, $name.csv)"
-  fi
-}
 ncu_row=$(workload_uuids bench "4096x24576x1536")
-ncu_gemm expert ncu_gemm "$ncu_row"
-for v in ${variants:-$(built_variants)}; do ncu_gemm "expert:$v" "ncu_gemm_$v" "$ncu_row"; done
+ncu_sections="SpeedOfLight ComputeWorkloadAnalysis MemoryWorkloadAnalysis WarpStateStats SchedulerStats"
+ncu_show="gpu__time_duration.sum$|sm__cycles_elapsed.avg.per_second$|gmma|tensor_op|lts__t_sectors_srcunit_tex_op_read.sum$|lts__throughput.avg.pct|dram__throughput.avg.pct|l1tex__data_pipe_lsu_wavefronts_mem_shared.sum$|sm__throughput.avg.pct|issue_active.avg.pct"
+for v in "" ${variants:-$(built_variants)}; do
+  ncu_kernels --impl "expert${v:+:$v}" --name "ncu_gemm${v:+_$v}" --sections "$ncu_sections" --launches 1 \
+    --show "$ncu_show" 60 device_kernel "$ncu_row"
+done
 echo "t-fp8: $fails failure(s)"
 exit "$fails"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The steps of scripts/gpu/checks/lib/steps.sh without a GPU: workload_uuids against every dataset
 # task (compared with a JSON parser's reading of workloads.jsonl), and bench_step, variants_step,
-# golden_step, sanitize, starter_verdict, sass_counts and detect_torch against stand-in programs
-# (d2k, python, cuobjdump, compute-sanitizer) that record their arguments and answer as told.
+# golden_step, sanitize, starter_verdict, sass_counts, ncu_kernels and detect_torch against stand-in
+# programs (d2k, python, cuobjdump, compute-sanitizer, ncu) that record their arguments and answer
+# as told.
 # Usage: steps_test.sh SOURCE_DIR
 set -uo pipefail
 src=$(cd "$1" && pwd)
@@ -211,6 +212,40 @@ o=$(sass_counts --so expert_q_smem "HGMMA")
 expect_has "sass_counts: a variant not built is skipped" "$o" "SKIP expert_q_smem SASS: not built"
 o=$(sass_counts --so expert_q_smem "HGMMA" "HGMMA")
 expect_has "sass_counts: a required variant not built is a FAIL" "$o" "FAIL expert_q_smem SASS: no"
+
+# ---- ncu_kernels: default metrics or sections, launches, printed columns, selection, verdict.
+cat > "$bin/ncu" << 'EOF'
+#!/usr/bin/env bash
+# stand-in Nsight Compute: records its arguments, writes a raw CSV of one kernel to --log-file
+printf '%s\n' "$@" > "$FAKE_ARGS.ncu"
+while [ $# -gt 0 ]; do [ "$1" = --log-file ] && log=$2; shift; done
+{ echo '"ID","Kernel Name","gpu__time_duration.sum","dram__bytes_read.sum","smsp__average_warp_latency_issue_stalled_wait","smsp__average_warp_latency_issue_stalled_barrier"'
+  echo '"","","ns","byte","",""'
+  echo "\"0\",\"void ${FAKE_KERNEL:-hj_part_join}<8>(int)\",\"1450000\",\"2680000000\",\"7.25\",\"3.5\""; } > "$log"
+EOF
+chmod +x "$bin/ncu"
+fails=0
+o=$(ncu_kernels 60 "hj_(part|join)" demo-bench-1)
+expect_has "ncu_kernels: not run unless named" "$o" "== ncu not selected (D2K_CHECK_STEPS)"
+o=$(D2K_CHECK_STEPS=ncu ncu_kernels 60 "hj_(part|join)" demo-bench-1)
+expect_has "ncu_kernels: default columns" "$o" "ncu hj_part_join gpu__time_duration.sum=1450000 dram__bytes_read.sum=2680000000"
+expect_has "ncu_kernels: stalls printed" "$o" "ncu stall hj_part_join smsp__average_warp_latency_issue_stalled_wait 7.25"
+expect_has "ncu_kernels: PASS" "$o" "PASS ncu: counters of expert on demo-bench-1"
+a=$(paste -sd' ' "$FAKE_ARGS.ncu")
+expect_has "ncu_kernels: default metrics and launches" "$a" \
+  "--launch-count 20 --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_write.sum"
+expect_has "ncu_kernels: d2k check in its own process" "$a" "check --task demo --impl expert --isolation none"
+o=$(D2K_CHECK_STEPS=ncu_gemm_db ncu_kernels --impl expert:db --name ncu_gemm_db --sections "SpeedOfLight WarpStateStats" \
+  --launches 1 --show "duration" 60 device_kernel demo-bench-1)
+a=$(paste -sd' ' "$FAKE_ARGS.ncu")
+expect_has "ncu_kernels --sections" "$a" "--launch-count 1 --section SpeedOfLight --section WarpStateStats --csv"
+expect_not "ncu_kernels --sections: no default metrics" "$a" "--metrics"
+expect_has "ncu_kernels --impl" "$a" "--impl expert:db"
+expect_has "ncu_kernels: a kernel outside the regex is a FAIL" "$o" "FAIL ncu_gemm_db"
+o=$(FAKE_KERNEL=device_kernel D2K_CHECK_STEPS=ncu_gemm_db ncu_kernels --impl expert:db --name ncu_gemm_db \
+  --sections SpeedOfLight --launches 1 --show "duration" 60 device_kernel demo-bench-1)
+expect_has "ncu_kernels --show" "$o" "ncu device_kernel gpu__time_duration.sum=1450000"
+expect_not "ncu_kernels --show: other columns left out" "$o" "dram__bytes_read.sum="
 
 if [ "$errors" -eq 0 ]; then echo "OK: lib/steps.sh ($ntasks dataset tasks read by workload_uuids)"; fi
 exit "$errors"

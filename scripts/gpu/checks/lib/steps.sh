@@ -274,44 +274,64 @@ sass_counts() {
   fi
 }
 
-# ncu_kernels [--impl IMPL] [--name NAME] SECONDS KERNEL_REGEX WORKLOAD: Nsight Compute's
-# counters of each kernel of one `d2k check` call of IMPL on one workload (in d2k's process:
-# --isolation none), without changing the clocks and with caches flushed before each kernel:
-# duration, DRAM bytes read and written, L2 write sectors. A step of its own that runs only where
-# D2K_CHECK_STEPS names it (default name ncu, ncu_VARIANT for expert:VARIANT; the first 20 launches
-# of the regex: one call of every task so far): where the time of
-# a call of several kernels goes, which d2k's timer (one time per call) does not say. The
-# counters are the result, not the verdict under the profiler: a row of the regex is a PASS.
+# ncu_kernels [--impl IMPL] [--name NAME] [--sections "S1 S2..."] [--launches N] [--show REGEX]
+#   SECONDS KERNEL_REGEX WORKLOAD: Nsight Compute's counters of each kernel of one `d2k check` call
+# of IMPL on one workload (in d2k's process: --isolation none), without changing the clocks and
+# with caches flushed before each kernel. By default: duration, DRAM bytes read and written, L2
+# write sectors of the first 20 launches of the regex (one call of every task so far): where the
+# time of a call of several kernels goes, which d2k's timer (one time per call) does not say.
+# --sections collects those sections instead of the four metrics (e.g. SpeedOfLight
+# WarpStateStats), --launches bounds the launches profiled, --show picks the printed columns (a
+# regex on the metric names; with WarpStateStats the eight largest stall columns are printed too).
+# A step of its own that runs only where D2K_CHECK_STEPS names it (default name ncu, ncu_VARIANT
+# for expert:VARIANT). The counters are the result, not the verdict under the profiler: a row of
+# the regex is a PASS; every counter stays in NAME.csv.
 ncu_kernels() {
-  local impl=expert step_name=""
-  while [[ ${1:-} == --impl || ${1:-} == --name ]]; do
+  local impl=expert step_name="" sections="" launches=20
+  local show="^(gpu__time_duration|dram__bytes_read|dram__bytes_write|lts__t_sectors_op_write)\\.sum$"
+  while [[ ${1:-} == --* ]]; do
     case $1 in
       --impl) impl=$2 ;;
       --name) step_name=$2 ;;
+      --sections) sections=$2 ;;
+      --launches) launches=$2 ;;
+      --show) show=$2 ;;
     esac
     shift 2
   done
-  local secs=$1 regex=$2 workload=$3 name=ncu ncu
+  local secs=$1 regex=$2 workload=$3 name=ncu ncu what=() sec
   [ "$impl" != expert ] && name=ncu_${impl#expert:}
   [ -n "$step_name" ] && name=$step_name
   [ -n "${D2K_CHECK_STEPS:-}" ] && selected "$name" || { echo "== $name not selected (D2K_CHECK_STEPS)"; return 125; }
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2> /dev/null | head -1)
   if [ -z "$ncu" ]; then fail "$name: no ncu"; return 1; fi
-  step "$name" "$secs" "$ncu" --clock-control none --cache-control all --kernel-name "regex:$regex" --launch-count 20 \
-    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_write.sum \
-    --csv --page raw --print-units base --log-file "$out/$name.csv" \
+  if [ -n "$sections" ]; then
+    for sec in $sections; do what+=(--section "$sec"); done
+  else
+    what=(--metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_write.sum)
+  fi
+  step "$name" "$secs" "$ncu" --clock-control none --cache-control all --kernel-name "regex:$regex" \
+    --launch-count "$launches" "${what[@]}" --csv --page raw --print-units base --log-file "$out/$name.csv" \
     "$d2k" check --task "$task" --impl "$impl" --isolation none --rounds 1 --bench-rounds 1 \
     --workloads "$workload" --quiet
   local rc=$?
-  python3 - "$out/$name.csv" "$regex" << 'PY' 2> /dev/null
+  python3 - "$out/$name.csv" "$regex" "$show" << 'PY' 2> /dev/null | tee -a "$out/$name.log"
 import csv, re, sys
 rows = list(csv.reader(open(sys.argv[1])))
 head = next((r for r in rows if "Kernel Name" in r), None)
-cols = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_op_write.sum"]
+show = re.compile(sys.argv[3])
 for r in rows if head else []:
-    if len(r) == len(head) and r is not head and r[0].isdigit():
-        k = re.search(sys.argv[2] + r"\w*", r[head.index("Kernel Name")])
-        print("ncu", k.group(0) if k else "?", " ".join(f"{c.split('.')[0]}={r[head.index(c)]}" for c in cols if c in head))
+    if len(r) != len(head) or r is head or not r[0].isdigit():
+        continue
+    vals = dict(zip(head, r))
+    k = re.search(sys.argv[2] + r"\w*", vals["Kernel Name"])
+    kernel = k.group(0) if k else "?"
+    print("ncu", kernel, " ".join(f"{h}={v}" for h, v in vals.items() if show.search(h)))
+    stalls = sorted(((float(v), h) for h, v in vals.items()
+                     if h.startswith("smsp__average_warp_latency_issue_stalled") and re.match(r"^[0-9.]+$", v or "")),
+                    reverse=True)[:8]
+    for v, h in stalls:
+        print("ncu stall", kernel, h, v)
 PY
   if grep -qE "$regex" "$out/$name.csv" 2> /dev/null; then
     pass "$name: counters of $impl on $workload (d2k rc=$rc; see $name.csv)"
