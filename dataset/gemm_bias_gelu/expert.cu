@@ -163,6 +163,35 @@
 //   timed variant's); the form before is `prev`, gelu_lean and gelu_newton retired (their flags
 //   still build them). expert >= library still MISSED by 1.8% / 1.5% in that run.
 // %VARIANT% prev -DGBG_GELU_FORM=0 -DGBG_EPI_TILE_N=0
+// The twelfth session's variant (M > 128 only; the M <= 128 stream-K kernel unchanged), against
+// the tail of 8192^3 (16 rounds for 15.52 waves: 3.1%) and of the 16384 row (55 for 54.3: 1.3%):
+//   t192  the cooperative tiled kernel on a 128 x 192 x 64 tile (two consumer warpgroups of
+//         64 x 192, wgmma m64n192k16), the same 2 x 1 cluster with B multicast, the same lean
+//         epilogue (128 x 64 epilogue tiles, three a tile). A unit is 0.75 of the default's work,
+//         so the rounds are finer; against it, 43 x 192 = 8256 columns are computed for 8192
+//         (0.8%) and 75 x 192 = 14400 for 14336 (0.45%), L2 read-outs per 1M multiply-adds rise
+//         from 16 KB to 18.7 KB (a cluster's k-block: 2 x 16 KB of A + 24 KB of multicast B for
+//         3M multiply-adds; 1.17x), shared-memory reads per wgmma from 80 to 85 B/clock of 128
+//         (2 KB of A + 6 KB of B per m64n192k16, 96 clocks), and per-tile fixed costs (pipeline
+//         fill, epilogue tail) are spread over 0.75 of the work. Stage (128 + 192) x 64 x 2 B =
+//         40 KB: 4 fit beside the 2 x 16 KB of D staging (the static_assert below), as for 48 KB.
+//         The catch in CUTLASS's persistent scheduler: it pads the tile grid to whole swizzle
+//         groups in both dimensions, and the padding tiles run whole main loops. With the default
+//         swizzle cap 8 the 43 N tiles of 8192 become 48 (24 rounds of 0.75 = 18 default rounds:
+//         12.5% slower) and the 75 of 14336 become 80 (78 rounds = 58.5: 6.4% slower); so the
+//         variant picks the swizzle cap on the host (tiled_swizzle, schedule.h
+//         fewest_rounds_swizzle): a smaller cap when it saves more than 2% of the rounds.
+//         Expected (arithmetic, not measured), rounds x 0.75 against the default's rounds:
+//           8192^3: cap 1 (no swizzle, no padding): 64 x 43 = 2752 tiles = 1376 cluster tiles on
+//             66 clusters = 20.85 -> 21 rounds (tail 0.7%) = 15.75 default rounds: 1.6% faster,
+//             minus what the lost swizzle costs (the default without it measured 3.5% slower at
+//             8192^3, noswizzle above) and the extra L2 read-outs: -2% to +1.6%.
+//           16384x14336x4096: cap 4 (one padding column): 128 x 76 = 9728 tiles = 4864 cluster
+//             tiles = 73.7 -> 74 rounds = 55.5 default rounds: 0.9% slower (no swizzle: 73 rounds,
+//             54.75, 0.45% faster, against the 7.1% the default lost without swizzle there).
+//         So it is expected to tie or lose on the 16384 row and is a test of the tail at 8192^3
+//         only. One new instantiation (replaces the cooperative tiled one in its build).
+// %VARIANT% t192 -DGBG_TILE_N=192
 //
 // CuTe/CUTLASS device code carries assert()s; each is a call, and ptxas serialises the wgmma
 // pipeline across calls (warning C7510, about half the GEMM rate). Whatever the build type, the
@@ -228,6 +257,14 @@
 #endif
 #ifndef GBG_EPI_TILE_N
 #define GBG_EPI_TILE_N 64  // M > 128: the tiled kernel's epilogue tile 128 x this (0: CUTLASS's choice, 128 x 32)
+#endif
+#ifndef GBG_TILE_N
+#define GBG_TILE_N 256  // M > 128: the cooperative tiled kernel's CTA tile 128 x this x 64 (t192: 192)
+#endif
+#ifndef GBG_SWIZZLE_MIN_SAVING
+// M > 128, GBG_TILE_N != 256 only: a smaller raster swizzle than GBG_SWIZZLE is taken when its
+// padding saves more than this share of the rounds (schedule.h fewest_rounds_swizzle).
+#define GBG_SWIZZLE_MIN_SAVING 0.02
 #endif
 
 #define GBG_CUDA_CHECK(call)                                                                \
@@ -362,9 +399,15 @@ using TiledScheduler =
 // The gelu_* variants change the tiled kernel's epilogue only (GBG_GELU_FORM, GBG_EPI_TILE_N).
 using TiledEpilogueTile = std::conditional_t<GBG_EPI_TILE_N == 0, cutlass::epilogue::collective::EpilogueTileAuto,
                                              Shape<_128, Int<(GBG_EPI_TILE_N > 0 ? GBG_EPI_TILE_N : 32)>>>;
-using CooperativeTiledGemm =
-    FusedGemm<Shape<_128, _256, _64>, Shape<_2, _1, _1>, TiledScheduler, Cooperative, TiledEpilogueTile, GBG_GELU_FORM>;
-// A wider epilogue tile must leave the main loop its 4 stages of 48 KB (227 KB of shared memory).
+// The t192 variant narrows the tile to 128 x 192 (two consumer warpgroups of 64 x 192, wgmma
+// m64n192k16): 0.75 of the default tile's work per unit, so finer rounds (the variant notes above).
+static_assert(GBG_TILE_N == 256 || GBG_TILE_N == 192, "GBG_TILE_N: 256 (default) or 192 (t192)");
+static_assert(GBG_EPI_TILE_N == 0 || GBG_TILE_N % GBG_EPI_TILE_N == 0, "the epilogue tile must divide the CTA tile");
+using CooperativeTiledGemm = FusedGemm<Shape<_128, Int<GBG_TILE_N>, _64>, Shape<_2, _1, _1>, TiledScheduler,
+                                       Cooperative, TiledEpilogueTile, GBG_GELU_FORM>;
+// A wider epilogue tile must leave the main loop its 4 stages (227 KB of shared memory): 4 of 48 KB
+// beside 2 x 16 KB of 128 x 64 D staging for the default tile; 4 of 40 KB for t192's 128 x 192
+// (5 would be 200 KB + 32 KB + the bias row, over 227 KB; only 128 x 32 staging would leave room).
 static_assert(GBG_EPI_TILE_N == 0 || CooperativeTiledGemm::Mainloop::DispatchPolicy::Stages >= 4,
               "the epilogue tile takes a main-loop stage");
 // The pingpong variants swap the tiled kernel for CUTLASS's ping-pong kernel: a 128x128x64 tile
@@ -410,6 +453,26 @@ int whole_wave_ctas(const gbg::Args& g, int sms) {
   const int64_t tiles_n = gbg::round_up(blocks.y, (1 << log_swizzle) * cluster.n());
   const int cluster_size = cluster.m() * cluster.n();
   return gbg::whole_wave_clusters(tiles_m * tiles_n / cluster_size, sms / cluster_size) * cluster_size;
+}
+
+/// The t192 variant's raster swizzle cap for the tiled kernel: CUTLASS's persistent scheduler pads
+/// the CTA tile grid to whole swizzle groups (8192 / 192 = 43 N tiles become 48 at swizzle 8, 44 at
+/// 4 or 2) and every padding tile runs a whole main loop; schedule.h weighs those rounds against
+/// the locality a smaller swizzle gives up. The default 128 x 256 tile never pads on the bench shapes
+/// and keeps GBG_SWIZZLE as before.
+template <class G>
+int tiled_swizzle(const gbg::Args& g, int sms) {
+  using Params = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90Params;
+  using Tile = typename G::Tile;
+  using Cluster = typename G::Cluster;
+  const cutlass::gemm::GemmCoord tile(size<0>(Tile{}), size<1>(Tile{}), size<2>(Tile{}));
+  const cutlass::gemm::GemmCoord cluster(size<0>(Cluster{}), size<1>(Cluster{}), 1);
+  const dim3 blocks = Params::get_tiled_cta_shape_mnl({int(g.M), int(g.N), int(g.K), 1}, tile, cluster);
+  const int cluster_size = cluster.m() * cluster.n();
+  return gbg::fewest_rounds_swizzle(blocks.x, blocks.y, cluster.m(), cluster.n(), GBG_SWIZZLE, sms / cluster_size,
+                                    GBG_SWIZZLE_MIN_SAVING, [&](int cap) {
+                                      return Params::get_log_swizzle_size(int(blocks.x), int(blocks.y), cap);
+                                    });
 }
 
 /// Clusters of G's kernel resident at once on the current device (cudaOccupancyMaxActiveClusters
@@ -485,6 +548,8 @@ typename G::Gemm::Arguments make_arguments(const gbg::Args& g, int sms) {
         GBG_SKINNY_DATA_PARALLEL ? Decomposition::DataParallel : Decomposition::StreamK;
   } else {
     args.scheduler.max_swizzle_size = GBG_SWIZZLE;
+    if constexpr (GBG_TILE_N != 256 && std::is_same_v<G, CooperativeTiledGemm>)
+      args.scheduler.max_swizzle_size = tiled_swizzle<G>(g, sms);
     if (GBG_RASTER_ALONG_M) args.scheduler.raster_order = cutlass::gemm::kernel::detail::RasterOrderOptions::AlongM;
     if constexpr (GBG_TAIL_STREAMK != 0) {
       // Forced, as for the skinny kernel: the heuristic keeps data-parallel when the last wave is

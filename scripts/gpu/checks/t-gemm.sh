@@ -3,7 +3,7 @@
 # cuBLAS + bias/GELU kernel, library = cuBLASLt GELU_BIAS epilogue, expert = CUTLASS sm90 fused
 # epilogue) and PyTorch eager on the check and the three bench workloads, with the table (the
 # targets: expert >= library on every bench workload, >= 75% of SOL on the first two); the
-# expert's variants (`// %VARIANT%` lines of expert.cu: gelu_lean, gelu_newton, gelu_newton_epi64) beside the expert
+# expert's variants (`// %VARIANT%` lines of expert.cu: prev, t192) beside the expert
 # and the library on the two large bench workloads (the M > 128 kernel they change; the bar is
 # read from that one run), each variant also under compute-sanitizer memcheck on two small check
 # workloads with M > 128 (131x200x72: two M tiles, tails in M, N and K; 257x392x1032: three M
@@ -18,6 +18,8 @@
 #     GEMM_BUDGET_S=120 scripts/gpu/checks/t-gemm.sh CARRY OUT
 # What it must show: PASS on every line; in variants.md, each variant's time on the 8192^3 and
 # 16384x14336x4096 rows against the expert's and the library's of the same run (vs_library).
+# The twelfth session's sweep (t192: 128x192x64 tile; prev is built too and timed beside it):
+#   D2K_CHECK_STEPS=variants,memcheck_t192 GEMM_BUDGET_S=100 scripts/gpu/checks/t-gemm.sh CARRY OUT
 # Usage (repository root, build packed by scripts/gpu/pack.sh):
 #   scripts/gpu/checks/t-gemm.sh CARRY OUT
 # Exit status: the number of FAIL lines.
