@@ -314,67 +314,9 @@ __device__ __forceinline__ void publish_count(StatusWord* status, int64_t tile, 
 #endif
 constexpr int kLbWords = SC_LB_WORDS;
 
-#if !SC_LB_OVERLAP  // look_back_load and look_back_rounds under SC_LB_OVERLAP
-/// Kept rows before `tile`, whose count publish_count has published (all lanes of one warp call
-/// it; every lane returns the value). Publishes the tile's inclusive prefix last. A round reads
-/// the 32 x kLbWords nearest predecessors not yet summed, predecessor d (0: the nearest) by lane
-/// d % 32 as its word d / 32, waits until all have published something, and sums them back to the
-/// nearest inclusive prefix (or all of them, and goes on, if none is inclusive).
-__device__ int64_t look_back_published(StatusWord* status, int64_t tile, int tile_count, int lane) {
-  if (tile == 0) return 0;
-  int64_t exclusive = 0;
-  for (int64_t nearest = tile - 1;; nearest -= 32 * kLbWords) {
-    StatusWord s[kLbWords];
-#pragma unroll
-    for (int k = 0; k < kLbWords; ++k) {
-      const int64_t idx = nearest - lane - 32 * k;  // lane 0, word 0 reads the nearest predecessor
-      s[k] = idx >= 0 ? load_status(status + idx) : kInclusive;  // before tile 0: a prefix of 0
-    }
-    for (;;) {  // wait until every predecessor of the round has published something
-      bool pending = false;
-#pragma unroll
-      for (int k = 0; k < kLbWords; ++k) pending |= (s[k] >> 62) == 0;
-      if (!__any_sync(0xffffffffu, pending)) break;
-#pragma unroll
-      for (int k = 0; k < kLbWords; ++k)
-        if ((s[k] >> 62) == 0) s[k] = load_status(status + (nearest - lane - 32 * k));
-    }
-    // The nearest inclusive prefix: the lowest word index k holding one, its lowest lane.
-    int stop = 32 * kLbWords - 1;
-    bool found = false;
-#pragma unroll
-    for (int k = kLbWords - 1; k >= 0; --k) {
-      const unsigned inclusive_lanes = __ballot_sync(0xffffffffu, (s[k] >> 62) == 2);
-      if (inclusive_lanes) {
-        stop = 32 * k + __ffs(inclusive_lanes) - 1;
-        found = true;
-      }
-    }
-    int64_t v = 0;
-#pragma unroll
-    for (int k = 0; k < kLbWords; ++k)
-      if (32 * k + lane <= stop) v += static_cast<int64_t>(s[k] & kValueMask);
-#pragma unroll
-    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    exclusive += v;
-    if (found) break;
-  }
-  if (lane == 0) store_status(status + tile, kInclusive | static_cast<StatusWord>(exclusive + tile_count));
-  return exclusive;
-}
-
-/// Kept rows before `tile` (all lanes of warp 0 call it; every lane returns the value). Publishes
-/// the tile's aggregate first and its inclusive prefix last.
-__device__ __forceinline__ int64_t look_back(StatusWord* status, int64_t tile, int tile_count, int lane) {
-  if (lane == 0) publish_count(status, tile, tile_count);
-  return look_back_published(status, tile, tile_count, lane);
-}
-#endif
-
-#if SC_LB_OVERLAP
-// SC_LB_OVERLAP: look_back_published split in two, so that the first round's status words are in
-// flight while the tile is compacted (look_back_load early, look_back_rounds late); the same
-// rounds, sums and stop rule.
+// The look-back in two parts, so that SC_LB_OVERLAP can have the first round's status words in
+// flight while the tile is compacted (look_back_load early, look_back_rounds late); without it
+// look_back_published calls them back to back.
 /// One look-back round's status words: predecessor d = nearest - (32 k + lane) of the round
 /// (0: the nearest) as lane d % 32's word k; before tile 0, an inclusive prefix of 0.
 __device__ __forceinline__ void look_back_load(StatusWord* status, int64_t nearest, int lane,
@@ -386,16 +328,17 @@ __device__ __forceinline__ void look_back_load(StatusWord* status, int64_t neare
   }
 }
 
-/// Kept rows before `tile` (> 0), whose count publish_count has published, from the first round's
-/// words `s` (look_back_load(tile - 1), in flight or landed; all lanes of one warp call it; every
-/// lane returns the value). A round waits until all 32 x kLbWords predecessors have published
+/// Kept rows before `tile` (> 0), whose count publish_count has published (all lanes of one warp
+/// call it; every lane returns the value). kFirstLoaded: the first round's words are already in
+/// `s` (look_back_load(tile - 1), in flight or landed), else every round loads its own. A round waits until all 32 x kLbWords predecessors have published
 /// something, sums them back to the nearest inclusive prefix (or all of them, and reads the next
 /// round, if none is inclusive). Publishes the tile's inclusive prefix last.
+template <bool kFirstLoaded>
 __device__ __forceinline__ int64_t look_back_rounds(StatusWord* status, int64_t tile, int tile_count, int lane,
                                                     StatusWord (&s)[kLbWords]) {
   int64_t exclusive = 0;
   for (int64_t nearest = tile - 1;; nearest -= 32 * kLbWords) {
-    if (nearest != tile - 1) look_back_load(status, nearest, lane, s);
+    if (!kFirstLoaded || nearest != tile - 1) look_back_load(status, nearest, lane, s);
     for (;;) {  // wait until every predecessor of the round has published something
       bool pending = false;
 #pragma unroll
@@ -428,7 +371,22 @@ __device__ __forceinline__ int64_t look_back_rounds(StatusWord* status, int64_t 
   if (lane == 0) store_status(status + tile, kInclusive | static_cast<StatusWord>(exclusive + tile_count));
   return exclusive;
 }
-#endif  // SC_LB_OVERLAP
+#if !SC_LB_OVERLAP  // the overlap path calls the two parts itself
+/// Kept rows before `tile`, whose count publish_count has published (all lanes of one warp call
+/// it; every lane returns the value): the rounds above from the nearest predecessors on.
+__device__ int64_t look_back_published(StatusWord* status, int64_t tile, int tile_count, int lane) {
+  if (tile == 0) return 0;
+  StatusWord s[kLbWords];
+  return look_back_rounds<false>(status, tile, tile_count, lane, s);
+}
+
+/// Kept rows before `tile` (all lanes of warp 0 call it; every lane returns the value). Publishes
+/// the tile's aggregate first and its inclusive prefix last.
+__device__ __forceinline__ int64_t look_back(StatusWord* status, int64_t tile, int tile_count, int lane) {
+  if (lane == 0) publish_count(status, tile, tile_count);
+  return look_back_published(status, tile, tile_count, lane);
+}
+#endif
 
 /// Four consecutive rows of a column from row `row0`: one 16-byte load when all four exist, else
 /// the rows below n one by one.
@@ -842,7 +800,7 @@ __global__ void __launch_bounds__(kThreads, SC_MIN_BLOCKS)
   // 7''. The look-back finished from its first round's words (more rounds if none is inclusive),
   //      then the staged rows out, read shifted by (first output row mod 32).
   if (warp == 0) {
-    const int64_t exclusive = tile > 0 ? look_back_rounds(status, tile, tile_count, lane, lb_words) : 0;
+    const int64_t exclusive = tile > 0 ? look_back_rounds<true>(status, tile, tile_count, lane, lb_words) : 0;
     if (lane == 0) s.exclusive = exclusive;
   }
   __syncthreads();  // the look-back's result; every warp's compaction writes done
