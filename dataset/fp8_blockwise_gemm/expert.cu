@@ -326,32 +326,27 @@ struct DbPromotion : Base {
     clear(accum);
     warpgroup_fence_operand(accum);
     PipelineState smem_pipe_release = smem_pipe_read;
+    // The next k-block's wgmmas into `part`, then the previous one's (in `prev`) once they have
+    // completed: its stage released, its tile promoted.
+    auto step = [&](auto& part, auto& sc, auto& prev, auto& prev_sc) {
+      issue(part, sc, smem_pipe_read);
+      ++smem_pipe_read;
+      warpgroup_wait<1>();
+      pipeline.consumer_release(smem_pipe_release);
+      ++smem_pipe_release;
+      promote(prev, prev_sc);
+    };
     issue(part0, sc0, smem_pipe_read);
     ++smem_pipe_read;
     int k = 1;
     // Two k-blocks per trip, so that each partial tile has a fixed register home.
     CUTLASS_PRAGMA_NO_UNROLL
     for (; k + 1 < k_tile_count; k += 2) {
-      issue(part1, sc1, smem_pipe_read);
-      ++smem_pipe_read;
-      warpgroup_wait<1>();
-      pipeline.consumer_release(smem_pipe_release);
-      ++smem_pipe_release;
-      promote(part0, sc0);
-      issue(part0, sc0, smem_pipe_read);
-      ++smem_pipe_read;
-      warpgroup_wait<1>();
-      pipeline.consumer_release(smem_pipe_release);
-      ++smem_pipe_release;
-      promote(part1, sc1);
+      step(part1, sc1, part0, sc0);
+      step(part0, sc0, part1, sc1);
     }
     if (k < k_tile_count) {  // an even count: one more k-block, into part1
-      issue(part1, sc1, smem_pipe_read);
-      ++smem_pipe_read;
-      warpgroup_wait<1>();
-      pipeline.consumer_release(smem_pipe_release);
-      ++smem_pipe_release;
-      promote(part0, sc0);
+      step(part1, sc1, part0, sc0);
       warpgroup_wait<0>();
       pipeline.consumer_release(smem_pipe_release);
       promote(part1, sc1);

@@ -287,39 +287,26 @@ namespace gbg_expert {
 using namespace cute;
 using bf16 = cutlass::bfloat16_t;
 
-/// The task's GELU as a CUTLASS epilogue activation: the visitor calls it on fp32 fragments
-/// (Array<float, N>); the scalar form is what operations.hpp names.
-template <class T>
-struct GeluTanh;
-
-template <>
-struct GeluTanh<float> {
-  static constexpr bool kIsHeavy = true;
-  CUTLASS_HOST_DEVICE float operator()(float x) const { return gbg::gelu_tanh_f32(x); }
-};
-
-template <int N>
-struct GeluTanh<cutlass::Array<float, N>> {
-  static constexpr bool kIsHeavy = true;
-  CUTLASS_HOST_DEVICE cutlass::Array<float, N> operator()(cutlass::Array<float, N> const& v) const {
-    cutlass::Array<float, N> y;
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < N; ++i) y[i] = gbg::gelu_tanh_f32(v[i]);
-    return y;
-  }
-};
-
-/// The lean epilogue's GELU (GBG_GELU_FORM 1 and 2): Form 1 evaluates every element with two
-/// MUFU (ex2, rcp), Form 2 takes the reciprocal of every odd element of a fragment on the FMA
-/// pipe instead (gelu_tanh.h, rcp_newton_ge1), so that the MUFU pipe and the issue slots are
-/// about equally loaded: ~12 MUFU clocks and ~13 issue slots a warp per element, against 16 and
-/// ~16 for the default epilogue.
+/// The task's GELU as a CUTLASS epilogue activation (the visitor calls Fn on fp32 fragments,
+/// Array<float, N>; the scalar form is what operations.hpp names), in the form GBG_GELU_FORM
+/// picks. Form 0: gelu_tanh_f32 (__expf, __fdividef), in CUTLASS's LinCombPerColBiasEltAct. The
+/// lean forms (1, 2) of the visitor tree below: Form 1 evaluates every element with two MUFU
+/// (ex2, rcp), Form 2 takes the reciprocal of every odd element of a fragment on the FMA pipe
+/// instead (gelu_tanh.h, rcp_newton_ge1), so that the MUFU pipe and the issue slots are about
+/// equally loaded: ~12 MUFU clocks and ~13 issue slots a warp per element, against 16 and ~16
+/// for Form 0.
 template <int Form>
-struct GeluLean {
+struct Gelu {
+  /// Element i of a fragment.
+  static CUTLASS_HOST_DEVICE float at(float x, int i) {
+    if constexpr (Form == 0) return gbg::gelu_tanh_f32(x);
+    else if constexpr (Form == 2) return (i & 1) ? gbg::gelu_tanh_lean_newton_f32(x) : gbg::gelu_tanh_lean_f32(x);
+    else return gbg::gelu_tanh_lean_f32(x);
+  }
   template <class T>
   struct Fn {
     static constexpr bool kIsHeavy = true;
-    CUTLASS_HOST_DEVICE float operator()(float x) const { return gbg::gelu_tanh_lean_f32(x); }
+    CUTLASS_HOST_DEVICE float operator()(float x) const { return at(x, 0); }
   };
   template <int N>
   struct Fn<cutlass::Array<float, N>> {
@@ -327,8 +314,7 @@ struct GeluLean {
     CUTLASS_HOST_DEVICE cutlass::Array<float, N> operator()(cutlass::Array<float, N> const& v) const {
       cutlass::Array<float, N> y;
       CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < N; ++i)
-        y[i] = (Form == 2 && (i & 1)) ? gbg::gelu_tanh_lean_newton_f32(v[i]) : gbg::gelu_tanh_lean_f32(v[i]);
+      for (int i = 0; i < N; ++i) y[i] = at(v[i], i);
       return y;
     }
   };
@@ -339,7 +325,7 @@ struct GeluLean {
 /// the lean forms are the visitor tree gelu(acc + bias) without the scalars.
 template <int Form, class TileShape, int Align>
 using LeanFusion = cutlass::epilogue::fusion::Sm90EVT<
-    cutlass::epilogue::fusion::Sm90Compute<GeluLean<Form>::template Fn, cutlass::bfloat16_t, float,
+    cutlass::epilogue::fusion::Sm90Compute<Gelu<Form>::template Fn, cutlass::bfloat16_t, float,
                                            cutlass::FloatRoundStyle::round_to_nearest>,
     cutlass::epilogue::fusion::Sm90EVT<
         cutlass::epilogue::fusion::Sm90Compute<cutlass::plus, float, float, cutlass::FloatRoundStyle::round_to_nearest>,
@@ -349,7 +335,7 @@ using LeanFusion = cutlass::epilogue::fusion::Sm90EVT<
 template <int Form, class TileShape, int Align>
 using FusionOf = std::conditional_t<
     Form == 0,
-    cutlass::epilogue::fusion::LinCombPerColBiasEltAct<GeluTanh, cutlass::bfloat16_t, float, cutlass::bfloat16_t,
+    cutlass::epilogue::fusion::LinCombPerColBiasEltAct<Gelu<0>::template Fn, cutlass::bfloat16_t, float, cutlass::bfloat16_t,
                                                        cutlass::bfloat16_t, float>,
     LeanFusion<Form, TileShape, Align>>;
 
@@ -402,7 +388,7 @@ using TiledEpilogueTile = std::conditional_t<GBG_EPI_TILE_N == 0, cutlass::epilo
 // The t192 variant narrows the tile to 128 x 192 (two consumer warpgroups of 64 x 192, wgmma
 // m64n192k16): 0.75 of the default tile's work per unit, so finer rounds (the variant notes above).
 static_assert(GBG_TILE_N == 256 || GBG_TILE_N == 192, "GBG_TILE_N: 256 (default) or 192 (t192)");
-static_assert(GBG_EPI_TILE_N == 0 || GBG_TILE_N % GBG_EPI_TILE_N == 0, "the epilogue tile must divide the CTA tile");
+static_assert(GBG_TILE_N % (GBG_EPI_TILE_N ? GBG_EPI_TILE_N : GBG_TILE_N) == 0, "the epilogue tile must divide the CTA tile");
 using CooperativeTiledGemm = FusedGemm<Shape<_128, Int<GBG_TILE_N>, _64>, Shape<_2, _1, _1>, TiledScheduler,
                                        Cooperative, TiledEpilogueTile, GBG_GELU_FORM>;
 // A wider epilogue tile must leave the main loop its 4 stages (227 KB of shared memory): 4 of 48 KB
