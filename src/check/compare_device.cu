@@ -174,58 +174,64 @@ CompareResult compare_device(const CompareSpec& spec, const DeviceTensorView& ex
 
 namespace {
 
-/// Packs row r of one or two integer columns (values within 32 bits) into a 64-bit key whose
-/// unsigned order is the rows' lexicographic signed order; counts values that do not fit.
-__global__ void pack_rows_kernel(const void* c0, DType t0, const void* c1, DType t1, bool two, std::int64_t rows,
-                                 std::uint64_t* keys, unsigned long long* out_of_range) {
+/// Orderable key of row perm[r] (r without a permutation) of an integer column: its value's bits
+/// with the sign bit flipped, so that unsigned order is signed order. Both sides of a comparison
+/// are keyed the same way, which is all the positional comparison after the sort needs.
+__global__ void column_keys_kernel(const void* col, DType t, const std::int32_t* perm, std::int64_t rows,
+                                   std::uint64_t* keys) {
   for (std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; r < rows;
-       r += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t v0 = data::load_i64(t0, c0, r);
-    const std::int64_t v1 = two ? data::load_i64(t1, c1, r) : INT32_MIN;
-    if (v0 < INT32_MIN || v0 > INT32_MAX || v1 < INT32_MIN || v1 > INT32_MAX) atomicAdd(out_of_range, 1ull);
-    keys[r] = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(static_cast<std::int32_t>(v0)) ^ 0x80000000u) << 32) |
-              (static_cast<std::uint32_t>(static_cast<std::int32_t>(v1)) ^ 0x80000000u);
-  }
+       r += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    keys[r] = static_cast<std::uint64_t>(data::load_i64(t, col, perm ? perm[r] : r)) ^ (1ull << 63);
 }
 
-/// Positions where two sorted key arrays differ, and the first such position.
-__global__ void diff_sorted_kernel(const std::uint64_t* a, const std::uint64_t* b, std::int64_t n, WriteAccum* out) {
+__global__ void iota_kernel(std::int32_t* perm, std::int64_t rows) {
+  for (std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; r < rows;
+       r += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    perm[r] = static_cast<std::int32_t>(r);
+}
+
+/// Positions i where column e at row pe[i] and column a at row pa[i] differ, and the first one.
+__global__ void diff_rows_kernel(const void* e, DType te, const std::int32_t* pe, const void* a, DType ta,
+                                 const std::int32_t* pa, std::int64_t n, WriteAccum* out) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    if (a[i] != b[i]) {
+    if (data::load_i64(te, e, pe[i]) != data::load_i64(ta, a, pa[i])) {
       atomicAdd(&out->count, 1ull);
       atomicMin(&out->first, static_cast<unsigned long long>(i));
     }
 }
 
-/// Sorted packed keys of the first `rows` rows of one side; nullopt when a value needs more than 32 bits.
-std::optional<data::DeviceBuffer> sorted_keys(std::span<const DeviceTensorView> cols, std::int64_t rows,
-                                              cudaStream_t stream) {
-  data::DeviceBuffer keys(static_cast<std::size_t>(std::max<std::int64_t>(rows, 1)) * 8);
-  data::DeviceBuffer sorted(keys.size());
-  data::DeviceBuffer bad(sizeof(unsigned long long));
-  D2K_DATA_CUDA_CHECK(cudaMemsetAsync(bad.get(), 0, bad.size(), stream));
-  const bool two = cols.size() == 2;
-  pack_rows_kernel<<<blocks_for(rows), kThreads, 0, stream>>>(cols[0].data, cols[0].dtype, two ? cols[1].data : nullptr,
-                                                             two ? cols[1].dtype : cols[0].dtype, two, rows,
-                                                             keys.as<std::uint64_t>(), bad.as<unsigned long long>());
+/// A permutation of the first `rows` rows of integer columns that sorts them lexicographically:
+/// an LSD sort, one stable 64-bit key-index pass per column, the last column first. Sorting the
+/// row indices (not packed rows) takes any number of columns of up to 64 bits: group-by outputs
+/// (five int64 columns) as well as join outputs.
+data::DeviceBuffer lexicographic_order(std::span<const DeviceTensorView> cols, std::int64_t rows, cudaStream_t stream) {
+  const std::size_t n = static_cast<std::size_t>(std::max<std::int64_t>(rows, 1));
+  data::DeviceBuffer keys(n * 8), sorted_keys(n * 8), perm(n * 4), next(n * 4);
+  iota_kernel<<<blocks_for(rows), kThreads, 0, stream>>>(perm.as<std::int32_t>(), rows);
   D2K_DATA_CUDA_CHECK(cudaGetLastError());
   std::size_t temp = 0;
-  const int n = static_cast<int>(rows);
-  D2K_DATA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, temp, keys.as<std::uint64_t>(), sorted.as<std::uint64_t>(), n,
-                                                     0, 64, stream));
+  const int count = static_cast<int>(rows);
+  D2K_DATA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp, keys.as<std::uint64_t>(),
+                                                      sorted_keys.as<std::uint64_t>(), perm.as<std::int32_t>(),
+                                                      next.as<std::int32_t>(), count, 0, 64, stream));
   AsyncScratch scratch(temp, stream);
-  D2K_DATA_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(scratch.get(), temp, keys.as<std::uint64_t>(),
-                                                     sorted.as<std::uint64_t>(), n, 0, 64, stream));
-  unsigned long long out_of_range = 0;
-  D2K_DATA_CUDA_CHECK(cudaMemcpyAsync(&out_of_range, bad.get(), sizeof out_of_range, cudaMemcpyDeviceToHost, stream));
-  D2K_DATA_CUDA_CHECK(cudaStreamSynchronize(stream));
-  if (out_of_range) return std::nullopt;
-  return sorted;
+  for (std::size_t c = cols.size(); c-- > 0;) {
+    column_keys_kernel<<<blocks_for(rows), kThreads, 0, stream>>>(cols[c].data, cols[c].dtype, perm.as<std::int32_t>(),
+                                                                  rows, keys.as<std::uint64_t>());
+    D2K_DATA_CUDA_CHECK(cudaGetLastError());
+    // Keys and the row each came from; a stable sort keeps the later columns' order among ties.
+    D2K_DATA_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(scratch.get(), temp, keys.as<std::uint64_t>(),
+                                                        sorted_keys.as<std::uint64_t>(), perm.as<std::int32_t>(),
+                                                        next.as<std::int32_t>(), count, 0, 64, stream));
+    std::swap(perm, next);
+  }
+  return perm;
 }
 
-bool packable(std::span<const DeviceTensorView> cols, const CompareSpec& spec) {
-  if (cols.empty() || cols.size() > 2 || spec.atol > 0 || spec.rtol > 0) return false;
+/// The device path decides exact multisets of integer columns (one cell per row and column).
+bool sortable(std::span<const DeviceTensorView> cols, const CompareSpec& spec) {
+  if (cols.empty() || spec.atol > 0 || spec.rtol > 0) return false;
   for (const auto& c : cols) {
     if (data::is_float_type(c.dtype) || data::elem_bytes(c.dtype) > 8) return false;
     const std::int64_t rows = c.shape.empty() ? 1 : c.shape[0];
@@ -234,43 +240,58 @@ bool packable(std::span<const DeviceTensorView> cols, const CompareSpec& spec) {
   return true;
 }
 
+/// The first `rows` rows of a device tensor, on the host (rows past a row count are not compared,
+/// and a group-by's outputs have capacity for N rows: 1.6 GB a column at 2e8 rows).
+HostTensor download_rows(DeviceTensorView t, std::int64_t rows, cudaStream_t stream) {
+  if (!t.shape.empty() && rows < t.shape[0]) t.shape[0] = rows;
+  return download(t, stream);
+}
+
 }  // namespace
 
 CompareResult compare_multiset_device(const CompareSpec& spec, std::span<const DeviceTensorView> expected_cols,
                                       std::span<const DeviceTensorView> actual_cols, std::int64_t expected_count,
                                       std::int64_t actual_count, cudaStream_t stream, int poison_variant) {
-  // Large integer row sets (join outputs): sort packed rows on the device and compare positions.
-  // Only a pass is decided here; any mismatch or unusual input takes the host path for the full report.
-  if (poison_variant < 0 && packable(expected_cols, spec) && packable(actual_cols, spec) &&
+  // Integer row sets: both sides sorted on the device (a row-index sort per column), then compared
+  // position by position. Only a pass is decided here; any mismatch or unusual input takes the
+  // host path for the full report.
+  const std::int64_t rows0 = actual_cols.empty() || actual_cols[0].shape.empty() ? 1 : actual_cols[0].shape[0];
+  if (poison_variant < 0 && sortable(expected_cols, spec) && sortable(actual_cols, spec) &&
       expected_cols.size() == actual_cols.size() && expected_count >= 0 && expected_count == actual_count &&
-      expected_count <= (actual_cols[0].shape.empty() ? 1 : actual_cols[0].shape[0]) && expected_count < INT32_MAX) {
-    auto e = sorted_keys(expected_cols, expected_count, stream);
-    auto a = e ? sorted_keys(actual_cols, actual_count, stream) : std::nullopt;
-    if (e && a) {
-      data::DeviceBuffer acc(sizeof(WriteAccum));
-      const WriteAccum init{0, ~0ull};
-      D2K_DATA_CUDA_CHECK(cudaMemcpyAsync(acc.get(), &init, sizeof init, cudaMemcpyHostToDevice, stream));
-      diff_sorted_kernel<<<blocks_for(expected_count), kThreads, 0, stream>>>(
-          e->as<std::uint64_t>(), a->as<std::uint64_t>(), expected_count, acc.as<WriteAccum>());
+      expected_count <= rows0 && expected_count < INT32_MAX) {
+    const auto e = lexicographic_order(expected_cols, expected_count, stream);
+    const auto a = lexicographic_order(actual_cols, actual_count, stream);
+    data::DeviceBuffer acc(sizeof(WriteAccum));
+    const WriteAccum init{0, ~0ull};
+    D2K_DATA_CUDA_CHECK(cudaMemcpyAsync(acc.get(), &init, sizeof init, cudaMemcpyHostToDevice, stream));
+    for (std::size_t c = 0; c < actual_cols.size(); ++c) {
+      diff_rows_kernel<<<blocks_for(expected_count), kThreads, 0, stream>>>(
+          expected_cols[c].data, expected_cols[c].dtype, e.as<std::int32_t>(), actual_cols[c].data,
+          actual_cols[c].dtype, a.as<std::int32_t>(), expected_count, acc.as<WriteAccum>());
       D2K_DATA_CUDA_CHECK(cudaGetLastError());
-      WriteAccum res{};
-      D2K_DATA_CUDA_CHECK(cudaMemcpyAsync(&res, acc.get(), sizeof res, cudaMemcpyDeviceToHost, stream));
-      D2K_DATA_CUDA_CHECK(cudaStreamSynchronize(stream));
-      if (res.count == 0) {
-        CompareResult r;
-        r.rule = "multiset";
-        r.passed = true;
-        r.status = CheckStatus::passed;
-        r.checked = actual_count;
-        r.mismatches = 0;
-        r.message = "multiset: " + std::to_string(actual_count) + " rows match as a multiset (device sort)";
-        return r;
-      }
+    }
+    WriteAccum res{};
+    D2K_DATA_CUDA_CHECK(cudaMemcpyAsync(&res, acc.get(), sizeof res, cudaMemcpyDeviceToHost, stream));
+    D2K_DATA_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (res.count == 0) {
+      CompareResult r;
+      r.rule = "multiset";
+      r.passed = true;
+      r.status = CheckStatus::passed;
+      r.checked = actual_count;
+      r.mismatches = 0;
+      r.message = "multiset: " + std::to_string(actual_count) + " rows match as a multiset (device sort)";
+      return r;
     }
   }
+  // The host report reads only the rows the counts name, where both are valid (a poison check
+  // reads the whole capacity).
+  const bool counted = poison_variant < 0 && expected_count >= 0 && actual_count >= 0 &&
+                       std::max(expected_count, actual_count) <= rows0;
+  const std::int64_t keep = counted ? std::max(expected_count, actual_count) : rows0;
   std::vector<HostTensor> e, a;
-  for (const auto& c : expected_cols) e.push_back(download(c, stream));
-  for (const auto& c : actual_cols) a.push_back(download(c, stream));
+  for (const auto& c : expected_cols) e.push_back(download_rows(c, keep, stream));
+  for (const auto& c : actual_cols) a.push_back(download_rows(c, keep, stream));
   std::vector<const HostTensor*> ep, ap;
   for (const auto& t : e) ep.push_back(&t);
   for (const auto& t : a) ap.push_back(&t);

@@ -26,7 +26,10 @@ struct DeviceTensorView {
 CompareResult compare_device(const CompareSpec& spec, const DeviceTensorView& expected, const DeviceTensorView& actual,
                              cudaStream_t stream, const CompareOptions& opt = {});
 
-/// compare_multiset() on device columns (copied to the host).
+/// compare_multiset() on device columns. Exact integer row sets with equal, valid counts are
+/// sorted on the device (a row-index sort, one pass per column) and compared position by position;
+/// a pass is decided there. Otherwise, and for any mismatch, the rows the counts name (the whole
+/// capacity for a poison check or an invalid count) are copied to the host for the full report.
 CompareResult compare_multiset_device(const CompareSpec& spec, std::span<const DeviceTensorView> expected_cols,
                                       std::span<const DeviceTensorView> actual_cols, std::int64_t expected_count,
                                       std::int64_t actual_count, cudaStream_t stream, int poison_variant = -1);

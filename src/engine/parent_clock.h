@@ -81,6 +81,16 @@ ProbeLayout probe_layout(std::size_t bytes);
 /// exact float compare passes -0.0 for 0.0, which differ in bits).
 bool probe_final_words(const TensorPlan& out);
 
+/// Whether the probe watches output `out` at fixed places: not a row set compared as a multiset,
+/// whose honest rows may sit in any order. Another order puts honest words that equal the poison
+/// (the sign extension of a negative int64: every group-by min row) where naive's rows did not
+/// have them, so the probe of groupby_aggregate's expert never passed, the fallback counted the
+/// last slot only after 2x the expected time, and the honest expert read 0.50 of the parent's
+/// figure on three rows (a false timer_cross_check on the H200, 2026-12-03). The row set's count
+/// (an exact integer output, read as written only at naive's final count) is watched instead;
+/// the whole-slab count after the clock, which does not depend on the order, confirms the rows.
+bool probe_watches(const TensorPlan& out);
+
 /// Watched words of one output's probe not yet written: `seen` and `naive` as read_probe_words
 /// reads them, `watched` per word; with `final_words`, a word other than naive's, else a word
 /// that is still the poison (pure: unit-tested).

@@ -236,5 +236,64 @@ TEST(GpuCompare, LargeIntegerMultisetSortsOnTheDevice) {
   EXPECT_EQ(r.first_bad, 12345);
 }
 
+// Group-by-shaped outputs: five int64 columns beyond 32 bits, capacity past the row count (rows
+// there differ between the sides and are not compared), the rows in another order, and ties in
+// the first column that only the later columns order: the device sort decides the pass.
+TEST(GpuCompare, WideInt64MultisetSortsOnTheDeviceAndReadsOnlyCountedRows) {
+  const std::int64_t cap = 1'200'000, count = 1'000'003;
+  std::vector<HostTensor> E, A;
+  for (const char* name : {"keys", "count", "sum", "min", "max"}) {
+    E.emplace_back(name, DType::i64, std::vector<std::int64_t>{cap});
+    A.emplace_back(name, DType::i64, std::vector<std::int64_t>{cap});
+  }
+  std::uint64_t x = 0x9e3779b97f4a7c15ull;
+  auto next = [&] { x ^= x << 13; x ^= x >> 7; x ^= x << 17; return x; };
+  for (std::int64_t i = 0; i < cap; ++i)
+    for (std::size_t c = 0; c < E.size(); ++c) {
+      // Column 0: 4096 distinct keys spread over the int64 range (many ties); the rest random.
+      const std::uint64_t v = c == 0 ? (next() % 4096) * 0x0123456789abcdefull : next();
+      E[c].as<std::int64_t>()[i] = static_cast<std::int64_t>(v);
+    }
+  for (std::int64_t i = 0; i < cap; ++i)  // actual: the counted rows reversed, the rest garbage
+    for (std::size_t c = 0; c < E.size(); ++c)
+      A[c].as<std::int64_t>()[i] = i < count ? E[c].as<std::int64_t>()[count - 1 - i] : static_cast<std::int64_t>(next());
+  auto views = [](std::vector<HostTensor>& h, std::vector<data::DeviceBuffer>& mem) {
+    std::vector<DeviceTensorView> v;
+    for (auto& t : h) {
+      mem.push_back(test::to_device(t.data(), t.bytes.size()));
+      v.push_back(view(mem.back(), t));
+    }
+    return v;
+  };
+  std::vector<data::DeviceBuffer> me, ma;
+  me.reserve(E.size());
+  ma.reserve(A.size());
+  const auto ev = views(E, me);
+  auto av = views(A, ma);
+  CompareSpec spec;
+  spec.rule = "multiset";
+  CompareResult r = compare_multiset_device(spec, ev, av, count, count, nullptr);
+  EXPECT_TRUE(r.passed) << r.message;
+  EXPECT_NE(r.message.find("device sort"), std::string::npos) << r.message;
+  EXPECT_EQ(r.checked, count);
+  // One cell of a later column changed: the device path declines; the host report, on the counted
+  // rows only, finds the one row.
+  A[3].as<std::int64_t>()[777] += 1;
+  ma[3] = test::to_device(A[3].data(), A[3].bytes.size());
+  av[3] = view(ma[3], A[3]);
+  r = compare_multiset_device(spec, ev, av, count, count, nullptr);
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(r.mismatches, 1);
+  // Swapping two cells of one column between rows changes the row set even though every column's
+  // values are the same multiset: a column-by-column comparison would pass it.
+  A[3].as<std::int64_t>()[777] -= 1;
+  std::swap(A[2].as<std::int64_t>()[10], A[2].as<std::int64_t>()[20]);
+  ma[2] = test::to_device(A[2].data(), A[2].bytes.size());
+  ma[3] = test::to_device(A[3].data(), A[3].bytes.size());
+  av[2] = view(ma[2], A[2]);
+  av[3] = view(ma[3], A[3]);
+  EXPECT_FALSE(compare_multiset_device(spec, ev, av, count, count, nullptr).passed);
+}
+
 }  // namespace
 }  // namespace d2k

@@ -249,6 +249,34 @@ TEST(ProbeWords, FloatAndToleranceOutputsKeepThePoisonTest) {
   EXPECT_FALSE(probe_final_words(y));
 }
 
+// A row set compared as a multiset is not watched at fixed places: its honest rows may come in
+// another order than naive's (groupby_aggregate's expert), so words that equal the poison by
+// chance (a negative int64's sign extension) land where naive's did not, and the probe never
+// passed. Its exact integer count is watched, and waits for naive's final count.
+TEST(ProbeWords, MultisetRowsAreNotWatchedTheirCountIs) {
+  TensorPlan min;
+  min.dtype = DType::i64;
+  min.cmp.rule = "multiset";
+  EXPECT_FALSE(probe_watches(min));
+  TensorPlan count;
+  count.dtype = DType::i64;
+  count.cmp.rule = "exact";
+  EXPECT_TRUE(probe_watches(count));
+  EXPECT_TRUE(probe_final_words(count));
+  // Naive's min rows and the expert's same rows in another order: as the poison test reads them
+  // at fixed places, half the watched words would stay pending for ever.
+  const std::vector<unsigned short> naive = {0x1234, 0xFFFF, 0x0042, 0xFFFF};
+  const std::vector<unsigned short> other_order = {0x0042, 0xFFFF, 0x1234, 0xFFFF};
+  const std::vector<char> positional = {1, 0, 1, 0};
+  EXPECT_EQ(probe_pending_words(other_order, naive, positional, false), 0u);
+  const std::vector<unsigned short> swapped = {0xFFFF, 0x1234, 0xFFFF, 0x0042};
+  EXPECT_EQ(probe_pending_words(swapped, naive, positional, false), 2u) << "why multiset rows are not watched";
+  TensorPlan y;
+  y.dtype = DType::f32;
+  y.cmp.rule = "allclose";
+  EXPECT_TRUE(probe_watches(y));
+}
+
 }  // namespace
 }  // namespace d2k
 
