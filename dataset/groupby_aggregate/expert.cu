@@ -31,7 +31,38 @@
 // which is the task's wrapping int64 sum. The key -1 (all ones) marks an empty slot, so it has a
 // slot of its own after the table's last.
 //
+// Variant aos (-DGB_AOS=1; not yet measured). The default's global table is structure-of-arrays:
+// an update touches the key's line and four other arrays' lines, five random 32-byte sectors per
+// row, and at 1e6 groups the 4M-slot table (160 MB) misses the L2 (1e6 uniform: 43 ms, 1.8% SOL).
+// aos keeps the design above and changes:
+//   - Global table: cap + 1 records {key, sum, min_u, max_u} of 32 bytes (one sector, 32-byte
+//     aligned) plus a 4-byte count array (counts <= N < 2^32; N >= 2^32 is refused). The key CAS
+//     and the sum/min/max atomics of an update hit one sector; the count one more, in a dense array.
+//   - First table 2^21 records (64 MB) + 8 MB of counts, abandoned at kSmallLimit = 1398100 groups
+//     (load 2/3): 1e6 groups fit without the rerun (about 32 MB of used records + 8 MB of counts,
+//     mostly L2-resident). Full table unchanged in size: the power of two >= 1.25 N (2^28 at
+//     N = 2e8: 8.6 GB of records + 1.07 GB of counts = 9.66 GB to clear, was 10.7 GB). A
+//     non-power-of-two capacity of 1.25 N would clear 9.0 GB (~0.15 ms less) for a multiply-high
+//     slot reduction; not taken. It must hold N distinct keys, so it cannot be sized smaller
+//     without a bound on the distinct count that only `groups` (not read) would give.
+//   - A table without a limit (the full one, or the only one at small N) counts no claims: that
+//     counter is one address, and the 1e8 rerun would make ~0.9e8 serialised L2 atomics on it.
+//   - GB_SMEM_BYPASS (default on with aos; the aos_probe variant turns it off): once a CTA's table
+//     is full (3/4, no more claims), the first kBypassWindow = 1024 leader lookups are counted;
+//     if fewer than 1/8 hit, the CTA stops probing it (its groups are still flushed at the end).
+//     A miss in a 3/4-full linear-probing table costs ~8.5 dependent shared loads; at 1e6 and 1e8
+//     uniform groups a CTA's 768 keys hit < 0.1% of lookups, while Zipf heads keep hitting (the
+//     top 768 of 1e6 Zipf ranks hold ~50% of the rows) and keep probing.
+// Predicted DRAM traffic of a global update (not yet measured): 1e6 groups: default 5 sectors
+// read-modify-written per row on a 160 MB table that misses L2; aos 1 record sector + 1 count
+// sector on a ~40 MB hot set that fits L2 (few DRAM sectors per row). 1e8 groups: default 5
+// sectors per row (~320 B of DRAM read + write), aos 2 (record + count, ~128 B). The L2 atomic
+// count per update is unchanged (4 + the CAS of a new key): if the 1e6 rows are L2-atomic bound
+// rather than DRAM bound, aos gains less there than the traffic says.
+//
 // %VARIANT% global_only -DGB_SMEM_SLOTS=0
+// %VARIANT% aos -DGB_AOS=1
+// %VARIANT% aos_probe -DGB_AOS=1 -DGB_SMEM_BYPASS=0
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -40,6 +71,15 @@
 
 #ifndef GB_SMEM_SLOTS
 #define GB_SMEM_SLOTS 1024  // 40 KB of static shared memory: 5 CTAs of 256 threads per SM
+#endif
+#ifndef GB_AOS
+#define GB_AOS 0  // 1: the global table as 32-byte records plus a 4-byte count array (header)
+#endif
+#ifndef GB_SMEM_BYPASS
+#define GB_SMEM_BYPASS (GB_AOS && GB_SMEM_SLOTS > 0)  // 1: a CTA whose full table rarely hits stops probing it
+#endif
+#if GB_SMEM_BYPASS && GB_SMEM_SLOTS == 0
+#error "GB_SMEM_BYPASS needs the per-CTA tables (GB_SMEM_SLOTS > 0)"
 #endif
 
 namespace {
@@ -53,7 +93,16 @@ constexpr int kSmemProbes = 32;
 constexpr unsigned long long kSmemMask = kSmemSlots > 0 ? kSmemSlots - 1 : 0;
 constexpr int kSmemClaimLimit = kSmemSlots * 3 / 4;  // stop claiming at 3/4 full
 constexpr int kCtasPerSm = 4;
+#if GB_AOS
+constexpr uint64_t kSmallCap = 1ull << 21;  // first global table: 2M records (64 MB) + 8 MB of counts
+constexpr unsigned long long kSmallLimit = kSmallCap / 3 * 2;  // abandoned at 1398100 groups (load 2/3)
+#else
 constexpr uint64_t kSmallCap = 1ull << 22;  // first global table: 4M slots, abandoned at 2M groups
+#endif
+#if GB_SMEM_BYPASS
+constexpr unsigned kBypassWindow = 1024;  // lookups into the full CTA table before the decision
+constexpr unsigned kBypassHitDiv = 8;     // bypass when fewer than 1/8 of them hit
+#endif
 
 /// Table capacity that holds any input of N rows: the power of two >= 1.25 N (at least 2).
 uint64_t full_capacity(int64_t n) {
@@ -77,6 +126,99 @@ struct Agg {
   unsigned long long count, sum, min_u, max_u;
 };
 
+#if GB_AOS
+/// One group's record in the aos global table: one 32-byte sector, so the key CAS and the sum,
+/// min and max atomics of an update hit one sector (L2 atomics on one line, one DRAM sector when
+/// the table misses L2). The count lives in a separate 4-byte array (N < 2^32 rows).
+struct alignas(32) Rec {
+  unsigned long long key, sum, min_u, max_u;
+};
+static_assert(sizeof(Rec) == 32, "a record is one 32-byte sector");
+
+/// A global open-addressing table of records: cap + 1 records and counts (slot cap holds the key -1).
+struct GTable {
+  Rec* rec;
+  unsigned* count;
+  uint64_t cap;
+  unsigned long long limit;     ///< groups claimed before the table is abandoned (~0: never)
+  unsigned long long* claimed;  ///< groups claimed so far (not counted when limit is ~0)
+  unsigned long long* overflow; ///< set once claimed reaches limit: this pass is void
+};
+
+struct Plan {
+  GTable small, full;
+  bool two_tables;  ///< false when the small table already holds any input (small N)
+};
+
+Plan carve(d2k::Workspace& ws, int64_t n) {
+  Plan p{};
+  const uint64_t cap_full = full_capacity(n);
+  p.two_tables = cap_full > kSmallCap;
+  auto* ctrl = ws.take<unsigned long long>(4);
+  auto table = [&](uint64_t cap, unsigned long long limit, unsigned long long* c) {
+    const uint64_t slots = cap + 1;
+    Rec* rec = ws.take<Rec>(slots);  // the workspace's 256-byte alignment keeps records on sectors
+    return GTable{rec, ws.take<unsigned>(slots), cap, limit, c, c + 1};
+  };
+  if (p.two_tables) {
+    p.small = table(kSmallCap, kSmallLimit, ctrl);
+    p.full = table(cap_full, ~0ull, ctrl + 2);
+  } else {
+    p.small = table(cap_full, ~0ull, ctrl);
+    p.full = p.small;
+  }
+  return p;
+}
+
+/// The slot of key k, claiming one if k is new; false when the table is abandoned (overflow).
+/// A table without a limit (the full one, or the only one) does not count its claims: that
+/// counter is one address, and at 1e8 groups every new group would be a serialised L2 atomic on
+/// it; such a table has more slots than N >= the distinct keys, so a probe always ends.
+__device__ bool global_slot(const GTable& t, unsigned long long k, uint64_t* slot) {
+  if (k == kEmptyKey) {
+    *slot = t.cap;
+    return true;
+  }
+  const uint64_t mask = t.cap - 1;
+  uint64_t h = fmix64(k) & mask;
+  for (uint64_t probe = 0; probe < t.cap; ++probe) {
+    const unsigned long long cur = __ldcg(&t.rec[h].key);
+    if (cur == k) {
+      *slot = h;
+      return true;
+    }
+    if (cur == kEmptyKey) {
+      const unsigned long long old = atomicCAS(&t.rec[h].key, kEmptyKey, k);
+      if (old == kEmptyKey) {
+        if (t.limit != ~0ull && atomicAdd(t.claimed, 1ull) >= t.limit) {
+          atomicExch(t.overflow, 1ull);
+          return false;
+        }
+        *slot = h;
+        return true;
+      }
+      if (old == k) {
+        *slot = h;
+        return true;
+      }
+    }
+    h = (h + 1) & mask;
+  }
+  atomicExch(t.overflow, 1ull);
+  return false;
+}
+
+__device__ void global_add(const GTable& t, unsigned long long k, const Agg& a) {
+  uint64_t s;
+  if (!global_slot(t, k, &s)) return;
+  Rec* r = &t.rec[s];
+  atomicAdd(&r->sum, a.sum);
+  atomicMin(&r->min_u, a.min_u);
+  atomicMax(&r->max_u, a.max_u);
+  atomicAdd(&t.count[s], static_cast<unsigned>(a.count));  // a group's count <= N < 2^32
+}
+
+#else
 /// A global open-addressing table: cap + 1 slots per field (slot cap holds the key -1).
 struct GTable {
   unsigned long long *keys, *count, *sum, *min_u, *max_u;
@@ -156,6 +298,8 @@ __device__ void global_add(const GTable& t, unsigned long long k, const Agg& a) 
   atomicMax(&t.max_u[s], a.max_u);
 }
 
+#endif  // GB_AOS
+
 /// Per-CTA shared-memory table.
 struct SmemTable {
   unsigned long long keys[kSmemSlots > 0 ? kSmemSlots : 1];
@@ -212,6 +356,10 @@ __global__ void __launch_bounds__(kThreads) gb_aggregate(const int64_t* __restri
   if (gate != nullptr && !pass_void(gate)) return;
   __shared__ SmemTable st;
   __shared__ long long stage[kWarps][32];
+#if GB_SMEM_BYPASS
+  __shared__ unsigned by_looks, by_hits;  // leader lookups into the full table, and their hits
+  __shared__ int by_state;                // 0: undecided, 1: bypass the CTA table, 2: keep probing
+#endif
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if constexpr (kSmemSlots > 0) {
     for (int s = threadIdx.x; s < kSmemSlots; s += kThreads) {
@@ -222,6 +370,9 @@ __global__ void __launch_bounds__(kThreads) gb_aggregate(const int64_t* __restri
       st.max_u[s] = 0;
     }
     if (threadIdx.x == 0) st.fill = 0;
+#if GB_SMEM_BYPASS
+    if (threadIdx.x == 0) by_looks = by_hits = by_state = 0;
+#endif
     __syncthreads();
   }
   // Phase 1: rows, a warp at a time (the loop bound is uniform across the CTA).
@@ -237,6 +388,42 @@ __global__ void __launch_bounds__(kThreads) gb_aggregate(const int64_t* __restri
     stage[warp][lane] = __ldcs(&vals[row]);
     const unsigned peers = __match_any_sync(active, k);
     __syncwarp(active);
+#if GB_SMEM_BYPASS
+    // mode 0: probe the CTA table; 1: probe it and count the lookups (it is full, undecided);
+    // 2: bypass it (decided: fewer than 1/kBypassHitDiv of kBypassWindow lookups hit).
+    int mode = 0;
+    if (lane == 0) {
+      const int state = *static_cast<volatile int*>(&by_state);
+      const bool full = static_cast<int>(*static_cast<volatile unsigned*>(&st.fill)) >= kSmemClaimLimit;
+      mode = state == 1 ? 2 : (state == 0 && full ? 1 : 0);
+    }
+    mode = __shfl_sync(active, mode, 0);  // lane 0 holds the tile's first row: always active
+    const bool lead = lane == __ffs(peers) - 1;
+    int s = -1;
+    if (lead) {
+      const Agg a = fold_peers(peers, stage[warp]);
+      if (k != kEmptyKey && mode != 2) s = smem_slot(st, k);
+      if (s >= 0) {
+        atomicAdd(&st.count[s], a.count);
+        atomicAdd(&st.sum[s], a.sum);
+        atomicMin(&st.min_u[s], a.min_u);
+        atomicMax(&st.max_u[s], a.max_u);
+      } else {
+        global_add(t, k, a);
+      }
+    }
+    if (mode == 1) {
+      const unsigned looked = __popc(__ballot_sync(active, lead && k != kEmptyKey));
+      const unsigned hit = __popc(__ballot_sync(active, s >= 0));
+      if (lane == 0) {
+        const unsigned before = atomicAdd(&by_looks, looked);
+        const unsigned hits = atomicAdd(&by_hits, hit) + hit;
+        const unsigned after = before + looked;
+        if (before < kBypassWindow && after >= kBypassWindow)  // one warp crosses the window
+          by_state = static_cast<unsigned long long>(hits) * kBypassHitDiv < after ? 1 : 2;
+      }
+    }
+#else
     if (lane == __ffs(peers) - 1) {
       const Agg a = fold_peers(peers, stage[warp]);
       int s = -1;
@@ -252,6 +439,7 @@ __global__ void __launch_bounds__(kThreads) gb_aggregate(const int64_t* __restri
         global_add(t, k, a);
       }
     }
+#endif
     __syncwarp(active);  // the staged row is rewritten next iteration
   }
   // Phase 2: flush the CTA's groups, one global update each.
@@ -266,6 +454,20 @@ __global__ void __launch_bounds__(kThreads) gb_aggregate(const int64_t* __restri
   }
 }
 
+#if GB_AOS
+/// Every record and count to empty (identity aggregates); with a gate, only if *gate is set.
+__global__ void gb_clear(GTable t, const unsigned long long* gate) {
+  if (gate != nullptr && !pass_void(gate)) return;
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i <= t.cap;
+       i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
+    auto* r = reinterpret_cast<ulonglong2*>(&t.rec[i]);
+    r[0] = make_ulonglong2(kEmptyKey, 0ull);  // key, sum
+    r[1] = make_ulonglong2(~0ull, 0ull);      // min_u, max_u
+    t.count[i] = 0u;
+  }
+}
+
+#else
 /// Every slot to empty (identity aggregates); with a gate, only if *gate is set.
 __global__ void gb_clear(GTable t, const unsigned long long* gate) {
   if (gate != nullptr && !pass_void(gate)) return;
@@ -279,11 +481,46 @@ __global__ void gb_clear(GTable t, const unsigned long long* gate) {
   }
 }
 
+#endif  // GB_AOS
+
 struct Outputs {
   int64_t *keys, *count, *sum, *min, *max;
   unsigned long long* num_groups;
 };
 
+#if GB_AOS
+/// Write every group of the table that holds the answer (the full one if the small overflowed).
+__global__ void __launch_bounds__(kThreads) gb_emit(GTable small, GTable full, Outputs o) {
+  const bool rerun = pass_void(small.overflow);
+  GTable t = small;  // field by field, so the choice stays in registers (no stack copy)
+  if (rerun) t = full;
+  const int lane = threadIdx.x & 31;
+  for (uint64_t base = static_cast<uint64_t>(blockIdx.x) * kThreads; base <= t.cap;
+       base += static_cast<uint64_t>(gridDim.x) * kThreads) {
+    const uint64_t i = base + threadIdx.x;
+    ulonglong2 ks = make_ulonglong2(kEmptyKey, 0ull), mm = make_ulonglong2(0ull, 0ull);
+    if (i <= t.cap) {  // the whole record: its sector is read whole anyway
+      const auto* r = reinterpret_cast<const ulonglong2*>(&t.rec[i]);
+      ks = __ldcs(&r[0]);
+      mm = __ldcs(&r[1]);
+    }
+    const bool used = i < t.cap ? ks.x != kEmptyKey : (i == t.cap && t.count[i] != 0u);
+    const unsigned ballot = __ballot_sync(~0u, used);
+    if (ballot == 0) continue;
+    unsigned long long first = 0;
+    if (lane == 0) first = atomicAdd(o.num_groups, static_cast<unsigned long long>(__popc(ballot)));
+    first = __shfl_sync(~0u, first, 0);
+    if (!used) continue;
+    const uint64_t r = first + __popc(ballot & ((1u << lane) - 1u));
+    o.keys[r] = i < t.cap ? static_cast<int64_t>(ks.x) : -1;
+    o.count[r] = static_cast<int64_t>(t.count[i]);
+    o.sum[r] = static_cast<int64_t>(ks.y);
+    o.min[r] = static_cast<int64_t>(mm.x ^ kSignBit);
+    o.max[r] = static_cast<int64_t>(mm.y ^ kSignBit);
+  }
+}
+
+#else
 /// Write every group of the table that holds the answer (the full one if the small overflowed).
 __global__ void __launch_bounds__(kThreads) gb_emit(GTable small, GTable full, Outputs o) {
   const bool rerun = pass_void(small.overflow);
@@ -309,9 +546,14 @@ __global__ void __launch_bounds__(kThreads) gb_emit(GTable small, GTable full, O
   }
 }
 
+#endif  // GB_AOS
+
 int64_t read_n(const d2k_args* a) {
   const int64_t n = d2k::scalar_i(a, "N");
   if (n < 0) throw d2k::abi_error("groupby_aggregate: N must be >= 0");
+#if GB_AOS
+  if (n > int64_t{0xFFFFFFFF}) throw d2k::abi_error("groupby_aggregate (aos): the 4-byte counts need N < 2^32");
+#endif
   return n;
 }
 
