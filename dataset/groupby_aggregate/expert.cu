@@ -31,10 +31,15 @@
 // which is the task's wrapping int64 sum. The key -1 (all ones) marks an empty slot, so it has a
 // slot of its own after the table's last.
 //
-// Variant aos (-DGB_AOS=1; not yet measured). The default's global table is structure-of-arrays:
-// an update touches the key's line and four other arrays' lines, five random 32-byte sectors per
-// row, and at 1e6 groups the 4M-slot table (160 MB) misses the L2 (1e6 uniform: 43 ms, 1.8% SOL).
-// aos keeps the design above and changes:
+// aos (GB_AOS=1, the default since 2026-12-03; the structure-of-arrays table before it is the
+// variant prev). prev's global table is structure-of-arrays: an update touches the key's line and
+// four other arrays' lines, five random 32-byte sectors per row, and at 1e6 groups the 4M-slot
+// table (160 MB) misses the L2. H200, one d2k run (docs/results/groupby_aggregate.md), prev / aos /
+// aos_probe in us: 16 uniform 3748 / 3786 / 3766; 16 Zipf 3871 / 3947 / 3867; 1e6 uniform 43996 /
+// 12973 / 19512; 1e6 Zipf 22286 / 14105 / 14140; 1e8 uniform 249672 / 47588 / 50863; 1e8 Zipf
+// 128872 / 35329 / 34489: aos 3.4x / 1.6x / 5.2x / 3.6x prev from 1e6 groups up, within 2% at 16
+// (the records pay; the shared-table bypass is 1.5x of it at 1e6 uniform). aos keeps the design
+// above and changes:
 //   - Global table: cap + 1 records {key, sum, min_u, max_u} of 32 bytes (one sector, 32-byte
 //     aligned) plus a 4-byte count array (counts <= N < 2^32; N >= 2^32 is refused). The key CAS
 //     and the sum/min/max atomics of an update hit one sector; the count one more, in a dense array.
@@ -53,16 +58,16 @@
 //     A miss in a 3/4-full linear-probing table costs ~8.5 dependent shared loads; at 1e6 and 1e8
 //     uniform groups a CTA's 768 keys hit < 0.1% of lookups, while Zipf heads keep hitting (the
 //     top 768 of 1e6 Zipf ranks hold ~50% of the rows) and keep probing.
-// Predicted DRAM traffic of a global update (not yet measured): 1e6 groups: default 5 sectors
+// Predicted DRAM traffic of a global update (before the run): 1e6 groups: default 5 sectors
 // read-modify-written per row on a 160 MB table that misses L2; aos 1 record sector + 1 count
 // sector on a ~40 MB hot set that fits L2 (few DRAM sectors per row). 1e8 groups: default 5
 // sectors per row (~320 B of DRAM read + write), aos 2 (record + count, ~128 B). The L2 atomic
 // count per update is unchanged (4 + the CAS of a new key): if the 1e6 rows are L2-atomic bound
 // rather than DRAM bound, aos gains less there than the traffic says.
 //
-// %VARIANT% global_only -DGB_SMEM_SLOTS=0
-// %VARIANT% aos -DGB_AOS=1
-// %VARIANT% aos_probe -DGB_AOS=1 -DGB_SMEM_BYPASS=0
+// %VARIANT% global_only -DGB_AOS=0 -DGB_SMEM_SLOTS=0
+// %VARIANT% prev -DGB_AOS=0
+// %VARIANT% aos_probe -DGB_SMEM_BYPASS=0
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -73,7 +78,7 @@
 #define GB_SMEM_SLOTS 1024  // 40 KB of static shared memory: 5 CTAs of 256 threads per SM
 #endif
 #ifndef GB_AOS
-#define GB_AOS 0  // 1: the global table as 32-byte records plus a 4-byte count array (header)
+#define GB_AOS 1  // 1: the global table as 32-byte records plus a 4-byte count array (header)
 #endif
 #ifndef GB_SMEM_BYPASS
 #define GB_SMEM_BYPASS (GB_AOS && GB_SMEM_SLOTS > 0)  // 1: a CTA whose full table rarely hits stops probing it

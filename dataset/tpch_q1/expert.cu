@@ -1,5 +1,6 @@
 // tpch_q1 — expert: one fused pass; the 6 possible groups indexed directly, their aggregates in
-// registers.
+// registers, the per-row arithmetic narrowed to the columns' domains (Q1_PACKED, the default since
+// 2026-12-03: "packed" below; the masked 64-bit form this paragraph describes is the variant prev).
 //
 // Each thread takes 4 consecutive rows per step: 4-byte loads of the two flag columns (4 x int8),
 // a 16-byte load of l_shipdate (4 x int32) and two 16-byte loads of each int64 column. The group
@@ -14,9 +15,11 @@
 // N / (grid x threads) rows (under 10^4 at SF100 on the H200), and a block at most N / grid rows
 // (2.6e17 at SF100, 4.6e17 at the axis maximum 2^30, with the grid of at least one block per SM).
 //
-// Variants tried (H200 median at SF10 / SF100; filled by scripts/gpu/checks/task-tpch.sh, see
-// docs/results/tpch_q1.md): this file only so far.
-//   packed (-DQ1_PACKED=1), not yet measured: the same loads, grid and block flush, less
+// Variants tried (H200 medians at SF10 / SF100 in one d2k run, docs/results/tpch_q1.md):
+//   prev (-DQ1_PACKED=0, the default until 2026-12-03; the paragraph above): 885.21 / 8705.55 us,
+//     58-59% of SOL (the arithmetic, not the bytes, bounds it).
+//   packed (Q1_PACKED=1, the default): 541.73 / 5310.99 us, 92.9 / 94.7% of SOL, 1.63x / 1.64x
+//     prev; memcheck clean on every check and bench workload. The same loads, grid and block flush, less
 //     arithmetic per row (q1_packed.h, whose functions the CPU test runs). A row is in domain when,
 //     as uint64, quantity < 64, discount <= 100, tax <= 100 and extendedprice < 2^24 (the spec's
 //     columns always are): its disc price is one 32-bit multiply, its charge one 32x32->64
@@ -35,10 +38,9 @@
 //     SASS (sm_90a), main loop per 4 rows: 746 instructions in the default (670 integer-ALU,
 //     54 IMAD; 113 registers), 494 in packed's fast path (269 ALU, 198 IMAD of which 101
 //     IMAD.WIDE; 128 registers under __launch_bounds__(256, 2), no spill, 2 blocks per SM as the
-//     default). The default at 58-59% of SOL is issue-bound on the ALU pipe; packed needs about
-//     2.5x fewer ALU issues, which predicts it memory-bound (>= 70% of SOL) if IMAD.WIDE issues
-//     at the IMAD rate.
-// %VARIANT% packed -DQ1_PACKED=1
+//     default). prev at 58-59% of SOL is issue-bound on the ALU pipe; packed needs about 2.5x
+//     fewer ALU issues, which predicted it memory-bound: measured at 93-95% of SOL.
+// %VARIANT% prev -DQ1_PACKED=0
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -47,7 +49,7 @@
 #include "q1_args.h"
 
 #ifndef Q1_PACKED
-#define Q1_PACKED 0
+#define Q1_PACKED 1
 #endif
 #if Q1_PACKED
 #include "q1_packed.h"
