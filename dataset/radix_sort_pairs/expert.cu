@@ -106,17 +106,20 @@
 //     shuffled to the peers) instead of load / store: built, dropped unmeasured: the shuffle of
 //     item i waits for its atomic, and the next item's atomic sits behind that divergent branch,
 //     so the chain stays one round trip per item, as in the load / store form;
-//   - ballot (RS_MATCH_BALLOT=1, built 2026-12-03, not yet measured): the peers of a lane's digit
-//     from 8 ballots (one per digit bit) instead of __match_any_sync. Nsight Compute on the H200
-//     (n2.5e8-uniform, one pass each): this kernel 2.20 ms per pass with the ADU pipe (MATCH) at
-//     88% of peak, short-scoreboard the first stall (10.7 per issue), DRAM at 38%; CUB's onesweep
-//     1.60 ms, ADU 5%, DRAM 52%, the same 4.0 GB moved. 80 registers, no local memory;
+//   - ballot (measured on the H200 on 2026-12-03, code removed): the peers of a lane's digit from
+//     8 ballots (one per digit bit) instead of __match_any_sync. Nsight Compute (n2.5e8-uniform,
+//     one pass each): this kernel 2.20 ms per pass with the ADU pipe (MATCH) at 88% of its peak
+//     and short-scoreboard the first stall; CUB's onesweep 1.60 ms, ADU 5%, the same 4.0 GB
+//     moved. The ballot form (80 registers, no MATCH) against this kernel in one d2k run: n1e6
+//     1.10x, n2.5e8-uniform 0.99x, n1e9-uniform 1.085x, n2.5e8-zipf8 0.72x (against CUB: 0.82x /
+//     0.71x / 0.79x / 0.55x, this kernel 0.75x / 0.71x / 0.73x / 0.77x): the ADU's load was not
+//     what bounds the uniform 2.5e8 pass, and 8 ballots cost more than one MATCH
+//     where a warp's digits are few (zipf8);
 //   - CUB's DeviceRadixSort::SortPairs (library.cu), the same algorithm family tuned by NVIDIA.
 //     H200: 85.0 / 6857.3 / 5335.6 us (4.4% / 13.6% / 17.5% of SOL);
 //   - the textbook three kernels per digit (naive.cu): keys read twice per pass, a count array.
 //     H200: 188.1 / 45514.3 / 14748.2 us.
 // %VARIANT% prev24 -DRS_VALUES_LATE=0 -DRS_RANK16=0 -DRS_MIN_BLOCKS=2 -DRS_LOOKBACK_WINDOW=1
-// %VARIANT% ballot -DRS_MATCH_BALLOT=1
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -142,14 +145,6 @@
 // Resident CTAs per SM the register budget is cut for: 3 with the values loaded late and 16-bit
 // ranks (80 registers, no spills); 2 with the values loaded early (127 registers; at 3 it spills).
 #define RS_MIN_BLOCKS 3
-#endif
-
-#ifndef RS_MATCH_BALLOT
-// 1: the lanes that share a digit from one ballot per digit bit (8 VOTE + 8 LOP3 per item)
-// instead of __match_any_sync. On the H200 the match form bound the pass: Nsight Compute put the
-// ADU pipe (which issues MATCH) at 88% of its peak with short-scoreboard stalls first, against
-// 5% for CUB's onesweep, which ranks without MATCH.
-#define RS_MATCH_BALLOT 0
 #endif
 
 namespace {
@@ -220,21 +215,6 @@ __device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* w
   uint32_t before = 0;
   for (int w = 0; w < warp; ++w) before += warp_totals[w];
   return before + incl - v;
-}
-
-/// The lanes of the warp whose digit equals this lane's d (d < kDigits; all 32 lanes call it).
-__device__ __forceinline__ unsigned digit_peers(unsigned d) {
-#if RS_MATCH_BALLOT
-  unsigned peers = 0xffffffffu;
-#pragma unroll
-  for (int b = 0; b < rs::kDigitBits; ++b) {
-    const unsigned ones = __ballot_sync(0xffffffffu, (d >> b) & 1u);
-    peers &= ((d >> b) & 1u) ? ones : ~ones;
-  }
-  return peers;
-#else
-  return __match_any_sync(0xffffffffu, d);
-#endif
 }
 
 /// One more key in bin d of a shared histogram (all 32 lanes call it); when the whole warp holds
@@ -352,7 +332,7 @@ __global__ void __launch_bounds__(kThreads, RS_MIN_BLOCKS)
 #pragma unroll
   for (int i = 0; i < kItems; ++i) {
     const unsigned d = rs::digit(key[i], pass);
-    const unsigned peers = digit_peers(d);
+    const unsigned peers = __match_any_sync(0xffffffffu, d);
     const uint32_t before = hist[d];
     __syncwarp();
     if ((peers & lower_lanes) == 0) hist[d] = before + __popc(peers);  // the lowest peer
