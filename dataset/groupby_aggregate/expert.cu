@@ -65,9 +65,57 @@
 // count per update is unchanged (4 + the CAS of a new key): if the 1e6 rows are L2-atomic bound
 // rather than DRAM bound, aos gains less there than the traffic says.
 //
+// warptab (GB_WARP_TABLE=1, not yet measured; default 0, so the default's SASS is unchanged). At 16
+// groups the default is ~5x off the floor (3786 us, 20% of SOL) with the global table idle: every
+// row's warp makes one MATCH.ANY.U64 and up to ~14 leaders fold their peers serially and then make
+// four 64-bit shared atomics (CAS loops: ATOMS.CAS.64 / CAST.SPIN.64) on the same <= 16 slots as
+// the other 31 warps of the SM: contended CAS retries. warptab puts a private table in front:
+//   - Per warp 32 slots {key, count (u32), sum, min_u, max_u} + a slot for the key -1 (9472 B of
+//     dynamic shared memory per CTA: with the 41 KB CTA table this is over the 48 KB static limit;
+//     ~51 KB a CTA keeps 4 CTAs per SM). Only its warp touches it: plain loads and stores.
+//   - 4 rows per lane per step (a warp's chunk is 128 contiguous rows, two 16-byte loads per
+//     column per lane; chunks grid-strided over the warps), processed in 4 rounds of 32 rows.
+//   - Per round, lookup first: Fibonacci hash (k * 2^64/phi, top 5 bits), a read-only linear probe
+//     to k's slot or an empty one. Claims: the lowest lane among those that ended on an empty slot
+//     writes its key, __syncwarp, the others probe again from where they stopped (a slot taken by
+//     another key is passed, by their own key found). Race-free: keys are written only there, one
+//     lane per step between two __syncwarp, into an empty slot the lane probed to, so a key holds
+//     at most one slot and a slot one key; aggregates are written only by the one leader of a slot
+//     in a round, and rounds are separated by __syncwarp. Claims stop at 24 (3/4); a lookup past 8
+//     slots, or a claimer of a full table, falls back.
+//   - Peers without MATCH at small G: the lanes in the table are grouped by their slot from five
+//     ballots of its bits; only the lanes out of it (fallback, key -1, bypassed warp) make a
+//     __match_any_sync on the key, among themselves. So 16 groups make no MATCH; 1e6+ groups one
+//     per 32 rows, as the default.
+//   - Fold by pointer jumping (shuffles of sum, min_u, max_u and the next-peer lane; ceil(log2) of
+//     the largest peer set steps: 3 at 16 uniform groups, 4 at 16 Zipf) instead of the leader's
+//     serial walk over a staged row (~5 / ~11 iterations there).
+//   - Overflow: a warp whose table is full counts its next 1024 lookups; if fewer than 1/8 hit it
+//     stops probing (1e6 and 1e8 uniform: after ~1024 rows of its ~47k), else it keeps the table
+//     for the keys it holds. Keys not in the table take the default path unchanged (CTA table with
+//     its bypass, global table), folded by key match. At the end each warp merges its <= 24 groups
+//     into the CTA table (else global) and its -1 slot into the global table: one update per group
+//     per warp, before the CTA's flush. CTA table, global tables, rerun gate, -1 slot, sign-flipped
+//     min/max and emit are the default's.
+//   - SASS (sm_90a, cuobjdump): gb_aggregate 49 registers, no stack, no local memory, 42016 B static
+//     + 9472 B dynamic shared. Steady-state path of one round at 16 groups, counted by hand on the
+//     SASS (a hit at the first probe, no claim, no fallback): ~245 instructions per 32 rows with 3
+//     fold steps (~7.7 a row), ~271 with 4 (~8.5 a row, Zipf); 0 MATCH, 0 atomics; the pieces:
+//     ~30 lookup, ~30 slot ballots, ~26 per fold step (7 SHFL), ~26 the leader's plain update,
+//     ~50 predicates and votes. The default's round issues fewer instructions (~150-200: MATCH,
+//     serial fold, hash, probe, four CAS loops) but its CAS loops retry under contention.
+//   - Predicted: at 16 groups issue-bound near ~250 instructions per 32 rows: ~2 ms at an SM IPC
+//     of ~2.7 (~1.6x the default, ~35% of SOL), ~1.3 ms if the IPC nears 4 (the 40% bar needs
+//     <= ~300 per 32 rows at IPC 4); Zipf a little slower (one more fold step). At 1e6 and 1e8
+//     groups: the warps bypass after ~2% of their rows; each round then costs the default's path
+//     plus ~40 instructions (the key match, the fold setup, the votes), against one 128-bit load
+//     per 2 rows instead of 64-bit ones; expected within a few % of the default there, slower at
+//     1e6 Zipf if the warp tables keep probing (a full table's miss walks up to 8 slots).
+//
 // %VARIANT% global_only -DGB_AOS=0 -DGB_SMEM_SLOTS=0
 // %VARIANT% prev -DGB_AOS=0
 // %VARIANT% aos_probe -DGB_SMEM_BYPASS=0
+// %VARIANT% warptab -DGB_WARP_TABLE=1
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -85,6 +133,12 @@
 #endif
 #if GB_SMEM_BYPASS && GB_SMEM_SLOTS == 0
 #error "GB_SMEM_BYPASS needs the per-CTA tables (GB_SMEM_SLOTS > 0)"
+#endif
+#ifndef GB_WARP_TABLE
+#define GB_WARP_TABLE 0  // 1: per-warp private tables in front of the CTA table (the warptab variant, header)
+#endif
+#if GB_WARP_TABLE && !(GB_AOS && GB_SMEM_BYPASS)
+#error "GB_WARP_TABLE builds on the aos table (4-byte counts) and the CTA table with its bypass"
 #endif
 
 namespace {
@@ -107,6 +161,18 @@ constexpr uint64_t kSmallCap = 1ull << 22;  // first global table: 4M slots, aba
 #if GB_SMEM_BYPASS
 constexpr unsigned kBypassWindow = 1024;  // lookups into the full CTA table before the decision
 constexpr unsigned kBypassHitDiv = 8;     // bypass when fewer than 1/8 of them hit
+#endif
+#if GB_WARP_TABLE
+constexpr int kItems = 4;                 // rows per lane per step: two 16-byte loads per column
+constexpr int kChunk = 32 * kItems;       // rows per warp step (contiguous)
+constexpr int kWarpSlots = 32;            // per-warp table; slot kWarpSlots holds the key -1
+constexpr int kWarpSlotBits = 5;
+constexpr int kWarpClaimLimit = 24;       // claims stop at 3/4 full
+constexpr int kWarpProbes = 8;            // a lookup gives up (falls back) after 8 occupied slots
+constexpr unsigned kWarpWindow = 1024;    // lookups into the full warp table before the decision
+constexpr unsigned kWarpHitDiv = 8;       // the warp stops probing when fewer than 1/8 of them hit
+static_assert(kWarpSlots == 1 << kWarpSlotBits && kWarpSlots == 32, "one slot per lane at the merge");
+static_assert(kWarpClaimLimit < kWarpSlots, "a full table keeps an empty slot: every probe ends");
 #endif
 
 /// Table capacity that holds any input of N rows: the power of two >= 1.25 N (at least 2).
@@ -341,6 +407,7 @@ __device__ __forceinline__ bool pass_void(const unsigned long long* overflow) {
   return *static_cast<const volatile unsigned long long*>(overflow) != 0;
 }
 
+#if !GB_WARP_TABLE
 /// Fold the values of the lanes in `peers` (staged in row) into one aggregate.
 __device__ Agg fold_peers(unsigned peers, const long long* row) {
   Agg a{static_cast<unsigned long long>(__popc(peers)), 0ull, ~0ull, 0ull};
@@ -353,14 +420,220 @@ __device__ Agg fold_peers(unsigned peers, const long long* row) {
   }
   return a;
 }
+#endif
+
+#if GB_WARP_TABLE
+/// One warp's private table: only its own warp reads or writes it, so every access is a plain
+/// shared load or store. Slot kWarpSlots holds the key -1 (its key entry is implied).
+struct WarpTable {
+  unsigned long long keys[kWarpSlots];
+  unsigned long long sum[kWarpSlots + 1];
+  unsigned long long min_u[kWarpSlots + 1];
+  unsigned long long max_u[kWarpSlots + 1];
+  unsigned count[kWarpSlots + 1];  // a warp's rows of a group <= N < 2^32 (aos refuses larger N)
+};
+
+/// Warp-uniform state of a warp's table, in registers.
+struct WarpState {
+  int fill;         ///< keys claimed (claims stop at kWarpClaimLimit)
+  int state;        ///< 0: probing, undecided; 1: bypassed (no more lookups); 2: keeps probing
+  unsigned looks;   ///< lookups counted while the table is full and undecided
+  unsigned hits;    ///< of them, found in the table
+};
+
+/// Fibonacci hashing into the warp table: the top bits of k * 2^64/phi (dense keys spread evenly).
+__device__ __forceinline__ int warp_hash(unsigned long long k) {
+  return static_cast<int>((k * 0x9E3779B97F4A7C15ull) >> (64 - kWarpSlotBits));
+}
+
+/// A fallback update (the default path): the CTA table with shared atomics, else the global table.
+__device__ __forceinline__ void cta_add(SmemTable& st, const GTable& t, unsigned long long k, int s, const Agg& a) {
+  if (s >= 0) {
+    atomicAdd(&st.count[s], a.count);
+    atomicAdd(&st.sum[s], a.sum);
+    atomicMin(&st.min_u[s], a.min_u);
+    atomicMax(&st.max_u[s], a.max_u);
+  } else {
+    global_add(t, k, a);
+  }
+}
+
+/// One round: one row per lane (k, v; valid false past N). Called by all 32 lanes, converged.
+///  1. Lookup of k in the warp table (all valid lanes but the key -1, unless the warp bypassed it):
+///     a read-only probe from warp_hash(k) to k's slot or an empty slot; the lanes that end on an
+///     empty slot (k absent) are the claimers: while there are some and the table is below its
+///     limit, the lowest claiming lane alone writes its key to its slot, then __syncwarp and the
+///     others probe again from where they stopped (a slot just taken by another key is passed, by
+///     the same key is found). A key is written only there, by one lane, between two __syncwarp,
+///     and only into an empty slot it probed to: each key holds at most one slot, each slot one key.
+///     Claimers of a full table, and lookups past kWarpProbes slots, fall back.
+///  2. Peers: lanes in the table grouped by slot from five ballots of the slot's bits (no MATCH);
+///     the others (key -1, fallback, bypass) by __match_any_sync on the key among themselves.
+///  3. Fold over each peer set by pointer jumping: lane r of a set adds the partial of the peer
+///     `nxt` (2^i ranks up) and takes its nxt; after ceil(log2(largest set)) steps the lowest peer
+///     (the leader) holds the set's sum, min and max; count = popcount.
+///  4. Leaders in the table (one per slot) and of the key -1 (one) update the warp table with plain
+///     loads and stores; the other leaders take the default path (CTA table, its bypass, global).
+__device__ __forceinline__ void warp_round(WarpTable& wt, SmemTable& st, const GTable& t, WarpState& w,
+                                           unsigned& by_looks, unsigned& by_hits, int& by_state, int lane,
+                                           unsigned long long k, long long v, bool valid) {
+  const bool minus_one = k == kEmptyKey;
+  int slot = -1;  // k's slot in the warp table
+  if (w.state != 1) {
+    bool pend = valid && !minus_one;
+    int h = warp_hash(k), probes = 0;
+    for (;;) {
+      if (pend) {
+        for (;;) {  // read-only: keys change only in the claim below, between two __syncwarp
+          const unsigned long long cur = wt.keys[h];
+          if (cur == k) {
+            slot = h;
+            pend = false;
+            break;
+          }
+          if (cur == kEmptyKey) break;  // k is absent: claim h
+          if (++probes == kWarpProbes) {
+            pend = false;  // give up: the fallback path
+            break;
+          }
+          h = (h + 1) & (kWarpSlots - 1);
+        }
+      }
+      const unsigned claimers = __ballot_sync(~0u, pend);
+      if (claimers == 0) break;
+      if (w.fill >= kWarpClaimLimit) break;  // full: the claimers (pend) fall back
+      if (lane == __ffs(claimers) - 1) {
+        wt.keys[h] = k;
+        slot = h;
+        pend = false;
+      }
+      ++w.fill;
+      __syncwarp();
+    }
+    if (w.state == 0 && w.fill >= kWarpClaimLimit) {  // full and undecided: count, then decide
+      w.looks += __popc(__ballot_sync(~0u, valid && !minus_one));
+      w.hits += __popc(__ballot_sync(~0u, slot >= 0));
+      if (w.looks >= kWarpWindow) w.state = w.hits * kWarpHitDiv < w.looks ? 1 : 2;
+    }
+  }
+  const bool in = slot >= 0;
+  const unsigned active = __ballot_sync(~0u, valid);
+  const unsigned out = __ballot_sync(~0u, valid && !in);
+  unsigned peers = 1u << lane;  // a lane past N: a set of its own, no leader
+  if (out != active) {          // lanes in the table: equal slots from five ballots
+    unsigned diff = 0;          // lanes whose slot differs from this lane's in some bit
+#pragma unroll
+    for (int b = 0; b < kWarpSlotBits; ++b) {
+      const bool set = (slot & (1 << b)) != 0;
+      diff |= __ballot_sync(~0u, set) ^ (set ? ~0u : 0u);
+    }
+    if (in) peers = active & ~out & ~diff;
+  }
+  if (out != 0 && valid && !in) peers = __match_any_sync(out, k);
+  // Pointer-jumping fold of each peer set (all lanes shuffle: the loop bound is warp-uniform).
+  const unsigned above = peers & ~((2u << lane) - 1u);  // lane 31: 2u << 31 == 0, nothing above
+  int nxt = above != 0 ? __ffs(above) - 1 : -1;
+  const unsigned cnt = __popc(peers);
+  const unsigned largest = __reduce_max_sync(~0u, cnt);
+  unsigned long long sum = static_cast<unsigned long long>(v);
+  unsigned long long mn = sum ^ kSignBit, mx = mn;
+  for (unsigned span = 1; span < largest; span <<= 1) {  // branch-free: a lane without nxt reads itself
+    const bool has = nxt >= 0;
+    const int src = has ? nxt : lane;
+    const unsigned long long s2 = __shfl_sync(~0u, sum, src);
+    const unsigned long long mn2 = __shfl_sync(~0u, mn, src);
+    const unsigned long long mx2 = __shfl_sync(~0u, mx, src);
+    nxt = __shfl_sync(~0u, nxt, src);  // its own -1 when it has none
+    sum += has ? s2 : 0ull;            // min and max of itself are idempotent
+    mn = mn2 < mn ? mn2 : mn;
+    mx = mx2 > mx ? mx2 : mx;
+  }
+  const bool lead = valid && (peers & ((1u << lane) - 1u)) == 0;
+  if (lead && (in || minus_one)) {  // one leader per slot: plain read-modify-write
+    const int s = in ? slot : kWarpSlots;
+    wt.count[s] += cnt;
+    wt.sum[s] += sum;
+    wt.min_u[s] = mn < wt.min_u[s] ? mn : wt.min_u[s];
+    wt.max_u[s] = mx > wt.max_u[s] ? mx : wt.max_u[s];
+  }
+  const bool flead = lead && !in && !minus_one;
+  if (__ballot_sync(~0u, flead) != 0) {  // the default path for the keys not in the warp table
+    int mode = 0;  // as in the default: 0 probe the CTA table, 1 probe and count, 2 bypass it
+    if (lane == 0) {
+      const int state = *static_cast<volatile int*>(&by_state);
+      const bool full = static_cast<int>(*static_cast<volatile unsigned*>(&st.fill)) >= kSmemClaimLimit;
+      mode = state == 1 ? 2 : (state == 0 && full ? 1 : 0);
+    }
+    mode = __shfl_sync(~0u, mode, 0);
+    int s = -1;
+    if (flead) {
+      if (mode != 2) s = smem_slot(st, k);
+      cta_add(st, t, k, s, Agg{cnt, sum, mn, mx});
+    }
+    if (mode == 1) {
+      const unsigned looked = __popc(__ballot_sync(~0u, flead));
+      const unsigned hit = __popc(__ballot_sync(~0u, s >= 0));
+      if (lane == 0) {
+        const unsigned before = atomicAdd(&by_looks, looked);
+        const unsigned hits = atomicAdd(&by_hits, hit) + hit;
+        const unsigned after = before + looked;
+        if (before < kBypassWindow && after >= kBypassWindow)
+          by_state = static_cast<unsigned long long>(hits) * kBypassHitDiv < after ? 1 : 2;
+      }
+    }
+  }
+  __syncwarp();  // this round's table stores before the next round's loads
+}
+
+/// Four rows per lane: lane l holds rows 4l .. 4l+3 of the warp's chunk.
+struct Items {
+  unsigned long long k[kItems];
+  long long v[kItems];
+};
+
+__device__ __forceinline__ Items load_items(const int64_t* __restrict__ keys, const int64_t* __restrict__ vals,
+                                            int64_t n, int64_t r0, bool vec_full) {
+  Items it;
+  if (vec_full) {  // the whole chunk in range and 16-byte aligned columns: two 16-byte loads each
+    const auto* kp = reinterpret_cast<const longlong2*>(keys + r0);
+    const auto* vp = reinterpret_cast<const longlong2*>(vals + r0);
+    const longlong2 k0 = __ldcs(kp), k1 = __ldcs(kp + 1), v0 = __ldcs(vp), v1 = __ldcs(vp + 1);
+    it.k[0] = static_cast<unsigned long long>(k0.x);
+    it.k[1] = static_cast<unsigned long long>(k0.y);
+    it.k[2] = static_cast<unsigned long long>(k1.x);
+    it.k[3] = static_cast<unsigned long long>(k1.y);
+    it.v[0] = v0.x;
+    it.v[1] = v0.y;
+    it.v[2] = v1.x;
+    it.v[3] = v1.y;
+  } else {
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      const bool ok = r0 + j < n;
+      it.k[j] = ok ? static_cast<unsigned long long>(__ldcs(&keys[r0 + j])) : 0ull;
+      it.v[j] = ok ? __ldcs(&vals[r0 + j]) : 0ll;
+    }
+  }
+  return it;
+}
+#endif  // GB_WARP_TABLE
 
 /// The aggregation pass into table t. gate: run only if *gate is set (the rerun), else always.
-__global__ void __launch_bounds__(kThreads) gb_aggregate(const int64_t* __restrict__ keys,
+#if GB_WARP_TABLE
+#define GB_AGG_BOUNDS __launch_bounds__(kThreads, kCtasPerSm)  // <= 64 registers: kCtasPerSm CTAs per SM
+#else
+#define GB_AGG_BOUNDS __launch_bounds__(kThreads)
+#endif
+__global__ void GB_AGG_BOUNDS gb_aggregate(const int64_t* __restrict__ keys,
                                                          const int64_t* __restrict__ vals, int64_t n,
                                                          GTable t, const unsigned long long* gate) {
   if (gate != nullptr && !pass_void(gate)) return;
   __shared__ SmemTable st;
+#if GB_WARP_TABLE
+  extern __shared__ __align__(16) unsigned char gb_dyn[];  // kWarps WarpTables (dynamic: > 48 KB in all)
+#else
   __shared__ long long stage[kWarps][32];
+#endif
 #if GB_SMEM_BYPASS
   __shared__ unsigned by_looks, by_hits;  // leader lookups into the full table, and their hits
   __shared__ int by_state;                // 0: undecided, 1: bypass the CTA table, 2: keep probing
@@ -378,8 +651,57 @@ __global__ void __launch_bounds__(kThreads) gb_aggregate(const int64_t* __restri
 #if GB_SMEM_BYPASS
     if (threadIdx.x == 0) by_looks = by_hits = by_state = 0;
 #endif
+#if GB_WARP_TABLE
+    WarpTable& wt0 = reinterpret_cast<WarpTable*>(gb_dyn)[warp];
+    for (int s = lane; s <= kWarpSlots; s += 32) {
+      if (s < kWarpSlots) wt0.keys[s] = kEmptyKey;
+      wt0.count[s] = 0u;
+      wt0.sum[s] = 0ull;
+      wt0.min_u[s] = ~0ull;
+      wt0.max_u[s] = 0ull;
+    }
+#endif
     __syncthreads();
   }
+#if GB_WARP_TABLE
+  // Phase 1: chunks of kChunk contiguous rows, a warp at a time (grid-strided over the warps),
+  // the next chunk's loads issued before this one's rounds.
+  WarpTable& wt = reinterpret_cast<WarpTable*>(gb_dyn)[warp];
+  WarpState ws{0, 0, 0u, 0u};
+  {
+    const bool aligned = ((reinterpret_cast<uintptr_t>(keys) | reinterpret_cast<uintptr_t>(vals)) & 15u) == 0;
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarps;
+    int64_t c = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
+    auto load = [&](int64_t ch) {
+      const int64_t r0 = ch * kChunk + lane * kItems;
+      return load_items(keys, vals, n, r0, aligned && ch * kChunk + kChunk <= n);
+    };
+    for (; c < chunks; c += stride) {
+      const bool stop = __shfl_sync(~0u, lane == 0 ? pass_void(t.overflow) : false, 0);
+      if (stop) break;
+      const Items cur = load(c);
+      const int64_t r0 = c * kChunk + lane * kItems;
+      const int64_t left = n - r0;  // rows of this lane's four in range (all four below the last chunk)
+      const int nvalid = left >= kItems ? kItems : (left > 0 ? static_cast<int>(left) : 0);
+#pragma unroll
+      for (int j = 0; j < kItems; ++j)
+        warp_round(wt, st, t, ws, by_looks, by_hits, by_state, lane, cur.k[j], cur.v[j], j < nvalid);
+    }
+  }
+  // Merge: each warp's groups into the CTA table (else the global table), one update per group
+  // per warp, before the CTA's flush below (after the __syncthreads).
+  __syncwarp();
+  if (!pass_void(t.overflow)) {
+    const unsigned long long k = wt.keys[lane];  // kWarpSlots == 32: one slot per lane
+    if (k != kEmptyKey) {
+      const Agg a{wt.count[lane], wt.sum[lane], wt.min_u[lane], wt.max_u[lane]};
+      cta_add(st, t, k, smem_slot(st, k), a);
+    }
+    if (lane == 0 && wt.count[kWarpSlots] != 0u)
+      global_add(t, kEmptyKey, Agg{wt.count[kWarpSlots], wt.sum[kWarpSlots], wt.min_u[kWarpSlots], wt.max_u[kWarpSlots]});
+  }
+#else
   // Phase 1: rows, a warp at a time (the loop bound is uniform across the CTA).
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * kThreads; base < n;
        base += static_cast<int64_t>(gridDim.x) * kThreads) {
@@ -447,6 +769,7 @@ __global__ void __launch_bounds__(kThreads) gb_aggregate(const int64_t* __restri
 #endif
     __syncwarp(active);  // the staged row is rewritten next iteration
   }
+#endif  // GB_WARP_TABLE
   // Phase 2: flush the CTA's groups, one global update each.
   if constexpr (kSmemSlots > 0) {
     __syncthreads();
@@ -604,13 +927,20 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     D2K_CUDA_TRY(args, cudaMemsetAsync(o.num_groups, 0, sizeof(unsigned long long), stream));
     if (n == 0) return D2K_OK;
     D2K_CUDA_TRY(args, cudaMemsetAsync(p.small.claimed, 0, 4 * sizeof(unsigned long long), stream));
+#if GB_WARP_TABLE
+    const unsigned rows_grid = grid_for(args, (static_cast<uint64_t>(n) + kItems - 1) / kItems, kCtasPerSm);
+    constexpr int kDynSmem = static_cast<int>(kWarps * sizeof(WarpTable));
+    D2K_CUDA_TRY(args, cudaFuncSetAttribute(gb_aggregate, cudaFuncAttributeMaxDynamicSharedMemorySize, kDynSmem));
+#else
     const unsigned rows_grid = grid_for(args, static_cast<uint64_t>(n), kCtasPerSm);
+    constexpr int kDynSmem = 0;
+#endif
     gb_clear<<<grid_for(args, p.small.cap + 1, 8), kThreads, 0, stream>>>(p.small, nullptr);
-    gb_aggregate<<<rows_grid, kThreads, 0, stream>>>(keys, vals, n, p.small, nullptr);
+    gb_aggregate<<<rows_grid, kThreads, kDynSmem, stream>>>(keys, vals, n, p.small, nullptr);
     D2K_CUDA_TRY(args, cudaGetLastError());
     if (p.two_tables) {  // the rerun: both kernels return at once unless the small table overflowed
       gb_clear<<<grid_for(args, p.full.cap + 1, 8), kThreads, 0, stream>>>(p.full, p.small.overflow);
-      gb_aggregate<<<rows_grid, kThreads, 0, stream>>>(keys, vals, n, p.full, p.small.overflow);
+      gb_aggregate<<<rows_grid, kThreads, kDynSmem, stream>>>(keys, vals, n, p.full, p.small.overflow);
       D2K_CUDA_TRY(args, cudaGetLastError());
     }
     gb_emit<<<grid_for(args, p.full.cap + 1, 8), kThreads, 0, stream>>>(p.small, p.full, o);

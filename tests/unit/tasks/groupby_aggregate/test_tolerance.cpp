@@ -11,8 +11,16 @@
 // and rerun (with the key -1 in both passes) or hold 1e6 groups in the first table; a probe that
 // runs off the table's end, a lost claiming update, a count array without the -1 slot, no rerun,
 // and a bypassing CTA that forgets its flush fail.
+// The warptab variant (GB_WARP_TABLE=1: per-warp private tables of 32 slots + the -1 slot, 4 rows
+// per lane per chunk, lookups before the grouping, the lowest claiming lane takes an empty slot,
+// claims stop at 24, lookups give up after 8 slots, warps whose full table rarely hits stop
+// probing it, peers by slot ballots or key match, the pointer-jumping fold, the merge into the CTA
+// table) is emulated lane by lane with its constants: it passes on every check workload, the hidden
+// draws, 16 groups (no warp table fills, no fallback update) and inputs whose warp tables overflow;
+// claims without the resolution, a skipped merge and a fold with floor(log2) steps fail.
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -65,6 +73,13 @@ struct Model {
   bool apply_claim = true;  ///< false: the update that claims a record is lost (wrong)
   bool count_minus_one = true;  ///< false: the count array has cap entries, no -1 slot (wrong)
   bool bypass_flush = true; ///< false: a CTA that bypassed its table never flushes it (wrong)
+  // The warptab variant (expert.cu with GB_WARP_TABLE=1, on top of aos).
+  bool warptab = false;     ///< per-warp private tables in front of the CTA table
+  int items = 4, warp_slots = 32, warp_limit = 24, warp_probes = 8;
+  unsigned warp_window = 1024, warp_div = 8;
+  bool claim_resolve = true;  ///< false: every claimer of an empty slot takes it in one step (wrong)
+  bool warp_merge = true;     ///< false: a warp's table never reaches the CTA table (wrong)
+  bool fold_ceil = true;      ///< false: floor(log2) pointer-jumping steps, a set of 3 loses a peer (wrong)
 };
 
 /// expert.cu's constants with GB_AOS=1 (and the default GB_SMEM_BYPASS=1 of that build).
@@ -77,9 +92,19 @@ Model aos_model(bool bypass = true) {
   return m;
 }
 
+/// expert.cu's constants with GB_WARP_TABLE=1 (aos and its CTA bypass underneath).
+Model warptab_model() {
+  Model m = aos_model();
+  m.warptab = true;
+  return m;
+}
+
 /// What a pass did, for the tests that assert a path was taken.
 struct Stats {
   int reruns = 0, bypassed = 0, kept = 0;  ///< passes rerun; CTAs that bypassed / kept probing
+  // warptab: warps whose table reached its claim limit / stopped probing it; leader updates that
+  // took the fallback (CTA or global table) in the rows loop; claims that lost to a lower lane.
+  long warp_full = 0, warp_bypassed = 0, fallback_updates = 0, claim_retries = 0;
 };
 
 struct Agg {
@@ -198,7 +223,14 @@ struct Smem {
 /// m.bypass, each warp reads the CTA's mode at its start (probe; probe and count the lookups while
 /// the table is full and undecided; bypass) and the warp whose lookups cross the window decides.
 template <class T>
+void warptab_pass(const i64* keys, const i64* vals, i64 n, T& t, const Model& m, Stats* stats);
+
+template <class T>
 void aggregate_pass(const i64* keys, const i64* vals, i64 n, T& t, const Model& m, Stats* stats = nullptr) {
+  if (m.warptab) {
+    warptab_pass(keys, vals, n, t, m, stats);
+    return;
+  }
   for (int cta = 0; cta < m.ctas; ++cta) {
     Smem st(m.smem_slots);
     unsigned looks = 0, hits = 0;
@@ -243,6 +275,229 @@ void aggregate_pass(const i64* keys, const i64* vals, i64 n, T& t, const Model& 
     if (!m.flush_smem || t.overflow || (state == 1 && !m.bypass_flush)) continue;
     for (int s = 0; s < st.slots; ++s)
       if (st.keys[static_cast<std::size_t>(s)] != kEmpty) t.add(st.keys[static_cast<std::size_t>(s)], st.agg[static_cast<std::size_t>(s)], m);
+  }
+}
+
+/// One warp's private table (expert.cu's WarpTable) and its warp-uniform state (WarpState).
+struct WarpTab {
+  std::vector<u64> keys;
+  std::vector<Agg> agg;  ///< slots + 1: the last for the key -1
+  int fill = 0, state = 0;
+  unsigned looks = 0, hits = 0;
+  explicit WarpTab(const Model& m)
+      : keys(static_cast<std::size_t>(m.warp_slots), kEmpty), agg(static_cast<std::size_t>(m.warp_slots) + 1) {}
+};
+
+/// A CTA's table and its bypass state, shared by its warps.
+struct CtaState {
+  Smem st;
+  unsigned looks = 0, hits = 0;
+  int state = 0;
+};
+
+int warp_hash(u64 k, const Model& m) {
+  int bits = 0;
+  while ((1 << bits) < m.warp_slots) ++bits;
+  return static_cast<int>((k * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+}
+
+/// expert.cu's warp_round, lane by lane: lookup and claims, peers, the pointer-jumping fold, the
+/// updates of the warp table by its leaders and the fallback of the others.
+template <class T>
+void warp_round(WarpTab& w, CtaState& cs, T& t, const u64* k, const i64* v, const bool* valid, const Model& m,
+                Stats* stats) {
+  constexpr int L = 32;
+  const int slots = m.warp_slots, limit = m.warp_limit;
+  int slot[L];
+  for (int l = 0; l < L; ++l) slot[l] = -1;
+  if (w.state != 1) {
+    bool pend[L];
+    int h[L], probes[L] = {};
+    for (int l = 0; l < L; ++l) {
+      pend[l] = valid[l] && k[l] != kEmpty;
+      h[l] = warp_hash(k[l], m);
+    }
+    for (;;) {
+      for (int l = 0; l < L; ++l) {  // the read-only probes
+        while (pend[l]) {
+          const u64 cur = w.keys[static_cast<std::size_t>(h[l])];
+          if (cur == k[l]) {
+            slot[l] = h[l];
+            pend[l] = false;
+            break;
+          }
+          if (cur == kEmpty) break;
+          if (++probes[l] == m.warp_probes) {
+            pend[l] = false;
+            break;
+          }
+          h[l] = (h[l] + 1) & (slots - 1);
+        }
+      }
+      int claimers = 0, winner = -1;
+      for (int l = L - 1; l >= 0; --l)
+        if (pend[l]) {
+          ++claimers;
+          winner = l;
+        }
+      if (claimers == 0 || w.fill >= limit) break;  // full: the claimers fall back
+      if (m.claim_resolve) {  // the lowest claiming lane alone; the others probe again
+        w.keys[static_cast<std::size_t>(h[winner])] = k[winner];
+        slot[winner] = h[winner];
+        pend[winner] = false;
+        ++w.fill;
+        if (stats != nullptr) stats->claim_retries += claimers - 1;
+      } else {  // wrong: every claimer stores its key (the last store stays) and takes the slot
+        for (int l = 0; l < L; ++l)
+          if (pend[l]) {
+            w.keys[static_cast<std::size_t>(h[l])] = k[l];
+            slot[l] = h[l];
+            pend[l] = false;
+            ++w.fill;
+          }
+      }
+    }
+    if (w.state == 0 && w.fill >= limit) {
+      for (int l = 0; l < L; ++l) {
+        w.looks += valid[l] && k[l] != kEmpty ? 1u : 0u;
+        w.hits += slot[l] >= 0 ? 1u : 0u;
+      }
+      if (w.looks >= m.warp_window) w.state = static_cast<u64>(w.hits) * m.warp_div < w.looks ? 1 : 2;
+    }
+  }
+  // Peers: lanes in the table by slot, the others by key; a lane past N alone.
+  unsigned peers[L];
+  std::array<std::pair<std::pair<int, u64>, int>, L> cls;  // (class: slot or key, lane), sorted
+  int nv = 0;
+  for (int l = 0; l < L; ++l) {
+    peers[l] = 1u << l;
+    if (valid[l]) cls[static_cast<std::size_t>(nv++)] = {{slot[l] >= 0 ? slot[l] : -1, slot[l] >= 0 ? 0 : k[l]}, l};
+  }
+  std::sort(cls.begin(), cls.begin() + nv);
+  for (int i = 0; i < nv;) {
+    int e = i;
+    unsigned mask = 0;
+    while (e < nv && cls[static_cast<std::size_t>(e)].first == cls[static_cast<std::size_t>(i)].first)
+      mask |= 1u << cls[static_cast<std::size_t>(e++)].second;
+    for (int j = i; j < e; ++j) peers[cls[static_cast<std::size_t>(j)].second] = mask;
+    i = e;
+  }
+  // The pointer-jumping fold.
+  u64 sum[L], mn[L], mx[L];
+  int nxt[L];
+  unsigned largest = 0;
+  for (int l = 0; l < L; ++l) {
+    sum[l] = static_cast<u64>(v[l]);
+    mn[l] = mx[l] = sum[l] ^ kSign;
+    const unsigned above = l == 31 ? 0u : peers[l] & ~((2u << l) - 1u);
+    nxt[l] = above != 0 ? std::countr_zero(above) : -1;
+    largest = std::max(largest, static_cast<unsigned>(std::popcount(peers[l])));
+  }
+  for (unsigned span = 1; m.fold_ceil ? span < largest : span * 2 <= largest; span <<= 1) {
+    u64 s2[L], mn2[L], mx2[L];
+    int n2[L];
+    for (int l = 0; l < L; ++l) {
+      const int src = nxt[l] >= 0 ? nxt[l] : l;
+      s2[l] = sum[src];
+      mn2[l] = mn[src];
+      mx2[l] = mx[src];
+      n2[l] = nxt[src];
+    }
+    for (int l = 0; l < L; ++l) {
+      sum[l] += nxt[l] >= 0 ? s2[l] : 0;
+      mn[l] = std::min(mn[l], mn2[l]);
+      mx[l] = std::max(mx[l], mx2[l]);
+      nxt[l] = n2[l];
+    }
+  }
+  // Leaders: the warp table (plain updates), else the default path (CTA table, its bypass, global).
+  bool any_fallback = false;
+  for (int l = 0; l < L; ++l) {
+    const bool lead = valid[l] && (peers[l] & ((1u << l) - 1u)) == 0;
+    const Agg a{static_cast<u64>(std::popcount(peers[l])), sum[l], mn[l], mx[l]};
+    if (lead && (slot[l] >= 0 || k[l] == kEmpty)) w.agg[static_cast<std::size_t>(slot[l] >= 0 ? slot[l] : slots)].fold(a);
+    any_fallback = any_fallback || (lead && slot[l] < 0 && k[l] != kEmpty);
+  }
+  if (!any_fallback) return;
+  const bool full = cs.st.fill >= cs.st.slots * 3 / 4;
+  const int mode = cs.state == 1 ? 2 : (cs.state == 0 && full ? 1 : 0);
+  unsigned looked = 0, hit = 0;
+  for (int l = 0; l < L; ++l) {
+    const bool lead = valid[l] && (peers[l] & ((1u << l) - 1u)) == 0;
+    if (!lead || slot[l] >= 0 || k[l] == kEmpty) continue;
+    const Agg a{static_cast<u64>(std::popcount(peers[l])), sum[l], mn[l], mx[l]};
+    const int s = mode != 2 ? cs.st.slot(k[l]) : -1;
+    ++looked;
+    hit += s >= 0 ? 1u : 0u;
+    if (s >= 0) cs.st.agg[static_cast<std::size_t>(s)].fold(a);
+    else t.add(k[l], a, m);
+    if (stats != nullptr) ++stats->fallback_updates;
+  }
+  if (mode == 1) {
+    const unsigned before = cs.looks;
+    cs.looks += looked;
+    cs.hits += hit;
+    if (before < m.bypass_window && cs.looks >= m.bypass_window)
+      cs.state = static_cast<u64>(cs.hits) * m.bypass_div < cs.looks ? 1 : 2;
+  }
+}
+
+/// gb_aggregate with GB_WARP_TABLE=1: per CTA (expert.cu's grid for n / 4 items), its 8 warps
+/// interleaved chunk by chunk over the grid-strided chunks of 128 rows, 4 rounds per chunk (lane
+/// l holds rows 4l .. 4l+3), then each warp's merge into the CTA table, then the CTA's flush.
+template <class T>
+void warptab_pass(const i64* keys, const i64* vals, i64 n, T& t, const Model& m, Stats* stats) {
+  constexpr int kWarps = 8, L = 32;
+  const i64 chunk = static_cast<i64>(L) * m.items, chunks = (n + chunk - 1) / chunk;
+  const i64 want = ((n + m.items - 1) / m.items + 255) / 256;
+  const int ctas = static_cast<int>(std::min<i64>(m.ctas, std::max<i64>(want, 1)));
+  const i64 stride = static_cast<i64>(ctas) * kWarps;
+  for (int cta = 0; cta < ctas; ++cta) {
+    CtaState cs{Smem(m.smem_slots)};
+    std::vector<WarpTab> w(kWarps, WarpTab(m));
+    for (i64 step = 0;; ++step) {
+      bool any = false;
+      for (int wi = 0; wi < kWarps && !t.overflow; ++wi) {
+        const i64 c = static_cast<i64>(cta) * kWarps + wi + step * stride;
+        if (c >= chunks) continue;
+        any = true;
+        for (int j = 0; j < m.items; ++j) {
+          u64 k[L];
+          i64 v[L];
+          bool valid[L];
+          for (int l = 0; l < L; ++l) {
+            const i64 r = c * chunk + static_cast<i64>(l) * m.items + j;
+            valid[l] = r < n;
+            k[l] = valid[l] ? static_cast<u64>(keys[r]) : 0;
+            v[l] = valid[l] ? vals[r] : 0;
+          }
+          warp_round(w[static_cast<std::size_t>(wi)], cs, t, k, v, valid, m, stats);
+        }
+      }
+      if (!any || t.overflow) break;
+    }
+    if (stats != nullptr)
+      for (const WarpTab& wt : w) {
+        stats->warp_full += wt.fill >= m.warp_limit ? 1 : 0;
+        stats->warp_bypassed += wt.state == 1 ? 1 : 0;
+      }
+    if (t.overflow) continue;
+    if (m.warp_merge)
+      for (const WarpTab& wt : w) {
+        for (int s = 0; s < m.warp_slots; ++s) {
+          const u64 key = wt.keys[static_cast<std::size_t>(s)];
+          if (key == kEmpty) continue;
+          const int cslot = cs.st.slot(key);
+          if (cslot >= 0) cs.st.agg[static_cast<std::size_t>(cslot)].fold(wt.agg[static_cast<std::size_t>(s)]);
+          else t.add(key, wt.agg[static_cast<std::size_t>(s)], m);
+        }
+        const Agg& neg = wt.agg[static_cast<std::size_t>(m.warp_slots)];
+        if (neg.count != 0) t.add(kEmpty, neg, m);
+      }
+    if (t.overflow) continue;
+    for (int s = 0; s < cs.st.slots; ++s)
+      if (cs.st.keys[static_cast<std::size_t>(s)] != kEmpty)
+        t.add(cs.st.keys[static_cast<std::size_t>(s)], cs.st.agg[static_cast<std::size_t>(s)], m);
   }
 }
 
@@ -547,6 +802,89 @@ TEST_F(GroupbyRules, AosWrongVariantsFail) {
               flush_fails);
   EXPECT_GE(wrap_fails, 1);
   EXPECT_GE(flush_fails, 1);  // g1m uniform: the bypassing CTAs' tables hold groups
+}
+
+TEST_F(GroupbyRules, WarptabEmulationPassesOnEveryCheckWorkloadAndHiddenDraw) {
+  Model wt = warptab_model(), few = warptab_model(), spill = warptab_model();
+  few.ctas = 16;  // many chunks per warp: the warp tables fill, decide, and keep aggregating
+  spill.small_cap = 64;  // the global table abandoned at 42 groups: the rerun with warp tables
+  spill.small_limit = spill.small_cap / 3 * 2;
+  int hidden = 0, reruns = 0;
+  Stats few_stats;
+  for (const Case& c : *cases_) {
+    const Workload& w = c.plan.workload;
+    hidden += w.hidden ? 1 : 0;
+    for (Model* m : {&wt, &few, &spill}) {
+      Stats st;
+      EXPECT_TRUE(emulation_matches(c, *m, &st)) << w.uuid << " warptab ctas " << m->ctas << " small_cap " << m->small_cap;
+      if (m == &spill) reruns += st.reruns;
+      if (m == &few) {
+        few_stats.warp_full += st.warp_full;
+        few_stats.warp_bypassed += st.warp_bypassed;
+      }
+      if (has(w.uuid, "g16") || has(w.uuid, "one-group") || has(w.uuid, "n1-")) {
+        EXPECT_EQ(st.warp_full, 0) << w.uuid;         // 16 keys fit every warp's table
+        EXPECT_EQ(st.fallback_updates, 0) << w.uuid;  // no leader takes the CTA or global table
+      }
+      if (has(w.uuid, "g1000") || has(w.uuid, "g1m") || has(w.uuid, "distinct")) {
+        EXPECT_GT(st.warp_full, 0) << w.uuid;  // more keys than a warp's 24 claims: the fallback
+        EXPECT_GT(st.fallback_updates, 0) << w.uuid;
+      }
+    }
+  }
+  EXPECT_EQ(hidden, 2);
+  EXPECT_EQ(verdict(by_suffix("check-n100003-g16-zipf-wrap"), wt), Status::PASSED);  // and by the engine's judge
+  EXPECT_GE(reruns, 4);
+  std::printf("warptab, 16 CTAs: %ld warp tables filled, %ld bypassed\n", few_stats.warp_full, few_stats.warp_bypassed);
+  EXPECT_GT(few_stats.warp_bypassed, 0);  // g1m uniform, all distinct: a full warp table rarely hits
+  EXPECT_GT(few_stats.warp_full, few_stats.warp_bypassed);  // g100k Zipf: some keep probing
+}
+
+TEST_F(GroupbyRules, WarptabSixteenGroupsAndOverflowingWarpTables) {
+  // 16 dense keys in random order over 200k rows, 16 CTAs (~12 chunks per warp): the tables hold
+  // every key, claims collide in the first rounds (the resolution runs), nothing falls back.
+  const Case g16 = synthetic("n200000-g16", 200000, [](i64 r) { return static_cast<i64>(fmix64(static_cast<u64>(r)) % 16); });
+  Model few = warptab_model();
+  few.ctas = 16;
+  Stats st;
+  EXPECT_TRUE(emulation_matches(g16, few, &st));
+  EXPECT_TRUE(emulation_matches(g16, warptab_model()));
+  EXPECT_EQ(st.warp_full, 0);
+  EXPECT_EQ(st.fallback_updates, 0);
+  EXPECT_GT(st.claim_retries, 0);  // lanes that lost a claim to a lower lane and probed again
+  // 1.5M groups and the key -1 (overflow_case): every warp table fills and bypasses, the global
+  // small table overflows, the rerun runs with warp tables again.
+  const Case& big = overflow_case();
+  Stats bst;
+  EXPECT_TRUE(emulation_matches(big, few, &bst));  // 16 CTAs: ~14k rows a warp, past the window
+  EXPECT_EQ(bst.reruns, 1);
+  EXPECT_GT(bst.warp_full, 0);
+  EXPECT_GT(bst.warp_bypassed, 0);
+  EXPECT_GT(bst.fallback_updates, 0);
+}
+
+TEST_F(GroupbyRules, WarptabWrongVariantsFail) {
+  Model no_resolve = warptab_model(), no_merge = warptab_model(), floor_fold = warptab_model();
+  no_resolve.claim_resolve = false;
+  no_merge.warp_merge = false;
+  floor_fold.fold_ceil = false;
+  int resolve_fails = 0, fold_fails = 0;
+  for (const Case& c : *cases_) {  // the workloads up to 300007 rows (the faults show there; time)
+    const Workload& w = c.plan.workload;
+    if (inputs_of(c).n > 300007) continue;
+    EXPECT_FALSE(emulation_matches(c, no_merge)) << "a skipped merge passes at " << w.uuid;
+    resolve_fails += emulation_matches(c, no_resolve) ? 0 : 1;
+    fold_fails += emulation_matches(c, floor_fold) ? 0 : 1;
+  }
+  const Case g16 = synthetic("n200000-g16-sparse", 200000, [](i64 r) {
+    return static_cast<i64>((fmix64(static_cast<u64>(r)) % 16 + 1) * 0xD6E8FEB86659FD93ull);
+  });
+  EXPECT_FALSE(emulation_matches(g16, no_resolve)) << "two claims of one slot in one step pass at 16 sparse keys";
+  EXPECT_FALSE(emulation_matches(g16, floor_fold)) << "the floor(log2) fold passes at 16 sparse keys";
+  std::printf("warptab: %d check workloads fail without the claim resolution, %d with the floor fold\n", resolve_fails,
+              fold_fails);
+  EXPECT_GE(resolve_fails, 1);
+  EXPECT_GE(fold_fails, 1);
 }
 
 }  // namespace
