@@ -20,50 +20,47 @@
 //          stops claiming new slots (keys already there keep aggregating: the Zipf head), and
 //          other keys go to the global table: at 1e8 groups the CTA table costs a few probes.
 //          This is the run-time cardinality decision, taken per CTA from its own keys.
-//       3. Global table, linear probing, atomicCAS on keys: first kSmallCap slots (a few MB of
-//          keys, L2-resident), abandoned once it holds kSmallCap/2 groups (an overflow word);
-//          then a device-side gate reruns the whole aggregation into a table of the power of two
-//          >= 1.25 N slots, which holds any input. No host synchronisation: the second clear and
-//          pass read the overflow word and return at once when it is clear.
+//       3. Global table of 32-byte records, linear probing, atomicCAS on keys: first kSmallCap
+//          records, abandoned once it holds kSmallLimit groups (an overflow word); then a
+//          device-side gate reruns the whole aggregation into a table of the power of two
+//          >= 1.25 N records, which holds any input. No host synchronisation: the second clear
+//          and pass read the overflow word and return at once when it is clear.
 //       4. Emit: a scan over the table's slots, warp-aggregated reservation of output rows.
 // Min and max are kept as uint64 of (v XOR 2^63), which orders like the int64 v, so empty slots
 // are 0 (max) and all ones (min) and the unsigned 64-bit atomics apply. Sum: unsigned addition,
 // which is the task's wrapping int64 sum. The key -1 (all ones) marks an empty slot, so it has a
 // slot of its own after the table's last.
 //
-// aos (GB_AOS=1, the default since 2026-12-03; the structure-of-arrays table before it is the
-// variant prev). prev's global table is structure-of-arrays: an update touches the key's line and
-// four other arrays' lines, five random 32-byte sectors per row, and at 1e6 groups the 4M-slot
-// table (160 MB) misses the L2. H200, one d2k run (docs/results/groupby_aggregate.md), prev / aos /
-// aos_probe in us: 16 uniform 3748 / 3786 / 3766; 16 Zipf 3871 / 3947 / 3867; 1e6 uniform 43996 /
-// 12973 / 19512; 1e6 Zipf 22286 / 14105 / 14140; 1e8 uniform 249672 / 47588 / 50863; 1e8 Zipf
-// 128872 / 35329 / 34489: aos 3.4x / 1.6x / 5.2x / 3.6x prev from 1e6 groups up, within 2% at 16
-// (the records pay; the shared-table bypass is 1.5x of it at 1e6 uniform). aos keeps the design
-// above and changes:
+// The global table as records (since 2026-12-03). Its form before, five arrays (keys, count,
+// sum, min, max; measured as prev, code removed), made an update touch five random 32-byte
+// sectors, and at 1e6 groups its 4M-slot table (160 MB) missed the L2. H200, one d2k run
+// (docs/results/groupby_aggregate.md), five arrays / records / records without the bypass (the
+// aos_probe variant) in us: 16 uniform 3748 / 3786 / 3766; 16 Zipf 3871 / 3947 / 3867; 1e6
+// uniform 43996 / 12973 / 19512; 1e6 Zipf 22286 / 14105 / 14140; 1e8 uniform 249672 / 47588 /
+// 50863; 1e8 Zipf 128872 / 35329 / 34489: the records 3.4x / 1.6x / 5.2x / 3.6x from 1e6 groups
+// up, within 2% at 16; the bypass is 1.5x of it at 1e6 uniform. In detail:
 //   - Global table: cap + 1 records {key, sum, min_u, max_u} of 32 bytes (one sector, 32-byte
 //     aligned) plus a 4-byte count array (counts <= N < 2^32; N >= 2^32 is refused). The key CAS
 //     and the sum/min/max atomics of an update hit one sector; the count one more, in a dense array.
 //   - First table 2^21 records (64 MB) + 8 MB of counts, abandoned at kSmallLimit = 1398100 groups
 //     (load 2/3): 1e6 groups fit without the rerun (about 32 MB of used records + 8 MB of counts,
-//     mostly L2-resident). Full table unchanged in size: the power of two >= 1.25 N (2^28 at
-//     N = 2e8: 8.6 GB of records + 1.07 GB of counts = 9.66 GB to clear, was 10.7 GB). A
+//     mostly L2-resident). Full table: the power of two >= 1.25 N (2^28 at
+//     N = 2e8: 8.6 GB of records + 1.07 GB of counts = 9.66 GB to clear, five arrays 10.7 GB). A
 //     non-power-of-two capacity of 1.25 N would clear 9.0 GB (~0.15 ms less) for a multiply-high
 //     slot reduction; not taken. It must hold N distinct keys, so it cannot be sized smaller
 //     without a bound on the distinct count that only `groups` (not read) would give.
 //   - A table without a limit (the full one, or the only one at small N) counts no claims: that
 //     counter is one address, and the 1e8 rerun would make ~0.9e8 serialised L2 atomics on it.
-//   - GB_SMEM_BYPASS (default on with aos; the aos_probe variant turns it off): once a CTA's table
+//   - GB_SMEM_BYPASS (default on; the aos_probe variant turns it off): once a CTA's table
 //     is full (3/4, no more claims), the first kBypassWindow = 1024 leader lookups are counted;
 //     if fewer than 1/8 hit, the CTA stops probing it (its groups are still flushed at the end).
 //     A miss in a 3/4-full linear-probing table costs ~8.5 dependent shared loads; at 1e6 and 1e8
 //     uniform groups a CTA's 768 keys hit < 0.1% of lookups, while Zipf heads keep hitting (the
 //     top 768 of 1e6 Zipf ranks hold ~50% of the rows) and keep probing.
-// Predicted DRAM traffic of a global update (before the run): 1e6 groups: default 5 sectors
-// read-modify-written per row on a 160 MB table that misses L2; aos 1 record sector + 1 count
-// sector on a ~40 MB hot set that fits L2 (few DRAM sectors per row). 1e8 groups: default 5
-// sectors per row (~320 B of DRAM read + write), aos 2 (record + count, ~128 B). The L2 atomic
-// count per update is unchanged (4 + the CAS of a new key): if the 1e6 rows are L2-atomic bound
-// rather than DRAM bound, aos gains less there than the traffic says.
+// DRAM traffic of a global update: 1e6 groups: five arrays 5 sectors read-modify-written per row
+// on a 160 MB table that misses L2; records 1 record sector + 1 count sector on a ~40 MB hot set
+// that fits L2. 1e8 groups: 5 sectors per row (~320 B of DRAM read + write) against 2 (~128 B).
+// The L2 atomics per update are as many (4 + the CAS of a new key): what is left at 1e6 groups.
 //
 // warptab (GB_WARP_TABLE=1, not yet measured; default 0, so the default's SASS is unchanged). At 16
 // groups the default is ~5x off the floor (3786 us, 20% of SOL) with the global table idle: every
@@ -112,8 +109,7 @@
 //     per 2 rows instead of 64-bit ones; expected within a few % of the default there, slower at
 //     1e6 Zipf if the warp tables keep probing (a full table's miss walks up to 8 slots).
 //
-// %VARIANT% global_only -DGB_AOS=0 -DGB_SMEM_SLOTS=0
-// %VARIANT% prev -DGB_AOS=0
+// %VARIANT% global_only -DGB_SMEM_SLOTS=0
 // %VARIANT% aos_probe -DGB_SMEM_BYPASS=0
 // %VARIANT% warptab -DGB_WARP_TABLE=1
 #include <cuda_runtime.h>
@@ -125,11 +121,8 @@
 #ifndef GB_SMEM_SLOTS
 #define GB_SMEM_SLOTS 1024  // 40 KB of static shared memory: 5 CTAs of 256 threads per SM
 #endif
-#ifndef GB_AOS
-#define GB_AOS 1  // 1: the global table as 32-byte records plus a 4-byte count array (header)
-#endif
 #ifndef GB_SMEM_BYPASS
-#define GB_SMEM_BYPASS (GB_AOS && GB_SMEM_SLOTS > 0)  // 1: a CTA whose full table rarely hits stops probing it
+#define GB_SMEM_BYPASS (GB_SMEM_SLOTS > 0)  // 1: a CTA whose full table rarely hits stops probing it
 #endif
 #if GB_SMEM_BYPASS && GB_SMEM_SLOTS == 0
 #error "GB_SMEM_BYPASS needs the per-CTA tables (GB_SMEM_SLOTS > 0)"
@@ -137,8 +130,8 @@
 #ifndef GB_WARP_TABLE
 #define GB_WARP_TABLE 0  // 1: per-warp private tables in front of the CTA table (the warptab variant, header)
 #endif
-#if GB_WARP_TABLE && !(GB_AOS && GB_SMEM_BYPASS)
-#error "GB_WARP_TABLE builds on the aos table (4-byte counts) and the CTA table with its bypass"
+#if GB_WARP_TABLE && !GB_SMEM_BYPASS
+#error "GB_WARP_TABLE builds on the CTA table with its bypass"
 #endif
 
 namespace {
@@ -152,12 +145,8 @@ constexpr int kSmemProbes = 32;
 constexpr unsigned long long kSmemMask = kSmemSlots > 0 ? kSmemSlots - 1 : 0;
 constexpr int kSmemClaimLimit = kSmemSlots * 3 / 4;  // stop claiming at 3/4 full
 constexpr int kCtasPerSm = 4;
-#if GB_AOS
 constexpr uint64_t kSmallCap = 1ull << 21;  // first global table: 2M records (64 MB) + 8 MB of counts
 constexpr unsigned long long kSmallLimit = kSmallCap / 3 * 2;  // abandoned at 1398100 groups (load 2/3)
-#else
-constexpr uint64_t kSmallCap = 1ull << 22;  // first global table: 4M slots, abandoned at 2M groups
-#endif
 #if GB_SMEM_BYPASS
 constexpr unsigned kBypassWindow = 1024;  // lookups into the full CTA table before the decision
 constexpr unsigned kBypassHitDiv = 8;     // bypass when fewer than 1/8 of them hit
@@ -197,8 +186,7 @@ struct Agg {
   unsigned long long count, sum, min_u, max_u;
 };
 
-#if GB_AOS
-/// One group's record in the aos global table: one 32-byte sector, so the key CAS and the sum,
+/// One group's record in the global table: one 32-byte sector, so the key CAS and the sum,
 /// min and max atomics of an update hit one sector (L2 atomics on one line, one DRAM sector when
 /// the table misses L2). The count lives in a separate 4-byte array (N < 2^32 rows).
 struct alignas(32) Rec {
@@ -289,87 +277,6 @@ __device__ void global_add(const GTable& t, unsigned long long k, const Agg& a) 
   atomicAdd(&t.count[s], static_cast<unsigned>(a.count));  // a group's count <= N < 2^32
 }
 
-#else
-/// A global open-addressing table: cap + 1 slots per field (slot cap holds the key -1).
-struct GTable {
-  unsigned long long *keys, *count, *sum, *min_u, *max_u;
-  uint64_t cap;
-  unsigned long long limit;     ///< groups claimed before the table is abandoned
-  unsigned long long* claimed;  ///< groups claimed so far
-  unsigned long long* overflow; ///< set once claimed reaches limit: this pass is void
-};
-
-struct Plan {
-  GTable small, full;
-  bool two_tables;  ///< false when the small table already holds any input (small N)
-};
-
-Plan carve(d2k::Workspace& ws, int64_t n) {
-  Plan p{};
-  const uint64_t cap_full = full_capacity(n);
-  p.two_tables = cap_full > kSmallCap;
-  auto* ctrl = ws.take<unsigned long long>(4);
-  auto table = [&](uint64_t cap, unsigned long long limit, unsigned long long* c) {
-    const uint64_t slots = cap + 1;
-    return GTable{ws.take<unsigned long long>(slots), ws.take<unsigned long long>(slots),
-                  ws.take<unsigned long long>(slots), ws.take<unsigned long long>(slots),
-                  ws.take<unsigned long long>(slots), cap, limit, c, c + 1};
-  };
-  if (p.two_tables) {
-    p.small = table(kSmallCap, kSmallCap / 2, ctrl);
-    p.full = table(cap_full, ~0ull, ctrl + 2);
-  } else {
-    p.small = table(cap_full, ~0ull, ctrl);
-    p.full = p.small;
-  }
-  return p;
-}
-
-/// The slot of key k, claiming one if k is new; false when the table is abandoned (overflow).
-__device__ bool global_slot(const GTable& t, unsigned long long k, uint64_t* slot) {
-  if (k == kEmptyKey) {
-    *slot = t.cap;
-    return true;
-  }
-  const uint64_t mask = t.cap - 1;
-  uint64_t h = fmix64(k) & mask;
-  for (uint64_t probe = 0; probe < t.cap; ++probe) {
-    const unsigned long long cur = __ldcg(&t.keys[h]);
-    if (cur == k) {
-      *slot = h;
-      return true;
-    }
-    if (cur == kEmptyKey) {
-      const unsigned long long old = atomicCAS(&t.keys[h], kEmptyKey, k);
-      if (old == kEmptyKey) {
-        if (atomicAdd(t.claimed, 1ull) >= t.limit) {
-          atomicExch(t.overflow, 1ull);
-          return false;
-        }
-        *slot = h;
-        return true;
-      }
-      if (old == k) {
-        *slot = h;
-        return true;
-      }
-    }
-    h = (h + 1) & mask;
-  }
-  atomicExch(t.overflow, 1ull);
-  return false;
-}
-
-__device__ void global_add(const GTable& t, unsigned long long k, const Agg& a) {
-  uint64_t s;
-  if (!global_slot(t, k, &s)) return;
-  atomicAdd(&t.count[s], a.count);
-  atomicAdd(&t.sum[s], a.sum);
-  atomicMin(&t.min_u[s], a.min_u);
-  atomicMax(&t.max_u[s], a.max_u);
-}
-
-#endif  // GB_AOS
 
 /// Per-CTA shared-memory table.
 struct SmemTable {
@@ -430,7 +337,7 @@ struct WarpTable {
   unsigned long long sum[kWarpSlots + 1];
   unsigned long long min_u[kWarpSlots + 1];
   unsigned long long max_u[kWarpSlots + 1];
-  unsigned count[kWarpSlots + 1];  // a warp's rows of a group <= N < 2^32 (aos refuses larger N)
+  unsigned count[kWarpSlots + 1];  // a warp's rows of a group <= N < 2^32 (read_n refuses larger N)
 };
 
 /// Warp-uniform state of a warp's table, in registers.
@@ -782,7 +689,6 @@ __global__ void GB_AGG_BOUNDS gb_aggregate(const int64_t* __restrict__ keys,
   }
 }
 
-#if GB_AOS
 /// Every record and count to empty (identity aggregates); with a gate, only if *gate is set.
 __global__ void gb_clear(GTable t, const unsigned long long* gate) {
   if (gate != nullptr && !pass_void(gate)) return;
@@ -795,28 +701,12 @@ __global__ void gb_clear(GTable t, const unsigned long long* gate) {
   }
 }
 
-#else
-/// Every slot to empty (identity aggregates); with a gate, only if *gate is set.
-__global__ void gb_clear(GTable t, const unsigned long long* gate) {
-  if (gate != nullptr && !pass_void(gate)) return;
-  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i <= t.cap;
-       i += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
-    t.keys[i] = kEmptyKey;
-    t.count[i] = 0;
-    t.sum[i] = 0;
-    t.min_u[i] = ~0ull;
-    t.max_u[i] = 0;
-  }
-}
-
-#endif  // GB_AOS
 
 struct Outputs {
   int64_t *keys, *count, *sum, *min, *max;
   unsigned long long* num_groups;
 };
 
-#if GB_AOS
 /// Write every group of the table that holds the answer (the full one if the small overflowed).
 __global__ void __launch_bounds__(kThreads) gb_emit(GTable small, GTable full, Outputs o) {
   const bool rerun = pass_void(small.overflow);
@@ -848,40 +738,11 @@ __global__ void __launch_bounds__(kThreads) gb_emit(GTable small, GTable full, O
   }
 }
 
-#else
-/// Write every group of the table that holds the answer (the full one if the small overflowed).
-__global__ void __launch_bounds__(kThreads) gb_emit(GTable small, GTable full, Outputs o) {
-  const bool rerun = pass_void(small.overflow);
-  GTable t = small;  // field by field, so the choice stays in registers (no stack copy)
-  if (rerun) t = full;
-  const int lane = threadIdx.x & 31;
-  for (uint64_t base = static_cast<uint64_t>(blockIdx.x) * kThreads; base <= t.cap;
-       base += static_cast<uint64_t>(gridDim.x) * kThreads) {
-    const uint64_t i = base + threadIdx.x;
-    const bool used = i < t.cap ? t.keys[i] != kEmptyKey : (i == t.cap && t.count[i] != 0);
-    const unsigned ballot = __ballot_sync(~0u, used);
-    if (ballot == 0) continue;
-    unsigned long long first = 0;
-    if (lane == 0) first = atomicAdd(o.num_groups, static_cast<unsigned long long>(__popc(ballot)));
-    first = __shfl_sync(~0u, first, 0);
-    if (!used) continue;
-    const uint64_t r = first + __popc(ballot & ((1u << lane) - 1u));
-    o.keys[r] = i < t.cap ? static_cast<int64_t>(t.keys[i]) : -1;
-    o.count[r] = static_cast<int64_t>(t.count[i]);
-    o.sum[r] = static_cast<int64_t>(t.sum[i]);
-    o.min[r] = static_cast<int64_t>(t.min_u[i] ^ kSignBit);
-    o.max[r] = static_cast<int64_t>(t.max_u[i] ^ kSignBit);
-  }
-}
-
-#endif  // GB_AOS
 
 int64_t read_n(const d2k_args* a) {
   const int64_t n = d2k::scalar_i(a, "N");
   if (n < 0) throw d2k::abi_error("groupby_aggregate: N must be >= 0");
-#if GB_AOS
-  if (n > int64_t{0xFFFFFFFF}) throw d2k::abi_error("groupby_aggregate (aos): the 4-byte counts need N < 2^32");
-#endif
+  if (n > int64_t{0xFFFFFFFF}) throw d2k::abi_error("groupby_aggregate: the 4-byte counts need N < 2^32");
   return n;
 }
 

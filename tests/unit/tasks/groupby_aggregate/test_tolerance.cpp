@@ -4,10 +4,9 @@
 // table logic, not the concurrency: compute-sanitizer runs on the GPU do that). Variants that
 // sum in fp64, compare min/max as unsigned, lose the key -1 (the empty marker), forget a CTA's
 // shared-memory groups, or keep the abandoned small table after it overflowed fail.
-// The aos variant (GB_AOS=1: 32-byte records {key, sum, min, max} and a 4-byte count array, a
-// first table of 2^21 records abandoned at 2/3 load, unlimited tables that count no claims, and
-// CTAs that bypass a full shared table which rarely hits) is emulated with its constants too: it
-// passes on every check workload, on hidden draws and on synthetic inputs that take the overflow
+// The global table is emulated as expert.cu lays it out (32-byte records {key, sum, min, max} and
+// a 4-byte count array, a first table of 2^21 records abandoned at 2/3 load, unlimited tables that
+// count no claims, CTAs that bypass a full shared table which rarely hits): it passes on every check workload, on hidden draws and on synthetic inputs that take the overflow
 // and rerun (with the key -1 in both passes) or hold 1e6 groups in the first table; a probe that
 // runs off the table's end, a lost claiming update, a count array without the -1 slot, no rerun,
 // and a bypassing CTA that forgets its flush fail.
@@ -59,21 +58,19 @@ struct Row {
 struct Model {
   int ctas = 528;           ///< 132 SMs x kCtasPerSm
   int smem_slots = 1024;    ///< GB_SMEM_SLOTS (0: the global_only variant)
-  u64 small_cap = 1ull << 22;
+  u64 small_cap = 1ull << 21;
   bool flip_sign = true;    ///< false: min/max compared as raw uint64 (wrong)
   bool minus_one_slot = true;  ///< false: the key -1 is taken for an empty slot and lost (wrong)
   bool flush_smem = true;   ///< false: a CTA's shared-memory groups never reach the table (wrong)
   bool rerun = true;        ///< false: emit from the abandoned small table (wrong)
-  // The aos variant (expert.cu with GB_AOS=1).
-  bool aos = false;         ///< record table with 4-byte counts; unlimited tables count no claims
-  u64 small_limit = 0;      ///< groups at which the small table is abandoned (0: small_cap / 2)
-  bool bypass = false;      ///< GB_SMEM_BYPASS: a CTA whose full table rarely hits stops probing it
+  u64 small_limit = 0;      ///< groups at which the small table is abandoned (0: 2/3 of small_cap)
+  bool bypass = true;       ///< GB_SMEM_BYPASS: a CTA whose full table rarely hits stops probing it
   unsigned bypass_window = 1024, bypass_div = 8;
   bool wrap_probe = true;   ///< false: a probe runs off the end into the -1 record, then is lost (wrong)
   bool apply_claim = true;  ///< false: the update that claims a record is lost (wrong)
   bool count_minus_one = true;  ///< false: the count array has cap entries, no -1 slot (wrong)
   bool bypass_flush = true; ///< false: a CTA that bypassed its table never flushes it (wrong)
-  // The warptab variant (expert.cu with GB_WARP_TABLE=1, on top of aos).
+  // The warptab variant (expert.cu with GB_WARP_TABLE=1).
   bool warptab = false;     ///< per-warp private tables in front of the CTA table
   int items = 4, warp_slots = 32, warp_limit = 24, warp_probes = 8;
   unsigned warp_window = 1024, warp_div = 8;
@@ -82,19 +79,16 @@ struct Model {
   bool fold_ceil = true;      ///< false: floor(log2) pointer-jumping steps, a set of 3 loses a peer (wrong)
 };
 
-/// expert.cu's constants with GB_AOS=1 (and the default GB_SMEM_BYPASS=1 of that build).
-Model aos_model(bool bypass = true) {
+/// expert.cu's constants (GB_SMEM_BYPASS on or off).
+Model expert_model(bool bypass = true) {
   Model m;
-  m.aos = true;
-  m.small_cap = 1ull << 21;
-  m.small_limit = m.small_cap / 3 * 2;
   m.bypass = bypass;
   return m;
 }
 
-/// expert.cu's constants with GB_WARP_TABLE=1 (aos and its CTA bypass underneath).
+/// expert.cu's constants with GB_WARP_TABLE=1 (the CTA bypass underneath).
 Model warptab_model() {
-  Model m = aos_model();
+  Model m = expert_model();
   m.warptab = true;
   return m;
 }
@@ -117,39 +111,7 @@ struct Agg {
   }
 };
 
-/// expert.cu's GTable: linear probing, cap + 1 slots (the last for key -1), abandoned at `limit`.
-struct Table {
-  u64 cap, limit, claimed = 0;
-  bool overflow = false;
-  std::vector<u64> keys;
-  std::vector<Agg> agg;
-  Table(u64 c, u64 l) : cap(c), limit(l), keys(c + 1, kEmpty), agg(c + 1) {}
-  bool slot(u64 k, u64* s, const Model& m) {
-    if (k == kEmpty) {
-      if (!m.minus_one_slot) return false;
-      *s = cap;
-      return true;
-    }
-    u64 h = fmix64(k) & (cap - 1);
-    for (u64 p = 0; p < cap; ++p, h = (h + 1) & (cap - 1)) {
-      if (keys[h] == k) { *s = h; return true; }
-      if (keys[h] == kEmpty) {
-        keys[h] = k;
-        if (claimed++ >= limit) { overflow = true; return false; }
-        *s = h;
-        return true;
-      }
-    }
-    overflow = true;
-    return false;
-  }
-  void add(u64 k, const Agg& a, const Model& m) {
-    u64 s;
-    if (slot(k, &s, m)) agg[s].fold(a);
-  }
-};
-
-/// The aos GTable: cap + 1 records {key, sum, min_u, max_u} and cap + 1 4-byte counts (slot cap
+/// expert.cu's GTable: cap + 1 records {key, sum, min_u, max_u} and cap + 1 4-byte counts (slot cap
 /// holds the key -1); linear probing; a limited table counts claims, an unlimited one does not.
 struct RecTable {
   u64 cap, limit, claimed = 0;
@@ -162,6 +124,7 @@ struct RecTable {
   bool slot(u64 k, u64* s, bool* claimed_now, const Model& m) {
     *claimed_now = false;
     if (k == kEmpty) {
+      if (!m.minus_one_slot) return false;
       *s = cap;
       return true;
     }
@@ -222,11 +185,9 @@ struct Smem {
 /// folded per distinct key (what __match_any_sync and fold_peers do), then the CTA's flush. With
 /// m.bypass, each warp reads the CTA's mode at its start (probe; probe and count the lookups while
 /// the table is full and undecided; bypass) and the warp whose lookups cross the window decides.
-template <class T>
-void warptab_pass(const i64* keys, const i64* vals, i64 n, T& t, const Model& m, Stats* stats);
+void warptab_pass(const i64* keys, const i64* vals, i64 n, RecTable& t, const Model& m, Stats* stats);
 
-template <class T>
-void aggregate_pass(const i64* keys, const i64* vals, i64 n, T& t, const Model& m, Stats* stats = nullptr) {
+void aggregate_pass(const i64* keys, const i64* vals, i64 n, RecTable& t, const Model& m, Stats* stats = nullptr) {
   if (m.warptab) {
     warptab_pass(keys, vals, n, t, m, stats);
     return;
@@ -303,8 +264,7 @@ int warp_hash(u64 k, const Model& m) {
 
 /// expert.cu's warp_round, lane by lane: lookup and claims, peers, the pointer-jumping fold, the
 /// updates of the warp table by its leaders and the fallback of the others.
-template <class T>
-void warp_round(WarpTab& w, CtaState& cs, T& t, const u64* k, const i64* v, const bool* valid, const Model& m,
+void warp_round(WarpTab& w, CtaState& cs, RecTable& t, const u64* k, const i64* v, const bool* valid, const Model& m,
                 Stats* stats) {
   constexpr int L = 32;
   const int slots = m.warp_slots, limit = m.warp_limit;
@@ -445,8 +405,7 @@ void warp_round(WarpTab& w, CtaState& cs, T& t, const u64* k, const i64* v, cons
 /// gb_aggregate with GB_WARP_TABLE=1: per CTA (expert.cu's grid for n / 4 items), its 8 warps
 /// interleaved chunk by chunk over the grid-strided chunks of 128 rows, 4 rounds per chunk (lane
 /// l holds rows 4l .. 4l+3), then each warp's merge into the CTA table, then the CTA's flush.
-template <class T>
-void warptab_pass(const i64* keys, const i64* vals, i64 n, T& t, const Model& m, Stats* stats) {
+void warptab_pass(const i64* keys, const i64* vals, i64 n, RecTable& t, const Model& m, Stats* stats) {
   constexpr int kWarps = 8, L = 32;
   const i64 chunk = static_cast<i64>(L) * m.items, chunks = (n + chunk - 1) / chunk;
   const i64 want = ((n + m.items - 1) / m.items + 255) / 256;
@@ -501,20 +460,7 @@ void warptab_pass(const i64* keys, const i64* vals, i64 n, T& t, const Model& m,
   }
 }
 
-std::vector<Row> emit(const Table& t, const Model& m) {
-  std::vector<Row> rows;
-  for (u64 i = 0; i <= t.cap; ++i) {
-    const bool used = i < t.cap ? t.keys[i] != kEmpty : t.agg[i].count != 0;
-    if (!used) continue;
-    const Agg& a = t.agg[i];
-    const u64 flip = m.flip_sign ? kSign : 0;
-    rows.push_back(Row{i < t.cap ? static_cast<i64>(t.keys[i]) : -1, static_cast<i64>(a.count),
-                       static_cast<i64>(a.sum), static_cast<i64>(a.min_u ^ flip), static_cast<i64>(a.max_u ^ flip)});
-  }
-  return rows;
-}
-
-/// The aos gb_emit: a record is used when its key is not empty; slot cap (the key -1) when its
+/// gb_emit: a record is used when its key is not empty; slot cap (the key -1) when its
 /// count is not zero (a count array without that slot loses the group).
 std::vector<Row> emit(const RecTable& t, const Model& m) {
   std::vector<Row> rows;
@@ -531,28 +477,20 @@ std::vector<Row> emit(const RecTable& t, const Model& m) {
 }
 
 /// expert.cu's d2k_run: the small table, then (if it overflowed) the rerun into the full one.
-template <class T>
-std::vector<Row> run_tables(const i64* keys, const i64* vals, i64 n, const Model& m, Stats* stats) {
+std::vector<Row> expert_emulation(const i64* keys, const i64* vals, i64 n, const Model& m, Stats* stats = nullptr) {
   u64 full = 2;
   while (full < static_cast<u64>(n) + static_cast<u64>(n) / 4) full <<= 1;
   const bool two = full > m.small_cap;
-  const u64 limit = m.small_limit != 0 ? m.small_limit : m.small_cap / 2;
-  auto make = [&](u64 cap, u64 lim) {
-    if constexpr (std::is_same_v<T, RecTable>) return RecTable(cap, lim, m);
-    else return Table(cap, lim);
-  };
-  T small = make(two ? m.small_cap : full, two ? limit : ~0ull);
+  const u64 limit = m.small_limit != 0 ? m.small_limit : m.small_cap / 3 * 2;
+  RecTable small(two ? m.small_cap : full, two ? limit : ~0ull, m);
   aggregate_pass(keys, vals, n, small, m, stats);
   if (!small.overflow || !m.rerun) return emit(small, m);
   if (stats != nullptr) ++stats->reruns;
-  T big = make(full, ~0ull);
+  RecTable big(full, ~0ull, m);
   aggregate_pass(keys, vals, n, big, m, stats);
   return emit(big, m);
 }
 
-std::vector<Row> expert_emulation(const i64* keys, const i64* vals, i64 n, const Model& m, Stats* stats = nullptr) {
-  return m.aos ? run_tables<RecTable>(keys, vals, n, m, stats) : run_tables<Table>(keys, vals, n, m, stats);
-}
 
 /// A straightforward map-based group-by whose sum is accumulated in fp64 (wrong past 2^53).
 std::vector<Row> fp64_sum(const i64* keys, const i64* vals, i64 n) {
@@ -657,7 +595,7 @@ class GroupbyRules : public TaskSuite<GroupbyRules> {
     return same_rows(c, expert_emulation(in.keys, in.vals, in.n, m, stats));
   }
   /// 1.75M rows (two tables: 1.25 N > 2^21), 1.5M distinct keys spread by an odd multiplier (a
-  /// bijection of uint64) and every 7th row the key -1: more groups than the aos small table's
+  /// bijection of uint64) and every 7th row the key -1: more groups than the small table's
   /// limit (1398100), so its first pass overflows and the rerun fills the 2^22-record table.
   static const Case& overflow_case() {
     static const Case c = synthetic("n1750000-overflow", 1750000, [](i64 r) {
@@ -667,17 +605,16 @@ class GroupbyRules : public TaskSuite<GroupbyRules> {
   }
 };
 
-TEST_F(GroupbyRules, ExpertEmulationPassesOnEveryCheckWorkloadWithAndWithoutTheRerun) {
-  Model plain, spill_early, global_only;
-  spill_early.small_cap = 64;  // forces the overflow and the rerun on every workload with > 32 groups
-  global_only.smem_slots = 0;  // the global_only variant
+// The default and the forced rerun are in RecordTableBypassAndCtaCounts... below; here the
+// global_only variant (no CTA tables, so no bypass).
+TEST_F(GroupbyRules, GlobalOnlyEmulationPassesOnEveryCheckWorkload) {
+  Model global_only;
+  global_only.smem_slots = 0;
+  global_only.bypass = false;
   for (const Case& c : *cases_) {
-    const Workload& w = c.plan.workload;
     const Inputs in = inputs_of(c);
-    for (const Model* m : {&plain, &spill_early, &global_only}) {
-      const OutputsVerdict v = judge(c, to_outputs(c, expert_emulation(in.keys, in.vals, in.n, *m)));
-      EXPECT_EQ(v.status, Status::PASSED) << w.uuid << " small_cap " << m->small_cap << " smem " << m->smem_slots << ": " << v.message;
-    }
+    const OutputsVerdict v = judge(c, to_outputs(c, expert_emulation(in.keys, in.vals, in.n, global_only)));
+    EXPECT_EQ(v.status, Status::PASSED) << c.plan.workload.uuid << ": " << v.message;
   }
 }
 
@@ -718,8 +655,8 @@ TEST_F(GroupbyRules, WrongVariantsFailWhereTheirFaultShows) {
   EXPECT_GE(mixed_signs, 4);
 }
 
-TEST_F(GroupbyRules, AosEmulationPassesOnEveryCheckWorkloadAndHiddenDraw) {
-  Model aos = aos_model(), probe = aos_model(false), spill = aos_model(), few = aos_model();
+TEST_F(GroupbyRules, RecordTableBypassAndCtaCountsOnEveryCheckWorkloadAndHiddenDraw) {
+  Model bypass = expert_model(), probe = expert_model(false), spill = expert_model(), few = expert_model();
   spill.small_cap = 64;  // the small table abandoned at 42 groups: the rerun on every workload with more
   spill.small_limit = spill.small_cap / 3 * 2;
   few.ctas = 16;  // ~60k rows per CTA at 1e6 rows: every CTA whose table fills takes the bypass decision
@@ -728,9 +665,9 @@ TEST_F(GroupbyRules, AosEmulationPassesOnEveryCheckWorkloadAndHiddenDraw) {
   for (const Case& c : *cases_) {
     const Workload& w = c.plan.workload;
     hidden += w.hidden ? 1 : 0;
-    for (Model* m : {&aos, &probe, &spill, &few}) {
+    for (Model* m : {&bypass, &probe, &spill, &few}) {
       Stats st;
-      EXPECT_TRUE(emulation_matches(c, *m, &st)) << w.uuid << " aos small_cap " << m->small_cap << " ctas " << m->ctas
+      EXPECT_TRUE(emulation_matches(c, *m, &st)) << w.uuid << " small_cap " << m->small_cap << " ctas " << m->ctas
                                                       << " bypass " << m->bypass;
       if (m == &spill) reruns += st.reruns;
       if (m == &few) {
@@ -744,21 +681,21 @@ TEST_F(GroupbyRules, AosEmulationPassesOnEveryCheckWorkloadAndHiddenDraw) {
   }
   EXPECT_EQ(hidden, 2);
   for (const Case& c : *cases_) {  // and by the engine's judge, with the variant's own constants
-    EXPECT_EQ(verdict(c, aos), Status::PASSED) << c.plan.workload.uuid;
+    EXPECT_EQ(verdict(c, bypass), Status::PASSED) << c.plan.workload.uuid;
   }
   EXPECT_GE(reruns, 4);  // n4097, g1000, g100k, g1m at least
-  std::printf("aos, 16 CTAs: %d CTAs bypassed their table, %d kept probing\n", few_stats.bypassed, few_stats.kept);
+  std::printf("16 CTAs: %d CTAs bypassed their table, %d kept probing\n", few_stats.bypassed, few_stats.kept);
   EXPECT_GT(few_stats.bypassed, 0);  // g1m uniform, all distinct: the table rarely hits
   EXPECT_GT(few_stats.kept, 0);      // g100k Zipf: the head keeps hitting
 }
 
-TEST_F(GroupbyRules, AosOverflowAndRerunWithTheVariantsConstants) {
-  Model no_rerun = aos_model();
+TEST_F(GroupbyRules, OverflowAndRerunWithTheExpertsConstants) {
+  Model no_rerun = expert_model();
   no_rerun.rerun = false;
   const Case& c = overflow_case();
-  ASSERT_GT(c.expected[c.out_index("num_groups")].as<i64>()[0], static_cast<i64>(aos_model().small_limit));
+  ASSERT_GT(c.expected[c.out_index("num_groups")].as<i64>()[0], static_cast<i64>(expert_model().small_limit));
   Stats st;
-  EXPECT_TRUE(emulation_matches(c, aos_model(), &st));
+  EXPECT_TRUE(emulation_matches(c, expert_model(), &st));
   EXPECT_EQ(st.reruns, 1);
   EXPECT_GT(st.bypassed, 0);  // every CTA's table fills with keys that never hit again
   EXPECT_FALSE(emulation_matches(c, no_rerun)) << "the abandoned small table passes";
@@ -769,13 +706,13 @@ TEST_F(GroupbyRules, AosOverflowAndRerunWithTheVariantsConstants) {
   });
   ASSERT_EQ(fit.expected[fit.out_index("num_groups")].as<i64>()[0], 1000000);
   Stats fit_st;
-  EXPECT_TRUE(emulation_matches(fit, aos_model(), &fit_st));
+  EXPECT_TRUE(emulation_matches(fit, expert_model(), &fit_st));
   EXPECT_EQ(fit_st.reruns, 0);
 }
 
-TEST_F(GroupbyRules, AosWrongVariantsFail) {
-  Model no_wrap = aos_model(), lost_claim = aos_model(), no_minus_one_count = aos_model(), no_rerun = aos_model(),
-        no_flush = aos_model();
+TEST_F(GroupbyRules, RecordTableWrongVariantsFail) {
+  Model no_wrap = expert_model(), lost_claim = expert_model(), no_minus_one_count = expert_model(), no_rerun = expert_model(),
+        no_flush = expert_model();
   no_wrap.wrap_probe = false;  // with the small table abandoned at 42 groups: chains reach the end often
   no_wrap.small_cap = no_rerun.small_cap = 64;
   no_wrap.small_limit = no_rerun.small_limit = 42;
@@ -798,7 +735,7 @@ TEST_F(GroupbyRules, AosWrongVariantsFail) {
   }
   EXPECT_EQ(verdict(by_suffix("check-n1000-one-group"), no_minus_one_count), Status::INCORRECT_NUMERICAL)
       << "no count slot for the key -1 passes";
-  std::printf("aos: %d check workloads fail without the probe wrap, %d without a bypassing CTA's flush\n", wrap_fails,
+  std::printf("%d check workloads fail without the probe wrap, %d without a bypassing CTA's flush\n", wrap_fails,
               flush_fails);
   EXPECT_GE(wrap_fails, 1);
   EXPECT_GE(flush_fails, 1);  // g1m uniform: the bypassing CTAs' tables hold groups
