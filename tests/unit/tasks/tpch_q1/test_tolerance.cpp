@@ -67,19 +67,25 @@ int group(Variant v, std::int8_t flag, std::int8_t status) {
   return v == Variant::kStatusMajor ? 3 * s + f : 2 * f + s;
 }
 
+/// A workload's columns in the signature's order, and its shipdate_max.
+struct Columns {
+  std::int64_t n;
+  const std::int8_t *flag, *status;
+  const std::int64_t *qty, *price, *disc, *tax;
+  const std::int32_t* ship;
+  std::int64_t maxd;
+};
+Columns columns(const WorkloadPlan& p, const std::vector<HostTensor>& in) {
+  return {in.at(0).numel(),          in.at(0).as<std::int8_t>(),  in.at(1).as<std::int8_t>(),
+          in.at(2).as<std::int64_t>(), in.at(3).as<std::int64_t>(), in.at(4).as<std::int64_t>(),
+          in.at(5).as<std::int64_t>(), in.at(6).as<std::int32_t>(), scalar(p, "shipdate_max")};
+}
+
 std::vector<HostTensor> make_outputs(Variant v, const std::int64_t (&s)[kGroups][6], const std::uint64_t (&hi)[kGroups],
                                      const std::uint64_t (&lo)[kGroups]);
 
 std::vector<HostTensor> emulate(Variant v, const WorkloadPlan& p, const std::vector<HostTensor>& in) {
-  const std::int64_t n = in.at(0).numel();
-  const auto* flag = in.at(0).as<std::int8_t>();
-  const auto* status = in.at(1).as<std::int8_t>();
-  const auto* qty = in.at(2).as<std::int64_t>();
-  const auto* price = in.at(3).as<std::int64_t>();
-  const auto* disc = in.at(4).as<std::int64_t>();
-  const auto* tax = in.at(5).as<std::int64_t>();
-  const auto* ship = in.at(6).as<std::int32_t>();
-  const std::int64_t maxd = scalar(p, "shipdate_max");
+  const auto [n, flag, status, qty, price, disc, tax, ship, maxd] = columns(p, in);
   std::int64_t s[kGroups][6] = {};
   std::uint64_t hi[kGroups] = {}, lo[kGroups] = {};
   const std::int64_t end = v == Variant::kDropTail ? n - n % 4 : n;
@@ -163,15 +169,7 @@ struct PackedRun {
 };
 
 PackedRun emulate_packed(const WorkloadPlan& p, const std::vector<HostTensor>& in, PackedLaunch l) {
-  const std::int64_t n = in.at(0).numel();
-  const auto* flag = in.at(0).as<std::int8_t>();
-  const auto* status = in.at(1).as<std::int8_t>();
-  const auto* qty = in.at(2).as<std::int64_t>();
-  const auto* price = in.at(3).as<std::int64_t>();
-  const auto* disc = in.at(4).as<std::int64_t>();
-  const auto* tax = in.at(5).as<std::int64_t>();
-  const auto* ship = in.at(6).as<std::int32_t>();
-  const std::int64_t maxd = scalar(p, "shipdate_max");
+  const auto [n, flag, status, qty, price, disc, tax, ship, maxd] = columns(p, in);
   const std::int64_t vb = std::min(l.vec_begin, n), groups = (n - vb) / 4;
   if (l.blocks == 0) {
     const std::int64_t work = groups + (n - 4 * groups), want = (work + l.threads - 1) / l.threads;
