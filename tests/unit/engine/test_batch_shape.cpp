@@ -214,14 +214,19 @@ TEST(BatchEnd, ACountThatReachesNaivesAfterALaterLookGetsNoDiscount) {
 }
 
 
+/// An output of `dtype` compared by `rule` (what the probe's rules read).
+TensorPlan output(DType dtype, const char* rule) {
+  TensorPlan t;
+  t.dtype = dtype;
+  t.cmp.rule = rule;
+  return t;
+}
+
 // An integer output compared exactly reads as written only with naive's words: radix_sort_pairs'
 // ping-pong leaves other, non-poison words in its outputs after digit pass 2 of 4, which the
 // poison test took for the call's end (a false timer_cross_check at 1e9 keys on the H200).
 TEST(ProbeWords, ExactIntegerOutputsWaitForNaivesWords) {
-  TensorPlan keys;
-  keys.dtype = DType::u32;
-  keys.cmp.rule = "exact";
-  EXPECT_TRUE(probe_final_words(keys));
+  EXPECT_TRUE(probe_final_words(output(DType::u32, "exact")));
   const std::vector<unsigned short> naive = {1, 2, 3, 4};
   const std::vector<char> watched = {1, 1, 1, 1};
   const std::vector<unsigned short> scratch = {9, 8, 7, 6};  // an earlier pass: written, not final
@@ -237,16 +242,9 @@ TEST(ProbeWords, ExactIntegerOutputsWaitForNaivesWords) {
 // Float outputs, and tolerance rules, keep the poison test: an honest float output is not naive's
 // bit for bit (an exact float compare passes -0.0 for 0.0).
 TEST(ProbeWords, FloatAndToleranceOutputsKeepThePoisonTest) {
-  TensorPlan price;
-  price.dtype = DType::f32;
-  price.cmp.rule = "exact";
-  EXPECT_FALSE(probe_final_words(price));
-  TensorPlan y;
-  y.dtype = DType::i32;
-  y.cmp.rule = "multiset";
-  EXPECT_FALSE(probe_final_words(y));
-  y.cmp.rule = "allclose";
-  EXPECT_FALSE(probe_final_words(y));
+  EXPECT_FALSE(probe_final_words(output(DType::f32, "exact")));
+  EXPECT_FALSE(probe_final_words(output(DType::i32, "multiset")));
+  EXPECT_FALSE(probe_final_words(output(DType::i32, "allclose")));
 }
 
 // A row set compared as a multiset is not watched at fixed places: its honest rows may come in
@@ -254,15 +252,9 @@ TEST(ProbeWords, FloatAndToleranceOutputsKeepThePoisonTest) {
 // chance (a negative int64's sign extension) land where naive's did not, and the probe never
 // passed. Its exact integer count is watched, and waits for naive's final count.
 TEST(ProbeWords, MultisetRowsAreNotWatchedTheirCountIs) {
-  TensorPlan min;
-  min.dtype = DType::i64;
-  min.cmp.rule = "multiset";
-  EXPECT_FALSE(probe_watches(min));
-  TensorPlan count;
-  count.dtype = DType::i64;
-  count.cmp.rule = "exact";
-  EXPECT_TRUE(probe_watches(count));
-  EXPECT_TRUE(probe_final_words(count));
+  EXPECT_FALSE(probe_watches(output(DType::i64, "multiset")));
+  EXPECT_TRUE(probe_watches(output(DType::i64, "exact")));
+  EXPECT_TRUE(probe_final_words(output(DType::i64, "exact")));
   // Naive's min rows and the expert's same rows in another order: as the poison test reads them
   // at fixed places, half the watched words would stay pending for ever.
   const std::vector<unsigned short> naive = {0x1234, 0xFFFF, 0x0042, 0xFFFF};
@@ -271,10 +263,7 @@ TEST(ProbeWords, MultisetRowsAreNotWatchedTheirCountIs) {
   EXPECT_EQ(probe_pending_words(other_order, naive, positional, false), 0u);
   const std::vector<unsigned short> swapped = {0xFFFF, 0x1234, 0xFFFF, 0x0042};
   EXPECT_EQ(probe_pending_words(swapped, naive, positional, false), 2u) << "why multiset rows are not watched";
-  TensorPlan y;
-  y.dtype = DType::f32;
-  y.cmp.rule = "allclose";
-  EXPECT_TRUE(probe_watches(y));
+  EXPECT_TRUE(probe_watches(output(DType::f32, "allclose")));
 }
 
 }  // namespace
