@@ -157,17 +157,16 @@ double watch_slab(const DevMem& slab, const BatchShape& b, const SlotProbe& prob
   // runs. A probe that watches no word (every output a row set, or left as the poison by naive)
   // counts the last slot from the first look, at naive's count only: waiting for 2x the expected
   // time would put every such honest batch at half its worker's median (a timer_cross_check).
-  const auto slot_settled = [&](bool unchanged_counts) {
+  const auto slot_settled = [&](bool unchanged_ends) {
     const std::uint64_t c = count_poison(last_slot, b.stride, s);
-    const bool settled = c <= honest_last || (unchanged_counts && last_slot_count == c);
+    const bool settled = c <= honest_last || (unchanged_ends && last_slot_count == c);
     last_slot_count = c;
     return settled;
   };
   while (seconds_since(t0) < timeout_s) {
     // Honest batches run in order: the last call's probe words come last.
-    const bool late = seconds_since(t0) > 2 * expect_s;
-    const bool last_done =
-        probe_written(probe, slab, b, last, s) || ((late || probe.watched == 0) && slot_settled(late));
+    const SlotCount rule = slot_count_rule(seconds_since(t0) > 2 * expect_s, probe.watched);
+    const bool last_done = probe_written(probe, slab, b, last, s) || (rule.count && slot_settled(rule.unchanged_ends));
     if (last_done) {
       // The clock stops here; the whole-slab count confirms it (BatchEnd: what is charged).
       const double seen = seconds_since(t0);
@@ -247,6 +246,10 @@ ProbeLayout probe_layout(std::size_t bytes) {
   l.step = step_words * 2;
   l.last = words * 2 - 2;
   return l;
+}
+
+SlotCount slot_count_rule(bool late, std::size_t watched_words) {
+  return {late || watched_words == 0, late};
 }
 
 bool probe_watches(const TensorPlan& out) { return out.cmp.rule != "multiset"; }

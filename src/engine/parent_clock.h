@@ -81,6 +81,16 @@ ProbeLayout probe_layout(std::size_t bytes);
 /// exact float compare passes -0.0 for 0.0, which differ in bits).
 bool probe_final_words(const TensorPlan& out);
 
+/// When the parent counts the last call's slot itself instead of trusting the probe (pure:
+/// unit-tested): after 2x the expected time (`late`), settled at naive's count or at a count
+/// unchanged since the look before; with no watched word from the first look, at naive's count
+/// only (a count unchanged between two looks may be a call that has not started).
+struct SlotCount {
+  bool count = false;           ///< count the last slot at this look
+  bool unchanged_ends = false;  ///< a count equal to the last look's ends the batch
+};
+SlotCount slot_count_rule(bool late, std::size_t watched_words);
+
 /// Whether the probe watches output `out` at fixed places: not a row set compared as a multiset,
 /// whose honest rows may sit in any order. Another order puts honest words that equal the poison
 /// (the sign extension of a negative int64: every group-by min row) where naive's rows did not

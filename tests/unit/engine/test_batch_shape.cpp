@@ -266,6 +266,22 @@ TEST(ProbeWords, MultisetRowsAreNotWatchedTheirCountIs) {
   EXPECT_TRUE(probe_watches(output(DType::f32, "allclose")));
 }
 
+// The parent counts the last slot itself only late (2x the expected time), where a count that
+// held since the look before also ends the batch; a probe with nothing to watch counts from the
+// first look, ended only by naive's count: waiting for 2x would read every such honest batch at
+// half its median, and an unchanged count early may be a last call that has not started.
+TEST(ProbeWords, LastSlotCountedLateOrWhenNothingIsWatched) {
+  const SlotCount watched_early = slot_count_rule(false, 5), watched_late = slot_count_rule(true, 5);
+  EXPECT_FALSE(watched_early.count);
+  EXPECT_TRUE(watched_late.count);
+  EXPECT_TRUE(watched_late.unchanged_ends);
+  const SlotCount none_early = slot_count_rule(false, 0), none_late = slot_count_rule(true, 0);
+  EXPECT_TRUE(none_early.count);
+  EXPECT_FALSE(none_early.unchanged_ends);
+  EXPECT_TRUE(none_late.count);
+  EXPECT_TRUE(none_late.unchanged_ends);
+}
+
 }  // namespace
 }  // namespace d2k
 
