@@ -423,18 +423,28 @@ int sm_count() {
   return sms;
 }
 
+/// The tiled kernel's CTA tile grid and cluster shape, as CUTLASS's persistent scheduler sees them.
+using SchedulerParams = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90Params;
+struct TileGrid {
+  dim3 blocks;  ///< CTA tiles along M and N (before the swizzle's padding)
+  cutlass::gemm::GemmCoord cluster;
+};
+template <class G>
+TileGrid tile_grid(const gbg::Args& g) {
+  using Tile = typename G::Tile;
+  using Cluster = typename G::Cluster;
+  const cutlass::gemm::GemmCoord tile(size<0>(Tile{}), size<1>(Tile{}), size<2>(Tile{}));
+  const cutlass::gemm::GemmCoord cluster(size<0>(Cluster{}), size<1>(Cluster{}), 1);
+  return {SchedulerParams::get_tiled_cta_shape_mnl({int(g.M), int(g.N), int(g.K), 1}, tile, cluster), cluster};
+}
+
 /// The whole_waves variant's persistent CTA count for the tiled kernel: the work units CUTLASS's
 /// persistent scheduler walks (cluster tiles, padded to the raster swizzle), then the fewest
 /// clusters that need no more rounds than all of them (schedule.h).
 template <class G>
 int whole_wave_ctas(const gbg::Args& g, int sms) {
-  using Params = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90Params;
-  using Tile = typename G::Tile;
-  using Cluster = typename G::Cluster;
-  const cutlass::gemm::GemmCoord tile(size<0>(Tile{}), size<1>(Tile{}), size<2>(Tile{}));
-  const cutlass::gemm::GemmCoord cluster(size<0>(Cluster{}), size<1>(Cluster{}), 1);
-  const dim3 blocks = Params::get_tiled_cta_shape_mnl({int(g.M), int(g.N), int(g.K), 1}, tile, cluster);
-  const int log_swizzle = Params::get_log_swizzle_size(blocks.x, blocks.y, GBG_SWIZZLE);
+  const auto [blocks, cluster] = tile_grid<G>(g);
+  const int log_swizzle = SchedulerParams::get_log_swizzle_size(blocks.x, blocks.y, GBG_SWIZZLE);
   const int64_t tiles_m = gbg::round_up(blocks.x, (1 << log_swizzle) * cluster.m());
   const int64_t tiles_n = gbg::round_up(blocks.y, (1 << log_swizzle) * cluster.n());
   const int cluster_size = cluster.m() * cluster.n();
@@ -448,16 +458,11 @@ int whole_wave_ctas(const gbg::Args& g, int sms) {
 /// and keeps GBG_SWIZZLE as before.
 template <class G>
 int tiled_swizzle(const gbg::Args& g, int sms) {
-  using Params = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90Params;
-  using Tile = typename G::Tile;
-  using Cluster = typename G::Cluster;
-  const cutlass::gemm::GemmCoord tile(size<0>(Tile{}), size<1>(Tile{}), size<2>(Tile{}));
-  const cutlass::gemm::GemmCoord cluster(size<0>(Cluster{}), size<1>(Cluster{}), 1);
-  const dim3 blocks = Params::get_tiled_cta_shape_mnl({int(g.M), int(g.N), int(g.K), 1}, tile, cluster);
+  const auto [blocks, cluster] = tile_grid<G>(g);
   const int cluster_size = cluster.m() * cluster.n();
   return gbg::fewest_rounds_swizzle(blocks.x, blocks.y, cluster.m(), cluster.n(), GBG_SWIZZLE, sms / cluster_size,
                                     GBG_SWIZZLE_MIN_SAVING, [&](int cap) {
-                                      return Params::get_log_swizzle_size(int(blocks.x), int(blocks.y), cap);
+                                      return SchedulerParams::get_log_swizzle_size(int(blocks.x), int(blocks.y), cap);
                                     });
 }
 

@@ -1,46 +1,33 @@
 // tpch_q1 — expert: one fused pass; the 6 possible groups indexed directly, their aggregates in
-// registers, the per-row arithmetic narrowed to the columns' domains (Q1_PACKED, the default since
-// 2026-12-03: "packed" below; the masked 64-bit form this paragraph describes is the variant prev).
+// registers, the per-row arithmetic narrowed to the columns' domains.
 //
-// Each thread takes 4 consecutive rows per step: 4-byte loads of the two flag columns (4 x int8),
-// a 16-byte load of l_shipdate (4 x int32) and two 16-byte loads of each int64 column. The group
-// of a row is 2 * (flag index) + (status index), computed with compares, no table; the WHERE clause
-// and the group become 0/1 masks, and every row adds its values, masked, into each of the 6
-// groups' register accumulators (a fully unrolled loop over the groups keeps them in registers:
-// 6 groups x 5 int64 sums + count). At the end: warp shuffle trees, a shared-memory step across
-// warps, and one atomicAdd per block per aggregate (36), the 128-bit sum_charge as a 64-bit
-// atomicAdd on the low word whose returned old value tells whether to carry into the high word
-// (every term is non-negative). A last one-block kernel turns the sums into the averages.
-// Per thread, sum_charge stays below 2^63: a row adds at most 1.14e11, and a thread sees at most
-// N / (grid x threads) rows (under 10^4 at SF100 on the H200), and a block at most N / grid rows
-// (2.6e17 at SF100, 4.6e17 at the axis maximum 2^30, with the grid of at least one block per SM).
+// Each thread takes 4 consecutive rows per step: 4-byte loads of the two flag columns (as words,
+// so that the four rows' groups come out of byte-wise compares together: group4), a 16-byte load
+// of l_shipdate (4 x int32) and two 16-byte loads of each int64 column. The group of a row is
+// 2 * (flag index) + (status index), no table. A row is in domain when, as uint64, quantity < 64,
+// discount <= 100, tax <= 100 and extendedprice < 2^24 (the spec's columns always are): its disc
+// price is one 32-bit multiply, its charge one 32x32->64 multiply. Per group a thread keeps 64-bit
+// sums of price, disc price and charge and one packed word (quantity bits 0-20, discount 21-41,
+// count 42-63; q1_packed.h, whose functions the CPU test runs). A row adds into group k with
+// m = (g == k) as 0/1 and 32-bit multiply-adds m * v + acc (IMAD.WIDE.U32, inline PTX): the
+// predicated `if (g == k) acc += v` form compiles worse (in C++ a branch per group with the
+// products repeated inside; as predicated PTX adds, add + add-with-carry + two SELs each: 575
+// instructions per 4 rows). The packed words and charge sums are flushed into exact global sums
+// every 16384 rows of a thread (never at SF10/SF100 with the H200's grid), so the charge per
+// thread stays below 2^53. A kept row outside the domain (never generated) takes a warp-uniform
+// slow path (a vote) that adds its exact contributions, the charge a signed 64x64->128 product,
+// with global 64-bit atomics (the low word's carry from the returned old value). At the end: warp
+// shuffle trees, a shared-memory step across warps, and one atomicAdd per block per aggregate
+// (36), the 128-bit sum_charge as a 64-bit atomicAdd on the low word whose returned old value
+// tells whether to carry into the high word (every term is non-negative). A last one-block kernel
+// turns the sums into the averages.
 //
-// Variants tried (H200 medians at SF10 / SF100 in one d2k run, docs/results/tpch_q1.md):
-//   prev (-DQ1_PACKED=0, the default until 2026-12-03; the paragraph above): 885.21 / 8705.55 us,
-//     58-59% of SOL (the arithmetic, not the bytes, bounds it).
-//   packed (Q1_PACKED=1, the default): 541.73 / 5310.99 us, 92.9 / 94.7% of SOL, 1.63x / 1.64x
-//     prev; memcheck clean on every check and bench workload. The same loads, grid and block flush, less
-//     arithmetic per row (q1_packed.h, whose functions the CPU test runs). A row is in domain when,
-//     as uint64, quantity < 64, discount <= 100, tax <= 100 and extendedprice < 2^24 (the spec's
-//     columns always are): its disc price is one 32-bit multiply, its charge one 32x32->64
-//     multiply. Per group a thread keeps 64-bit sums of price, disc price and charge and one
-//     packed word (quantity bits 0-20, discount 21-41, count 42-63); the four rows' groups come
-//     from the two 4-byte flag words with byte-wise compares (group4). A row adds into group k
-//     with m = (g == k) as 0/1 and 32-bit multiply-adds m * v + acc (IMAD.WIDE.U32, inline PTX),
-//     not 64-bit multiplies by a mask: the predicated `if (g == k) acc += v` form was tried and
-//     compiles worse (in C++ a branch per group with the products repeated inside; as predicated
-//     PTX adds, add + add-with-carry + two SELs each: 575 instructions per 4 rows). The packed
-//     words and charge sums are flushed into exact global sums every 16384 rows of a thread
-//     (never at SF10/SF100 with the H200's grid), the charge per thread so stays below 2^53. A
-//     kept row outside the domain (never generated) takes a warp-uniform slow path (a vote) that
-//     adds its exact contributions, the charge a signed 64x64->128 product, with global 64-bit
-//     atomics (the low word's carry from the returned old value).
-//     SASS (sm_90a), main loop per 4 rows: 746 instructions in the default (670 integer-ALU,
-//     54 IMAD; 113 registers), 494 in packed's fast path (269 ALU, 198 IMAD of which 101
-//     IMAD.WIDE; 128 registers under __launch_bounds__(256, 2), no spill, 2 blocks per SM as the
-//     default). prev at 58-59% of SOL is issue-bound on the ALU pipe; packed needs about 2.5x
-//     fewer ALU issues, which predicted it memory-bound: measured at 93-95% of SOL.
-// %VARIANT% prev -DQ1_PACKED=0
+// Measured (H200, one d2k run at SF10 / SF100, docs/results/tpch_q1.md): 541.73 / 5310.99 us,
+// 92.9 / 94.7% of SOL; memcheck clean on every check and bench workload. The form before (measured
+// as prev, code removed since) added every row into all 6 groups' 36 accumulators as 64-bit
+// products by a 0/1 mask: 885.21 / 8705.55 us, 58-59% of SOL, issue-bound on the integer ALU pipe
+// (746 SASS instructions per 4 rows, 670 of them ALU, against 494 and 269 here: 128 registers
+// under __launch_bounds__(256, 2), no spill).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -48,12 +35,7 @@
 #include "d2k/solution.h"
 #include "q1_args.h"
 
-#ifndef Q1_PACKED
-#define Q1_PACKED 1
-#endif
-#if Q1_PACKED
 #include "q1_packed.h"
-#endif
 
 namespace {
 
@@ -61,29 +43,10 @@ constexpr int kThreads = 256;
 constexpr int kSums = 6;  ///< per group: qty, base price, disc price, charge, discount, count
 constexpr int kAggs = q1::kGroups * kSums;
 
+/// A thread's final sums, per group and aggregate (pk::sums_of's layout).
 struct Acc {
   int64_t v[q1::kGroups][kSums];
 };
-
-#if !Q1_PACKED
-__device__ __forceinline__ void add_row(Acc& a, int32_t maxd, int8_t flag, int8_t status, int32_t ship, int64_t qty,
-                                        int64_t price, int64_t disc, int64_t tax) {
-  const int64_t keep = ship <= maxd;
-  const int g = 2 * ((flag == 'N') + 2 * (flag == 'R')) + (status == 'O');
-  const int64_t dp = price * (100 - disc);
-  const int64_t ch = dp * (100 + tax);
-#pragma unroll
-  for (int k = 0; k < q1::kGroups; ++k) {
-    const int64_t m = keep & static_cast<int64_t>(g == k);
-    a.v[k][0] += m * qty;
-    a.v[k][1] += m * price;
-    a.v[k][2] += m * dp;
-    a.v[k][3] += m * ch;
-    a.v[k][4] += m * disc;
-    a.v[k][5] += m;
-  }
-}
-#endif
 
 /// Sums `a` over the block into shared memory and adds it to the global accumulators (one atomic
 /// per aggregate; the charge with a carry into its high word).
@@ -116,7 +79,6 @@ __device__ void flush_block(Acc& a, unsigned long long* sums, unsigned long long
   }
 }
 
-#if Q1_PACKED
 namespace pk = q1::packed;
 
 /// Exact sums straight into the global accumulators: the slow rows and the per-thread flushes.
@@ -206,43 +168,6 @@ __global__ void __launch_bounds__(kThreads, 2) q1_packed(q1::Columns c, int64_t 
 static_assert(pk::kSums == kSums, "q1_packed.h's sums layout is the expert's");
 static_assert(uint64_t{kThreads} * pk::kFlushRows * pk::kRowChargeMax < (uint64_t{1} << 63),
               "a block's charge between flushes must stay below 2^63 (flush_block's carry)");
-#define Q1_KERNEL q1_packed
-#else
-__global__ void __launch_bounds__(kThreads) q1_fused(q1::Columns c, int64_t vec_begin, int64_t groups,
-                                                     unsigned long long* sums, unsigned long long* charge) {
-  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  Acc a{};
-  const char4* f4 = reinterpret_cast<const char4*>(c.flag + vec_begin);
-  const char4* s4 = reinterpret_cast<const char4*>(c.status + vec_begin);
-  const int4* d4 = reinterpret_cast<const int4*>(c.shipdate + vec_begin);
-  const longlong2* q2 = reinterpret_cast<const longlong2*>(c.quantity + vec_begin);
-  const longlong2* p2 = reinterpret_cast<const longlong2*>(c.price + vec_begin);
-  const longlong2* x2 = reinterpret_cast<const longlong2*>(c.discount + vec_begin);
-  const longlong2* t2 = reinterpret_cast<const longlong2*>(c.tax + vec_begin);
-  for (int64_t g = tid; g < groups; g += stride) {
-    const char4 f = __ldg(f4 + g), s = __ldg(s4 + g);
-    const int4 d = __ldg(d4 + g);
-    const longlong2 qa = __ldg(q2 + 2 * g), qb = __ldg(q2 + 2 * g + 1);
-    const longlong2 pa = __ldg(p2 + 2 * g), pb = __ldg(p2 + 2 * g + 1);
-    const longlong2 xa = __ldg(x2 + 2 * g), xb = __ldg(x2 + 2 * g + 1);
-    const longlong2 ta = __ldg(t2 + 2 * g), tb = __ldg(t2 + 2 * g + 1);
-    add_row(a, c.shipdate_max, f.x, s.x, d.x, qa.x, pa.x, xa.x, ta.x);
-    add_row(a, c.shipdate_max, f.y, s.y, d.y, qa.y, pa.y, xa.y, ta.y);
-    add_row(a, c.shipdate_max, f.z, s.z, d.z, qb.x, pb.x, xb.x, tb.x);
-    add_row(a, c.shipdate_max, f.w, s.w, d.w, qb.y, pb.y, xb.y, tb.y);
-  }
-  // Scalar rows: the head before vec_begin and the tail after the last whole group.
-  const int64_t tail = vec_begin + 4 * groups;
-  for (int64_t i = tid; i < vec_begin + (c.n - tail); i += stride) {
-    const int64_t r = i < vec_begin ? i : tail + (i - vec_begin);
-    add_row(a, c.shipdate_max, c.flag[r], c.status[r], c.shipdate[r], c.quantity[r], c.price[r], c.discount[r],
-            c.tax[r]);
-  }
-  flush_block(a, sums, charge);
-}
-#define Q1_KERNEL q1_fused
-#endif
 
 /// Sums to outputs: a thread per group.
 __global__ void q1_finish(const unsigned long long* sums, q1::Outputs o) {
@@ -303,11 +228,11 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
       int dev = 0, sms = 0, per_sm = 0;
       D2K_CUDA_TRY(args, cudaGetDevice(&dev));
       D2K_CUDA_TRY(args, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-      D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Q1_KERNEL, kThreads, 0));
+      D2K_CUDA_TRY(args, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, q1_packed, kThreads, 0));
       const int64_t work = groups + (c.n - 4 * groups);
       const int64_t want = (work + kThreads - 1) / kThreads;
       const int64_t cap = static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
-      Q1_KERNEL<<<static_cast<unsigned>(want < cap ? want : cap), kThreads, 0, st>>>(c, begin, groups, sums, charge);
+      q1_packed<<<static_cast<unsigned>(want < cap ? want : cap), kThreads, 0, st>>>(c, begin, groups, sums, charge);
     }
     q1_finish<<<1, 32, 0, st>>>(sums, o);
     D2K_CUDA_TRY(args, cudaGetLastError());
