@@ -196,6 +196,7 @@ def load(path, mode):
             # failed with PermissionError on the H200 (causal_conv1d, rope_qk_norm, w4a16_gemv).
             # Static shapes are also torch.compile's fastest form of each workload.
             _raise_recompile_limits(torch)
+            _capture_data_dependent_sizes(torch)
             fn = torch.compile(fn, dynamic=False)
         return Loaded(path, mode, fn, params, abi), None
     except BaseException as e:  # noqa: B902 - a candidate's import may raise anything, SystemExit included
@@ -212,6 +213,20 @@ def _raise_recompile_limits(torch):
     for name in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit", "accumulated_recompile_limit"):
         if hasattr(dynamo_config, name):
             setattr(dynamo_config, name, max(getattr(dynamo_config, name), 1024))
+
+
+def _capture_data_dependent_sizes(torch):
+    """Traces an operator whose output size depends on the data (boolean indexing, nonzero,
+    unique, bincount) into the graph with a symbolic size. Without it Dynamo breaks the graph
+    there and compiles what follows for the size prepare's inputs gave (every row kept); a checked
+    input keeps another number of rows, and the recompile it asks for fails after the lockdown
+    (tpch_q1, stream_compaction, groupby_aggregate: RUNTIME_ERROR 'size mismatch' on the H200)."""
+    try:
+        import torch._dynamo.config as dynamo_config
+    except ImportError:
+        return
+    if hasattr(dynamo_config, "capture_dynamic_output_shape_ops"):
+        dynamo_config.capture_dynamic_output_shape_ops = True
 
 
 def _recompile_reasons(loaded):
