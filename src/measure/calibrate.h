@@ -17,6 +17,10 @@ struct CalibrateOptions {
   /// memory floor's deferred write-back; seconds of sampling each.
   std::vector<std::size_t> stream_sizes_mib = {4, 16, 64, 256, 1024};
   double stream_time_s = 0.3;
+  /// Sizes (MiB) at which the read kernels are timed under the timer (cold L2): how much of the
+  /// read ceiling a pure read reaches at a workload's size, where launch, ramp and drain weigh
+  /// (details only; the ceilings stay the large-size rates).
+  std::vector<std::size_t> read_sizes_mib = {8, 16, 32, 64, 128, 256, 1024};
   int gemm_size = 8192;           ///< m = n = k
   int gemm_algos = 8;             ///< heuristic candidates tried per type
   int gemm_reps = 10;             ///< timed products for the chosen algorithm

@@ -29,6 +29,14 @@ inline constexpr int kReadLoadsInFlight = 8;
 cudaError_t launch_read_vec16_unrolled(const void* src, std::size_t n16, unsigned* sink, unsigned sentinel, int grid,
                                        cudaStream_t s);
 
+/// A read with no loop: thread t of CTA b loads kReadOneshotLoads words, 256 apart, of the CTA's
+/// 256 x kReadOneshotLoads-word block, all issued before the first is used; the grid covers n16
+/// (one wave of 8 CTAs per SM for 32 MiB on 132 SMs). What a small read reaches when every byte is
+/// requested at the kernel's start: the loops above still walk their grid stride at small sizes.
+inline constexpr int kReadOneshotLoads = 8;
+cudaError_t launch_read_vec16_oneshot(const void* src, std::size_t n16, unsigned* sink, unsigned sentinel,
+                                      cudaStream_t s);
+
 /// Independent multiply-add chains per thread in the FMA loops.
 inline constexpr int kFmaChains = 16;
 /// Register-resident loops of `iters` x kFmaChains multiply-adds per thread.

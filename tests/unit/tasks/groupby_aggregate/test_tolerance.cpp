@@ -73,7 +73,7 @@ struct Model {
   // The warptab variant (expert.cu with GB_WARP_TABLE=1).
   bool warptab = false;     ///< per-warp private tables in front of the CTA table
   int items = 4, warp_slots = 32, warp_limit = 24, warp_probes = 8;
-  unsigned warp_window = 1024, warp_div = 8;
+  unsigned warp_window = 1024, warp_keep_num = 3, warp_keep_den = 4;
   bool claim_resolve = true;  ///< false: every claimer of an empty slot takes it in one step (wrong)
   bool warp_merge = true;     ///< false: a warp's table never reaches the CTA table (wrong)
   bool fold_ceil = true;      ///< false: floor(log2) pointer-jumping steps, a set of 3 loses a peer (wrong)
@@ -322,7 +322,8 @@ void warp_round(WarpTab& w, CtaState& cs, RecTable& t, const u64* k, const i64* 
         w.looks += valid[l] && k[l] != kEmpty ? 1u : 0u;
         w.hits += slot[l] >= 0 ? 1u : 0u;
       }
-      if (w.looks >= m.warp_window) w.state = static_cast<u64>(w.hits) * m.warp_div < w.looks ? 1 : 2;
+      if (w.looks >= m.warp_window)
+        w.state = static_cast<u64>(w.hits) * m.warp_keep_den < static_cast<u64>(w.looks) * m.warp_keep_num ? 1 : 2;
     }
   }
   // Peers: lanes in the table by slot, the others by key; a lane past N alone.
