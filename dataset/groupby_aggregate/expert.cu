@@ -87,8 +87,8 @@
 //   - Fold by pointer jumping (shuffles of sum, min_u, max_u and the next-peer lane; ceil(log2) of
 //     the largest peer set steps: 3 at 16 uniform groups, 4 at 16 Zipf) instead of the leader's
 //     serial walk over a staged row (~5 / ~11 iterations there).
-//   - Overflow: a warp whose table is full counts its next 1024 lookups; if fewer than 3/4 hit it
-//     stops probing (1e6 and 1e8 uniform: after ~1024 rows of its ~47k), else it keeps the table
+//   - Overflow: a warp whose table is full counts its next 64 lookups; if fewer than 3/4 hit it
+//     stops probing (1e6 and 1e8 groups: after ~100 rows of its ~47k), else it keeps the table
 //     for the keys it holds. Keys not in the table take the default path unchanged (CTA table with
 //     its bypass, global table), folded by key match. At the end each warp merges its <= 24 groups
 //     into the CTA table (else global) and its -1 slot into the global table: one update per group
@@ -158,10 +158,13 @@ constexpr int kWarpSlots = 32;            // per-warp table; slot kWarpSlots hol
 constexpr int kWarpSlotBits = 5;
 constexpr int kWarpClaimLimit = 24;       // claims stop at 3/4 full
 constexpr int kWarpProbes = 8;            // a lookup gives up (falls back) after 8 occupied slots
-constexpr unsigned kWarpWindow = 1024;    // lookups into the full warp table before the decision
-// The warp keeps probing its full table only when at least 3/4 of the window's lookups hit: with
-// 1/8 (the CTA table's rule) the warps of the 1e6- and 1e8-group Zipf rows kept tables whose ~20 %
-// hits did not pay for the misses' probes (H200: 2.7x / 1.8x slower than the default there).
+// Lookups into the full warp table before the decision: two rounds. With 1024 (32 rounds) the
+// warps of the 1e6- and 1e8-group Zipf rows held the Zipf head in their tables while their CTA's
+// table filled with tail keys, so the CTA table missed its own window and bypassed; once the warps
+// bypassed too, the head went to global atomics (H200: 2.5x / 1.75x slower than the default there).
+constexpr unsigned kWarpWindow = 64;
+// The warp keeps probing its full table only when at least 3/4 of the window's lookups hit: a table
+// of 24 keys is worth its misses' probes only where it holds nearly every key its warp meets.
 constexpr unsigned kWarpKeepNum = 3, kWarpKeepDen = 4;
 static_assert(kWarpSlots == 1 << kWarpSlotBits && kWarpSlots == 32, "one slot per lane at the merge");
 static_assert(kWarpClaimLimit < kWarpSlots, "a full table keeps an empty slot: every probe ends");
