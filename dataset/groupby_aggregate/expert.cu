@@ -112,6 +112,7 @@
 // %VARIANT% global_only -DGB_SMEM_SLOTS=0
 // %VARIANT% aos_probe -DGB_SMEM_BYPASS=0
 // %VARIANT% warptab -DGB_WARP_TABLE=1
+// %VARIANT% pick -DGB_PICK=1
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -130,8 +131,16 @@
 #ifndef GB_WARP_TABLE
 #define GB_WARP_TABLE 0  // 1: per-warp private tables in front of the CTA table (the warptab variant, header)
 #endif
-#if GB_WARP_TABLE && !GB_SMEM_BYPASS
-#error "GB_WARP_TABLE builds on the CTA table with its bypass"
+#ifndef GB_PICK
+// 1: a one-CTA sample of the keys picks, per call, the per-warp tables (at most kWarpClaimLimit
+// distinct keys in it) or the rows loop (the pick variant, header).
+#define GB_PICK 0
+#endif
+#if (GB_WARP_TABLE || GB_PICK) && !GB_SMEM_BYPASS
+#error "GB_WARP_TABLE and GB_PICK build on the CTA table with its bypass"
+#endif
+#if GB_WARP_TABLE && GB_PICK
+#error "GB_PICK chooses between the warp tables and the rows loop per call: GB_WARP_TABLE is the tables alone"
 #endif
 
 namespace {
@@ -151,7 +160,6 @@ constexpr unsigned long long kSmallLimit = kSmallCap / 3 * 2;  // abandoned at 1
 constexpr unsigned kBypassWindow = 1024;  // lookups into the full CTA table before the decision
 constexpr unsigned kBypassHitDiv = 8;     // bypass when fewer than 1/8 of them hit
 #endif
-#if GB_WARP_TABLE
 constexpr int kItems = 4;                 // rows per lane per step: two 16-byte loads per column
 constexpr int kChunk = 32 * kItems;       // rows per warp step (contiguous)
 constexpr int kWarpSlots = 32;            // per-warp table; slot kWarpSlots holds the key -1
@@ -168,7 +176,6 @@ constexpr unsigned kWarpWindow = 64;
 constexpr unsigned kWarpKeepNum = 3, kWarpKeepDen = 4;
 static_assert(kWarpSlots == 1 << kWarpSlotBits && kWarpSlots == 32, "one slot per lane at the merge");
 static_assert(kWarpClaimLimit < kWarpSlots, "a full table keeps an empty slot: every probe ends");
-#endif
 
 /// Table capacity that holds any input of N rows: the power of two >= 1.25 N (at least 2).
 uint64_t full_capacity(int64_t n) {
@@ -213,13 +220,15 @@ struct GTable {
 struct Plan {
   GTable small, full;
   bool two_tables;  ///< false when the small table already holds any input (small N)
+  unsigned long long* go;  ///< GB_PICK: [rows loop, warp tables], written by gb_pick
 };
 
 Plan carve(d2k::Workspace& ws, int64_t n) {
   Plan p{};
   const uint64_t cap_full = full_capacity(n);
   p.two_tables = cap_full > kSmallCap;
-  auto* ctrl = ws.take<unsigned long long>(4);
+  auto* ctrl = ws.take<unsigned long long>(GB_PICK ? 6 : 4);
+  p.go = GB_PICK ? ctrl + 4 : nullptr;
   auto table = [&](uint64_t cap, unsigned long long limit, unsigned long long* c) {
     const uint64_t slots = cap + 1;
     Rec* rec = ws.take<Rec>(slots);  // the workspace's 256-byte alignment keeps records on sectors
@@ -320,7 +329,6 @@ __device__ __forceinline__ bool pass_void(const unsigned long long* overflow) {
   return *static_cast<const volatile unsigned long long*>(overflow) != 0;
 }
 
-#if !GB_WARP_TABLE
 /// Fold the values of the lanes in `peers` (staged in row) into one aggregate.
 __device__ Agg fold_peers(unsigned peers, const long long* row) {
   Agg a{static_cast<unsigned long long>(__popc(peers)), 0ull, ~0ull, 0ull};
@@ -333,9 +341,7 @@ __device__ Agg fold_peers(unsigned peers, const long long* row) {
   }
   return a;
 }
-#endif
 
-#if GB_WARP_TABLE
 /// One warp's private table: only its own warp reads or writes it, so every access is a plain
 /// shared load or store. Slot kWarpSlots holds the key -1 (its key entry is implied).
 struct WarpTable {
@@ -530,24 +536,15 @@ __device__ __forceinline__ Items load_items(const int64_t* __restrict__ keys, co
   }
   return it;
 }
-#endif  // GB_WARP_TABLE
 
-/// The aggregation pass into table t. gate: run only if *gate is set (the rerun), else always.
-#if GB_WARP_TABLE
-#define GB_AGG_BOUNDS __launch_bounds__(kThreads, kCtasPerSm)  // <= 64 registers: kCtasPerSm CTAs per SM
-#else
-#define GB_AGG_BOUNDS __launch_bounds__(kThreads)
-#endif
-__global__ void GB_AGG_BOUNDS gb_aggregate(const int64_t* __restrict__ keys,
-                                                         const int64_t* __restrict__ vals, int64_t n,
-                                                         GTable t, const unsigned long long* gate) {
+/// The aggregation pass into table t, through per-warp tables (kWT) or the rows loop. gate: run
+/// only if *gate is set (the rerun, or the pick), else always.
+template <bool kWT>
+__device__ __forceinline__ void aggregate(const int64_t* __restrict__ keys, const int64_t* __restrict__ vals, int64_t n,
+                                          GTable t, const unsigned long long* gate) {
   if (gate != nullptr && !pass_void(gate)) return;
   __shared__ SmemTable st;
-#if GB_WARP_TABLE
-  extern __shared__ __align__(16) unsigned char gb_dyn[];  // kWarps WarpTables (dynamic: > 48 KB in all)
-#else
-  __shared__ long long stage[kWarps][32];
-#endif
+  extern __shared__ __align__(16) unsigned char gb_dyn[];  // kWT: kWarps WarpTables (dynamic: > 48 KB in all)
 #if GB_SMEM_BYPASS
   __shared__ unsigned by_looks, by_hits;  // leader lookups into the full table, and their hits
   __shared__ int by_state;                // 0: undecided, 1: bypass the CTA table, 2: keep probing
@@ -565,7 +562,7 @@ __global__ void GB_AGG_BOUNDS gb_aggregate(const int64_t* __restrict__ keys,
 #if GB_SMEM_BYPASS
     if (threadIdx.x == 0) by_looks = by_hits = by_state = 0;
 #endif
-#if GB_WARP_TABLE
+    if constexpr (kWT) {
     WarpTable& wt0 = reinterpret_cast<WarpTable*>(gb_dyn)[warp];
     for (int s = lane; s <= kWarpSlots; s += 32) {
       if (s < kWarpSlots) wt0.keys[s] = kEmptyKey;
@@ -574,10 +571,10 @@ __global__ void GB_AGG_BOUNDS gb_aggregate(const int64_t* __restrict__ keys,
       wt0.min_u[s] = ~0ull;
       wt0.max_u[s] = 0ull;
     }
-#endif
+    }
     __syncthreads();
   }
-#if GB_WARP_TABLE
+  if constexpr (kWT) {
   // Phase 1: chunks of kChunk contiguous rows, a warp at a time (grid-strided over the warps),
   // the next chunk's loads issued before this one's rounds.
   WarpTable& wt = reinterpret_cast<WarpTable*>(gb_dyn)[warp];
@@ -615,7 +612,8 @@ __global__ void GB_AGG_BOUNDS gb_aggregate(const int64_t* __restrict__ keys,
     if (lane == 0 && wt.count[kWarpSlots] != 0u)
       global_add(t, kEmptyKey, Agg{wt.count[kWarpSlots], wt.sum[kWarpSlots], wt.min_u[kWarpSlots], wt.max_u[kWarpSlots]});
   }
-#else
+  } else {
+  __shared__ long long stage[kWarps][32];
   // Phase 1: rows, a warp at a time (the loop bound is uniform across the CTA).
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * kThreads; base < n;
        base += static_cast<int64_t>(gridDim.x) * kThreads) {
@@ -683,7 +681,7 @@ __global__ void GB_AGG_BOUNDS gb_aggregate(const int64_t* __restrict__ keys,
 #endif
     __syncwarp(active);  // the staged row is rewritten next iteration
   }
-#endif  // GB_WARP_TABLE
+  }
   // Phase 2: flush the CTA's groups, one global update each.
   if constexpr (kSmemSlots > 0) {
     __syncthreads();
@@ -695,6 +693,70 @@ __global__ void GB_AGG_BOUNDS gb_aggregate(const int64_t* __restrict__ keys,
     }
   }
 }
+
+#if !GB_WARP_TABLE
+__global__ void __launch_bounds__(kThreads) gb_aggregate(const int64_t* __restrict__ keys, const int64_t* __restrict__ vals,
+                                                         int64_t n, GTable t, const unsigned long long* gate) {
+  aggregate<false>(keys, vals, n, t, gate);
+}
+#endif
+#if GB_WARP_TABLE || GB_PICK
+// <= 64 registers: kCtasPerSm CTAs per SM
+__global__ void __launch_bounds__(kThreads, kCtasPerSm)
+    gb_aggregate_wt(const int64_t* __restrict__ keys, const int64_t* __restrict__ vals, int64_t n, GTable t,
+                    const unsigned long long* gate) {
+  aggregate<true>(keys, vals, n, t, gate);
+}
+#endif
+
+#if GB_PICK
+constexpr int kPickThreads = 1024;
+constexpr int kPickPerThread = 8;   // keys per thread, all loads issued before the first insert
+constexpr int kPickSlots = 256;     // the sample's set: > kWarpClaimLimit keys end the count anyway
+/// The pick: kPickThreads x kPickPerThread keys at evenly spaced rows into a shared set; more than
+/// kWarpClaimLimit distinct keys (the key -1 aside: it has a warp-table slot of its own) run the
+/// rows loop (go[0] = 1), else the warp tables (go[1] = 1). A sample of 8192 rows sees far more
+/// than 24 keys at 1e6 or 1e8 groups, Zipf or not, and exactly the keys at 16 groups; an input
+/// whose sample misses its many keys gets the warp tables, which are exact on any input (slower
+/// there: their fallback runs behind a warp table that keeps missing).
+__global__ void __launch_bounds__(kPickThreads) gb_pick(const int64_t* __restrict__ keys, int64_t n,
+                                                        unsigned long long* __restrict__ go) {
+  __shared__ unsigned long long set[kPickSlots];
+  __shared__ unsigned distinct;
+  for (int s = threadIdx.x; s < kPickSlots; s += kPickThreads) set[s] = kEmptyKey;
+  if (threadIdx.x == 0) distinct = 0;
+  __syncthreads();
+  constexpr int64_t kSamples = int64_t{kPickThreads} * kPickPerThread;
+  const int64_t samples = n < kSamples ? n : kSamples;
+  unsigned long long k[kPickPerThread];
+#pragma unroll
+  for (int j = 0; j < kPickPerThread; ++j) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(j) * kPickThreads;
+    k[j] = i < samples ? static_cast<unsigned long long>(__ldcs(&keys[i * n / samples])) : kEmptyKey;
+  }
+#pragma unroll
+  for (int j = 0; j < kPickPerThread; ++j) {
+    if (k[j] == kEmptyKey) continue;  // no key (past the sample) or the key -1
+    if (*static_cast<volatile unsigned*>(&distinct) > kWarpClaimLimit) break;  // decided: many
+    unsigned h = static_cast<unsigned>(fmix64(k[j])) & (kPickSlots - 1);
+    for (int probe = 0; probe < kPickSlots; ++probe) {
+      const unsigned long long cur = atomicCAS(&set[h], kEmptyKey, k[j]);
+      if (cur == kEmptyKey) {
+        atomicAdd(&distinct, 1u);
+        break;
+      }
+      if (cur == k[j]) break;
+      h = (h + 1) & (kPickSlots - 1);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const bool many = distinct > static_cast<unsigned>(kWarpClaimLimit);
+    go[0] = many ? 1ull : 0ull;
+    go[1] = many ? 0ull : 1ull;
+  }
+}
+#endif
 
 /// Every record and count to empty (identity aggregates); with a gate, only if *gate is set.
 __global__ void gb_clear(GTable t, const unsigned long long* gate) {
@@ -795,20 +857,37 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     D2K_CUDA_TRY(args, cudaMemsetAsync(o.num_groups, 0, sizeof(unsigned long long), stream));
     if (n == 0) return D2K_OK;
     D2K_CUDA_TRY(args, cudaMemsetAsync(p.small.claimed, 0, 4 * sizeof(unsigned long long), stream));
-#if GB_WARP_TABLE
-    const unsigned rows_grid = grid_for(args, (static_cast<uint64_t>(n) + kItems - 1) / kItems, kCtasPerSm);
+#if GB_WARP_TABLE || GB_PICK
+    const unsigned wt_grid = grid_for(args, (static_cast<uint64_t>(n) + kItems - 1) / kItems, kCtasPerSm);
     constexpr int kDynSmem = static_cast<int>(kWarps * sizeof(WarpTable));
-    D2K_CUDA_TRY(args, cudaFuncSetAttribute(gb_aggregate, cudaFuncAttributeMaxDynamicSharedMemorySize, kDynSmem));
-#else
+    D2K_CUDA_TRY(args, cudaFuncSetAttribute(gb_aggregate_wt, cudaFuncAttributeMaxDynamicSharedMemorySize, kDynSmem));
+#endif
+#if !GB_WARP_TABLE
     const unsigned rows_grid = grid_for(args, static_cast<uint64_t>(n), kCtasPerSm);
-    constexpr int kDynSmem = 0;
+#endif
+#if GB_PICK
+    gb_pick<<<1, kPickThreads, 0, stream>>>(keys, n, p.go);
 #endif
     gb_clear<<<grid_for(args, p.small.cap + 1, 8), kThreads, 0, stream>>>(p.small, nullptr);
-    gb_aggregate<<<rows_grid, kThreads, kDynSmem, stream>>>(keys, vals, n, p.small, nullptr);
+#if GB_WARP_TABLE
+    gb_aggregate_wt<<<wt_grid, kThreads, kDynSmem, stream>>>(keys, vals, n, p.small, nullptr);
+#elif GB_PICK
+    // Both launched, one runs: each returns at once unless the pick chose it.
+    gb_aggregate<<<rows_grid, kThreads, 0, stream>>>(keys, vals, n, p.small, p.go);
+    gb_aggregate_wt<<<wt_grid, kThreads, kDynSmem, stream>>>(keys, vals, n, p.small, p.go + 1);
+#else
+    gb_aggregate<<<rows_grid, kThreads, 0, stream>>>(keys, vals, n, p.small, nullptr);
+#endif
     D2K_CUDA_TRY(args, cudaGetLastError());
     if (p.two_tables) {  // the rerun: both kernels return at once unless the small table overflowed
       gb_clear<<<grid_for(args, p.full.cap + 1, 8), kThreads, 0, stream>>>(p.full, p.small.overflow);
-      gb_aggregate<<<rows_grid, kThreads, kDynSmem, stream>>>(keys, vals, n, p.full, p.small.overflow);
+#if GB_WARP_TABLE
+      gb_aggregate_wt<<<wt_grid, kThreads, kDynSmem, stream>>>(keys, vals, n, p.full, p.small.overflow);
+#else
+      // (GB_PICK too: more than 1.4M groups overflowed the small table, so the sample's "few keys"
+      // was wrong; the rows loop.)
+      gb_aggregate<<<rows_grid, kThreads, 0, stream>>>(keys, vals, n, p.full, p.small.overflow);
+#endif
       D2K_CUDA_TRY(args, cudaGetLastError());
     }
     gb_emit<<<grid_for(args, p.full.cap + 1, 8), kThreads, 0, stream>>>(p.small, p.full, o);
