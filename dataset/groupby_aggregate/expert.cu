@@ -62,8 +62,22 @@
 // that fits L2. 1e8 groups: 5 sectors per row (~320 B of DRAM read + write) against 2 (~128 B).
 // The L2 atomics per update are as many (4 + the CAS of a new key): what is left at 1e6 groups.
 //
-// warptab (GB_WARP_TABLE=1, not yet measured; default 0, so the default's SASS is unchanged). At 16
-// groups the default is ~5x off the floor (3786 us, 20% of SOL) with the global table idle: every
+// The pick (GB_PICK=1, the default since 2026-12-03): one CTA reads 8192 keys at evenly spaced
+// rows into a shared set (gb_pick); at most kWarpClaimLimit = 24 distinct keys there run the
+// per-warp tables below (gb_aggregate_wt), more run the rows loop (gb_aggregate); both kernels are
+// launched and the one not picked returns at once (a device-side word, no host synchronisation).
+// The rerun after an overflow is always the rows loop. H200, one d2k run (docs/results/
+// groupby_aggregate.md), rows loop (variant rows) / pick in us: 16 uniform 3779.76 / 2357.88
+// (1.60x); 16 Zipf 3942.47 / 3028.73 (1.30x, noise 12%); 1e6 uniform 13010.14 / 13010.29; 1e6 Zipf
+// 14191.46 / 14396.75; 1e8 uniform 48167.73 / 48028.16; 1e8 Zipf 35191.61 / 35277.68.
+// The warp tables alone at every cardinality (warptab, measured and removed: its own full-table
+// hit rule then decided when a warp stopped probing): 2342.83 / 2987.37 at 16 groups, as the pick,
+// but 35433 at 1e6 Zipf and 60952 at 1e8 Zipf (2.5x / 1.75x slower than the rows loop, with a
+// 1024- or a 64-lookup window and a keep rule of 1/8 or 3/4 of hits alike: the cause was not
+// found; the pick keeps the tables off those inputs).
+//
+// The per-warp tables (measured as warptab). At 16
+// groups the rows loop is ~5x off the floor (3786 us, 20% of SOL) with the global table idle: every
 // row's warp makes one MATCH.ANY.U64 and up to ~14 leaders fold their peers serially and then make
 // four 64-bit shared atomics (CAS loops: ATOMS.CAS.64 / CAST.SPIN.64) on the same <= 16 slots as
 // the other 31 warps of the SM: contended CAS retries. warptab puts a private table in front:
@@ -101,18 +115,14 @@
 //     ~30 lookup, ~30 slot ballots, ~26 per fold step (7 SHFL), ~26 the leader's plain update,
 //     ~50 predicates and votes. The default's round issues fewer instructions (~150-200: MATCH,
 //     serial fold, hash, probe, four CAS loops) but its CAS loops retry under contention.
-//   - Predicted: at 16 groups issue-bound near ~250 instructions per 32 rows: ~2 ms at an SM IPC
-//     of ~2.7 (~1.6x the default, ~35% of SOL), ~1.3 ms if the IPC nears 4 (the 40% bar needs
-//     <= ~300 per 32 rows at IPC 4); Zipf a little slower (one more fold step). At 1e6 and 1e8
-//     groups: the warps bypass after ~2% of their rows; each round then costs the default's path
-//     plus ~40 instructions (the key match, the fold setup, the votes), against one 128-bit load
-//     per 2 rows instead of 64-bit ones; expected within a few % of the default there, slower at
-//     1e6 Zipf if the warp tables keep probing (a full table's miss walks up to 8 slots).
+//   - Predicted before the run: at 16 groups issue-bound near ~250 instructions per 32 rows: ~2 ms
+//     at an SM IPC of ~2.7 (~1.6x the rows loop, ~35% of SOL), ~1.3 ms if the IPC nears 4 (the 40%
+//     bar needs <= ~300 per 32 rows at IPC 4). Measured: 2343 us (1.61x, 32% of SOL): an IPC
+//     near 2.7 by this count.
 //
-// %VARIANT% global_only -DGB_SMEM_SLOTS=0
-// %VARIANT% aos_probe -DGB_SMEM_BYPASS=0
-// %VARIANT% warptab -DGB_WARP_TABLE=1
-// %VARIANT% pick -DGB_PICK=1
+// %VARIANT% global_only -DGB_SMEM_SLOTS=0 -DGB_PICK=0
+// %VARIANT% aos_probe -DGB_SMEM_BYPASS=0 -DGB_PICK=0
+// %VARIANT% rows -DGB_PICK=0
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -128,19 +138,13 @@
 #if GB_SMEM_BYPASS && GB_SMEM_SLOTS == 0
 #error "GB_SMEM_BYPASS needs the per-CTA tables (GB_SMEM_SLOTS > 0)"
 #endif
-#ifndef GB_WARP_TABLE
-#define GB_WARP_TABLE 0  // 1: per-warp private tables in front of the CTA table (the warptab variant, header)
-#endif
 #ifndef GB_PICK
 // 1: a one-CTA sample of the keys picks, per call, the per-warp tables (at most kWarpClaimLimit
-// distinct keys in it) or the rows loop (the pick variant, header).
-#define GB_PICK 0
+// distinct keys in it) or the rows loop (header: "pick"); 0: the rows loop alone (variant rows).
+#define GB_PICK 1
 #endif
-#if (GB_WARP_TABLE || GB_PICK) && !GB_SMEM_BYPASS
-#error "GB_WARP_TABLE and GB_PICK build on the CTA table with its bypass"
-#endif
-#if GB_WARP_TABLE && GB_PICK
-#error "GB_PICK chooses between the warp tables and the rows loop per call: GB_WARP_TABLE is the tables alone"
+#if GB_PICK && !GB_SMEM_BYPASS
+#error "GB_PICK builds on the CTA table with its bypass"
 #endif
 
 namespace {
@@ -694,13 +698,11 @@ __device__ __forceinline__ void aggregate(const int64_t* __restrict__ keys, cons
   }
 }
 
-#if !GB_WARP_TABLE
 __global__ void __launch_bounds__(kThreads) gb_aggregate(const int64_t* __restrict__ keys, const int64_t* __restrict__ vals,
                                                          int64_t n, GTable t, const unsigned long long* gate) {
   aggregate<false>(keys, vals, n, t, gate);
 }
-#endif
-#if GB_WARP_TABLE || GB_PICK
+#if GB_PICK
 // <= 64 registers: kCtasPerSm CTAs per SM
 __global__ void __launch_bounds__(kThreads, kCtasPerSm)
     gb_aggregate_wt(const int64_t* __restrict__ keys, const int64_t* __restrict__ vals, int64_t n, GTable t,
@@ -857,21 +859,17 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     D2K_CUDA_TRY(args, cudaMemsetAsync(o.num_groups, 0, sizeof(unsigned long long), stream));
     if (n == 0) return D2K_OK;
     D2K_CUDA_TRY(args, cudaMemsetAsync(p.small.claimed, 0, 4 * sizeof(unsigned long long), stream));
-#if GB_WARP_TABLE || GB_PICK
+#if GB_PICK
     const unsigned wt_grid = grid_for(args, (static_cast<uint64_t>(n) + kItems - 1) / kItems, kCtasPerSm);
     constexpr int kDynSmem = static_cast<int>(kWarps * sizeof(WarpTable));
     D2K_CUDA_TRY(args, cudaFuncSetAttribute(gb_aggregate_wt, cudaFuncAttributeMaxDynamicSharedMemorySize, kDynSmem));
 #endif
-#if !GB_WARP_TABLE
     const unsigned rows_grid = grid_for(args, static_cast<uint64_t>(n), kCtasPerSm);
-#endif
 #if GB_PICK
     gb_pick<<<1, kPickThreads, 0, stream>>>(keys, n, p.go);
 #endif
     gb_clear<<<grid_for(args, p.small.cap + 1, 8), kThreads, 0, stream>>>(p.small, nullptr);
-#if GB_WARP_TABLE
-    gb_aggregate_wt<<<wt_grid, kThreads, kDynSmem, stream>>>(keys, vals, n, p.small, nullptr);
-#elif GB_PICK
+#if GB_PICK
     // Both launched, one runs: each returns at once unless the pick chose it.
     gb_aggregate<<<rows_grid, kThreads, 0, stream>>>(keys, vals, n, p.small, p.go);
     gb_aggregate_wt<<<wt_grid, kThreads, kDynSmem, stream>>>(keys, vals, n, p.small, p.go + 1);
@@ -881,13 +879,9 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     D2K_CUDA_TRY(args, cudaGetLastError());
     if (p.two_tables) {  // the rerun: both kernels return at once unless the small table overflowed
       gb_clear<<<grid_for(args, p.full.cap + 1, 8), kThreads, 0, stream>>>(p.full, p.small.overflow);
-#if GB_WARP_TABLE
-      gb_aggregate_wt<<<wt_grid, kThreads, kDynSmem, stream>>>(keys, vals, n, p.full, p.small.overflow);
-#else
-      // (GB_PICK too: more than 1.4M groups overflowed the small table, so the sample's "few keys"
-      // was wrong; the rows loop.)
+      // The rows loop (with GB_PICK too: more than 1.4M groups overflowed the small table, so a
+      // sample of few keys was wrong about the input).
       gb_aggregate<<<rows_grid, kThreads, 0, stream>>>(keys, vals, n, p.full, p.small.overflow);
-#endif
       D2K_CUDA_TRY(args, cudaGetLastError());
     }
     gb_emit<<<grid_for(args, p.full.cap + 1, 8), kThreads, 0, stream>>>(p.small, p.full, o);

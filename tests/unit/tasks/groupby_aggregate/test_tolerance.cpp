@@ -10,7 +10,7 @@
 // and rerun (with the key -1 in both passes) or hold 1e6 groups in the first table; a probe that
 // runs off the table's end, a lost claiming update, a count array without the -1 slot, no rerun,
 // and a bypassing CTA that forgets its flush fail.
-// The warptab variant (GB_WARP_TABLE=1: per-warp private tables of 32 slots + the -1 slot, 4 rows
+// The warp-table path (taken by the pick at <= 24 sampled keys: per-warp private tables of 32 slots + the -1 slot, 4 rows
 // per lane per chunk, lookups before the grouping, the lowest claiming lane takes an empty slot,
 // claims stop at 24, lookups give up after 8 slots, warps whose full table rarely hits stop
 // probing it, peers by slot ballots or key match, the pointer-jumping fold, the merge into the CTA
@@ -70,7 +70,7 @@ struct Model {
   bool apply_claim = true;  ///< false: the update that claims a record is lost (wrong)
   bool count_minus_one = true;  ///< false: the count array has cap entries, no -1 slot (wrong)
   bool bypass_flush = true; ///< false: a CTA that bypassed its table never flushes it (wrong)
-  // The warptab variant (expert.cu with GB_WARP_TABLE=1).
+  // The warp-table path (expert.cu gb_aggregate_wt, picked at <= 24 sampled keys).
   bool warptab = false;     ///< per-warp private tables in front of the CTA table
   int items = 4, warp_slots = 32, warp_limit = 24, warp_probes = 8;
   unsigned warp_window = 64, warp_keep_num = 3, warp_keep_den = 4;
@@ -86,7 +86,7 @@ Model expert_model(bool bypass = true) {
   return m;
 }
 
-/// expert.cu's constants with GB_WARP_TABLE=1 (the CTA bypass underneath).
+/// expert.cu's constants on the warp-table path (the CTA bypass underneath).
 Model warptab_model() {
   Model m = expert_model();
   m.warptab = true;
@@ -403,7 +403,7 @@ void warp_round(WarpTab& w, CtaState& cs, RecTable& t, const u64* k, const i64* 
   }
 }
 
-/// gb_aggregate with GB_WARP_TABLE=1: per CTA (expert.cu's grid for n / 4 items), its 8 warps
+/// gb_aggregate_wt (the warp-table path): per CTA (expert.cu's grid for n / 4 items), its 8 warps
 /// interleaved chunk by chunk over the grid-strided chunks of 128 rows, 4 rounds per chunk (lane
 /// l holds rows 4l .. 4l+3), then each warp's merge into the CTA table, then the CTA's flush.
 void warptab_pass(const i64* keys, const i64* vals, i64 n, RecTable& t, const Model& m, Stats* stats) {
