@@ -17,6 +17,9 @@
 // table) is emulated lane by lane with its constants: it passes on every check workload, the hidden
 // draws, 16 groups (no warp table fills, no fallback update) and inputs whose warp tables overflow;
 // claims without the resolution, a skipped merge and a fold with floor(log2) steps fail.
+// The pick (the default: 8192 sampled keys choose the warp tables at <= 24 distinct keys, the rows
+// loop otherwise, the rerun always the rows loop) is emulated on every check workload and on an
+// input whose sample sees 16 keys among 1.7M.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -72,6 +75,7 @@ struct Model {
   bool bypass_flush = true; ///< false: a CTA that bypassed its table never flushes it (wrong)
   // The warp-table path (expert.cu gb_aggregate_wt, picked at <= 24 sampled keys).
   bool warptab = false;     ///< per-warp private tables in front of the CTA table
+  bool warptab_rerun = true;  ///< the rerun with warp tables too (false: the pick's rows loop)
   int items = 4, warp_slots = 32, warp_limit = 24, warp_probes = 8;
   unsigned warp_window = 64, warp_keep_num = 3, warp_keep_den = 4;
   bool claim_resolve = true;  ///< false: every claimer of an empty slot takes it in one step (wrong)
@@ -488,8 +492,30 @@ std::vector<Row> expert_emulation(const i64* keys, const i64* vals, i64 n, const
   if (!small.overflow || !m.rerun) return emit(small, m);
   if (stats != nullptr) ++stats->reruns;
   RecTable big(full, ~0ull, m);
-  aggregate_pass(keys, vals, n, big, m, stats);
+  Model rerun = m;
+  rerun.warptab = m.warptab && m.warptab_rerun;
+  aggregate_pass(keys, vals, n, big, rerun, stats);
   return emit(big, m);
+}
+
+/// expert.cu's gb_pick: min(n, 8192) keys at rows i * n / samples; the warp tables when at most
+/// 24 distinct keys other than -1 are among them.
+bool pick_warp_tables(const i64* keys, i64 n) {
+  constexpr i64 kSamples = 8192;
+  const i64 samples = std::min(n, kSamples);
+  std::set<i64> seen;
+  for (i64 i = 0; i < samples; ++i)
+    if (keys[i * n / samples] != -1) seen.insert(keys[i * n / samples]);
+  return seen.size() <= 24;
+}
+
+/// The default (GB_PICK): the pick's path for the first pass, the rows loop for a rerun.
+std::vector<Row> pick_emulation(const i64* keys, const i64* vals, i64 n, Model m, bool* warp_tables = nullptr,
+                                Stats* stats = nullptr) {
+  m.warptab = pick_warp_tables(keys, n);
+  m.warptab_rerun = false;
+  if (warp_tables != nullptr) *warp_tables = m.warptab;
+  return expert_emulation(keys, vals, n, m, stats);
 }
 
 
@@ -810,6 +836,38 @@ TEST_F(GroupbyRules, WarptabSixteenGroupsAndOverflowingWarpTables) {
   EXPECT_GT(hst.warp_full, 0);
   EXPECT_LT(hst.warp_bypassed, hst.warp_full);  // some full tables are kept
   EXPECT_GT(hst.fallback_updates, 0);
+}
+
+TEST_F(GroupbyRules, PickChoosesByTheSampleAndPassesEveryCheckWorkload) {
+  // The default: the sample picks the warp tables at 16 keys and the rows loop at 1000 and more;
+  // either way the result is exact, and an overflowing input reruns with the rows loop.
+  Model m = expert_model();
+  int tables = 0, rows = 0;
+  for (const Case& c : *cases_) {
+    const Workload& w = c.plan.workload;
+    const Inputs in = inputs_of(c);
+    bool picked = false;
+    EXPECT_TRUE(same_rows(c, pick_emulation(in.keys, in.vals, in.n, m, &picked))) << w.uuid;
+    (picked ? tables : rows) += 1;
+    if (has(w.uuid, "g16") || has(w.uuid, "one-group")) EXPECT_TRUE(picked) << w.uuid;
+    if (has(w.uuid, "g1000") || has(w.uuid, "g1m") || has(w.uuid, "distinct")) EXPECT_FALSE(picked) << w.uuid;
+  }
+  EXPECT_GT(tables, 0);
+  EXPECT_GT(rows, 0);
+  // A sample that sees 16 keys of an input with 1.5M more past its rows: the warp tables, the
+  // small table overflows, the rows loop reruns; exact.
+  const i64 n = 1750000;
+  const Case sparse_tail = synthetic("n1750000-pick-fooled", n, [n](i64 r) {
+    const i64 i = (r * 8192 + n - 1) / n;  // the first sample index at or past row r
+    const bool sampled = i < 8192 && i * n / 8192 == r;
+    return sampled ? r % 16 : static_cast<i64>((static_cast<u64>(r) + 1) * 0x9E3779B97F4A7C15ull);
+  });
+  const Inputs in = inputs_of(sparse_tail);
+  bool picked = false;
+  Stats st;
+  EXPECT_TRUE(same_rows(sparse_tail, pick_emulation(in.keys, in.vals, in.n, m, &picked, &st)));
+  EXPECT_TRUE(picked);
+  EXPECT_EQ(st.reruns, 1);
 }
 
 TEST_F(GroupbyRules, WarptabWrongVariantsFail) {
