@@ -123,6 +123,7 @@
 // %VARIANT% global_only -DGB_SMEM_SLOTS=0 -DGB_PICK=0
 // %VARIANT% aos_probe -DGB_SMEM_BYPASS=0 -DGB_PICK=0
 // %VARIANT% rows -DGB_PICK=0
+// %VARIANT% tables -DGB_PICK_TABLES=1
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -142,6 +143,14 @@
 // 1: a one-CTA sample of the keys picks, per call, the per-warp tables (at most kWarpClaimLimit
 // distinct keys in it) or the rows loop (header: "pick"); 0: the rows loop alone (variant rows).
 #define GB_PICK 1
+#endif
+#ifndef GB_PICK_TABLES
+// 1: the pick always takes the warp tables (variant tables: the warp tables at every cardinality,
+// to profile them where the sample keeps them off, e.g. 1e6 Zipf groups).
+#define GB_PICK_TABLES 0
+#endif
+#if GB_PICK_TABLES && !GB_PICK
+#error "GB_PICK_TABLES forces the pick: it needs GB_PICK"
 #endif
 #if GB_PICK && !GB_SMEM_BYPASS
 #error "GB_PICK builds on the CTA table with its bypass"
@@ -753,7 +762,7 @@ __global__ void __launch_bounds__(kPickThreads) gb_pick(const int64_t* __restric
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    const bool many = distinct > static_cast<unsigned>(kWarpClaimLimit);
+    const bool many = !GB_PICK_TABLES && distinct > static_cast<unsigned>(kWarpClaimLimit);
     go[0] = many ? 1ull : 0ull;
     go[1] = many ? 0ull : 1ull;
   }
