@@ -76,6 +76,20 @@
 // 1024- or a 64-lookup window and a keep rule of 1/8 or 3/4 of hits alike: the cause was not
 // found; the pick keeps the tables off those inputs).
 //
+// lanes (GB_LANES=1, built, not yet measured; the default's SASS is unchanged): the pick's
+// warp-table path without grouping. At 16 groups the round above spends ~245 SASS instructions
+// per 32 rows on grouping the lanes by slot (ballots), the pointer-jumping fold and the leader's
+// update; lanes gives each lane its own partial aggregate per claimed key (the warp table's keys
+// get compact ids in claim order; 25 rows x 32 lanes x 28 B = 22.4 KB per warp, column per lane,
+// conflict-free) and adds its row there: lookup + four shared read-modify-writes, ~40-50
+// instructions per round by hand count, no shuffles. The keys not in the table still take the
+// fold and the CTA table. The merge sums a row's 32 partials (skewed reads). 8 warps of 22.9 KB
+// and the 41 KB CTA table fill an SM: 1 CTA per SM (132 registers, no local memory), so the loads
+// run three chunks ahead (64 KB in flight per SM). Expected: memory-bound at 16 groups (the
+// shared-memory pipe ~20 wavefronts per round, ~0.5 ms of the ~0.76 ms floor), i.e. well above the
+// warp tables' 32.6% of SOL if 64 KB per SM keeps the DRAM busy; confirmed if >= 1.25x the pick at
+// 16 groups and equal elsewhere (the rows loop runs there).
+//
 // The per-warp tables (measured as warptab). At 16
 // groups the rows loop is ~5x off the floor (3786 us, 20% of SOL) with the global table idle: every
 // row's warp makes one MATCH.ANY.U64 and up to ~14 leaders fold their peers serially and then make
@@ -124,6 +138,7 @@
 // %VARIANT% aos_probe -DGB_SMEM_BYPASS=0 -DGB_PICK=0
 // %VARIANT% rows -DGB_PICK=0
 // %VARIANT% tables -DGB_PICK_TABLES=1
+// %VARIANT% lanes -DGB_LANES=1
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -143,6 +158,14 @@
 // 1: a one-CTA sample of the keys picks, per call, the per-warp tables (at most kWarpClaimLimit
 // distinct keys in it) or the rows loop (header: "pick"); 0: the rows loop alone (variant rows).
 #define GB_PICK 1
+#endif
+#ifndef GB_LANES
+// 1: the warp-table path keeps per-lane partial aggregates (variant lanes, header: no grouping or
+// fold of a warp's rows at few keys) and prefetches three chunks ahead; 1 CTA of 8 warps per SM.
+#define GB_LANES 0
+#endif
+#if GB_LANES && !GB_PICK
+#error "GB_LANES is a form of the pick's warp-table path: it needs GB_PICK"
 #endif
 #ifndef GB_PICK_TABLES
 // 1: the pick always takes the warp tables (variant tables: the warp tables at every cardinality,
@@ -357,6 +380,24 @@ __device__ Agg fold_peers(unsigned peers, const long long* row) {
 
 /// One warp's private table: only its own warp reads or writes it, so every access is a plain
 /// shared load or store. Slot kWarpSlots holds the key -1 (its key entry is implied).
+#if GB_LANES
+/// GB_LANES: the warp's keys by hash slot, each claimed slot's compact id (claim order), and per
+/// compact id (row kWarpClaimLimit: the key -1) one partial aggregate per lane: a lane adds its
+/// own rows into its own column, so a round needs no grouping, fold or leader. Column-major per
+/// row: lane l's 8-byte word of row r at (32 r + l) x 8 bytes, so a warp's 32 accesses to 32
+/// different rows hit 32 different banks pairs (two wavefronts, as any 64-bit warp access).
+constexpr int kLaneRows = kWarpClaimLimit + 1;
+struct WarpTable {
+  unsigned long long keys[kWarpSlots];
+  unsigned long long key_of[kWarpClaimLimit];  ///< the key of each compact id
+  unsigned char id[kWarpSlots];                ///< compact id of a claimed slot
+  unsigned long long sum[kLaneRows][32];
+  unsigned long long min_u[kLaneRows][32];
+  unsigned long long max_u[kLaneRows][32];
+  unsigned count[kLaneRows][32];
+};
+constexpr int kWtCtasPerSm = 1;  // 8 x 22.9 KB of warp tables + the 41 KB CTA table
+#else
 struct WarpTable {
   unsigned long long keys[kWarpSlots];
   unsigned long long sum[kWarpSlots + 1];
@@ -364,6 +405,8 @@ struct WarpTable {
   unsigned long long max_u[kWarpSlots + 1];
   unsigned count[kWarpSlots + 1];  // a warp's rows of a group <= N < 2^32 (read_n refuses larger N)
 };
+constexpr int kWtCtasPerSm = kCtasPerSm;
+#endif
 
 /// Warp-uniform state of a warp's table, in registers.
 struct WarpState {
@@ -437,6 +480,10 @@ __device__ __forceinline__ void warp_round(WarpTable& wt, SmemTable& st, const G
       __syncwarp();  // the probes' reads of keys[] before the claim's write (a vote does not order memory)
       if (lane == __ffs(claimers) - 1) {
         wt.keys[h] = k;
+#if GB_LANES
+        wt.id[h] = static_cast<unsigned char>(w.fill);
+        wt.key_of[w.fill] = k;
+#endif
         slot = h;
         pend = false;
       }
@@ -450,6 +497,19 @@ __device__ __forceinline__ void warp_round(WarpTable& wt, SmemTable& st, const G
     }
   }
   const bool in = slot >= 0;
+#if GB_LANES
+  if (valid && (in || minus_one)) {  // the lane's own partial of the row's key: no other lane writes it
+    const int r = in ? static_cast<int>(wt.id[slot]) : kWarpClaimLimit;
+    const auto u = static_cast<unsigned long long>(v);
+    const unsigned long long o = u ^ kSignBit;
+    wt.sum[r][lane] += u;
+    wt.count[r][lane] += 1u;
+    if (o < wt.min_u[r][lane]) wt.min_u[r][lane] = o;
+    if (o > wt.max_u[r][lane]) wt.max_u[r][lane] = o;
+  }
+  valid = valid && !in && !minus_one;  // what is left: the keys not in the warp table
+  if (__ballot_sync(~0u, valid) == 0) return;  // the stores above are the lane's own: no barrier needed
+#endif
   const unsigned active = __ballot_sync(~0u, valid);
   const unsigned out = __ballot_sync(~0u, valid && !in);
   unsigned peers = 1u << lane;  // a lane past N: a set of its own, no leader
@@ -482,6 +542,7 @@ __device__ __forceinline__ void warp_round(WarpTable& wt, SmemTable& st, const G
     mx = mx2 > mx ? mx2 : mx;
   }
   const bool lead = valid && (peers & ((1u << lane) - 1u)) == 0;
+#if !GB_LANES  // (GB_LANES: the lanes in the table or of the key -1 updated their own partials above)
   if (lead && (in || minus_one)) {  // one leader per slot: plain read-modify-write
     const int s = in ? slot : kWarpSlots;
     wt.count[s] += cnt;
@@ -489,6 +550,7 @@ __device__ __forceinline__ void warp_round(WarpTable& wt, SmemTable& st, const G
     wt.min_u[s] = mn < wt.min_u[s] ? mn : wt.min_u[s];
     wt.max_u[s] = mx > wt.max_u[s] ? mx : wt.max_u[s];
   }
+#endif
   const bool flead = lead && !in && !minus_one;
   if (__ballot_sync(~0u, flead) != 0) {  // the default path for the keys not in the warp table
     int mode = 0;  // as in the default: 0 probe the CTA table, 1 probe and count, 2 bypass it
@@ -577,6 +639,15 @@ __device__ __forceinline__ void aggregate(const int64_t* __restrict__ keys, cons
 #endif
     if constexpr (kWT) {
     WarpTable& wt0 = reinterpret_cast<WarpTable*>(gb_dyn)[warp];
+#if GB_LANES
+    wt0.keys[lane] = kEmptyKey;  // kWarpSlots == 32
+    for (int r = 0; r < kLaneRows; ++r) {  // each lane its own column
+      wt0.count[r][lane] = 0u;
+      wt0.sum[r][lane] = 0ull;
+      wt0.min_u[r][lane] = ~0ull;
+      wt0.max_u[r][lane] = 0ull;
+    }
+#else
     for (int s = lane; s <= kWarpSlots; s += 32) {
       if (s < kWarpSlots) wt0.keys[s] = kEmptyKey;
       wt0.count[s] = 0u;
@@ -584,6 +655,7 @@ __device__ __forceinline__ void aggregate(const int64_t* __restrict__ keys, cons
       wt0.min_u[s] = ~0ull;
       wt0.max_u[s] = 0ull;
     }
+#endif
     }
     __syncthreads();
   }
@@ -601,18 +673,69 @@ __device__ __forceinline__ void aggregate(const int64_t* __restrict__ keys, cons
       const int64_t r0 = ch * kChunk + lane * kItems;
       return load_items(keys, vals, n, r0, aligned && ch * kChunk + kChunk <= n);
     };
-    for (; c < chunks; c += stride) {
-      const bool stop = __shfl_sync(~0u, lane == 0 ? pass_void(t.overflow) : false, 0);
-      if (stop) break;
-      const Items cur = load(c);
-      const int64_t r0 = c * kChunk + lane * kItems;
+    auto rounds = [&](const Items& cur, int64_t ch) {
+      const int64_t r0 = ch * kChunk + lane * kItems;
       const int64_t left = n - r0;  // rows of this lane's four in range (all four below the last chunk)
       const int nvalid = left >= kItems ? kItems : (left > 0 ? static_cast<int>(left) : 0);
 #pragma unroll
       for (int j = 0; j < kItems; ++j)
         warp_round(wt, st, t, ws, by_looks, by_hits, by_state, lane, cur.k[j], cur.v[j], j < nvalid);
+    };
+#if GB_LANES
+    // kAhead + 1 chunks in flight per warp (64 KB per SM at 8 warps): with one CTA per SM the
+    // loads of one chunk at a time would leave ~2 MB in flight on the GPU, a third of what the
+    // DRAM's latency-bandwidth product asks. q[j] is chunk c + j * stride; indices are unrolled
+    // constants, so the ring stays in registers.
+    constexpr int kAhead = 3;
+    Items q[kAhead + 1];
+    auto load_or_none = [&](int64_t ch) { return ch < chunks ? load(ch) : Items{}; };
+#pragma unroll
+    for (int j = 0; j <= kAhead; ++j) q[j] = load_or_none(c + j * stride);
+    for (; c < chunks; c += (kAhead + 1) * stride) {
+#pragma unroll
+      for (int j = 0; j <= kAhead; ++j) {
+        const int64_t ch = c + j * stride;
+        const bool stop = __shfl_sync(~0u, lane == 0 ? pass_void(t.overflow) : false, 0);
+        if (ch < chunks && !stop) {
+          const Items cur = q[j];
+          q[j] = load_or_none(ch + (kAhead + 1) * stride);
+          rounds(cur, ch);
+        }
+      }
+      if (__shfl_sync(~0u, lane == 0 ? pass_void(t.overflow) : false, 0)) break;
+    }
+#else
+    for (; c < chunks; c += stride) {
+      const bool stop = __shfl_sync(~0u, lane == 0 ? pass_void(t.overflow) : false, 0);
+      if (stop) break;
+      rounds(load(c), c);
+    }
+#endif
+  }
+#if GB_LANES
+  // Merge: lane r < fill sums compact id r's 32 lane partials (read skewed, (r + i) mod 32, so the
+  // lanes' reads fall in different banks) into one update of the CTA table (else the global
+  // table); lane kWarpClaimLimit does the key -1's into the global table.
+  __syncwarp();
+  if (!pass_void(t.overflow) && (lane < ws.fill || lane == kWarpClaimLimit)) {
+    Agg a{0ull, 0ull, ~0ull, 0ull};
+    for (int i = 0; i < 32; ++i) {
+      const int l = (lane + i) & 31;
+      a.count += wt.count[lane][l];
+      a.sum += wt.sum[lane][l];
+      a.min_u = wt.min_u[lane][l] < a.min_u ? wt.min_u[lane][l] : a.min_u;
+      a.max_u = wt.max_u[lane][l] > a.max_u ? wt.max_u[lane][l] : a.max_u;
+    }
+    if (a.count == 0) {
+      // the key -1 never seen (a claimed key has its claimer's row)
+    } else if (lane == kWarpClaimLimit) {
+      global_add(t, kEmptyKey, a);
+    } else {
+      const unsigned long long k = wt.key_of[lane];
+      cta_add(st, t, k, smem_slot(st, k), a);
     }
   }
+#else
   // Merge: each warp's groups into the CTA table (else the global table), one update per group
   // per warp, before the CTA's flush below (after the __syncthreads).
   __syncwarp();
@@ -625,6 +748,7 @@ __device__ __forceinline__ void aggregate(const int64_t* __restrict__ keys, cons
     if (lane == 0 && wt.count[kWarpSlots] != 0u)
       global_add(t, kEmptyKey, Agg{wt.count[kWarpSlots], wt.sum[kWarpSlots], wt.min_u[kWarpSlots], wt.max_u[kWarpSlots]});
   }
+#endif
   } else {
   __shared__ long long stage[kWarps][32];
   // Phase 1: rows, a warp at a time (the loop bound is uniform across the CTA).
@@ -713,7 +837,7 @@ __global__ void __launch_bounds__(kThreads) gb_aggregate(const int64_t* __restri
 }
 #if GB_PICK
 // <= 64 registers: kCtasPerSm CTAs per SM
-__global__ void __launch_bounds__(kThreads, kCtasPerSm)
+__global__ void __launch_bounds__(kThreads, kWtCtasPerSm)
     gb_aggregate_wt(const int64_t* __restrict__ keys, const int64_t* __restrict__ vals, int64_t n, GTable t,
                     const unsigned long long* gate) {
   aggregate<true>(keys, vals, n, t, gate);
@@ -869,7 +993,7 @@ extern "C" D2K_EXPORT int32_t d2k_run(const d2k_args* args) {
     if (n == 0) return D2K_OK;
     D2K_CUDA_TRY(args, cudaMemsetAsync(p.small.claimed, 0, 4 * sizeof(unsigned long long), stream));
 #if GB_PICK
-    const unsigned wt_grid = grid_for(args, (static_cast<uint64_t>(n) + kItems - 1) / kItems, kCtasPerSm);
+    const unsigned wt_grid = grid_for(args, (static_cast<uint64_t>(n) + kItems - 1) / kItems, kWtCtasPerSm);
     constexpr int kDynSmem = static_cast<int>(kWarps * sizeof(WarpTable));
     D2K_CUDA_TRY(args, cudaFuncSetAttribute(gb_aggregate_wt, cudaFuncAttributeMaxDynamicSharedMemorySize, kDynSmem));
 #endif
