@@ -81,8 +81,8 @@
 // per 32 rows on grouping the lanes by slot (ballots), the pointer-jumping fold and the leader's
 // update; lanes gives each lane its own partial aggregate per claimed key (the warp table's keys
 // get compact ids in claim order; 25 rows x 32 lanes x 28 B = 22.4 KB per warp, column per lane,
-// conflict-free) and adds its row there: lookup + four shared read-modify-writes, ~40-50
-// instructions per round by hand count, no shuffles. The keys not in the table still take the
+// conflict-free) and adds its row there: lookup + four shared read-modify-writes (~40-50
+// instructions per round, estimated from the source; not counted on the SASS), no shuffles. The keys not in the table still take the
 // fold and the CTA table. The merge sums a row's 32 partials (skewed reads). 8 warps of 22.9 KB
 // and the 41 KB CTA table fill an SM: 1 CTA per SM (132 registers, no local memory), so the loads
 // run three chunks ahead (64 KB in flight per SM). Expected: memory-bound at 16 groups (the
