@@ -19,7 +19,8 @@
 // claims without the resolution, a skipped merge and a fold with floor(log2) steps fail.
 // The pick (the default: 8192 sampled keys choose the warp tables at <= 24 distinct keys, the rows
 // loop otherwise, the rerun always the rows loop) is emulated on every check workload and on an
-// input whose sample sees 16 keys among 1.7M.
+// input whose sample sees 16 keys among 1.7M. The lanes variant (per-lane partials by compact id)
+// likewise, alone and under the pick; a merge that forgets the key -1's row fails.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -76,6 +77,8 @@ struct Model {
   // The warp-table path (expert.cu gb_aggregate_wt, picked at <= 24 sampled keys).
   bool warptab = false;     ///< per-warp private tables in front of the CTA table
   bool warptab_rerun = true;  ///< the rerun with warp tables too (false: the pick's rows loop)
+  bool lanes = false;           ///< GB_LANES: per-lane partials by compact id, no grouping or fold
+  bool lanes_merge_minus_one = true;  ///< (a wrong form when false: the merge forgets the key -1's row)
   int items = 4, warp_slots = 32, warp_limit = 24, warp_probes = 8;
   unsigned warp_window = 64, warp_keep_num = 3, warp_keep_den = 4;
   bool claim_resolve = true;  ///< false: every claimer of an empty slot takes it in one step (wrong)
@@ -249,8 +252,17 @@ struct WarpTab {
   std::vector<Agg> agg;  ///< slots + 1: the last for the key -1
   int fill = 0, state = 0;
   unsigned looks = 0, hits = 0;
+  // GB_LANES: each claimed slot's compact id, each id's key, and (limit + 1) x 32 lane partials
+  // (row limit: the key -1).
+  std::vector<int> id;
+  std::vector<u64> key_of;
+  std::vector<Agg> lane;
   explicit WarpTab(const Model& m)
-      : keys(static_cast<std::size_t>(m.warp_slots), kEmpty), agg(static_cast<std::size_t>(m.warp_slots) + 1) {}
+      : keys(static_cast<std::size_t>(m.warp_slots), kEmpty),
+        agg(static_cast<std::size_t>(m.warp_slots) + 1),
+        id(static_cast<std::size_t>(m.warp_slots), -1),
+        key_of(static_cast<std::size_t>(m.warp_limit), kEmpty),
+        lane(static_cast<std::size_t>(m.warp_limit + 1) * 32) {}
 };
 
 /// A CTA's table and its bypass state, shared by its warps.
@@ -307,6 +319,10 @@ void warp_round(WarpTab& w, CtaState& cs, RecTable& t, const u64* k, const i64* 
       if (claimers == 0 || w.fill >= limit) break;  // full: the claimers fall back
       if (m.claim_resolve) {  // the lowest claiming lane alone; the others probe again
         w.keys[static_cast<std::size_t>(h[winner])] = k[winner];
+        if (m.lanes) {
+          w.id[static_cast<std::size_t>(h[winner])] = w.fill;
+          w.key_of[static_cast<std::size_t>(w.fill)] = k[winner];
+        }
         slot[winner] = h[winner];
         pend[winner] = false;
         ++w.fill;
@@ -329,6 +345,21 @@ void warp_round(WarpTab& w, CtaState& cs, RecTable& t, const u64* k, const i64* 
       if (w.looks >= m.warp_window)
         w.state = static_cast<u64>(w.hits) * m.warp_keep_den < static_cast<u64>(w.looks) * m.warp_keep_num ? 1 : 2;
     }
+  }
+  // GB_LANES: the lanes in the table and of the key -1 add their row to their own partial; the
+  // rest (keys not in the table) take the grouping, fold and fallback below.
+  bool rest[L];
+  if (m.lanes) {
+    for (int l = 0; l < L; ++l) {
+      const bool mine = valid[l] && (slot[l] >= 0 || k[l] == kEmpty);
+      if (mine) {
+        const int row = slot[l] >= 0 ? w.id[static_cast<std::size_t>(slot[l])] : limit;
+        const u64 u = static_cast<u64>(v[l]);
+        w.lane[static_cast<std::size_t>(row) * L + static_cast<std::size_t>(l)].fold(Agg{1, u, u ^ kSign, u ^ kSign});
+      }
+      rest[l] = valid[l] && !mine;
+    }
+    valid = rest;
   }
   // Peers: lanes in the table by slot, the others by key; a lane past N alone.
   unsigned peers[L];
@@ -446,7 +477,25 @@ void warptab_pass(const i64* keys, const i64* vals, i64 n, RecTable& t, const Mo
         stats->warp_bypassed += wt.state == 1 ? 1 : 0;
       }
     if (t.overflow) continue;
-    if (m.warp_merge)
+    if (m.warp_merge && m.lanes)
+      for (const WarpTab& wt : w) {  // row r: the sum of its 32 lane partials
+        for (int r = 0; r <= m.warp_limit; ++r) {
+          if (r == m.warp_limit && !m.lanes_merge_minus_one) continue;
+          if (r < m.warp_limit && r >= wt.fill) continue;
+          Agg a{0, 0, kEmpty, 0};
+          for (int l = 0; l < L; ++l) a.fold(wt.lane[static_cast<std::size_t>(r) * L + static_cast<std::size_t>(l)]);
+          if (a.count == 0) continue;
+          if (r == m.warp_limit) {
+            t.add(kEmpty, a, m);
+            continue;
+          }
+          const u64 key = wt.key_of[static_cast<std::size_t>(r)];
+          const int cslot = cs.st.slot(key);
+          if (cslot >= 0) cs.st.agg[static_cast<std::size_t>(cslot)].fold(a);
+          else t.add(key, a, m);
+        }
+      }
+    else if (m.warp_merge)
       for (const WarpTab& wt : w) {
         for (int s = 0; s < m.warp_slots; ++s) {
           const u64 key = wt.keys[static_cast<std::size_t>(s)];
@@ -868,6 +917,33 @@ TEST_F(GroupbyRules, PickChoosesByTheSampleAndPassesEveryCheckWorkload) {
   EXPECT_TRUE(same_rows(sparse_tail, pick_emulation(in.keys, in.vals, in.n, m, &picked, &st)));
   EXPECT_TRUE(picked);
   EXPECT_EQ(st.reruns, 1);
+}
+
+TEST_F(GroupbyRules, LanesEmulationPassesAndAMergeWithoutTheMinusOneRowFails) {
+  // GB_LANES: per-lane partials by compact id on the warp-table path, alone and under the pick.
+  Model lanes = warptab_model();
+  lanes.lanes = true;
+  Model few = lanes, spill = lanes;
+  few.ctas = 16;
+  spill.small_cap = 64;
+  spill.small_limit = spill.small_cap / 3 * 2;
+  for (const Case& c : *cases_) {
+    for (const Model* m : {&lanes, &few, &spill})
+      EXPECT_TRUE(emulation_matches(c, *m)) << c.plan.workload.uuid << " lanes ctas " << m->ctas;
+    const Inputs in = inputs_of(c);
+    EXPECT_TRUE(same_rows(c, pick_emulation(in.keys, in.vals, in.n, lanes))) << c.plan.workload.uuid << " pick + lanes";
+  }
+  // 16 keys and the key -1 in every 5th row: the partials of 16 ids and of the -1 row, merged.
+  const Case g16 = synthetic("n200000-g16-minus-one", 200000, [](i64 r) {
+    return r % 5 == 0 ? i64{-1} : static_cast<i64>(fmix64(static_cast<u64>(r)) % 16);
+  });
+  Stats st;
+  EXPECT_TRUE(emulation_matches(g16, few, &st));
+  EXPECT_EQ(st.fallback_updates, 0);
+  Model no_minus_one = few;
+  no_minus_one.lanes_merge_minus_one = false;
+  EXPECT_FALSE(emulation_matches(g16, no_minus_one)) << "a merge that forgets the key -1's row passes";
+  EXPECT_TRUE(emulation_matches(overflow_case(), few));  // tables fill, bypass, the rerun
 }
 
 TEST_F(GroupbyRules, WarptabWrongVariantsFail) {
