@@ -192,10 +192,8 @@ constexpr int kSmemClaimLimit = kSmemSlots * 3 / 4;  // stop claiming at 3/4 ful
 constexpr int kCtasPerSm = 4;
 constexpr uint64_t kSmallCap = 1ull << 21;  // first global table: 2M records (64 MB) + 8 MB of counts
 constexpr unsigned long long kSmallLimit = kSmallCap / 3 * 2;  // abandoned at 1398100 groups (load 2/3)
-#if GB_SMEM_BYPASS
 constexpr unsigned kBypassWindow = 1024;  // lookups into the full CTA table before the decision
 constexpr unsigned kBypassHitDiv = 8;     // bypass when fewer than 1/8 of them hit
-#endif
 constexpr int kItems = 4;                 // rows per lane per step: two 16-byte loads per column
 constexpr int kChunk = 32 * kItems;       // rows per warp step (contiguous)
 constexpr int kWarpSlots = 32;            // per-warp table; slot kWarpSlots holds the key -1
@@ -396,7 +394,7 @@ struct WarpTable {
   unsigned long long max_u[kLaneRows][32];
   unsigned count[kLaneRows][32];
 };
-constexpr int kWtCtasPerSm = 1;  // 8 x 22.9 KB of warp tables + the 41 KB CTA table
+[[maybe_unused]] constexpr int kWtCtasPerSm = 1;  // 8 x 22.9 KB of warp tables + the 41 KB CTA table
 #else
 struct WarpTable {
   unsigned long long keys[kWarpSlots];
@@ -405,7 +403,7 @@ struct WarpTable {
   unsigned long long max_u[kWarpSlots + 1];
   unsigned count[kWarpSlots + 1];  // a warp's rows of a group <= N < 2^32 (read_n refuses larger N)
 };
-constexpr int kWtCtasPerSm = kCtasPerSm;
+[[maybe_unused]] constexpr int kWtCtasPerSm = kCtasPerSm;
 #endif
 
 /// Warp-uniform state of a warp's table, in registers.
@@ -431,6 +429,30 @@ __device__ __forceinline__ void cta_add(SmemTable& st, const GTable& t, unsigned
   } else {
     global_add(t, k, a);
   }
+}
+
+/// The CTA table's mode for this warp's step, the same in every lane of `mask` (lane 0 reads it):
+/// 0 probe the table; 1 probe it and count the lookups (full, undecided); 2 bypass it (decided:
+/// fewer than 1/kBypassHitDiv of kBypassWindow lookups hit).
+__device__ __forceinline__ int cta_mode(SmemTable& st, int& by_state, int lane, unsigned mask) {
+  int mode = 0;
+  if (lane == 0) {
+    const int state = *static_cast<volatile int*>(&by_state);
+    const bool full = static_cast<int>(*static_cast<volatile unsigned*>(&st.fill)) >= kSmemClaimLimit;
+    mode = state == 1 ? 2 : (state == 0 && full ? 1 : 0);
+  }
+  return __shfl_sync(mask, mode, 0);  // lane 0 is in every mask passed: it holds the step's first row
+}
+
+/// Mode 1: the warp's lookups and hits join the CTA's window; the warp that crosses it decides.
+__device__ __forceinline__ void count_window(unsigned looked, unsigned hit, unsigned& by_looks, unsigned& by_hits,
+                                             int& by_state, int lane) {
+  if (lane != 0) return;
+  const unsigned before = atomicAdd(&by_looks, looked);
+  const unsigned hits = atomicAdd(&by_hits, hit) + hit;
+  const unsigned after = before + looked;
+  if (before < kBypassWindow && after >= kBypassWindow)  // one warp crosses the window
+    by_state = static_cast<unsigned long long>(hits) * kBypassHitDiv < after ? 1 : 2;
 }
 
 /// One round: one row per lane (k, v; valid false past N). Called by all 32 lanes, converged.
@@ -553,29 +575,15 @@ __device__ __forceinline__ void warp_round(WarpTable& wt, SmemTable& st, const G
 #endif
   const bool flead = lead && !in && !minus_one;
   if (__ballot_sync(~0u, flead) != 0) {  // the default path for the keys not in the warp table
-    int mode = 0;  // as in the default: 0 probe the CTA table, 1 probe and count, 2 bypass it
-    if (lane == 0) {
-      const int state = *static_cast<volatile int*>(&by_state);
-      const bool full = static_cast<int>(*static_cast<volatile unsigned*>(&st.fill)) >= kSmemClaimLimit;
-      mode = state == 1 ? 2 : (state == 0 && full ? 1 : 0);
-    }
-    mode = __shfl_sync(~0u, mode, 0);
+    const int mode = cta_mode(st, by_state, lane, ~0u);
     int s = -1;
     if (flead) {
       if (mode != 2) s = smem_slot(st, k);
       cta_add(st, t, k, s, Agg{cnt, sum, mn, mx});
     }
-    if (mode == 1) {
-      const unsigned looked = __popc(__ballot_sync(~0u, flead));
-      const unsigned hit = __popc(__ballot_sync(~0u, s >= 0));
-      if (lane == 0) {
-        const unsigned before = atomicAdd(&by_looks, looked);
-        const unsigned hits = atomicAdd(&by_hits, hit) + hit;
-        const unsigned after = before + looked;
-        if (before < kBypassWindow && after >= kBypassWindow)
-          by_state = static_cast<unsigned long long>(hits) * kBypassHitDiv < after ? 1 : 2;
-      }
-    }
+    if (mode == 1)
+      count_window(__popc(__ballot_sync(~0u, flead)), __popc(__ballot_sync(~0u, s >= 0)), by_looks, by_hits, by_state,
+                   lane);
   }
   __syncwarp();  // this round's table stores before the next round's loads
 }
@@ -620,10 +628,10 @@ __device__ __forceinline__ void aggregate(const int64_t* __restrict__ keys, cons
   if (gate != nullptr && !pass_void(gate)) return;
   __shared__ SmemTable st;
   extern __shared__ __align__(16) unsigned char gb_dyn[];  // kWT: kWarps WarpTables (dynamic: > 48 KB in all)
-#if GB_SMEM_BYPASS
-  __shared__ unsigned by_looks, by_hits;  // leader lookups into the full table, and their hits
-  __shared__ int by_state;                // 0: undecided, 1: bypass the CTA table, 2: keep probing
-#endif
+  // GB_SMEM_BYPASS: leader lookups into the full CTA table and their hits; 0: undecided, 1: bypass
+  // the CTA table, 2: keep probing. (Declared in every build: the warp-table path names them.)
+  __shared__ unsigned by_looks, by_hits;
+  __shared__ int by_state;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if constexpr (kSmemSlots > 0) {
     for (int s = threadIdx.x; s < kSmemSlots; s += kThreads) {
@@ -765,40 +773,17 @@ __device__ __forceinline__ void aggregate(const int64_t* __restrict__ keys, cons
     const unsigned peers = __match_any_sync(active, k);
     __syncwarp(active);
 #if GB_SMEM_BYPASS
-    // mode 0: probe the CTA table; 1: probe it and count the lookups (it is full, undecided);
-    // 2: bypass it (decided: fewer than 1/kBypassHitDiv of kBypassWindow lookups hit).
-    int mode = 0;
-    if (lane == 0) {
-      const int state = *static_cast<volatile int*>(&by_state);
-      const bool full = static_cast<int>(*static_cast<volatile unsigned*>(&st.fill)) >= kSmemClaimLimit;
-      mode = state == 1 ? 2 : (state == 0 && full ? 1 : 0);
-    }
-    mode = __shfl_sync(active, mode, 0);  // lane 0 holds the tile's first row: always active
+    const int mode = cta_mode(st, by_state, lane, active);
     const bool lead = lane == __ffs(peers) - 1;
     int s = -1;
     if (lead) {
       const Agg a = fold_peers(peers, stage[warp]);
       if (k != kEmptyKey && mode != 2) s = smem_slot(st, k);
-      if (s >= 0) {
-        atomicAdd(&st.count[s], a.count);
-        atomicAdd(&st.sum[s], a.sum);
-        atomicMin(&st.min_u[s], a.min_u);
-        atomicMax(&st.max_u[s], a.max_u);
-      } else {
-        global_add(t, k, a);
-      }
+      cta_add(st, t, k, s, a);
     }
-    if (mode == 1) {
-      const unsigned looked = __popc(__ballot_sync(active, lead && k != kEmptyKey));
-      const unsigned hit = __popc(__ballot_sync(active, s >= 0));
-      if (lane == 0) {
-        const unsigned before = atomicAdd(&by_looks, looked);
-        const unsigned hits = atomicAdd(&by_hits, hit) + hit;
-        const unsigned after = before + looked;
-        if (before < kBypassWindow && after >= kBypassWindow)  // one warp crosses the window
-          by_state = static_cast<unsigned long long>(hits) * kBypassHitDiv < after ? 1 : 2;
-      }
-    }
+    if (mode == 1)
+      count_window(__popc(__ballot_sync(active, lead && k != kEmptyKey)), __popc(__ballot_sync(active, s >= 0)), by_looks,
+                   by_hits, by_state, lane);
 #else
     if (lane == __ffs(peers) - 1) {
       const Agg a = fold_peers(peers, stage[warp]);
@@ -806,14 +791,7 @@ __device__ __forceinline__ void aggregate(const int64_t* __restrict__ keys, cons
       if constexpr (kSmemSlots > 0) {
         if (k != kEmptyKey) s = smem_slot(st, k);
       }
-      if (s >= 0) {
-        atomicAdd(&st.count[s], a.count);
-        atomicAdd(&st.sum[s], a.sum);
-        atomicMin(&st.min_u[s], a.min_u);
-        atomicMax(&st.max_u[s], a.max_u);
-      } else {
-        global_add(t, k, a);
-      }
+      cta_add(st, t, k, s, a);
     }
 #endif
     __syncwarp(active);  // the staged row is rewritten next iteration

@@ -117,6 +117,17 @@ std::string utc_now() {
 
 // ---- bandwidth ----
 
+// Sampling of the size sweeps below: at least 0.1 s per size, at most stream_time_s.
+MeasureOptions sweep_options(const CalibrateOptions& o) {
+  MeasureOptions mo;
+  mo.stopping.min_time_s = 0.1;
+  mo.stopping.max_time_s = o.stream_time_s;
+  return mo;
+}
+
+// A sweep size: mib MiB, at most the n bytes allocated, in whole 16-byte words.
+std::size_t sweep_bytes(std::size_t n, std::size_t mib) { return std::min(n, mib << 20) / 16 * 16; }
+
 // The copy kernel at workload sizes, timed as the engine times a call (Timer: cold L2 before
 // every sample, audit sampling): how much of its write-back lands after it ends. The fastest
 // sample is kept, so that the memory floor is what the streaming kernel was seen to reach.
@@ -124,13 +135,11 @@ void measure_deferred_writes(Ceilings& c, const CalibrateOptions& o, void* src, 
   if (!(c.read_bw > 0) || !(c.stream_write_bw > 0)) return;
   Timer timer;
   Stream stream;
-  MeasureOptions mo;
-  mo.stopping.min_time_s = 0.1;
-  mo.stopping.max_time_s = o.stream_time_s;
+  const MeasureOptions mo = sweep_options(o);
   nlohmann::json rows = nlohmann::json::array();
   c.deferred_writes.clear();
   for (std::size_t mib : o.stream_sizes_mib) {
-    const std::size_t bytes = std::min(n, mib << 20) / 16 * 16;
+    const std::size_t bytes = sweep_bytes(n, mib);
     if (bytes == 0) continue;
     const MeasureResult r = timer.measure(
         [&](std::size_t, cudaStream_t st) {
@@ -160,12 +169,10 @@ void measure_read_sizes(Ceilings& c, const CalibrateOptions& o, const void* src,
   if (!(c.read_bw > 0)) return;
   Timer timer;
   Stream stream;
-  MeasureOptions mo;
-  mo.stopping.min_time_s = 0.1;
-  mo.stopping.max_time_s = o.stream_time_s;
+  const MeasureOptions mo = sweep_options(o);
   nlohmann::json rows = nlohmann::json::array();
   for (std::size_t mib : o.read_sizes_mib) {
-    const std::size_t bytes = std::min(n, mib << 20) / 16 * 16;
+    const std::size_t bytes = sweep_bytes(n, mib);
     if (bytes == 0) continue;
     const std::size_t n16 = bytes / 16;
     const std::pair<const char*, std::function<void(cudaStream_t)>> kernels[] = {
