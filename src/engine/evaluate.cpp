@@ -616,7 +616,7 @@ class CudaEvaluation {
     // the worker's samples hide behind the blocking kernel: back to back such a batch is paced by
     // the host as an interpreter's is, so it is bounded the same way.
     const Track* track = lookup_target_track(ts.target.track);
-    TimeVerdict v = bound_time(median_s, pc.timing, host_paced_batch(track && track->host_paced(), pc.graph));
+    TimeVerdict v = bound_time(median_s, pc.timing, host_paced_batch(track && track->host_paced(), pc.graph), perf.max_us * 1e-6);
     const std::string summary = fmt::format("parent_clock: {} calls in {} batches{} over {} input sets in {:.3f} ms "
                                           "({:.3f} ms checking after the clock): {:.2f} us per call, worker median {:.2f} us; time from the {}",
                                           pc.timing.calls, pc.timing.batches, pc.graph ? " (one CUDA graph)" : " (no graph: " + pc.note + ")",
@@ -633,6 +633,8 @@ class CudaEvaluation {
     }
     // The batch's figures go with every time (the evidence of the band, docs/isolation.md).
     perf.timer_note += (perf.timer_note.empty() ? "" : "; ") + summary;
+    if (v.source == "parent_draws")
+      perf.timer_note += fmt::format(" (the worker's samples reach it: {:.2f} to {:.2f} us over its draws)", perf.min_us, perf.max_us);
     if (v.source != "worker") {
       perf.median_us = v.time_s * 1e6;
       perf.timer = "parent_clock";

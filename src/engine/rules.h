@@ -143,7 +143,7 @@ struct ParentTiming {
 /// The time that scores, and why.
 struct TimeVerdict {
   double time_s = 0;
-  std::string source;  ///< "worker" (within the band), "parent_band" (the band's edge) or "parent"
+  std::string source;  ///< "worker" (within the band), "parent_band" (the band's edge), "parent" or "parent_draws"
   std::optional<Violation> violation;  ///< timer_cross_check
 };
 
@@ -154,7 +154,14 @@ struct TimeVerdict {
 /// kCheatBand reports the parent's figure instead of REWARD_HACK: back to back, such a call pays
 /// its host work, which honest programs have (fused_adamw's PyTorch program, 300 tensor views a
 /// call: 0.48 of the parent's figure on the H200, docs/isolation.md); the forgery gains nothing.
-TimeVerdict bound_time(double worker_median_s, const ParentTiming& p, bool host_paced = false);
+/// With `worker_max_s` (the worker's slowest timed sample) at or above the cheat band's edge, a gap
+/// beyond kCheatBand reports the parent's figure too (source "parent_draws"): the worker saw calls
+/// as long as the parent's, so its median and the parent's batch differ by the draws they timed (the
+/// worker draws fresh inputs per call, the batch its own few sets). Honest kernels whose time
+/// depends on the random keys do this (a hash group-by's warp tables on 16 Zipf keys: worker median
+/// 4.9 ms, slowest samples and the batch's two draws 18.6 ms on the H200); a forger that leaves a
+/// slow sample standing is scored at the parent's clock, the time it took.
+TimeVerdict bound_time(double worker_median_s, const ParentTiming& p, bool host_paced = false, double worker_max_s = 0);
 
 /// Whether a batch is host-paced: the target's track runs an interpreter, or the batch ran without
 /// a graph (a call that cannot be captured: the worker's loop then runs the candidate's host code

@@ -226,6 +226,27 @@ TEST(Rules, BoundTimeOfAHostPacedTargetReportsTheParentFigure) {
   EXPECT_TRUE(bound_time(2.0e-6, p, false).violation);  // a compiled target: still REWARD_HACK
 }
 
+// An honest kernel whose time depends on the random keys (the group-by's warp tables on 16 Zipf
+// keys, H200: worker median 4.9 ms, the parent's two draws 18.6 ms per call) has worker samples
+// as slow as the parent's figure: that gap reports the parent's figure, not REWARD_HACK. A
+// forgery that scales every sample (max too) stays REWARD_HACK.
+TEST(Rules, BoundTimeOfADrawDependentTimeReportsTheParentFigure) {
+  ParentTiming p{0.2, 0.0, 10000};  // 20 us per call
+  const double edge = 0.78 * 20e-6 - 2e-6;  // the cheat band's edge: 13.6 us
+  TimeVerdict draws = bound_time(5.0e-6, p, false, 24e-6);
+  EXPECT_FALSE(draws.violation);
+  EXPECT_EQ(draws.source, "parent_draws");
+  EXPECT_DOUBLE_EQ(draws.time_s, 20e-6);  // the whole figure: the batch's draws took that long
+  EXPECT_EQ(bound_time(5.0e-6, p, false, edge).source, "parent_draws");  // at the edge
+  TimeVerdict halved = bound_time(5.0e-6, p, false, 0.5 * 24e-6);  // every sample scaled: max below the edge
+  ASSERT_TRUE(halved.violation);
+  EXPECT_EQ(halved.violation->rule, "timer_cross_check");
+  EXPECT_TRUE(bound_time(5.0e-6, p).violation);  // no max given: as before
+  // Within the bands the max changes nothing.
+  EXPECT_EQ(bound_time(19e-6, p, false, 40e-6).source, "worker");
+  EXPECT_EQ(bound_time(15.5e-6, p, false, 40e-6).source, "parent_band");
+}
+
 // A compiled call that cannot be captured runs back to back from the worker's loop, its host code
 // between launches, as an interpreter's does. Such a batch is bounded as a host-paced one; a
 // captured batch is not.
